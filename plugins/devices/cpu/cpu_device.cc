@@ -1,0 +1,122 @@
+#include "cpu_device.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "weft/sdk/status.h"
+#include "weft/sdk/struct.h"
+
+namespace weft::cpu {
+namespace {
+
+std::string Trim(const std::string& text) {
+  const auto begin = text.find_first_not_of(" \t");
+  if (begin == std::string::npos) return "";
+  const auto end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+// The value of the first "key : value" line of /proc/cpuinfo with |key|.
+std::string CpuInfoField(const std::string& cpuinfo, const std::string& key) {
+  std::istringstream in(cpuinfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    if (Trim(line.substr(0, colon)) == key) return Trim(line.substr(colon + 1));
+  }
+  return "";
+}
+
+int AffinityCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
+}  // namespace
+
+MachineInfo ReadMachineInfo() {
+  MachineInfo info;
+  std::ifstream file("/proc/cpuinfo");
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string cpuinfo = text.str();
+  info.model = CpuInfoField(cpuinfo, "model name");
+  info.vendor = CpuInfoField(cpuinfo, "vendor_id");
+  if (info.model.empty()) info.model = "unknown CPU";
+
+  // Only the extensions that decide which kernels run fast; the full flag
+  // list is in /proc/cpuinfo.
+  static const char* const kInteresting[] = {"sse4_2", "avx", "avx2", "fma", "f16c",
+                                             "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                                             "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
+                                             "amx_int8", "neon", "sve"};
+  std::set<std::string> flags;
+  std::istringstream words(CpuInfoField(cpuinfo, "flags"));
+  for (std::string word; words >> word;) flags.insert(word);
+  for (const char* name : kInteresting) {
+    if (flags.count(name) == 0) continue;
+    if (!info.isa.empty()) info.isa.push_back(' ');
+    info.isa.append(name);
+  }
+
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0) {
+    info.memory_bytes = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  }
+  info.cores = AffinityCores();
+  return info;
+}
+
+CpuDevice::CpuDevice(int ordinal) : ordinal_(ordinal), machine_(ReadMachineInfo()) {
+  compute_units_text_ = std::to_string(machine_.cores);
+  extra_.push_back({sizeof(weft_property_t), "isa", machine_.isa.c_str()});
+  extra_.push_back({sizeof(weft_property_t), "cores", compute_units_text_.c_str()});
+}
+
+void CpuDevice::Properties(weft_device_properties_t* out) const {
+  auto props = sdk::Make<weft_device_properties_t>();
+  props.model = machine_.model.c_str();
+  props.vendor = machine_.vendor.empty() ? nullptr : machine_.vendor.c_str();
+  props.driver = "weft cpu plugin";
+  props.memory_bytes = machine_.memory_bytes;
+  props.alignment = kAlignment;
+  props.host_visible = 1;
+  props.compute_units = machine_.cores;
+  props.extra = extra_.data();
+  props.num_extra = extra_.size();
+  sdk::FillOut(out, props);
+}
+
+CpuBuffer* CpuDevice::Allocate(uint64_t size) {
+  void* data = nullptr;
+  // One byte for empty buffers keeps every buffer a distinct address.
+  const uint64_t bytes = size == 0 ? 1 : size;
+  if (posix_memalign(&data, kAlignment, bytes) != 0) {
+    throw sdk::Error(WEFT_RESOURCE_EXHAUSTED,
+                     "cannot allocate " + std::to_string(size) + " bytes of host memory (" +
+                         std::to_string(bytes_in_use() >> 20) + " MiB in use on /device:CPU:" +
+                         std::to_string(ordinal_) + ")");
+  }
+  bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
+  return new CpuBuffer{data, size};
+}
+
+void CpuDevice::Free(CpuBuffer* buffer) {
+  if (buffer == nullptr) return;
+  bytes_in_use_.fetch_sub(buffer->size, std::memory_order_relaxed);
+  std::free(buffer->data);
+  delete buffer;
+}
+
+}  // namespace weft::cpu

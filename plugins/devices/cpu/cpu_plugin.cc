@@ -1,0 +1,212 @@
+// The cpu device plugin: its description, options and device table.
+//
+// It is built against the Weft SDK alone (weft_add_plugin enforces that),
+// which is the proof that any device can live behind the ABI. Streams run
+// their work as it is enqueued, so events are ready once recorded.
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "cpu_device.h"
+#include "weft/sdk/plugin.h"
+
+namespace weft::cpu {
+namespace {
+
+int g_device_count = 1;
+
+CpuDevice* AsDevice(weft_device_t device) { return reinterpret_cast<CpuDevice*>(device); }
+CpuBuffer* AsBuffer(weft_buffer_t buffer) { return reinterpret_cast<CpuBuffer*>(buffer); }
+
+// A stream's work runs when enqueued; the stream only exists to satisfy
+// the ordering contract, which inline execution meets trivially.
+struct CpuStream {
+  int ordinal;
+};
+struct CpuEvent {
+  int ordinal;
+};
+
+void CheckRange(const CpuBuffer* buffer, uint64_t offset, uint64_t size, const char* what) {
+  if (buffer == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": NULL buffer");
+  if (offset > buffer->size || size > buffer->size - offset) {
+    throw sdk::Error(WEFT_OUT_OF_RANGE, std::string(what) + ": bytes [" + std::to_string(offset) +
+                                            ", " + std::to_string(offset + size) +
+                                            ") outside a buffer of " +
+                                            std::to_string(buffer->size) + " bytes");
+  }
+}
+
+weft_status_t Configure(const weft_options_t* options) {
+  return sdk::Guard([&] { g_device_count = static_cast<int>(sdk::GetInt(options, "count")); });
+}
+
+weft_status_t DeviceCount(int32_t* out_count) {
+  return sdk::Guard([&] { *out_count = g_device_count; });
+}
+
+weft_status_t DeviceOpen(int32_t ordinal, weft_device_t* out_device) {
+  return sdk::Guard([&] {
+    if (ordinal < 0 || ordinal >= g_device_count) {
+      throw sdk::Error(WEFT_NOT_FOUND, "no /device:CPU:" + std::to_string(ordinal) + " (" +
+                                           std::to_string(g_device_count) +
+                                           " configured by devices.cpu.count)");
+    }
+    *out_device = reinterpret_cast<weft_device_t>(new CpuDevice(ordinal));
+  });
+}
+
+void DeviceClose(weft_device_t device) {
+  sdk::GuardVoid("device_close", [&] { delete AsDevice(device); });
+}
+
+weft_status_t DeviceProperties(weft_device_t device, weft_device_properties_t* out) {
+  return sdk::Guard([&] { AsDevice(device)->Properties(out); });
+}
+
+weft_status_t BufferAlloc(weft_device_t device, uint64_t size, weft_buffer_t* out_buffer) {
+  return sdk::Guard([&] {
+    *out_buffer = reinterpret_cast<weft_buffer_t>(AsDevice(device)->Allocate(size));
+  });
+}
+
+void BufferFree(weft_device_t device, weft_buffer_t buffer) {
+  sdk::GuardVoid("buffer_free", [&] { AsDevice(device)->Free(AsBuffer(buffer)); });
+}
+
+void* BufferHostPointer(weft_device_t, weft_buffer_t buffer) {
+  return buffer == nullptr ? nullptr : AsBuffer(buffer)->data;
+}
+
+weft_status_t StreamCreate(weft_device_t device, weft_stream_t* out_stream) {
+  return sdk::Guard([&] {
+    *out_stream = reinterpret_cast<weft_stream_t>(new CpuStream{AsDevice(device)->ordinal()});
+  });
+}
+
+void StreamDestroy(weft_device_t, weft_stream_t stream) {
+  delete reinterpret_cast<CpuStream*>(stream);
+}
+
+weft_status_t StreamSynchronize(weft_device_t, weft_stream_t) { return nullptr; }
+
+weft_status_t EventCreate(weft_device_t device, weft_event_t* out_event) {
+  return sdk::Guard([&] {
+    *out_event = reinterpret_cast<weft_event_t>(new CpuEvent{AsDevice(device)->ordinal()});
+  });
+}
+
+void EventDestroy(weft_device_t, weft_event_t event) { delete reinterpret_cast<CpuEvent*>(event); }
+
+weft_status_t EventRecord(weft_device_t, weft_event_t, weft_stream_t) { return nullptr; }
+weft_status_t StreamWaitEvent(weft_device_t, weft_stream_t, weft_event_t) { return nullptr; }
+weft_status_t EventSynchronize(weft_device_t, weft_event_t) { return nullptr; }
+
+weft_status_t EventOnReady(weft_device_t, weft_event_t, weft_done_fn done, void* user) {
+  return sdk::Guard([&] {
+    if (done == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "event_on_ready: NULL callback");
+    done(user, nullptr);
+  });
+}
+
+weft_status_t CopyHostToDevice(weft_device_t, weft_stream_t, const void* src, weft_buffer_t dst,
+                               uint64_t dst_offset, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckRange(AsBuffer(dst), dst_offset, size, "copy_host_to_device");
+    if (size > 0) std::memcpy(static_cast<char*>(AsBuffer(dst)->data) + dst_offset, src, size);
+  });
+}
+
+weft_status_t CopyDeviceToHost(weft_device_t, weft_stream_t, weft_buffer_t src,
+                               uint64_t src_offset, void* dst, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckRange(AsBuffer(src), src_offset, size, "copy_device_to_host");
+    if (size > 0) std::memcpy(dst, static_cast<const char*>(AsBuffer(src)->data) + src_offset, size);
+  });
+}
+
+weft_status_t CopyDeviceToDevice(weft_device_t, weft_stream_t, weft_buffer_t src,
+                                 uint64_t src_offset, weft_buffer_t dst, uint64_t dst_offset,
+                                 uint64_t size) {
+  return sdk::Guard([&] {
+    CheckRange(AsBuffer(src), src_offset, size, "copy_device_to_device (source)");
+    CheckRange(AsBuffer(dst), dst_offset, size, "copy_device_to_device (destination)");
+    if (size > 0) {
+      std::memmove(static_cast<char*>(AsBuffer(dst)->data) + dst_offset,
+                   static_cast<const char*>(AsBuffer(src)->data) + src_offset, size);
+    }
+  });
+}
+
+// All CPU devices share the host's memory, so a peer copy is a memmove.
+weft_status_t CopyPeer(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t src_offset,
+                       weft_device_t, weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
+  return CopyDeviceToDevice(nullptr, nullptr, src, src_offset, dst, dst_offset, size);
+}
+
+weft_status_t BufferMemset(weft_device_t, weft_stream_t, weft_buffer_t buffer, uint64_t offset,
+                           uint8_t value, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckRange(AsBuffer(buffer), offset, size, "buffer_memset");
+    if (size > 0) std::memset(static_cast<char*>(AsBuffer(buffer)->data) + offset, value, size);
+  });
+}
+
+const weft_device_plugin_t kDeviceTable = [] {
+  auto t = sdk::Make<weft_device_plugin_t>();
+  t.device_type = "CPU";
+  t.device_count = DeviceCount;
+  t.device_open = DeviceOpen;
+  t.device_close = DeviceClose;
+  t.device_properties = DeviceProperties;
+  t.buffer_alloc = BufferAlloc;
+  t.buffer_free = BufferFree;
+  t.buffer_host_pointer = BufferHostPointer;
+  t.stream_create = StreamCreate;
+  t.stream_destroy = StreamDestroy;
+  t.stream_synchronize = StreamSynchronize;
+  t.event_create = EventCreate;
+  t.event_destroy = EventDestroy;
+  t.event_record = EventRecord;
+  t.stream_wait_event = StreamWaitEvent;
+  t.event_synchronize = EventSynchronize;
+  t.event_on_ready = EventOnReady;
+  t.copy_host_to_device = CopyHostToDevice;
+  t.copy_device_to_host = CopyDeviceToHost;
+  t.copy_device_to_device = CopyDeviceToDevice;
+  t.copy_peer = CopyPeer;
+  t.buffer_memset = BufferMemset;
+  // Kernels arrive with the dataflow engine (TODO(#3)).
+  t.kernels = nullptr;
+  t.num_kernels = 0;
+  return t;
+}();
+
+const weft_option_def_t kOptions[] = {
+    {sizeof(weft_option_def_t), "count", WEFT_OPTION_INT, "1",
+     "How many logical CPU devices to expose; they share the machine's cores.", 1, 1, 1, 64,
+     nullptr, 0},
+};
+
+const weft_plugin_t* Describe() {
+  static const weft_plugin_t plugin = [] {
+    auto p = sdk::Make<weft_plugin_t>();
+    p.abi_major = WEFT_ABI_VERSION_MAJOR;
+    p.abi_minor = WEFT_ABI_VERSION_MINOR;
+    p.name = "cpu";
+    p.version = WEFT_CPU_PLUGIN_VERSION;
+    p.description = "Host CPU: aligned host memory, inline streams";
+    p.kind = WEFT_PLUGIN_DEVICE;
+    p.device = &kDeviceTable;
+    p.options = kOptions;
+    p.num_options = sizeof kOptions / sizeof kOptions[0];
+    p.configure = Configure;
+    return p;
+  }();
+  return &plugin;
+}
+
+}  // namespace
+}  // namespace weft::cpu
+
+WEFT_SDK_DEFINE_PLUGIN(weft::cpu::Describe)

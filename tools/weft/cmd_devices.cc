@@ -1,0 +1,105 @@
+#include <iostream>
+#include <memory>
+
+#include "core/plugin/device_plugin.h"
+#include "tools/weft/commands.h"
+#include "tools/weft/output.h"
+
+namespace weft::cli {
+namespace {
+
+struct OpenedDevice {
+  std::string name;
+  std::string plugin;
+  plugin::DeviceProperties props;
+};
+
+std::string Gbps(double value) { return value > 0 ? StrCat(value, " GB/s") : "unknown"; }
+
+int Run(Context& ctx, bool json) {
+  auto host = ctx.Plugins();
+  if (!host.ok()) return ReportError(host.status());
+  std::vector<OpenedDevice> devices;
+  for (const plugin::DevicePlugin* device_plugin : (*host)->devices().All()) {
+    auto count = device_plugin->DeviceCount();
+    if (!count.ok()) return ReportError(count.status());
+    for (int i = 0; i < *count; ++i) {
+      auto device = device_plugin->Open(i);
+      if (!device.ok()) return ReportError(device.status());
+      auto props = (*device)->Properties();
+      if (!props.ok()) return ReportError(props.status());
+      devices.push_back({(*device)->name(), device_plugin->plugin_name(), *props});
+    }
+  }
+  if (json) {
+    JsonWriter j(std::cout);
+    j.BeginArray();
+    for (const OpenedDevice& d : devices) {
+      j.BeginObject();
+      j.Key("name");
+      j.String(d.name);
+      j.Key("plugin");
+      j.String(d.plugin);
+      j.Key("model");
+      j.String(d.props.model);
+      j.Key("vendor");
+      j.String(d.props.vendor);
+      j.Key("driver");
+      j.String(d.props.driver);
+      j.Key("memory_bytes");
+      j.Int(static_cast<long long>(d.props.memory_bytes));
+      j.Key("alignment");
+      j.Int(static_cast<long long>(d.props.alignment));
+      j.Key("host_visible");
+      j.Bool(d.props.host_visible);
+      j.Key("compute_units");
+      j.Int(d.props.compute_units);
+      j.Key("properties");
+      j.BeginObject();
+      for (const auto& [key, value] : d.props.extra) {
+        j.Key(key);
+        j.String(value);
+      }
+      j.EndObject();
+      j.EndObject();
+    }
+    j.EndArray();
+    return kExitOk;
+  }
+  if (devices.empty()) {
+    std::cerr << "weft: error: no devices: no device plugin is loaded (see `weft plugins`)\n";
+    return kExitUserError;
+  }
+  bool first = true;
+  for (const OpenedDevice& d : devices) {
+    if (!first) std::cout << '\n';
+    first = false;
+    std::cout << d.name << "  (plugin " << d.plugin << ")\n";
+    Table table({"  model", d.props.model.empty() ? "unknown" : d.props.model});
+    table.AddRow({"  vendor", d.props.vendor.empty() ? "unknown" : d.props.vendor});
+    table.AddRow({"  driver", d.props.driver.empty() ? "unknown" : d.props.driver});
+    table.AddRow({"  memory", d.props.memory_bytes > 0 ? HumanBytes(d.props.memory_bytes) : "unknown"});
+    table.AddRow({"  alignment", StrCat(d.props.alignment, " B")});
+    table.AddRow({"  compute units", StrCat(d.props.compute_units)});
+    table.AddRow({"  host visible", d.props.host_visible ? "yes" : "no"});
+    if (!d.props.host_visible) {
+      table.AddRow({"  host->device", Gbps(d.props.host_to_device_gbps)});
+      table.AddRow({"  device->host", Gbps(d.props.device_to_host_gbps)});
+    }
+    for (const auto& [key, value] : d.props.extra) table.AddRow({"  " + key, value});
+    table.Print(std::cout);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddDevicesCommand(CLI::App& app, Runner& run) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd =
+      app.add_subcommand("devices", "Open every device of every loaded plugin and describe it");
+  cmd->add_flag("--json", *json, "Print as JSON");
+  cmd->callback([&run, json] { run = [json](Context& ctx) { return Run(ctx, *json); }; });
+}
+
+}  // namespace weft::cli

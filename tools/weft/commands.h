@@ -1,0 +1,23 @@
+// The subcommands of `weft`. Each Add* function registers one subcommand
+// on |app|; when it is chosen, |run| is set to what executes it, returning
+// the exit code.
+#ifndef WEFT_TOOLS_WEFT_COMMANDS_H_
+#define WEFT_TOOLS_WEFT_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+#include "tools/weft/context.h"
+
+namespace weft::cli {
+
+using Runner = std::function<int(Context&)>;
+
+void AddVersionCommand(CLI::App& app, Runner& run);
+void AddPluginsCommand(CLI::App& app, Runner& run);
+void AddDevicesCommand(CLI::App& app, Runner& run);
+void AddConfigCommand(CLI::App& app, Runner& run);
+
+}  // namespace weft::cli
+
+#endif  // WEFT_TOOLS_WEFT_COMMANDS_H_

@@ -1,0 +1,65 @@
+#include "tools/weft/context.h"
+
+#include <iostream>
+
+#include "core/base/logging.h"
+#include "core/plugin/host_services.h"
+
+namespace weft::cli {
+
+int ExitCodeFor(const Status& status) {
+  if (status.ok()) return kExitOk;
+  if (status.code() == Code::kInternal || status.code() == Code::kUnknown) {
+    return kExitInternalError;
+  }
+  return kExitUserError;
+}
+
+int ReportError(const Status& status) {
+  std::string text = status.message();
+  std::string indented;
+  for (char c : text) {
+    indented.push_back(c);
+    if (c == '\n') indented.append("  ");
+  }
+  std::cerr << "weft: error: " << indented << '\n';
+  return ExitCodeFor(status);
+}
+
+Status Context::Init() {
+  if (options_.config_path.empty()) {
+    WEFT_ASSIGN_OR_RETURN(config_, config::DefaultConfig());
+  } else {
+    WEFT_ASSIGN_OR_RETURN(config_, config::LoadConfigFile(options_.config_path));
+  }
+  LogLevel level = config_->logging.level;
+  if (!options_.log_level.empty()) {
+    auto parsed = ParseLogLevel(options_.log_level);
+    if (!parsed) {
+      return InvalidArgumentError("--log-level: expected one of trace, debug, info, warning, "
+                                  "error, off; got ",
+                                  Quote(options_.log_level));
+    }
+    level = *parsed;
+  }
+  SetLogLevel(level);
+  WEFT_RETURN_IF_ERROR(SetLogDestination(config_->logging.file, config_->logging.format)
+                           .WithContext(StrCat(config_->source, ": logging.file")));
+  if (config_->runtime.intra_op_threads) {
+    plugin::ConfigureHostServices(static_cast<int>(*config_->runtime.intra_op_threads));
+  }
+  return Status();
+}
+
+Expected<plugin::PluginHost*> Context::Plugins() {
+  if (!host_) {
+    host_ = std::make_unique<plugin::PluginHost>(*config_);
+    WEFT_RETURN_IF_ERROR(host_->LoadAll());
+    for (const config::ConfigError& warning : host_->UnusedSections()) {
+      WEFT_LOG(WARNING) << warning.ToString();
+    }
+  }
+  return host_.get();
+}
+
+}  // namespace weft::cli

@@ -1,0 +1,56 @@
+// What every `weft` subcommand starts from: the configuration (from
+// --config or the embedded default), logging set up from it, and on demand
+// the plugin host with every plugin loaded.
+#ifndef WEFT_TOOLS_WEFT_CONTEXT_H_
+#define WEFT_TOOLS_WEFT_CONTEXT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/base/status.h"
+#include "core/config/config.h"
+#include "core/plugin/plugin_host.h"
+
+namespace weft::cli {
+
+// Exit codes of every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUserError = 1;
+inline constexpr int kExitInternalError = 2;
+
+// The exit code for a failed |status|: 2 for INTERNAL and UNKNOWN (a bug in
+// Weft or a plugin), 1 for everything else.
+int ExitCodeFor(const Status& status);
+
+// Prints "weft: error: <message>" (each line of a multi-line message
+// indented under the first) to stderr and returns ExitCodeFor(status).
+int ReportError(const Status& status);
+
+struct GlobalOptions {
+  std::string config_path;  // empty: the embedded default
+  std::string log_level;    // empty: from the config
+};
+
+class Context {
+ public:
+  explicit Context(GlobalOptions options) : options_(std::move(options)) {}
+
+  // Loads the configuration and applies its [logging] section, then the
+  // --log-level override.
+  Status Init();
+
+  const config::Config& config() const { return *config_; }
+
+  // Loads plugins on first use.
+  Expected<plugin::PluginHost*> Plugins();
+
+ private:
+  GlobalOptions options_;
+  std::optional<config::Config> config_;
+  std::unique_ptr<plugin::PluginHost> host_;
+};
+
+}  // namespace weft::cli
+
+#endif  // WEFT_TOOLS_WEFT_CONTEXT_H_
