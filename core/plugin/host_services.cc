@@ -110,8 +110,8 @@ const config::OptionValues* AsValues(const weft_options_t* options) {
 }
 
 weft_status_t NullOptions(const char* key) {
-  return MakeStatus(InvalidArgumentError("option ", Quote(key != nullptr ? key : ""),
-                                         " requested with a NULL options handle"));
+  return MakeStatus(InvalidArgumentError("option ", Quote(key != nullptr ? key : "(null)"),
+                                         ": NULL options handle, key or output pointer"));
 }
 
 weft_status_t OptionGetBool(const weft_options_t* options, const char* key, weft_bool_t* out) {

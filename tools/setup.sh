@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Weft needs (only those missing), then
+# configures and builds it with CMake and Ninja.
+#
+#   tools/setup.sh                  release build in build/
+#   tools/setup.sh --preset asan    another preset (debug, asan, tsan)
+#   tools/setup.sh --packages-only  install packages, do not build
+#
+# Works as root, or as a user with sudo. Set WEFT_WERROR=ON to turn
+# warnings into errors (CI does).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+preset=release
+build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --preset) preset=${2:?--preset needs a name}; shift 2 ;;
+    --preset=*) preset=${1#--preset=}; shift ;;
+    --packages-only) build=0; shift ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
+  esac
+done
+
+# What the build, the tests and the tools need, by Debian package name.
+packages=(
+  build-essential cmake ninja-build git pkg-config binutils
+  clang                    # libFuzzer targets and a second compiler
+  libboost-dev             # Boost.DLL (plugin loading)
+  libtomlplusplus-dev      # TOML configuration
+  libcli11-dev             # the weft command line
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then
+      sudo=(sudo)
+    else
+      echo "setup.sh: these packages are missing and you are not root (and there is no sudo):" >&2
+      echo "  ${missing[*]}" >&2
+      echo "Install them as root:  apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  echo "==> Installing ${#missing[@]} missing package(s): ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -q
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "==> All ${#packages[@]} required packages are installed"
+fi
+
+[ "$build" -eq 1 ] || exit 0
+
+echo "==> Configuring (preset $preset)"
+cmake --preset "$preset" >/dev/null
+echo "==> Building (preset $preset)"
+cmake --build --preset "$preset"
+dir=build
+[ "$preset" = release ] || dir=build-$preset
+echo "==> Built $dir/bin/weft, with plugins in $dir/lib/weft/plugins/"
