@@ -105,15 +105,22 @@ std::string DlopenReason(const std::string& path) {
   return text;
 }
 
-// "cpu" for ".../weft_device_cpu.so"; empty when the name does not follow
-// the weft_<kind>_<name>.so convention.
-std::string NameFromFileName(const std::string& path) {
+// The kind and name a file announces by following the weft_<kind>_<name>.so
+// convention ("device", "cpu" for weft_device_cpu.so); nothing otherwise.
+// Used before the plugin itself can say (to skip disabled plugins, and to
+// describe one that is unavailable from init).
+struct FileNameInfo {
+  std::optional<PluginKind> kind;
+  std::string name;
+};
+
+FileNameInfo InfoFromFileName(const std::string& path) {
   const std::string stem = fs::path(path).stem().string();
-  for (std::string_view kind : {"device_", "transport_", "optimizer_"}) {
-    const std::string prefix = StrCat("weft_", kind);
-    if (StartsWith(stem, prefix)) return stem.substr(prefix.size());
+  for (PluginKind kind : {PluginKind::kDevice, PluginKind::kTransport, PluginKind::kOptimizer}) {
+    const std::string prefix = StrCat("weft_", KindName(kind), "_");
+    if (StartsWith(stem, prefix)) return {kind, stem.substr(prefix.size())};
   }
-  return "";
+  return {};
 }
 
 bool IsPluginFileName(const fs::path& path) {
@@ -354,10 +361,12 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
   if (!seen_paths_.insert(canonical.string()).second) return Outcome{};
   if (!fs::is_regular_file(canonical, ec)) return Refuse(std::move(info), "not a regular file");
 
-  const std::string file_name = NameFromFileName(info.path);
+  const FileNameInfo from_file = InfoFromFileName(info.path);
   const auto& disabled = config_.plugins.disable;
-  if (!file_name.empty() && std::find(disabled.begin(), disabled.end(), file_name) != disabled.end()) {
-    info.name = file_name;
+  if (!from_file.name.empty() &&
+      std::find(disabled.begin(), disabled.end(), from_file.name) != disabled.end()) {
+    info.name = from_file.name;
+    info.kind = from_file.kind;
     info.state = PluginState::kDisabled;
     info.reason = StrCat("disabled by plugins.disable in ", config_.source);
     plugins_.push_back(std::move(info));
@@ -417,7 +426,8 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
   if (entry.init_status.code() == Code::kUnavailable) {
     info.state = PluginState::kUnavailable;
     info.reason = entry.init_status.message();
-    info.name = file_name;
+    info.name = from_file.name;
+    info.kind = from_file.kind;
     WEFT_LOG_FROM(INFO, kLogSource) << "plugin " << info.path << " is unavailable: " << info.reason;
     plugins_.push_back(std::move(info));
     return Outcome{};

@@ -196,6 +196,13 @@ TEST_F(Cli, StrictModeMakesARefusalFatal) {
                        "uncaught C++ exception: frobnicator exploded\n");
 }
 
+TEST_F(Cli, APluginBugIsAnInternalError) {
+  ProcessResult r = Weft({"devices"}, {{"WEFT_PLUGIN_PATH", kRoot + "/properties_internal"}});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "weft: error: /device:TESTDEV:0: properties: device table corrupted (test)\n");
+}
+
 TEST_F(Cli, VersionNamesReleaseAndAbi) {
   ProcessResult r = Weft({"version"});
   ASSERT_EQ(r.exit_code, 0);

@@ -19,6 +19,7 @@
 #define CASE_MISSING_MEMBER 8
 #define CASE_BAD_OPTION_DEFAULT 9
 #define CASE_CONFIGURE_ERROR 10
+#define CASE_PROPERTIES_INTERNAL 11
 
 #ifndef WEFT_TEST_CASE
 #error "WEFT_TEST_CASE must be defined"
@@ -54,6 +55,11 @@ weft_status_t DeviceOpen(int32_t ordinal, weft_device_t* out) {
 }
 void DeviceClose(weft_device_t) {}
 weft_status_t DeviceProperties(weft_device_t, weft_device_properties_t* out) {
+#if WEFT_TEST_CASE == CASE_PROPERTIES_INTERNAL
+  // A plugin bug, as the host sees one.
+  (void)out;
+  return weft::sdk::MakeStatus(WEFT_INTERNAL, "device table corrupted (test)");
+#endif
   auto props = weft::sdk::Make<weft_device_properties_t>();
   props.model = "test device";
   props.alignment = 64;
