@@ -31,6 +31,10 @@ packages=(
   libtomlplusplus-dev      # TOML configuration
   libcli11-dev             # the weft command line
   libgtest-dev libgmock-dev
+  capnproto libcapnp-dev   # graph files (.wg/.wgt)
+  libdnnl-dev              # oneDNN: the CPU plugin's matmul, convolution, ...
+  libopenblas-dev          # the matmul benchmark's peer
+  python3-numpy            # independent reference values in the tests
 )
 
 missing=()

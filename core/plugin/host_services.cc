@@ -1,5 +1,6 @@
 #include "core/plugin/host_services.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -166,19 +167,29 @@ weft_host_t BuildTable() {
   table.option_get_int = OptionGetInt;
   table.option_get_float = OptionGetFloat;
   table.option_get_string = OptionGetString;
-  // Kernel execution and graph building arrive with the dataflow engine
-  // (TODO(#3)) and training (TODO(#4)); until then a host offers neither, as
+  // Offered once the runtime (kernels) or the trainer (graph building) is
+  // in use; a host that only lists plugins offers neither, as
   // weft_plugin.h allows.
   table.kernel = nullptr;
   table.graph = nullptr;
   return table;
 }
 
+weft_host_t& MutableTable() {
+  static weft_host_t table = BuildTable();
+  return table;
+}
+
 }  // namespace
 
-const weft_host_t* HostTable() {
-  static const weft_host_t table = BuildTable();
-  return &table;
+const weft_host_t* HostTable() { return &MutableTable(); }
+
+void SetKernelServices(const weft_kernel_api_t* kernel) {
+  std::atomic_ref<const weft_kernel_api_t*>(MutableTable().kernel).store(kernel);
+}
+
+void SetGraphServices(const weft_graph_api_t* graph) {
+  std::atomic_ref<const weft_graph_api_t*>(MutableTable().graph).store(graph);
 }
 
 void ConfigureHostServices(int intra_op_threads) {

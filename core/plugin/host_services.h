@@ -25,6 +25,12 @@ void ConfigureHostServices(int intra_op_threads);
 // The number of threads parallel_for uses now.
 int IntraOpThreads();
 
+// Offers kernel (and later graph-building) services in the host table from
+// now on; the runtime calls this before it runs any kernel. Plugins read
+// weft_host_t.kernel when they need it, so setting it late is fine.
+void SetKernelServices(const weft_kernel_api_t* kernel);
+void SetGraphServices(const weft_graph_api_t* graph);
+
 // Takes ownership of |status| (NULL is OK) and converts it.
 Status TakeStatus(weft_status_t status);
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "cpu_device.h"
+#include "kernel_framework.h"
 #include "weft/sdk/plugin.h"
 
 namespace weft::cpu {
@@ -152,7 +153,21 @@ weft_status_t BufferMemset(weft_device_t, weft_stream_t, weft_buffer_t buffer, u
   });
 }
 
-const weft_device_plugin_t kDeviceTable = [] {
+// Every kernel of the plugin, registered family by family when the plugin
+// is first described.
+const KernelRegistry& Kernels() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    RegisterElementwiseKernels(r);
+    RegisterMatMulKernels(r);
+    RegisterStateKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+const weft_device_plugin_t& DeviceTable() {
+  static const weft_device_plugin_t table = [] {
   auto t = sdk::Make<weft_device_plugin_t>();
   t.device_type = "CPU";
   t.device_count = DeviceCount;
@@ -176,11 +191,12 @@ const weft_device_plugin_t kDeviceTable = [] {
   t.copy_device_to_device = CopyDeviceToDevice;
   t.copy_peer = CopyPeer;
   t.buffer_memset = BufferMemset;
-  // Kernels arrive with the dataflow engine (TODO(#3)).
-  t.kernels = nullptr;
-  t.num_kernels = 0;
+  t.kernels = Kernels().data();
+  t.num_kernels = Kernels().size();
   return t;
-}();
+  }();
+  return table;
+}
 
 const weft_option_def_t kOptions[] = {
     {sizeof(weft_option_def_t), "count", WEFT_OPTION_INT, "1",
@@ -197,7 +213,7 @@ const weft_plugin_t* Describe() {
     p.version = WEFT_CPU_PLUGIN_VERSION;
     p.description = "Host CPU: aligned host memory, inline streams";
     p.kind = WEFT_PLUGIN_DEVICE;
-    p.device = &kDeviceTable;
+    p.device = &DeviceTable();
     p.options = kOptions;
     p.num_options = sizeof kOptions / sizeof kOptions[0];
     p.configure = Configure;

@@ -200,10 +200,22 @@ typedef struct weft_kernel_api_t {
   /* Whether the step has been cancelled (another node failed); a long
    * kernel may poll this and return WEFT_CANCELLED. */
   weft_bool_t (*is_cancelled)(const weft_kernel_context_t* ctx);
+
+  /* Locks the variable that resource input |index| refers to and lends its
+   * value in |out_value|: shared (exclusive = 0) to read it, or exclusive
+   * (exclusive = 1) to update it in place. The lock is held until the
+   * compute returns (an async kernel: until it calls done); locking the
+   * same variable twice in one compute is an error. FAILED_PRECONDITION,
+   * naming the variable, when it was never assigned. */
+  weft_status_t (*variable_lock)(weft_kernel_context_t* ctx, int32_t index,
+                                 weft_bool_t exclusive, weft_tensor_t* out_value);
+  /* The name of the variable resource input |index| refers to
+   * ("dense1/kernel"), for messages; lent for the compute. */
+  const char* (*variable_name)(const weft_kernel_context_t* ctx, int32_t index);
 } weft_kernel_api_t;
 
 #define WEFT_KERNEL_API_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_kernel_api_t, is_cancelled)
+  WEFT_STRUCT_SIZE_THROUGH(weft_kernel_api_t, variable_name)
 
 WEFT_EXTERN_C_END
 

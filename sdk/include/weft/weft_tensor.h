@@ -31,7 +31,11 @@ enum {
   WEFT_DTYPE_I64 = 9,
   WEFT_DTYPE_BOOL = 10,  /* one byte per element, 0 or 1 */
   WEFT_DTYPE_BF16 = 14,  /* bfloat16: the top 16 bits of a binary32 */
-  WEFT_DTYPE_F16 = 19    /* IEEE 754 binary16 */
+  WEFT_DTYPE_F16 = 19,   /* IEEE 754 binary16 */
+  /* A handle to a resource (a variable, a queue) owned by a device's
+   * resource manager; host memory only, opaque to kernels, which reach the
+   * resource through the kernel services. */
+  WEFT_DTYPE_RESOURCE = 20
 };
 
 /* The largest rank a tensor may have. */
@@ -59,6 +63,7 @@ static inline size_t weft_dtype_size(weft_dtype_t dtype) {
     case WEFT_DTYPE_I8:
     case WEFT_DTYPE_BOOL: return 1;
     case WEFT_DTYPE_STRING: return sizeof(weft_string_t);
+    case WEFT_DTYPE_RESOURCE: return sizeof(void*);
     default: return 0;
   }
 }
@@ -78,6 +83,7 @@ static inline const char* weft_dtype_name(weft_dtype_t dtype) {
     case WEFT_DTYPE_BOOL: return "bool";
     case WEFT_DTYPE_BF16: return "bf16";
     case WEFT_DTYPE_F16: return "f16";
+    case WEFT_DTYPE_RESOURCE: return "resource";
     default: return NULL;
   }
 }

@@ -1,0 +1,146 @@
+#include "core/graph/builder.h"
+
+namespace weft {
+
+const std::string& Output::node_name() const { return builder_->node_def(node_).name; }
+
+std::string Output::name() const { return InputRefString(node_name(), index_); }
+
+DType Output::dtype() const {
+  const auto& types = builder_->node_types(node_).output_types;
+  return index_ >= 0 && static_cast<std::size_t>(index_) < types.size() ? types[static_cast<std::size_t>(index_)]
+                                                                       : DType::kInvalid;
+}
+
+const Shape& Output::shape() const {
+  static const Shape kUnknown = Shape::UnknownRank();
+  const auto& shapes = builder_->node_types(node_).output_shapes;
+  return index_ >= 0 && static_cast<std::size_t>(index_) < shapes.size() ? shapes[static_cast<std::size_t>(index_)]
+                                                                        : kUnknown;
+}
+
+std::string GraphBuilder::UniqueName(std::string_view base) {
+  std::string prefix;
+  for (const std::string& scope : scopes_) prefix += scope + "/";
+  std::string name = prefix + std::string(base);
+  if (index_.count(name) == 0 && name_counts_.count(name) == 0) {
+    name_counts_[name] = 0;
+    return name;
+  }
+  int& count = name_counts_[name];
+  std::string candidate;
+  do {
+    candidate = StrCat(name, "_", ++count);
+  } while (index_.count(candidate) != 0);
+  return candidate;
+}
+
+std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::vector<Output>& inputs,
+                                          AttrMap attrs, std::string_view name) {
+  if (!status_.ok()) return {};
+  const OpDef* op = registry_.Find(op_name);
+  NodeDef def;
+  def.op = std::string(op_name);
+  def.name = UniqueName(name.empty() ? op_name : name);
+  if (op == nullptr) {
+    status_ = InvalidArgumentError("node '", def.name, "': unknown op ", Quote(op_name));
+    return {};
+  }
+  if (Status valid = ValidateNodeName(def.name); !valid.ok()) {
+    status_ = valid;
+    return {};
+  }
+  def.attrs = std::move(attrs);
+  if (!devices_.empty()) def.device = devices_.back();
+  std::vector<NodeInput> node_inputs;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Output& in = inputs[i];
+    if (!in.valid() || in.index() < 0) {
+      status_ = InvalidArgumentError("node '", def.name, "' (", op_name, "): input ", i,
+                                     in.valid() ? " is a node without outputs" : " is not a valid output");
+      return {};
+    }
+    def.inputs.push_back(in.name());
+    NodeInput ni;
+    ni.text = in.name();
+    ni.source = &def_.nodes[static_cast<std::size_t>(in.node())];
+    const NodeTypes& src = types_[static_cast<std::size_t>(in.node())];
+    ni.source_outputs = static_cast<int>(src.output_types.size());
+    ni.index = in.index();
+    if (in.index() < ni.source_outputs) {
+      ni.dtype = src.output_types[static_cast<std::size_t>(in.index())];
+      ni.shape = src.output_shapes[static_cast<std::size_t>(in.index())];
+      ni.handle_shape = src.output_handle_shapes[static_cast<std::size_t>(in.index())];
+    }
+    node_inputs.push_back(std::move(ni));
+  }
+  for (const auto& deps : control_deps_) {
+    for (const Output& dep : deps) {
+      if (dep.valid()) def.inputs.push_back(InputRefString(dep.node_name(), -1));
+    }
+  }
+  auto types = InferNode(*op, def, node_inputs);
+  if (!types.ok()) {
+    status_ = types.status();
+    return {};
+  }
+  const int id = static_cast<int>(def_.nodes.size());
+  index_[def.name] = id;
+  def_.nodes.push_back(std::move(def));
+  types_.push_back(std::move(*types));
+  std::vector<Output> outputs;
+  for (std::size_t i = 0; i < types_.back().output_types.size(); ++i) outputs.emplace_back(this, id, static_cast<int>(i));
+  return outputs;
+}
+
+Output GraphBuilder::Op(std::string_view op, const std::vector<Output>& inputs, AttrMap attrs, std::string_view name) {
+  std::vector<Output> outputs = AddNode(op, inputs, std::move(attrs), name);
+  if (!status_.ok()) return Output();
+  if (outputs.empty()) return Output(this, static_cast<int>(def_.nodes.size()) - 1, -1);
+  if (outputs.size() > 1) {
+    status_ = InvalidArgumentError("node '", def_.nodes.back().name, "' (", op, ") has ", outputs.size(),
+                                   " outputs; use AddNode");
+    return Output();
+  }
+  return outputs[0];
+}
+
+Output GraphBuilder::Const(const Tensor& value, std::string_view name) {
+  return Op("Const", {}, {{"value", AttrValue(value)}, {"dtype", AttrValue(value.dtype())}}, name.empty() ? "Const" : name);
+}
+
+Output GraphBuilder::Placeholder(DType dtype, const Shape& shape, std::string_view name) {
+  return Op("Placeholder", {}, {{"dtype", AttrValue(dtype)}, {"shape", AttrValue(shape)}}, name);
+}
+
+GraphBuilder::Scope GraphBuilder::NameScope(std::string_view scope) {
+  // A scope name is made unique like a node name, so that two "dense"
+  // scopes become "dense" and "dense_1".
+  std::string unique = UniqueName(scope);
+  std::string prefix;
+  for (const std::string& s : scopes_) prefix += s + "/";
+  scopes_.push_back(unique.substr(prefix.size()));
+  return Scope([this] { scopes_.pop_back(); });
+}
+
+GraphBuilder::Scope GraphBuilder::DeviceScope(std::string_view device) {
+  devices_.emplace_back(device);
+  return Scope([this] { devices_.pop_back(); });
+}
+
+GraphBuilder::Scope GraphBuilder::ControlDependencies(const std::vector<Output>& deps) {
+  control_deps_.push_back(deps);
+  return Scope([this] { control_deps_.pop_back(); });
+}
+
+Expected<Graph> GraphBuilder::Build() const {
+  WEFT_RETURN_IF_ERROR(status_);
+  return Graph::FromGraphDef(def_, registry_);
+}
+
+Output GraphBuilder::Find(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? Output() : Output(this, it->second, 0);
+}
+
+}  // namespace weft

@@ -1,0 +1,131 @@
+// Building graphs in C++: the API tests, tools/modelgen, the gradient
+// builder and the training loop use.
+//
+//   GraphBuilder b;
+//   Output x = b.Placeholder(DType::kF32, Shape{-1, 784}, "x");
+//   Output w = b.Const(weights, "dense1/kernel");
+//   Output y;
+//   {
+//     auto scope = b.NameScope("dense1");
+//     y = b.Op("Relu", {b.Op("MatMul", {x, w})});   // "dense1/MatMul", "dense1/Relu"
+//   }
+//   WEFT_ASSIGN_OR_RETURN(Graph g, b.Build());
+//
+// Every node is checked (attrs, dtypes, shapes) as it is added. The first
+// error is kept and returned by status() and Build(); nodes added after it
+// are ignored, so a sequence of calls needs one check at the end. Type
+// attrs ("T") are inferred from the inputs. Typed wrappers for every op are
+// generated from the registry into weft/ops.h (see tools/opgen).
+#ifndef WEFT_CORE_GRAPH_BUILDER_H_
+#define WEFT_CORE_GRAPH_BUILDER_H_
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/graph/graph.h"
+
+namespace weft {
+
+class GraphBuilder;
+
+// One output of a node being built (or, with index -1, the node itself, for
+// ops without outputs; usable only as a control dependency).
+class Output {
+ public:
+  Output() = default;
+  Output(const GraphBuilder* builder, int node, int index) : builder_(builder), node_(node), index_(index) {}
+
+  bool valid() const { return builder_ != nullptr && node_ >= 0; }
+  int node() const { return node_; }
+  int index() const { return index_; }
+  const std::string& node_name() const;
+  // "node" or "node:k".
+  std::string name() const;
+  DType dtype() const;
+  const Shape& shape() const;
+
+ private:
+  const GraphBuilder* builder_ = nullptr;
+  int node_ = -1;
+  int index_ = 0;
+};
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(const OpRegistry& registry = OpRegistry::Global()) : registry_(registry) {}
+  GraphBuilder(const GraphBuilder&) = delete;
+  GraphBuilder& operator=(const GraphBuilder&) = delete;
+
+  // Adds a node of |op| and returns its outputs. |name| defaults to the op's
+  // name; either way it is placed under the current name scope and made
+  // unique ("dense1/MatMul_1").
+  std::vector<Output> AddNode(std::string_view op, const std::vector<Output>& inputs, AttrMap attrs = {},
+                              std::string_view name = {});
+  // AddNode for ops with exactly one output (for ops with none, returns the
+  // node itself, usable as a control dependency).
+  Output Op(std::string_view op, const std::vector<Output>& inputs, AttrMap attrs = {},
+            std::string_view name = {});
+
+  Output Const(const Tensor& value, std::string_view name = {});
+  template <class T>
+  Output Scalar(T value, std::string_view name = {}) {
+    return Const(Tensor::Scalar<T>(value), name);
+  }
+  Output Placeholder(DType dtype, const Shape& shape, std::string_view name);
+
+  // Scopes, undone when the returned object is destroyed.
+  class Scope {
+   public:
+    explicit Scope(std::function<void()> undo) : undo_(std::move(undo)) {}
+    Scope(Scope&& other) noexcept : undo_(std::exchange(other.undo_, nullptr)) {}
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    Scope& operator=(Scope&&) = delete;
+    ~Scope() {
+      if (undo_) undo_();
+    }
+
+   private:
+    std::function<void()> undo_;
+  };
+  // Names of nodes added in the scope get the prefix "<scope>/".
+  [[nodiscard]] Scope NameScope(std::string_view scope);
+  // Nodes added in the scope request |device| ("/device:CPU:1").
+  [[nodiscard]] Scope DeviceScope(std::string_view device);
+  // Nodes added in the scope run after every node of |deps|.
+  [[nodiscard]] Scope ControlDependencies(const std::vector<Output>& deps);
+
+  // The first error, or OK.
+  const Status& status() const { return status_; }
+  // The graph, validated as a whole.
+  Expected<Graph> Build() const;
+  // What was built so far (attrs with defaults filled in).
+  const GraphDef& def() const { return def_; }
+
+  // Information about node |id| of the graph being built.
+  const NodeDef& node_def(int id) const { return def_.nodes[static_cast<std::size_t>(id)]; }
+  const NodeTypes& node_types(int id) const { return types_[static_cast<std::size_t>(id)]; }
+  // The node named |name|, as an Output of index 0 (invalid when absent).
+  Output Find(std::string_view name) const;
+
+  // A unique name under the current scope for a node called |base|.
+  std::string UniqueName(std::string_view base);
+
+ private:
+  const OpRegistry& registry_;
+  GraphDef def_;
+  std::vector<NodeTypes> types_;
+  std::unordered_map<std::string, int> index_;
+  std::unordered_map<std::string, int> name_counts_;
+  std::vector<std::string> scopes_;
+  std::vector<std::string> devices_;
+  std::vector<std::vector<Output>> control_deps_;
+  Status status_;
+};
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_GRAPH_BUILDER_H_

@@ -1,0 +1,377 @@
+#include "core/graph/graph.h"
+
+#include <algorithm>
+#include <deque>
+
+#include "core/config/value.h"
+#include "core/graph/shape_inference.h"
+
+namespace weft {
+namespace {
+
+std::string DescribeNode(const NodeDef& def) { return StrCat("node '", def.name, "' (", def.op, ")"); }
+
+bool AttrTypeMatches(const AttrValue& value, AttrType type) {
+  if (value.type() == type) return true;
+  // An int literal is a fine float; an empty list is any list.
+  if (type == AttrType::kFloat && value.type() == AttrType::kInt) return true;
+  return false;
+}
+
+AttrValue Coerce(const AttrValue& value, AttrType type) {
+  if (type == AttrType::kFloat && value.type() == AttrType::kInt) {
+    return AttrValue(static_cast<double>(value.get<int64_t>()));
+  }
+  return value;
+}
+
+std::string Article(AttrType type) {
+  const std::string_view name = AttrTypeName(type);
+  const bool vowel = name[0] == 'i';
+  return StrCat(vowel ? "an " : "a ", name);
+}
+
+std::vector<std::string> AttrNames(const OpDef& op) {
+  std::vector<std::string> names;
+  for (const AttrDef& a : op.attrs) names.push_back(a.name);
+  return names;
+}
+
+// The number of tensors arg |arg| stands for under |attrs|.
+int ArgCount(const ArgDef& arg, const AttrMap& attrs) {
+  if (!arg.is_list()) return 1;
+  auto it = attrs.find(arg.number_attr);
+  return it == attrs.end() || !it->second.holds<int64_t>() ? -1 : static_cast<int>(it->second.get<int64_t>());
+}
+
+// The dtype of arg |arg| under |attrs|; kInvalid when its type attr is unset.
+DType ArgType(const ArgDef& arg, const AttrMap& attrs) {
+  if (arg.fixed_type != DType::kInvalid) return arg.fixed_type;
+  auto it = attrs.find(arg.type_attr);
+  return it == attrs.end() || !it->second.holds<DType>() ? DType::kInvalid : it->second.get<DType>();
+}
+
+}  // namespace
+
+Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<NodeInput>& inputs) {
+  const std::string where = DescribeNode(def);
+  AttrMap& attrs = def.attrs;
+  for (const auto& [name, value] : attrs) {
+    if (op.FindAttr(name) == nullptr) {
+      const std::string hint = config::ClosestMatch(name, AttrNames(op));
+      return InvalidArgumentError(where, ": unknown attr ", Quote(name),
+                                  hint.empty() ? StrCat("; ", op.name, " takes ",
+                                                        op.attrs.empty() ? std::string("none")
+                                                                         : StrJoin(AttrNames(op), ", "))
+                                               : StrCat("; did you mean ", Quote(hint), "?"));
+    }
+  }
+  // Infer missing type and number attrs from the inputs.
+  std::size_t input_at = 0;
+  for (std::size_t a = 0; a < op.inputs.size(); ++a) {
+    const ArgDef& arg = op.inputs[a];
+    if (arg.is_list() && attrs.find(arg.number_attr) == attrs.end()) {
+      // A list arg takes every data input not claimed by the (single) args after it.
+      const std::size_t later = op.inputs.size() - a - 1;
+      if (inputs.size() >= input_at + later) {
+        attrs[arg.number_attr] = AttrValue(static_cast<int64_t>(inputs.size() - input_at - later));
+      }
+    }
+    const int count = ArgCount(arg, attrs);
+    if (!arg.type_attr.empty() && attrs.find(arg.type_attr) == attrs.end() && count > 0 &&
+        input_at < inputs.size() && inputs[input_at].index < inputs[input_at].source_outputs) {
+      attrs[arg.type_attr] = AttrValue(inputs[input_at].dtype);
+    }
+    input_at += count < 0 ? 0 : static_cast<std::size_t>(count);
+  }
+  // Defaults, required attrs, and attr types.
+  for (const AttrDef& attr : op.attrs) {
+    auto it = attrs.find(attr.name);
+    if (it == attrs.end()) {
+      if (!attr.default_value) {
+        return InvalidArgumentError(where, ": missing attr ", Quote(attr.name), " (", attr.ToString(), ")");
+      }
+      attrs[attr.name] = *attr.default_value;
+      continue;
+    }
+    if (!AttrTypeMatches(it->second, attr.type)) {
+      return InvalidArgumentError(where, ": attr ", Quote(attr.name), " must be ", Article(attr.type), ", got ",
+                                  it->second.ToString(), " (", Article(it->second.type()), ")");
+    }
+    it->second = Coerce(it->second, attr.type);
+    if (attr.type == AttrType::kType && !attr.allowed_types.empty()) {
+      const DType d = it->second.get<DType>();
+      if (std::find(attr.allowed_types.begin(), attr.allowed_types.end(), d) == attr.allowed_types.end()) {
+        std::vector<std::string> names;
+        for (DType allowed : attr.allowed_types) names.emplace_back(DTypeName(allowed));
+        return InvalidArgumentError(where, ": attr ", Quote(attr.name), " is ", DTypeName(d), ", which ", op.name,
+                                    " does not accept (", StrJoin(names, ", "), ")");
+      }
+    }
+    if (attr.type == AttrType::kString && !attr.allowed_strings.empty()) {
+      const std::string& text = it->second.get<std::string>();
+      if (std::find(attr.allowed_strings.begin(), attr.allowed_strings.end(), text) == attr.allowed_strings.end()) {
+        std::vector<std::string> quoted;
+        for (const auto& allowed : attr.allowed_strings) quoted.push_back(Quote(allowed));
+        return InvalidArgumentError(where, ": attr ", Quote(attr.name), " is ", Quote(text), "; expected one of ",
+                                    StrJoin(quoted, ", "));
+      }
+    }
+    if (attr.minimum && it->second.get<int64_t>() < *attr.minimum) {
+      return InvalidArgumentError(where, ": attr ", Quote(attr.name), " is ", it->second.get<int64_t>(),
+                                  "; it must be >= ", *attr.minimum);
+    }
+  }
+
+  // Input count and dtypes against the signature.
+  NodeTypes types;
+  std::size_t expected_inputs = 0;
+  for (const ArgDef& arg : op.inputs) expected_inputs += static_cast<std::size_t>(std::max(0, ArgCount(arg, attrs)));
+  if (expected_inputs != inputs.size()) {
+    return InvalidArgumentError(where, ": expects ", expected_inputs, " data input", expected_inputs == 1 ? "" : "s",
+                                " (", op.Signature(), "), has ", inputs.size());
+  }
+  std::size_t k = 0;
+  for (const ArgDef& arg : op.inputs) {
+    const DType want = ArgType(arg, attrs);
+    for (int j = 0; j < ArgCount(arg, attrs); ++j, ++k) {
+      const NodeInput& in = inputs[k];
+      if (in.index >= in.source_outputs) {
+        return InvalidArgumentError(where, ": input ", k, " ", Quote(in.text), " but ", DescribeNode(*in.source),
+                                    " has ", in.source_outputs, " output", in.source_outputs == 1 ? "" : "s");
+      }
+      if (in.dtype != want) {
+        return InvalidArgumentError(where, ": input ", k, " ", Quote(in.text), " is ", DTypeName(in.dtype), ", but '",
+                                    arg.name, "' must be ", DTypeName(want),
+                                    arg.type_attr.empty() ? std::string() : StrCat(" (attr ", arg.type_attr, ")"));
+      }
+      types.input_types.push_back(in.dtype);
+    }
+  }
+  for (const ArgDef& arg : op.outputs) {
+    const int count = ArgCount(arg, attrs);
+    for (int j = 0; j < count; ++j) types.output_types.push_back(ArgType(arg, attrs));
+  }
+
+  // Shapes.
+  std::vector<Shape> in_shapes, in_handle_shapes;
+  std::vector<const Tensor*> in_values;
+  for (const NodeInput& in : inputs) {
+    in_shapes.push_back(in.shape);
+    in_handle_shapes.push_back(in.handle_shape);
+    const Tensor* value = nullptr;
+    if (in.source->op == "Const") {
+      auto v = in.source->attrs.find("value");
+      if (v != in.source->attrs.end() && v->second.holds<Tensor>()) value = &v->second.get<Tensor>();
+    }
+    in_values.push_back(value);
+  }
+  InferenceContext ctx(op, attrs, types.input_types, std::move(in_shapes), std::move(in_values),
+                       static_cast<int>(types.output_types.size()));
+  ctx.set_input_handle_shapes(in_handle_shapes);
+  Status shaped = op.shape_fn(ctx);
+  if (!shaped.ok()) return shaped.WithContext(where);
+  types.output_shapes = ctx.output_shapes();
+  // Resource handles carry their variable's declared shape along.
+  types.output_handle_shapes.assign(types.output_types.size(), Shape::UnknownRank());
+  if (def.op == "VarHandle") {
+    types.output_handle_shapes[0] = attrs.find("shape")->second.get<Shape>();
+  } else if (def.op == "Identity" && !in_handle_shapes.empty()) {
+    types.output_handle_shapes[0] = in_handle_shapes[0];
+  }
+  return types;
+}
+
+std::string Graph::Node::Describe() const { return DescribeNode(def); }
+
+Status ValidateNodeName(std::string_view name) {
+  if (name.empty()) return InvalidArgumentError("a node has an empty name");
+  if (name[0] == '/') return InvalidArgumentError("node name ", Quote(name), " starts with '/'");
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-' || c == '/';
+    if (!ok) {
+      return InvalidArgumentError("node name ", Quote(name), " contains ", Quote(std::string(1, c)),
+                                  "; names use letters, digits and _ . - /");
+    }
+  }
+  return Status();
+}
+
+const Graph::Node* Graph::Find(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &nodes_[static_cast<std::size_t>(it->second)];
+}
+
+Expected<Endpoint> Graph::ResolveTensor(std::string_view name) const {
+  WEFT_ASSIGN_OR_RETURN(InputRef ref, ParseInputRef(name));
+  if (ref.control()) return InvalidArgumentError(Quote(name), " names a node, not a tensor");
+  const Node* node = Find(ref.node);
+  if (node == nullptr) {
+    std::vector<std::string> names;
+    for (const Node& n : nodes_) names.push_back(n.name());
+    const std::string hint = config::ClosestMatch(ref.node, names);
+    return NotFoundError("the graph has no node ", Quote(ref.node),
+                         hint.empty() ? std::string() : StrCat("; did you mean ", Quote(hint), "?"));
+  }
+  if (ref.index >= node->num_outputs()) {
+    return NotFoundError(node->Describe(), " has ", node->num_outputs(), " output",
+                         node->num_outputs() == 1 ? "" : "s", "; there is no output ", ref.index);
+  }
+  return Endpoint{node->id, ref.index};
+}
+
+Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
+  if (def.min_consumer > kGraphVersion) {
+    return InvalidArgumentError("the graph needs a reader of graph format v", def.min_consumer,
+                                " or newer (it was written by v", def.producer,
+                                "); this weft reads up to v", kGraphVersion, ": upgrade weft");
+  }
+  Graph g;
+  g.producer_ = def.producer;
+  g.library_ = std::move(def.library);
+  g.nodes_.resize(def.nodes.size());
+
+  // Names, ops and attrs.
+  std::vector<std::string> op_names;
+  for (std::size_t i = 0; i < def.nodes.size(); ++i) {
+    Node& node = g.nodes_[i];
+    node.id = static_cast<int>(i);
+    node.def = std::move(def.nodes[i]);
+    WEFT_RETURN_IF_ERROR(ValidateNodeName(node.def.name).WithContext(StrCat("node #", i)));
+    auto [it, inserted] = g.index_.emplace(node.def.name, node.id);
+    if (!inserted) {
+      return InvalidArgumentError("node ", Quote(node.def.name), " is defined twice (nodes #", it->second,
+                                  " and #", i, ")");
+    }
+    node.op = registry.Find(node.def.op);
+    if (node.op == nullptr) {
+      if (op_names.empty()) {
+        for (const OpDef* op : registry.All()) op_names.push_back(op->name);
+      }
+      const std::string hint = config::ClosestMatch(node.def.op, op_names);
+      return InvalidArgumentError(DescribeNode(node.def), ": unknown op ", Quote(node.def.op),
+                                  hint.empty() ? "" : StrCat("; did you mean ", Quote(hint), "?"),
+                                  " (`weft ops` lists them)");
+    }
+  }
+
+  // Inputs: resolve names; data inputs before control inputs.
+  for (Node& node : g.nodes_) {
+    bool seen_control = false;
+    for (std::size_t k = 0; k < node.def.inputs.size(); ++k) {
+      const std::string& text = node.def.inputs[k];
+      auto ref = ParseInputRef(text);
+      if (!ref.ok()) return ref.status().WithContext(node.Describe());
+      auto it = g.index_.find(ref->node);
+      if (it == g.index_.end()) {
+        return InvalidArgumentError(node.Describe(), ": input ", k, " ", Quote(text),
+                                    " names no node in the graph");
+      }
+      if (ref->control()) {
+        seen_control = true;
+        node.control_inputs.push_back(it->second);
+      } else {
+        if (seen_control) {
+          return InvalidArgumentError(node.Describe(), ": data input ", Quote(text),
+                                      " comes after a control input; list '^' inputs last");
+        }
+        node.inputs.push_back(Endpoint{it->second, ref->index});
+      }
+    }
+  }
+
+  // Topological order (Kahn); what is left over lies on a cycle.
+  const std::size_t n = g.nodes_.size();
+  std::vector<int> pending(n, 0);
+  g.consumers_.assign(n, {});
+  for (const Node& node : g.nodes_) {
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      g.consumers_[static_cast<std::size_t>(node.inputs[k].node)].push_back({node.id, static_cast<int>(k)});
+    }
+    for (int c : node.control_inputs) g.consumers_[static_cast<std::size_t>(c)].push_back({node.id, -1});
+    pending[static_cast<std::size_t>(node.id)] =
+        static_cast<int>(node.inputs.size() + node.control_inputs.size());
+  }
+  std::deque<int> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
+  }
+  while (!ready.empty()) {
+    const int id = ready.front();
+    ready.pop_front();
+    g.order_.push_back(id);
+    for (const auto& [consumer, index] : g.consumers_[static_cast<std::size_t>(id)]) {
+      if (--pending[static_cast<std::size_t>(consumer)] == 0) ready.push_back(consumer);
+    }
+  }
+  if (g.order_.size() != n) {
+    // Walk back from a node on the cycle to print it.
+    int start = -1;
+    for (std::size_t i = 0; i < n && start < 0; ++i) {
+      if (pending[i] > 0) start = static_cast<int>(i);
+    }
+    std::vector<int> path;
+    std::vector<int> position(n, -1);
+    int at = start;
+    while (position[static_cast<std::size_t>(at)] < 0) {
+      position[static_cast<std::size_t>(at)] = static_cast<int>(path.size());
+      path.push_back(at);
+      const Node& node = g.nodes_[static_cast<std::size_t>(at)];
+      int next = -1;
+      for (const Endpoint& e : node.inputs) {
+        if (pending[static_cast<std::size_t>(e.node)] > 0) next = e.node;
+      }
+      for (int c : node.control_inputs) {
+        if (next < 0 && pending[static_cast<std::size_t>(c)] > 0) next = c;
+      }
+      at = next;
+    }
+    std::vector<std::string> names;
+    for (std::size_t i = static_cast<std::size_t>(position[static_cast<std::size_t>(at)]); i < path.size(); ++i) {
+      names.push_back(StrCat("'", g.nodes_[static_cast<std::size_t>(path[i])].name(), "'"));
+    }
+    std::reverse(names.begin(), names.end());
+    names.push_back(names.front());
+    return InvalidArgumentError("the graph has a cycle: ", StrJoin(names, " -> "),
+                                " (loops need the control-flow ops Enter/NextIteration)");
+  }
+
+  // Attrs, types and shapes, in topological order so inputs are known.
+  for (int id : g.order_) {
+    Node& node = g.nodes_[static_cast<std::size_t>(id)];
+    std::vector<NodeInput> inputs;
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const Endpoint& src = node.inputs[k];
+      const Node& from = g.nodes_[static_cast<std::size_t>(src.node)];
+      NodeInput in;
+      in.text = node.def.inputs[k];
+      in.source = &from.def;
+      in.source_outputs = from.num_outputs();
+      in.index = src.index;
+      if (src.index < from.num_outputs()) {
+        in.dtype = from.output_types[static_cast<std::size_t>(src.index)];
+        in.shape = from.output_shapes[static_cast<std::size_t>(src.index)];
+        in.handle_shape = from.output_handle_shapes[static_cast<std::size_t>(src.index)];
+      }
+      inputs.push_back(std::move(in));
+    }
+    WEFT_ASSIGN_OR_RETURN(NodeTypes types, InferNode(*node.op, node.def, inputs));
+    node.input_types = std::move(types.input_types);
+    node.output_types = std::move(types.output_types);
+    node.output_shapes = std::move(types.output_shapes);
+    node.output_handle_shapes = std::move(types.output_handle_shapes);
+  }
+  return g;
+}
+
+GraphDef Graph::ToGraphDef() const {
+  GraphDef def;
+  def.producer = kGraphVersion;
+  def.min_consumer = kGraphMinConsumer;
+  for (const Node& node : nodes_) def.nodes.push_back(node.def);
+  def.library = library_;
+  return def;
+}
+
+}  // namespace weft

@@ -1,0 +1,434 @@
+#include "core/graph/serialize.h"
+
+#include <capnp/dynamic.h>
+#include <capnp/message.h>
+#include <capnp/serialize-text.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/graph/graph.capnp.h"
+
+namespace weft {
+namespace {
+
+// --- GraphDef -> capnp --------------------------------------------------------
+
+wire::DType ToWire(DType d) { return static_cast<wire::DType>(static_cast<uint16_t>(d)); }
+
+Expected<DType> FromWire(wire::DType d) {
+  const auto value = static_cast<int32_t>(static_cast<uint16_t>(d));
+  for (DType known : AllDTypes()) {
+    if (static_cast<int32_t>(known) == value) return known;
+  }
+  return InvalidArgumentError("unknown dtype number ", value);
+}
+
+void WriteShape(const Shape& shape, wire::Shape::Builder out) {
+  out.setUnknownRank(shape.unknown_rank());
+  auto dims = out.initDims(static_cast<unsigned>(shape.unknown_rank() ? 0 : shape.rank()));
+  for (int i = 0; i < shape.rank(); ++i) dims.set(static_cast<unsigned>(i), shape.dim(i));
+}
+
+void WriteTensor(const Tensor& t, wire::Tensor::Builder out) {
+  out.setDtype(ToWire(t.dtype()));
+  WriteShape(t.shape(), out.initShape());
+  if (t.dtype() == DType::kString) {
+    auto strings = out.initStrings(static_cast<unsigned>(t.num_elements()));
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      const std::string_view s = t.string_at(i);
+      strings.set(static_cast<unsigned>(i), capnp::Text::Reader(s.data(), s.size()));
+    }
+  } else if (t.byte_size() > 0) {
+    out.setContent(capnp::Data::Reader(static_cast<const kj::byte*>(t.raw_data()), t.byte_size()));
+  }
+}
+
+template <class List, class Values, class Fn>
+void FillList(List list, const Values& values, Fn set) {
+  for (unsigned i = 0; i < values.size(); ++i) set(list, i, values[i]);
+}
+
+void WriteAttr(const AttrValue& value, wire::AttrValue::Builder out) {
+  switch (value.type()) {
+    case AttrType::kInt: out.setInt(value.get<int64_t>()); break;
+    case AttrType::kFloat: out.setFloat(value.get<double>()); break;
+    case AttrType::kBool: out.setBool(value.get<bool>()); break;
+    case AttrType::kString: out.setString(value.get<std::string>()); break;
+    case AttrType::kType: out.setType(ToWire(value.get<DType>())); break;
+    case AttrType::kShape: WriteShape(value.get<Shape>(), out.initShape()); break;
+    case AttrType::kTensor: WriteTensor(value.get<Tensor>(), out.initTensor()); break;
+    case AttrType::kFunc: out.setFunc(value.get<FuncName>().name); break;
+    case AttrType::kIntList: {
+      const auto& v = value.get<std::vector<int64_t>>();
+      FillList(out.initInts(static_cast<unsigned>(v.size())), v, [](auto l, unsigned i, int64_t x) { l.set(i, x); });
+      break;
+    }
+    case AttrType::kFloatList: {
+      const auto& v = value.get<std::vector<double>>();
+      FillList(out.initFloats(static_cast<unsigned>(v.size())), v, [](auto l, unsigned i, double x) { l.set(i, x); });
+      break;
+    }
+    case AttrType::kBoolList: {
+      const auto& v = value.get<std::vector<bool>>();
+      auto l = out.initBools(static_cast<unsigned>(v.size()));
+      for (unsigned i = 0; i < v.size(); ++i) l.set(i, v[i]);
+      break;
+    }
+    case AttrType::kStringList: {
+      const auto& v = value.get<std::vector<std::string>>();
+      auto l = out.initStrings(static_cast<unsigned>(v.size()));
+      for (unsigned i = 0; i < v.size(); ++i) l.set(i, v[i]);
+      break;
+    }
+    case AttrType::kTypeList: {
+      const auto& v = value.get<std::vector<DType>>();
+      auto l = out.initTypes(static_cast<unsigned>(v.size()));
+      for (unsigned i = 0; i < v.size(); ++i) l.set(i, ToWire(v[i]));
+      break;
+    }
+    case AttrType::kShapeList: {
+      const auto& v = value.get<std::vector<Shape>>();
+      auto l = out.initShapes(static_cast<unsigned>(v.size()));
+      for (unsigned i = 0; i < v.size(); ++i) WriteShape(v[i], l[i]);
+      break;
+    }
+    case AttrType::kTensorList: {
+      const auto& v = value.get<std::vector<Tensor>>();
+      auto l = out.initTensors(static_cast<unsigned>(v.size()));
+      for (unsigned i = 0; i < v.size(); ++i) WriteTensor(v[i], l[i]);
+      break;
+    }
+    case AttrType::kFuncList: {
+      const auto& v = value.get<std::vector<FuncName>>();
+      auto l = out.initFuncs(static_cast<unsigned>(v.size()));
+      for (unsigned i = 0; i < v.size(); ++i) l.set(i, v[i].name);
+      break;
+    }
+  }
+}
+
+void WriteNode(const NodeDef& node, wire::Node::Builder out) {
+  out.setName(node.name);
+  out.setOp(node.op);
+  auto inputs = out.initInputs(static_cast<unsigned>(node.inputs.size()));
+  for (unsigned i = 0; i < node.inputs.size(); ++i) inputs.set(i, node.inputs[i]);
+  out.setDevice(node.device);
+  auto attrs = out.initAttrs(static_cast<unsigned>(node.attrs.size()));
+  unsigned i = 0;
+  for (const auto& [name, value] : node.attrs) {
+    attrs[i].setName(name);
+    WriteAttr(value, attrs[i].initValue());
+    ++i;
+  }
+}
+
+void WriteGraph(const GraphDef& def, wire::Graph::Builder out) {
+  out.setProducer(def.producer);
+  out.setMinConsumer(def.min_consumer);
+  auto nodes = out.initNodes(static_cast<unsigned>(def.nodes.size()));
+  for (unsigned i = 0; i < def.nodes.size(); ++i) WriteNode(def.nodes[i], nodes[i]);
+  auto library = out.initLibrary(static_cast<unsigned>(def.library.size()));
+  for (unsigned f = 0; f < def.library.size(); ++f) {
+    const FunctionDef& fn = def.library[f];
+    library[f].setName(fn.name);
+    auto ins = library[f].initInputs(static_cast<unsigned>(fn.inputs.size()));
+    for (unsigned i = 0; i < fn.inputs.size(); ++i) {
+      ins[i].setName(fn.inputs[i].name);
+      ins[i].setDtype(ToWire(fn.inputs[i].dtype));
+    }
+    auto outs = library[f].initOutputs(static_cast<unsigned>(fn.outputs.size()));
+    for (unsigned i = 0; i < fn.outputs.size(); ++i) {
+      outs[i].setName(fn.outputs[i].name);
+      outs[i].setDtype(ToWire(fn.outputs[i].dtype));
+    }
+    auto nodes_out = library[f].initNodes(static_cast<unsigned>(fn.nodes.size()));
+    for (unsigned i = 0; i < fn.nodes.size(); ++i) WriteNode(fn.nodes[i], nodes_out[i]);
+    auto results = library[f].initResults(static_cast<unsigned>(fn.results.size()));
+    for (unsigned i = 0; i < fn.results.size(); ++i) results.set(i, fn.results[i]);
+  }
+}
+
+// --- capnp -> GraphDef --------------------------------------------------------
+
+std::string Str(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
+
+Expected<Shape> ReadShape(wire::Shape::Reader in) {
+  if (in.getUnknownRank()) return Shape::UnknownRank();
+  std::vector<int64_t> dims;
+  if (in.getDims().size() > WEFT_MAX_RANK) {
+    return InvalidArgumentError("a shape has rank ", in.getDims().size(), ", above the maximum of ",
+                                WEFT_MAX_RANK);
+  }
+  for (int64_t d : in.getDims()) {
+    if (d < -1) return InvalidArgumentError("a shape has dimension ", d);
+    dims.push_back(d);
+  }
+  return Shape(std::move(dims));
+}
+
+Expected<Tensor> ReadTensor(wire::Tensor::Reader in) {
+  WEFT_ASSIGN_OR_RETURN(DType dtype, FromWire(in.getDtype()));
+  WEFT_ASSIGN_OR_RETURN(Shape shape, ReadShape(in.getShape()));
+  if (!shape.IsFullyDefined()) return InvalidArgumentError("a tensor has partial shape ", shape.ToString());
+  WEFT_ASSIGN_OR_RETURN(int64_t count, CheckedNumElements(shape.dims()));
+  if (dtype == DType::kString) {
+    if (in.getStrings().size() != static_cast<uint64_t>(count)) {
+      return InvalidArgumentError("a string tensor of shape ", shape.ToString(), " holds ",
+                                  in.getStrings().size(), " strings");
+    }
+    std::vector<std::string> values;
+    for (auto s : in.getStrings()) values.push_back(Str(s));
+    return Tensor::Strings(values, shape);
+  }
+  if (dtype == DType::kResource || dtype == DType::kInvalid) {
+    return InvalidArgumentError("a tensor of dtype ", DTypeName(dtype), " cannot be stored");
+  }
+  const auto content = in.getContent();
+  const uint64_t want = static_cast<uint64_t>(count) * DTypeSize(dtype);
+  if (content.size() != want) {
+    return InvalidArgumentError("a ", DTypeName(dtype), shape.ToString(), " tensor needs ", want,
+                                " bytes of content, it has ", content.size());
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
+  if (want > 0) std::memcpy(t.raw_data(), content.begin(), want);
+  return t;
+}
+
+Expected<AttrValue> ReadAttr(wire::AttrValue::Reader in) {
+  using W = wire::AttrValue;
+  switch (in.which()) {
+    case W::INT: return AttrValue(in.getInt());
+    case W::FLOAT: return AttrValue(in.getFloat());
+    case W::BOOL: return AttrValue(in.getBool());
+    case W::STRING: return AttrValue(Str(in.getString()));
+    case W::TYPE: {
+      WEFT_ASSIGN_OR_RETURN(DType d, FromWire(in.getType()));
+      return AttrValue(d);
+    }
+    case W::SHAPE: {
+      WEFT_ASSIGN_OR_RETURN(Shape s, ReadShape(in.getShape()));
+      return AttrValue(s);
+    }
+    case W::TENSOR: {
+      WEFT_ASSIGN_OR_RETURN(Tensor t, ReadTensor(in.getTensor()));
+      return AttrValue(t);
+    }
+    case W::FUNC: return AttrValue(FuncName{Str(in.getFunc())});
+    case W::INTS: {
+      std::vector<int64_t> v;
+      for (int64_t x : in.getInts()) v.push_back(x);
+      return AttrValue(v);
+    }
+    case W::FLOATS: {
+      std::vector<double> v;
+      for (double x : in.getFloats()) v.push_back(x);
+      return AttrValue(v);
+    }
+    case W::BOOLS: {
+      std::vector<bool> v;
+      for (bool b : in.getBools()) v.push_back(b);
+      return AttrValue(v);
+    }
+    case W::STRINGS: {
+      std::vector<std::string> v;
+      for (auto s : in.getStrings()) v.push_back(Str(s));
+      return AttrValue(v);
+    }
+    case W::TYPES: {
+      std::vector<DType> v;
+      for (auto d : in.getTypes()) {
+        WEFT_ASSIGN_OR_RETURN(DType t, FromWire(d));
+        v.push_back(t);
+      }
+      return AttrValue(v);
+    }
+    case W::SHAPES: {
+      std::vector<Shape> v;
+      for (auto s : in.getShapes()) {
+        WEFT_ASSIGN_OR_RETURN(Shape shape, ReadShape(s));
+        v.push_back(shape);
+      }
+      return AttrValue(v);
+    }
+    case W::TENSORS: {
+      std::vector<Tensor> v;
+      for (auto t : in.getTensors()) {
+        WEFT_ASSIGN_OR_RETURN(Tensor tensor, ReadTensor(t));
+        v.push_back(tensor);
+      }
+      return AttrValue(v);
+    }
+    case W::FUNCS: {
+      std::vector<FuncName> v;
+      for (auto s : in.getFuncs()) v.push_back(FuncName{Str(s)});
+      return AttrValue(v);
+    }
+  }
+  return InvalidArgumentError("an attr value of unknown kind ", static_cast<int>(in.which()));
+}
+
+Expected<NodeDef> ReadNode(wire::Node::Reader in, std::size_t index) {
+  NodeDef node;
+  node.name = Str(in.getName());
+  node.op = Str(in.getOp());
+  node.device = Str(in.getDevice());
+  for (auto input : in.getInputs()) node.inputs.push_back(Str(input));
+  for (auto attr : in.getAttrs()) {
+    auto value = ReadAttr(attr.getValue());
+    if (!value.ok()) {
+      return value.status().WithContext(StrCat("node #", index, " ", Quote(node.name), ": attr ",
+                                               Quote(Str(attr.getName()))));
+    }
+    if (!node.attrs.emplace(Str(attr.getName()), std::move(*value)).second) {
+      return InvalidArgumentError("node #", index, " ", Quote(node.name), ": attr ",
+                                  Quote(Str(attr.getName())), " is given twice");
+    }
+  }
+  return node;
+}
+
+Expected<GraphDef> ReadGraph(wire::Graph::Reader in) {
+  GraphDef def;
+  def.producer = in.getProducer();
+  def.min_consumer = in.getMinConsumer();
+  std::size_t index = 0;
+  for (auto node : in.getNodes()) {
+    WEFT_ASSIGN_OR_RETURN(NodeDef n, ReadNode(node, index++));
+    def.nodes.push_back(std::move(n));
+  }
+  for (auto fn : in.getLibrary()) {
+    FunctionDef f;
+    f.name = Str(fn.getName());
+    for (auto a : fn.getInputs()) {
+      WEFT_ASSIGN_OR_RETURN(DType d, FromWire(a.getDtype()));
+      f.inputs.push_back({Str(a.getName()), d});
+    }
+    for (auto a : fn.getOutputs()) {
+      WEFT_ASSIGN_OR_RETURN(DType d, FromWire(a.getDtype()));
+      f.outputs.push_back({Str(a.getName()), d});
+    }
+    std::size_t node_index = 0;
+    for (auto node : fn.getNodes()) {
+      auto n = ReadNode(node, node_index++);
+      if (!n.ok()) return n.status().WithContext(StrCat("function ", Quote(f.name)));
+      f.nodes.push_back(std::move(*n));
+    }
+    for (auto r : fn.getResults()) f.results.push_back(Str(r));
+    def.library.push_back(std::move(f));
+  }
+  return def;
+}
+
+// The first line of a kj exception description, without kj's source
+// position.
+std::string Describe(const kj::Exception& e) {
+  std::string text = e.getDescription().cStr();
+  const auto newline = text.find('\n');
+  if (newline != std::string::npos) text = text.substr(0, newline);
+  return text;
+}
+
+}  // namespace
+
+std::string SerializeGraphDef(const GraphDef& def, GraphFormat format) {
+  capnp::MallocMessageBuilder message;
+  WriteGraph(def, message.initRoot<wire::Graph>());
+  if (format == GraphFormat::kText) {
+    capnp::TextCodec codec;
+    codec.setPrettyPrint(true);
+    kj::String text = codec.encode(message.getRoot<wire::Graph>().asReader());
+    return std::string(text.cStr(), text.size()) + "\n";
+  }
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
+  kj::ArrayPtr<const char> bytes = words.asChars();
+  return std::string(bytes.begin(), bytes.size());
+}
+
+Expected<GraphDef> ParseGraphDef(std::string_view bytes, GraphFormat format, std::string_view name) {
+  try {
+    if (format == GraphFormat::kText) {
+      capnp::MallocMessageBuilder message;
+      auto root = message.initRoot<wire::Graph>();
+      const std::string text(bytes);  // NUL-terminated for kj
+      capnp::TextCodec codec;
+      codec.decode(kj::StringPtr(text.c_str(), text.size()), capnp::toDynamic(root));
+      auto def = ReadGraph(root.asReader());
+      if (!def.ok()) return def.status().WithContext(std::string(name));
+      return def;
+    }
+    if (bytes.size() % sizeof(capnp::word) != 0 || bytes.size() < sizeof(capnp::word)) {
+      return InvalidArgumentError(name, ": not a valid .wg graph file: its size (", bytes.size(),
+                                  " bytes) is not a whole number of 8-byte words; is it truncated?");
+    }
+    kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+    std::memcpy(words.begin(), bytes.data(), bytes.size());
+    capnp::ReaderOptions options;
+    // Reading can never visit more than a few times the file.
+    options.traversalLimitInWords = words.size() * 4 + 1024;
+    options.nestingLimit = 32;
+    capnp::FlatArrayMessageReader reader(words, options);
+    if (reader.getEnd() != words.end()) {
+      return InvalidArgumentError(name, ": not a valid .wg graph file: ",
+                                  (words.end() - reader.getEnd()) * sizeof(capnp::word),
+                                  " bytes of trailing data");
+    }
+    auto def = ReadGraph(reader.getRoot<wire::Graph>());
+    if (!def.ok()) return def.status().WithContext(std::string(name));
+    return def;
+  } catch (const kj::Exception& e) {
+    return InvalidArgumentError(name, ": not a valid ", format == GraphFormat::kText ? ".wgt" : ".wg",
+                                " graph file: ", Describe(e));
+  }
+}
+
+Expected<GraphFormat> FormatForPath(const std::string& path) {
+  if (EndsWith(path, ".wg")) return GraphFormat::kBinary;
+  if (EndsWith(path, ".wgt")) return GraphFormat::kText;
+  return InvalidArgumentError(Quote(path), ": graph files end in .wg (binary) or .wgt (text)");
+}
+
+Expected<GraphDef> ReadGraphFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("cannot read graph file ", Quote(path), ": ", std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  auto format = FormatForPath(path);
+  if (!format.ok()) {
+    const auto first = bytes.find_first_not_of(" \t\r\n");
+    format = first != std::string::npos && (bytes[first] == '(' || bytes[first] == '#')
+                 ? GraphFormat::kText
+                 : GraphFormat::kBinary;
+  }
+  return ParseGraphDef(bytes, *format, path);
+}
+
+Status WriteGraphFile(const std::string& path, const GraphDef& def) {
+  WEFT_ASSIGN_OR_RETURN(GraphFormat format, FormatForPath(path));
+  const std::string bytes = SerializeGraphDef(def, format);
+  const std::string temp = StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return InvalidArgumentError("cannot write ", Quote(path), ": ", std::strerror(errno));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      std::remove(temp.c_str());
+      return InvalidArgumentError("cannot write ", Quote(path), ": ", std::strerror(errno));
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(temp.c_str());
+    return InvalidArgumentError("cannot write ", Quote(path), ": ", reason);
+  }
+  return Status();
+}
+
+}  // namespace weft

@@ -1,0 +1,39 @@
+// Graph files: binary .wg and text .wgt, both Cap'n Proto (graph.capnp),
+// converting exactly to and from GraphDef: a graph written and read back,
+// in either format, is the same graph, bit for bit (floats and tensor
+// contents included).
+//
+// Reading never trusts the file: a truncated or garbage file, an
+// out-of-range enum or an oversized message is an error naming the file,
+// never a crash, and the reader's memory is bounded by the file's size.
+#ifndef WEFT_CORE_GRAPH_SERIALIZE_H_
+#define WEFT_CORE_GRAPH_SERIALIZE_H_
+
+#include <string>
+#include <string_view>
+
+#include "core/base/status.h"
+#include "core/graph/graph_def.h"
+
+namespace weft {
+
+enum class GraphFormat { kBinary, kText };
+
+std::string SerializeGraphDef(const GraphDef& def, GraphFormat format);
+// |name| is used in messages.
+Expected<GraphDef> ParseGraphDef(std::string_view bytes, GraphFormat format, std::string_view name);
+
+// The format a path's extension names: .wg binary, .wgt text; an error for
+// anything else.
+Expected<GraphFormat> FormatForPath(const std::string& path);
+
+// Reads a graph file. The extension picks the format; a file with another
+// extension is read as text when it looks like text, else as binary.
+Expected<GraphDef> ReadGraphFile(const std::string& path);
+// Writes a graph file in the format its extension names, through a
+// temporary file and a rename.
+Status WriteGraphFile(const std::string& path, const GraphDef& def);
+
+}  // namespace weft
+
+#endif  // WEFT_CORE_GRAPH_SERIALIZE_H_

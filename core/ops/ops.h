@@ -1,0 +1,21 @@
+// The built-in op families. OpRegistry::Global() registers them all, in
+// this order, the first time it is used.
+#ifndef WEFT_CORE_OPS_OPS_H_
+#define WEFT_CORE_OPS_OPS_H_
+
+#include "core/graph/op_def.h"
+
+namespace weft::ops {
+
+Status RegisterArrayOps(OpRegistry& registry);   // array_ops.cc
+Status RegisterMathOps(OpRegistry& registry);    // math_ops.cc
+Status RegisterNnOps(OpRegistry& registry);      // nn_ops.cc
+Status RegisterRandomOps(OpRegistry& registry);  // random_ops.cc
+Status RegisterStateOps(OpRegistry& registry);   // state_ops.cc
+
+// Registers every family into |registry|.
+Status RegisterAllOps(OpRegistry& registry);
+
+}  // namespace weft::ops
+
+#endif  // WEFT_CORE_OPS_OPS_H_

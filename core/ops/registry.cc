@@ -1,0 +1,33 @@
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/ops/ops.h"
+
+namespace weft {
+
+namespace ops {
+Status RegisterAllOps(OpRegistry& registry) {
+  WEFT_RETURN_IF_ERROR(RegisterArrayOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterMathOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterNnOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterRandomOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterStateOps(registry));
+  return Status();
+}
+}  // namespace ops
+
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    Status status = ops::RegisterAllOps(*r);
+    if (!status.ok()) {
+      // A malformed built-in op definition is a bug in Weft; tests catch it.
+      std::fprintf(stderr, "weft: internal error: %s\n", status.ToString().c_str());
+      std::abort();
+    }
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace weft

@@ -1,0 +1,95 @@
+#include "core/ops/shape_fns.h"
+
+#include <algorithm>
+
+namespace weft::ops {
+
+Status UnchangedShape(InferenceContext& c) {
+  c.set_output(0, c.input_shape(0));
+  return Status();
+}
+
+Status ScalarShape(InferenceContext& c) {
+  for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, Shape{});
+  return Status();
+}
+
+Status NoOutputShape(InferenceContext&) { return Status(); }
+
+Expected<Shape> Broadcast(const Shape& a, const Shape& b) {
+  if (a.unknown_rank() || b.unknown_rank()) return Shape::UnknownRank();
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(static_cast<std::size_t>(rank));
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    const int64_t da = ia >= 0 ? a.dim(ia) : 1;
+    const int64_t db = ib >= 0 ? b.dim(ib) : 1;
+    int64_t d;
+    if (da == 1) {
+      d = db;
+    } else if (db == 1) {
+      d = da;
+    } else if (da < 0 || db < 0) {
+      d = da < 0 ? db : da;  // unknown vs n: n (or an error at run time)
+    } else if (da == db) {
+      d = da;
+    } else {
+      return InvalidArgumentError("shapes ", a.ToString(), " and ", b.ToString(),
+                                  " cannot be broadcast together (dimension ", i, ": ", da, " vs ", db, ")");
+    }
+    dims[static_cast<std::size_t>(i)] = d;
+  }
+  return Shape(std::move(dims));
+}
+
+Status BroadcastShape(InferenceContext& c) {
+  Shape out = c.input_shape(0);
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(out, Broadcast(out, c.input_shape(i)));
+  }
+  c.set_output(0, out);
+  return Status();
+}
+
+Expected<int> NormalizeAxis(int64_t axis, int rank, std::string_view what) {
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgumentError(what, " ", axis, " is out of range for rank ", rank,
+                                " (valid: ", -rank, " to ", rank - 1, ")");
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+Expected<std::vector<int>> ReductionAxes(const std::vector<int64_t>& axis, int rank) {
+  std::vector<int> out;
+  if (axis.empty()) {
+    for (int i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (int64_t a : axis) {
+    WEFT_ASSIGN_OR_RETURN(int n, NormalizeAxis(a, rank));
+    if (std::find(out.begin(), out.end(), n) != out.end()) {
+      return InvalidArgumentError("axis ", a, " is repeated in ", Shape(axis).ToString());
+    }
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, int input) {
+  const Tensor* t = c.input_value(input);
+  if (t == nullptr || t->rank() > 1) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t->num_elements(); ++i) {
+    if (t->dtype() == DType::kI32) {
+      out.push_back(t->data<int32_t>()[i]);
+    } else if (t->dtype() == DType::kI64) {
+      out.push_back(t->data<int64_t>()[i]);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace weft::ops

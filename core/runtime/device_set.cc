@@ -1,0 +1,131 @@
+#include "core/runtime/device_set.h"
+
+#include <cstring>
+
+#include "core/plugin/host_services.h"
+#include "weft/sdk/struct.h"
+
+namespace weft::runtime {
+
+KernelTable::KernelTable(const weft_device_plugin_t* table) {
+  for (const weft_kernel_def_t& def : sdk::StructArray(table->kernels, table->num_kernels)) {
+    by_op_[def.op].push_back(&def);
+  }
+}
+
+const std::vector<const weft_kernel_def_t*>& KernelTable::ForOp(std::string_view op) const {
+  static const std::vector<const weft_kernel_def_t*> kNone;
+  auto it = by_op_.find(std::string(op));
+  return it == by_op_.end() ? kNone : it->second;
+}
+
+std::vector<std::string> KernelTable::Ops() const {
+  std::vector<std::string> ops;
+  for (const auto& [op, defs] : by_op_) ops.push_back(op);
+  return ops;
+}
+
+RuntimeDevice::RuntimeDevice(std::unique_ptr<plugin::Device> device, const KernelTable* kernels,
+                             weft_stream_t stream)
+    : device_(std::move(device)), kernels_(kernels), stream_(stream), resources_(std::make_unique<ResourceMgr>()) {
+  auto props = device_->Properties();
+  host_visible_ = props.ok() && props->host_visible && device_->table()->buffer_host_pointer != nullptr;
+}
+
+RuntimeDevice::~RuntimeDevice() {
+  // Variables hold device memory: release them before the device closes.
+  resources_.reset();
+  if (stream_ != nullptr) device_->table()->stream_destroy(device_->handle(), stream_);
+}
+
+Expected<Tensor> RuntimeDevice::Allocate(DType dtype, const Shape& shape) const {
+  if (dtype == DType::kString || dtype == DType::kResource) return Tensor::Allocate(dtype, shape);
+  WEFT_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape.dims()));
+  const uint64_t bytes = static_cast<uint64_t>(n) * DTypeSize(dtype);
+  WEFT_ASSIGN_OR_RETURN(weft_buffer_t handle, device_->Allocate(bytes));
+  return Tensor(dtype, shape, std::make_shared<DeviceBuffer>(device_.get(), handle, bytes));
+}
+
+Expected<Tensor> RuntimeDevice::CopyFromHost(const Tensor& host) const {
+  if (host.dtype() == DType::kString || host.dtype() == DType::kResource) return host;
+  WEFT_ASSIGN_OR_RETURN(Tensor out, Allocate(host.dtype(), host.shape()));
+  if (host.byte_size() == 0) return out;
+  if (out.raw_data() != nullptr) {
+    std::memcpy(out.raw_data(), host.raw_data(), host.byte_size());
+    return out;
+  }
+  const weft_device_plugin_t* t = table();
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->copy_host_to_device(handle(), stream_, host.raw_data(),
+                                                                 out.buffer()->device_buffer(), out.offset(),
+                                                                 host.byte_size())));
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->stream_synchronize(handle(), stream_)));
+  return out;
+}
+
+Expected<Tensor> RuntimeDevice::CopyToHost(const Tensor& tensor) const {
+  if (tensor.host_visible()) return tensor;
+  WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(tensor.dtype(), tensor.shape()));
+  const weft_device_plugin_t* t = table();
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->copy_device_to_host(handle(), stream_, tensor.buffer()->device_buffer(),
+                                                                 tensor.offset(), out.raw_data(), tensor.byte_size())));
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->stream_synchronize(handle(), stream_)));
+  return out;
+}
+
+Expected<Tensor> RuntimeDevice::Duplicate(const Tensor& tensor) const {
+  if (tensor.dtype() == DType::kString) return tensor.DeepCopy();
+  WEFT_ASSIGN_OR_RETURN(Tensor out, Allocate(tensor.dtype(), tensor.shape()));
+  if (tensor.byte_size() == 0) return out;
+  if (out.raw_data() != nullptr && tensor.raw_data() != nullptr) {
+    std::memcpy(out.raw_data(), tensor.raw_data(), tensor.byte_size());
+    return out;
+  }
+  const weft_device_plugin_t* t = table();
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->copy_device_to_device(handle(), stream_, tensor.buffer()->device_buffer(),
+                                                                   tensor.offset(), out.buffer()->device_buffer(),
+                                                                   out.offset(), tensor.byte_size())));
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->stream_synchronize(handle(), stream_)));
+  return out;
+}
+
+Expected<std::unique_ptr<DeviceSet>> DeviceSet::Open(const plugin::PluginHost& host) {
+  auto set = std::make_unique<DeviceSet>();
+  for (const plugin::DevicePlugin* device_plugin : host.devices().All()) {
+    auto& table = set->tables_[device_plugin->device_type()];
+    table = std::make_unique<KernelTable>(device_plugin->table());
+    WEFT_ASSIGN_OR_RETURN(int count, device_plugin->DeviceCount());
+    for (int i = 0; i < count; ++i) {
+      WEFT_ASSIGN_OR_RETURN(std::unique_ptr<plugin::Device> device, device_plugin->Open(i));
+      weft_stream_t stream = nullptr;
+      WEFT_RETURN_IF_ERROR(plugin::TakeStatus(device->table()->stream_create(device->handle(), &stream))
+                               .WithContext(StrCat(device->name(), ": creating a stream")));
+      set->devices_.push_back(std::make_unique<RuntimeDevice>(std::move(device), table.get(), stream));
+    }
+  }
+  if (set->devices_.empty()) {
+    return FailedPreconditionError("no devices: no device plugin is loaded (see `weft plugins`)");
+  }
+  return set;
+}
+
+const RuntimeDevice* DeviceSet::Find(std::string_view name) const {
+  for (const auto& d : devices_) {
+    if (d->name() == name) return d.get();
+  }
+  return nullptr;
+}
+
+const RuntimeDevice* DeviceSet::default_device() const {
+  for (const auto& d : devices_) {
+    if (d->type() == "CPU") return d.get();
+  }
+  return devices_.front().get();
+}
+
+std::vector<std::string> DeviceSet::Names() const {
+  std::vector<std::string> names;
+  for (const auto& d : devices_) names.push_back(d->name());
+  return names;
+}
+
+}  // namespace weft::runtime

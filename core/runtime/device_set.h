@@ -1,0 +1,102 @@
+// The devices a process runs on: every device of every loaded device
+// plugin, opened once, each with its stream, its resource manager and the
+// kernels its plugin offers.
+//
+//   WEFT_ASSIGN_OR_RETURN(auto devices, DeviceSet::Open(plugin_host));
+//   const RuntimeDevice* cpu = devices->Find("/device:CPU:0");
+#ifndef WEFT_CORE_RUNTIME_DEVICE_SET_H_
+#define WEFT_CORE_RUNTIME_DEVICE_SET_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/plugin/device_plugin.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/resource_mgr.h"
+#include "core/tensor/tensor.h"
+
+namespace weft::runtime {
+
+// Device memory owned by a Tensor: freed through the device's plugin when
+// the last tensor using it goes.
+class DeviceBuffer : public Buffer {
+ public:
+  DeviceBuffer(const plugin::Device* device, weft_buffer_t handle, uint64_t size)
+      : Buffer(device->HostPointer(handle), size, handle, device), device_(device) {}
+  ~DeviceBuffer() override { device_->Free(device_buffer()); }
+
+ private:
+  const plugin::Device* device_;
+};
+
+// The kernels one device type offers, by op.
+class KernelTable {
+ public:
+  explicit KernelTable(const weft_device_plugin_t* table);
+  // The kernels registered for |op| (empty when none).
+  const std::vector<const weft_kernel_def_t*>& ForOp(std::string_view op) const;
+  std::vector<std::string> Ops() const;
+
+ private:
+  std::unordered_map<std::string, std::vector<const weft_kernel_def_t*>> by_op_;
+};
+
+class RuntimeDevice {
+ public:
+  RuntimeDevice(std::unique_ptr<plugin::Device> device, const KernelTable* kernels, weft_stream_t stream);
+  ~RuntimeDevice();
+  RuntimeDevice(const RuntimeDevice&) = delete;
+  RuntimeDevice& operator=(const RuntimeDevice&) = delete;
+
+  const std::string& name() const { return device_->name(); }
+  const std::string& type() const { return device_->type(); }
+  const plugin::Device& device() const { return *device_; }
+  weft_device_t handle() const { return device_->handle(); }
+  const weft_device_plugin_t* table() const { return device_->table(); }
+  weft_stream_t stream() const { return stream_; }
+  const KernelTable& kernels() const { return *kernels_; }
+  ResourceMgr& resources() const { return *resources_; }
+  bool host_visible() const { return host_visible_; }
+
+  // A tensor of |dtype| and |shape| in this device's memory.
+  Expected<Tensor> Allocate(DType dtype, const Shape& shape) const;
+  // A copy of host tensor |host| in this device's memory.
+  Expected<Tensor> CopyFromHost(const Tensor& host) const;
+  // A host copy of |tensor| (already host-visible tensors are shared).
+  Expected<Tensor> CopyToHost(const Tensor& tensor) const;
+  // A copy of |tensor| (on this device) in a buffer of its own.
+  Expected<Tensor> Duplicate(const Tensor& tensor) const;
+
+ private:
+  std::unique_ptr<plugin::Device> device_;
+  const KernelTable* kernels_;
+  weft_stream_t stream_;
+  std::unique_ptr<ResourceMgr> resources_;
+  bool host_visible_ = false;
+};
+
+class DeviceSet {
+ public:
+  // Opens every device of every device plugin |host| loaded.
+  static Expected<std::unique_ptr<DeviceSet>> Open(const plugin::PluginHost& host);
+
+  const std::vector<std::unique_ptr<RuntimeDevice>>& devices() const { return devices_; }
+  // The device named exactly |name| ("/device:CPU:0"), or nullptr.
+  const RuntimeDevice* Find(std::string_view name) const;
+  // The device nodes go to unless they ask for another: the first CPU.
+  const RuntimeDevice* default_device() const;
+  std::vector<std::string> Names() const;
+  // Kernel tables by device type.
+  const std::unordered_map<std::string, std::unique_ptr<KernelTable>>& kernel_tables() const { return tables_; }
+
+ private:
+  std::unordered_map<std::string, std::unique_ptr<KernelTable>> tables_;
+  std::vector<std::unique_ptr<RuntimeDevice>> devices_;
+};
+
+}  // namespace weft::runtime
+
+#endif  // WEFT_CORE_RUNTIME_DEVICE_SET_H_

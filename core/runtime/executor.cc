@@ -1,0 +1,203 @@
+#include "core/runtime/executor.h"
+
+#include <condition_variable>
+#include <mutex>
+
+namespace weft::runtime {
+
+struct Executor::StepState {
+  StepInfo* info = nullptr;
+  TraceRecorder* trace = nullptr;
+  std::vector<Tensor> inputs;
+  std::unique_ptr<std::atomic<int>[]> pending;
+  // Threads (and async kernels) working on the step; the step is over when
+  // it drops to zero.
+  std::atomic<int> outstanding{0};
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  Status status;
+};
+
+Executor::~Executor() = default;
+
+Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph> graph,
+                                                     std::vector<const RuntimeDevice*> node_devices, ThreadPool* pool) {
+  std::unique_ptr<Executor> exec(new Executor());
+  exec->graph_ = std::move(graph);
+  exec->pool_ = pool;
+  const Graph& g = *exec->graph_;
+  exec->items_.resize(static_cast<std::size_t>(g.num_nodes()));
+  int slot = 0;
+  for (const Graph::Node& node : g.nodes()) {
+    NodeItem& item = exec->items_[static_cast<std::size_t>(node.id)];
+    item.node = &node;
+    item.device = node_devices[static_cast<std::size_t>(node.id)];
+    item.input_start = slot;
+    item.num_inputs = static_cast<int>(node.inputs.size());
+    item.num_outputs = node.num_outputs();
+    item.pending = static_cast<int>(node.inputs.size() + node.control_inputs.size());
+    slot += item.num_inputs;
+    auto kernel = CreateKernel(g, node, *item.device);
+    if (!kernel.ok()) {
+      return kernel.status().WithContext(StrCat(node.Describe(), " on ", item.device->name()));
+    }
+    item.kernel = kernel->get();
+    item.is_inline = (*kernel)->IsInline();
+    item.is_async = (*kernel)->IsAsync();
+    exec->kernels_.push_back(std::move(*kernel));
+    if (item.pending == 0) exec->roots_.push_back(node.id);
+  }
+  exec->total_inputs_ = slot;
+  for (const Graph::Node& node : g.nodes()) {
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const Endpoint& src = node.inputs[k];
+      exec->items_[static_cast<std::size_t>(src.node)].edges.push_back(
+          OutEdge{src.index, node.id, exec->items_[static_cast<std::size_t>(node.id)].input_start + static_cast<int>(k)});
+    }
+    for (int c : node.control_inputs) {
+      exec->items_[static_cast<std::size_t>(c)].edges.push_back(OutEdge{-1, node.id, -1});
+    }
+  }
+  return exec;
+}
+
+Status Executor::Run(StepInfo& step, TraceRecorder* trace) const {
+  StepState state;
+  state.info = &step;
+  state.trace = trace;
+  state.inputs.resize(static_cast<std::size_t>(total_inputs_));
+  state.pending.reset(new std::atomic<int>[items_.size()]);
+  for (std::size_t i = 0; i < items_.size(); ++i) state.pending[i].store(items_[i].pending, std::memory_order_relaxed);
+  if (roots_.empty()) return Status();
+
+  // This thread is one worker of the step, like each pool task.
+  state.outstanding.store(1);
+  std::vector<int> ready = roots_;
+  std::vector<int> stack;
+  Dispatch(&state, ready, &stack);
+  Process(&state, std::move(stack));
+
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.done_cv.wait(lock, [&] { return state.done; });
+  return state.status;
+}
+
+void Executor::Dispatch(StepState* state, std::vector<int>& ready, std::vector<int>* stack) const {
+  // Cheap nodes run here; of the expensive ones, all but the last go to the
+  // pool and the last runs here too, so a chain stays on one thread.
+  int keep = -1;
+  for (int id : ready) {
+    const NodeItem& item = items_[static_cast<std::size_t>(id)];
+    if (item.is_inline) {
+      stack->push_back(id);
+      continue;
+    }
+    if (keep >= 0) {
+      state->outstanding.fetch_add(1);
+      const int other = keep;
+      pool_->Schedule([this, state, other] { Process(state, {other}); });
+    }
+    keep = id;
+  }
+  if (keep >= 0) stack->push_back(keep);
+  ready.clear();
+}
+
+void Executor::Process(StepState* state, std::vector<int> stack) const {
+  std::vector<int> ready;
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    if (state->info->cancelled.load(std::memory_order_relaxed)) continue;
+    const NodeItem& item = items_[static_cast<std::size_t>(id)];
+    if (item.is_async) {
+      state->outstanding.fetch_add(1);
+      auto outputs = std::make_shared<std::vector<Tensor>>(static_cast<std::size_t>(item.num_outputs));
+      auto ctx = std::make_shared<OpKernelContext>(item.device, item.node, &state->inputs[static_cast<std::size_t>(item.input_start)],
+                                                   item.num_inputs, outputs->data(), state->info);
+      const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
+      item.kernel->ComputeAsync(*ctx, [this, state, id, outputs, ctx, start](Status status) {
+        const NodeItem& done_item = items_[static_cast<std::size_t>(id)];
+        if (state->trace != nullptr) {
+          state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
+                                state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
+        }
+        if (!status.ok()) {
+          Fail(state, id, status);
+        } else {
+          std::vector<int> newly_ready;
+          Propagate(state, id, *outputs, &newly_ready);
+          std::vector<int> local;
+          Dispatch(state, newly_ready, &local);
+          if (!local.empty()) {
+            state->outstanding.fetch_add(1);
+            Process(state, std::move(local));
+          }
+        }
+        if (state->outstanding.fetch_sub(1) == 1) Finish(state);
+      });
+      continue;
+    }
+    if (RunNode(state, id, &ready)) Dispatch(state, ready, &stack);
+  }
+  if (state->outstanding.fetch_sub(1) == 1) Finish(state);
+}
+
+bool Executor::RunNode(StepState* state, int id, std::vector<int>* ready) const {
+  const NodeItem& item = items_[static_cast<std::size_t>(id)];
+  std::vector<Tensor> outputs(static_cast<std::size_t>(item.num_outputs));
+  Status status;
+  const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
+  {
+    OpKernelContext ctx(item.device, item.node, &state->inputs[static_cast<std::size_t>(item.input_start)],
+                        item.num_inputs, outputs.data(), state->info);
+    status = item.kernel->Compute(ctx);
+  }
+  if (state->trace != nullptr) {
+    state->trace->Record({item.node->name(), item.node->op_name(), item.device->name(), state->info->step_id,
+                          TraceThreadId(), start, state->trace->NowMicros() - start});
+  }
+  if (!status.ok()) {
+    Fail(state, id, status);
+    return false;
+  }
+  Propagate(state, id, outputs, ready);
+  return true;
+}
+
+void Executor::Propagate(StepState* state, int id, std::vector<Tensor>& outputs, std::vector<int>* ready) const {
+  const NodeItem& item = items_[static_cast<std::size_t>(id)];
+  for (int i = 0; i < item.num_outputs; ++i) {
+    if (!outputs[static_cast<std::size_t>(i)].valid() && item.node->output_types[static_cast<std::size_t>(i)] != DType::kInvalid) {
+      Fail(state, id, InternalError("the kernel did not set output ", i));
+      return;
+    }
+  }
+  // The node's inputs are no longer needed: free them as early as possible.
+  for (int k = 0; k < item.num_inputs; ++k) state->inputs[static_cast<std::size_t>(item.input_start + k)] = Tensor();
+  for (const OutEdge& e : item.edges) {
+    if (e.output >= 0) state->inputs[static_cast<std::size_t>(e.dst_slot)] = outputs[static_cast<std::size_t>(e.output)];
+    if (state->pending[static_cast<std::size_t>(e.dst)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      ready->push_back(e.dst);
+    }
+  }
+}
+
+void Executor::Fail(StepState* state, int id, const Status& status) const {
+  const NodeItem& item = items_[static_cast<std::size_t>(id)];
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (state->status.ok()) {
+    state->status = Status(status.code(), StrCat(item.node->Describe(), " on ", item.device->name(), ": ",
+                                                 status.message()));
+  }
+  state->info->cancelled.store(true);
+}
+
+void Executor::Finish(StepState* state) const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->done = true;
+  state->done_cv.notify_all();
+}
+
+}  // namespace weft::runtime

@@ -1,0 +1,107 @@
+// Kernels as the executor sees them. A node's kernel is either provided by
+// the runtime itself, for ops that only move or describe memory and so
+// work on every device (Const, Identity, Reshape, Shape, the variable
+// handle ops, feeds and fetches), or created from the device plugin's
+// kernel definition (everything else) and called through the C ABI.
+#ifndef WEFT_CORE_RUNTIME_OP_KERNEL_H_
+#define WEFT_CORE_RUNTIME_OP_KERNEL_H_
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/runtime/device_set.h"
+
+namespace weft::runtime {
+
+// What one step shares with its kernels.
+struct StepInfo {
+  int64_t step_id = 0;
+  std::atomic<bool> cancelled{false};
+  // Feeds (for _Arg) and fetches (for _Retval), by index.
+  const std::vector<Tensor>* args = nullptr;
+  std::vector<Tensor>* retvals = nullptr;
+};
+
+class OpKernelContext {
+ public:
+  OpKernelContext(const RuntimeDevice* device, const Graph::Node* node, const Tensor* inputs, int num_inputs,
+                  Tensor* outputs, StepInfo* step)
+      : device_(device), node_(node), inputs_(inputs), num_inputs_(num_inputs), outputs_(outputs), step_(step) {}
+  ~OpKernelContext();
+  OpKernelContext(const OpKernelContext&) = delete;
+  OpKernelContext& operator=(const OpKernelContext&) = delete;
+
+  const RuntimeDevice& device() const { return *device_; }
+  const Graph::Node& node() const { return *node_; }
+  StepInfo& step() const { return *step_; }
+  int num_inputs() const { return num_inputs_; }
+  int num_outputs() const { return node_->num_outputs(); }
+  const Tensor& input(int i) const { return inputs_[i]; }
+  Tensor& output(int i) { return outputs_[i]; }
+  void set_output(int i, Tensor t) { outputs_[i] = std::move(t); }
+
+  // Allocates output |i| (dtype from the node's signature) on the device.
+  Expected<Tensor*> AllocateOutput(int i, const Shape& shape);
+  // Scratch memory kept until the context is destroyed.
+  Expected<const Tensor*> AllocateTemp(DType dtype, const Shape& shape);
+
+  // Locks the variable behind resource input |i| (see weft_kernel.h); an
+  // exclusive lock first gives the variable a buffer of its own if a
+  // reader still shares it (copy on write).
+  Expected<Tensor*> LockVariable(int i, bool exclusive);
+
+ private:
+  struct HeldLock {
+    Variable* variable = nullptr;
+    std::shared_lock<std::shared_mutex> shared;
+    std::unique_lock<std::shared_mutex> exclusive;
+  };
+  const RuntimeDevice* device_;
+  const Graph::Node* node_;
+  const Tensor* inputs_;
+  int num_inputs_;
+  Tensor* outputs_;
+  StepInfo* step_;
+  std::deque<Tensor> temps_;
+  std::vector<std::unique_ptr<HeldLock>> locks_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  // Completes through a callback (ComputeAsync) rather than Compute.
+  virtual bool IsAsync() const { return false; }
+  // Cheap enough to run inline on the thread that made it ready.
+  virtual bool IsInline() const { return false; }
+  virtual Status Compute(OpKernelContext& ctx) = 0;
+  virtual void ComputeAsync(OpKernelContext& ctx, std::function<void(Status)> done) { done(Compute(ctx)); }
+};
+
+// Creates the kernel of |node| on |device|: the runtime's own, or the
+// device plugin's. An error when neither has one says which dtypes the
+// device does have kernels for.
+Expected<std::unique_ptr<OpKernel>> CreateKernel(const Graph& graph, const Graph::Node& node,
+                                                 const RuntimeDevice& device);
+
+// Whether the runtime itself implements |op| on every device.
+bool IsRuntimeOp(std::string_view op);
+// The ops the runtime implements, sorted.
+std::vector<std::string> RuntimeOps();
+
+// The host's kernel services (weft_host_t.kernel).
+const weft_kernel_api_t* KernelApi();
+
+// Makes a host table that offers kernel services, for processes that run
+// graphs; plugins see it as weft_host_t.kernel.
+void EnableKernelServices();
+
+}  // namespace weft::runtime
+
+#endif  // WEFT_CORE_RUNTIME_OP_KERNEL_H_

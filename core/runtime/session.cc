@@ -1,0 +1,266 @@
+#include "core/runtime/session.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+#include <unordered_set>
+
+#include "core/plugin/host_services.h"
+
+namespace weft::runtime {
+
+struct Session::Prepared {
+  std::shared_ptr<const Graph> graph;
+  std::unique_ptr<Executor> executor;
+  // In the signature's (sorted) order.
+  std::vector<std::string> feeds;
+  std::vector<DType> feed_types;
+  std::vector<Shape> feed_shapes;
+  std::vector<std::string> fetches;
+  std::vector<const RuntimeDevice*> fetch_devices;
+};
+
+SessionOptions SessionOptions::FromConfig(const config::Config& config) {
+  SessionOptions options;
+  if (config.runtime.inter_op_threads) options.inter_op_threads = static_cast<int>(*config.runtime.inter_op_threads);
+  if (config.runtime.intra_op_threads) options.intra_op_threads = static_cast<int>(*config.runtime.intra_op_threads);
+  return options;
+}
+
+std::pair<int, int> ResolveThreads(const SessionOptions& options) {
+  const int cores = AvailableCores();
+  // Kernels that use many threads (oneDNN) get every core; the inter-op
+  // pool also matches the cores, because the chains that dominate training
+  // run one node at a time and the parallel fan-outs are small ops.
+  const int intra = options.intra_op_threads > 0 ? options.intra_op_threads : cores;
+  const int inter = options.inter_op_threads > 0 ? options.inter_op_threads : cores;
+  return {inter, intra};
+}
+
+Expected<std::unique_ptr<Session>> Session::Create(Graph graph, std::shared_ptr<DeviceSet> devices,
+                                                   const SessionOptions& options) {
+  if (devices == nullptr || devices->devices().empty()) return FailedPreconditionError("a session needs devices");
+  std::unique_ptr<Session> session(new Session(std::move(graph), std::move(devices)));
+  const auto [inter, intra] = ResolveThreads(options);
+  session->inter_op_threads_ = inter;
+  session->intra_op_threads_ = intra;
+  plugin::ConfigureHostServices(intra);
+  EnableKernelServices();
+  // The calling thread of Run works too, so the pool has one thread fewer.
+  session->pool_ = std::make_unique<ThreadPool>(inter - 1, "inter_op");
+  return session;
+}
+
+Session::~Session() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cache_.clear();
+  }
+  pool_.reset();
+}
+
+std::size_t Session::cached_executors() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_.size();
+}
+
+Expected<const RuntimeDevice*> Session::DeviceFor(const Graph::Node& node) const {
+  const std::string& requested = node.def.device;
+  if (requested.empty()) return devices_->default_device();
+  if (const RuntimeDevice* exact = devices_->Find(requested)) return exact;
+  // A partial spec: "/device:CPU:*", "/device:CPU", "CPU:1".
+  std::string spec = requested;
+  const std::string prefix = "/device:";
+  if (StartsWith(spec, prefix)) spec = spec.substr(prefix.size());
+  const auto colon = spec.find(':');
+  const std::string type = spec.substr(0, colon);
+  const std::string ordinal = colon == std::string::npos ? "*" : spec.substr(colon + 1);
+  for (const auto& device : devices_->devices()) {
+    if (device->type() != type) continue;
+    if (ordinal == "*" || ordinal == device->name().substr(device->name().rfind(':') + 1)) return device.get();
+  }
+  return InvalidArgumentError(node.Describe(), " requests device ", Quote(requested),
+                              ", which this process does not have (devices: ", StrJoin(devices_->Names(), ", "), ")");
+}
+
+Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<std::string>& feeds,
+                                                              const std::vector<std::string>& fetches,
+                                                              const std::vector<std::string>& targets) {
+  auto prepared = std::make_shared<Prepared>();
+  prepared->feeds = feeds;
+  prepared->fetches = fetches;
+
+  GraphDef def = graph_.ToGraphDef();
+  std::unordered_set<std::string> names;
+  for (const NodeDef& n : def.nodes) names.insert(n.name);
+  auto unique = [&](const std::string& base) {
+    std::string name = base;
+    for (int i = 1; names.count(name) != 0; ++i) name = StrCat(base, "_", i);
+    names.insert(name);
+    return name;
+  };
+
+  // Feeds become _Arg nodes, and every consumer of a fed tensor reads the
+  // _Arg instead.
+  std::map<std::pair<int, int>, std::string> fed;
+  for (std::size_t i = 0; i < feeds.size(); ++i) {
+    auto endpoint = graph_.ResolveTensor(feeds[i]);
+    if (!endpoint.ok()) return endpoint.status().WithContext(StrCat("feed ", Quote(feeds[i])));
+    const Graph::Node& node = graph_.node(endpoint->node);
+    const DType dtype = node.output_types[static_cast<std::size_t>(endpoint->index)];
+    const Shape shape = node.output_shapes[static_cast<std::size_t>(endpoint->index)];
+    prepared->feed_types.push_back(dtype);
+    prepared->feed_shapes.push_back(shape);
+    NodeDef arg;
+    arg.name = unique(StrCat("_arg_", i));
+    arg.op = "_Arg";
+    arg.device = node.def.device;
+    arg.attrs = {{"T", AttrValue(dtype)}, {"index", AttrValue(static_cast<int64_t>(i))}, {"shape", AttrValue(shape)}};
+    fed[{endpoint->node, endpoint->index}] = arg.name;
+    def.nodes.push_back(std::move(arg));
+  }
+  if (!fed.empty()) {
+    for (NodeDef& n : def.nodes) {
+      for (std::string& input : n.inputs) {
+        auto ref = ParseInputRef(input);
+        if (!ref.ok() || ref->control()) continue;
+        const Graph::Node* src = graph_.Find(ref->node);
+        if (src == nullptr) continue;
+        auto it = fed.find({src->id, ref->index});
+        if (it != fed.end()) input = it->second;
+      }
+    }
+  }
+  // Fetches become _Retval nodes.
+  std::vector<std::string> roots;
+  for (std::size_t i = 0; i < fetches.size(); ++i) {
+    auto endpoint = graph_.ResolveTensor(fetches[i]);
+    if (!endpoint.ok()) return endpoint.status().WithContext(StrCat("fetch ", Quote(fetches[i])));
+    const Graph::Node& node = graph_.node(endpoint->node);
+    auto it = fed.find({endpoint->node, endpoint->index});
+    NodeDef retval;
+    retval.name = unique(StrCat("_retval_", i));
+    retval.op = "_Retval";
+    retval.inputs = {it != fed.end() ? it->second : InputRefString(node.name(), endpoint->index)};
+    retval.attrs = {{"T", AttrValue(node.output_types[static_cast<std::size_t>(endpoint->index)])},
+                    {"index", AttrValue(static_cast<int64_t>(i))}};
+    retval.device = node.def.device;
+    roots.push_back(retval.name);
+    def.nodes.push_back(std::move(retval));
+  }
+  for (const std::string& target : targets) {
+    if (graph_.Find(target) == nullptr) {
+      auto endpoint = graph_.ResolveTensor(target);  // for the "did you mean" message
+      return (endpoint.ok() ? NotFoundError(Quote(target), " is not a node") : endpoint.status())
+          .WithContext(StrCat("target ", Quote(target)));
+    }
+    roots.push_back(target);
+  }
+
+  // Prune to what the roots need.
+  std::unordered_map<std::string, const NodeDef*> by_name;
+  for (const NodeDef& n : def.nodes) by_name[n.name] = &n;
+  std::unordered_set<std::string> keep;
+  std::deque<std::string> queue(roots.begin(), roots.end());
+  while (!queue.empty()) {
+    const std::string name = queue.front();
+    queue.pop_front();
+    if (!keep.insert(name).second) continue;
+    for (const std::string& input : by_name[name]->inputs) {
+      auto ref = ParseInputRef(input);
+      if (ref.ok()) queue.push_back(ref->node);
+    }
+  }
+  GraphDef pruned;
+  pruned.library = def.library;
+  for (NodeDef& n : def.nodes) {
+    if (keep.count(n.name) != 0) pruned.nodes.push_back(std::move(n));
+  }
+  WEFT_ASSIGN_OR_RETURN(Graph graph, Graph::FromGraphDef(std::move(pruned)));
+  auto shared = std::make_shared<const Graph>(std::move(graph));
+
+  // Devices: as requested (or the default), exactly as the graph says.
+  std::vector<const RuntimeDevice*> node_devices;
+  for (const Graph::Node& node : shared->nodes()) {
+    WEFT_ASSIGN_OR_RETURN(const RuntimeDevice* device, DeviceFor(node));
+    node_devices.push_back(device);
+  }
+  for (const std::string& root : roots) {
+    const Graph::Node* node = shared->Find(root);
+    if (node->op_name() == "_Retval") prepared->fetch_devices.push_back(node_devices[static_cast<std::size_t>(node->id)]);
+  }
+  WEFT_ASSIGN_OR_RETURN(prepared->executor, Executor::Create(shared, std::move(node_devices), pool_.get()));
+  prepared->graph = std::move(shared);
+  return prepared;
+}
+
+Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+                    const std::vector<std::string>& targets, std::vector<Tensor>* outputs, const RunOptions& options) {
+  // The signature, independent of argument order.
+  std::vector<std::string> feed_names;
+  for (const auto& [name, value] : feeds) feed_names.push_back(name);
+  std::vector<std::string> sorted_feeds = feed_names;
+  std::sort(sorted_feeds.begin(), sorted_feeds.end());
+  if (std::adjacent_find(sorted_feeds.begin(), sorted_feeds.end()) != sorted_feeds.end()) {
+    return InvalidArgumentError("feed ", Quote(*std::adjacent_find(sorted_feeds.begin(), sorted_feeds.end())),
+                                " is given twice");
+  }
+  std::vector<std::string> sorted_fetches = fetches;
+  std::sort(sorted_fetches.begin(), sorted_fetches.end());
+  sorted_fetches.erase(std::unique(sorted_fetches.begin(), sorted_fetches.end()), sorted_fetches.end());
+  std::vector<std::string> sorted_targets = targets;
+  std::sort(sorted_targets.begin(), sorted_targets.end());
+  sorted_targets.erase(std::unique(sorted_targets.begin(), sorted_targets.end()), sorted_targets.end());
+  if (sorted_fetches.empty() && sorted_targets.empty()) {
+    return InvalidArgumentError("nothing to run: give at least one fetch or target");
+  }
+  const std::string key = StrCat(StrJoin(sorted_feeds, ","), "|", StrJoin(sorted_fetches, ","), "|",
+                                 StrJoin(sorted_targets, ","));
+
+  std::shared_ptr<Prepared> prepared;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) prepared = it->second;
+  }
+  if (prepared == nullptr) {
+    WEFT_ASSIGN_OR_RETURN(prepared, Prepare(sorted_feeds, sorted_fetches, sorted_targets));
+    std::lock_guard<std::mutex> lock(mutex_);
+    prepared = cache_.emplace(key, prepared).first->second;
+  }
+
+  // Feed values in signature order, checked against the graph.
+  std::vector<Tensor> args(sorted_feeds.size());
+  for (const auto& [name, value] : feeds) {
+    const std::size_t i = static_cast<std::size_t>(
+        std::lower_bound(sorted_feeds.begin(), sorted_feeds.end(), name) - sorted_feeds.begin());
+    if (value.dtype() != prepared->feed_types[i]) {
+      return InvalidArgumentError("feed ", Quote(name), " has dtype ", DTypeName(value.dtype()), "; the graph expects ",
+                                  DTypeName(prepared->feed_types[i]));
+    }
+    if (!prepared->feed_shapes[i].IsCompatibleWith(value.shape())) {
+      return InvalidArgumentError("feed ", Quote(name), " has shape ", value.shape().ToString(),
+                                  "; the graph expects ", prepared->feed_shapes[i].ToString());
+    }
+    args[i] = value;
+  }
+  std::vector<Tensor> retvals(sorted_fetches.size());
+  StepInfo step;
+  step.step_id = next_step_.fetch_add(1);
+  step.args = &args;
+  step.retvals = &retvals;
+  WEFT_RETURN_IF_ERROR(prepared->executor->Run(step, options.trace));
+
+  if (outputs != nullptr) {
+    outputs->clear();
+    for (const std::string& fetch : fetches) {
+      const std::size_t i = static_cast<std::size_t>(
+          std::lower_bound(sorted_fetches.begin(), sorted_fetches.end(), fetch) - sorted_fetches.begin());
+      WEFT_ASSIGN_OR_RETURN(Tensor host, prepared->fetch_devices[i]->CopyToHost(retvals[i]));
+      outputs->push_back(std::move(host));
+    }
+  }
+  return Status();
+}
+
+}  // namespace weft::runtime

@@ -1,0 +1,91 @@
+// A Session runs a graph: Run(feeds, fetches, targets) prunes the graph to
+// what the fetches and targets need, rewrites feeds and fetches into
+// internal _Arg/_Retval nodes, places every node on a device, builds an
+// executor, and caches it under the call's signature (the sets of feeds,
+// fetches and targets, in any order). Concurrent Run calls are safe and
+// overlap; they share variables and nothing else.
+//
+//   WEFT_ASSIGN_OR_RETURN(auto session, Session::Create(graph, devices, options));
+//   std::vector<Tensor> out;
+//   WEFT_RETURN_IF_ERROR(session->Run({{"x", x}}, {"logits"}, {}, &out));
+#ifndef WEFT_CORE_RUNTIME_SESSION_H_
+#define WEFT_CORE_RUNTIME_SESSION_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/thread_pool.h"
+#include "core/config/config.h"
+#include "core/graph/graph.h"
+#include "core/runtime/device_set.h"
+#include "core/runtime/executor.h"
+#include "core/runtime/trace.h"
+
+namespace weft::runtime {
+
+struct SessionOptions {
+  // Threads running independent nodes; 0 derives it from the cores.
+  int inter_op_threads = 0;
+  // Threads one kernel may use; 0 derives it from the cores.
+  int intra_op_threads = 0;
+
+  // The options of [runtime] in |config|.
+  static SessionOptions FromConfig(const config::Config& config);
+};
+
+struct RunOptions {
+  // Record a trace of the step (see trace.h).
+  TraceRecorder* trace = nullptr;
+};
+
+class Session {
+ public:
+  static Expected<std::unique_ptr<Session>> Create(Graph graph, std::shared_ptr<DeviceSet> devices,
+                                                   const SessionOptions& options = {});
+  ~Session();
+
+  // Feeds name tensors ("x" or "x:1") with values (host or device tensors);
+  // fetches name tensors to return; targets name nodes to run for their
+  // effects. Outputs come back in the order of |fetches|, in host memory.
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+             const RunOptions& options = {});
+
+  const Graph& graph() const { return graph_; }
+  const DeviceSet& devices() const { return *devices_; }
+  int inter_op_threads() const { return inter_op_threads_; }
+  int intra_op_threads() const { return intra_op_threads_; }
+  // How many executors the cache holds (one per signature seen).
+  std::size_t cached_executors() const;
+
+ private:
+  struct Prepared;
+  Session(Graph graph, std::shared_ptr<DeviceSet> devices) : graph_(std::move(graph)), devices_(std::move(devices)) {}
+  Expected<std::shared_ptr<Prepared>> Prepare(const std::vector<std::string>& feeds,
+                                              const std::vector<std::string>& fetches,
+                                              const std::vector<std::string>& targets);
+  Expected<const RuntimeDevice*> DeviceFor(const Graph::Node& node) const;
+
+  Graph graph_;
+  std::shared_ptr<DeviceSet> devices_;
+  std::unique_ptr<ThreadPool> pool_;
+  int inter_op_threads_ = 1;
+  int intra_op_threads_ = 1;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Prepared>> cache_;
+  std::atomic<int64_t> next_step_{1};
+};
+
+// The thread counts SessionOptions resolve to on this machine: the cores
+// the process may use, shared so that inter-op and intra-op work together
+// do not oversubscribe them.
+std::pair<int, int> ResolveThreads(const SessionOptions& options);
+
+}  // namespace weft::runtime
+
+#endif  // WEFT_CORE_RUNTIME_SESSION_H_

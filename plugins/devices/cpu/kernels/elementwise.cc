@@ -1,0 +1,604 @@
+// Elementwise kernels: unary math, binary arithmetic and comparisons with
+// NumPy broadcasting, logical ops, Select, AddN, Cast and ClipByValue.
+//
+// f16 and bf16 compute in float and round once per element. Integer
+// arithmetic wraps (computed in unsigned arithmetic, so there is no
+// undefined behaviour); integer division by zero is an error.
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "broadcast.h"
+
+namespace weft::cpu {
+namespace {
+
+template <class T>
+constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Two's-complement wrapping arithmetic for integers.
+template <class C>
+C WrapAdd(C a, C b) {
+  using U = std::make_unsigned_t<C>;
+  return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class C>
+C WrapSub(C a, C b) {
+  using U = std::make_unsigned_t<C>;
+  return static_cast<C>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class C>
+C WrapMul(C a, C b) {
+  using U = std::make_unsigned_t<std::conditional_t<(sizeof(C) < sizeof(int)), unsigned, C>>;
+  return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+// --- Unary -----------------------------------------------------------------------
+
+template <class T, class Op>
+class UnaryKernel {
+ public:
+  explicit UnaryKernel(const InitContext& init) : op_(init) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    Tensor y = ctx.allocate_output(0, x.dims);
+    const T* in = x.as<T>();
+    auto* out = y.as<typename Op::template Out<T>>();
+    ParallelFor(x.num_elements, Op::kCost, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = op_.template Apply<T>(in[i]);
+    });
+  }
+
+ private:
+  Op op_;
+};
+
+// Ops over the compute type that return the same type.
+#define WEFT_FLOAT_UNARY(Name, cost, expr)                                   \
+  struct Name {                                                              \
+    static constexpr int64_t kCost = cost;                                   \
+    template <class T>                                                       \
+    using Out = T;                                                           \
+    explicit Name(const InitContext&) {}                                     \
+    template <class T>                                                       \
+    T Apply(T v) const {                                                     \
+      using C = typename ComputeType<T>::type;                               \
+      const C x = Load(v);                                                   \
+      return StoreAs<T>(static_cast<C>(expr));                               \
+    }                                                                        \
+  };
+
+WEFT_FLOAT_UNARY(ExpOp, 10, std::exp(x))
+WEFT_FLOAT_UNARY(Expm1Op, 10, std::expm1(x))
+WEFT_FLOAT_UNARY(LogOp, 10, std::log(x))
+WEFT_FLOAT_UNARY(Log1pOp, 10, std::log1p(x))
+WEFT_FLOAT_UNARY(SqrtOp, 4, std::sqrt(x))
+WEFT_FLOAT_UNARY(RsqrtOp, 4, C(1) / std::sqrt(x))
+WEFT_FLOAT_UNARY(ReciprocalOp, 2, C(1) / x)
+WEFT_FLOAT_UNARY(SinOp, 10, std::sin(x))
+WEFT_FLOAT_UNARY(CosOp, 10, std::cos(x))
+WEFT_FLOAT_UNARY(TanhOp, 10, std::tanh(x))
+WEFT_FLOAT_UNARY(SigmoidOp, 10, x >= 0 ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
+WEFT_FLOAT_UNARY(EluOp, 10, x > 0 ? x : std::expm1(x))
+WEFT_FLOAT_UNARY(SeluOp, 10,
+                 C(1.0507009873554805) * (x > 0 ? x : C(1.6732632423543772) * std::expm1(x)))
+WEFT_FLOAT_UNARY(SoftplusOp, 10, x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+WEFT_FLOAT_UNARY(ErfOp, 10, std::erf(x))
+WEFT_FLOAT_UNARY(FloorOp, 2, std::floor(x))
+WEFT_FLOAT_UNARY(CeilOp, 2, std::ceil(x))
+WEFT_FLOAT_UNARY(RoundOp, 2, std::nearbyint(x))
+#undef WEFT_FLOAT_UNARY
+
+struct GeluOp {
+  static constexpr int64_t kCost = 12;
+  template <class T>
+  using Out = T;
+  explicit GeluOp(const InitContext& init) : approximate_(init.Bool("approximate")) {}
+  template <class T>
+  T Apply(T v) const {
+    using C = typename ComputeType<T>::type;
+    const C x = Load(v);
+    if (approximate_) {
+      const C k = C(0.7978845608028654);  // sqrt(2/pi)
+      return StoreAs<T>(C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x))));
+    }
+    return StoreAs<T>(C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476))));
+  }
+  bool approximate_;
+};
+
+// Ops valid for integers too.
+struct NegOp {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = T;
+  explicit NegOp(const InitContext&) {}
+  template <class T>
+  T Apply(T v) const {
+    if constexpr (kIsFloat<T>) {
+      return StoreAs<T>(-Load(v));
+    } else {
+      return WrapSub<T>(0, v);
+    }
+  }
+};
+
+struct AbsOp {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = T;
+  explicit AbsOp(const InitContext&) {}
+  template <class T>
+  T Apply(T v) const {
+    if constexpr (kIsFloat<T>) {
+      return StoreAs<T>(std::fabs(Load(v)));
+    } else {
+      return v < 0 ? WrapSub<T>(0, v) : v;
+    }
+  }
+};
+
+struct SignOp {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = T;
+  explicit SignOp(const InitContext&) {}
+  template <class T>
+  T Apply(T v) const {
+    using C = typename ComputeType<T>::type;
+    const C x = Load(v);
+    if constexpr (kIsFloat<T>) {
+      if (std::isnan(x)) return v;
+    }
+    return StoreAs<T>(x > 0 ? C(1) : (x < 0 ? C(-1) : C(0)));
+  }
+};
+
+struct SquareOp {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = T;
+  explicit SquareOp(const InitContext&) {}
+  template <class T>
+  T Apply(T v) const {
+    if constexpr (kIsFloat<T>) {
+      const auto x = Load(v);
+      return StoreAs<T>(x * x);
+    } else {
+      return WrapMul<T>(v, v);
+    }
+  }
+};
+
+struct ReluOp {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = T;
+  explicit ReluOp(const InitContext&) {}
+  template <class T>
+  T Apply(T v) const {
+    using C = typename ComputeType<T>::type;
+    const C x = Load(v);
+    return x < C(0) ? StoreAs<T>(C(0)) : v;  // NaN compares false: stays NaN
+  }
+};
+
+struct Relu6Op {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = T;
+  explicit Relu6Op(const InitContext&) {}
+  template <class T>
+  T Apply(T v) const {
+    using C = typename ComputeType<T>::type;
+    const C x = Load(v);
+    if (x < C(0)) return StoreAs<T>(C(0));
+    if (x > C(6)) return StoreAs<T>(C(6));
+    return v;
+  }
+};
+
+struct IsNanOp {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = bool;
+  explicit IsNanOp(const InitContext&) {}
+  template <class T>
+  bool Apply(T v) const {
+    return std::isnan(Load(v));
+  }
+};
+
+struct IsInfOp {
+  static constexpr int64_t kCost = 1;
+  template <class T>
+  using Out = bool;
+  explicit IsInfOp(const InitContext&) {}
+  template <class T>
+  bool Apply(T v) const {
+    return std::isinf(Load(v));
+  }
+};
+
+// --- Binary ----------------------------------------------------------------------
+
+template <class T, class Op>
+class BinaryKernel {
+ public:
+  explicit BinaryKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    const Tensor y = ctx.input(1);
+    const Dims out_dims = BroadcastDims(x.dims, y.dims);
+    using Out = typename Op::template Out<T>;
+    Tensor z = ctx.allocate_output(0, out_dims);
+    if (z.num_elements == 0) return;
+    const T* a = x.as<T>();
+    const T* b = y.as<T>();
+    Out* out = z.as<Out>();
+    const auto plan = PlanBroadcast<2>(out_dims, {x.dims, y.dims});
+    std::atomic<bool> failed{false};
+    ForEachRun(plan, Op::kCost, [&](int64_t o, const std::array<int64_t, 2>& off, int64_t n,
+                                    const std::array<int64_t, 2>& step) {
+      const T* pa = a + off[0];
+      const T* pb = b + off[1];
+      Out* po = out + o;
+      if (step[0] == 1 && step[1] == 1) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (!Op::template Apply<T>(pa[i], pb[i], po + i)) failed = true;
+        }
+      } else if (step[0] == 1 && step[1] == 0) {
+        const T vb = pb[0];
+        for (int64_t i = 0; i < n; ++i) {
+          if (!Op::template Apply<T>(pa[i], vb, po + i)) failed = true;
+        }
+      } else if (step[0] == 0 && step[1] == 1) {
+        const T va = pa[0];
+        for (int64_t i = 0; i < n; ++i) {
+          if (!Op::template Apply<T>(va, pb[i], po + i)) failed = true;
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          if (!Op::template Apply<T>(pa[i * step[0]], pb[i * step[1]], po + i)) failed = true;
+        }
+      }
+    });
+    if (failed) Fail(Op::kError);
+  }
+};
+
+// A binary op: Apply writes *out and returns false on an error (integer
+// division by zero), whose message is kError.
+#define WEFT_BINARY(Name, cost, float_expr, int_expr, error_test)                 \
+  struct Name {                                                                   \
+    static constexpr int64_t kCost = cost;                                        \
+    static constexpr const char* kError = "integer division by zero";             \
+    template <class T>                                                            \
+    using Out = T;                                                                \
+    template <class T>                                                            \
+    static bool Apply(T va, T vb, T* out) {                                       \
+      if constexpr (kIsFloat<T>) {                                                \
+        using C = typename ComputeType<T>::type;                                  \
+        const C x = Load(va), y = Load(vb);                                       \
+        *out = StoreAs<T>(static_cast<C>(float_expr));                            \
+        return true;                                                              \
+      } else {                                                                    \
+        const T x = va, y = vb;                                                   \
+        if (error_test) return false;                                             \
+        *out = static_cast<T>(int_expr);                                          \
+        return true;                                                              \
+      }                                                                           \
+    }                                                                             \
+  };
+
+WEFT_BINARY(AddOp, 1, x + y, WrapAdd<T>(x, y), false)
+WEFT_BINARY(SubOp, 1, x - y, WrapSub<T>(x, y), false)
+WEFT_BINARY(MulOp, 1, x * y, WrapMul<T>(x, y), false)
+// C division truncates; INT_MIN / -1 wraps to INT_MIN.
+WEFT_BINARY(DivOp, 2, x / y, (y == -1 ? WrapSub<T>(0, x) : x / y), y == 0)
+WEFT_BINARY(RealDivOp, 2, x / y, x / y, y == 0)
+WEFT_BINARY(FloorDivOp, 4, std::floor(x / y),
+            (y == -1 ? WrapSub<T>(0, x) : (x / y - ((x % y != 0) && ((x < 0) != (y < 0))))), y == 0)
+WEFT_BINARY(FloorModOp, 4, (std::fmod(x, y) != 0 && ((std::fmod(x, y) < 0) != (y < 0)) ? std::fmod(x, y) + y : std::fmod(x, y)),
+            (y == -1 ? 0 : ((x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y)), y == 0)
+WEFT_BINARY(MaximumOp, 1, (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<C>::quiet_NaN() : (x > y ? x : y),
+            x > y ? x : y, false)
+WEFT_BINARY(MinimumOp, 1, (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<C>::quiet_NaN() : (x < y ? x : y),
+            x < y ? x : y, false)
+WEFT_BINARY(SquaredDifferenceOp, 1, (x - y) * (x - y), WrapMul<T>(WrapSub<T>(x, y), WrapSub<T>(x, y)), false)
+#undef WEFT_BINARY
+
+// Integer powers by squaring (wrapping); a negative exponent is an error.
+struct PowOp {
+  static constexpr int64_t kCost = 10;
+  static constexpr const char* kError = "integers to negative integer powers are not allowed";
+  template <class T>
+  using Out = T;
+  template <class T>
+  static bool Apply(T va, T vb, T* out) {
+    if constexpr (kIsFloat<T>) {
+      using C = typename ComputeType<T>::type;
+      *out = StoreAs<T>(static_cast<C>(std::pow(Load(va), Load(vb))));
+      return true;
+    } else {
+      if (vb < 0) return false;
+      T result = 1, base = va;
+      for (T e = vb; e > 0; e >>= 1) {
+        if (e & 1) result = WrapMul<T>(result, base);
+        base = WrapMul<T>(base, base);
+      }
+      *out = result;
+      return true;
+    }
+  }
+};
+
+#define WEFT_COMPARE(Name, expr)                               \
+  struct Name {                                                \
+    static constexpr int64_t kCost = 1;                        \
+    static constexpr const char* kError = "";                  \
+    template <class T>                                         \
+    using Out = bool;                                          \
+    template <class T>                                         \
+    static bool Apply(T va, T vb, bool* out) {                 \
+      const auto x = Load(va);                                 \
+      const auto y = Load(vb);                                 \
+      *out = (expr);                                           \
+      return true;                                             \
+    }                                                          \
+  };
+WEFT_COMPARE(EqualOp, x == y)
+WEFT_COMPARE(NotEqualOp, x != y)
+WEFT_COMPARE(LessOp, x < y)
+WEFT_COMPARE(LessEqualOp, x <= y)
+WEFT_COMPARE(GreaterOp, x > y)
+WEFT_COMPARE(GreaterEqualOp, x >= y)
+WEFT_COMPARE(LogicalAndOp, x && y)
+WEFT_COMPARE(LogicalOrOp, x || y)
+#undef WEFT_COMPARE
+
+class LogicalNotKernel {
+ public:
+  explicit LogicalNotKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    Tensor y = ctx.allocate_output(0, x.dims);
+    const bool* in = x.as<bool>();
+    bool* out = y.as<bool>();
+    ParallelFor(x.num_elements, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = !in[i];
+    });
+  }
+};
+
+// --- Select, ClipByValue, AddN, Cast -------------------------------------------
+
+template <class T>
+class SelectKernel {
+ public:
+  explicit SelectKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor c = ctx.input(0), t = ctx.input(1), e = ctx.input(2);
+    const Dims out_dims = BroadcastDims(BroadcastDims(c.dims, t.dims), e.dims);
+    Tensor out = ctx.allocate_output(0, out_dims);
+    if (out.num_elements == 0) return;
+    const bool* pc = c.as<bool>();
+    const T* pt = t.as<T>();
+    const T* pe = e.as<T>();
+    T* po = out.as<T>();
+    const auto plan = PlanBroadcast<3>(out_dims, {c.dims, t.dims, e.dims});
+    ForEachRun(plan, 1, [&](int64_t o, const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
+      for (int64_t i = 0; i < n; ++i) {
+        po[o + i] = pc[off[0] + i * s[0]] ? pt[off[1] + i * s[1]] : pe[off[2] + i * s[2]];
+      }
+    });
+  }
+};
+
+template <class T>
+class ClipKernel {
+ public:
+  explicit ClipKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor t = ctx.input(0), lo = ctx.input(1), hi = ctx.input(2);
+    const Dims out_dims = BroadcastDims(BroadcastDims(t.dims, lo.dims), hi.dims);
+    Tensor out = ctx.allocate_output(0, out_dims);
+    if (out.num_elements == 0) return;
+    const T* pt = t.as<T>();
+    const T* pl = lo.as<T>();
+    const T* ph = hi.as<T>();
+    T* po = out.as<T>();
+    const auto plan = PlanBroadcast<3>(out_dims, {t.dims, lo.dims, hi.dims});
+    ForEachRun(plan, 1, [&](int64_t o, const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
+      for (int64_t i = 0; i < n; ++i) {
+        const auto v = Load(pt[off[0] + i * s[0]]);
+        const auto l = Load(pl[off[1] + i * s[1]]);
+        const auto h = Load(ph[off[2] + i * s[2]]);
+        auto r = v < l ? l : v;  // NaN compares false: stays NaN
+        r = r > h ? h : r;
+        po[o + i] = StoreAs<T>(r);
+      }
+    });
+  }
+};
+
+template <class T>
+class AddNKernel {
+ public:
+  explicit AddNKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const int n = ctx.num_inputs();
+    std::vector<Tensor> inputs;
+    for (int i = 0; i < n; ++i) inputs.push_back(ctx.input(i));
+    for (int i = 1; i < n; ++i) {
+      if (inputs[static_cast<std::size_t>(i)].dims != inputs[0].dims) {
+        Fail("AddN inputs must have one shape: input 0 is ", DimsString(inputs[0].dims), ", input ", i, " is ",
+             DimsString(inputs[static_cast<std::size_t>(i)].dims));
+      }
+    }
+    Tensor out = ctx.allocate_output(0, inputs[0].dims);
+    T* po = out.as<T>();
+    ParallelFor(out.num_elements, n, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) {
+        auto sum = Load(inputs[0].as<T>()[j]);
+        for (int i = 1; i < n; ++i) {
+          const auto v = Load(inputs[static_cast<std::size_t>(i)].as<T>()[j]);
+          if constexpr (kIsFloat<T>) {
+            sum = sum + v;
+          } else {
+            sum = WrapAdd<T>(sum, v);
+          }
+        }
+        po[j] = StoreAs<T>(sum);
+      }
+    });
+  }
+};
+
+// Converts one element, as Cast documents: float -> int truncates and
+// saturates, NaN -> 0; int -> narrower int wraps; anything -> bool is != 0.
+template <class To, class From>
+To CastOne(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return Load(v) != 0;
+  } else if constexpr (std::is_same_v<From, bool>) {
+    return StoreAs<To>(static_cast<typename ComputeType<To>::type>(v ? 1 : 0));
+  } else if constexpr (kIsFloat<To>) {
+    return StoreAs<To>(static_cast<typename ComputeType<To>::type>(Load(v)));
+  } else if constexpr (kIsFloat<From>) {
+    const double x = static_cast<double>(Load(v));
+    if (std::isnan(x)) return 0;
+    if (x <= static_cast<double>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (x >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(v);  // modular since C++20
+  }
+}
+
+template <class From, class To>
+class CastKernel {
+ public:
+  explicit CastKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    Tensor y = ctx.allocate_output(0, x.dims);
+    const From* in = x.as<From>();
+    To* out = y.as<To>();
+    ParallelFor(x.num_elements, 2, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = CastOne<To, From>(in[i]);
+    });
+  }
+};
+
+// --- Registration ----------------------------------------------------------------
+
+template <class Op, class... Ts>
+void AddUnary(KernelRegistry& r, const char* op) {
+  (r.Add<UnaryKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
+}
+
+template <class Op, class... Ts>
+void AddBinary(KernelRegistry& r, const char* op) {
+  (r.Add<BinaryKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
+}
+
+template <class From, class... Tos>
+void AddCastsFrom(KernelRegistry& r) {
+  (r.Add<CastKernel<From, Tos>>("Cast", {{"SrcT", DtypeOf<From>()}, {"DstT", DtypeOf<Tos>()}}), ...);
+}
+
+#define WEFT_FLOATS float, double, Half, BFloat16
+#define WEFT_SIGNED int8_t, int16_t, int32_t, int64_t
+#define WEFT_NUMERIC WEFT_FLOATS, WEFT_SIGNED, uint8_t
+
+}  // namespace
+
+void RegisterElementwiseKernels(KernelRegistry& r) {
+  AddUnary<NegOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Neg");
+  AddUnary<AbsOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Abs");
+  AddUnary<SignOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Sign");
+  AddUnary<SquareOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Square");
+  AddUnary<ReluOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Relu");
+  AddUnary<Relu6Op, WEFT_FLOATS, WEFT_SIGNED>(r, "Relu6");
+  AddUnary<ExpOp, WEFT_FLOATS>(r, "Exp");
+  AddUnary<Expm1Op, WEFT_FLOATS>(r, "Expm1");
+  AddUnary<LogOp, WEFT_FLOATS>(r, "Log");
+  AddUnary<Log1pOp, WEFT_FLOATS>(r, "Log1p");
+  AddUnary<SqrtOp, WEFT_FLOATS>(r, "Sqrt");
+  AddUnary<RsqrtOp, WEFT_FLOATS>(r, "Rsqrt");
+  AddUnary<ReciprocalOp, WEFT_FLOATS>(r, "Reciprocal");
+  AddUnary<SinOp, WEFT_FLOATS>(r, "Sin");
+  AddUnary<CosOp, WEFT_FLOATS>(r, "Cos");
+  AddUnary<TanhOp, WEFT_FLOATS>(r, "Tanh");
+  AddUnary<SigmoidOp, WEFT_FLOATS>(r, "Sigmoid");
+  AddUnary<EluOp, WEFT_FLOATS>(r, "Elu");
+  AddUnary<SeluOp, WEFT_FLOATS>(r, "Selu");
+  AddUnary<GeluOp, WEFT_FLOATS>(r, "Gelu");
+  AddUnary<SoftplusOp, WEFT_FLOATS>(r, "Softplus");
+  AddUnary<ErfOp, WEFT_FLOATS>(r, "Erf");
+  AddUnary<FloorOp, WEFT_FLOATS>(r, "Floor");
+  AddUnary<CeilOp, WEFT_FLOATS>(r, "Ceil");
+  AddUnary<RoundOp, WEFT_FLOATS>(r, "Round");
+  AddUnary<IsNanOp, WEFT_FLOATS>(r, "IsNan");
+  AddUnary<IsInfOp, WEFT_FLOATS>(r, "IsInf");
+
+  AddBinary<AddOp, WEFT_NUMERIC>(r, "Add");
+  AddBinary<SubOp, WEFT_NUMERIC>(r, "Sub");
+  AddBinary<MulOp, WEFT_NUMERIC>(r, "Mul");
+  AddBinary<DivOp, WEFT_NUMERIC>(r, "Div");
+  AddBinary<RealDivOp, WEFT_FLOATS>(r, "RealDiv");
+  AddBinary<FloorDivOp, WEFT_NUMERIC>(r, "FloorDiv");
+  AddBinary<FloorModOp, WEFT_NUMERIC>(r, "FloorMod");
+  AddBinary<PowOp, WEFT_FLOATS, int32_t, int64_t>(r, "Pow");
+  AddBinary<MaximumOp, WEFT_NUMERIC>(r, "Maximum");
+  AddBinary<MinimumOp, WEFT_NUMERIC>(r, "Minimum");
+  AddBinary<SquaredDifferenceOp, WEFT_FLOATS, int32_t, int64_t>(r, "SquaredDifference");
+  AddBinary<EqualOp, WEFT_NUMERIC, bool>(r, "Equal");
+  AddBinary<NotEqualOp, WEFT_NUMERIC, bool>(r, "NotEqual");
+  AddBinary<LessOp, WEFT_NUMERIC>(r, "Less");
+  AddBinary<LessEqualOp, WEFT_NUMERIC>(r, "LessEqual");
+  AddBinary<GreaterOp, WEFT_NUMERIC>(r, "Greater");
+  AddBinary<GreaterEqualOp, WEFT_NUMERIC>(r, "GreaterEqual");
+  r.Add<BinaryKernel<bool, LogicalAndOp>>("LogicalAnd", {});
+  r.Add<BinaryKernel<bool, LogicalOrOp>>("LogicalOr", {});
+  r.Add<LogicalNotKernel>("LogicalNot", {});
+
+  auto select = [&r]<class T>() { r.Add<SelectKernel<T>>("Select", {{"T", DtypeOf<T>()}}); };
+  (select.template operator()<float>(), select.template operator()<double>(), select.template operator()<Half>(),
+   select.template operator()<BFloat16>(), select.template operator()<int8_t>(),
+   select.template operator()<int16_t>(), select.template operator()<int32_t>(),
+   select.template operator()<int64_t>(), select.template operator()<uint8_t>(), select.template operator()<bool>());
+  auto clip = [&r]<class T>() { r.Add<ClipKernel<T>>("ClipByValue", {{"T", DtypeOf<T>()}}); };
+  auto addn = [&r]<class T>() { r.Add<AddNKernel<T>>("AddN", {{"T", DtypeOf<T>()}}); };
+  auto both = [&]<class T>() {
+    clip.template operator()<T>();
+    addn.template operator()<T>();
+  };
+  (both.template operator()<float>(), both.template operator()<double>(), both.template operator()<Half>(),
+   both.template operator()<BFloat16>(), both.template operator()<int8_t>(), both.template operator()<int16_t>(),
+   both.template operator()<int32_t>(), both.template operator()<int64_t>(), both.template operator()<uint8_t>());
+
+  auto casts = [&r]<class From>() { AddCastsFrom<From, WEFT_NUMERIC, bool>(r); };
+  (casts.template operator()<float>(), casts.template operator()<double>(), casts.template operator()<Half>(),
+   casts.template operator()<BFloat16>(), casts.template operator()<int8_t>(), casts.template operator()<int16_t>(),
+   casts.template operator()<int32_t>(), casts.template operator()<int64_t>(), casts.template operator()<uint8_t>(),
+   casts.template operator()<bool>());
+}
+
+Dims BroadcastDims(const Dims& a, const Dims& b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  Dims out(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      Fail("shapes ", DimsString(a), " and ", DimsString(b), " cannot be broadcast together");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace weft::cpu

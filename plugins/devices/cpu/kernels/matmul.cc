@@ -1,0 +1,240 @@
+// MatMul and BatchMatMul. f32 and bf16 go to oneDNN's matmul (bf16
+// accumulates in f32), with primitives cached per shape in the kernel;
+// f16 converts to f32 and back; f64 and the integer types use a blocked
+// loop nest (oneDNN has no f64 matmul on CPU).
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "broadcast.h"
+
+namespace weft::cpu {
+namespace {
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN runs on OpenMP, whose thread count is per calling thread: set it
+// once on every thread that runs a oneDNN kernel.
+void UseIntraOpThreads() {
+  thread_local bool set = false;
+  if (!set) {
+    omp_set_num_threads(sdk::host()->intra_op_threads());
+    set = true;
+  }
+}
+
+// C = op(A) x op(B) for row-major A [m,k] (or [k,m] when transposed), B
+// [k,n] (or [n,k]). The loop order keeps the innermost loop contiguous in B
+// and C so the compiler vectorises it.
+template <class T>
+void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  for (int64_t i = 0; i < m * n; ++i) c[i] = T(0);
+  ParallelFor(m, n * k, [&](int64_t row_begin, int64_t row_end) {
+    constexpr int64_t kBlock = 256;
+    for (int64_t k0 = 0; k0 < k; k0 += kBlock) {
+      const int64_t k1 = std::min(k, k0 + kBlock);
+      for (int64_t i = row_begin; i < row_end; ++i) {
+        T* crow = c + i * n;
+        for (int64_t p = k0; p < k1; ++p) {
+          const T av = ta ? a[p * m + i] : a[i * k + p];
+          if (!tb) {
+            const T* brow = b + p * n;
+            for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+          } else {
+            for (int64_t j = 0; j < n; ++j) crow[j] += av * b[j * k + p];
+          }
+        }
+      }
+    }
+  });
+}
+
+// Integer products wrap: accumulate in the unsigned type of the same width.
+template <class T>
+void IntGemm(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  using U = std::make_unsigned_t<T>;
+  std::vector<U> acc(static_cast<std::size_t>(m * n), 0);
+  ParallelFor(m, n * k, [&](int64_t row_begin, int64_t row_end) {
+    for (int64_t i = row_begin; i < row_end; ++i) {
+      U* crow = acc.data() + i * n;
+      for (int64_t p = 0; p < k; ++p) {
+        const U av = static_cast<U>(ta ? a[p * m + i] : a[i * k + p]);
+        for (int64_t j = 0; j < n; ++j) crow[j] += av * static_cast<U>(tb ? b[j * k + p] : b[p * n + j]);
+      }
+    }
+  });
+  for (int64_t i = 0; i < m * n; ++i) c[i] = static_cast<T>(acc[static_cast<std::size_t>(i)]);
+}
+
+// A oneDNN matmul for one (m, n, k, transposes, dtype), created once.
+class DnnlMatMul {
+ public:
+  DnnlMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, dnnl::memory::data_type dt) {
+    using tag = dnnl::memory::format_tag;
+    a_md_ = dnnl::memory::desc({m, k}, dt, ta ? tag::ba : tag::ab);
+    b_md_ = dnnl::memory::desc({k, n}, dt, tb ? tag::ba : tag::ab);
+    c_md_ = dnnl::memory::desc({m, n}, dt, tag::ab);
+    auto desc = dnnl::matmul::desc(a_md_, b_md_, c_md_);
+    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(desc, Engine()));
+  }
+  void Run(const void* a, const void* b, void* c) const {
+    UseIntraOpThreads();
+    thread_local dnnl::stream stream(Engine());
+    dnnl::memory am(a_md_, Engine(), const_cast<void*>(a));
+    dnnl::memory bm(b_md_, Engine(), const_cast<void*>(b));
+    dnnl::memory cm(c_md_, Engine(), c);
+    primitive_.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+  }
+
+ private:
+  dnnl::memory::desc a_md_, b_md_, c_md_;
+  dnnl::matmul primitive_;
+};
+
+// The primitives of one node, by shape.
+class PrimitiveCache {
+ public:
+  const DnnlMatMul* Get(int64_t m, int64_t n, int64_t k, bool ta, bool tb, dnnl::memory::data_type dt) {
+    const auto key = std::make_tuple(m, n, k);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second.get();
+    try {
+      auto prim = std::make_unique<DnnlMatMul>(m, n, k, ta, tb, dt);
+      return cache_.emplace(key, std::move(prim)).first->second.get();
+    } catch (const dnnl::error&) {
+      cache_.emplace(key, nullptr);  // unsupported here: use the fallback
+      return nullptr;
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<DnnlMatMul>> cache_;
+};
+
+// One matrix product, for any dtype.
+template <class T>
+void MatMulOne(PrimitiveCache& cache, const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta,
+               bool tb) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m * n; ++i) c[i] = StoreAs<T>(0);
+    return;
+  }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+    const auto dt = std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+    if (const DnnlMatMul* prim = cache.Get(m, n, k, ta, tb, dt)) {
+      prim->Run(a, b, c);
+      return;
+    }
+  }
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    // Through f32: exact products, f32 accumulation, one rounding at the end.
+    std::vector<float> fa(static_cast<std::size_t>(m * k)), fb(static_cast<std::size_t>(k * n));
+    std::vector<float> fc(static_cast<std::size_t>(m * n));
+    for (std::size_t i = 0; i < fa.size(); ++i) fa[i] = Load(a[i]);
+    for (std::size_t i = 0; i < fb.size(); ++i) fb[i] = Load(b[i]);
+    MatMulOne<float>(cache, fa.data(), fb.data(), fc.data(), m, n, k, ta, tb);
+    for (std::size_t i = 0; i < fc.size(); ++i) c[i] = StoreAs<T>(fc[i]);
+  } else if constexpr (std::is_integral_v<T>) {
+    IntGemm<T>(a, b, c, m, n, k, ta, tb);
+  } else {
+    Gemm<T>(a, b, c, m, n, k, ta, tb);
+  }
+}
+
+template <class T>
+class MatMulKernel {
+ public:
+  explicit MatMulKernel(const InitContext& init) : ta_(init.Bool("transpose_a")), tb_(init.Bool("transpose_b")) {}
+  void Compute(Context& ctx) {
+    const Tensor a = ctx.input(0), b = ctx.input(1);
+    if (a.rank() != 2 || b.rank() != 2) Fail("MatMul takes rank-2 tensors, got ", DimsString(a.dims), " and ", DimsString(b.dims));
+    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
+    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
+    if (k != kb) {
+      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims), tb_ ? "^T" : "",
+           " (", k, " vs ", kb, ")");
+    }
+    Tensor c = ctx.allocate_output(0, {m, n});
+    MatMulOne<T>(cache_, a.as<T>(), b.as<T>(), c.as<T>(), m, n, k, ta_, tb_);
+  }
+
+ private:
+  bool ta_, tb_;
+  PrimitiveCache cache_;
+};
+
+template <class T>
+class BatchMatMulKernel {
+ public:
+  explicit BatchMatMulKernel(const InitContext& init) : ax_(init.Bool("adj_x")), ay_(init.Bool("adj_y")) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0), y = ctx.input(1);
+    if (x.rank() < 2 || y.rank() < 2) Fail("BatchMatMul takes rank >= 2, got ", DimsString(x.dims), " and ", DimsString(y.dims));
+    const int64_t m = x.dim(x.rank() - (ax_ ? 1 : 2)), k = x.dim(x.rank() - (ax_ ? 2 : 1));
+    const int64_t ky = y.dim(y.rank() - (ay_ ? 1 : 2)), n = y.dim(y.rank() - (ay_ ? 2 : 1));
+    if (k != ky) Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
+    const Dims bx(x.dims.begin(), x.dims.end() - 2), by(y.dims.begin(), y.dims.end() - 2);
+    const Dims batch = BroadcastDims(bx, by);
+    Dims out_dims = batch;
+    out_dims.push_back(m);
+    out_dims.push_back(n);
+    Tensor out = ctx.allocate_output(0, out_dims);
+    int64_t count = 1;
+    for (int64_t d : batch) count *= d;
+    if (count == 0 || m == 0 || n == 0) return;
+    // Element offsets of each batch's matrix in x and y, by broadcasting.
+    auto strides = [&](const Dims& in) {
+      std::vector<int64_t> s(batch.size(), 0);
+      int64_t stride = 1;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::size_t d = in.size() - 1 - i, o = batch.size() - 1 - i;
+        s[o] = in[d] == 1 ? 0 : stride;
+        stride *= in[d];
+      }
+      return s;
+    };
+    const auto sx = strides(bx), sy = strides(by);
+    for (int64_t b = 0; b < count; ++b) {
+      int64_t rest = b, ox = 0, oy = 0;
+      for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+        const int64_t index = rest % batch[static_cast<std::size_t>(d)];
+        rest /= batch[static_cast<std::size_t>(d)];
+        ox += index * sx[static_cast<std::size_t>(d)];
+        oy += index * sy[static_cast<std::size_t>(d)];
+      }
+      MatMulOne<T>(cache_, x.as<T>() + ox * m * k, y.as<T>() + oy * k * n, out.as<T>() + b * m * n, m, n, k, ax_, ay_);
+    }
+  }
+
+ private:
+  bool ax_, ay_;
+  PrimitiveCache cache_;
+};
+
+}  // namespace
+
+void RegisterMatMulKernels(KernelRegistry& r) {
+  auto add = [&r]<class T>() {
+    r.Add<MatMulKernel<T>>("MatMul", {{"T", DtypeOf<T>()}});
+    r.Add<BatchMatMulKernel<T>>("BatchMatMul", {{"T", DtypeOf<T>()}});
+  };
+  add.template operator()<float>();
+  add.template operator()<double>();
+  add.template operator()<Half>();
+  add.template operator()<BFloat16>();
+  add.template operator()<int32_t>();
+  add.template operator()<int64_t>();
+}
+
+}  // namespace weft::cpu

@@ -1,0 +1,35 @@
+#include "tests/integration/runtime_env.h"
+
+#include <gtest/gtest.h>
+
+namespace weft::testing {
+
+RuntimeEnv::RuntimeEnv(const std::string& toml) {
+  auto config = config::ParseConfig(toml, "test.toml", "/");
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  config->plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
+  plugin::PluginHostOptions options;
+  options.use_environment = false;
+  options.use_builtin_folder = false;
+  host_ = std::make_unique<plugin::PluginHost>(*config, options);
+  Status loaded = host_->LoadAll();
+  EXPECT_TRUE(loaded.ok()) << loaded.ToString();
+  auto devices = runtime::DeviceSet::Open(*host_);
+  EXPECT_TRUE(devices.ok()) << devices.status().ToString();
+  if (devices.ok()) devices_ = std::move(*devices);
+}
+
+std::unique_ptr<runtime::Session> RuntimeEnv::Session(const GraphBuilder& b, const runtime::SessionOptions& options) {
+  auto graph = b.Build();
+  EXPECT_TRUE(graph.ok()) << graph.status().ToString();
+  if (!graph.ok()) return nullptr;
+  return Session(std::move(*graph), options);
+}
+
+std::unique_ptr<runtime::Session> RuntimeEnv::Session(Graph graph, const runtime::SessionOptions& options) {
+  auto session = runtime::Session::Create(std::move(graph), devices_, options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+}  // namespace weft::testing

@@ -1,0 +1,32 @@
+// A test environment with the built plugins loaded and the devices open,
+// for tests that run graphs.
+#ifndef WEFT_TESTS_INTEGRATION_RUNTIME_ENV_H_
+#define WEFT_TESTS_INTEGRATION_RUNTIME_ENV_H_
+
+#include <memory>
+#include <string>
+
+#include "core/config/config.h"
+#include "core/graph/builder.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/session.h"
+
+namespace weft::testing {
+
+class RuntimeEnv {
+ public:
+  // Loads the plugins of the build tree with the config |toml|.
+  explicit RuntimeEnv(const std::string& toml = "");
+  const std::shared_ptr<runtime::DeviceSet>& devices() const { return devices_; }
+  // A session over what |b| built (failing the test if it does not build).
+  std::unique_ptr<runtime::Session> Session(const GraphBuilder& b, const runtime::SessionOptions& options = {});
+  std::unique_ptr<runtime::Session> Session(Graph graph, const runtime::SessionOptions& options = {});
+
+ private:
+  std::unique_ptr<plugin::PluginHost> host_;
+  std::shared_ptr<runtime::DeviceSet> devices_;
+};
+
+}  // namespace weft::testing
+
+#endif  // WEFT_TESTS_INTEGRATION_RUNTIME_ENV_H_

@@ -1,0 +1,220 @@
+// Session and executor behaviour on the CPU device: feeds, fetches,
+// targets, pruning, the executor cache, errors, variables and concurrency.
+#include "core/runtime/session.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/integration/runtime_env.h"
+
+namespace weft {
+namespace {
+
+using testing::RuntimeEnv;
+
+std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+
+TEST(Session, AddsFedValuesWithBroadcasting) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{2, 3}, "x");
+  Output y = b.Placeholder(DType::kF32, Shape{3}, "y");
+  b.Op("Add", {x, y}, {}, "sum");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3})},
+                           {"y", Tensor::FromVector<float>({10, 20, 30})}},
+                          {"sum"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+}
+
+TEST(Session, MatMulOfConstants) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output a = b.Const(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3}), "a");
+  Output c = b.Const(Tensor::FromVector<float>({1, 0, 0, 1, 1, 1}, Shape{3, 2}), "c");
+  b.Op("MatMul", {a, c}, {}, "ac");
+  b.Op("MatMul", {a, a}, {{"transpose_b", AttrValue(true)}}, "aat");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"ac", "aat"}, {}, &out).ok());
+  // By hand: [1 2 3; 4 5 6] x [1 0; 0 1; 1 1] = [4 5; 10 11]; A A^T = [14 32; 32 77].
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{4, 5, 10, 11}));
+  EXPECT_EQ(Floats(out[1]), (std::vector<float>{14, 32, 32, 77}));
+}
+
+TEST(Session, ExecutorCacheIgnoresArgumentOrder) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  Output y = b.Placeholder(DType::kF32, Shape{}, "y");
+  b.Op("Sub", {x, y}, {}, "d");
+  b.Op("Mul", {x, y}, {}, "p");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(5)}, {"y", Tensor::Scalar<float>(2)}}, {"d", "p"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 3);
+  EXPECT_EQ(out[1].scalar<float>(), 10);
+  ASSERT_TRUE(session->Run({{"y", Tensor::Scalar<float>(2)}, {"x", Tensor::Scalar<float>(5)}}, {"p", "d"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 10);
+  EXPECT_EQ(out[1].scalar<float>(), 3);
+  EXPECT_EQ(session->cached_executors(), 1u);
+}
+
+TEST(Session, PrunesWhatTheFetchesDoNotNeed) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  b.Op("Neg", {x}, {}, "needs_x");
+  b.Op("Neg", {b.Scalar<float>(4)}, {}, "free");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  // x is not fed, but "free" does not need it.
+  Status s = session->Run({}, {"free"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0].scalar<float>(), -4);
+}
+
+TEST(Session, FeedingAnIntermediateTensorCutsItsInputs) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  Output h = b.Op("Neg", {x}, {}, "h");
+  b.Op("Square", {h}, {}, "y");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"h", Tensor::Scalar<float>(3)}}, {"y"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 9);
+}
+
+TEST(Session, ErrorsNameWhatIsWrong) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{-1, 4}, "x");
+  b.Op("Neg", {x}, {}, "y");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  EXPECT_EQ(session->Run({}, {"yy"}, {}, &out).message(),
+            "fetch \"yy\": the graph has no node \"yy\"; did you mean \"y\"?");
+  EXPECT_EQ(session->Run({}, {"y:1"}, {}, &out).message(),
+            "fetch \"y:1\": node 'y' (Neg) has 1 output; there is no output 1");
+  EXPECT_EQ(session->Run({{"x", Tensor::FromVector<double>({1, 2, 3, 4}, Shape{1, 4})}}, {"y"}, {}, &out).message(),
+            "feed \"x\" has dtype f64; the graph expects f32");
+  EXPECT_EQ(session->Run({{"x", Tensor::FromVector<float>({1, 2, 3}, Shape{1, 3})}}, {"y"}, {}, &out).message(),
+            "feed \"x\" has shape [1,3]; the graph expects [?,4]");
+  EXPECT_EQ(session->Run({}, {"y"}, {}, &out).message(),
+            "node 'x' (Placeholder) on /device:CPU:0: Placeholder 'x' was not fed; give it a value (weft run --feed "
+            "x=FILE.npy, or a feed in Session::Run)");
+  EXPECT_EQ(session->Run({}, {}, {"nothing"}, &out).message(),
+            "target \"nothing\": the graph has no node \"nothing\"");
+  EXPECT_EQ(session->Run({}, {}, {}, &out).message(), "nothing to run: give at least one fetch or target");
+}
+
+TEST(Session, KernelErrorsNameNodeOpAndDevice) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kI32, Shape{2}, "x");
+  Output y = b.Placeholder(DType::kI32, Shape{2}, "y");
+  b.Op("Div", {x, y}, {}, "ratio");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::FromVector<int32_t>({4, 5})}, {"y", Tensor::FromVector<int32_t>({2, 0})}},
+                          {"ratio"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "node 'ratio' (Div) on /device:CPU:0: integer division by zero");
+}
+
+TEST(Session, VariablesPersistAcrossRuns) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{2})}}, "v");
+  b.Op("Assign", {v, b.Const(Tensor::FromVector<float>({1, 2}))}, {}, "init");
+  b.Op("AssignAdd", {v, b.Const(Tensor::FromVector<float>({10, 20}))}, {}, "bump");
+  b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, "read");
+  b.Op("VarIsInitialized", {v}, {}, "ready");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"ready"}, {}, &out).ok());
+  EXPECT_FALSE(out[0].scalar<bool>());
+  Status s = session->Run({}, {"read"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            "node 'read' (ReadVariable) on /device:CPU:0: variable \"v\" (f32[2]) is read before it was assigned a "
+            "value; run its initializer first");
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"read"}, {}, &out).ok());
+  Tensor before = out[0];
+  ASSERT_TRUE(session->Run({}, {}, {"bump"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"read", "ready"}, {}, &out).ok());
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{11, 22}));
+  EXPECT_TRUE(out[1].scalar<bool>());
+  // The earlier read is a snapshot: the in-place update did not touch it.
+  EXPECT_EQ(Floats(before), (std::vector<float>{1, 2}));
+}
+
+TEST(Session, ConcurrentAssignAddIsExact) {
+  // The acceptance test: 8 threads x 1,000 runs on one session.
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kI64)}, {"shape", AttrValue(Shape{})}}, "counter");
+  b.Op("Assign", {v, b.Scalar<int64_t>(0)}, {}, "init");
+  b.Op("AssignAdd", {v, b.Scalar<int64_t>(3)}, {}, "add");
+  b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kI64)}}, "read");
+  auto session = env.Session(b);
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  constexpr int kThreads = 8, kRuns = 1000;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kRuns; ++i) {
+        if (!session->Run({}, {}, {"add"}, nullptr).ok()) failures++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"read"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int64_t>(), int64_t{3} * kThreads * kRuns);
+}
+
+TEST(Session, WideFanOutRunsEveryNode) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  std::vector<Output> parts;
+  for (int i = 0; i < 200; ++i) parts.push_back(b.Op("Mul", {x, b.Scalar<float>(static_cast<float>(i))}));
+  b.Op("AddN", {parts}, {}, "total");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(2)}}, {"total"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 2.0f * 199 * 200 / 2);
+}
+
+TEST(Session, TraceRecordsEveryNode) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  b.Op("Exp", {b.Op("Neg", {x}, {}, "n")}, {}, "e");
+  auto session = env.Session(b);
+  runtime::TraceRecorder trace;
+  runtime::RunOptions options;
+  options.trace = &trace;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(0)}}, {"e"}, {}, &out, options).ok());
+  std::vector<std::string> names;
+  for (const auto& e : trace.events()) names.push_back(e.name);
+  EXPECT_NE(std::find(names.begin(), names.end(), "n"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "e"), names.end());
+  const std::string json = trace.ToJson();
+  EXPECT_NE(json.find("\"ph\":\"X\""), std::string::npos);
+  EXPECT_NE(json.find("\"name\":\"e\",\"cat\":\"Exp\""), std::string::npos) << json;
+}
+
+}  // namespace
+}  // namespace weft
