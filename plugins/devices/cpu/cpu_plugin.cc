@@ -160,6 +160,10 @@ const KernelRegistry& Kernels() {
     KernelRegistry r;
     RegisterElementwiseKernels(r);
     RegisterMatMulKernels(r);
+    RegisterReductionKernels(r);
+    RegisterArrayKernels(r);
+    RegisterNnKernels(r);
+    RegisterRandomKernels(r);
     RegisterStateKernels(r);
     return r;
   }();

@@ -34,6 +34,24 @@ C WrapMul(C a, C b) {
   return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
 }
 
+// Python's (and NumPy's) float floor division, through divmod: exact for
+// the quotients floor(x / y) gets wrong by one, and NaN for an infinite
+// dividend, as CPython's float_floor_div computes it.
+template <class C>
+C PythonFloorDiv(C x, C y) {
+  C mod = std::fmod(x, y);
+  C div = (x - mod) / y;
+  if (mod != 0) {
+    if ((y < 0) != (mod < 0)) div -= 1;
+  }
+  if (div != 0) {
+    C floordiv = std::floor(div);
+    if (div - floordiv > C(0.5)) floordiv += 1;
+    return floordiv;
+  }
+  return std::copysign(C(0), x / y);
+}
+
 // --- Unary -----------------------------------------------------------------------
 
 template <class T, class Op>
@@ -298,7 +316,7 @@ WEFT_BINARY(MulOp, 1, x * y, WrapMul<T>(x, y), false)
 // C division truncates; INT_MIN / -1 wraps to INT_MIN.
 WEFT_BINARY(DivOp, 2, x / y, (y == -1 ? WrapSub<T>(0, x) : x / y), y == 0)
 WEFT_BINARY(RealDivOp, 2, x / y, x / y, y == 0)
-WEFT_BINARY(FloorDivOp, 4, std::floor(x / y),
+WEFT_BINARY(FloorDivOp, 4, PythonFloorDiv(x, y),
             (y == -1 ? WrapSub<T>(0, x) : (x / y - ((x % y != 0) && ((x < 0) != (y < 0))))), y == 0)
 WEFT_BINARY(FloorModOp, 4, (std::fmod(x, y) != 0 && ((std::fmod(x, y) < 0) != (y < 0)) ? std::fmod(x, y) + y : std::fmod(x, y)),
             (y == -1 ? 0 : ((x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y)), y == 0)

@@ -1,0 +1,1 @@
+"""Conformance case modules, one per op family; each defines cases(g)."""
