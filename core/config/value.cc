@@ -35,19 +35,23 @@ Status ErrorsToStatus(const std::vector<ConfigError>& errors) {
 
 namespace {
 
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and transpositions of adjacent characters ("cuont" -> "count") each cost
+// one.
 std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 }  // namespace
@@ -64,7 +68,7 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   }
   // A typo changes a few characters; more than a third of the word is a
   // different word.
-  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+  const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
   return best_distance <= limit ? best : std::string();
 }
 

@@ -56,6 +56,13 @@ DType ArgType(const ArgDef& arg, const AttrMap& attrs) {
 Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<NodeInput>& inputs) {
   const std::string where = DescribeNode(def);
   AttrMap& attrs = def.attrs;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const NodeInput& in = inputs[k];
+    if (in.index >= in.source_outputs) {
+      return InvalidArgumentError(where, ": input ", k, " ", Quote(in.text), " but ", DescribeNode(*in.source), " has ",
+                                  in.source_outputs, " output", in.source_outputs == 1 ? "" : "s");
+    }
+  }
   for (const auto& [name, value] : attrs) {
     if (op.FindAttr(name) == nullptr) {
       const std::string hint = config::ClosestMatch(name, AttrNames(op));
@@ -136,10 +143,6 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
     const DType want = ArgType(arg, attrs);
     for (int j = 0; j < ArgCount(arg, attrs); ++j, ++k) {
       const NodeInput& in = inputs[k];
-      if (in.index >= in.source_outputs) {
-        return InvalidArgumentError(where, ": input ", k, " ", Quote(in.text), " but ", DescribeNode(*in.source),
-                                    " has ", in.source_outputs, " output", in.source_outputs == 1 ? "" : "s");
-      }
       if (in.dtype != want) {
         return InvalidArgumentError(where, ": input ", k, " ", Quote(in.text), " is ", DTypeName(in.dtype), ", but '",
                                     arg.name, "' must be ", DTypeName(want),
@@ -327,11 +330,13 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
       }
       at = next;
     }
+    // The walk followed inputs; reverse it into data-flow order and start
+    // from the cycle's first node in the file, for a stable message.
+    std::vector<int> cycle(path.begin() + position[static_cast<std::size_t>(at)], path.end());
+    std::reverse(cycle.begin(), cycle.end());
+    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
     std::vector<std::string> names;
-    for (std::size_t i = static_cast<std::size_t>(position[static_cast<std::size_t>(at)]); i < path.size(); ++i) {
-      names.push_back(StrCat("'", g.nodes_[static_cast<std::size_t>(path[i])].name(), "'"));
-    }
-    std::reverse(names.begin(), names.end());
+    for (int id : cycle) names.push_back(StrCat("'", g.nodes_[static_cast<std::size_t>(id)].name(), "'"));
     names.push_back(names.front());
     return InvalidArgumentError("the graph has a cycle: ", StrJoin(names, " -> "),
                                 " (loops need the control-flow ops Enter/NextIteration)");

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/base/strings.h"
+#include "core/tensor/npy.h"
 #include "tests/integration/subprocess.h"
 
 namespace weft {
@@ -203,6 +204,155 @@ TEST_F(Cli, APluginBugIsAnInternalError) {
             "weft: error: /device:TESTDEV:0: properties: device table corrupted (test)\n");
 }
 
+// --- Graph files: run, inspect, dot, convert, ops ------------------------------
+
+const std::string kAddGraph = R"((producer = 1, minConsumer = 1, nodes = [
+  (name = "x", op = "Placeholder", attrs = [(name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (dims = [-1, 3])))]),
+  (name = "y", op = "Placeholder", attrs = [(name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (dims = [3])))]),
+  (name = "scope/sum", op = "Add", inputs = ["x", "y"]),
+  (name = "scope/neg", op = "Neg", inputs = ["scope/sum"]) ]))";
+
+TEST_F(Cli, RunWritesFetchesAndPrintsSmallOnes) {
+  const std::string graph = Write("add.wgt", kAddGraph);
+  const std::string x = (dir_ / "x.npy").string(), y = (dir_ / "y.npy").string();
+  ASSERT_TRUE(WriteNpy(x, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3})).ok());
+  ASSERT_TRUE(WriteNpy(y, Tensor::FromVector<float>({10, 20, 30})).ok());
+  ProcessResult r = Weft({"run", graph, "--feed", "x=" + x, "--feed", "y=" + y, "--fetch", "scope/neg", "--out",
+                          (dir_ / "out").string(), "--trace", (dir_ / "trace.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("scope/neg: f32[2,3] {-11, -22, -33, -14, -25, -36}"), std::string::npos) << r.out;
+  auto saved = ReadNpy((dir_ / "out" / "scope_neg.npy").string());
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(saved->DebugString(), "f32[2,3] {-11, -22, -33, -14, -25, -36}");
+  std::ifstream trace(dir_ / "trace.json");
+  std::stringstream t;
+  t << trace.rdbuf();
+  EXPECT_NE(t.str().find("\"name\":\"scope/neg\""), std::string::npos) << t.str();
+}
+
+TEST_F(Cli, RunBadInputsAreOneClearError) {
+  const std::string graph = Write("add.wgt", kAddGraph);
+  const std::string x = (dir_ / "x.npy").string();
+  ASSERT_TRUE(WriteNpy(x, Tensor::FromVector<float>({1, 2, 3}, Shape{1, 3})).ok());
+  const std::string x64 = (dir_ / "x64.npy").string();
+  ASSERT_TRUE(WriteNpy(x64, Tensor::FromVector<double>({1, 2, 3}, Shape{1, 3})).ok());
+  const std::string x4 = (dir_ / "x4.npy").string();
+  ASSERT_TRUE(WriteNpy(x4, Tensor::FromVector<float>({1, 2, 3, 4}, Shape{1, 4})).ok());
+  const std::string garbage_npy = Write("bad.npy", "not numpy");
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {{"run", graph}, "weft: error: nothing to run: give at least one --fetch or --target (`weft inspect " + graph +
+                           "` lists the graph's outputs)\n"},
+      {{"run", graph, "--feed", "x", "--fetch", "scope/neg"}, "weft: error: --feed \"x\": expected NAME=FILE.npy\n"},
+      {{"run", graph, "--feed", "x=" + garbage_npy, "--fetch", "scope/neg"},
+       "weft: error: --feed x: " + garbage_npy + ": not a valid .npy file: it does not start with the magic \"\\x93NUMPY\"\n"},
+      {{"run", graph, "--feed", "x=" + x, "--fetch", "scope/nge"},
+       "weft: error: fetch \"scope/nge\": the graph has no node \"scope/nge\"; did you mean \"scope/neg\"?\n"},
+      {{"run", graph, "--feed", "x=" + x64, "--fetch", "scope/sum"},
+       "weft: error: feed \"x\" has dtype f64; the graph expects f32\n"},
+      {{"run", graph, "--feed", "x=" + x4, "--fetch", "scope/sum"},
+       "weft: error: feed \"x\" has shape [1,4]; the graph expects [?,3]\n"},
+      {{"run", graph, "--feed", "x=" + x, "--fetch", "scope/sum"},
+       "weft: error: node 'y' (Placeholder) on /device:CPU:0: Placeholder 'y' was not fed; give it a value (weft run "
+       "--feed y=FILE.npy, or a feed in Session::Run)\n"},
+  };
+  for (const Case& c : cases) {
+    ProcessResult r = Weft(c.args);
+    EXPECT_EQ(r.exit_code, 1) << StrJoin(c.args, " ");
+    EXPECT_EQ(r.err, c.error) << StrJoin(c.args, " ");
+  }
+}
+
+TEST_F(Cli, BadGraphFilesAreOneClearError) {
+  const std::string garbage = Write("garbage.wg", std::string(24, '\xee'));
+  ProcessResult r = Weft({"run", garbage, "--fetch", "x"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("weft: error: " + garbage + ": not a valid .wg graph file: ", 0), 0u) << r.err;
+  const std::string truncated = Write("truncated.wg", "abc");
+  r = Weft({"inspect", truncated});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: " + truncated +
+                       ": not a valid .wg graph file: its size (3 bytes) is not a whole number of 8-byte words; is it "
+                       "truncated?\n");
+  const std::string unknown_op = Write("unknown.wgt", "(nodes = [(name = \"a\", op = \"Frob\")])");
+  r = Weft({"run", unknown_op, "--fetch", "a"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: " + unknown_op + ": node 'a' (Frob): unknown op \"Frob\" (`weft ops` lists them)\n");
+  const std::string wrong_attr = Write("attr.wgt", R"((nodes = [(name = "a", op = "Placeholder", attrs = [(name = "dtype", value = (int = 3)), (name = "shape", value = (shape = ()))])]))");
+  r = Weft({"run", wrong_attr, "--fetch", "a"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: " + wrong_attr + ": node 'a' (Placeholder): attr \"dtype\" must be a type, got 3 (an int)\n");
+  const std::string cycle = Write("cycle.wgt", R"((nodes = [(name = "a", op = "Neg", inputs = ["b"]), (name = "b", op = "Neg", inputs = ["a"])]))");
+  r = Weft({"run", cycle, "--fetch", "a"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: " + cycle +
+                       ": the graph has a cycle: 'a' -> 'b' -> 'a' (loops need the control-flow ops Enter/NextIteration)\n");
+  const std::string shapes = Write("shapes.wgt", R"((nodes = [
+    (name = "a", op = "Placeholder", attrs = [(name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (dims = [2, 3])))]),
+    (name = "m", op = "MatMul", inputs = ["a", "a"])]))");
+  r = Weft({"run", shapes, "--fetch", "m"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: " + shapes + ": node 'm' (MatMul): inner dimensions differ: [2,3] x [2,3] (3 vs 2)\n");
+}
+
+TEST_F(Cli, InspectSummarisesAGraph) {
+  const std::string graph = Write("add.wgt", kAddGraph);
+  ProcessResult r = Weft({"inspect", graph});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Inputs:\n  x  f32[?,3]\n  y  f32[3]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Outputs:\n  scope/neg  f32[?,3]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  Placeholder  2\n"), std::string::npos) << r.out;
+  r = Weft({"inspect", WEFT_SOURCE_DIR "/configs/models/mnist_mlp.wgt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 784*64 + 64 + 64*10 + 10 weights and biases, as constants.
+  EXPECT_NE(r.out.find("constants  4 holding 50890 elements"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, DotDrawsScopesAsClusters) {
+  const std::string graph = Write("add.wgt", kAddGraph);
+  ProcessResult r = Weft({"dot", graph});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(StartsWith(r.out, "digraph weft {")) << r.out;
+  EXPECT_NE(r.out.find("subgraph cluster_0 {\n    label=\"scope\";"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"scope/sum\" -> \"scope/neg\" [label=\"f32[?,3]\"];"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ConvertRoundTripsBetweenFormats) {
+  const std::string graph = Write("add.wgt", kAddGraph);
+  const std::string wg = (dir_ / "add.wg").string(), wgt = (dir_ / "again.wgt").string();
+  ASSERT_EQ(Weft({"convert", graph, wg}).exit_code, 0);
+  ASSERT_EQ(Weft({"convert", wg, wgt}).exit_code, 0);
+  ProcessResult a = Weft({"dot", graph}), b = Weft({"dot", wgt});
+  EXPECT_EQ(a.out, b.out);
+  ProcessResult r = Weft({"convert", graph, (dir_ / "x.pb").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: \"" + (dir_ / "x.pb").string() + "\": graph files end in .wg (binary) or .wgt (text)\n");
+}
+
+TEST_F(Cli, OpsListsEveryOpWithItsDevices) {
+  ProcessResult r = Weft({"ops"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nMatMul "), std::string::npos);
+  EXPECT_EQ(r.out.find("_Arg"), std::string::npos);  // internal ops are not listed
+  const auto at = r.out.find(" ops; ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const auto line_start = r.out.rfind('\n', at) + 1;
+  const int total = std::stoi(r.out.substr(line_start, at - line_start));
+  const auto cpu = r.out.find(" with a CPU kernel", at);
+  const int with_cpu = std::stoi(r.out.substr(at + 6, cpu - at - 6));
+  EXPECT_GE(total, 110);
+  EXPECT_EQ(with_cpu, total) << "every op should run on the CPU";
+  r = Weft({"ops", "Conv2D"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("2-D convolution"), std::string::npos);
+  r = Weft({"ops", "Conv3D"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: there is no op \"Conv3D\" (run `weft ops` for the list)\n");
+}
+
 TEST_F(Cli, VersionNamesReleaseAndAbi) {
   ProcessResult r = Weft({"version"});
   ASSERT_EQ(r.exit_code, 0);
@@ -222,7 +372,12 @@ TEST_F(Cli, EveryCommandHasHelp) {
                                              {"config", "--help"},
                                              {"config", "check", "--help"},
                                              {"config", "default", "--help"},
-                                             {"config", "keys", "--help"}}) {
+                                             {"config", "keys", "--help"},
+                                             {"run", "--help"},
+                                             {"inspect", "--help"},
+                                             {"dot", "--help"},
+                                             {"convert", "--help"},
+                                             {"ops", "--help"}}) {
     ProcessResult r = Weft(args);
     EXPECT_EQ(r.exit_code, 0) << StrJoin(args, " ");
     EXPECT_NE(r.out.find("Usage: "), std::string::npos) << StrJoin(args, " ") << r.out;
@@ -234,7 +389,7 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-            "devices, config\nRun `weft --help` for usage.\n");
+            "devices, config, run, inspect, dot, convert, ops\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {

@@ -17,6 +17,9 @@ void AddVersionCommand(CLI::App& app, Runner& run);
 void AddPluginsCommand(CLI::App& app, Runner& run);
 void AddDevicesCommand(CLI::App& app, Runner& run);
 void AddConfigCommand(CLI::App& app, Runner& run);
+void AddRunCommand(CLI::App& app, Runner& run);
+// inspect, dot, convert, ops
+void AddGraphCommands(CLI::App& app, Runner& run);
 
 }  // namespace weft::cli
 

@@ -48,6 +48,8 @@ int Main(int argc, char** argv) {
   weft::cli::AddPluginsCommand(app, run);
   weft::cli::AddDevicesCommand(app, run);
   weft::cli::AddConfigCommand(app, run);
+  weft::cli::AddRunCommand(app, run);
+  weft::cli::AddGraphCommands(app, run);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,117 @@
+// weft run: runs a graph file once with feeds from .npy files and writes
+// every fetch to a .npy file (printing the small ones).
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "core/graph/graph.h"
+#include "core/graph/serialize.h"
+#include "core/runtime/session.h"
+#include "core/runtime/trace.h"
+#include "core/tensor/npy.h"
+#include "tools/weft/commands.h"
+
+namespace weft::cli {
+namespace {
+
+struct RunArgs {
+  std::string graph;
+  std::vector<std::string> feeds;    // NAME=FILE.npy
+  std::vector<std::string> fetches;  // NAME[:K]
+  std::vector<std::string> targets;
+  std::string out_dir = ".";
+  std::string trace;
+  bool quiet = false;
+};
+
+// "dense/logits:1" -> "dense_logits_1.npy"
+std::string FileNameFor(const std::string& fetch) {
+  std::string name = fetch;
+  for (char& c : name) {
+    if (c == '/' || c == ':') c = '_';
+  }
+  return name + ".npy";
+}
+
+int Run(Context& ctx, const RunArgs& args) {
+  if (args.fetches.empty() && args.targets.empty()) {
+    return ReportError(InvalidArgumentError("nothing to run: give at least one --fetch or --target (`weft inspect ",
+                                            args.graph, "` lists the graph's outputs)"));
+  }
+  auto def = ReadGraphFile(args.graph);
+  if (!def.ok()) return ReportError(def.status());
+  auto graph = Graph::FromGraphDef(std::move(*def));
+  if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
+
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (const std::string& feed : args.feeds) {
+    const auto eq = feed.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
+      return ReportError(InvalidArgumentError("--feed ", Quote(feed), ": expected NAME=FILE.npy"));
+    }
+    auto value = ReadNpy(feed.substr(eq + 1));
+    if (!value.ok()) return ReportError(value.status().WithContext(StrCat("--feed ", feed.substr(0, eq))));
+    feeds.emplace_back(feed.substr(0, eq), std::move(*value));
+  }
+
+  auto host = ctx.Plugins();
+  if (!host.ok()) return ReportError(host.status());
+  auto devices = runtime::DeviceSet::Open(**host);
+  if (!devices.ok()) return ReportError(devices.status());
+  auto session = runtime::Session::Create(std::move(*graph), std::move(*devices),
+                                          runtime::SessionOptions::FromConfig(ctx.config()));
+  if (!session.ok()) return ReportError(session.status());
+
+  runtime::TraceRecorder trace;
+  runtime::RunOptions options;
+  if (!args.trace.empty()) options.trace = &trace;
+  std::vector<Tensor> outputs;
+  const auto start = std::chrono::steady_clock::now();
+  Status status = (*session)->Run(feeds, args.fetches, args.targets, &outputs, options);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!args.trace.empty()) {
+    // A failed step's trace helps too: write it either way.
+    if (Status written = trace.WriteJson(args.trace); !written.ok()) return ReportError(written);
+  }
+  if (!status.ok()) return ReportError(status);
+
+  std::error_code ec;
+  std::filesystem::create_directories(args.out_dir, ec);
+  if (ec) {
+    return ReportError(InvalidArgumentError("--out ", Quote(args.out_dir), ": cannot create it: ", ec.message()));
+  }
+  for (std::size_t i = 0; i < args.fetches.size(); ++i) {
+    const std::string path = (std::filesystem::path(args.out_dir) / FileNameFor(args.fetches[i])).string();
+    const Tensor& t = outputs[i];
+    if (Status written = WriteNpy(path, t); !written.ok()) return ReportError(written.WithContext(args.fetches[i]));
+    if (!args.quiet) {
+      std::cout << args.fetches[i] << ": ";
+      std::cout << (t.num_elements() <= 32 ? t.DebugString(32) : t.TypeString()) << "\n  -> " << path << "\n";
+    }
+  }
+  if (!args.quiet) {
+    std::cout << "ran in " << ms << " ms";
+    if (!args.trace.empty()) std::cout << "; trace in " << args.trace << " (open it in ui.perfetto.dev)";
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, Runner& run) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a graph file once: feeds from .npy files, fetches to .npy files");
+  cmd->add_option("GRAPH", args->graph, "A .wg or .wgt graph file")->required();
+  cmd->add_option("--feed", args->feeds, "NAME=FILE.npy: a value for a tensor (usually a Placeholder); repeatable");
+  cmd->add_option("--fetch", args->fetches, "NAME or NAME:K: a tensor to compute and save; repeatable");
+  cmd->add_option("--target", args->targets, "A node to run for its effect (e.g. an initializer); repeatable");
+  cmd->add_option("--out", args->out_dir, "Where to write one .npy per fetch (default: the current directory)");
+  cmd->add_option("--trace", args->trace, "Write a Chrome trace of the step (for ui.perfetto.dev) to this file");
+  cmd->add_flag("-q,--quiet", args->quiet, "Print nothing on success");
+  cmd->footer("Example: weft run configs/models/mnist_mlp.wgt --feed images=x.npy --fetch logits --out results/");
+  cmd->callback([&run, args] { run = [args](Context& ctx) { return Run(ctx, *args); }; });
+}
+
+}  // namespace weft::cli
