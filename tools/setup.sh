@@ -26,7 +26,7 @@ done
 # What the build, the tests and the tools need, by Debian package name.
 packages=(
   build-essential cmake ninja-build git pkg-config binutils
-  clang                    # libFuzzer targets and a second compiler
+  clang libclang-rt-14-dev  # libFuzzer targets (the fuzz preset) and a second compiler
   libboost-dev             # Boost.DLL (plugin loading)
   libtomlplusplus-dev      # TOML configuration
   libcli11-dev             # the weft command line

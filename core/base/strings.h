@@ -64,6 +64,13 @@ std::string StrJoin(const Range& parts, std::string_view separator) {
 // escaped as in TOML and JSON: Quote("a\"b") == "\"a\\\"b\"".
 std::string Quote(std::string_view text);
 
+// A list of integers as "[1,-2,3]" (unlike Shape::ToString, which prints
+// -1 as "?").
+template <class Int>
+std::string ListString(const std::vector<Int>& values) {
+  return StrCat("[", StrJoin(values, ","), "]");
+}
+
 // Splits |text| at every |separator|; empty pieces are kept.
 std::vector<std::string> StrSplit(std::string_view text, char separator);
 

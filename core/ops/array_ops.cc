@@ -25,6 +25,9 @@ Status PlaceholderShape(InferenceContext& c) {
 
 Status ReshapeShape(InferenceContext& c) {
   const Shape& in = c.input_shape(0);
+  if (c.input_shape(1).rank() >= 0 && c.input_shape(1).rank() != 1) {
+    return c.Error("shape must be 1-D, got ", c.input_shape(1).ToString());
+  }
   const auto target = ConstIntVector(c, 1);
   if (!target) {
     const Shape& s = c.input_shape(1);
@@ -37,10 +40,10 @@ Status ReshapeShape(InferenceContext& c) {
   int64_t known = 1;
   for (std::size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
-      if (infer >= 0) return c.Error("shape ", Shape(dims).ToString(), " has more than one -1");
+      if (infer >= 0) return c.Error("shape ", ListString(dims), " has more than one -1");
       infer = static_cast<int>(i);
     } else if (dims[i] < 0) {
-      return c.Error("shape ", Shape(*target).ToString(), " has a negative dimension");
+      return c.Error("shape ", ListString(*target), " has a negative dimension");
     } else {
       known *= dims[i];
     }
@@ -49,12 +52,12 @@ Status ReshapeShape(InferenceContext& c) {
   if (infer >= 0) {
     if (n >= 0) {
       if (known == 0 || n % known != 0) {
-        return c.Error("cannot reshape ", in.ToString(), " (", n, " elements) to ", Shape(*target).ToString());
+        return c.Error("cannot reshape ", in.ToString(), " (", n, " elements) to ", ListString(*target));
       }
       dims[static_cast<std::size_t>(infer)] = n / known;
     }
   } else if (n >= 0 && n != known) {
-    return c.Error("cannot reshape ", in.ToString(), " (", n, " elements) to ", Shape(dims).ToString(), " (",
+    return c.Error("cannot reshape ", in.ToString(), " (", n, " elements) to ", ListString(dims), " (",
                    known, " elements)");
   }
   c.set_output(0, Shape(dims));
@@ -72,13 +75,13 @@ Status TransposeShape(InferenceContext& c) {
     for (int i = in.rank() - 1; i >= 0; --i) perm.push_back(i);
   }
   if (static_cast<int>(perm.size()) != in.rank()) {
-    return c.Error("perm ", Shape(perm).ToString(), " has ", perm.size(), " entries for a tensor of rank ", in.rank());
+    return c.Error("perm ", ListString(perm), " has ", perm.size(), " entries for a tensor of rank ", in.rank());
   }
   std::vector<bool> seen(perm.size(), false);
   std::vector<int64_t> dims;
   for (int64_t p : perm) {
     WEFT_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p, in.rank(), "perm entry"));
-    if (seen[static_cast<std::size_t>(axis)]) return c.Error("perm ", Shape(perm).ToString(), " repeats ", p);
+    if (seen[static_cast<std::size_t>(axis)]) return c.Error("perm ", ListString(perm), " repeats ", p);
     seen[static_cast<std::size_t>(axis)] = true;
     dims.push_back(in.dim(axis));
   }
@@ -128,8 +131,12 @@ Status SqueezeShape(InferenceContext& c) {
 
 Status ConcatShape(InferenceContext& c) {
   int rank = -1;
-  for (int i = 0; i < c.num_inputs(); ++i) {
-    if (!c.input_shape(i).unknown_rank()) rank = c.input_shape(i).rank();
+  int rank_from = -1;
+  for (int i = 0; i < c.num_inputs() && rank < 0; ++i) {
+    if (!c.input_shape(i).unknown_rank()) {
+      rank = c.input_shape(i).rank();
+      rank_from = i;
+    }
   }
   if (rank < 0) {
     c.set_output(0, Shape::UnknownRank());
@@ -146,7 +153,8 @@ Status ConcatShape(InferenceContext& c) {
       continue;
     }
     if (s.rank() != rank) {
-      return c.Error("input ", i, " has shape ", s.ToString(), ", of rank ", s.rank(), ", but input 0 has rank ", rank);
+      return c.Error("input ", i, " has shape ", s.ToString(), ", of rank ", s.rank(), ", but input ", rank_from,
+                     " has rank ", rank);
     }
     for (int d = 0; d < rank; ++d) {
       if (d == axis) continue;
@@ -234,6 +242,7 @@ Status StridedSliceShape(InferenceContext& c) {
     return c.Error("begin, end and strides have ", begin.size(), ", ", end.size(), " and ", strides.size(),
                    " entries; they must match");
   }
+  if (begin.size() > 63) return c.Error("a slice spec has at most 63 entries (the masks are 64-bit), got ", begin.size());
   for (int64_t s : strides) {
     if (s == 0) return c.Error("a stride is 0");
   }
@@ -294,7 +303,7 @@ Status PadShape(InferenceContext& c) {
     const int64_t before = paddings[static_cast<std::size_t>(2 * i)], after = paddings[static_cast<std::size_t>(2 * i + 1)];
     if (before < 0 || after < 0) return c.Error("paddings must be >= 0, got ", before, ", ", after, " for dimension ", i);
     const int64_t d = in.unknown_rank() ? -1 : in.dim(i);
-    if (d >= 0 && mode != "CONSTANT") {
+    if (d >= 0 && mode != "CONSTANT" && (before > 0 || after > 0)) {
       const int64_t limit = mode == "REFLECT" ? d - 1 : d;
       if (before > limit || after > limit) {
         return c.Error(mode, " padding of dimension ", i, " (size ", d, ") must be at most ", limit, ", got ",
@@ -356,11 +365,11 @@ Status GatherShape(InferenceContext& c) {
 Status GatherNdShape(InferenceContext& c) {
   const Shape& params = c.input_shape(0);
   const Shape& indices = c.input_shape(1);
+  if (!indices.unknown_rank() && indices.rank() < 1) return c.Error("indices must have rank >= 1");
   if (params.unknown_rank() || indices.unknown_rank() || indices.dim(indices.rank() - 1) < 0) {
     c.set_output(0, Shape::UnknownRank());
     return Status();
   }
-  if (indices.rank() < 1) return c.Error("indices must have rank >= 1");
   const int64_t depth = indices.dim(indices.rank() - 1);
   if (depth > params.rank()) {
     return c.Error("indices' last dimension (", depth, ") is larger than params' rank (", params.rank(), ")");
@@ -374,7 +383,7 @@ Status GatherNdShape(InferenceContext& c) {
 Status ScatterNdShape(InferenceContext& c) {
   const auto& shape = c.Ints("shape");
   for (int64_t d : shape) {
-    if (d < 0) return c.Error("shape ", Shape(shape).ToString(), " has a negative dimension");
+    if (d < 0) return c.Error("shape ", ListString(shape), " has a negative dimension");
   }
   const Shape& indices = c.input_shape(0);
   const Shape& updates = c.input_shape(1);
@@ -412,9 +421,12 @@ Status OneHotShape(InferenceContext& c) {
 
 Status FillShape(InferenceContext& c) {
   if (c.input_shape(1).rank() > 0) return c.Error("value must be a scalar, got ", c.input_shape(1).ToString());
+  if (c.input_shape(0).rank() >= 0 && c.input_shape(0).rank() != 1) {
+    return c.Error("dims must be 1-D, got ", c.input_shape(0).ToString());
+  }
   if (auto dims = ConstIntVector(c, 0)) {
     for (int64_t d : *dims) {
-      if (d < 0) return c.Error("dims ", Shape(*dims).ToString(), " has a negative dimension");
+      if (d < 0) return c.Error("dims ", ListString(*dims), " has a negative dimension");
     }
     c.set_output(0, Shape(*dims));
   } else {
@@ -456,8 +468,21 @@ Status RangeShape(InferenceContext& c) {
     return c.Error("start ", s, " cannot reach limit ", l, " with delta ", d);
   }
   const bool integral = start->dtype() == DType::kI32 || start->dtype() == DType::kI64;
-  const int64_t n = integral ? static_cast<int64_t>((std::abs(l - s) + std::abs(d) - 1) / std::abs(d))
-                             : static_cast<int64_t>(std::ceil(std::abs((l - s) / d)));
+  int64_t n;
+  if (integral) {
+    // Exactly, in unsigned 64-bit arithmetic (the distance between two
+    // int64 values always fits): doubles lose integers above 2^53.
+    auto as_int = [](const Tensor* t) -> int64_t {
+      return t->dtype() == DType::kI32 ? t->scalar<int32_t>() : t->scalar<int64_t>();
+    };
+    const int64_t is = as_int(start), il = as_int(limit), id = as_int(delta);
+    const uint64_t span = id > 0 ? static_cast<uint64_t>(il) - static_cast<uint64_t>(is)
+                                 : static_cast<uint64_t>(is) - static_cast<uint64_t>(il);
+    const uint64_t step = id > 0 ? static_cast<uint64_t>(id) : 0 - static_cast<uint64_t>(id);
+    n = static_cast<int64_t>(span / step + (span % step != 0 ? 1 : 0));
+  } else {
+    n = static_cast<int64_t>(std::ceil(std::abs((l - s) / d)));
+  }
   c.set_output(0, Shape{n});
   return Status();
 }

@@ -28,10 +28,10 @@ Layout LayoutOf(const std::string& format) { return format == "NHWC" ? Layout{0,
 Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<int64_t>& v, const Layout& l) {
   if (v.size() != 4) return c.Error("attr '", name, "' must have 4 entries, got ", v.size());
   for (int64_t x : v) {
-    if (x < 1) return c.Error("attr '", name, "' entries must be >= 1, got ", Shape(v).ToString());
+    if (x < 1) return c.Error("attr '", name, "' entries must be >= 1, got ", ListString(v));
   }
   if (v[static_cast<std::size_t>(l.n)] != 1 || v[static_cast<std::size_t>(l.c)] != 1) {
-    return c.Error("attr '", name, "' must be 1 in the batch and channel dimensions, got ", Shape(v).ToString());
+    return c.Error("attr '", name, "' must be 1 in the batch and channel dimensions, got ", ListString(v));
   }
   return Status();
 }
@@ -50,6 +50,9 @@ Status ConvShape(InferenceContext& c, bool depthwise) {
   if (in.unknown_rank() || filter.unknown_rank()) {
     c.set_output(0, Shape::UnknownDims(4));
     return Status();
+  }
+  if (filter.dim(0) == 0 || filter.dim(1) == 0) {
+    return c.Error("the filter window ", filter.ToString(), " is empty; it must be at least 1x1");
   }
   const int64_t channels = in.dim(l.c);
   if (channels >= 0 && filter.dim(2) >= 0 && channels != filter.dim(2)) {
@@ -217,7 +220,8 @@ Status RegisterNnOps(OpRegistry& r) {
             .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
             .Shape(PoolShape)
             .Doc(max ? "Maximum over each window of a 4-D input; ksize and strides have 4 entries in "
-                       "data_format order. Padding never wins the maximum."
+                       "data_format order. Padding never wins the maximum. Which value a window "
+                       "containing NaN gives is not specified."
                      : "Average over each window of a 4-D input; ksize and strides have 4 entries in "
                        "data_format order. With SAME padding the average is over the window's elements "
                        "inside the input only, as in TensorFlow.")));

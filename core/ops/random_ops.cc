@@ -12,7 +12,7 @@ namespace {
 Status RandomShape(InferenceContext& c) {
   if (auto dims = ConstIntVector(c, 0)) {
     for (int64_t d : *dims) {
-      if (d < 0) return c.Error("shape ", Shape(*dims).ToString(), " has a negative dimension");
+      if (d < 0) return c.Error("shape ", ListString(*dims), " has a negative dimension");
     }
     c.set_output(0, Shape(*dims));
     return Status();

@@ -68,7 +68,7 @@ Expected<std::vector<int>> ReductionAxes(const std::vector<int64_t>& axis, int r
   for (int64_t a : axis) {
     WEFT_ASSIGN_OR_RETURN(int n, NormalizeAxis(a, rank));
     if (std::find(out.begin(), out.end(), n) != out.end()) {
-      return InvalidArgumentError("axis ", a, " is repeated in ", Shape(axis).ToString());
+      return InvalidArgumentError("axis ", a, " is repeated in ", ListString(axis));
     }
     out.push_back(n);
   }

@@ -22,7 +22,8 @@ struct Executor::StepState {
 Executor::~Executor() = default;
 
 Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph> graph,
-                                                     std::vector<const RuntimeDevice*> node_devices, ThreadPool* pool) {
+                                                     std::vector<const RuntimeDevice*> node_devices, ThreadPool* pool,
+                                                     const KernelFactory& factory) {
   std::unique_ptr<Executor> exec(new Executor());
   exec->graph_ = std::move(graph);
   exec->pool_ = pool;
@@ -38,7 +39,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
     item.num_outputs = node.num_outputs();
     item.pending = static_cast<int>(node.inputs.size() + node.control_inputs.size());
     slot += item.num_inputs;
-    auto kernel = CreateKernel(g, node, *item.device);
+    auto kernel = factory(g, node, *item.device);
     if (!kernel.ok()) {
       return kernel.status().WithContext(StrCat(node.Describe(), " on ", item.device->name()));
     }

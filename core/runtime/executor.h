@@ -16,6 +16,7 @@
 #ifndef WEFT_CORE_RUNTIME_EXECUTOR_H_
 #define WEFT_CORE_RUNTIME_EXECUTOR_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,12 +29,16 @@ namespace weft::runtime {
 
 class Executor {
  public:
+  // Creates (or returns the shared instance of) the kernel of a node.
+  using KernelFactory =
+      std::function<Expected<std::shared_ptr<OpKernel>>(const Graph&, const Graph::Node&, const RuntimeDevice&)>;
+
   // Creates the kernels of every node of |graph| on the device
-  // |node_devices[node id]|. |pool| runs nodes that are not run inline and
-  // must outlive the executor.
+  // |node_devices[node id]| with |factory|. |pool| runs nodes that are not
+  // run inline and must outlive the executor.
   static Expected<std::unique_ptr<Executor>> Create(std::shared_ptr<const Graph> graph,
                                                     std::vector<const RuntimeDevice*> node_devices,
-                                                    ThreadPool* pool);
+                                                    ThreadPool* pool, const KernelFactory& factory);
   ~Executor();
 
   // Runs one step and blocks until it is done. Safe to call concurrently.
@@ -76,7 +81,7 @@ class Executor {
 
   std::shared_ptr<const Graph> graph_;
   std::vector<NodeItem> items_;
-  std::vector<std::unique_ptr<OpKernel>> kernels_;
+  std::vector<std::shared_ptr<OpKernel>> kernels_;
   std::vector<int> roots_;
   int total_inputs_ = 0;
   ThreadPool* pool_ = nullptr;

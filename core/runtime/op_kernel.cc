@@ -405,10 +405,10 @@ class ReshapeKernel : public OpKernel {
     int64_t known = 1;
     for (std::size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] == -1) {
-        if (infer >= 0) return InvalidArgumentError("shape ", Shape(dims).ToString(), " has more than one -1");
+        if (infer >= 0) return InvalidArgumentError("shape ", ListString(dims), " has more than one -1");
         infer = static_cast<int>(i);
       } else if (dims[i] < 0) {
-        return InvalidArgumentError("shape ", Shape(dims).ToString(), " has a negative dimension");
+        return InvalidArgumentError("shape ", ListString(dims), " has a negative dimension");
       } else {
         known *= dims[i];
       }
@@ -416,7 +416,7 @@ class ReshapeKernel : public OpKernel {
     if (infer >= 0) {
       if (known == 0 || in.num_elements() % known != 0) {
         return InvalidArgumentError("cannot reshape ", in.TypeString(), " (", in.num_elements(), " elements) to ",
-                                    Shape(dims).ToString());
+                                    ListString(dims));
       }
       dims[static_cast<std::size_t>(infer)] = in.num_elements() / known;
     }
@@ -531,14 +531,23 @@ class VarHandleKernel : public OpKernel {
 
 class ReadVariableKernel : public OpKernel {
  public:
+  explicit ReadVariableKernel(DType dtype) : dtype_(dtype) {}
   bool IsInline() const override { return true; }
   Status Compute(OpKernelContext& ctx) override {
+    Variable* v = HandleVariable(ctx.input(0));
+    if (v != nullptr && v->dtype() != dtype_) {
+      return InvalidArgumentError("variable ", Quote(v->name()), " holds ", DTypeName(v->dtype()), ", not ",
+                                  DTypeName(dtype_));
+    }
     WEFT_ASSIGN_OR_RETURN(Tensor * value, ctx.LockVariable(0, false));
     // Shares the buffer; a later in-place update copies first (see
     // LockVariable), so this snapshot never changes.
     ctx.set_output(0, *value);
     return Status();
   }
+
+ private:
+  DType dtype_;
 };
 
 class AssignKernel : public OpKernel {
@@ -547,6 +556,10 @@ class AssignKernel : public OpKernel {
     Variable* v = HandleVariable(ctx.input(0));
     if (v == nullptr) return InvalidArgumentError("input 0 is not a variable handle");
     const Tensor& value = ctx.input(1);
+    if (value.dtype() != v->dtype()) {
+      return InvalidArgumentError("variable ", Quote(v->name()), " holds ", DTypeName(v->dtype()),
+                                  "; cannot assign a value of dtype ", DTypeName(value.dtype()));
+    }
     if (!v->declared_shape().IsCompatibleWith(value.shape())) {
       return InvalidArgumentError("variable ", Quote(v->name()), " is declared ", DTypeName(v->dtype()),
                                   v->declared_shape().ToString(), "; cannot assign a value of shape ",
@@ -617,7 +630,9 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
                                                             Attr(node, "shape").get<Shape>()));
     return std::unique_ptr<OpKernel>(new VarHandleKernel(std::move(variable)));
   }
-  if (op == "ReadVariable") return std::unique_ptr<OpKernel>(new ReadVariableKernel());
+  if (op == "ReadVariable") {
+    return std::unique_ptr<OpKernel>(new ReadVariableKernel(Attr(node, "dtype").get<DType>()));
+  }
   if (op == "Assign") return std::unique_ptr<OpKernel>(new AssignKernel());
   if (op == "VarIsInitialized") return std::unique_ptr<OpKernel>(new VarIsInitializedKernel());
   return InternalError("no runtime kernel for ", op);

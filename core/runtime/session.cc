@@ -56,6 +56,7 @@ Session::~Session() {
     std::lock_guard<std::mutex> lock(mutex_);
     cache_.clear();
   }
+  stateful_kernels_.clear();
   pool_.reset();
 }
 
@@ -81,6 +82,21 @@ Expected<const RuntimeDevice*> Session::DeviceFor(const Graph::Node& node) const
   }
   return InvalidArgumentError(node.Describe(), " requests device ", Quote(requested),
                               ", which this process does not have (devices: ", StrJoin(devices_->Names(), ", "), ")");
+}
+
+Expected<std::shared_ptr<OpKernel>> Session::KernelFor(const Graph& graph, const Graph::Node& node,
+                                                       const RuntimeDevice& device) {
+  if (!node.op->stateful) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, CreateKernel(graph, node, device));
+    return std::shared_ptr<OpKernel>(std::move(kernel));
+  }
+  std::lock_guard<std::mutex> lock(stateful_mutex_);
+  auto& slot = stateful_kernels_[{node.name(), device.name()}];
+  if (slot == nullptr) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, CreateKernel(graph, node, device));
+    slot = std::move(kernel);
+  }
+  return slot;
 }
 
 Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<std::string>& feeds,
@@ -189,7 +205,11 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     const Graph::Node* node = shared->Find(root);
     if (node->op_name() == "_Retval") prepared->fetch_devices.push_back(node_devices[static_cast<std::size_t>(node->id)]);
   }
-  WEFT_ASSIGN_OR_RETURN(prepared->executor, Executor::Create(shared, std::move(node_devices), pool_.get()));
+  WEFT_ASSIGN_OR_RETURN(prepared->executor,
+                        Executor::Create(shared, std::move(node_devices), pool_.get(),
+                                         [this](const Graph& g, const Graph::Node& node, const RuntimeDevice& device) {
+                                           return KernelFor(g, node, device);
+                                         }));
   prepared->graph = std::move(shared);
   return prepared;
 }

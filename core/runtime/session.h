@@ -71,8 +71,16 @@ class Session {
                                               const std::vector<std::string>& targets);
   Expected<const RuntimeDevice*> DeviceFor(const Graph::Node& node) const;
 
+  Expected<std::shared_ptr<OpKernel>> KernelFor(const Graph& graph, const Graph::Node& node,
+                                                const RuntimeDevice& device);
+
   Graph graph_;
   std::shared_ptr<DeviceSet> devices_;
+  // Kernels of stateful nodes, by (node, device): every executor of the
+  // session shares them, so a random op's run counter (or any kernel
+  // state) continues whatever fetches a Run names.
+  std::mutex stateful_mutex_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<OpKernel>> stateful_kernels_;
   std::unique_ptr<ThreadPool> pool_;
   int inter_op_threads_ = 1;
   int intra_op_threads_ = 1;

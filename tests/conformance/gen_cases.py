@@ -77,7 +77,8 @@ class Generator:
             array = to_bf16(array)
         elif dtype is not None:
             array = np.asarray(array, dtype=NUMPY_DTYPE[dtype])
-        np.save(os.path.join(self.out_dir, file), np.ascontiguousarray(array), allow_pickle=False)
+        # np.asarray keeps 0-d arrays 0-d (np.ascontiguousarray makes them [1]).
+        np.save(os.path.join(self.out_dir, file), np.asarray(array, order="C"), allow_pickle=False)
         return file
 
     def add(self, name, op, inputs, attrs=None, outputs=None, error=None, rtol=None, atol=None,

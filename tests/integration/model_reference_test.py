@@ -70,7 +70,7 @@ with tempfile.TemporaryDirectory() as tmp:
     np.save(os.path.join(tmp, "x.npy"), x)
     weights = ["dense1/kernel", "dense1/bias", "dense2/kernel", "dense2/bias"]
     model = os.path.join(source, "configs/models/mnist_mlp.wgt")
-    run([model, "--feed", f"images={tmp}/x.npy", "--fetch", "logits", "--fetch", "probabilities",
+    run(["run", model, "--feed", f"images={tmp}/x.npy", "--fetch", "logits", "--fetch", "probabilities",
          *sum((["--fetch", w] for w in weights), []), "--out", tmp, "--quiet"])
     w1, b1, w2, b2 = (np.load(os.path.join(tmp, w.replace("/", "_") + ".npy")).astype(np.float64) for w in weights)
     logits = np.maximum(x @ w1 + b1, 0) @ w2 + b2
@@ -83,7 +83,7 @@ with tempfile.TemporaryDirectory() as tmp:
     names = ["conv1/kernel", "conv1/bias", "conv2/kernel", "conv2/bias", "dense1/kernel", "dense1/bias",
              "dense2/kernel", "dense2/bias", "dense3/kernel", "dense3/bias"]
     model = os.path.join(source, "configs/models/mnist_lenet.wgt")
-    run([model, "--feed", f"images={tmp}/x4.npy", "--fetch", "logits", "--fetch", "probabilities",
+    run(["run", model, "--feed", f"images={tmp}/x4.npy", "--fetch", "logits", "--fetch", "probabilities",
          *sum((["--fetch", w] for w in names), []), "--out", tmp, "--quiet"])
     p = {n: np.load(os.path.join(tmp, n.replace("/", "_") + ".npy")).astype(np.float64) for n in names}
     h = maxpool2(np.maximum(conv2d_nhwc(x.astype(np.float64), p["conv1/kernel"], "SAME") + p["conv1/bias"], 0))

@@ -1,8 +1,967 @@
-// In progress: the array kernel family (being written now).
+// Array kernels: ops that move elements without arithmetic (Transpose,
+// Concat, Split, Slice, StridedSlice, Tile, Reverse, Gather, GatherNd), and
+// ops that build arrays (Pad, ScatterNd, OneHot, Fill, ZerosLike, OnesLike,
+// Range).
+//
+// Data movement is by element size, so one kernel serves every fixed-size
+// dtype, and contiguous runs are copied with memcpy. Slice, StridedSlice,
+// Reverse, Tile and Transpose are all one strided copy (CopyStrided): the
+// output in row-major order, read from the input at an offset plus a step
+// per dimension, negative for Reverse and 0 for Tile's repeats.
+//
+// String tensors are not supported by the CPU kernels yet: their elements
+// point into storage their tensor owns, so they cannot be copied bytewise.
+// No kernel is registered for them; such a node fails to find a kernel.
+//
+// Every check of the ops' shape functions is repeated here, with the same
+// messages, so a shape only known at run time fails the same way.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
 #include "../kernel_framework.h"
 
 namespace weft::cpu {
+namespace {
 
-void RegisterArrayKernels(KernelRegistry&) {}
+template <class T>
+constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// --- Helpers ---------------------------------------------------------------------
+
+std::size_t ToSize(int64_t n) { return static_cast<std::size_t>(n); }
+
+int64_t Product(const Dims& dims, std::size_t begin, std::size_t end) {
+  int64_t n = 1;
+  for (std::size_t i = begin; i < end; ++i) n *= dims[i];
+  return n;
+}
+
+// Row-major element strides.
+std::vector<int64_t> Strides(const Dims& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+// |axis| in [0, rank), counting negative values from the end.
+int NormalizeAxis(int64_t axis, int rank, const char* what = "axis") {
+  if (axis < -rank || axis >= rank) {
+    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// The estimated nanoseconds to copy |bytes| (for ParallelFor).
+int64_t CopyCost(std::size_t bytes) { return 1 + static_cast<int64_t>(bytes / 16); }
+
+// memcpy that accepts the null pointers of empty tensors when |bytes| is 0.
+void CopyBytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+// Calls fn.template operator()<W>() with an unsigned word type W of |size|
+// bytes, to move elements of that size.
+template <class Fn>
+void DispatchBySize(std::size_t size, Fn&& fn) {
+  switch (size) {
+    case 1: fn.template operator()<uint8_t>(); return;
+    case 2: fn.template operator()<uint16_t>(); return;
+    case 4: fn.template operator()<uint32_t>(); return;
+    case 8: fn.template operator()<uint64_t>(); return;
+    default: Fail("elements of ", size, " bytes are not supported");
+  }
+}
+
+// |v| as a T, as Cast converts: rounded for floats, truncated toward zero
+// and saturated for integers (NaN gives 0), != 0 for bool.
+template <class T>
+T FromDouble(double v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else if constexpr (kIsFloat<T>) {
+    return StoreAs<T>(static_cast<typename ComputeType<T>::type>(v));
+  } else {
+    if (std::isnan(v)) return 0;
+    if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  }
+}
+
+// a + b; integers wrap.
+template <class T>
+T AddOne(T a, T b) {
+  if constexpr (kIsFloat<T>) {
+    return StoreAs<T>(Load(a) + Load(b));
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  }
+}
+
+// "[1, 7]": |n| integers from |values|, for messages.
+template <class Index>
+std::string TupleString(const Index* values, int64_t n) {
+  std::string out = "[";
+  for (int64_t i = 0; i < n; ++i) out += (i > 0 ? ", " : "") + std::to_string(static_cast<int64_t>(values[i]));
+  return out + "]";
+}
+
+// Calls fn(row, offset) for every index of the row-major grid |lens|, with
+// offset = base + sum index[k] * steps[k], in parallel chunks; each chunk
+// advances its offset like an odometer instead of dividing per row.
+template <class F>
+void ForEachRow(const Dims& lens, const std::vector<int64_t>& steps, int64_t base, int64_t cost_per_row, F&& fn) {
+  const int64_t rows = Product(lens, 0, lens.size());
+  const int rank = static_cast<int>(lens.size());
+  ParallelFor(rows, cost_per_row, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> index(lens.size());
+    int64_t offset = base;
+    int64_t rest = begin;
+    for (int d = rank - 1; d >= 0; --d) {
+      index[ToSize(d)] = rest % lens[ToSize(d)];
+      rest /= lens[ToSize(d)];
+      offset += index[ToSize(d)] * steps[ToSize(d)];
+    }
+    for (int64_t row = begin; row < end; ++row) {
+      fn(row, offset);
+      for (int d = rank - 1; d >= 0; --d) {
+        offset += steps[ToSize(d)];
+        if (++index[ToSize(d)] < lens[ToSize(d)]) break;
+        offset -= steps[ToSize(d)] * lens[ToSize(d)];
+        index[ToSize(d)] = 0;
+      }
+    }
+  });
+}
+
+// --- Strided copies --------------------------------------------------------------
+
+// A view of a source buffer: element (i0, ..., in-1) of the view is source
+// element offset + sum ik * steps[k].
+struct StridedView {
+  Dims lens;
+  std::vector<int64_t> steps;
+  int64_t offset = 0;
+};
+
+// The same view with unit dimensions dropped and neighbours that walk the
+// source as one dimension merged.
+StridedView Simplify(const StridedView& view) {
+  StridedView out;
+  out.offset = view.offset;
+  for (std::size_t k = 0; k < view.lens.size(); ++k) {
+    if (view.lens[k] == 1) continue;
+    if (!out.lens.empty() && out.steps.back() == view.lens[k] * view.steps[k]) {
+      out.lens.back() *= view.lens[k];
+      out.steps.back() = view.steps[k];
+    } else {
+      out.lens.push_back(view.lens[k]);
+      out.steps.push_back(view.steps[k]);
+    }
+  }
+  return out;
+}
+
+// Whether |view| (not empty) reads its whole source in order.
+bool IsInOrder(const StridedView& view) {
+  const StridedView v = Simplify(view);
+  return v.offset == 0 && (v.lens.empty() || (v.lens.size() == 1 && v.steps[0] == 1));
+}
+
+// Copies |v| in tiles of two dimensions: k, along which the source is
+// contiguous, and the innermost, along which the output is; both the reads
+// and the writes of a tile then stay in cache (a transpose, for one).
+// Output element [o..., a, m..., b] (a along k, b innermost) is at
+// ((o * rows + a) * middle + m) * cols + b.
+template <class W>
+void CopyTiled(const W* src, W* dst, const StridedView& v, std::size_t k) {
+  constexpr int64_t kTile = 32;
+  const std::size_t n = v.lens.size();
+  const int64_t rows = v.lens[k], cols = v.lens[n - 1], col_step = v.steps[n - 1];
+  const int64_t middle = Product(v.lens, k + 1, n - 1);
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  // One unit of work: one tile row (kTile values of a) for one (o, m).
+  Dims lens;
+  std::vector<int64_t> steps;
+  for (std::size_t d = 0; d + 1 < n; ++d) {
+    if (d == k) continue;
+    lens.push_back(v.lens[d]);
+    steps.push_back(v.steps[d]);
+  }
+  lens.push_back(row_tiles);
+  steps.push_back(kTile * v.steps[k]);
+  ForEachRow(lens, steps, v.offset, kTile * cols, [&](int64_t unit, int64_t offset) {
+    const int64_t group = unit / row_tiles;
+    const int64_t a0 = (unit % row_tiles) * kTile;
+    const int64_t height = std::min(kTile, rows - a0);
+    const W* in = src + offset;  // source of [o, a0, m, 0]
+    W* out = dst + (((group / middle) * rows + a0) * middle + group % middle) * cols;
+    const int64_t out_row = middle * cols;
+    for (int64_t b0 = 0; b0 < cols; b0 += kTile) {
+      const int64_t b1 = std::min(b0 + kTile, cols);
+      for (int64_t a = 0; a < height; ++a) {
+        for (int64_t b = b0; b < b1; ++b) out[a * out_row + b] = in[a + b * col_step];
+      }
+    }
+  });
+}
+
+// Writes |view| of |src| densely, in row-major order, to |dst|.
+void CopyStrided(const void* src, void* dst, std::size_t element_size, const StridedView& view) {
+  for (int64_t len : view.lens) {
+    if (len == 0) return;
+  }
+  const StridedView v = Simplify(view);
+  const auto* in = static_cast<const char*>(src);
+  auto* out = static_cast<char*>(dst);
+  if (v.lens.empty()) {
+    std::memcpy(out, in + ToSize(v.offset) * element_size, element_size);
+    return;
+  }
+  const std::size_t n = v.lens.size();
+  const int64_t inner = v.lens.back(), step = v.steps.back();
+  const Dims outer_lens(v.lens.begin(), v.lens.end() - 1);
+  const std::vector<int64_t> outer_steps(v.steps.begin(), v.steps.end() - 1);
+  if (step == 1) {  // contiguous rows
+    const std::size_t row_bytes = ToSize(inner) * element_size;
+    ForEachRow(outer_lens, outer_steps, v.offset, CopyCost(row_bytes), [&](int64_t row, int64_t offset) {
+      std::memcpy(out + ToSize(row) * row_bytes, in + ToSize(offset) * element_size, row_bytes);
+    });
+    return;
+  }
+  DispatchBySize(element_size, [&]<class W>() {
+    const W* s = reinterpret_cast<const W*>(in);
+    W* d = reinterpret_cast<W*>(out);
+    // With a dimension the source is contiguous along, other than the
+    // innermost, tile it against the innermost (unless that one repeats an
+    // element, as Tile's repeats do).
+    for (std::size_t k = n - 1; k-- > 0;) {
+      if (v.steps[k] == 1 && step != 0) {
+        CopyTiled<W>(s, d, v, k);
+        return;
+      }
+    }
+    ForEachRow(outer_lens, outer_steps, v.offset, inner, [&](int64_t row, int64_t offset) {
+      W* o = d + row * inner;
+      const W* p = s + offset;
+      for (int64_t i = 0; i < inner; ++i) o[i] = p[i * step];
+    });
+  });
+}
+
+// Sets output 0 of |out_dims| to |view| of |in|, forwarding |in| itself when
+// the view is all of it in order.
+void WriteView(Context& ctx, const Tensor& in, const Dims& out_dims, const StridedView& view) {
+  if (out_dims == in.dims && (in.num_elements == 0 || IsInOrder(view))) {
+    ctx.forward(0, 0);
+    return;
+  }
+  Tensor out = ctx.allocate_output(0, out_dims);
+  CopyStrided(in.data, out.data, ElementSize(in.dtype), view);
+}
+
+// --- Transpose, Slice, StridedSlice, Tile, Reverse -------------------------------
+
+class TransposeKernel {
+ public:
+  explicit TransposeKernel(const InitContext& init) : perm_(init.Ints("perm")) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty()) {
+      for (int i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
+    }
+    if (static_cast<int>(perm.size()) != x.rank()) {
+      Fail("perm ", DimsString(perm), " has ", perm.size(), " entries for a tensor of rank ", x.rank());
+    }
+    const std::vector<int64_t> strides = Strides(x.dims);
+    std::vector<bool> seen(perm.size(), false);
+    StridedView view;
+    for (int64_t p : perm) {
+      const int axis = NormalizeAxis(p, x.rank(), "perm entry");
+      if (seen[ToSize(axis)]) Fail("perm ", DimsString(perm), " repeats ", p);
+      seen[ToSize(axis)] = true;
+      view.lens.push_back(x.dim(axis));
+      view.steps.push_back(strides[ToSize(axis)]);
+    }
+    WriteView(ctx, x, view.lens, view);
+  }
+
+ private:
+  const std::vector<int64_t> perm_;
+};
+
+class SliceKernel {
+ public:
+  explicit SliceKernel(const InitContext& init) : begin_(init.Ints("begin")), size_(init.Ints("size")) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    if (begin_.size() != size_.size()) Fail("begin has ", begin_.size(), " entries and size ", size_.size());
+    if (static_cast<int>(begin_.size()) != x.rank()) {
+      Fail("begin and size have ", begin_.size(), " entries for a tensor of rank ", x.rank());
+    }
+    const std::vector<int64_t> strides = Strides(x.dims);
+    StridedView view;
+    view.steps = strides;
+    for (int i = 0; i < x.rank(); ++i) {
+      const int64_t b = begin_[ToSize(i)], s = size_[ToSize(i)], d = x.dim(i);
+      if (b < 0 || s < -1) Fail("begin ", b, " / size ", s, " in dimension ", i, " are invalid");
+      if (b > d || (s >= 0 && b + s > d)) {
+        Fail("slice [", b, ", ", s < 0 ? d : b + s, ") is outside dimension ", i, " of ", DimsString(x.dims));
+      }
+      view.lens.push_back(s >= 0 ? s : d - b);
+      view.offset += b * strides[ToSize(i)];
+    }
+    WriteView(ctx, x, view.lens, view);
+  }
+
+ private:
+  const std::vector<int64_t> begin_, size_;
+};
+
+// NumPy basic indexing with TensorFlow's masks; the spec is read exactly as
+// StridedSliceShape reads it.
+class StridedSliceKernel {
+ public:
+  explicit StridedSliceKernel(const InitContext& init)
+      : begin_(init.Ints("begin")),
+        end_(init.Ints("end")),
+        strides_(init.Ints("strides")),
+        begin_mask_(init.Int("begin_mask")),
+        end_mask_(init.Int("end_mask")),
+        ellipsis_mask_(init.Int("ellipsis_mask")),
+        new_axis_mask_(init.Int("new_axis_mask")),
+        shrink_mask_(init.Int("shrink_axis_mask")) {
+    if (begin_.size() != end_.size() || begin_.size() != strides_.size()) {
+      Fail("begin, end and strides have ", begin_.size(), ", ", end_.size(), " and ", strides_.size(),
+           " entries; they must match");
+    }
+    for (int64_t s : strides_) {
+      if (s == 0) Fail("a stride is 0");
+    }
+    if ((ellipsis_mask_ & (ellipsis_mask_ - 1)) != 0) Fail("more than one ellipsis in ellipsis_mask");
+  }
+
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    const std::vector<int64_t> in_strides = Strides(x.dims);
+    StridedView view;  // over the input's dims
+    Dims out_dims;     // with new axes, without shrunk ones
+    auto bit = [](int64_t mask, std::size_t i) { return i < 63 && ((mask >> i) & 1) != 0; };
+    int consumed = 0;
+    for (std::size_t i = 0; i < begin_.size(); ++i) {
+      if (!bit(ellipsis_mask_, i) && !bit(new_axis_mask_, i)) ++consumed;
+    }
+    int dim = 0;
+    auto whole = [&] {
+      view.lens.push_back(x.dim(dim));
+      view.steps.push_back(in_strides[ToSize(dim)]);
+      out_dims.push_back(x.dim(dim));
+      ++dim;
+    };
+    for (std::size_t i = 0; i < begin_.size(); ++i) {
+      if (bit(ellipsis_mask_, i)) {
+        for (int k = x.rank() - consumed; k > 0; --k) whole();
+        continue;
+      }
+      if (bit(new_axis_mask_, i)) {
+        out_dims.push_back(1);
+        continue;
+      }
+      if (dim >= x.rank()) Fail("the slice spec indexes more dimensions than the input's ", x.rank());
+      const int64_t d = x.dim(dim), stride = in_strides[ToSize(dim)];
+      if (bit(shrink_mask_, i)) {
+        const int64_t index = begin_[i] < 0 ? begin_[i] + d : begin_[i];
+        if (index < 0 || index >= d) {
+          Fail("index ", begin_[i], " is out of range for dimension ", dim, " of size ", d);
+        }
+        view.offset += index * stride;
+        ++dim;
+        continue;
+      }
+      const int64_t step = strides_[i];
+      const int64_t b = Clamp(d, begin_[i], step, bit(begin_mask_, i), true);
+      const int64_t e = Clamp(d, end_[i], step, bit(end_mask_, i), false);
+      const int64_t len = step > 0 ? (e > b ? (e - b + step - 1) / step : 0)
+                                   : (b > e ? (b - e - step - 1) / -step : 0);
+      if (len > 0) view.offset += b * stride;
+      view.lens.push_back(len);
+      view.steps.push_back(step * stride);
+      out_dims.push_back(len);
+      ++dim;
+    }
+    while (dim < x.rank()) whole();
+    WriteView(ctx, x, out_dims, view);
+  }
+
+ private:
+  // A begin or end of a dimension of size |dim|, as NumPy clamps it.
+  static int64_t Clamp(int64_t dim, int64_t v, int64_t stride, bool masked, bool is_begin) {
+    if (masked) return stride > 0 ? (is_begin ? 0 : dim) : (is_begin ? dim - 1 : -1);
+    if (v < 0) v += dim;
+    return stride > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
+  }
+
+  const std::vector<int64_t> begin_, end_, strides_;
+  const int64_t begin_mask_, end_mask_, ellipsis_mask_, new_axis_mask_, shrink_mask_;
+};
+
+// Tile reads the input as an output of shape [m0, d0, m1, d1, ...] whose
+// repeat dimensions m have step 0.
+class TileKernel {
+ public:
+  explicit TileKernel(const InitContext& init) : multiples_(init.Ints("multiples")) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    if (static_cast<int>(multiples_.size()) != x.rank()) {
+      Fail("multiples has ", multiples_.size(), " entries for a tensor of rank ", x.rank());
+    }
+    const std::vector<int64_t> strides = Strides(x.dims);
+    StridedView view;
+    Dims out_dims;
+    for (int i = 0; i < x.rank(); ++i) {
+      const int64_t m = multiples_[ToSize(i)];
+      if (m < 0) Fail("multiples must be >= 0, got ", m);
+      view.lens.insert(view.lens.end(), {m, x.dim(i)});
+      view.steps.insert(view.steps.end(), {0, strides[ToSize(i)]});
+      out_dims.push_back(m * x.dim(i));
+    }
+    WriteView(ctx, x, out_dims, view);
+  }
+
+ private:
+  const std::vector<int64_t> multiples_;
+};
+
+class ReverseKernel {
+ public:
+  explicit ReverseKernel(const InitContext& init) : axis_(init.Ints("axis")) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    StridedView view;
+    view.lens = x.dims;
+    view.steps = Strides(x.dims);
+    std::vector<bool> seen(ToSize(x.rank()), false);
+    for (int64_t a : axis_) {
+      const int axis = NormalizeAxis(a, x.rank());
+      if (seen[ToSize(axis)]) Fail("axis ", a, " is repeated");
+      seen[ToSize(axis)] = true;
+      if (x.dim(axis) == 0) continue;
+      view.offset += (x.dim(axis) - 1) * view.steps[ToSize(axis)];
+      view.steps[ToSize(axis)] = -view.steps[ToSize(axis)];
+    }
+    WriteView(ctx, x, x.dims, view);
+  }
+
+ private:
+  const std::vector<int64_t> axis_;
+};
+
+// --- Concat, Split ---------------------------------------------------------------
+
+class ConcatKernel {
+ public:
+  explicit ConcatKernel(const InitContext& init) : axis_(init.Int("axis")) {}
+  void Compute(Context& ctx) {
+    const int n = ctx.num_inputs();
+    std::vector<Tensor> in;
+    for (int i = 0; i < n; ++i) in.push_back(ctx.input(i));
+    const int rank = in[0].rank();
+    if (rank == 0) Fail("cannot concatenate scalars; expand them to rank 1 first");
+    const int axis = NormalizeAxis(axis_, rank);
+    Dims out_dims = in[0].dims;
+    out_dims[ToSize(axis)] = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = in[ToSize(i)];
+      if (t.rank() != rank) {
+        Fail("input ", i, " has shape ", DimsString(t.dims), ", of rank ", t.rank(), ", but input 0 has rank ", rank);
+      }
+      for (int d = 0; d < rank; ++d) {
+        if (d != axis && t.dim(d) != out_dims[ToSize(d)]) {
+          Fail("input ", i, " has shape ", DimsString(t.dims), ", which differs from the others in dimension ", d,
+               " (", t.dim(d), " vs ", out_dims[ToSize(d)], "); only axis ", axis, " may differ");
+        }
+      }
+      out_dims[ToSize(axis)] += t.dim(axis);
+    }
+    Tensor out = ctx.allocate_output(0, out_dims);
+    if (out.num_elements == 0) return;
+    // Each of the |outer| output rows is the inputs' rows side by side.
+    const int64_t outer = Product(out_dims, 0, ToSize(axis));
+    const std::size_t element_size = ElementSize(out.dtype);
+    std::vector<std::size_t> bytes(ToSize(n)), position(ToSize(n));
+    std::size_t row_bytes = 0;
+    for (std::size_t i = 0; i < ToSize(n); ++i) {
+      bytes[i] = ToSize(in[i].num_elements / outer) * element_size;
+      position[i] = row_bytes;
+      row_bytes += bytes[i];
+    }
+    auto* dst = static_cast<char*>(out.data);
+    ParallelFor(outer * n, CopyCost(row_bytes / ToSize(n)), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const std::size_t o = ToSize(p / n), i = ToSize(p % n);
+        CopyBytes(dst + o * row_bytes + position[i], static_cast<const char*>(in[i].data) + o * bytes[i], bytes[i]);
+      }
+    });
+  }
+
+ private:
+  const int64_t axis_;
+};
+
+class SplitKernel {
+ public:
+  explicit SplitKernel(const InitContext& init) : num_split_(init.Int("num_split")), axis_(init.Int("axis")) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    const int axis = NormalizeAxis(axis_, x.rank());
+    const int64_t n = num_split_;
+    if (x.dim(axis) % n != 0) {
+      Fail("cannot split dimension ", axis, " of ", DimsString(x.dims), " into ", n, " equal parts");
+    }
+    Dims part_dims = x.dims;
+    part_dims[ToSize(axis)] /= n;
+    std::vector<Tensor> parts;
+    for (int i = 0; i < n; ++i) parts.push_back(ctx.allocate_output(i, part_dims));
+    if (x.num_elements == 0) return;
+    // Each of the |outer| input rows is the parts' rows side by side.
+    const int64_t outer = Product(x.dims, 0, ToSize(axis));
+    const std::size_t bytes = ToSize(x.num_elements / outer / n) * ElementSize(x.dtype);
+    const auto* src = static_cast<const char*>(x.data);
+    ParallelFor(outer * n, CopyCost(bytes), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const std::size_t o = ToSize(p / n), i = ToSize(p % n);
+        std::memcpy(static_cast<char*>(parts[i].data) + o * bytes, src + ToSize(p) * bytes, bytes);
+      }
+    });
+  }
+
+ private:
+  const int64_t num_split_, axis_;
+};
+
+// --- Gather, GatherNd, ScatterNd -------------------------------------------------
+
+template <class Index>
+class GatherKernel {
+ public:
+  explicit GatherKernel(const InitContext& init) : axis_(init.Int("axis")) {}
+  void Compute(Context& ctx) {
+    const Tensor params = ctx.input(0), indices = ctx.input(1);
+    if (params.rank() == 0) Fail("params must have rank >= 1");
+    const int axis = NormalizeAxis(axis_, params.rank());
+    Dims out_dims(params.dims.begin(), params.dims.begin() + axis);
+    out_dims.insert(out_dims.end(), indices.dims.begin(), indices.dims.end());
+    out_dims.insert(out_dims.end(), params.dims.begin() + axis + 1, params.dims.end());
+    const Index* idx = indices.as<Index>();
+    const int64_t limit = params.dim(axis);
+    for (int64_t i = 0; i < indices.num_elements; ++i) {
+      const auto v = static_cast<int64_t>(idx[i]);
+      if (v < 0 || v >= limit) {
+        Fail("index ", v, " at position ", i, " is out of range [0, ", limit, ") for axis ", axis, " of params ",
+             DimsString(params.dims));
+      }
+    }
+    Tensor out = ctx.allocate_output(0, out_dims);
+    if (out.num_elements == 0) return;
+    // Output row (o, j) is params row (o, idx[j]), of |inner| elements.
+    const int64_t outer = Product(params.dims, 0, ToSize(axis));
+    const int64_t n = indices.num_elements;
+    const std::size_t row_bytes = ToSize(Product(params.dims, ToSize(axis) + 1, params.dims.size())) * ElementSize(params.dtype);
+    const auto* src = static_cast<const char*>(params.data);
+    auto* dst = static_cast<char*>(out.data);
+    ParallelFor(outer * n, CopyCost(row_bytes), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t row = (p / n) * limit + static_cast<int64_t>(idx[p % n]);
+        std::memcpy(dst + ToSize(p) * row_bytes, src + ToSize(row) * row_bytes, row_bytes);
+      }
+    });
+  }
+
+ private:
+  const int64_t axis_;
+};
+
+// The element offsets into a tensor of |dims| that the rows of |indices|
+// (its last dimension indexing the first dims) address; |what| names the
+// tensor in the error for an index out of range.
+template <class Index>
+std::vector<int64_t> NdOffsets(const Tensor& indices, const Dims& dims, const char* what) {
+  const int64_t depth = indices.dims.back();
+  const int64_t n = Product(indices.dims, 0, indices.dims.size() - 1);
+  const std::vector<int64_t> strides = Strides(dims);
+  const Index* idx = indices.as<Index>();
+  std::vector<int64_t> offsets(ToSize(n), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const Index* tuple = idx + i * depth;
+    for (int64_t k = 0; k < depth; ++k) {
+      const auto v = static_cast<int64_t>(tuple[k]);
+      if (v < 0 || v >= dims[ToSize(k)]) {
+        Fail("index ", TupleString(tuple, depth), " at position ", i, " is out of range for ", what, " of shape ",
+             DimsString(dims), ": ", v, " is not in [0, ", dims[ToSize(k)], ") in dimension ", k);
+      }
+      offsets[ToSize(i)] += v * strides[ToSize(k)];
+    }
+  }
+  return offsets;
+}
+
+template <class Index>
+class GatherNdKernel {
+ public:
+  explicit GatherNdKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor params = ctx.input(0), indices = ctx.input(1);
+    if (indices.rank() < 1) Fail("indices must have rank >= 1");
+    const int64_t depth = indices.dims.back();
+    if (depth > params.rank()) {
+      Fail("indices' last dimension (", depth, ") is larger than params' rank (", params.rank(), ")");
+    }
+    Dims out_dims(indices.dims.begin(), indices.dims.end() - 1);
+    out_dims.insert(out_dims.end(), params.dims.begin() + depth, params.dims.end());
+    const std::vector<int64_t> offsets = NdOffsets<Index>(indices, params.dims, "params");
+    Tensor out = ctx.allocate_output(0, out_dims);
+    if (out.num_elements == 0) return;
+    const std::size_t element_size = ElementSize(params.dtype);
+    const std::size_t slice_bytes = ToSize(Product(params.dims, ToSize(depth), params.dims.size())) * element_size;
+    const auto* src = static_cast<const char*>(params.data);
+    auto* dst = static_cast<char*>(out.data);
+    ParallelFor(static_cast<int64_t>(offsets.size()), CopyCost(slice_bytes), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        std::memcpy(dst + ToSize(i) * slice_bytes, src + ToSize(offsets[ToSize(i)]) * element_size, slice_bytes);
+      }
+    });
+  }
+};
+
+template <class T, class Index>
+class ScatterNdKernel {
+ public:
+  explicit ScatterNdKernel(const InitContext& init) : shape_(init.Ints("shape")) {
+    for (int64_t d : shape_) {
+      if (d < 0) Fail("shape ", DimsString(shape_), " has a negative dimension");
+    }
+  }
+  void Compute(Context& ctx) {
+    const Tensor indices = ctx.input(0), updates = ctx.input(1);
+    if (indices.rank() < 1) Fail("indices must have rank >= 1");
+    const int64_t depth = indices.dims.back();
+    if (depth > static_cast<int64_t>(shape_.size())) {
+      Fail("indices' last dimension (", depth, ") is larger than the output rank (", shape_.size(), ")");
+    }
+    Dims expect(indices.dims.begin(), indices.dims.end() - 1);
+    expect.insert(expect.end(), shape_.begin() + depth, shape_.end());
+    if (updates.dims != expect) {
+      Fail("updates has shape ", DimsString(updates.dims), ", expected ", DimsString(expect));
+    }
+    const std::vector<int64_t> offsets = NdOffsets<Index>(indices, shape_, "the output");
+    Tensor out = ctx.allocate_output(0, shape_);
+    if (out.num_elements == 0) return;
+    T* dst = out.as<T>();
+    const T* src = updates.as<T>();
+    const int64_t slice = Product(shape_, ToSize(depth), shape_.size());
+    const auto n = static_cast<int64_t>(offsets.size());
+    std::memset(dst, 0, ToSize(out.num_elements) * sizeof(T));  // +0 in every numeric type
+    // Split over the slice's elements, each adding every update in order:
+    // repeated indices add up deterministically and without races.
+    ParallelFor(slice, 1 + n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = 0; i < n; ++i) {
+        T* o = dst + offsets[ToSize(i)];
+        const T* u = src + i * slice;
+        for (int64_t j = begin; j < end; ++j) o[j] = AddOne<T>(o[j], u[j]);
+      }
+    });
+  }
+
+ private:
+  const std::vector<int64_t> shape_;
+};
+
+
+// --- Pad -------------------------------------------------------------------------
+
+// Pads the innermost dimension while copying the input rows into place,
+// then each outer dimension, innermost first, by filling (CONSTANT) or
+// mirroring (REFLECT, SYMMETRIC) whole slabs of the output itself: a slab
+// of dimension k is complete once the dimensions inside it are padded.
+template <class T>
+class PadKernel {
+ public:
+  explicit PadKernel(const InitContext& init)
+      : paddings_(init.Ints("paddings")),
+        mode_(ParseMode(init.String("mode"))),
+        value_(FromDouble<T>(init.Float("constant_value"))) {
+    if (paddings_.size() % 2 != 0) Fail("paddings has an odd number of entries (", paddings_.size(), ")");
+  }
+
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    const int rank = x.rank();
+    if (static_cast<int>(paddings_.size() / 2) != rank) {
+      Fail("paddings has ", paddings_.size() / 2, " (before, after) pairs for a tensor of rank ", rank);
+    }
+    Dims out_dims;
+    for (int i = 0; i < rank; ++i) {
+      const int64_t before = Before(i), after = After(i), d = x.dim(i);
+      if (before < 0 || after < 0) Fail("paddings must be >= 0, got ", before, ", ", after, " for dimension ", i);
+      if (mode_ != kConstant && (before > 0 || after > 0)) {
+        const int64_t limit = mode_ == kReflect ? d - 1 : d;
+        if (before > limit || after > limit) {
+          Fail(mode_ == kReflect ? "REFLECT" : "SYMMETRIC", " padding of dimension ", i, " (size ", d,
+               ") must be at most ", limit, ", got ", before, ", ", after);
+        }
+      }
+      out_dims.push_back(d + before + after);
+    }
+    Tensor out = ctx.allocate_output(0, out_dims);
+    if (out.num_elements == 0) return;
+    const T* in = x.as<T>();
+    T* o = out.as<T>();
+    if (rank == 0) {
+      o[0] = in[0];
+      return;
+    }
+    const std::vector<int64_t> strides = Strides(out_dims);
+    // Where input element [0, ..., 0] lands, and the grid of input rows.
+    int64_t origin = 0;
+    for (int i = 0; i < rank; ++i) origin += Before(i) * strides[ToSize(i)];
+    const int last = rank - 1;
+    const int64_t width = x.dim(last), before = Before(last), after = After(last);
+    const Dims row_lens(x.dims.begin(), x.dims.end() - 1);
+    const std::vector<int64_t> row_steps(strides.begin(), strides.end() - 1);
+    ForEachRow(row_lens, row_steps, origin - before, out_dims.back(), [&](int64_t row, int64_t offset) {
+      const T* src = in + row * width;
+      T* dst = o + offset;
+      for (int64_t j = 0; j < before; ++j) dst[j] = mode_ == kConstant ? value_ : src[Mirror(before - j)];
+      CopyBytes(dst + before, src, ToSize(width) * sizeof(T));
+      for (int64_t j = 0; j < after; ++j) {
+        dst[before + width + j] = mode_ == kConstant ? value_ : src[width - 1 - Mirror(j + 1)];
+      }
+    });
+    for (int k = last - 1; k >= 0; --k) {
+      const int64_t d = x.dim(k), pad_before = Before(k), pad_after = After(k);
+      if (pad_before == 0 && pad_after == 0) continue;
+      const int64_t slab = strides[ToSize(k)];
+      // The interior positions of dimensions [0, k), at dimension k's first interior slab.
+      const Dims lens(x.dims.begin(), x.dims.begin() + k);
+      const std::vector<int64_t> steps(strides.begin(), strides.begin() + k);
+      int64_t base = pad_before * slab;
+      for (int i = 0; i < k; ++i) base += Before(i) * strides[ToSize(i)];
+      ForEachRow(lens, steps, base, (pad_before + pad_after) * slab, [&](int64_t, int64_t offset) {
+        T* first = o + offset;  // interior slab 0 of dimension k
+        auto fill = [&](int64_t position, int64_t source) {
+          T* dst = first + position * slab;
+          if (mode_ == kConstant) {
+            std::fill(dst, dst + slab, value_);
+          } else {
+            std::memcpy(dst, first + source * slab, ToSize(slab) * sizeof(T));
+          }
+        };
+        for (int64_t j = 1; j <= pad_before; ++j) fill(-j, Mirror(j));
+        for (int64_t j = 1; j <= pad_after; ++j) fill(d - 1 + j, d - 1 - Mirror(j));
+      });
+    }
+  }
+
+ private:
+  enum Mode { kConstant, kReflect, kSymmetric };
+
+  static Mode ParseMode(const std::string& mode) {
+    if (mode == "CONSTANT") return kConstant;
+    if (mode == "REFLECT") return kReflect;
+    if (mode == "SYMMETRIC") return kSymmetric;
+    Fail("unknown padding mode '", mode, "'; expected CONSTANT, REFLECT or SYMMETRIC");
+  }
+
+  int64_t Before(int i) const { return paddings_[ToSize(2 * i)]; }
+  int64_t After(int i) const { return paddings_[ToSize(2 * i + 1)]; }
+
+  // The input index, from the near edge, that the padding element |j| >= 1
+  // places away from that edge mirrors.
+  int64_t Mirror(int64_t j) const { return mode_ == kReflect ? j : j - 1; }
+
+  const std::vector<int64_t> paddings_;
+  const Mode mode_;
+  const T value_;
+};
+
+// --- OneHot, Fill, ZerosLike, OnesLike, Range ------------------------------------
+
+template <class T, class Index>
+class OneHotKernel {
+ public:
+  explicit OneHotKernel(const InitContext& init)
+      : depth_(init.Int("depth")),
+        axis_(init.Int("axis")),
+        on_(FromDouble<T>(init.Float("on_value"))),
+        off_(FromDouble<T>(init.Float("off_value"))) {
+    if (depth_ < 0) Fail("depth must be >= 0, got ", depth_);
+  }
+  void Compute(Context& ctx) {
+    const Tensor indices = ctx.input(0);
+    const int axis = NormalizeAxis(axis_, indices.rank() + 1);
+    Dims out_dims = indices.dims;
+    out_dims.insert(out_dims.begin() + axis, depth_);
+    Tensor out = ctx.allocate_output(0, out_dims);
+    if (out.num_elements == 0) return;
+    // Output [o, k, i] is on_ where indices [o, i] == k.
+    const int64_t inner = Product(indices.dims, ToSize(axis), indices.dims.size());
+    const Index* idx = indices.as<Index>();
+    T* o = out.as<T>();
+    ParallelFor(out.num_elements, 1, [&](int64_t begin, int64_t end) { std::fill(o + begin, o + end, off_); });
+    ParallelFor(indices.num_elements, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const auto k = static_cast<int64_t>(idx[p]);
+        if (k >= 0 && k < depth_) o[((p / inner) * depth_ + k) * inner + p % inner] = on_;
+      }
+    });
+  }
+
+ private:
+  const int64_t depth_, axis_;
+  const T on_, off_;
+};
+
+template <class Index>
+class FillKernel {
+ public:
+  explicit FillKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor dims = ctx.input(0), value = ctx.input(1);
+    if (dims.rank() != 1) Fail("dims must be a 1-D tensor, got shape ", DimsString(dims.dims));
+    if (value.rank() != 0) Fail("value must be a scalar, got ", DimsString(value.dims));
+    const Dims out_dims(dims.as<Index>(), dims.as<Index>() + dims.num_elements);
+    for (int64_t d : out_dims) {
+      if (d < 0) Fail("dims ", DimsString(out_dims), " has a negative dimension");
+    }
+    Tensor out = ctx.allocate_output(0, out_dims);
+    DispatchBySize(ElementSize(value.dtype), [&]<class W>() {
+      W* o = out.as<W>();
+      const W v = *value.as<W>();
+      ParallelFor(out.num_elements, 1, [&](int64_t begin, int64_t end) { std::fill(o + begin, o + end, v); });
+    });
+  }
+};
+
+// ZerosLike (kOne false) and OnesLike (true).
+template <class T, bool kOne>
+class FillLikeKernel {
+ public:
+  explicit FillLikeKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    Tensor y = ctx.allocate_output(0, x.dims);
+    T* o = y.as<T>();
+    const T v = FromDouble<T>(kOne ? 1 : 0);
+    ParallelFor(y.num_elements, 1, [&](int64_t begin, int64_t end) { std::fill(o + begin, o + end, v); });
+  }
+};
+
+// start, start + delta, ... up to limit, with the element count that
+// RangeShape computes: exactly (in unsigned 64-bit arithmetic) for
+// integers, in double for floats.
+template <class T>
+class RangeKernel {
+ public:
+  explicit RangeKernel(const InitContext&) {}
+  void Compute(Context& ctx) {
+    const Tensor start = ctx.input(0), limit = ctx.input(1), delta = ctx.input(2);
+    if (start.rank() > 0 || limit.rank() > 0 || delta.rank() > 0) Fail("start, limit and delta must be scalars");
+    const T s = *start.as<T>(), l = *limit.as<T>(), d = *delta.as<T>();
+    const auto ds = static_cast<double>(s), dl = static_cast<double>(l), dd = static_cast<double>(d);
+    if (dd == 0) Fail("delta must not be 0");
+    if ((dd > 0 && ds > dl) || (dd < 0 && ds < dl)) {
+      Fail("start ", ds, " cannot reach limit ", dl, " with delta ", dd);
+    }
+    int64_t n;
+    if constexpr (std::is_integral_v<T>) {
+      const auto us = static_cast<uint64_t>(static_cast<int64_t>(s));
+      const auto ul = static_cast<uint64_t>(static_cast<int64_t>(l));
+      const auto ud = static_cast<uint64_t>(static_cast<int64_t>(d));
+      const uint64_t span = d > 0 ? ul - us : us - ul;
+      const uint64_t step = d > 0 ? ud : 0 - ud;
+      n = static_cast<int64_t>(span / step + (span % step != 0 ? 1 : 0));
+    } else {
+      n = static_cast<int64_t>(std::ceil(std::abs((dl - ds) / dd)));
+    }
+    Tensor out = ctx.allocate_output(0, {n});
+    T* o = out.as<T>();
+    ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        if constexpr (std::is_integral_v<T>) {
+          using U = std::make_unsigned_t<T>;  // wraps past the type's range
+          o[i] = static_cast<T>(static_cast<U>(s) + static_cast<U>(i) * static_cast<U>(d));
+        } else {
+          o[i] = static_cast<T>(ds + static_cast<double>(i) * dd);
+        }
+      }
+    });
+  }
+};
+
+// --- Registration ----------------------------------------------------------------
+
+// Every dtype of fixed size, for the kernels that only move bytes (STRING is
+// not supported yet; see the top of the file).
+constexpr weft_dtype_t kFixedSizeTypes[] = {WEFT_DTYPE_F16, WEFT_DTYPE_BF16, WEFT_DTYPE_F32, WEFT_DTYPE_F64,
+                                            WEFT_DTYPE_I8,  WEFT_DTYPE_I16,  WEFT_DTYPE_I32, WEFT_DTYPE_I64,
+                                            WEFT_DTYPE_U8,  WEFT_DTYPE_BOOL};
+
+template <class Fn>
+void ForEachNumericType(Fn&& fn) {
+  fn.template operator()<float>();
+  fn.template operator()<double>();
+  fn.template operator()<Half>();
+  fn.template operator()<BFloat16>();
+  fn.template operator()<int8_t>();
+  fn.template operator()<int16_t>();
+  fn.template operator()<int32_t>();
+  fn.template operator()<int64_t>();
+  fn.template operator()<uint8_t>();
+}
+
+}  // namespace
+
+void RegisterArrayKernels(KernelRegistry& r) {
+  constexpr weft_dtype_t kI32 = WEFT_DTYPE_I32, kI64 = WEFT_DTYPE_I64;
+  for (weft_dtype_t t : kFixedSizeTypes) {
+    r.Add<TransposeKernel>("Transpose", {{"T", t}});
+    r.Add<ConcatKernel>("Concat", {{"T", t}});
+    r.Add<SplitKernel>("Split", {{"T", t}});
+    r.Add<SliceKernel>("Slice", {{"T", t}});
+    r.Add<StridedSliceKernel>("StridedSlice", {{"T", t}});
+    r.Add<TileKernel>("Tile", {{"T", t}});
+    r.Add<ReverseKernel>("Reverse", {{"T", t}});
+    r.Add<GatherKernel<int32_t>>("Gather", {{"T", t}, {"Tindices", kI32}});
+    r.Add<GatherKernel<int64_t>>("Gather", {{"T", t}, {"Tindices", kI64}});
+    r.Add<GatherNdKernel<int32_t>>("GatherNd", {{"T", t}, {"Tindices", kI32}});
+    r.Add<GatherNdKernel<int64_t>>("GatherNd", {{"T", t}, {"Tindices", kI64}});
+    r.Add<FillKernel<int32_t>>("Fill", {{"T", t}, {"index_type", kI32}}, 0, {"dims"});
+    r.Add<FillKernel<int64_t>>("Fill", {{"T", t}, {"index_type", kI64}}, 0, {"dims"});
+  }
+  auto numeric_and_bool = [&r]<class T>() {
+    r.Add<PadKernel<T>>("Pad", {{"T", DtypeOf<T>()}});
+    r.Add<FillLikeKernel<T, false>>("ZerosLike", {{"T", DtypeOf<T>()}});
+    r.Add<FillLikeKernel<T, true>>("OnesLike", {{"T", DtypeOf<T>()}});
+  };
+  auto numeric = [&]<class T>() {
+    numeric_and_bool.template operator()<T>();
+    r.Add<ScatterNdKernel<T, int32_t>>("ScatterNd", {{"T", DtypeOf<T>()}, {"Tindices", kI32}});
+    r.Add<ScatterNdKernel<T, int64_t>>("ScatterNd", {{"T", DtypeOf<T>()}, {"Tindices", kI64}});
+    r.Add<OneHotKernel<T, uint8_t>>("OneHot", {{"T", DtypeOf<T>()}, {"TI", WEFT_DTYPE_U8}});
+    r.Add<OneHotKernel<T, int32_t>>("OneHot", {{"T", DtypeOf<T>()}, {"TI", kI32}});
+    r.Add<OneHotKernel<T, int64_t>>("OneHot", {{"T", DtypeOf<T>()}, {"TI", kI64}});
+  };
+  ForEachNumericType(numeric);
+  numeric_and_bool.template operator()<bool>();
+  r.Add<RangeKernel<float>>("Range", {{"Tidx", WEFT_DTYPE_F32}});
+  r.Add<RangeKernel<double>>("Range", {{"Tidx", WEFT_DTYPE_F64}});
+  r.Add<RangeKernel<int32_t>>("Range", {{"Tidx", kI32}});
+  r.Add<RangeKernel<int64_t>>("Range", {{"Tidx", kI64}});
+}
 
 }  // namespace weft::cpu

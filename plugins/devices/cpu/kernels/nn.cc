@@ -1,8 +1,431 @@
-// In progress: the nn kernel family (being written now).
+// Normalisation, softmax and the cross-entropy losses: FusedBatchNorm,
+// LayerNorm, Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits and
+// SparseSoftmaxCrossEntropyWithLogits, for f32 and f64. Convolution,
+// pooling and BiasAdd are in nn_conv.cc.
+//
+// Means, variances and sums of exponentials accumulate in double, means
+// and variances in two passes (the mean, then the squared deviations from
+// it). Softmax subtracts the maximum before exponentiating, so no finite
+// input overflows.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
 #include "../kernel_framework.h"
 
 namespace weft::cpu {
 
-void RegisterNnKernels(KernelRegistry&) {}
+void RegisterNnConvKernels(KernelRegistry& r);
+
+namespace {
+
+template <class T>
+T CeilDiv(T a, T b) {
+  return (a + b - 1) / b;
+}
+
+int NormalizeAxis(int64_t axis, int rank, const char* what) {
+  if (axis < -rank || axis >= rank) {
+    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// The product of dims [begin, end).
+int64_t Product(const Dims& dims, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= dims[static_cast<std::size_t>(i)];
+  return n;
+}
+
+// --- FusedBatchNorm --------------------------------------------------------------
+
+// Rows (of all channels) per task when summing channels over rows.
+constexpr int64_t kRowsPerTask = 256;
+
+// Per channel c of x [outer, channels, inner]: the sum of f(c, x) over
+// outer and inner, accumulated in double in a fixed order (so independent
+// of the thread count).
+template <class T, class F>
+std::vector<double> ChannelSums(const T* x, int64_t outer, int64_t channels, int64_t inner, F f) {
+  const auto c_size = static_cast<std::size_t>(channels);
+  std::vector<double> sums(c_size, 0.0);
+  if (inner == 1) {
+    // [rows, channels]: blocks of rows, each summed into its own vector.
+    const int64_t blocks = CeilDiv(outer, kRowsPerTask);
+    std::vector<double> partial(static_cast<std::size_t>(blocks) * c_size, 0.0);
+    ParallelFor(blocks, kRowsPerTask * channels, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        double* sum = partial.data() + b * channels;
+        for (int64_t o = b * kRowsPerTask; o < std::min(outer, (b + 1) * kRowsPerTask); ++o) {
+          const T* row = x + o * channels;
+          for (int64_t c = 0; c < channels; ++c) sum[c] += f(c, row[c]);
+        }
+      }
+    });
+    for (std::size_t i = 0; i < partial.size(); ++i) sums[i % c_size] += partial[i];  // block by block
+    return sums;
+  }
+  // [outer, channels, inner]: one contiguous run per (outer, channel).
+  std::vector<double> partial(static_cast<std::size_t>(outer) * c_size, 0.0);
+  ParallelFor(outer * channels, inner, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t c = t % channels;
+      const T* run = x + t * inner;
+      double sum = 0;
+      for (int64_t i = 0; i < inner; ++i) sum += f(c, run[i]);
+      partial[static_cast<std::size_t>(t)] = sum;
+    }
+  });
+  for (std::size_t t = 0; t < partial.size(); ++t) sums[t % c_size] += partial[t];
+  return sums;
+}
+
+template <class T>
+class FusedBatchNormKernel {
+ public:
+  explicit FusedBatchNormKernel(const InitContext& init)
+      : epsilon_(init.Float("epsilon")),
+        training_(init.Bool("is_training")),
+        nchw_(init.String("data_format") == "NCHW") {}
+
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    if (x.rank() != 2 && x.rank() != 4) Fail("x must have rank 2 or 4, got ", DimsString(x.dims));
+    // x as [outer, channels, inner].
+    const int channel_axis = x.rank() == 4 && nchw_ ? 1 : x.rank() - 1;
+    const int64_t channels = x.dim(channel_axis);
+    const int64_t outer = Product(x.dims, 0, channel_axis);
+    const int64_t inner = Product(x.dims, channel_axis + 1, x.rank());
+    Tensor params[4];  // scale, offset, mean, variance
+    for (int i = 1; i < 5; ++i) {
+      params[i - 1] = ctx.input(i);
+      const Tensor& p = params[i - 1];
+      if (p.rank() != 1) Fail("input ", i, " must be 1-D, got ", DimsString(p.dims));
+      if (p.dim(0) != channels) Fail("input ", i, " has ", p.dim(0), " elements, x has ", channels, " channels");
+    }
+    const T* scale = params[0].as<T>();
+    const T* offset = params[1].as<T>();
+    Tensor y = ctx.allocate_output(0, x.dims);
+    T* batch_mean = ctx.allocate_output(1, {channels}).as<T>();
+    T* batch_variance = ctx.allocate_output(2, {channels}).as<T>();
+    const auto c_size = static_cast<std::size_t>(channels);
+    std::vector<double> mean(c_size), variance(c_size);
+    const T* in = x.as<T>();
+    if (training_) {
+      // Biased moments over every axis but the channel's; the unbiased
+      // variance out (NaN for a single element per channel, as NumPy's ddof=1).
+      const auto count = static_cast<double>(outer * inner);
+      mean = ChannelSums(in, outer, channels, inner, [](int64_t, T v) { return static_cast<double>(v); });
+      for (double& m : mean) m /= count;
+      variance = ChannelSums(in, outer, channels, inner, [&](int64_t c, T v) {
+        const double d = static_cast<double>(v) - mean[static_cast<std::size_t>(c)];
+        return d * d;
+      });
+      for (double& v : variance) v /= count;
+      for (std::size_t c = 0; c < c_size; ++c) {
+        batch_mean[c] = static_cast<T>(mean[c]);
+        batch_variance[c] = static_cast<T>(variance[c] * count / (count - 1));
+      }
+    } else {
+      const T* mean_in = params[2].as<T>();
+      const T* variance_in = params[3].as<T>();
+      for (std::size_t c = 0; c < c_size; ++c) {
+        mean[c] = static_cast<double>(mean_in[c]);
+        variance[c] = static_cast<double>(variance_in[c]);
+        batch_mean[c] = mean_in[c];
+        batch_variance[c] = variance_in[c];
+      }
+    }
+    // y = (x - mean) * factor + offset, factor = scale / sqrt(variance + epsilon).
+    std::vector<double> factor(c_size);
+    for (std::size_t c = 0; c < c_size; ++c) {
+      factor[c] = static_cast<double>(scale[c]) / std::sqrt(variance[c] + epsilon_);
+    }
+    T* out = y.as<T>();
+    ParallelFor(outer * channels, inner * 2, [&](int64_t begin, int64_t end) {
+      auto c = static_cast<std::size_t>(begin % channels);
+      for (int64_t t = begin; t < end; ++t) {
+        const double m = mean[c], f = factor[c], b = static_cast<double>(offset[c]);
+        for (int64_t i = t * inner; i < (t + 1) * inner; ++i) {
+          out[i] = static_cast<T>((static_cast<double>(in[i]) - m) * f + b);
+        }
+        if (++c == c_size) c = 0;
+      }
+    });
+  }
+
+ private:
+  double epsilon_;
+  bool training_;
+  bool nchw_;
+};
+
+// --- LayerNorm -------------------------------------------------------------------
+
+template <class T>
+class LayerNormKernel {
+ public:
+  explicit LayerNormKernel(const InitContext& init)
+      : epsilon_(init.Float("epsilon")), begin_norm_axis_(init.Int("begin_norm_axis")) {}
+
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0), gamma = ctx.input(1), beta = ctx.input(2);
+    const int begin = NormalizeAxis(begin_norm_axis_, x.rank(), "begin_norm_axis");
+    const Dims normalized(x.dims.begin() + begin, x.dims.end());
+    if (gamma.dims != normalized) {
+      Fail("gamma has shape ", DimsString(gamma.dims), ", expected the normalized dimensions ", DimsString(normalized));
+    }
+    if (beta.dims != normalized) {
+      Fail("beta has shape ", DimsString(beta.dims), ", expected the normalized dimensions ", DimsString(normalized));
+    }
+    Tensor y = ctx.allocate_output(0, x.dims);
+    const int64_t n = Product(normalized, 0, static_cast<int>(normalized.size()));
+    if (y.num_elements == 0) return;
+    const int64_t rows = x.num_elements / n;
+    const T* in = x.as<T>();
+    const T* g = gamma.as<T>();
+    const T* b = beta.as<T>();
+    T* out = y.as<T>();
+    ParallelFor(rows, n * 4, [&](int64_t row_begin, int64_t row_end) {
+      for (int64_t r = row_begin; r < row_end; ++r) {
+        const T* xs = in + r * n;
+        T* ys = out + r * n;
+        double sum = 0;
+        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xs[i]);
+        const double mean = sum / static_cast<double>(n);
+        double squares = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double d = static_cast<double>(xs[i]) - mean;
+          squares += d * d;
+        }
+        const double inv_std = 1 / std::sqrt(squares / static_cast<double>(n) + epsilon_);
+        for (int64_t i = 0; i < n; ++i) {
+          ys[i] = static_cast<T>((static_cast<double>(xs[i]) - mean) * inv_std * static_cast<double>(g[i]) +
+                                 static_cast<double>(b[i]));
+        }
+      }
+    });
+  }
+
+ private:
+  double epsilon_;
+  int64_t begin_norm_axis_;
+};
+
+// --- Softmax, LogSoftmax ---------------------------------------------------------
+
+// The larger of a and b, or NaN when either is (a NaN in a stays).
+template <class T>
+T MaxOrNan(T a, T b) {
+  return std::isnan(a) || b <= a ? a : b;
+}
+
+// The maximum of x[0, n), NaN if any element is NaN, -inf if n == 0.
+template <class T>
+T RowMax(const T* x, int64_t n) {
+  T max = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = MaxOrNan(max, x[i]);
+  return max;
+}
+
+// (Log)softmax of the contiguous vector x[0, n).
+template <class T, bool kLog>
+void SoftmaxRow(const T* x, T* y, int64_t n) {
+  const T max = RowMax(x, n);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const T e = std::exp(x[i] - max);
+    if constexpr (!kLog) y[i] = e;
+    sum += static_cast<double>(e);
+  }
+  if constexpr (kLog) {
+    const double log_sum = std::log(sum);
+    for (int64_t i = 0; i < n; ++i) {
+      y[i] = static_cast<T>(static_cast<double>(x[i]) - static_cast<double>(max) - log_sum);
+    }
+  } else {
+    const double inv_sum = 1 / sum;
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(static_cast<double>(y[i]) * inv_sum);
+  }
+}
+
+// Columns one task handles when the softmax axis is not the last.
+constexpr int64_t kColumnBlock = 256;
+
+// (Log)softmax of |width| adjacent vectors of |n| elements, element r of
+// vector j at x[r * stride + j].
+template <class T, bool kLog>
+void SoftmaxColumns(const T* x, T* y, int64_t n, int64_t stride, int64_t width) {
+  T max[kColumnBlock];
+  double sum[kColumnBlock];
+  std::fill(max, max + width, -std::numeric_limits<T>::infinity());
+  std::fill(sum, sum + width, 0.0);
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = x + r * stride;
+    for (int64_t j = 0; j < width; ++j) max[j] = MaxOrNan(max[j], row[j]);
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = x + r * stride;
+    T* out = y + r * stride;
+    for (int64_t j = 0; j < width; ++j) {
+      const T e = std::exp(row[j] - max[j]);
+      if constexpr (!kLog) out[j] = e;
+      sum[j] += static_cast<double>(e);
+    }
+  }
+  // From here on sum[j] is log(sum) for LogSoftmax, 1 / sum for Softmax.
+  for (int64_t j = 0; j < width; ++j) sum[j] = kLog ? std::log(sum[j]) : 1 / sum[j];
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = x + r * stride;
+    T* out = y + r * stride;
+    for (int64_t j = 0; j < width; ++j) {
+      if constexpr (kLog) {
+        out[j] = static_cast<T>(static_cast<double>(row[j]) - static_cast<double>(max[j]) - sum[j]);
+      } else {
+        out[j] = static_cast<T>(static_cast<double>(out[j]) * sum[j]);
+      }
+    }
+  }
+}
+
+template <class T, bool kLog>
+class SoftmaxKernel {
+ public:
+  explicit SoftmaxKernel(const InitContext& init) : axis_(init.Int("axis")) {}
+
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    if (x.rank() < 1) Fail("logits must have rank >= 1");
+    const int axis = NormalizeAxis(axis_, x.rank(), "axis");
+    const int64_t outer = Product(x.dims, 0, axis), n = x.dim(axis), inner = Product(x.dims, axis + 1, x.rank());
+    Tensor y = ctx.allocate_output(0, x.dims);
+    if (y.num_elements == 0) return;
+    const T* in = x.as<T>();
+    T* out = y.as<T>();
+    if (inner == 1) {
+      ParallelFor(outer, n * 10, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) SoftmaxRow<T, kLog>(in + r * n, out + r * n, n);
+      });
+      return;
+    }
+    const int64_t blocks = CeilDiv(inner, kColumnBlock);
+    ParallelFor(outer * blocks, n * std::min(inner, kColumnBlock) * 10, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t o = t / blocks, j0 = (t % blocks) * kColumnBlock;
+        const int64_t offset = o * n * inner + j0;
+        SoftmaxColumns<T, kLog>(in + offset, out + offset, n, inner, std::min(kColumnBlock, inner - j0));
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// --- Cross entropy ---------------------------------------------------------------
+
+// The row's maximum and log(sum(exp(row - max))).
+template <class T>
+std::pair<T, double> LogSumExp(const T* row, int64_t n) {
+  const T max = RowMax(row, n);
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(std::exp(row[j] - max));
+  return {max, std::log(sum)};
+}
+
+void CheckFeatures(const Tensor& features) {
+  if (features.rank() != 2) Fail("features must be [batch, classes], got ", DimsString(features.dims));
+}
+
+template <class T>
+class SoftmaxXentKernel {
+ public:
+  explicit SoftmaxXentKernel(const InitContext&) {}
+
+  void Compute(Context& ctx) {
+    const Tensor features = ctx.input(0), labels = ctx.input(1);
+    CheckFeatures(features);
+    if (labels.dims != features.dims) {
+      Fail("labels ", DimsString(labels.dims), " must have the shape of features ", DimsString(features.dims));
+    }
+    const int64_t batch = features.dim(0), classes = features.dim(1);
+    T* loss = ctx.allocate_output(0, {batch}).as<T>();
+    T* backprop = ctx.allocate_output(1, features.dims).as<T>();
+    const T* f = features.as<T>();
+    const T* l = labels.as<T>();
+    ParallelFor(batch, classes * 20, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const T* row = f + i * classes;
+        const T* label = l + i * classes;
+        const auto [max, log_sum] = LogSumExp(row, classes);
+        double total = 0;
+        for (int64_t j = 0; j < classes; ++j) {
+          // -log softmax = log_sum - (x - max)
+          const double shifted = static_cast<double>(row[j]) - static_cast<double>(max);
+          total += static_cast<double>(label[j]) * (log_sum - shifted);
+          backprop[i * classes + j] = static_cast<T>(std::exp(shifted - log_sum) - static_cast<double>(label[j]));
+        }
+        loss[i] = static_cast<T>(total);
+      }
+    });
+  }
+};
+
+template <class T, class Label>
+class SparseSoftmaxXentKernel {
+ public:
+  explicit SparseSoftmaxXentKernel(const InitContext&) {}
+
+  void Compute(Context& ctx) {
+    const Tensor features = ctx.input(0), labels = ctx.input(1);
+    CheckFeatures(features);
+    if (labels.rank() != 1) Fail("labels must be [batch], got ", DimsString(labels.dims));
+    const int64_t batch = features.dim(0), classes = features.dim(1);
+    if (labels.dim(0) != batch) Fail("labels has ", labels.dim(0), " rows, features ", batch);
+    const Label* label = labels.as<Label>();
+    for (int64_t i = 0; i < batch; ++i) {
+      if (label[i] < 0 || label[i] >= classes) {
+        Fail("label ", label[i], " of row ", i, " is out of range [0, ", classes, ")");
+      }
+    }
+    T* loss = ctx.allocate_output(0, {batch}).as<T>();
+    T* backprop = ctx.allocate_output(1, features.dims).as<T>();
+    const T* f = features.as<T>();
+    ParallelFor(batch, classes * 20, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const T* row = f + i * classes;
+        const auto [max, log_sum] = LogSumExp(row, classes);
+        for (int64_t j = 0; j < classes; ++j) {
+          const double shifted = static_cast<double>(row[j]) - static_cast<double>(max);
+          backprop[i * classes + j] = static_cast<T>(std::exp(shifted - log_sum) - (j == label[i] ? 1 : 0));
+        }
+        loss[i] = static_cast<T>(log_sum - (static_cast<double>(row[label[i]]) - static_cast<double>(max)));
+      }
+    });
+  }
+};
+
+}  // namespace
+
+void RegisterNnKernels(KernelRegistry& r) {
+  auto add = [&r]<class T>() {
+    const weft_dtype_t t = DtypeOf<T>();
+    r.Add<FusedBatchNormKernel<T>>("FusedBatchNorm", {{"T", t}});
+    r.Add<LayerNormKernel<T>>("LayerNorm", {{"T", t}});
+    r.Add<SoftmaxKernel<T, false>>("Softmax", {{"T", t}});
+    r.Add<SoftmaxKernel<T, true>>("LogSoftmax", {{"T", t}});
+    r.Add<SoftmaxXentKernel<T>>("SoftmaxCrossEntropyWithLogits", {{"T", t}});
+    r.Add<SparseSoftmaxXentKernel<T, int32_t>>("SparseSoftmaxCrossEntropyWithLogits",
+                                               {{"T", t}, {"Tlabels", WEFT_DTYPE_I32}});
+    r.Add<SparseSoftmaxXentKernel<T, int64_t>>("SparseSoftmaxCrossEntropyWithLogits",
+                                               {{"T", t}, {"Tlabels", WEFT_DTYPE_I64}});
+  };
+  add.template operator()<float>();
+  add.template operator()<double>();
+  RegisterNnConvKernels(r);
+}
 
 }  // namespace weft::cpu

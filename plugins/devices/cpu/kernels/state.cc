@@ -24,6 +24,15 @@ T AddOne(T a, T b, bool subtract) {
   }
 }
 
+// The graph does not carry a handle's dtype, so a kernel's dtype attr may
+// disagree with the variable it is given; reading it as another type would
+// run past its memory.
+void CheckVariableDtype(const Context& ctx, const Tensor& var, weft_dtype_t dtype) {
+  if (var.dtype != dtype) {
+    Fail("variable '", ctx.variable_name(0), "' holds ", weft_dtype_name(var.dtype), ", not ", weft_dtype_name(dtype));
+  }
+}
+
 template <class T, bool kSubtract>
 class AssignUpdateKernel {
  public:
@@ -31,6 +40,7 @@ class AssignUpdateKernel {
   void Compute(Context& ctx) {
     const Tensor delta = ctx.input(1);
     Tensor var = ctx.lock_variable(0, /*exclusive=*/true);
+    CheckVariableDtype(ctx, var, DtypeOf<T>());
     if (var.dims != delta.dims) {
       Fail(kSubtract ? "AssignSub" : "AssignAdd", " to variable '", ctx.variable_name(0), "' of shape ",
            DimsString(var.dims), " with a value of shape ", DimsString(delta.dims));
@@ -55,10 +65,11 @@ int64_t CheckedIndex(const Index* indices, int64_t i, int64_t limit, const std::
 template <class Index>
 class ResourceGatherKernel {
  public:
-  explicit ResourceGatherKernel(const InitContext&) {}
+  explicit ResourceGatherKernel(const InitContext& init) : dtype_(init.output_dtype(0)) {}
   void Compute(Context& ctx) {
     const Tensor indices = ctx.input(1);
     Tensor var = ctx.lock_variable(0, /*exclusive=*/false);
+    CheckVariableDtype(ctx, var, dtype_);
     if (var.rank() < 1) Fail("cannot gather rows of the scalar variable '", ctx.variable_name(0), "'");
     Dims out_dims = indices.dims;
     out_dims.insert(out_dims.end(), var.dims.begin() + 1, var.dims.end());
@@ -74,6 +85,9 @@ class ResourceGatherKernel {
       std::memcpy(dst + static_cast<std::size_t>(i) * row_bytes, src + static_cast<std::size_t>(r) * row_bytes, row_bytes);
     }
   }
+
+ private:
+  weft_dtype_t dtype_;
 };
 
 template <class T, class Index>
@@ -83,6 +97,7 @@ class ResourceScatterAddKernel {
   void Compute(Context& ctx) {
     const Tensor indices = ctx.input(1), updates = ctx.input(2);
     Tensor var = ctx.lock_variable(0, /*exclusive=*/true);
+    CheckVariableDtype(ctx, var, DtypeOf<T>());
     if (var.rank() < 1) Fail("cannot scatter into the scalar variable '", ctx.variable_name(0), "'");
     Dims expect = indices.dims;
     expect.insert(expect.end(), var.dims.begin() + 1, var.dims.end());

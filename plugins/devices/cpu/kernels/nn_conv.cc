@@ -1,0 +1,595 @@
+// Convolution, pooling and BiasAdd kernels, with TensorFlow's semantics:
+// NHWC or NCHW data, strides/dilations/ksize in data_format order, SAME
+// padding split with the odd element after, AvgPool over the in-bounds
+// elements only.
+//
+// f32 Conv2D, MaxPool and AvgPool go to oneDNN with the data in its own
+// layout (nhwc or nchw tags, so src and dst need no reorder), primitives
+// cached per input shape in the kernel. Conv2D lets oneDNN pick the
+// weights' layout (plain HWIO weights would send it to a gemm-based
+// implementation two to three times slower) and keeps the reordered filter
+// for as long as the filter's bytes do not change. f64, DepthwiseConv2D
+// and any shape oneDNN declines use direct loops over NHWC, NCHW data
+// being transposed around them (or, for pooling, viewed as [N*C, H, W, 1]).
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+
+#include "../kernel_framework.h"
+
+namespace weft::cpu {
+namespace {
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN runs on OpenMP, whose thread count is per calling thread: set it
+// once on every thread that runs a oneDNN kernel.
+void UseIntraOpThreads() {
+  thread_local bool set = false;
+  if (!set) {
+    omp_set_num_threads(sdk::host()->intra_op_threads());
+    set = true;
+  }
+}
+
+dnnl::stream& Stream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+// --- Window geometry -----------------------------------------------------------------
+
+// The attrs the convolutions and poolings share, spatial entries only.
+struct WindowAttrs {
+  bool nchw = false;
+  bool same = false;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+};
+
+// The (height, width) entries of a 4-entry window attr, checked as the
+// shape function does.
+std::pair<int64_t, int64_t> SpatialAttr(const InitContext& init, const char* name, bool nchw) {
+  const std::vector<int64_t> v = init.Ints(name);
+  if (v.size() != 4) Fail("attr '", name, "' must have 4 entries, got ", v.size());
+  for (int64_t x : v) {
+    if (x < 1) Fail("attr '", name, "' entries must be >= 1, got ", DimsString(v));
+  }
+  if (v[0] != 1 || v[nchw ? 1 : 3] != 1) {
+    Fail("attr '", name, "' must be 1 in the batch and channel dimensions, got ", DimsString(v));
+  }
+  return nchw ? std::make_pair(v[2], v[3]) : std::make_pair(v[1], v[2]);
+}
+
+WindowAttrs ReadWindowAttrs(const InitContext& init, bool dilations) {
+  WindowAttrs a;
+  a.nchw = init.String("data_format") == "NCHW";
+  a.same = init.String("padding") == "SAME";
+  std::tie(a.stride_h, a.stride_w) = SpatialAttr(init, "strides", a.nchw);
+  if (dilations) std::tie(a.dilation_h, a.dilation_w) = SpatialAttr(init, "dilations", a.nchw);
+  return a;
+}
+
+// Everything about one window op's shapes, in NHWC terms.
+struct Geometry {
+  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0;
+  int64_t window_h = 0, window_w = 0;
+  int64_t out_h = 0, out_w = 0, out_channels = 0;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+
+  Dims OutputDims(bool nchw) const {
+    return nchw ? Dims{batch, out_channels, out_h, out_w} : Dims{batch, out_h, out_w, out_channels};
+  }
+};
+
+// Output size and padding of one spatial dimension, as TensorFlow
+// computes them: SAME gives ceil(in / stride) outputs, padding split with
+// any odd element after.
+void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
+                   int64_t& out, int64_t& pad_before, int64_t& pad_after) {
+  const int64_t effective = (window - 1) * dilation + 1;
+  if (!same) {
+    if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
+    out = (in - effective) / stride + 1;
+    pad_before = pad_after = 0;
+    return;
+  }
+  out = (in + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
+  pad_before = total / 2;
+  pad_after = total - pad_before;
+}
+
+Geometry MakeGeometry(const WindowAttrs& a, const Tensor& input, int64_t window_h, int64_t window_w,
+                      int64_t out_channels) {
+  if (input.rank() != 4) Fail("the input must have rank 4, got ", DimsString(input.dims));
+  if (window_h < 1 || window_w < 1) Fail("the window must be at least 1x1, got ", window_h, "x", window_w);
+  Geometry g;
+  g.batch = input.dim(0);
+  g.channels = input.dim(a.nchw ? 1 : 3);
+  g.in_h = input.dim(a.nchw ? 2 : 1);
+  g.in_w = input.dim(a.nchw ? 3 : 2);
+  g.window_h = window_h;
+  g.window_w = window_w;
+  g.out_channels = out_channels;
+  g.stride_h = a.stride_h;
+  g.stride_w = a.stride_w;
+  g.dilation_h = a.dilation_h;
+  g.dilation_w = a.dilation_w;
+  SpatialWindow("height", g.in_h, window_h, g.stride_h, g.dilation_h, a.same, g.out_h, g.pad_top, g.pad_bottom);
+  SpatialWindow("width", g.in_w, window_w, g.stride_w, g.dilation_w, a.same, g.out_w, g.pad_left, g.pad_right);
+  return g;
+}
+
+// Checks a convolution's input and filter; the geometry for them.
+Geometry ConvGeometry(const WindowAttrs& a, const Tensor& input, const Tensor& filter, bool depthwise) {
+  if (input.rank() != 4 || filter.rank() != 4) {
+    Fail("input and filter must have rank 4, got ", DimsString(input.dims), " and ", DimsString(filter.dims));
+  }
+  const int64_t channels = input.dim(a.nchw ? 1 : 3);
+  if (channels != filter.dim(2)) {
+    Fail("the input has ", channels, " channels (", a.nchw ? "NCHW " : "NHWC ", DimsString(input.dims),
+         ") but the filter expects ", filter.dim(2), " (", DimsString(filter.dims), ")");
+  }
+  return MakeGeometry(a, input, filter.dim(0), filter.dim(1), depthwise ? channels * filter.dim(3) : filter.dim(3));
+}
+
+// --- Layout changes and caches -------------------------------------------------------
+
+// [N, C, HW] -> [N, HW, C].
+template <class T>
+void NchwToNhwc(const T* in, T* out, int64_t n, int64_t c, int64_t hw) {
+  ParallelFor(n * hw, c, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const T* src = in + (i / hw) * c * hw + i % hw;
+      T* dst = out + i * c;
+      for (int64_t k = 0; k < c; ++k) dst[k] = src[k * hw];
+    }
+  });
+}
+
+// [N, HW, C] -> [N, C, HW].
+template <class T>
+void NhwcToNchw(const T* in, T* out, int64_t n, int64_t c, int64_t hw) {
+  ParallelFor(n * c, hw, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const T* src = in + (i / c) * hw * c + i % c;
+      T* dst = out + i * hw;
+      for (int64_t p = 0; p < hw; ++p) dst[p] = src[p * c];
+    }
+  });
+}
+
+// Runs fn(nhwc_input, nhwc_output) on the data of a window op, through
+// NHWC copies when the data is NCHW.
+template <class T, class Fn>
+void InNhwc(Context& ctx, const Geometry& g, bool nchw, const Tensor& input, Tensor& output, Fn&& fn) {
+  if (!nchw) {
+    fn(input.as<T>(), output.as<T>());
+    return;
+  }
+  Tensor in = ctx.allocate_temp(DtypeOf<T>(), {g.batch, g.in_h, g.in_w, g.channels});
+  Tensor out = ctx.allocate_temp(DtypeOf<T>(), {g.batch, g.out_h, g.out_w, g.out_channels});
+  NchwToNhwc(input.as<T>(), in.as<T>(), g.batch, g.channels, g.in_h * g.in_w);
+  fn(static_cast<const T*>(in.as<T>()), out.as<T>());
+  NhwcToNchw(out.as<T>(), output.as<T>(), g.batch, g.out_channels, g.out_h * g.out_w);
+}
+
+// oneDNN primitives of one node by shape; a null entry remembers a shape
+// oneDNN declined, for the direct loops.
+template <class P>
+class PrimitiveCache {
+ public:
+  P* Get(const Dims& key, const Geometry& g, bool nchw) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second.get();
+    std::unique_ptr<P> prim;
+    try {
+      prim = std::make_unique<P>(g, nchw);
+    } catch (const dnnl::error&) {
+      prim = nullptr;
+    }
+    return cache_.emplace(key, std::move(prim)).first->second.get();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Dims, std::unique_ptr<P>> cache_;
+};
+
+dnnl::memory::desc DataDesc(int64_t n, int64_t c, int64_t h, int64_t w, bool nchw) {
+  using tag = dnnl::memory::format_tag;
+  return dnnl::memory::desc({n, c, h, w}, dnnl::memory::data_type::f32, nchw ? tag::nchw : tag::nhwc);
+}
+
+// --- Convolution -----------------------------------------------------------------------
+
+// An f32 oneDNN convolution for one geometry, created once. oneDNN picks
+// the weights' layout; the HWIO filter reordered into it is kept with a
+// copy of the bytes it came from and reused while the filter's bytes are
+// unchanged (a comparison costs less than a reorder, which is a parallel
+// region of its own).
+class DnnlConv {
+ public:
+  DnnlConv(const Geometry& g, bool nchw) {
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::dims weights_dims = {g.out_channels, g.channels, g.window_h, g.window_w};
+    src_md_ = DataDesc(g.batch, g.channels, g.in_h, g.in_w, nchw);
+    dst_md_ = DataDesc(g.batch, g.out_channels, g.out_h, g.out_w, nchw);
+    filter_md_ = dnnl::memory::desc(weights_dims, dnnl::memory::data_type::f32, tag::hwio);
+    const dnnl::memory::desc any_weights(weights_dims, dnnl::memory::data_type::f32, tag::any);
+    auto desc = dnnl::convolution_forward::desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md_, any_weights, dst_md_,
+        {g.stride_h, g.stride_w}, {g.dilation_h - 1, g.dilation_w - 1}, {g.pad_top, g.pad_left},
+        {g.pad_bottom, g.pad_right});
+    dnnl::convolution_forward::primitive_desc pd(desc, Engine());
+    weights_md_ = pd.weights_desc();
+    primitive_ = dnnl::convolution_forward(pd);
+    if (weights_md_ != filter_md_) {
+      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), filter_md_, Engine(), weights_md_));
+    }
+  }
+
+  void Run(const void* input, const void* filter, void* output) {
+    UseIntraOpThreads();
+    dnnl::stream& stream = Stream();
+    dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
+    dnnl::memory dst(dst_md_, Engine(), output);
+    if (weights_md_ == filter_md_) {
+      dnnl::memory weights(filter_md_, Engine(), const_cast<void*>(filter));
+      primitive_.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    } else {
+      const std::shared_ptr<const Reordered> weights = Weights(filter, stream);
+      primitive_.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights->weights}, {DNNL_ARG_DST, dst}});
+    }
+    stream.wait();
+  }
+
+ private:
+  struct Reordered {
+    std::vector<unsigned char> filter;  // the HWIO bytes |weights| came from
+    dnnl::memory weights;
+  };
+
+  // The reordered weights of |filter|, from the last call when its bytes
+  // have not changed. Shared so a concurrent call may replace them while
+  // this one still runs with them.
+  std::shared_ptr<const Reordered> Weights(const void* filter, dnnl::stream& stream) {
+    const auto* bytes = static_cast<const unsigned char*>(filter);
+    const std::size_t size = filter_md_.get_size();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (reordered_ == nullptr || std::memcmp(reordered_->filter.data(), bytes, size) != 0) {
+      auto fresh = std::make_shared<Reordered>();
+      fresh->filter.assign(bytes, bytes + size);
+      fresh->weights = dnnl::memory(weights_md_, Engine());
+      dnnl::memory user(filter_md_, Engine(), fresh->filter.data());
+      reorder_.execute(stream, user, fresh->weights);
+      stream.wait();
+      reordered_ = std::move(fresh);
+    }
+    return reordered_;
+  }
+
+  dnnl::memory::desc src_md_, dst_md_, filter_md_, weights_md_;
+  dnnl::convolution_forward primitive_;
+  dnnl::reorder reorder_;
+  std::mutex mutex_;
+  std::shared_ptr<const Reordered> reordered_;
+};
+
+// out[n, oh, ow, o] = sum over (kh, kw, c) of in[n, ih, iw, c] * filter[kh, kw, c, o]
+// with ih = oh * stride - pad + kh * dilation (likewise iw), for NHWC data and
+// an HWIO filter. One output row per task; the innermost loop runs along
+// the contiguous output channels.
+template <class T>
+void DirectConv(const Geometry& g, const T* input, const T* filter, T* output) {
+  const int64_t row_size = g.out_w * g.out_channels;
+  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w * g.channels / 4, 1);
+  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = row / g.out_h, oh = row % g.out_h;
+      T* out_row = output + row * row_size;
+      std::fill(out_row, out_row + row_size, T(0));
+      for (int64_t kh = 0; kh < g.window_h; ++kh) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.in_h) continue;
+        const T* in_row = input + (n * g.in_h + ih) * g.in_w * g.channels;
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          T* acc = out_row + ow * g.out_channels;
+          for (int64_t kw = 0; kw < g.window_w; ++kw) {
+            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            if (iw < 0 || iw >= g.in_w) continue;
+            const T* pixel = in_row + iw * g.channels;
+            const T* taps = filter + (kh * g.window_w + kw) * g.channels * g.out_channels;
+            for (int64_t c = 0; c < g.channels; ++c) {
+              const T x = pixel[c];
+              const T* f = taps + c * g.out_channels;
+              for (int64_t o = 0; o < g.out_channels; ++o) acc[o] += x * f[o];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// Depthwise: out[n, oh, ow, c * M + m] = sum over (kh, kw) of
+// in[n, ih, iw, c] * filter[kh, kw, c, m], NHWC data.
+template <class T>
+void DirectDepthwiseConv(const Geometry& g, int64_t multiplier, const T* input, const T* filter, T* output) {
+  const int64_t row_size = g.out_w * g.out_channels;
+  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w / 4, 1);
+  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = row / g.out_h, oh = row % g.out_h;
+      T* out_row = output + row * row_size;
+      std::fill(out_row, out_row + row_size, T(0));
+      for (int64_t kh = 0; kh < g.window_h; ++kh) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+        if (ih < 0 || ih >= g.in_h) continue;
+        const T* in_row = input + (n * g.in_h + ih) * g.in_w * g.channels;
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          T* acc = out_row + ow * g.out_channels;
+          for (int64_t kw = 0; kw < g.window_w; ++kw) {
+            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
+            if (iw < 0 || iw >= g.in_w) continue;
+            const T* pixel = in_row + iw * g.channels;
+            const T* taps = filter + (kh * g.window_w + kw) * g.out_channels;
+            if (multiplier == 1) {
+              for (int64_t c = 0; c < g.channels; ++c) acc[c] += pixel[c] * taps[c];
+            } else {
+              for (int64_t c = 0; c < g.channels; ++c) {
+                const T x = pixel[c];
+                for (int64_t m = 0; m < multiplier; ++m) acc[c * multiplier + m] += x * taps[c * multiplier + m];
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+class Conv2DKernel {
+ public:
+  explicit Conv2DKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*dilations=*/true)) {}
+
+  void Compute(Context& ctx) {
+    const Tensor input = ctx.input(0), filter = ctx.input(1);
+    const Geometry g = ConvGeometry(attrs_, input, filter, /*depthwise=*/false);
+    Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    if (output.num_elements == 0) return;
+    if (g.channels == 0) {  // an empty sum
+      std::fill(output.as<T>(), output.as<T>() + output.num_elements, T(0));
+      return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      Dims key = input.dims;
+      key.insert(key.end(), filter.dims.begin(), filter.dims.end());
+      if (DnnlConv* conv = cache_.Get(key, g, attrs_.nchw)) {
+        conv->Run(input.data, filter.data, output.data);
+        return;
+      }
+    }
+    InNhwc<T>(ctx, g, attrs_.nchw, input, output,
+              [&](const T* in, T* out) { DirectConv<T>(g, in, filter.as<T>(), out); });
+  }
+
+ private:
+  WindowAttrs attrs_;
+  PrimitiveCache<DnnlConv> cache_;
+};
+
+template <class T>
+class DepthwiseConv2DKernel {
+ public:
+  explicit DepthwiseConv2DKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*dilations=*/true)) {}
+
+  void Compute(Context& ctx) {
+    const Tensor input = ctx.input(0), filter = ctx.input(1);
+    const Geometry g = ConvGeometry(attrs_, input, filter, /*depthwise=*/true);
+    Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    if (output.num_elements == 0) return;
+    InNhwc<T>(ctx, g, attrs_.nchw, input, output, [&](const T* in, T* out) {
+      DirectDepthwiseConv<T>(g, filter.dim(3), in, filter.as<T>(), out);
+    });
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
+// --- Pooling ---------------------------------------------------------------------------
+
+// An f32 oneDNN pooling for one geometry, created once.
+template <bool kMax>
+class DnnlPool {
+ public:
+  DnnlPool(const Geometry& g, bool nchw) {
+    src_md_ = DataDesc(g.batch, g.channels, g.in_h, g.in_w, nchw);
+    dst_md_ = DataDesc(g.batch, g.channels, g.out_h, g.out_w, nchw);
+    auto desc = dnnl::pooling_forward::desc(
+        dnnl::prop_kind::forward_inference,
+        kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, src_md_, dst_md_,
+        {g.stride_h, g.stride_w}, {g.window_h, g.window_w}, {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
+    primitive_ = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(desc, Engine()));
+  }
+
+  void Run(const void* input, void* output) const {
+    UseIntraOpThreads();
+    dnnl::stream& stream = Stream();
+    dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
+    dnnl::memory dst(dst_md_, Engine(), output);
+    primitive_.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+  }
+
+ private:
+  dnnl::memory::desc src_md_, dst_md_;
+  dnnl::pooling_forward primitive_;
+};
+
+// Max or average over each window of NHWC data; the average is over the
+// window's in-bounds elements (SAME windows always hold at least one).
+template <class T, bool kMax>
+void DirectPool(const Geometry& g, const T* input, T* output) {
+  const int64_t row_size = g.out_w * g.channels;
+  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w / 4, 1);
+  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = row / g.out_h, oh = row % g.out_h;
+      const int64_t h0 = oh * g.stride_h - g.pad_top;
+      const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + g.window_h, g.in_h);
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const int64_t w0 = ow * g.stride_w - g.pad_left;
+        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min(w0 + g.window_w, g.in_w);
+        T* acc = output + row * row_size + ow * g.channels;
+        std::fill(acc, acc + g.channels, kMax ? -std::numeric_limits<T>::infinity() : T(0));
+        for (int64_t ih = h_begin; ih < h_end; ++ih) {
+          for (int64_t iw = w_begin; iw < w_end; ++iw) {
+            const T* pixel = input + ((n * g.in_h + ih) * g.in_w + iw) * g.channels;
+            for (int64_t c = 0; c < g.channels; ++c) {
+              if constexpr (kMax) {
+                acc[c] = std::max(acc[c], pixel[c]);
+              } else {
+                acc[c] += pixel[c];
+              }
+            }
+          }
+        }
+        if constexpr (!kMax) {
+          const T count = static_cast<T>((h_end - h_begin) * (w_end - w_begin));
+          for (int64_t c = 0; c < g.channels; ++c) acc[c] /= count;
+        }
+      }
+    }
+  });
+}
+
+template <class T, bool kMax>
+class PoolKernel {
+ public:
+  explicit PoolKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*dilations=*/false)) {
+    std::tie(window_h_, window_w_) = SpatialAttr(init, "ksize", attrs_.nchw);
+  }
+
+  void Compute(Context& ctx) {
+    const Tensor input = ctx.input(0);
+    Geometry g = MakeGeometry(attrs_, input, window_h_, window_w_, 0);
+    g.out_channels = g.channels;
+    Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    if (output.num_elements == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (const DnnlPool<kMax>* pool = cache_.Get(input.dims, g, attrs_.nchw)) {
+        pool->Run(input.data, output.data);
+        return;
+      }
+    }
+    if (attrs_.nchw) {
+      // Each channel plane pools alone: NCHW is NHWC with N*C images of one channel.
+      g.batch *= g.channels;
+      g.channels = g.out_channels = 1;
+    }
+    DirectPool<T, kMax>(g, input.as<T>(), output.as<T>());
+  }
+
+ private:
+  WindowAttrs attrs_;
+  int64_t window_h_ = 1, window_w_ = 1;
+  PrimitiveCache<DnnlPool<kMax>> cache_;
+};
+
+// --- BiasAdd ---------------------------------------------------------------------------
+
+// a + b; integers wrap (through the unsigned type), 16-bit floats add in float.
+template <class T>
+T AddBias(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return StoreAs<T>(Load(a) + Load(b));
+  }
+}
+
+template <class T>
+class BiasAddKernel {
+ public:
+  explicit BiasAddKernel(const InitContext& init) : nchw_(init.String("data_format") == "NCHW") {}
+
+  void Compute(Context& ctx) {
+    const Tensor value = ctx.input(0), bias = ctx.input(1);
+    if (value.rank() < 2) Fail("value must have rank >= 2, got ", DimsString(value.dims));
+    if (bias.rank() != 1) Fail("bias must be 1-D, got ", DimsString(bias.dims));
+    const int axis = nchw_ ? 1 : value.rank() - 1;
+    const int64_t channels = value.dim(axis);
+    if (bias.dim(0) != channels) {
+      Fail("bias has ", bias.dim(0), " elements but value has ", channels, " channels (", DimsString(value.dims),
+           ", ", nchw_ ? "NCHW" : "NHWC", ")");
+    }
+    // value is [outer, channels, inner].
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; ++i) outer *= value.dim(i);
+    for (int i = axis + 1; i < value.rank(); ++i) inner *= value.dim(i);
+    Tensor output = ctx.allocate_output(0, value.dims);
+    const T* in = value.as<T>();
+    const T* b = bias.as<T>();
+    T* out = output.as<T>();
+    if (inner == 1) {
+      ParallelFor(outer, channels, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          for (int64_t c = 0; c < channels; ++c) out[i * channels + c] = AddBias(in[i * channels + c], b[c]);
+        }
+      });
+    } else {
+      ParallelFor(outer * channels, inner, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const T bc = b[row % channels];
+          for (int64_t i = row * inner; i < (row + 1) * inner; ++i) out[i] = AddBias(in[i], bc);
+        }
+      });
+    }
+  }
+
+ private:
+  bool nchw_;
+};
+
+}  // namespace
+
+void RegisterNnConvKernels(KernelRegistry& r) {
+  auto add_float = [&r]<class T>() {
+    r.Add<Conv2DKernel<T>>("Conv2D", {{"T", DtypeOf<T>()}});
+    r.Add<DepthwiseConv2DKernel<T>>("DepthwiseConv2D", {{"T", DtypeOf<T>()}});
+    r.Add<PoolKernel<T, true>>("MaxPool", {{"T", DtypeOf<T>()}});
+    r.Add<PoolKernel<T, false>>("AvgPool", {{"T", DtypeOf<T>()}});
+  };
+  add_float.template operator()<float>();
+  add_float.template operator()<double>();
+  auto add_bias = [&r]<class T>() { r.Add<BiasAddKernel<T>>("BiasAdd", {{"T", DtypeOf<T>()}}); };
+  add_bias.template operator()<float>();
+  add_bias.template operator()<double>();
+  add_bias.template operator()<Half>();
+  add_bias.template operator()<BFloat16>();
+  add_bias.template operator()<int8_t>();
+  add_bias.template operator()<int16_t>();
+  add_bias.template operator()<int32_t>();
+  add_bias.template operator()<int64_t>();
+  add_bias.template operator()<uint8_t>();
+}
+
+}  // namespace weft::cpu

@@ -1,0 +1,250 @@
+// Weft's benchmarks, each against a peer measured in the same process:
+//
+//   matmul_256/1024/2048  GFLOP/s of a MatMul through a Session vs OpenBLAS
+//                         cblas_sgemm called directly
+//   conv_lenet, conv_resnet
+//                         GFLOP/s of a Conv2D through a Session vs oneDNN's
+//                         convolution called directly (weights reordered
+//                         once, outside the timed loop)
+//   executor_chain        microseconds per node of a 10,000-node chain
+//   executor_fanout       microseconds per node of 10,000 independent nodes
+//   run_trivial           microseconds per Session::Run of a one-op graph
+//
+// Each prints one line: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
+// with medians of repeated runs; speedup > 1 means Weft is ahead (for
+// times, peer / weft; for rates, weft / peer). Both sides use the same
+// number of threads (the cores this process may use).
+//
+//   weft_bench NAME [--repeats N]
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+
+#include "core/base/thread_pool.h"
+#include "core/ops/generated_ops.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/session.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace weft::bench {
+namespace {
+
+int g_repeats = 0;  // 0: each benchmark's default
+
+double Seconds(const std::function<void()>& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The median of |repeats| timings of |fn| after |warmup| untimed calls.
+double Median(int repeats, int warmup, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> times;
+  for (int i = 0; i < (g_repeats > 0 ? g_repeats : repeats); ++i) times.push_back(Seconds(fn));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void Print(const std::string& name, double weft, double peer, const std::string& unit, bool higher_is_better) {
+  char line[256];
+  if (peer > 0) {
+    const double speedup = higher_is_better ? weft / peer : peer / weft;
+    std::snprintf(line, sizeof line, "BENCH %s weft=%.4g peer=%.4g unit=%s speedup=%.3f", name.c_str(), weft, peer,
+                  unit.c_str(), speedup);
+  } else {
+    std::snprintf(line, sizeof line, "BENCH %s weft=%.4g unit=%s", name.c_str(), weft, unit.c_str());
+  }
+  std::cout << line << std::endl;
+}
+
+// The CPU device, loaded from the plugins next to libweft.
+class Env {
+ public:
+  Env() {
+    auto config = config::DefaultConfig();
+    host_ = std::make_unique<plugin::PluginHost>(*config);
+    Check(host_->LoadAll());
+    auto devices = runtime::DeviceSet::Open(*host_);
+    Check(devices.status());
+    devices_ = std::move(*devices);
+  }
+  std::unique_ptr<runtime::Session> Session(const GraphBuilder& b) {
+    auto graph = b.Build();
+    Check(graph.status());
+    auto session = runtime::Session::Create(std::move(*graph), devices_);
+    Check(session.status());
+    return std::move(*session);
+  }
+  static void Check(const Status& s) {
+    if (!s.ok()) {
+      std::cerr << "weft_bench: " << s.ToString() << "\n";
+      std::exit(2);
+    }
+  }
+
+ private:
+  std::unique_ptr<plugin::PluginHost> host_;
+  std::shared_ptr<runtime::DeviceSet> devices_;
+};
+
+Tensor Random(const Shape& shape, uint32_t seed) {
+  Tensor t = *Tensor::Allocate(DType::kF32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+void MatMul(Env& env, int n) {
+  Tensor a = Random(Shape{n, n}, 1), b = Random(Shape{n, n}, 2);
+  GraphBuilder g;
+  ops::MatMul(g, g.Placeholder(DType::kF32, Shape{n, n}, "a"), g.Placeholder(DType::kF32, Shape{n, n}, "b"), {}, "c");
+  auto session = env.Session(g);
+  std::vector<Tensor> out;
+  const int repeats = n <= 256 ? 200 : (n <= 1024 ? 20 : 7);
+  const double weft = Median(repeats, 3, [&] { Env::Check(session->Run({{"a", a}, {"b", b}}, {"c"}, {}, &out)); });
+  std::vector<float> c(static_cast<std::size_t>(n) * n);
+  openblas_set_num_threads(AvailableCores());
+  const double peer = Median(repeats, 3, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n,
+                0.0f, c.data(), n);
+  });
+  const double flops = 2.0 * n * n * n;
+  Print("matmul_" + std::to_string(n), flops / weft / 1e9, flops / peer / 1e9, "GFLOP/s", true);
+}
+
+// oneDNN's convolution called directly: the best straightforward use,
+// with the weights in oneDNN's preferred layout prepared once.
+double OneDnnConv(const Tensor& input, const Tensor& filter, int repeats) {
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const int64_t n = input.dim(0), h = input.dim(1), w = input.dim(2), c = input.dim(3);
+  const int64_t kh = filter.dim(0), kw = filter.dim(1), k = filter.dim(3);
+  const int64_t pad_top = (kh - 1) / 2, pad_left = (kw - 1) / 2;
+  const dnnl::memory::dims src_dims = {n, c, h, w}, wei_dims = {k, c, kh, kw}, dst_dims = {n, k, h, w};
+  dnnl::memory::desc src_md(src_dims, dt::f32, tag::nhwc), dst_md(dst_dims, dt::f32, tag::nhwc);
+  dnnl::memory::desc wei_any(wei_dims, dt::f32, tag::any);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
+                                       wei_any, dst_md, {1, 1}, {pad_top, pad_left},
+                                       {kh - 1 - pad_top, kw - 1 - pad_left});
+  dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  dnnl::memory user_weights({wei_dims, dt::f32, tag::hwio}, engine, filter.raw_data());
+  dnnl::memory weights(pd.weights_desc(), engine);
+  dnnl::reorder(user_weights, weights).execute(stream, user_weights, weights);
+  stream.wait();
+  dnnl::memory src(src_md, engine, input.raw_data());
+  std::vector<float> out(static_cast<std::size_t>(n * h * w * k));
+  dnnl::memory dst(dst_md, engine, out.data());
+  dnnl::convolution_forward conv(pd);
+  return Median(repeats, 3, [&] {
+    conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+  });
+}
+
+void Conv(Env& env, const std::string& name, const Shape& in_shape, const Shape& filter_shape, int repeats) {
+  Tensor input = Random(in_shape, 3), filter = Random(filter_shape, 4);
+  GraphBuilder g;
+  ops::Conv2DAttrs attrs;
+  attrs.padding = "SAME";
+  ops::Conv2D(g, g.Placeholder(DType::kF32, in_shape, "x"), g.Const(filter, "w"), attrs, "y");
+  auto session = env.Session(g);
+  std::vector<Tensor> out;
+  const double weft = Median(repeats, 3, [&] { Env::Check(session->Run({{"x", input}}, {"y"}, {}, &out)); });
+  const double peer = OneDnnConv(input, filter, repeats);
+  const double flops = 2.0 * static_cast<double>(in_shape.dim(0) * in_shape.dim(1) * in_shape.dim(2)) *
+                       static_cast<double>(filter_shape.dim(0) * filter_shape.dim(1) * filter_shape.dim(2) *
+                                           filter_shape.dim(3));
+  Print(name, flops / weft / 1e9, flops / peer / 1e9, "GFLOP/s", true);
+}
+
+void ExecutorChain(Env& env) {
+  constexpr int kNodes = 10000;
+  GraphBuilder g;
+  Output x = g.Placeholder(DType::kF32, Shape{}, "x");
+  for (int i = 0; i < kNodes; ++i) x = ops::Neg(g, x);
+  ops::Identity(g, x, "out");
+  auto session = env.Session(g);
+  std::vector<Tensor> out;
+  const Tensor one = Tensor::Scalar<float>(1);
+  const double t = Median(21, 3, [&] { Env::Check(session->Run({{"x", one}}, {"out"}, {}, &out)); });
+  Print("executor_chain", t / kNodes * 1e6, 0, "us_per_node", false);
+}
+
+void ExecutorFanout(Env& env) {
+  constexpr int kNodes = 10000;
+  GraphBuilder g;
+  Output x = g.Placeholder(DType::kF32, Shape{}, "x");
+  std::vector<Output> nodes;
+  for (int i = 0; i < kNodes; ++i) nodes.push_back(ops::Neg(g, x));
+  {
+    auto deps = g.ControlDependencies(nodes);
+    ops::NoOp(g, "all");
+  }
+  auto session = env.Session(g);
+  const Tensor one = Tensor::Scalar<float>(1);
+  const double t = Median(21, 3, [&] { Env::Check(session->Run({{"x", one}}, {}, {"all"}, nullptr)); });
+  Print("executor_fanout", t / kNodes * 1e6, 0, "us_per_node", false);
+}
+
+void RunTrivial(Env& env) {
+  GraphBuilder g;
+  ops::Neg(g, g.Placeholder(DType::kF32, Shape{}, "x"), "y");
+  auto session = env.Session(g);
+  std::vector<Tensor> out;
+  const Tensor one = Tensor::Scalar<float>(1);
+  constexpr int kBatch = 1000;
+  const double t = Median(15, 2, [&] {
+    for (int i = 0; i < kBatch; ++i) Env::Check(session->Run({{"x", one}}, {"y"}, {}, &out));
+  });
+  Print("run_trivial", t / kBatch * 1e6, 0, "us_per_run", false);
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help") {
+    std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
+                 "conv_resnet executor_chain executor_fanout run_trivial\n";
+    return argc < 2 ? 1 : 0;
+  }
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--repeats") g_repeats = std::atoi(argv[i + 1]);
+  }
+  SetLogLevel(LogLevel::kWarning);
+  Env env;
+  const std::string name = argv[1];
+  const std::map<std::string, std::function<void()>> benches = {
+      {"matmul_256", [&] { MatMul(env, 256); }},
+      {"matmul_1024", [&] { MatMul(env, 1024); }},
+      {"matmul_2048", [&] { MatMul(env, 2048); }},
+      {"conv_lenet", [&] { Conv(env, "conv_lenet", Shape{64, 28, 28, 1}, Shape{5, 5, 1, 32}, 30); }},
+      {"conv_resnet", [&] { Conv(env, "conv_resnet", Shape{32, 56, 56, 64}, Shape{3, 3, 64, 64}, 7); }},
+      {"executor_chain", [&] { ExecutorChain(env); }},
+      {"executor_fanout", [&] { ExecutorFanout(env); }},
+      {"run_trivial", [&] { RunTrivial(env); }},
+  };
+  auto it = benches.find(name);
+  if (it == benches.end()) {
+    std::cerr << "weft_bench: unknown benchmark '" << name << "'\n";
+    return 1;
+  }
+  it->second();
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft::bench
+
+int main(int argc, char** argv) { return weft::bench::Main(argc, argv); }

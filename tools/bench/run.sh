@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs Weft's benchmarks, each against its peer in the same process, and
+# prints one line per benchmark:
+#   BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
+#
+#   tools/bench/run.sh                    every benchmark
+#   tools/bench/run.sh matmul_1024 ...    these only
+#   REPEATS=5 tools/bench/run.sh ...      fewer repeats (noisier)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout run_trivial)
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=("${all[@]}")
+if [ ! -x build/bin/weft_bench ] || [ -n "$(find core plugins tools -newer build/bin/weft_bench -name '*.cc' -print -quit)" ]; then
+  tools/setup.sh >/dev/null
+  cmake --build --preset release --target weft_bench >/dev/null
+fi
+echo "# $(date -u +%FT%TZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
+for name in "${names[@]}"; do
+  build/bin/weft_bench "$name" ${REPEATS:+--repeats "$REPEATS"}
+done
