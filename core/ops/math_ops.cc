@@ -78,7 +78,7 @@ constexpr Binary kCompare[] = {
 
 constexpr Unary kReduce[] = {
     {"Sum", "{numeric}", "Sum over the axes in 'axis' (every axis when it is empty); 0 for an empty set. Integers wrap on overflow."},
-    {"Mean", "{numeric}", "Arithmetic mean over the axes in 'axis' (every axis when it is empty). NaN over an empty set; integer means truncate toward zero."},
+    {"Mean", "{numeric}", "Arithmetic mean over the axes in 'axis' (every axis when it is empty). The mean of an empty set is NaN for floats and an error for integers; integer means are the exact mean truncated toward zero (the sum does not wrap)."},
     {"Max", "{numeric}", "Maximum over the axes in 'axis' (every axis when it is empty); NaN if any element is NaN. Reducing an empty set is an error (it has no identity)."},
     {"Min", "{numeric}", "Minimum over the axes in 'axis' (every axis when it is empty); NaN if any element is NaN. Reducing an empty set is an error (it has no identity)."},
     {"Prod", "{numeric}", "Product over the axes in 'axis' (every axis when it is empty); 1 for an empty set. Integers wrap on overflow."},

@@ -254,8 +254,9 @@ Status RegisterNnOps(OpRegistry& r) {
           .Doc("Batch normalisation per channel: y = (x - m) / sqrt(v + epsilon) * scale + offset. In training "
                "m and v are the batch's mean and (biased) variance over every axis but the channel's, and the "
                "outputs batch_mean and batch_variance give the mean and the unbiased variance for moving "
-               "averages; in inference m and v are the 'mean' and 'variance' inputs, passed through. x is "
-               "[N, C] or 4-D in data_format.")));
+               "averages (NaN for a channel of one element, as NumPy's ddof=1); in inference m and v are the "
+               "'mean' and 'variance' inputs, passed through. x is [N, C] or 4-D in data_format; the four "
+               "per-channel inputs always have C elements.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("LayerNorm")
           .Input("x: T")

@@ -72,8 +72,9 @@ TEST(PluginHost, LoadsTheCpuPlugin) {
   EXPECT_EQ(info.abi_major, 1u);
   EXPECT_EQ(info.abi_minor, 0u);
   EXPECT_FALSE(info.version.empty());
-  ASSERT_EQ(info.options.size(), 1u);
+  ASSERT_EQ(info.options.size(), 2u);
   EXPECT_EQ(info.options[0].key, "count");
+  EXPECT_EQ(info.options[1].key, "allocator_cache_mb");
   const DevicePlugin* cpu = host.devices().Find("CPU");
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(cpu->plugin_name(), "cpu");

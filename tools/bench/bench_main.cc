@@ -47,13 +47,33 @@ double Seconds(const std::function<void()>& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+double MedianOf(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 // The median of |repeats| timings of |fn| after |warmup| untimed calls.
 double Median(int repeats, int warmup, const std::function<void()>& fn) {
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> times;
   for (int i = 0; i < (g_repeats > 0 ? g_repeats : repeats); ++i) times.push_back(Seconds(fn));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return MedianOf(std::move(times));
+}
+
+// Medians of |weft| and |peer| timed alternately, so that a machine that
+// speeds up or slows down during the run affects both sides alike.
+std::pair<double, double> Interleaved(int repeats, int warmup, const std::function<void()>& weft,
+                                      const std::function<void()>& peer) {
+  for (int i = 0; i < warmup; ++i) {
+    weft();
+    peer();
+  }
+  std::vector<double> a, b;
+  for (int i = 0; i < (g_repeats > 0 ? g_repeats : repeats); ++i) {
+    a.push_back(Seconds(weft));
+    b.push_back(Seconds(peer));
+  }
+  return {MedianOf(std::move(a)), MedianOf(std::move(b))};
 }
 
 void Print(const std::string& name, double weft, double peer, const std::string& unit, bool higher_is_better) {
@@ -112,21 +132,23 @@ void MatMul(Env& env, int n) {
   ops::MatMul(g, g.Placeholder(DType::kF32, Shape{n, n}, "a"), g.Placeholder(DType::kF32, Shape{n, n}, "b"), {}, "c");
   auto session = env.Session(g);
   std::vector<Tensor> out;
-  const int repeats = n <= 256 ? 200 : (n <= 1024 ? 20 : 7);
-  const double weft = Median(repeats, 3, [&] { Env::Check(session->Run({{"a", a}, {"b", b}}, {"c"}, {}, &out)); });
+  const int repeats = n <= 256 ? 200 : (n <= 1024 ? 30 : 11);
   std::vector<float> c(static_cast<std::size_t>(n) * n);
   openblas_set_num_threads(AvailableCores());
-  const double peer = Median(repeats, 3, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n,
-                0.0f, c.data(), n);
-  });
+  const auto [weft, peer] = Interleaved(
+      repeats, 3, [&] { Env::Check(session->Run({{"a", a}, {"b", b}}, {"c"}, {}, &out)); },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(),
+                    n, 0.0f, c.data(), n);
+      });
   const double flops = 2.0 * n * n * n;
   Print("matmul_" + std::to_string(n), flops / weft / 1e9, flops / peer / 1e9, "GFLOP/s", true);
 }
 
 // oneDNN's convolution called directly: the best straightforward use,
-// with the weights in oneDNN's preferred layout prepared once.
-double OneDnnConv(const Tensor& input, const Tensor& filter, int repeats) {
+// with the weights in oneDNN's preferred layout prepared once. Returns the
+// function that runs it once (it owns what it needs).
+std::function<void()> OneDnnConv(const Tensor& input, const Tensor& filter) {
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -146,13 +168,14 @@ double OneDnnConv(const Tensor& input, const Tensor& filter, int repeats) {
   dnnl::reorder(user_weights, weights).execute(stream, user_weights, weights);
   stream.wait();
   dnnl::memory src(src_md, engine, input.raw_data());
-  std::vector<float> out(static_cast<std::size_t>(n * h * w * k));
-  dnnl::memory dst(dst_md, engine, out.data());
+  auto out = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n * h * w * k));
+  dnnl::memory dst(dst_md, engine, out->data());
   dnnl::convolution_forward conv(pd);
-  return Median(repeats, 3, [&] {
+  return [=]() mutable {
+    (void)out;
     conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
     stream.wait();
-  });
+  };
 }
 
 void Conv(Env& env, const std::string& name, const Shape& in_shape, const Shape& filter_shape, int repeats) {
@@ -163,8 +186,8 @@ void Conv(Env& env, const std::string& name, const Shape& in_shape, const Shape&
   ops::Conv2D(g, g.Placeholder(DType::kF32, in_shape, "x"), g.Const(filter, "w"), attrs, "y");
   auto session = env.Session(g);
   std::vector<Tensor> out;
-  const double weft = Median(repeats, 3, [&] { Env::Check(session->Run({{"x", input}}, {"y"}, {}, &out)); });
-  const double peer = OneDnnConv(input, filter, repeats);
+  const auto [weft, peer] = Interleaved(
+      repeats, 3, [&] { Env::Check(session->Run({{"x", input}}, {"y"}, {}, &out)); }, OneDnnConv(input, filter));
   const double flops = 2.0 * static_cast<double>(in_shape.dim(0) * in_shape.dim(1) * in_shape.dim(2)) *
                        static_cast<double>(filter_shape.dim(0) * filter_shape.dim(1) * filter_shape.dim(2) *
                                            filter_shape.dim(3));

@@ -78,7 +78,37 @@ MachineInfo ReadMachineInfo() {
   return info;
 }
 
-CpuDevice::CpuDevice(int ordinal) : ordinal_(ordinal), machine_(ReadMachineInfo()) {
+BlockCache::~BlockCache() {
+  for (auto& [capacity, blocks] : free_) {
+    for (void* block : blocks) std::free(block);
+  }
+}
+
+void* BlockCache::Take(uint64_t capacity) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = free_.find(capacity);
+  if (it == free_.end() || it->second.empty()) return nullptr;
+  void* block = it->second.back();
+  it->second.pop_back();
+  cached_ -= capacity;
+  return block;
+}
+
+bool BlockCache::Give(void* data, uint64_t capacity) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cached_ + capacity > limit_) return false;
+  free_[capacity].push_back(data);
+  cached_ += capacity;
+  return true;
+}
+
+uint64_t BlockCache::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_;
+}
+
+CpuDevice::CpuDevice(int ordinal, uint64_t cache_bytes)
+    : ordinal_(ordinal), machine_(ReadMachineInfo()), cache_(cache_bytes) {
   compute_units_text_ = std::to_string(machine_.cores);
   extra_.push_back({sizeof(weft_property_t), "isa", machine_.isa.c_str()});
   extra_.push_back({sizeof(weft_property_t), "cores", compute_units_text_.c_str()});
@@ -99,23 +129,33 @@ void CpuDevice::Properties(weft_device_properties_t* out) const {
 }
 
 CpuBuffer* CpuDevice::Allocate(uint64_t size) {
-  void* data = nullptr;
   // One byte for empty buffers keeps every buffer a distinct address.
-  const uint64_t bytes = size == 0 ? 1 : size;
-  if (posix_memalign(&data, kAlignment, bytes) != 0) {
+  uint64_t bytes = size == 0 ? 1 : size;
+  void* data = nullptr;
+  if (bytes >= BlockCache::kMinCached) {
+    bytes = (bytes + BlockCache::kGranule - 1) / BlockCache::kGranule * BlockCache::kGranule;
+    data = cache_.Take(bytes);
+    if (data != nullptr) {
+      bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
+      return new CpuBuffer{data, size, bytes};
+    }
+  }
+  if (bytes < size || posix_memalign(&data, kAlignment, bytes) != 0) {
     throw sdk::Error(WEFT_RESOURCE_EXHAUSTED,
                      "cannot allocate " + std::to_string(size) + " bytes of host memory (" +
                          std::to_string(bytes_in_use() >> 20) + " MiB in use on /device:CPU:" +
                          std::to_string(ordinal_) + ")");
   }
   bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
-  return new CpuBuffer{data, size};
+  return new CpuBuffer{data, size, bytes};
 }
 
 void CpuDevice::Free(CpuBuffer* buffer) {
   if (buffer == nullptr) return;
   bytes_in_use_.fetch_sub(buffer->size, std::memory_order_relaxed);
-  std::free(buffer->data);
+  if (buffer->capacity < BlockCache::kMinCached || !cache_.Give(buffer->data, buffer->capacity)) {
+    std::free(buffer->data);
+  }
   delete buffer;
 }
 

@@ -15,6 +15,7 @@ namespace weft::cpu {
 namespace {
 
 int g_device_count = 1;
+uint64_t g_cache_bytes = 0;
 
 CpuDevice* AsDevice(weft_device_t device) { return reinterpret_cast<CpuDevice*>(device); }
 CpuBuffer* AsBuffer(weft_buffer_t buffer) { return reinterpret_cast<CpuBuffer*>(buffer); }
@@ -39,7 +40,10 @@ void CheckRange(const CpuBuffer* buffer, uint64_t offset, uint64_t size, const c
 }
 
 weft_status_t Configure(const weft_options_t* options) {
-  return sdk::Guard([&] { g_device_count = static_cast<int>(sdk::GetInt(options, "count")); });
+  return sdk::Guard([&] {
+    g_device_count = static_cast<int>(sdk::GetInt(options, "count"));
+    g_cache_bytes = static_cast<uint64_t>(sdk::GetInt(options, "allocator_cache_mb")) << 20;
+  });
 }
 
 weft_status_t DeviceCount(int32_t* out_count) {
@@ -53,7 +57,7 @@ weft_status_t DeviceOpen(int32_t ordinal, weft_device_t* out_device) {
                                            std::to_string(g_device_count) +
                                            " configured by devices.cpu.count)");
     }
-    *out_device = reinterpret_cast<weft_device_t>(new CpuDevice(ordinal));
+    *out_device = reinterpret_cast<weft_device_t>(new CpuDevice(ordinal, g_cache_bytes));
   });
 }
 
@@ -202,10 +206,26 @@ const weft_device_plugin_t& DeviceTable() {
   return table;
 }
 
+// Under AddressSanitizer, freed memory must really be freed for ASan to
+// catch a use after free, so the block cache is off by default there.
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_CPU_CACHE_DEFAULT "0"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_CPU_CACHE_DEFAULT "0"
+#endif
+#endif
+#ifndef WEFT_CPU_CACHE_DEFAULT
+#define WEFT_CPU_CACHE_DEFAULT "1024"
+#endif
+
 const weft_option_def_t kOptions[] = {
     {sizeof(weft_option_def_t), "count", WEFT_OPTION_INT, "1",
      "How many logical CPU devices to expose; they share the machine's cores.", 1, 1, 1, 64,
      nullptr, 0},
+    {sizeof(weft_option_def_t), "allocator_cache_mb", WEFT_OPTION_INT, WEFT_CPU_CACHE_DEFAULT,
+     "At most this many MiB of freed large buffers kept per device for reuse (0 turns the cache off).", 1, 0, 1,
+     1 << 20, nullptr, 0},
 };
 
 const weft_plugin_t* Describe() {
