@@ -86,11 +86,13 @@ Status Executor::Run(StepInfo& step, TraceRecorder* trace) const {
 
 void Executor::Dispatch(StepState* state, std::vector<int>& ready, std::vector<int>* stack) const {
   // Cheap nodes run here; of the expensive ones, all but the last go to the
-  // pool and the last runs here too, so a chain stays on one thread.
+  // pool and the last runs here too, so a chain stays on one thread. With
+  // no pool threads, everything runs here.
+  const bool have_pool = pool_ != nullptr && pool_->num_threads() > 0;
   int keep = -1;
   for (int id : ready) {
     const NodeItem& item = items_[static_cast<std::size_t>(id)];
-    if (item.is_inline) {
+    if (item.is_inline || !have_pool) {
       stack->push_back(id);
       continue;
     }

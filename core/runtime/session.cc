@@ -29,11 +29,21 @@ SessionOptions SessionOptions::FromConfig(const config::Config& config) {
 
 std::pair<int, int> ResolveThreads(const SessionOptions& options) {
   const int cores = AvailableCores();
-  // Kernels that use many threads (oneDNN) get every core; the inter-op
-  // pool also matches the cores, because the chains that dominate training
-  // run one node at a time and the parallel fan-outs are small ops.
-  const int intra = options.intra_op_threads > 0 ? options.intra_op_threads : cores;
-  const int inter = options.inter_op_threads > 0 ? options.inter_op_threads : cores;
+  // One budget of cores for both. Kernels get every core (oneDNN, parallel
+  // loops), since the chains of big ops that dominate training run one
+  // node at a time; independent nodes run concurrently on a pool sized so
+  // that inter x intra stays within the cores. Set only one of the two and
+  // the other takes what is left.
+  int intra = options.intra_op_threads;
+  int inter = options.inter_op_threads;
+  if (intra <= 0 && inter <= 0) {
+    intra = cores;
+    inter = 1;
+  } else if (intra <= 0) {
+    intra = std::max(1, cores / inter);
+  } else if (inter <= 0) {
+    inter = std::max(1, cores / intra);
+  }
   return {inter, intra};
 }
 

@@ -89,9 +89,11 @@ class Session {
   std::atomic<int64_t> next_step_{1};
 };
 
-// The thread counts SessionOptions resolve to on this machine: the cores
-// the process may use, shared so that inter-op and intra-op work together
-// do not oversubscribe them.
+// The thread counts (inter, intra) SessionOptions resolve to on this
+// machine, from one budget of the cores the process may use so that
+// inter-op and intra-op work together do not oversubscribe them: by
+// default every core for kernels and one thread running nodes; with one of
+// the two set, the other gets cores / it (at least 1).
 std::pair<int, int> ResolveThreads(const SessionOptions& options);
 
 }  // namespace weft::runtime

@@ -69,7 +69,7 @@ TEST_F(Cli, PluginsOptionsListsDeclaredKeys) {
   ProcessResult r = Weft({"plugins", "--options"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[devices.cpu]\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  count               an integer in [1, 64]  1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  count               an integer in [1, 64]       1 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  allocator_cache_mb  an integer in [0, 1048576]"), std::string::npos) << r.out;
 }
 

@@ -4,10 +4,11 @@
 
 namespace weft::testing {
 
-RuntimeEnv::RuntimeEnv(const std::string& toml) {
+RuntimeEnv::RuntimeEnv(const std::string& toml, const std::vector<std::string>& extra_paths) {
   auto config = config::ParseConfig(toml, "test.toml", "/");
   EXPECT_TRUE(config.ok()) << config.status().ToString();
   config->plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
+  config->plugins.paths.insert(config->plugins.paths.end(), extra_paths.begin(), extra_paths.end());
   plugin::PluginHostOptions options;
   options.use_environment = false;
   options.use_builtin_folder = false;

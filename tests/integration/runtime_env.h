@@ -15,8 +15,9 @@ namespace weft::testing {
 
 class RuntimeEnv {
  public:
-  // Loads the plugins of the build tree with the config |toml|.
-  explicit RuntimeEnv(const std::string& toml = "");
+  // Loads the plugins of the build tree (and those in |extra_paths|) with
+  // the config |toml|.
+  explicit RuntimeEnv(const std::string& toml = "", const std::vector<std::string>& extra_paths = {});
   const std::shared_ptr<runtime::DeviceSet>& devices() const { return devices_; }
   // A session over what |b| built (failing the test if it does not build).
   std::unique_ptr<runtime::Session> Session(const GraphBuilder& b, const runtime::SessionOptions& options = {});

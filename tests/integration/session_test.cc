@@ -6,6 +6,8 @@
 
 #include <thread>
 
+#include "core/base/thread_pool.h"
+
 #include "tests/integration/runtime_env.h"
 
 namespace weft {
@@ -194,6 +196,53 @@ TEST(Session, WideFanOutRunsEveryNode) {
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(2)}}, {"total"}, {}, &out).ok());
   EXPECT_EQ(out[0].scalar<float>(), 2.0f * 199 * 200 / 2);
+}
+
+TEST(Session, AsyncKernelsCompleteThroughCallbacks) {
+  // The test device's Neg finishes on a thread of its own.
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
+  Output y;
+  {
+    auto device = b.DeviceScope("/device:TESTDEV:0");
+    y = b.Op("Neg", {b.Op("Neg", {b.Op("Neg", {x})})}, {}, "negated");
+  }
+  b.Op("Add", {y, x}, {}, "zero");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::FromVector<float>({1, -2, 3})}}, {"negated", "zero"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{-1, 2, -3}));
+  EXPECT_EQ(Floats(out[1]), (std::vector<float>{0, 0, 0}));
+}
+
+TEST(Session, AsyncKernelErrorsCancelTheStep) {
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
+  {
+    auto device = b.DeviceScope("/device:TESTDEV:0");
+    b.Op("Neg", {b.Op("Relu", {x}, {}, "hangs_up")}, {}, "after");
+  }
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::FromVector<float>({1, 2, 3})}}, {"after"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kAborted);
+  EXPECT_EQ(s.message(), "node 'hangs_up' (Relu) on /device:TESTDEV:0: the frobnicator hung up (test)");
+}
+
+TEST(Session, ThreadBudgetsShareTheCores) {
+  const int cores = AvailableCores();
+  runtime::SessionOptions none, inter4, intra1, both;
+  inter4.inter_op_threads = 4;
+  intra1.intra_op_threads = 1;
+  both.inter_op_threads = 3;
+  both.intra_op_threads = 5;
+  EXPECT_EQ(runtime::ResolveThreads(none), std::make_pair(1, cores));
+  EXPECT_EQ(runtime::ResolveThreads(inter4), std::make_pair(4, std::max(1, cores / 4)));
+  EXPECT_EQ(runtime::ResolveThreads(intra1), std::make_pair(cores, 1));
+  EXPECT_EQ(runtime::ResolveThreads(both), std::make_pair(3, 5));  // as asked
 }
 
 TEST(Session, TraceRecordsEveryNode) {

@@ -2,9 +2,11 @@
 // WEFT_TEST_CASE selecting how it misbehaves (see CMakeLists.txt). The
 // device itself is a trivial host-memory device, enough to be loaded,
 // listed and opened.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "weft/sdk/plugin.h"
 
@@ -116,6 +118,53 @@ weft_status_t D2H(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t off,
   return nullptr;
 }
 
+// Asynchronous kernels, for the executor's callback path: Neg (f32)
+// finishes on another thread a millisecond later; Relu (f32) fails there.
+void AsyncNeg(void*, weft_kernel_context_t* ctx, weft_done_fn done, void* user) {
+  std::thread([ctx, done, user] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const weft_kernel_api_t* k = weft::sdk::host()->kernel;
+    weft_tensor_t x{};
+    x.struct_size = sizeof x;
+    weft_status_t status = k->input(ctx, 0, &x);
+    if (status == nullptr) {
+      weft_tensor_t y{};
+      y.struct_size = sizeof y;
+      status = k->allocate_output(ctx, 0, x.rank, x.dims, &y);
+      for (int64_t i = 0; status == nullptr && i < x.num_elements; ++i) {
+        static_cast<float*>(y.data)[i] = -static_cast<const float*>(x.data)[i];
+      }
+    }
+    done(user, status);
+  }).detach();
+}
+
+void AsyncFail(void*, weft_kernel_context_t*, weft_done_fn done, void* user) {
+  std::thread([done, user] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    done(user, weft::sdk::MakeStatus(WEFT_ABORTED, "the frobnicator hung up (test)"));
+  }).detach();
+}
+
+const char* const kT[] = {"T"};
+const weft_dtype_t kF32[] = {WEFT_DTYPE_F32};
+weft_kernel_def_t AsyncF32Kernel(
+    const char* op, void (*fn)(void*, weft_kernel_context_t*, weft_done_fn, void*)) {
+  auto k = weft::sdk::Make<weft_kernel_def_t>();
+  k.op = op;
+  k.constraint_attrs = kT;
+  k.constraint_dtypes = kF32;
+  k.num_constraints = 1;
+  k.flags = WEFT_KERNEL_ASYNC;
+  k.compute_async = fn;
+  return k;
+}
+
+const weft_kernel_def_t kKernels[] = {
+    AsyncF32Kernel("Neg", AsyncNeg),
+    AsyncF32Kernel("Relu", AsyncFail),
+};
+
 const weft_device_plugin_t kDevice = [] {
   auto t = weft::sdk::Make<weft_device_plugin_t>();
 #if WEFT_TEST_CASE == CASE_SMALL_TABLE
@@ -144,6 +193,8 @@ const weft_device_plugin_t kDevice = [] {
 #if WEFT_TEST_CASE != CASE_MISSING_MEMBER
   t.copy_device_to_device = D2D;
 #endif
+  t.kernels = kKernels;
+  t.num_kernels = 2;
   return t;
 }();
 

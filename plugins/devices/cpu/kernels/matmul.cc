@@ -3,7 +3,6 @@
 // f16 converts to f32 and back; f64 and the integer types use a blocked
 // loop nest (oneDNN has no f64 matmul on CPU).
 #include <oneapi/dnnl/dnnl.hpp>
-#include <omp.h>
 
 #include <map>
 #include <memory>
@@ -11,24 +10,10 @@
 #include <tuple>
 
 #include "broadcast.h"
+#include "dnnl_util.h"
 
 namespace weft::cpu {
 namespace {
-
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// oneDNN runs on OpenMP, whose thread count is per calling thread: set it
-// once on every thread that runs a oneDNN kernel.
-void UseIntraOpThreads() {
-  thread_local bool set = false;
-  if (!set) {
-    omp_set_num_threads(sdk::host()->intra_op_threads());
-    set = true;
-  }
-}
 
 // C = op(A) x op(B) for row-major A [m,k] (or [k,m] when transposed), B
 // [k,n] (or [n,k]). The loop order keeps the innermost loop contiguous in B
@@ -86,7 +71,7 @@ class DnnlMatMul {
   }
   void Run(const void* a, const void* b, void* c) const {
     UseIntraOpThreads();
-    thread_local dnnl::stream stream(Engine());
+    dnnl::stream& stream = Stream();
     dnnl::memory am(a_md_, Engine(), const_cast<void*>(a));
     dnnl::memory bm(b_md_, Engine(), const_cast<void*>(b));
     dnnl::memory cm(c_md_, Engine(), c);

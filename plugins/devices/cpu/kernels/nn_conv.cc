@@ -12,7 +12,6 @@
 // and any shape oneDNN declines use direct loops over NHWC, NCHW data
 // being transposed around them (or, for pooling, viewed as [N*C, H, W, 1]).
 #include <oneapi/dnnl/dnnl.hpp>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -24,29 +23,10 @@
 #include <type_traits>
 
 #include "../kernel_framework.h"
+#include "dnnl_util.h"
 
 namespace weft::cpu {
 namespace {
-
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// oneDNN runs on OpenMP, whose thread count is per calling thread: set it
-// once on every thread that runs a oneDNN kernel.
-void UseIntraOpThreads() {
-  thread_local bool set = false;
-  if (!set) {
-    omp_set_num_threads(sdk::host()->intra_op_threads());
-    set = true;
-  }
-}
-
-dnnl::stream& Stream() {
-  thread_local dnnl::stream stream(Engine());
-  return stream;
-}
 
 // --- Window geometry -----------------------------------------------------------------
 
