@@ -221,7 +221,9 @@ TEST_F(Cli, RunWritesFetchesAndPrintsSmallOnes) {
   ProcessResult r = Weft({"run", graph, "--feed", "x=" + x, "--feed", "y=" + y, "--fetch", "scope/neg", "--out",
                           (dir_ / "out").string(), "--trace", (dir_ / "trace.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("scope/neg: f32[2,3] {-11, -22, -33, -14, -25, -36}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scope/neg: f32[2,3]\n           -11        -22        -33\n           -14        -25        -36\n"),
+            std::string::npos)
+      << r.out;
   auto saved = ReadNpy((dir_ / "out" / "scope_neg.npy").string());
   ASSERT_TRUE(saved.ok());
   EXPECT_EQ(saved->DebugString(), "f32[2,3] {-11, -22, -33, -14, -25, -36}");

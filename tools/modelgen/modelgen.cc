@@ -5,6 +5,9 @@
 //                    -> conv 5x5x16 VALID ReLU -> maxpool 2 -> dense 120 ReLU
 //                    -> dense 84 ReLU -> dense 10 -> logits, probabilities
 //
+//   sample_digits_784.npy    f32[4,784]       four hand-drawn-style digits 0 1 4 7,
+//   sample_digits_28x28.npy  f32[4,28,28,1]   the same, as images for LeNet
+//
 // They are inference graphs with their weights as constants, drawn from a
 // fixed-seed Glorot-uniform initialiser, so the files are the same on every
 // run and every machine (tests check the checked-in files are up to date).
@@ -16,6 +19,7 @@
 #include <string>
 
 #include "core/graph/serialize.h"
+#include "core/tensor/npy.h"
 #include "core/ops/generated_ops.h"
 
 namespace weft {
@@ -102,6 +106,41 @@ Expected<GraphDef> LeNet() {
   return b.def();
 }
 
+// Four 28x28 digits drawn with thick strokes, ink 1 on background 0, so the
+// sample graphs have something digit-like to run on: 0, 1, 4 and 7.
+Tensor Digits(const Shape& shape) {
+  Tensor t = *Tensor::Allocate(DType::kF32, shape);
+  float* px = t.data<float>();
+  std::memset(px, 0, static_cast<size_t>(t.num_elements()) * sizeof(float));
+  struct Segment {
+    double x0, y0, x1, y1;
+  };
+  auto stroke = [&](int digit, Segment s) {
+    for (int y = 0; y < 28; ++y) {
+      for (int x = 0; x < 28; ++x) {
+        const double dx = s.x1 - s.x0, dy = s.y1 - s.y0;
+        const double len2 = dx * dx + dy * dy;
+        double u = len2 == 0 ? 0 : ((x - s.x0) * dx + (y - s.y0) * dy) / len2;
+        u = u < 0 ? 0 : (u > 1 ? 1 : u);
+        const double ex = x - (s.x0 + u * dx), ey = y - (s.y0 + u * dy);
+        if (ex * ex + ey * ey <= 2.25) px[digit * 784 + y * 28 + x] = 1.0f;
+      }
+    }
+  };
+  for (int i = 0; i < 32; ++i) {  // 0: an ellipse of 32 chords
+    const double a = 2 * M_PI * i / 32, b = 2 * M_PI * (i + 1) / 32;
+    stroke(0, {14 + 6 * std::cos(a), 14 + 9 * std::sin(a), 14 + 6 * std::cos(b), 14 + 9 * std::sin(b)});
+  }
+  stroke(1, {15, 4, 15, 24});
+  stroke(1, {15, 4, 11, 8});
+  stroke(2, {17, 4, 17, 24});
+  stroke(2, {17, 4, 8, 17});
+  stroke(2, {8, 17, 21, 17});
+  stroke(3, {7, 5, 21, 5});
+  stroke(3, {21, 5, 12, 24});
+  return t;
+}
+
 int Main(int argc, char** argv) {
   std::string out = "configs/models";
   std::string format = "wgt";
@@ -113,7 +152,8 @@ int Main(int argc, char** argv) {
       format = argv[++i];
     } else if (arg == "-h" || arg == "--help") {
       std::cout << "usage: weft_modelgen [--out DIR] [--format wg|wgt]\n"
-                   "Writes the sample graphs mnist_mlp and mnist_lenet into DIR (default configs/models).\n";
+                   "Writes the sample graphs mnist_mlp and mnist_lenet, and sample inputs, into DIR\n"
+                   "(default configs/models).\n";
       return 0;
     } else {
       std::cerr << "weft_modelgen: unknown argument '" << arg << "' (see --help)\n";
@@ -137,6 +177,15 @@ int Main(int argc, char** argv) {
       return 1;
     }
     std::cout << "wrote " << path << " (" << def->nodes.size() << " nodes)\n";
+  }
+  for (const auto& [name, shape] : {std::pair<const char*, Shape>{"sample_digits_784", Shape{4, 784}},
+                                    std::pair<const char*, Shape>{"sample_digits_28x28", Shape{4, 28, 28, 1}}}) {
+    const std::string path = StrCat(out, "/", name, ".npy");
+    if (Status s = WriteNpy(path, Digits(shape)); !s.ok()) {
+      std::cerr << "weft_modelgen: " << s.message() << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << path << "\n";
   }
   return 0;
 }

@@ -1,7 +1,9 @@
 // weft run: runs a graph file once with feeds from .npy files and writes
 // every fetch to a .npy file (printing the small ones).
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 
@@ -32,6 +34,23 @@ std::string FileNameFor(const std::string& fetch) {
     if (c == '/' || c == ':') c = '_';
   }
   return name + ".npy";
+}
+
+// A small fetch as the terminal shows it: a float matrix (or batch of
+// matrices) one row per line, like NumPy; anything else on one line.
+std::string Printed(const Tensor& t) {
+  const bool floating = t.dtype() == DType::kF32 || t.dtype() == DType::kF64;
+  if (!floating || t.shape().rank() < 2 || t.raw_data() == nullptr) return t.DebugString(64);
+  const int64_t row = t.shape().dim(t.shape().rank() - 1);
+  std::string out = t.TypeString();
+  char number[32];
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const double v = t.dtype() == DType::kF32 ? t.data<float>()[i] : t.data<double>()[i];
+    std::snprintf(number, sizeof number, "%11.4g", v);
+    if (i % row == 0) out += "\n   ";
+    out += number;
+  }
+  return out;
 }
 
 int Run(Context& ctx, const RunArgs& args) {
@@ -87,11 +106,11 @@ int Run(Context& ctx, const RunArgs& args) {
     if (Status written = WriteNpy(path, t); !written.ok()) return ReportError(written.WithContext(args.fetches[i]));
     if (!args.quiet) {
       std::cout << args.fetches[i] << ": ";
-      std::cout << (t.num_elements() <= 32 ? t.DebugString(32) : t.TypeString()) << "\n  -> " << path << "\n";
+      std::cout << (t.num_elements() <= 64 ? Printed(t) : t.TypeString()) << "\n  -> " << path << "\n";
     }
   }
   if (!args.quiet) {
-    std::cout << "ran in " << ms << " ms";
+    std::cout << "ran in " << std::fixed << std::setprecision(1) << ms << " ms";
     if (!args.trace.empty()) std::cout << "; trace in " << args.trace << " (open it in ui.perfetto.dev)";
     std::cout << "\n";
   }
