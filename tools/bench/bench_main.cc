@@ -28,6 +28,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "core/base/thread_pool.h"
 #include "core/ops/generated_ops.h"
@@ -60,18 +61,35 @@ double Median(int repeats, int warmup, const std::function<void()>& fn) {
   return MedianOf(std::move(times));
 }
 
-// Medians of |weft| and |peer| timed alternately, so that a machine that
-// speeds up or slows down during the run affects both sides alike.
+// Medians of |weft| and |peer| timed in alternating blocks, so that a
+// machine that speeds up or slows down during the run affects both sides
+// alike. Each block starts after a pause and a warm-up call: thread pools
+// spin for a while after their work (OpenBLAS's for ~0.1 s, OpenMP's
+// briefly), and one side's spinning threads must not steal the cores the
+// other side is being timed on.
 std::pair<double, double> Interleaved(int repeats, int warmup, const std::function<void()>& weft,
                                       const std::function<void()>& peer) {
   for (int i = 0; i < warmup; ++i) {
     weft();
     peer();
   }
+  const int total = g_repeats > 0 ? g_repeats : repeats;
+  const int rounds = std::min(total, 5);
   std::vector<double> a, b;
-  for (int i = 0; i < (g_repeats > 0 ? g_repeats : repeats); ++i) {
-    a.push_back(Seconds(weft));
-    b.push_back(Seconds(peer));
+  auto block = [&](const std::function<void()>& fn, std::vector<double>& times, int count) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    fn();
+    for (int i = 0; i < count; ++i) times.push_back(Seconds(fn));
+  };
+  for (int r = 0; r < rounds; ++r) {
+    const int count = total / rounds + (r < total % rounds ? 1 : 0);
+    if (r % 2 == 0) {
+      block(weft, a, count);
+      block(peer, b, count);
+    } else {
+      block(peer, b, count);
+      block(weft, a, count);
+    }
   }
   return {MedianOf(std::move(a)), MedianOf(std::move(b))};
 }
