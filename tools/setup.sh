@@ -35,6 +35,8 @@ packages=(
   libdnnl-dev              # oneDNN: the CPU plugin's matmul, convolution, ...
   libopenblas-dev          # the matmul benchmark's peer
   python3-numpy            # independent reference values in the tests
+  zlib1g-dev               # reading .gz datasets (IDX files)
+  dataset-fashion-mnist    # the training demo's data (/usr/share/datasets/fashion-mnist)
 )
 
 missing=()

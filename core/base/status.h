@@ -152,6 +152,8 @@ class [[nodiscard]] Expected {
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
+  // The value, or |fallback| when there is none.
+  T value_or(T fallback) const& { return ok() ? value() : std::move(fallback); }
 
  private:
   std::variant<T, Status> value_;

@@ -66,6 +66,94 @@ std::vector<OptionSpec> LoggingSpecs() {
   return {level, format, file};
 }
 
+OptionSpec Str(std::string key, std::string default_text, std::string doc) {
+  OptionSpec spec = Spec(std::move(key), OptionType::kString, std::move(doc));
+  spec.default_value = Default(StrCat("\"", default_text, "\""));
+  return spec;
+}
+
+OptionSpec Int(std::string key, int64_t default_value, double min, std::string doc) {
+  OptionSpec spec = Spec(std::move(key), OptionType::kInt, std::move(doc));
+  spec.default_value = Default(std::to_string(default_value));
+  spec.min = min;
+  return spec;
+}
+
+OptionSpec Float(std::string key, std::string default_text, std::optional<double> min, std::string doc) {
+  OptionSpec spec = Spec(std::move(key), OptionType::kFloat, std::move(doc));
+  spec.default_value = Default(default_text);
+  spec.min = min;
+  return spec;
+}
+
+OptionSpec Bool(std::string key, bool default_value, std::string doc) {
+  OptionSpec spec = Spec(std::move(key), OptionType::kBool, std::move(doc));
+  spec.default_value = Default(default_value ? "true" : "false");
+  return spec;
+}
+
+std::vector<OptionSpec> ModelSpecs() {
+  return {Str("loss", "loss", "The scalar tensor training minimises."),
+          Str("images", "images", "The Placeholder fed with a batch of examples."),
+          Str("labels", "labels", "The Placeholder fed with their labels."),
+          Str("accuracy", "accuracy", "A scalar metric reported with the loss; empty for none."),
+          Str("init", "init", "The node that initialises the model's variables; empty if it has none.")};
+}
+
+std::vector<OptionSpec> DataSpecs() {
+  OptionSpec format = Str("format", "idx", "\"idx\" (IDX files, optionally gzip-compressed), \"npy\" or \"csv\".");
+  format.choices = {"idx", "npy", "csv"};
+  OptionSpec label_column = Spec("csv_label_column", OptionType::kInt,
+                                 "For CSV: the column holding the label; -1 is the last.");
+  label_column.default_value = Default("-1");
+  label_column.min = -1;
+  return {format,
+          Str("train_images", "", "Training examples. Relative to this file's directory."),
+          Str("train_labels", "", "Their labels (unused for CSV, whose rows hold both)."),
+          Str("test_images", "", "Examples for evaluation; empty: no evaluation."),
+          Str("test_labels", "", "Their labels."),
+          label_column,
+          Float("scale", "1.0", std::nullopt, "Each feature becomes x * scale + shift."),
+          Float("shift", "0.0", std::nullopt, "See scale."),
+          Bool("shuffle", true, "Visit the training examples in a new seeded order each epoch."),
+          Int("prefetch", 4, 1, "Batches prepared ahead of the training step, on a background thread."),
+          Int("test_batch_size", 1000, 1, "Examples per evaluation step.")};
+}
+
+std::vector<OptionSpec> TrainingSpecs() {
+  return {Int("batch_size", 64, 1, "Examples per step."),
+          Int("epochs", 1, 0, "Passes over the training data (a last partial batch is dropped)."),
+          Int("steps", 0, 0, "Steps to train; when > 0 it overrides epochs."),
+          Int("seed", 0, 0, "Seeds the data order and every random op of the model."),
+          Int("log_every", 100, 1, "Steps between progress reports."),
+          Int("eval_every", 0, 0, "Steps between evaluations on the test data; 0: at the end only."),
+          Str("metrics", "", "Append one JSON object per report to this file; empty: none.")};
+}
+
+std::vector<OptionSpec> ScheduleSpecs() {
+  OptionSpec kind = Str("kind", "constant",
+                        "constant; step (times gamma every step_size steps); exponential (times "
+                        "decay_rate per decay_steps); cosine (down to min_learning_rate over total_steps).");
+  kind.choices = {"constant", "step", "exponential", "cosine"};
+  return {kind,
+          Int("warmup_steps", 0, 0, "Scale the rate by step / warmup_steps over the first steps."),
+          Int("step_size", 1000, 1, "For step: steps between decays."),
+          Float("gamma", "0.1", 0, "For step: the factor of each decay."),
+          Int("decay_steps", 1000, 1, "For exponential: steps per factor of decay_rate."),
+          Float("decay_rate", "0.96", 0, "For exponential: the factor per decay_steps."),
+          Bool("staircase", false, "For exponential: decay in whole steps of decay_steps."),
+          Float("min_learning_rate", "0.0", 0, "For cosine: the final rate."),
+          Int("total_steps", 0, 0, "For cosine: steps from the full rate to the final one; 0: the run's steps.")};
+}
+
+std::vector<OptionSpec> CheckpointSpecs() {
+  return {Str("dir", "", "Where checkpoints go (relative to this file's directory); empty: none."),
+          Int("every_steps", 0, 0, "Save every this many steps; 0: not by steps."),
+          Float("every_seconds", "0.0", 0, "Save when this many seconds passed since the last save; 0: not by time."),
+          Int("keep", 3, 1, "How many of the newest checkpoints to keep."),
+          Bool("at_end", true, "Save when training ends.")};
+}
+
 struct CoreSection {
   std::string_view name;
   std::vector<OptionSpec> (*specs)();
@@ -75,6 +163,11 @@ constexpr CoreSection kCoreSections[] = {
     {"runtime", RuntimeSpecs},
     {"plugins", PluginsSpecs},
     {"logging", LoggingSpecs},
+    {"model", ModelSpecs},
+    {"data", DataSpecs},
+    {"training", TrainingSpecs},
+    {"schedule", ScheduleSpecs},
+    {"checkpoint", CheckpointSpecs},
 };
 
 // Reads the scalar keys of |table| into a Section.
@@ -121,6 +214,66 @@ void ApplyLogging(const OptionValues& values, LoggingConfig& out) {
     out.format = **v == "json" ? LogFormat::kJson : LogFormat::kText;
   }
   if (auto v = values.GetString("file"); v.ok()) out.file = **v;
+}
+
+std::string GetStr(const OptionValues& v, std::string_view key) {
+  auto s = v.GetString(key);
+  return s.ok() ? **s : std::string();
+}
+int64_t GetI(const OptionValues& v, std::string_view key) { return v.GetInt(key).value_or(0); }
+double GetF(const OptionValues& v, std::string_view key) { return v.GetFloat(key).value_or(0); }
+bool GetB(const OptionValues& v, std::string_view key) { return v.GetBool(key).value_or(false); }
+
+void ApplyModel(const OptionValues& v, ModelConfig& out) {
+  out.loss = GetStr(v, "loss");
+  out.images = GetStr(v, "images");
+  out.labels = GetStr(v, "labels");
+  out.accuracy = GetStr(v, "accuracy");
+  out.init = GetStr(v, "init");
+}
+
+void ApplyData(const OptionValues& v, std::string_view base_dir, DataConfig& out) {
+  out.format = GetStr(v, "format");
+  out.train_images = ResolvePath(GetStr(v, "train_images"), base_dir);
+  out.train_labels = ResolvePath(GetStr(v, "train_labels"), base_dir);
+  out.test_images = ResolvePath(GetStr(v, "test_images"), base_dir);
+  out.test_labels = ResolvePath(GetStr(v, "test_labels"), base_dir);
+  out.csv_label_column = GetI(v, "csv_label_column");
+  out.scale = GetF(v, "scale");
+  out.shift = GetF(v, "shift");
+  out.shuffle = GetB(v, "shuffle");
+  out.prefetch = GetI(v, "prefetch");
+  out.test_batch_size = GetI(v, "test_batch_size");
+}
+
+void ApplyTraining(const OptionValues& v, std::string_view base_dir, TrainingConfig& out) {
+  out.batch_size = GetI(v, "batch_size");
+  out.epochs = GetI(v, "epochs");
+  out.steps = GetI(v, "steps");
+  out.seed = GetI(v, "seed");
+  out.log_every = GetI(v, "log_every");
+  out.eval_every = GetI(v, "eval_every");
+  out.metrics = ResolvePath(GetStr(v, "metrics"), base_dir);
+}
+
+void ApplySchedule(const OptionValues& v, ScheduleConfig& out) {
+  out.kind = GetStr(v, "kind");
+  out.warmup_steps = GetI(v, "warmup_steps");
+  out.step_size = GetI(v, "step_size");
+  out.gamma = GetF(v, "gamma");
+  out.decay_steps = GetI(v, "decay_steps");
+  out.decay_rate = GetF(v, "decay_rate");
+  out.staircase = GetB(v, "staircase");
+  out.min_learning_rate = GetF(v, "min_learning_rate");
+  out.total_steps = GetI(v, "total_steps");
+}
+
+void ApplyCheckpoint(const OptionValues& v, std::string_view base_dir, CheckpointConfig& out) {
+  out.dir = ResolvePath(GetStr(v, "dir"), base_dir);
+  out.every_steps = GetI(v, "every_steps");
+  out.every_seconds = GetF(v, "every_seconds");
+  out.keep = GetI(v, "keep");
+  out.at_end = GetB(v, "at_end");
 }
 
 bool IsPluginName(std::string_view name) {
@@ -194,6 +347,7 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
   std::vector<std::string> known;
   for (const CoreSection& core : kCoreSections) known.emplace_back(core.name);
   for (std::string_view kind : kPluginKinds) known.emplace_back(kind);
+  known.emplace_back("optimizer");
 
   for (const auto& [key, node] : document) {
     const SourcePos key_pos = internal::PosOf(key.source(), source_name);
@@ -202,7 +356,19 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
     for (const CoreSection& core : kCoreSections) {
       if (core.name == name) {
         CheckCoreSection(core, node, source_name, key_pos, errors);
+        config.written_sections.emplace_back(name);
         handled = true;
+      }
+    }
+    if (name == "optimizer") {
+      handled = true;
+      if (!node.is_table()) {
+        errors.push_back({internal::PosOf(node.source(), source_name), "optimizer",
+                          StrCat("expected a table [optimizer], got ",
+                                 internal::ConvertNode(node, source_name, key_pos).text)});
+      } else {
+        config.optimizer = ToSection(*node.as_table(), "optimizer", internal::PosOf(node.source(), source_name),
+                                     source_name);
       }
     }
     for (std::string_view kind : kPluginKinds) {
@@ -225,13 +391,20 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
   for (const CoreSection& core : kCoreSections) {
     std::optional<Section> section;
     if (const toml::table* table = document[core.name].as_table()) {
-      section = ToSection(*table, std::string(core.name), SourcePos{}, source_name);
+      section = ToSection(*table, std::string(core.name), internal::PosOf(table->source(), source_name),
+                          source_name);
     }
     WEFT_ASSIGN_OR_RETURN(OptionValues values,
                           ValidateOptions(section ? &*section : nullptr, core.name, core.specs()));
     if (core.name == "runtime") ApplyRuntime(values, config.runtime);
     if (core.name == "plugins") ApplyPlugins(values, base_dir, config.plugins);
     if (core.name == "logging") ApplyLogging(values, config.logging);
+    if (core.name == "model") ApplyModel(values, config.model);
+    if (core.name == "data") ApplyData(values, base_dir, config.data);
+    if (core.name == "training") ApplyTraining(values, base_dir, config.training);
+    if (core.name == "schedule") ApplySchedule(values, config.schedule);
+    if (core.name == "checkpoint") ApplyCheckpoint(values, base_dir, config.checkpoint);
+    config.values.emplace(std::string(core.name), std::move(values));
   }
   return config;
 }

@@ -60,12 +60,82 @@ struct LoggingConfig {
   std::string file;  // empty: stderr
 };
 
+// --- Training (`weft train`) ---------------------------------------------------------------------
+
+// [model]: which tensors of a model graph play which part in training.
+struct ModelConfig {
+  std::string loss = "loss";          // the scalar to minimise
+  std::string images = "images";      // the Placeholder fed with examples
+  std::string labels = "labels";      // the Placeholder fed with labels
+  std::string accuracy = "accuracy";  // a scalar metric; empty for none
+  std::string init = "init";          // the node that initialises the model's variables
+};
+
+// [data]: where examples come from and how they are prepared.
+struct DataConfig {
+  std::string format = "idx";  // "idx" (optionally .gz), "npy" or "csv"
+  std::string train_images, train_labels, test_images, test_labels;  // resolved paths
+  int64_t csv_label_column = -1;  // -1: the last column
+  double scale = 1.0;             // each feature becomes x * scale + shift
+  double shift = 0.0;
+  bool shuffle = true;
+  int64_t prefetch = 4;           // batches prepared ahead of the training step
+  int64_t test_batch_size = 1000;
+};
+
+// [training]
+struct TrainingConfig {
+  int64_t batch_size = 64;
+  int64_t epochs = 1;
+  int64_t steps = 0;     // when > 0, overrides epochs
+  int64_t seed = 0;
+  int64_t log_every = 100;
+  int64_t eval_every = 0;  // 0: evaluate at the end only
+  std::string metrics;     // JSONL file, resolved; empty for none
+};
+
+// [schedule]: the learning rate over the steps.
+struct ScheduleConfig {
+  std::string kind = "constant";  // constant, step, exponential, cosine
+  int64_t warmup_steps = 0;
+  int64_t step_size = 1000;
+  double gamma = 0.1;
+  int64_t decay_steps = 1000;
+  double decay_rate = 0.96;
+  bool staircase = false;
+  double min_learning_rate = 0;
+  int64_t total_steps = 0;  // for cosine; 0: the run's steps
+};
+
+// [checkpoint]
+struct CheckpointConfig {
+  std::string dir;  // resolved; empty: no checkpoints
+  int64_t every_steps = 0;
+  double every_seconds = 0;
+  int64_t keep = 3;
+  bool at_end = true;
+};
+
 struct Config {
   // The file it came from, or "<embedded configs/local.toml>".
   std::string source;
   RuntimeConfig runtime;
   PluginsConfig plugins;
   LoggingConfig logging;
+  ModelConfig model;
+  DataConfig data;
+  TrainingConfig training;
+  ScheduleConfig schedule;
+  CheckpointConfig checkpoint;
+  // [optimizer] as written: its keys depend on the optimizer plugin it
+  // names, so the trainer validates it once plugins are loaded.
+  std::optional<Section> optimizer;
+  // The validated values of each core section ("data"), with where each
+  // key was set, for messages about values that are well-formed but wrong
+  // (a data file that does not exist).
+  std::map<std::string, OptionValues> values;
+  // The sections the file wrote (core ones), in file order.
+  std::vector<std::string> written_sections;
   // Plugin sections by path ("devices.cpu").
   std::map<std::string, Section> plugin_sections;
 

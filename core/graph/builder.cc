@@ -1,5 +1,7 @@
 #include "core/graph/builder.h"
 
+#include "core/config/value.h"
+
 namespace weft {
 
 const std::string& Output::node_name() const { return builder_->node_def(node_).name; }
@@ -136,6 +138,61 @@ GraphBuilder::Scope GraphBuilder::ControlDependencies(const std::vector<Output>&
 Expected<Graph> GraphBuilder::Build() const {
   WEFT_RETURN_IF_ERROR(status_);
   return Graph::FromGraphDef(def_, registry_);
+}
+
+Status GraphBuilder::Import(const Graph& graph) {
+  WEFT_RETURN_IF_ERROR(status_);
+  for (int id : graph.topological_order()) {
+    const Graph::Node& n = graph.node(id);
+    if (index_.count(n.name()) != 0) {
+      status_ = AlreadyExistsError("cannot import node '", n.name(), "': the graph being built already has one");
+      return status_;
+    }
+    index_[n.name()] = static_cast<int>(def_.nodes.size());
+    def_.nodes.push_back(n.def);
+    types_.push_back(NodeTypes{n.input_types, n.output_types, n.output_shapes, n.output_handle_shapes});
+  }
+  def_.library.insert(def_.library.end(), graph.library().begin(), graph.library().end());
+  return Status();
+}
+
+std::vector<Output> GraphBuilder::Inputs(int id) const {
+  std::vector<Output> inputs;
+  for (const std::string& text : node_def(id).inputs) {
+    auto ref = ParseInputRef(text);
+    if (!ref.ok() || ref->control()) continue;
+    auto it = index_.find(ref->node);
+    if (it != index_.end()) inputs.emplace_back(this, it->second, ref->index);
+  }
+  return inputs;
+}
+
+std::vector<Output> GraphBuilder::Outputs(int id) const {
+  std::vector<Output> outputs;
+  for (std::size_t i = 0; i < node_types(id).output_types.size(); ++i) {
+    outputs.emplace_back(this, id, static_cast<int>(i));
+  }
+  return outputs;
+}
+
+Expected<Output> GraphBuilder::Resolve(std::string_view tensor) const {
+  WEFT_ASSIGN_OR_RETURN(InputRef ref, ParseInputRef(tensor));
+  if (ref.control()) return InvalidArgumentError(Quote(tensor), " names a control dependency, not a tensor");
+  auto it = index_.find(ref.node);
+  if (it == index_.end()) {
+    std::vector<std::string> names;
+    names.reserve(def_.nodes.size());
+    for (const NodeDef& n : def_.nodes) names.push_back(n.name);
+    const std::string hint = config::ClosestMatch(ref.node, names);
+    return NotFoundError("the graph has no node ", Quote(ref.node),
+                         hint.empty() ? std::string() : StrCat("; did you mean ", Quote(hint), "?"));
+  }
+  const int outputs = static_cast<int>(node_types(it->second).output_types.size());
+  if (ref.index >= outputs) {
+    return NotFoundError("node ", Quote(ref.node), " has ", outputs, " output", outputs == 1 ? "" : "s",
+                         "; there is no output ", ref.index);
+  }
+  return Output(this, it->second, ref.index);
 }
 
 Output GraphBuilder::Find(std::string_view name) const {

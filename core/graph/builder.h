@@ -110,6 +110,20 @@ class GraphBuilder {
   const NodeTypes& node_types(int id) const { return types_[static_cast<std::size_t>(id)]; }
   // The node named |name|, as an Output of index 0 (invalid when absent).
   Output Find(std::string_view name) const;
+  // "node" or "node:k": NOT_FOUND (with a "did you mean") when there is no
+  // such output.
+  Expected<Output> Resolve(std::string_view tensor) const;
+  // The data inputs of node |id|, in order.
+  std::vector<Output> Inputs(int id) const;
+  // The outputs of node |id|.
+  std::vector<Output> Outputs(int id) const;
+  int num_nodes() const { return static_cast<int>(def_.nodes.size()); }
+
+  // Adds every node of |graph| under its own name (no scope, no renaming),
+  // so that a graph read from a file can be extended: the training loop
+  // adds gradients and updates to a model this way. Fails if a name is
+  // taken.
+  Status Import(const Graph& graph);
 
   // A unique name under the current scope for a node called |base|.
   std::string UniqueName(std::string_view base);

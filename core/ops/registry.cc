@@ -10,8 +10,11 @@ Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterArrayOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterMathOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterNnOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterNnGradOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterRandomOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterStateOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterTrainingOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterGradSupportOps(registry));
   return Status();
 }
 }  // namespace ops

@@ -310,7 +310,9 @@ TEST(PluginHost, AFileReachedTwiceIsLoadedOnce) {
   config.plugins.paths = {WEFT_BUILT_PLUGIN_DIR, WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"};
   PluginHost host(config, Isolated());
   ASSERT_TRUE(host.LoadAll().ok());
-  EXPECT_EQ(host.plugins().size(), 1u);
+  int cpu = 0;
+  for (const auto& plugin : host.plugins()) cpu += plugin.name == "cpu" ? 1 : 0;
+  EXPECT_EQ(cpu, 1);
 }
 
 TEST(PluginHost, MissingFileIsRefusedWithTheReason) {

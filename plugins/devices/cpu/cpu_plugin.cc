@@ -167,8 +167,11 @@ const KernelRegistry& Kernels() {
     RegisterReductionKernels(r);
     RegisterArrayKernels(r);
     RegisterNnKernels(r);
+    RegisterNnGradKernels(r);
     RegisterRandomKernels(r);
     RegisterStateKernels(r);
+    RegisterTrainingKernels(r);
+    RegisterGradSupportKernels(r);
     return r;
   }();
   return registry;

@@ -50,8 +50,12 @@ typedef struct weft_graph_api_t {
                                const char* data, size_t size);
   /* Adds the node to the graph, running the op's shape and type function.
    * Writes up to |capacity| outputs to |out_outputs| and their number to
-   * |*out_num_outputs|. Frees |node| whether it succeeds or not; an error
-   * names the node, the op and what is wrong with it. */
+   * |*out_num_outputs|. A node without outputs (Assign, an apply op) gets
+   * *out_num_outputs = 0 and, when |capacity| >= 1, out_outputs[0] set to
+   * a value standing for the node itself: usable with
+   * node_add_control_input and as build_update's result, not as a data
+   * input. Frees |node| whether it succeeds or not; an error names the
+   * node, the op and what is wrong with it. */
   weft_status_t (*node_finish)(weft_node_builder_t* node, weft_value_t* out_outputs,
                                size_t capacity, size_t* out_num_outputs);
   /* A scalar constant of |dtype| holding |value| (converted). */
@@ -124,8 +128,11 @@ typedef struct weft_optimizer_plugin_t {
                          const int64_t* dims, const weft_slot_def_t** out_slots,
                          size_t* out_count);
   /* Emits the update of one variable through |graph| (the host's
-   * weft_host_t.graph services) and returns in |*out_update| an output of
-   * the op that completes it. Required. */
+   * weft_host_t.graph services) and returns in |*out_update| a value of
+   * the node that completes it (the host runs the step's updates as
+   * control dependencies of its train op). The emitted ops must read the
+   * variable and the gradient only through |args|, and leave the variable
+   * and slots updated once the returned node has run. Required. */
   weft_status_t (*build_update)(void* state, weft_graph_builder_t* graph,
                                 const weft_update_args_t* args,
                                 weft_value_t* out_update);

@@ -1,6 +1,8 @@
 #include "core/config/config.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 #include <unistd.h>
 
 #include <filesystem>
@@ -123,7 +125,8 @@ TEST(Config, UnknownSection) {
   EXPECT_EQ(ErrorOf("[runtim]\n"), "local.toml:1:2: runtim: unknown section; did you mean 'runtime'?");
   EXPECT_EQ(ErrorOf("[cluster_of_things]\n"),
             "local.toml:1:2: cluster_of_things: unknown section; known sections: runtime, "
-            "plugins, logging, devices, transports, optimizers");
+            "plugins, logging, model, data, training, schedule, checkpoint, devices, transports, "
+            "optimizers, optimizer");
 }
 
 TEST(Config, SectionThatIsNotATable) {
@@ -220,9 +223,14 @@ TEST_F(ConfigFileTest, DirectoryIsNotAFile) {
 
 TEST(Config, CoreKeysAreDocumented) {
   auto keys = CoreKeys();
-  ASSERT_EQ(keys.size(), 8u);
+  ASSERT_GT(keys.size(), 8u);
   for (const auto& [key, spec] : keys) EXPECT_FALSE(spec.doc.empty()) << key;
   EXPECT_EQ(keys[0].first, "runtime.inter_op_threads");
+  std::set<std::string> names;
+  for (const auto& [key, spec] : keys) names.insert(key);
+  for (const char* key : {"training.batch_size", "data.train_images", "schedule.kind", "checkpoint.keep", "model.loss"}) {
+    EXPECT_EQ(names.count(key), 1u) << key;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,225 @@
+// Gradients of the array ops: reshaping, slicing, joining, gathering.
+#include <numeric>
+
+#include "core/grad/gradients.h"
+
+namespace weft::grad {
+namespace {
+
+using Dx = std::vector<Output>;
+
+Output I64Vector(GradContext& c, const std::vector<int64_t>& v) {
+  return c.b().Const(Tensor::FromVector<int64_t>(v));
+}
+
+Output I64Scalar(GradContext& c, int64_t v) { return c.b().Const(Tensor::Scalar<int64_t>(v)); }
+
+// Dimension |axis| of |x| as an i64 scalar: a constant when known.
+Output DimOf(GradContext& c, const Output& x, int64_t axis) {
+  if (!x.shape().unknown_rank() && x.shape().dim(static_cast<int>(axis)) >= 0) {
+    return I64Scalar(c, x.shape().dim(static_cast<int>(axis)));
+  }
+  return c.Op("Gather", {c.Op("Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}), I64Scalar(c, axis)});
+}
+
+Status NeedRank(const Output& x, const char* what) {
+  if (x.shape().unknown_rank()) return InvalidArgumentError("the rank of ", what, " must be known");
+  return Status();
+}
+
+int64_t Normalise(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// The StridedSliceGrad that scatters |g| back into a zero tensor shaped
+// like |x|.
+Output SliceBack(GradContext& c, const Output& x, const Output& g, const std::vector<int64_t>& begin,
+                 const std::vector<int64_t>& end, const std::vector<int64_t>& strides, AttrMap masks) {
+  return c.Op("StridedSliceGrad",
+              {c.ShapeOf(x), I64Vector(c, begin), I64Vector(c, end), I64Vector(c, strides), g}, std::move(masks));
+}
+
+}  // namespace
+
+void RegisterArrayGradients(GradRegistry& r) {
+  for (const char* op : {"Reshape", "ExpandDims", "Squeeze"}) {
+    r.Register(op, [](GradContext& c, Dx& dx) {
+      dx[0] = c.Op("Reshape", {c.grad(0), c.ShapeOf(c.input(0))});
+      return Status();
+    });
+  }
+  r.Register("Transpose", [](GradContext& c, Dx& dx) {
+    WEFT_RETURN_IF_ERROR(NeedRank(c.input(0), "the input"));
+    const int64_t rank = c.input(0).shape().rank();
+    std::vector<int64_t> perm = c.Ints("perm");
+    if (perm.empty()) {
+      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+    }
+    std::vector<int64_t> inverse(perm.size());
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      inverse[static_cast<std::size_t>(Normalise(perm[i], rank))] = static_cast<int64_t>(i);
+    }
+    dx[0] = c.Op("Transpose", {c.grad(0)}, {{"perm", AttrValue(inverse)}});
+    return Status();
+  });
+  r.Register("Reverse", [](GradContext& c, Dx& dx) {
+    dx[0] = c.Op("Reverse", {c.grad(0)}, {{"axis", c.attr("axis")}});
+    return Status();
+  });
+  r.Register("Concat", [](GradContext& c, Dx& dx) {
+    // Slice each input's part back out; their sizes along the axis must be
+    // known.
+    const int n = static_cast<int>(c.inputs().size());
+    WEFT_RETURN_IF_ERROR(NeedRank(c.input(0), "the inputs"));
+    const int64_t rank = c.input(0).shape().rank();
+    const int64_t axis = Normalise(c.Int("axis"), rank);
+    int64_t offset = 0;
+    for (int i = 0; i < n; ++i) {
+      const Shape& shape = c.input(i).shape();
+      const int64_t size = shape.unknown_rank() ? -1 : shape.dim(static_cast<int>(axis));
+      if (size < 0) {
+        return InvalidArgumentError("the size of input ", i, " along axis ", axis,
+                                    " must be known to split the gradient");
+      }
+      std::vector<int64_t> begin(static_cast<std::size_t>(rank), 0), sizes(static_cast<std::size_t>(rank), -1);
+      begin[static_cast<std::size_t>(axis)] = offset;
+      sizes[static_cast<std::size_t>(axis)] = size;
+      dx[static_cast<std::size_t>(i)] =
+          c.Op("Slice", {c.grad(0)}, {{"begin", AttrValue(begin)}, {"size", AttrValue(sizes)}});
+      offset += size;
+    }
+    return Status();
+  });
+  r.Register("Split", [](GradContext& c, Dx& dx) {
+    std::vector<Output> parts;
+    for (int i = 0; i < static_cast<int>(c.outputs().size()); ++i) parts.push_back(c.grad_or_zeros(i));
+    dx[0] = c.Op("Concat", parts, {{"axis", AttrValue(c.Int("axis"))}});
+    return Status();
+  });
+  r.Register("Slice", [](GradContext& c, Dx& dx) {
+    const Output x = c.input(0);
+    WEFT_RETURN_IF_ERROR(NeedRank(x, "the input"));
+    const std::vector<int64_t>& begin = c.Ints("begin");
+    const std::vector<int64_t>& size = c.Ints("size");
+    if (x.shape().IsFullyDefined()) {  // pad with zeros back to the input's shape
+      std::vector<int64_t> paddings;
+      for (std::size_t i = 0; i < begin.size(); ++i) {
+        const int64_t extent = size[i] < 0 ? x.shape().dims()[i] - begin[i] : size[i];
+        paddings.push_back(begin[i]);
+        paddings.push_back(x.shape().dims()[i] - begin[i] - extent);
+      }
+      dx[0] = c.Op("Pad", {c.grad(0)}, {{"paddings", AttrValue(paddings)}});
+      return Status();
+    }
+    std::vector<int64_t> end, strides(begin.size(), 1);
+    int64_t end_mask = 0;
+    for (std::size_t i = 0; i < begin.size(); ++i) {
+      end.push_back(size[i] < 0 ? 0 : begin[i] + size[i]);
+      if (size[i] < 0) end_mask |= int64_t{1} << i;
+    }
+    dx[0] = SliceBack(c, x, c.grad(0), begin, end, strides, {{"end_mask", AttrValue(end_mask)}});
+    return Status();
+  });
+  r.Register("StridedSlice", [](GradContext& c, Dx& dx) {
+    AttrMap masks;
+    for (const char* m : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"}) {
+      masks[m] = c.attr(m);
+    }
+    dx[0] = SliceBack(c, c.input(0), c.grad(0), c.Ints("begin"), c.Ints("end"), c.Ints("strides"), std::move(masks));
+    return Status();
+  });
+  r.Register("Pad", [](GradContext& c, Dx& dx) {
+    if (c.String("mode") != "CONSTANT") {
+      return UnimplementedError("the gradient of Pad is implemented for mode CONSTANT only, not ", c.String("mode"));
+    }
+    const std::vector<int64_t>& paddings = c.Ints("paddings");
+    const std::size_t rank = paddings.size() / 2;
+    std::vector<int64_t> begin(rank), end(rank), strides(rank, 1);
+    int64_t end_mask = 0;
+    for (std::size_t i = 0; i < rank; ++i) {
+      begin[i] = paddings[2 * i];
+      end[i] = -paddings[2 * i + 1];  // counted from the end
+      if (paddings[2 * i + 1] == 0) end_mask |= int64_t{1} << i;
+    }
+    dx[0] = c.Op("StridedSlice", {c.grad(0)},
+                 {{"begin", AttrValue(begin)},
+                  {"end", AttrValue(end)},
+                  {"strides", AttrValue(strides)},
+                  {"end_mask", AttrValue(end_mask)}});
+    return Status();
+  });
+  r.Register("Tile", [](GradContext& c, Dx& dx) {
+    // The gradient seen as [m0, d0, m1, d1, ...], summed over the m axes.
+    const Output x = c.input(0);
+    const std::vector<int64_t>& multiples = c.Ints("multiples");
+    const int64_t rank = static_cast<int64_t>(multiples.size());
+    if (rank == 0) {
+      dx[0] = c.grad(0);
+      return Status();
+    }
+    Output split_shape;
+    if (x.shape().IsFullyDefined()) {
+      std::vector<int64_t> dims;
+      for (int64_t i = 0; i < rank; ++i) {
+        dims.push_back(multiples[static_cast<std::size_t>(i)]);
+        dims.push_back(x.shape().dim(static_cast<int>(i)));
+      }
+      split_shape = I64Vector(c, dims);
+    } else {
+      Output pairs = c.Op("Pack", {I64Vector(c, multiples), c.ShapeOf(x)}, {{"axis", AttrValue(int64_t{1})}});
+      split_shape = c.Op("Reshape", {pairs, I64Vector(c, {-1})});
+    }
+    std::vector<int64_t> axes;
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(2 * i);
+    Output split = c.Op("Reshape", {c.grad(0), split_shape});
+    dx[0] = c.Op("Sum", {split}, {{"axis", AttrValue(axes)}});
+    return Status();
+  });
+  r.Register("Gather", [](GradContext& c, Dx& dx) {
+    // Rows of the gradient are added into the rows they came from.
+    const Output params = c.input(0), indices = c.input(1), g = c.grad(0);
+    WEFT_RETURN_IF_ERROR(NeedRank(params, "params"));
+    WEFT_RETURN_IF_ERROR(NeedRank(indices, "indices"));
+    const int64_t rank = params.shape().rank(), index_rank = indices.shape().rank();
+    const int64_t axis = Normalise(c.Int("axis"), rank);
+    if (axis == 0) {
+      dx[0] = c.Op("UnsortedSegmentSum", {g, indices, DimOf(c, params, 0)});
+      return Status();
+    }
+    // g is params[:axis] + indices + params[axis+1:]: bring the indices'
+    // dimensions first, add up, and move the result's first axis back.
+    std::vector<int64_t> to_front;
+    for (int64_t i = 0; i < index_rank; ++i) to_front.push_back(axis + i);
+    for (int64_t i = 0; i < axis; ++i) to_front.push_back(i);
+    for (int64_t i = axis + index_rank; i < rank - 1 + index_rank; ++i) to_front.push_back(i);
+    Output summed = c.Op("UnsortedSegmentSum", {c.Op("Transpose", {g}, {{"perm", AttrValue(to_front)}}), indices,
+                                                DimOf(c, params, axis)});
+    std::vector<int64_t> back;
+    for (int64_t i = 1; i <= axis; ++i) back.push_back(i);
+    back.push_back(0);
+    for (int64_t i = axis + 1; i < rank; ++i) back.push_back(i);
+    dx[0] = c.Op("Transpose", {summed}, {{"perm", AttrValue(back)}});
+    return Status();
+  });
+  r.Register("GatherNd", [](GradContext& c, Dx& dx) {
+    const Output params = c.input(0);
+    if (!params.shape().IsFullyDefined()) {
+      return InvalidArgumentError("the gradient of GatherNd needs the shape of params, ", params.shape().ToString(),
+                                  ", to be known");
+    }
+    dx[0] = c.Op("ScatterNd", {c.input(1), c.grad(0)}, {{"shape", AttrValue(params.shape().dims())}});
+    return Status();
+  });
+  r.Register("ScatterNd", [](GradContext& c, Dx& dx) {
+    dx[1] = c.Op("GatherNd", {c.grad(0), c.input(0)});
+    return Status();
+  });
+  r.Register("Fill", [](GradContext& c, Dx& dx) {
+    dx[1] = c.Op("Sum", {c.grad(0)});
+    return Status();
+  });
+  for (const char* op : {"Shape", "Size", "Rank", "Range", "OneHot", "ZerosLike", "OnesLike", "RandomUniform",
+                         "RandomNormal", "TruncatedNormal", "RandomShuffle"}) {
+    r.NotDifferentiable(op);
+  }
+}
+
+}  // namespace weft::grad

@@ -1,0 +1,338 @@
+// The backward kernels of the neural-network family: BiasAddGrad (every
+// numeric type), FusedBatchNormGrad and LayerNormGrad (f32, f64).
+// Convolution and pooling backprop are in nn_conv_grad.cc.
+//
+// Sums over many elements accumulate in double (integers in 64-bit
+// unsigned arithmetic, so they wrap as the op says), in a fixed order that
+// does not depend on the thread count. The normalisation gradients
+// recompute the statistics as the forward kernels do (nn.cc): in double,
+// the mean first, then the squared deviations from it.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "../kernel_framework.h"
+
+namespace weft::cpu {
+
+void RegisterNnConvGradKernels(KernelRegistry& r);
+
+namespace {
+
+int NormalizeAxis(int64_t axis, int rank, const char* what) {
+  if (axis < -rank || axis >= rank) {
+    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// The product of dims [begin, end).
+int64_t Product(const Dims& dims, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= dims[static_cast<std::size_t>(i)];
+  return n;
+}
+
+// Rows (of all channels) per task when summing channels over rows.
+constexpr int64_t kRowsPerTask = 256;
+
+// Per channel c of data laid out [outer, channels, inner]: the sum of
+// f(c, i) over the flat indices i of that channel, in Acc, in a fixed
+// order (so independent of the thread count).
+template <class Acc, class F>
+std::vector<Acc> ChannelSums(int64_t outer, int64_t channels, int64_t inner, F f) {
+  const auto c_size = static_cast<std::size_t>(channels);
+  std::vector<Acc> sums(c_size, Acc(0));
+  if (channels == 0) return sums;
+  if (inner == 1) {
+    // [rows, channels]: blocks of rows, each summed into its own vector.
+    const int64_t blocks = (outer + kRowsPerTask - 1) / kRowsPerTask;
+    std::vector<Acc> partial(static_cast<std::size_t>(blocks) * c_size, Acc(0));
+    ParallelFor(blocks, kRowsPerTask * channels, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        Acc* sum = partial.data() + b * channels;
+        for (int64_t o = b * kRowsPerTask; o < std::min(outer, (b + 1) * kRowsPerTask); ++o) {
+          for (int64_t c = 0; c < channels; ++c) sum[c] += f(c, o * channels + c);
+        }
+      }
+    });
+    for (std::size_t i = 0; i < partial.size(); ++i) sums[i % c_size] += partial[i];  // block by block
+    return sums;
+  }
+  // [outer, channels, inner]: one contiguous run per (outer, channel).
+  std::vector<Acc> partial(static_cast<std::size_t>(outer) * c_size, Acc(0));
+  ParallelFor(outer * channels, inner, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t c = t % channels;
+      Acc sum(0);
+      for (int64_t i = t * inner; i < (t + 1) * inner; ++i) sum += f(c, i);
+      partial[static_cast<std::size_t>(t)] = sum;
+    }
+  });
+  for (std::size_t t = 0; t < partial.size(); ++t) sums[t % c_size] += partial[t];
+  return sums;
+}
+
+// --- BiasAddGrad -------------------------------------------------------------------
+
+// Integers sum in uint64 (wrapping, then truncated to T: the same bits as
+// a wrapping sum in T); floats in double.
+template <class T>
+using BiasAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+
+template <class T>
+class BiasAddGradKernel {
+ public:
+  explicit BiasAddGradKernel(const InitContext& init) : nchw_(init.String("data_format") == "NCHW") {}
+
+  void Compute(Context& ctx) {
+    const Tensor dy = ctx.input(0);
+    if (dy.rank() < 2) Fail("out_backprop must have rank >= 2, got ", DimsString(dy.dims));
+    const int axis = nchw_ ? 1 : dy.rank() - 1;
+    const int64_t channels = dy.dim(axis);
+    const int64_t outer = Product(dy.dims, 0, axis), inner = Product(dy.dims, axis + 1, dy.rank());
+    T* out = ctx.allocate_output(0, {channels}).as<T>();
+    const T* in = dy.as<T>();
+    const std::vector<BiasAcc<T>> sums = ChannelSums<BiasAcc<T>>(outer, channels, inner, [in](int64_t, int64_t i) {
+      if constexpr (std::is_integral_v<T>) {
+        return static_cast<uint64_t>(static_cast<int64_t>(in[i]));
+      } else {
+        return static_cast<double>(Load(in[i]));
+      }
+    });
+    for (int64_t c = 0; c < channels; ++c) {
+      const BiasAcc<T> s = sums[static_cast<std::size_t>(c)];
+      if constexpr (std::is_integral_v<T>) {
+        out[c] = static_cast<T>(s);
+      } else {
+        out[c] = StoreAs<T>(static_cast<typename ComputeType<T>::type>(s));
+      }
+    }
+  }
+
+ private:
+  bool nchw_;
+};
+
+// --- FusedBatchNormGrad --------------------------------------------------------------
+
+// With xhat = (x - mean) * inv, inv = 1 / sqrt(variance + epsilon), per
+// channel over the count elements of its channel:
+//   offset_backprop = sum(dy), scale_backprop = sum(dy * xhat),
+//   x_backprop = scale * inv * (dy - [sum(dy) + xhat * sum(dy * xhat)] / count)
+// in training, where mean and variance depend on x, and
+//   x_backprop = scale * inv * dy
+// in inference, where they are constants.
+template <class T>
+class FusedBatchNormGradKernel {
+ public:
+  explicit FusedBatchNormGradKernel(const InitContext& init)
+      : epsilon_(init.Float("epsilon")),
+        training_(init.Bool("is_training")),
+        nchw_(init.String("data_format") == "NCHW") {}
+
+  void Compute(Context& ctx) {
+    const Tensor dy = ctx.input(0), x = ctx.input(1);
+    if (dy.rank() != 2 && dy.rank() != 4) Fail("y_backprop must have rank 2 or 4, got ", DimsString(dy.dims));
+    if (x.dims != dy.dims) {
+      Fail("y_backprop has shape ", DimsString(dy.dims), ", but x has shape ", DimsString(x.dims),
+           "; they must be equal");
+    }
+    // x as [outer, channels, inner].
+    const int channel_axis = x.rank() == 4 && nchw_ ? 1 : x.rank() - 1;
+    const int64_t channels = x.dim(channel_axis);
+    const int64_t outer = Product(x.dims, 0, channel_axis);
+    const int64_t inner = Product(x.dims, channel_axis + 1, x.rank());
+    static const char* const kNames[] = {"scale", "mean", "variance"};
+    Tensor params[3];
+    for (int i = 0; i < 3; ++i) {
+      params[i] = ctx.input(i + 2);
+      const Tensor& p = params[i];
+      if (p.rank() != 1) Fail(kNames[i], " must be 1-D, got ", DimsString(p.dims));
+      if (p.dim(0) != channels) Fail(kNames[i], " has ", p.dim(0), " elements, x has ", channels, " channels");
+    }
+    const T* scale = params[0].as<T>();
+    Tensor dx_tensor = ctx.allocate_output(0, x.dims);
+    T* dscale = ctx.allocate_output(1, {channels}).as<T>();
+    T* doffset = ctx.allocate_output(2, {channels}).as<T>();
+    const auto c_size = static_cast<std::size_t>(channels);
+    const T* in = x.as<T>();
+    const T* grad = dy.as<T>();
+    const auto count = static_cast<double>(outer * inner);
+    std::vector<double> mean(c_size), inv(c_size);
+    if (training_) {
+      mean = ChannelSums<double>(outer, channels, inner,
+                                 [in](int64_t, int64_t i) { return static_cast<double>(in[i]); });
+      for (double& m : mean) m /= count;
+      std::vector<double> variance = ChannelSums<double>(outer, channels, inner, [&](int64_t c, int64_t i) {
+        const double d = static_cast<double>(in[i]) - mean[static_cast<std::size_t>(c)];
+        return d * d;
+      });
+      for (std::size_t c = 0; c < c_size; ++c) inv[c] = 1 / std::sqrt(variance[c] / count + epsilon_);
+    } else {
+      const T* mean_in = params[1].as<T>();
+      const T* variance_in = params[2].as<T>();
+      for (std::size_t c = 0; c < c_size; ++c) {
+        mean[c] = static_cast<double>(mean_in[c]);
+        inv[c] = 1 / std::sqrt(static_cast<double>(variance_in[c]) + epsilon_);
+      }
+    }
+    const std::vector<double> sum_dy =
+        ChannelSums<double>(outer, channels, inner, [grad](int64_t, int64_t i) { return static_cast<double>(grad[i]); });
+    const std::vector<double> sum_dy_xhat = ChannelSums<double>(outer, channels, inner, [&](int64_t c, int64_t i) {
+      const auto k = static_cast<std::size_t>(c);
+      return static_cast<double>(grad[i]) * (static_cast<double>(in[i]) - mean[k]) * inv[k];
+    });
+    for (std::size_t c = 0; c < c_size; ++c) {
+      dscale[c] = static_cast<T>(sum_dy_xhat[c]);
+      doffset[c] = static_cast<T>(sum_dy[c]);
+    }
+    if (dx_tensor.num_elements == 0) return;
+    T* dx = dx_tensor.as<T>();
+    ParallelFor(outer * channels, inner * 4, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const auto c = static_cast<std::size_t>(t % channels);
+        const double factor = static_cast<double>(scale[c]) * inv[c];
+        if (training_) {
+          const double mean_dy = sum_dy[c] / count, mean_dy_xhat = sum_dy_xhat[c] / count;
+          for (int64_t i = t * inner; i < (t + 1) * inner; ++i) {
+            const double xhat = (static_cast<double>(in[i]) - mean[c]) * inv[c];
+            dx[i] = static_cast<T>(factor * (static_cast<double>(grad[i]) - mean_dy - xhat * mean_dy_xhat));
+          }
+        } else {
+          for (int64_t i = t * inner; i < (t + 1) * inner; ++i) {
+            dx[i] = static_cast<T>(factor * static_cast<double>(grad[i]));
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  double epsilon_;
+  bool training_;
+  bool nchw_;
+};
+
+// --- LayerNormGrad ---------------------------------------------------------------------
+
+// Per row of n normalised elements, with xhat = (x - mean) * inv and
+// g = dy * gamma:
+//   dx = inv * (g - mean(g) - xhat * mean(g * xhat));
+// dgamma = sum(dy * xhat) and dbeta = sum(dy) over the rows.
+template <class T>
+class LayerNormGradKernel {
+ public:
+  explicit LayerNormGradKernel(const InitContext& init)
+      : epsilon_(init.Float("epsilon")), begin_norm_axis_(init.Int("begin_norm_axis")) {}
+
+  void Compute(Context& ctx) {
+    const Tensor dy = ctx.input(0), x = ctx.input(1), gamma = ctx.input(2);
+    if (x.dims != dy.dims) {
+      Fail("dy has shape ", DimsString(dy.dims), ", but x has shape ", DimsString(x.dims), "; they must be equal");
+    }
+    const int begin = NormalizeAxis(begin_norm_axis_, x.rank(), "begin_norm_axis");
+    const Dims normalized(x.dims.begin() + begin, x.dims.end());
+    if (gamma.dims != normalized) {
+      Fail("gamma has shape ", DimsString(gamma.dims), ", expected the normalized dimensions ", DimsString(normalized));
+    }
+    Tensor dx_tensor = ctx.allocate_output(0, x.dims);
+    Tensor dgamma_tensor = ctx.allocate_output(1, normalized);
+    Tensor dbeta_tensor = ctx.allocate_output(2, normalized);
+    const int64_t n = Product(normalized, 0, static_cast<int>(normalized.size()));
+    if (n == 0) return;
+    const int64_t rows = x.num_elements / n;
+    const T* in = x.as<T>();
+    const T* grad = dy.as<T>();
+    const T* g = gamma.as<T>();
+    T* dx = dx_tensor.as<T>();
+    // Pass 1, by rows: the statistics and dx.
+    std::vector<double> row_mean(static_cast<std::size_t>(rows)), row_inv(static_cast<std::size_t>(rows));
+    ParallelFor(rows, n * 8, [&](int64_t row_begin, int64_t row_end) {
+      for (int64_t r = row_begin; r < row_end; ++r) {
+        const T* xs = in + r * n;
+        const T* dys = grad + r * n;
+        double sum = 0;
+        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xs[i]);
+        const double mean = sum / static_cast<double>(n);
+        double squares = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double d = static_cast<double>(xs[i]) - mean;
+          squares += d * d;
+        }
+        const double inv = 1 / std::sqrt(squares / static_cast<double>(n) + epsilon_);
+        double sum_g = 0, sum_g_xhat = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double gi = static_cast<double>(dys[i]) * static_cast<double>(g[i]);
+          sum_g += gi;
+          sum_g_xhat += gi * (static_cast<double>(xs[i]) - mean) * inv;
+        }
+        const double mean_g = sum_g / static_cast<double>(n), mean_g_xhat = sum_g_xhat / static_cast<double>(n);
+        T* out = dx + r * n;
+        for (int64_t i = 0; i < n; ++i) {
+          const double gi = static_cast<double>(dys[i]) * static_cast<double>(g[i]);
+          const double xhat = (static_cast<double>(xs[i]) - mean) * inv;
+          out[i] = static_cast<T>(inv * (gi - mean_g - xhat * mean_g_xhat));
+        }
+        row_mean[static_cast<std::size_t>(r)] = mean;
+        row_inv[static_cast<std::size_t>(r)] = inv;
+      }
+    });
+    // Pass 2, by blocks of columns: dgamma and dbeta, summed over the rows in order.
+    constexpr int64_t kColumns = 64;
+    T* dgamma = dgamma_tensor.as<T>();
+    T* dbeta = dbeta_tensor.as<T>();
+    const int64_t blocks = (n + kColumns - 1) / kColumns;
+    ParallelFor(blocks, rows * std::min(n, kColumns) * 2, [&](int64_t block_begin, int64_t block_end) {
+      double sum_dgamma[kColumns], sum_dbeta[kColumns];
+      for (int64_t b = block_begin; b < block_end; ++b) {
+        const int64_t j0 = b * kColumns, width = std::min(kColumns, n - j0);
+        std::fill(sum_dgamma, sum_dgamma + width, 0.0);
+        std::fill(sum_dbeta, sum_dbeta + width, 0.0);
+        for (int64_t r = 0; r < rows; ++r) {
+          const double mean = row_mean[static_cast<std::size_t>(r)], inv = row_inv[static_cast<std::size_t>(r)];
+          const T* xs = in + r * n + j0;
+          const T* dys = grad + r * n + j0;
+          for (int64_t j = 0; j < width; ++j) {
+            const double d = static_cast<double>(dys[j]);
+            sum_dgamma[j] += d * (static_cast<double>(xs[j]) - mean) * inv;
+            sum_dbeta[j] += d;
+          }
+        }
+        for (int64_t j = 0; j < width; ++j) {
+          dgamma[j0 + j] = static_cast<T>(sum_dgamma[j]);
+          dbeta[j0 + j] = static_cast<T>(sum_dbeta[j]);
+        }
+      }
+    });
+  }
+
+ private:
+  double epsilon_;
+  int64_t begin_norm_axis_;
+};
+
+}  // namespace
+
+void RegisterNnGradKernels(KernelRegistry& r) {
+  auto add_float = [&r]<class T>() {
+    r.Add<FusedBatchNormGradKernel<T>>("FusedBatchNormGrad", {{"T", DtypeOf<T>()}});
+    r.Add<LayerNormGradKernel<T>>("LayerNormGrad", {{"T", DtypeOf<T>()}});
+  };
+  add_float.template operator()<float>();
+  add_float.template operator()<double>();
+  auto add_bias = [&r]<class T>() { r.Add<BiasAddGradKernel<T>>("BiasAddGrad", {{"T", DtypeOf<T>()}}); };
+  add_bias.template operator()<float>();
+  add_bias.template operator()<double>();
+  add_bias.template operator()<Half>();
+  add_bias.template operator()<BFloat16>();
+  add_bias.template operator()<int8_t>();
+  add_bias.template operator()<int16_t>();
+  add_bias.template operator()<int32_t>();
+  add_bias.template operator()<int64_t>();
+  add_bias.template operator()<uint8_t>();
+  RegisterNnConvGradKernels(r);
+}
+
+}  // namespace weft::cpu

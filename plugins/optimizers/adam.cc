@@ -1,0 +1,23 @@
+// Adam (Kingma & Ba, 2015), as torch.optim.Adam (amsgrad off): weight decay
+// is added to the gradient.
+#include "adam_rule.h"
+
+namespace weft::optimizers {
+namespace {
+
+const weft_option_def_t kHyper[] = {
+    FloatOption("beta1", "0.9", "Decay of the running mean of gradients.", 0, 1),
+    FloatOption("beta2", "0.999", "Decay of the running mean of squared gradients.", 0, 1),
+    FloatOption("epsilon", "1e-8", "Added to the denominator for numerical stability.", 0, 1),
+    WeightDecayOption("0", "L2 penalty added to the gradient: grad + weight_decay * var."),
+};
+
+class Adam : public AdamRule {
+ public:
+  explicit Adam(const weft_options_t* o) : AdamRule(o, /*decoupled=*/false) {}
+};
+
+}  // namespace
+}  // namespace weft::optimizers
+
+WEFT_OPTIMIZER_PLUGIN("adam", "Adam (torch.optim.Adam)", weft::optimizers::Adam, weft::optimizers::kHyper)
