@@ -127,6 +127,8 @@ std::vector<OptionSpec> TrainingSpecs() {
           Int("seed", 0, 0, "Seeds the data order and every random op of the model."),
           Int("log_every", 100, 1, "Steps between progress reports."),
           Int("eval_every", 0, 0, "Steps between evaluations on the test data; 0: at the end only."),
+          Float("clip_global_norm", "0.0", 0,
+                "Scale the gradients down to this global L2 norm when they exceed it; 0: no clipping."),
           Str("metrics", "", "Append one JSON object per report to this file; empty: none.")};
 }
 
@@ -253,6 +255,7 @@ void ApplyTraining(const OptionValues& v, std::string_view base_dir, TrainingCon
   out.seed = GetI(v, "seed");
   out.log_every = GetI(v, "log_every");
   out.eval_every = GetI(v, "eval_every");
+  out.clip_global_norm = GetF(v, "clip_global_norm");
   out.metrics = ResolvePath(GetStr(v, "metrics"), base_dir);
 }
 

@@ -91,6 +91,7 @@ struct TrainingConfig {
   int64_t seed = 0;
   int64_t log_every = 100;
   int64_t eval_every = 0;  // 0: evaluate at the end only
+  double clip_global_norm = 0;  // 0: no clipping
   std::string metrics;     // JSONL file, resolved; empty for none
 };
 

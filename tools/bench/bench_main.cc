@@ -9,6 +9,12 @@
 //   executor_chain        microseconds per node of a 10,000-node chain
 //   executor_fanout       microseconds per node of 10,000 independent nodes
 //   run_trivial           microseconds per Session::Run of a one-op graph
+//   train_mlp_sgd, train_mlp_adam (batch 128), train_cnn_sgd (batch 64)
+//                         milliseconds per training step (forward, backward,
+//                         update) of configs/models/fashion_{mlp,cnn}.wgt vs
+//                         PyTorch running the same model (tools/bench/
+//                         torch_train.py). Each side runs in its own process,
+//                         alternately, so each one's peak RSS is its own.
 //
 // Each prints one line: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // with medians of repeated runs; speedup > 1 means Weft is ahead (for
@@ -30,7 +36,12 @@
 #include <string>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "core/base/thread_pool.h"
+#include "core/graph/serialize.h"
+#include "core/train/optimizer.h"
+#include "core/train/training_graph.h"
 #include "core/ops/generated_ops.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
@@ -254,10 +265,119 @@ void RunTrivial(Env& env) {
   Print("run_trivial", t / kBatch * 1e6, 0, "us_per_run", false);
 }
 
+// --- Training steps ---------------------------------------------------------------
+
+struct TrainSpec {
+  std::string model;      // "mlp" or "cnn"
+  std::string optimizer;  // "sgd" or "adam"
+  int batch = 0;
+};
+
+// One side's result: the median step time and the process's peak RSS.
+struct SideResult {
+  double ms = 0;
+  long rss_kb = 0;
+};
+
+// The Weft side, run in a child process (`weft_bench --train-side ...`):
+// the model file's training graph, as `weft train` builds it, stepped on a
+// fixed random batch.
+int TrainSide(const TrainSpec& spec, int steps) {
+  SetLogLevel(LogLevel::kWarning);
+  auto config = config::DefaultConfig();
+  Env::Check(config.status());
+  plugin::PluginHost host(*config);
+  Env::Check(host.LoadAll());
+  auto devices = runtime::DeviceSet::Open(host);
+  Env::Check(devices.status());
+  std::shared_ptr<runtime::DeviceSet> shared = std::move(*devices);
+  auto def = ReadGraphFile(StrCat(WEFT_SOURCE_DIR, "/configs/models/fashion_", spec.model, ".wgt"));
+  Env::Check(def.status());
+  auto model = Graph::FromGraphDef(std::move(*def));
+  Env::Check(model.status());
+  const plugin::OptimizerPlugin* plugin = host.optimizers().Find(spec.optimizer);
+  if (plugin == nullptr) Env::Check(NotFoundError("optimizer plugin ", spec.optimizer, " is not loaded"));
+  auto hyper = config::ValidateOptions(nullptr, "optimizer", plugin->hyperparameters);
+  Env::Check(hyper.status());
+  auto optimizer = train::Optimizer::Create(*plugin, *hyper);
+  Env::Check(optimizer.status());
+  const runtime::KernelTable* kernels = &shared->default_device()->kernels();
+  train::TrainingGraphOptions options;
+  options.init = "init";
+  options.has_kernel = [kernels](std::string_view op, const std::vector<std::pair<std::string, DType>>&) {
+    return !kernels->ForOp(op).empty();
+  };
+  auto tg = train::BuildTrainingGraph(*model, options, **optimizer);
+  Env::Check(tg.status());
+  auto session = runtime::Session::Create(tg->graph, shared);
+  Env::Check(session.status());
+  Env::Check((*session)->Run({}, {}, {tg->init}, nullptr));
+  const Shape shape = spec.model == "mlp" ? Shape{spec.batch, 784} : Shape{spec.batch, 28, 28, 1};
+  Tensor x = Random(shape, 1);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = 0.5f * (x.data<float>()[i] + 1.0f);
+  Tensor y = *Tensor::Allocate(DType::kI64, Shape{spec.batch});
+  for (int i = 0; i < spec.batch; ++i) y.data<int64_t>()[i] = (i * 7) % 10;
+  const Tensor lr = Tensor::Scalar<float>(spec.optimizer == "sgd" ? 0.01f : 0.001f);
+  std::vector<Tensor> out;
+  auto step = [&] {
+    Env::Check((*session)->Run({{"images", x}, {"labels", y}, {tg->learning_rate, lr}}, {tg->loss}, {tg->train}, &out));
+  };
+  for (int i = 0; i < 5; ++i) step();
+  std::vector<double> times;
+  for (int i = 0; i < steps; ++i) times.push_back(Seconds(step));
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("ms_per_step=%.4f peak_rss_kb=%ld\n", MedianOf(times) * 1e3, usage.ru_maxrss);
+  return 0;
+}
+
+// Runs |command| and parses its "ms_per_step=<x> peak_rss_kb=<y>" line.
+SideResult RunSide(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) Env::Check(InternalError("cannot run ", command));
+  char buffer[512];
+  SideResult r;
+  bool parsed = false;
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) {
+    if (std::sscanf(buffer, "ms_per_step=%lf peak_rss_kb=%ld", &r.ms, &r.rss_kb) == 2) parsed = true;
+  }
+  const int rc = pclose(pipe);
+  if (!parsed || rc != 0) Env::Check(InternalError("benchmark side failed (exit ", rc, "): ", command));
+  return r;
+}
+
+void TrainBench(const std::string& name, const TrainSpec& spec, const std::string& self) {
+  const int threads = static_cast<int>(std::thread::hardware_concurrency());
+  const int steps = spec.model == "mlp" ? 40 : 20;
+  const int rounds = g_repeats > 0 ? g_repeats : 3;
+  const std::string args = StrCat(spec.model, " ", spec.optimizer, " ", spec.batch);
+  const std::string weft_cmd = StrCat(self, " --train-side ", args, " ", steps);
+  const std::string peer_cmd =
+      StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/bench/torch_train.py ", args, " ", threads, " ", steps);
+  std::vector<double> weft_ms, peer_ms;
+  long weft_rss = 0, peer_rss = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int side = 0; side < 2; ++side) {
+      const bool weft_side = (side == 0) == (r % 2 == 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      const SideResult result = RunSide(weft_side ? weft_cmd : peer_cmd);
+      (weft_side ? weft_ms : peer_ms).push_back(result.ms);
+      long& rss = weft_side ? weft_rss : peer_rss;
+      rss = std::max(rss, result.rss_kb);
+    }
+  }
+  Print(name, MedianOf(weft_ms), MedianOf(peer_ms), "ms", false);
+  std::printf("# %s peak_rss_mib weft=%.1f peer=%.1f\n", name.c_str(), static_cast<double>(weft_rss) / 1024.0,
+              static_cast<double>(peer_rss) / 1024.0);
+}
+
 int Main(int argc, char** argv) {
+  if (argc >= 6 && std::string(argv[1]) == "--train-side") {
+    return TrainSide({argv[2], argv[3], std::atoi(argv[4])}, std::atoi(argv[5]));
+  }
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
-                 "conv_resnet executor_chain executor_fanout run_trivial\n";
+                 "conv_resnet executor_chain executor_fanout run_trivial train_mlp_sgd train_mlp_adam train_cnn_sgd\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -275,6 +395,9 @@ int Main(int argc, char** argv) {
       {"executor_chain", [&] { ExecutorChain(env); }},
       {"executor_fanout", [&] { ExecutorFanout(env); }},
       {"run_trivial", [&] { RunTrivial(env); }},
+      {"train_mlp_sgd", [&] { TrainBench("train_mlp_sgd", {"mlp", "sgd", 128}, argv[0]); }},
+      {"train_mlp_adam", [&] { TrainBench("train_mlp_adam", {"mlp", "adam", 128}, argv[0]); }},
+      {"train_cnn_sgd", [&] { TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]); }},
   };
   auto it = benches.find(name);
   if (it == benches.end()) {

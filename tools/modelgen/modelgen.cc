@@ -5,12 +5,21 @@
 //                    -> conv 5x5x16 VALID ReLU -> maxpool 2 -> dense 120 ReLU
 //                    -> dense 84 ReLU -> dense 10 -> logits, probabilities
 //
+//   fashion_mlp.wgt  images f32[?,784], labels i64[?] -> dense 512 ReLU -> dense 512 ReLU
+//                    -> dense 10 -> logits; loss, accuracy, init (training graphs)
+//   fashion_cnn.wgt  images f32[?,28,28,1], labels i64[?] -> conv 5x5x32 SAME ReLU -> maxpool 2
+//                    -> conv 5x5x64 SAME ReLU -> maxpool 2 -> dense 512 ReLU -> dense 10
+//                    -> logits; loss, accuracy, init
+//
 //   sample_digits_784.npy    f32[4,784]       four hand-drawn-style digits 0 1 4 7,
 //   sample_digits_28x28.npy  f32[4,28,28,1]   the same, as images for LeNet
 //
-// They are inference graphs with their weights as constants, drawn from a
-// fixed-seed Glorot-uniform initialiser, so the files are the same on every
-// run and every machine (tests check the checked-in files are up to date).
+// The mnist graphs are inference graphs with their weights as constants,
+// drawn from a fixed-seed Glorot-uniform initialiser, so the files are the
+// same on every run and every machine (tests check the checked-in files are
+// up to date). The fashion graphs are for `weft train`: their weights are
+// variables, and the node "init" assigns them Glorot-uniform draws of seeded
+// random ops (biases zero), so the files stay small.
 //
 //   weft_modelgen [--out DIR] [--format wg|wgt]
 #include <cmath>
@@ -106,6 +115,96 @@ Expected<GraphDef> LeNet() {
   return b.def();
 }
 
+// --- Training graphs -----------------------------------------------------------
+
+// A variable of |shape| with its initial value assigned by an op collected
+// in |inits|: Glorot-uniform when |fan_in| > 0, zeros otherwise.
+Output Variable(GraphBuilder& b, const Shape& shape, const std::string& name, int64_t fan_in, int64_t fan_out,
+                std::vector<Output>& inits) {
+  Output handle = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(shape)}}, name);
+  auto s = b.NameScope(name + "/init");
+  Output value;
+  if (fan_in > 0) {
+    const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+    Output u = b.Op("RandomUniform", {b.Const(Tensor::FromVector<int64_t>(shape.dims()), "shape")},
+                    {{"dtype", AttrValue(DType::kF32)}});
+    value = ops::Sub(b, ops::Mul(b, u, b.Scalar<float>(static_cast<float>(2 * limit), "width")),
+                     b.Scalar<float>(static_cast<float>(limit), "limit"));
+  } else {
+    value = b.Op("Fill", {b.Const(Tensor::FromVector<int64_t>(shape.dims()), "shape"), b.Scalar<float>(0.0f, "zero")});
+  }
+  inits.push_back(b.Op("Assign", {handle, value}, {}, "assign"));
+  return handle;
+}
+
+Output Read(GraphBuilder& b, Output handle) {
+  return b.Op("ReadVariable", {handle}, {{"dtype", AttrValue(DType::kF32)}});
+}
+
+Output TrainDense(GraphBuilder& b, Output x, int64_t in, int64_t out, const std::string& scope, bool relu,
+                  std::vector<Output>& inits) {
+  Output w = Variable(b, Shape{in, out}, scope + "/kernel", in, out, inits);
+  Output bias = Variable(b, Shape{out}, scope + "/bias", 0, 0, inits);
+  auto s = b.NameScope(scope);
+  Output y = ops::BiasAdd(b, ops::MatMul(b, x, Read(b, w)), Read(b, bias));
+  return relu ? ops::Relu(b, y) : y;
+}
+
+Output TrainConv(GraphBuilder& b, Output x, int64_t k, int64_t in, int64_t out, const std::string& scope,
+                 std::vector<Output>& inits) {
+  Output w = Variable(b, Shape{k, k, in, out}, scope + "/kernel", k * k * in, k * k * out, inits);
+  Output bias = Variable(b, Shape{out}, scope + "/bias", 0, 0, inits);
+  auto s = b.NameScope(scope);
+  ops::Conv2DAttrs attrs;
+  attrs.padding = "SAME";
+  return ops::Relu(b, ops::BiasAdd(b, ops::Conv2D(b, x, Read(b, w), attrs), Read(b, bias)));
+}
+
+// The heads every training graph ends with: logits, probabilities, the
+// mean cross entropy "loss", the fraction of right answers "accuracy", and
+// "init" running every initialiser.
+Status FinishTraining(GraphBuilder& b, Output logits, Output labels, const std::vector<Output>& inits) {
+  Finish(b, logits);
+  Output xent = b.AddNode("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, "xent")[0];
+  b.Op("Mean", {xent}, {}, "loss");
+  Output right;
+  {
+    auto s = b.NameScope("metrics");
+    Output predicted = b.Op("ArgMax", {logits}, {{"axis", AttrValue(int64_t{1})}});
+    right = b.Op("Cast", {b.Op("Equal", {predicted, labels})}, {{"DstT", AttrValue(DType::kF32)}});
+  }
+  b.Op("Mean", {right}, {}, "accuracy");
+  {
+    auto s = b.ControlDependencies(inits);
+    b.Op("NoOp", {}, {}, "init");
+  }
+  return b.status();
+}
+
+Expected<GraphDef> FashionMlp() {
+  GraphBuilder b;
+  std::vector<Output> inits;
+  Output x = b.Placeholder(DType::kF32, Shape{-1, 784}, "images");
+  Output labels = b.Placeholder(DType::kI64, Shape{-1}, "labels");
+  Output h1 = TrainDense(b, x, 784, 512, "dense1", true, inits);
+  Output h2 = TrainDense(b, h1, 512, 512, "dense2", true, inits);
+  WEFT_RETURN_IF_ERROR(FinishTraining(b, TrainDense(b, h2, 512, 10, "dense3", false, inits), labels, inits));
+  return b.def();
+}
+
+Expected<GraphDef> FashionCnn() {
+  GraphBuilder b;
+  std::vector<Output> inits;
+  Output x = b.Placeholder(DType::kF32, Shape{-1, 28, 28, 1}, "images");
+  Output labels = b.Placeholder(DType::kI64, Shape{-1}, "labels");
+  Output c1 = MaxPool2(b, TrainConv(b, x, 5, 1, 32, "conv1", inits));
+  Output c2 = MaxPool2(b, TrainConv(b, c1, 5, 32, 64, "conv2", inits));
+  Output flat = ops::Reshape(b, c2, b.Const(Tensor::FromVector<int64_t>({-1, 7 * 7 * 64}), "flatten/shape"), "flatten");
+  Output f1 = TrainDense(b, flat, 7 * 7 * 64, 512, "dense1", true, inits);
+  WEFT_RETURN_IF_ERROR(FinishTraining(b, TrainDense(b, f1, 512, 10, "dense2", false, inits), labels, inits));
+  return b.def();
+}
+
 // Four 28x28 digits drawn with thick strokes, ink 1 on background 0, so the
 // sample graphs have something digit-like to run on: 0, 1, 4 and 7.
 Tensor Digits(const Shape& shape) {
@@ -152,7 +251,8 @@ int Main(int argc, char** argv) {
       format = argv[++i];
     } else if (arg == "-h" || arg == "--help") {
       std::cout << "usage: weft_modelgen [--out DIR] [--format wg|wgt]\n"
-                   "Writes the sample graphs mnist_mlp and mnist_lenet, and sample inputs, into DIR\n"
+                   "Writes the sample graphs mnist_mlp, mnist_lenet, fashion_mlp and fashion_cnn, and\n"
+                   "sample inputs, into DIR\n"
                    "(default configs/models).\n";
       return 0;
     } else {
@@ -164,8 +264,9 @@ int Main(int argc, char** argv) {
     std::cerr << "weft_modelgen: --format must be wg or wgt\n";
     return 1;
   }
-  for (const auto& [name, make] : {std::pair<const char*, Expected<GraphDef> (*)()>{"mnist_mlp", Mlp},
-                                   std::pair<const char*, Expected<GraphDef> (*)()>{"mnist_lenet", LeNet}}) {
+  using Maker = std::pair<const char*, Expected<GraphDef> (*)()>;
+  for (const auto& [name, make] : {Maker{"mnist_mlp", Mlp}, Maker{"mnist_lenet", LeNet},
+                                   Maker{"fashion_mlp", FashionMlp}, Maker{"fashion_cnn", FashionCnn}}) {
     auto def = make();
     if (!def.ok()) {
       std::cerr << "weft_modelgen: " << name << ": " << def.status().ToString() << "\n";

@@ -18,6 +18,7 @@ void AddPluginsCommand(CLI::App& app, Runner& run);
 void AddDevicesCommand(CLI::App& app, Runner& run);
 void AddConfigCommand(CLI::App& app, Runner& run);
 void AddRunCommand(CLI::App& app, Runner& run);
+void AddTrainCommand(CLI::App& app, Runner& run);
 // inspect, dot, convert, ops
 void AddGraphCommands(CLI::App& app, Runner& run);
 

@@ -49,6 +49,7 @@ int Main(int argc, char** argv) {
   weft::cli::AddDevicesCommand(app, run);
   weft::cli::AddConfigCommand(app, run);
   weft::cli::AddRunCommand(app, run);
+  weft::cli::AddTrainCommand(app, run);
   weft::cli::AddGraphCommands(app, run);
 
   try {

@@ -1,0 +1,647 @@
+#include "core/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "core/base/logging.h"
+#include "core/base/strings.h"
+#include "core/checkpoint/bundle.h"
+#include "core/checkpoint/manager.h"
+#include "core/config/value.h"
+#include "core/data/pipeline.h"
+#include "core/data/readers.h"
+#include "core/graph/serialize.h"
+#include "core/runtime/device_set.h"
+#include "core/runtime/session.h"
+#include "core/train/optimizer.h"
+#include "core/train/schedule.h"
+#include "core/train/training_graph.h"
+
+namespace weft::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// A fetched float scalar (the loss, a metric).
+double ScalarValue(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::kF32: return t.scalar<float>();
+    case DType::kF64: return t.scalar<double>();
+    default: return kNaN;
+  }
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// "file:line:col: data.train_images: " for a key the user set, or
+// "data.train_images: " for a default.
+std::string Where(const config::Config& config, const std::string& section, const std::string& key) {
+  const auto values = config.values.find(section);
+  if (values != config.values.end()) {
+    if (const config::SourcePos* pos = values->second.PositionOf(key)) {
+      return StrCat(pos->ToString(), ": ", section, ".", key, ": ");
+    }
+  }
+  return StrCat(section, ".", key, ": ");
+}
+
+// --- Configuration checks -------------------------------------------------------
+
+Status CheckDataFile(const config::Config& config, const std::string& key, const std::string& path, bool required) {
+  if (path.empty()) {
+    if (!required) return Status();
+    return InvalidArgumentError(Where(config, "data", key), "not set; name the file in [data] of ", config.source);
+  }
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return NotFoundError(Where(config, "data", key), "no such file: ", path);
+  }
+  if (fs::is_directory(path, ec)) return InvalidArgumentError(Where(config, "data", key), path, " is a directory");
+  return Status();
+}
+
+struct OptimizerChoice {
+  const plugin::OptimizerPlugin* plugin = nullptr;
+  double learning_rate = 0;
+  config::OptionValues hyperparameters;
+};
+
+// [optimizer]: `name` picks a loaded optimizer plugin, `learning_rate` is
+// the core's, and every other key is one of the plugin's hyper-parameters.
+Expected<OptimizerChoice> ChooseOptimizer(const config::Config& config, const plugin::PluginHost& host) {
+  std::vector<std::string> loaded;
+  for (const plugin::OptimizerPlugin* p : host.optimizers().All()) loaded.push_back(p->table->name);
+  const std::string loaded_list = loaded.empty() ? "none" : StrJoin(loaded, ", ");
+  if (!config.optimizer.has_value()) {
+    return InvalidArgumentError(config.source, ": no [optimizer] section; add one, e.g. [optimizer] name = \"sgd\" "
+                                "learning_rate = 0.01 (loaded optimizers: ", loaded_list, ")");
+  }
+  const config::Section& section = *config.optimizer;
+  auto name_value = section.values.find("name");
+  if (name_value == section.values.end() || name_value->second.kind != config::Value::Kind::kString) {
+    return InvalidArgumentError(section.pos.ToString(), ": optimizer.name: expected the name of an optimizer "
+                                "plugin (loaded: ", loaded_list, ")");
+  }
+  const std::string name = name_value->second.s;
+  OptimizerChoice choice;
+  for (const plugin::OptimizerPlugin* p : host.optimizers().All()) {
+    if (name == p->table->name) choice.plugin = p;
+  }
+  if (choice.plugin == nullptr) {
+    const std::string hint = config::ClosestMatch(name, loaded);
+    return NotFoundError(name_value->second.pos.ToString(), ": optimizer.name: no optimizer plugin ", Quote(name),
+                         " is loaded", hint.empty() ? "" : StrCat("; did you mean ", Quote(hint), "?"),
+                         " (loaded: ", loaded_list, "; `weft plugins` shows what was found and why)");
+  }
+  std::vector<config::OptionSpec> specs = choice.plugin->hyperparameters;
+  config::OptionSpec name_spec;
+  name_spec.key = "name";
+  name_spec.type = config::OptionType::kString;
+  name_spec.doc = "The optimizer plugin.";
+  specs.push_back(name_spec);
+  config::OptionSpec lr;
+  lr.key = "learning_rate";
+  lr.type = config::OptionType::kFloat;
+  lr.min = 0;
+  lr.doc = "The base learning rate, shaped over the steps by [schedule].";
+  specs.push_back(lr);
+  WEFT_ASSIGN_OR_RETURN(config::OptionValues all, config::ValidateOptions(&section, "optimizer", specs));
+  if (!all.Has("learning_rate")) {
+    return InvalidArgumentError(section.pos.ToString(), ": optimizer.learning_rate: not set; every optimizer needs "
+                                "a base learning rate");
+  }
+  WEFT_ASSIGN_OR_RETURN(choice.learning_rate, all.GetFloat("learning_rate"));
+  std::map<std::string, config::Value> hyper = all.values();
+  hyper.erase("name");
+  hyper.erase("learning_rate");
+  choice.hyperparameters = config::OptionValues("optimizer", std::move(hyper));
+  return choice;
+}
+
+// --- Reporting ------------------------------------------------------------------
+
+std::string FormatEta(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  std::ostringstream out;
+  if (s >= 3600) out << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60;
+  else out << s / 60;
+  out << ":" << std::setw(2) << std::setfill('0') << s % 60;
+  return out.str();
+}
+
+std::string Fixed(double v, int digits) {
+  if (std::isnan(v)) return "nan";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << v;
+  return out.str();
+}
+
+// JSON numbers: NaN and infinities become null.
+std::string Json(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream out;
+  out << std::setprecision(9) << v;
+  return out.str();
+}
+
+class Reporter {
+ public:
+  Reporter(std::ostream* out, bool interactive, const std::string& metrics_path)
+      : out_(out), interactive_(interactive) {
+    if (!metrics_path.empty()) {
+      std::error_code ec;
+      fs::create_directories(fs::path(metrics_path).parent_path(), ec);
+      metrics_.open(metrics_path, std::ios::app);
+      metrics_ok_ = metrics_.good();
+    }
+  }
+  Status status(const std::string& metrics_path) const {
+    if (!metrics_path.empty() && !metrics_ok_) {
+      return UnavailableError("training.metrics: cannot open ", metrics_path, " for appending");
+    }
+    return Status();
+  }
+
+  void Progress(int64_t step, int64_t total, double loss, double accuracy, double lr, double examples_per_sec,
+                double eta_seconds) {
+    std::ostringstream line;
+    line << "step " << step << "/" << total << "  loss " << Fixed(loss, 4);
+    if (!std::isnan(accuracy)) line << "  accuracy " << Fixed(accuracy, 4);
+    line << "  lr " << std::setprecision(3) << lr << "  " << static_cast<int64_t>(examples_per_sec + 0.5)
+         << " examples/s  ETA " << FormatEta(eta_seconds);
+    Line(line.str(), /*transient=*/true);
+    Metric(StrCat("{\"step\":", step, ",\"loss\":", Json(loss), ",\"accuracy\":", Json(accuracy),
+                  ",\"learning_rate\":", Json(lr), ",\"examples_per_sec\":", Json(examples_per_sec), "}"));
+  }
+
+  void Evaluation(int64_t step, double loss, double accuracy, int64_t examples) {
+    std::ostringstream line;
+    line << "eval at step " << step << ": test_loss " << Fixed(loss, 4);
+    if (!std::isnan(accuracy)) line << "  test_accuracy " << Fixed(accuracy, 4);
+    line << "  (" << examples << " examples)";
+    Line(line.str(), false);
+    Metric(StrCat("{\"step\":", step, ",\"test_loss\":", Json(loss), ",\"test_accuracy\":", Json(accuracy), "}"));
+  }
+
+  void Note(const std::string& text) { Line(text, false); }
+
+  void Final(const TrainResult& r) {
+    Line(StrCat("final: step=", r.step, " loss=", Fixed(r.loss, 4), " test_accuracy=", Fixed(r.test_accuracy, 4),
+                " examples_per_sec=", Fixed(r.examples_per_sec, 1)),
+         false);
+    Metric(StrCat("{\"final\":true,\"step\":", r.step, ",\"loss\":", Json(r.loss), ",\"test_loss\":",
+                  Json(r.test_loss), ",\"test_accuracy\":", Json(r.test_accuracy), ",\"examples_per_sec\":",
+                  Json(r.examples_per_sec), ",\"input_wait_fraction\":", Json(r.input_wait_fraction), "}"));
+  }
+
+ private:
+  // A transient line is redrawn in place on a terminal; anything else
+  // first finishes the transient one.
+  void Line(const std::string& text, bool transient) {
+    if (out_ == nullptr) return;
+    if (interactive_) {
+      *out_ << "\r\033[K" << text;
+      if (!transient) *out_ << "\n";
+      pending_ = transient;
+    } else {
+      *out_ << text << "\n";
+    }
+    out_->flush();
+  }
+  void Metric(const std::string& json) {
+    if (!metrics_ok_) return;
+    metrics_ << json << "\n";
+    metrics_.flush();
+  }
+
+ public:
+  ~Reporter() {
+    if (interactive_ && pending_ && out_ != nullptr) *out_ << "\n";
+  }
+
+ private:
+  std::ostream* out_;
+  bool interactive_;
+  bool pending_ = false;
+  std::ofstream metrics_;
+  bool metrics_ok_ = false;
+};
+
+// --- Checkpoints ----------------------------------------------------------------
+
+constexpr const char* kFormatKey = "weft.trainer";
+
+std::string Describe(DType dtype, const Shape& shape) { return StrCat(DTypeName(dtype), shape.ToString()); }
+
+// What differs between a checkpoint and the training graph's state, or OK.
+Status CheckCompatible(const std::string& prefix, const checkpoint::BundleReader& reader, const TrainingGraph& tg) {
+  std::vector<std::string> problems;
+  for (const std::string& name : tg.state) {
+    const checkpoint::TensorEntry* entry = reader.Find(name);
+    const Graph::Node* node = tg.graph.Find(name);
+    const DType dtype = node->def.attrs.at("dtype").get<DType>();
+    const Shape shape = node->def.attrs.at("shape").get<Shape>();
+    if (entry == nullptr) {
+      problems.push_back(StrCat("the model's variable ", Quote(name), " (", Describe(dtype, shape),
+                                ") is not in the checkpoint"));
+    } else if (entry->dtype != dtype || !shape.IsCompatibleWith(entry->shape)) {
+      problems.push_back(StrCat("variable ", Quote(name), " is ", Describe(entry->dtype, entry->shape),
+                                " in the checkpoint but ", Describe(dtype, shape), " in the model"));
+    }
+  }
+  std::set<std::string> known(tg.state.begin(), tg.state.end());
+  for (const checkpoint::TensorEntry& entry : reader.entries()) {
+    if (known.count(entry.name) == 0) {
+      problems.push_back(StrCat("the checkpoint's tensor ", Quote(entry.name), " is not a variable of the model"));
+    }
+  }
+  if (problems.empty()) return Status();
+  const std::size_t shown = std::min<std::size_t>(problems.size(), 5);
+  std::string text = StrCat("checkpoint ", prefix, " was not written for this model (or optimizer): ");
+  for (std::size_t i = 0; i < shown; ++i) text += StrCat(i == 0 ? "" : "; ", problems[i]);
+  if (problems.size() > shown) text += StrCat("; and ", problems.size() - shown, " more differences");
+  return InvalidArgumentError(text);
+}
+
+int64_t MetaInt(const std::map<std::string, std::string>& meta, const std::string& key, int64_t fallback) {
+  auto it = meta.find(key);
+  if (it == meta.end()) return fallback;
+  try {
+    return std::stoll(it->second);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+// --- The run --------------------------------------------------------------------
+
+struct Evaluation {
+  double loss = kNaN, accuracy = kNaN;
+  int64_t examples = 0;
+};
+
+class Run {
+ public:
+  Run(const config::Config& config, const plugin::PluginHost& host, const TrainerOptions& options)
+      : config_(config), host_(host), options_(options),
+        reporter_(options.out, options.interactive, config.training.metrics) {}
+
+  Expected<TrainResult> Go();
+
+ private:
+  Status Prepare();
+  Expected<Evaluation> Evaluate();
+  Status Restore(const std::string& prefix);
+  Expected<std::string> Save(int64_t step);
+
+  const config::Config& config_;
+  const plugin::PluginHost& host_;
+  const TrainerOptions& options_;
+  Reporter reporter_;
+
+  OptimizerChoice optimizer_choice_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::shared_ptr<runtime::DeviceSet> devices_;
+  TrainingGraph tg_;
+  std::unique_ptr<runtime::Session> session_;
+  Shape example_shape_;
+  std::string images_, labels_, accuracy_;
+  std::shared_ptr<const data::Examples> train_, test_;
+  std::unique_ptr<data::Pipeline> pipeline_;
+  std::unique_ptr<checkpoint::CheckpointManager> checkpoints_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+  int64_t step_ = 0;
+};
+
+Status Run::Prepare() {
+  const config::DataConfig& data = config_.data;
+  const bool csv = data.format == "csv";
+  WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "train_images", data.train_images, true));
+  if (!csv) WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "train_labels", data.train_labels, true));
+  if (!data.test_images.empty()) {
+    WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "test_images", data.test_images, true));
+    if (!csv) WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "test_labels", data.test_labels, true));
+  }
+  if (options_.resume && config_.checkpoint.dir.empty()) {
+    return InvalidArgumentError("--resume needs a checkpoint directory: set [checkpoint] dir in ", config_.source);
+  }
+  WEFT_RETURN_IF_ERROR(reporter_.status(config_.training.metrics));
+
+  WEFT_ASSIGN_OR_RETURN(optimizer_choice_, ChooseOptimizer(config_, host_));
+  WEFT_ASSIGN_OR_RETURN(optimizer_, Optimizer::Create(*optimizer_choice_.plugin, optimizer_choice_.hyperparameters));
+
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(options_.model_path));
+  auto model = Graph::FromGraphDef(std::move(def));
+  if (!model.ok()) return model.status().WithContext(options_.model_path);
+  const config::ModelConfig& m = config_.model;
+  for (const auto& [key, name] : {std::pair<const char*, const std::string*>{"images", &m.images},
+                                  std::pair<const char*, const std::string*>{"labels", &m.labels}}) {
+    const Graph::Node* node = model->Find(*name);
+    if (node == nullptr || node->op_name() != "Placeholder") {
+      return InvalidArgumentError(options_.model_path, ": the model has no Placeholder ", Quote(*name),
+                                  " to feed the ", key, " into (set [model] ", key, " to the right node; `weft "
+                                  "inspect ", options_.model_path, "` lists the inputs)");
+    }
+  }
+  const Graph::Node* images = model->Find(m.images);
+  const Shape images_shape = images->output_shapes[0];
+  if (images_shape.unknown_rank() || images_shape.rank() < 1) {
+    return InvalidArgumentError(options_.model_path, ": Placeholder ", Quote(m.images),
+                                " needs a known rank with the batch first, e.g. f32[?,784]; it is ",
+                                images_shape.ToString());
+  }
+  example_shape_ = Shape(std::vector<int64_t>(images_shape.dims().begin() + 1, images_shape.dims().end()));
+  if (!example_shape_.IsFullyDefined()) {
+    return InvalidArgumentError(options_.model_path, ": Placeholder ", Quote(m.images),
+                                " must fix every dimension but the batch; it is ", images_shape.ToString());
+  }
+  images_ = m.images;
+  labels_ = m.labels;
+  if (!m.accuracy.empty()) {
+    if (!model->ResolveTensor(m.accuracy).ok()) {
+      return InvalidArgumentError(options_.model_path, ": the model has no tensor ", Quote(m.accuracy),
+                                  " (set by [model] accuracy; set it to \"\" for none)");
+    }
+    accuracy_ = m.accuracy;
+  }
+
+  WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(host_));
+  devices_ = std::move(devices);
+  const runtime::RuntimeDevice* device = devices_->default_device();
+  if (device == nullptr) return FailedPreconditionError("no device to train on (`weft devices` lists them)");
+  const runtime::KernelTable* kernels = &device->kernels();
+  TrainingGraphOptions tgo;
+  tgo.loss = m.loss;
+  tgo.init = m.init;
+  tgo.seed = config_.training.seed;
+  tgo.clip_global_norm = config_.training.clip_global_norm;
+  tgo.has_kernel = [kernels](std::string_view op, const std::vector<std::pair<std::string, DType>>& types) {
+    for (const weft_kernel_def_t* def : kernels->ForOp(op)) {
+      bool fits = true;
+      for (std::size_t i = 0; i < def->num_constraints; ++i) {
+        for (const auto& [attr, dtype] : types) {
+          if (attr == def->constraint_attrs[i] && static_cast<weft_dtype_t>(dtype) != def->constraint_dtypes[i]) {
+            fits = false;
+          }
+        }
+      }
+      if (fits) return true;
+    }
+    return false;
+  };
+  auto tg = BuildTrainingGraph(*model, tgo, *optimizer_);
+  if (!tg.ok()) return tg.status().WithContext(options_.model_path);
+  tg_ = std::move(*tg);
+  WEFT_ASSIGN_OR_RETURN(session_,
+                        runtime::Session::Create(tg_.graph, devices_, runtime::SessionOptions::FromConfig(config_)));
+
+  // Data.
+  auto load = [&](const std::string& images_path, const std::string& labels_path,
+                  const char* what) -> Expected<std::shared_ptr<const data::Examples>> {
+    auto examples = data::LoadExamples(data.format, images_path, labels_path, data.csv_label_column);
+    if (!examples.ok()) return examples.status().WithContext(StrCat("loading the ", what, " data"));
+    const int64_t per_example = examples->features.shape().rank() == 0
+                                    ? 1
+                                    : examples->features.num_elements() /
+                                          std::max<int64_t>(1, examples->features.shape().dim(0));
+    if (per_example != example_shape_.num_elements()) {
+      return InvalidArgumentError("the ", what, " examples of ", images_path, " have ", per_example,
+                                  " values each, but the model's ", Quote(images_), " takes ",
+                                  example_shape_.ToString(), " (", example_shape_.num_elements(), " values)");
+    }
+    return std::shared_ptr<const data::Examples>(std::make_shared<data::Examples>(std::move(*examples)));
+  };
+  WEFT_ASSIGN_OR_RETURN(train_, load(data.train_images, data.train_labels, "training"));
+  if (!data.test_images.empty()) {
+    WEFT_ASSIGN_OR_RETURN(test_, load(data.test_images, data.test_labels, "test"));
+  }
+  const int64_t n = train_->labels.num_elements();
+  steps_per_epoch_ = n / config_.training.batch_size;
+  if (steps_per_epoch_ == 0) {
+    return InvalidArgumentError(Where(config_, "training", "batch_size"), "the batch (", config_.training.batch_size,
+                                ") is larger than the training data (", n, " examples)");
+  }
+  total_steps_ = options_.steps > 0                 ? options_.steps
+                 : config_.training.steps > 0       ? config_.training.steps
+                                                    : config_.training.epochs * steps_per_epoch_;
+  if (total_steps_ <= 0) {
+    return InvalidArgumentError(config_.source, ": nothing to train: [training] epochs and steps are both 0");
+  }
+  if (!config_.checkpoint.dir.empty()) {
+    checkpoints_ = std::make_unique<checkpoint::CheckpointManager>(config_.checkpoint.dir,
+                                                                   static_cast<int>(config_.checkpoint.keep));
+  }
+  return Status();
+}
+
+Expected<Evaluation> Run::Evaluate() {
+  Evaluation e;
+  if (test_ == nullptr) return e;
+  data::PipelineOptions po;
+  po.batch_size = config_.data.test_batch_size;
+  po.shuffle = false;
+  po.scale = config_.data.scale;
+  po.shift = config_.data.shift;
+  po.example_shape = example_shape_;
+  po.prefetch = config_.data.prefetch;
+  po.drop_remainder = false;
+  po.epochs = 1;
+  WEFT_ASSIGN_OR_RETURN(auto pipeline, data::Pipeline::Create(test_, po));
+  std::vector<std::string> fetches = {tg_.loss};
+  if (!accuracy_.empty()) fetches.push_back(accuracy_);
+  double loss_sum = 0, accuracy_sum = 0;
+  while (true) {
+    auto batch = pipeline->Next();
+    if (!batch.ok()) {
+      if (batch.status().code() == Code::kOutOfRange) break;
+      return batch.status();
+    }
+    const int64_t count = batch->labels.num_elements();
+    std::vector<Tensor> out;
+    WEFT_RETURN_IF_ERROR(
+        session_->Run({{images_, batch->features}, {labels_, batch->labels}}, fetches, {}, &out));
+    loss_sum += ScalarValue(out[0]) * static_cast<double>(count);
+    if (!accuracy_.empty()) accuracy_sum += ScalarValue(out[1]) * static_cast<double>(count);
+    e.examples += count;
+  }
+  if (e.examples > 0) {
+    e.loss = loss_sum / static_cast<double>(e.examples);
+    if (!accuracy_.empty()) e.accuracy = accuracy_sum / static_cast<double>(e.examples);
+  }
+  return e;
+}
+
+Status Run::Restore(const std::string& prefix) {
+  WEFT_ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(prefix));
+  WEFT_RETURN_IF_ERROR(CheckCompatible(prefix, *reader, tg_));
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (std::size_t i = 0; i < tg_.state.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(Tensor value, reader->Read(tg_.state[i]));
+    feeds.emplace_back(tg_.state_feeds[i], std::move(value));
+  }
+  WEFT_RETURN_IF_ERROR(session_->Run(feeds, {}, {tg_.restore}, nullptr).WithContext(StrCat("restoring ", prefix)));
+  const auto& meta = reader->metadata();
+  step_ = MetaInt(meta, "step", -1);
+  data::Position position;
+  position.epoch = MetaInt(meta, "data_epoch", 0);
+  position.index = MetaInt(meta, "data_index", 0);
+  if (step_ < 0) return DataLossError("checkpoint ", prefix, " has no step in its metadata");
+  if (MetaInt(meta, "seed", config_.training.seed) != config_.training.seed) {
+    reporter_.Note(StrCat("note: checkpoint ", prefix, " was written with seed ", meta.at("seed"),
+                          "; continuing with seed ", config_.training.seed, " changes the data order"));
+  }
+  data::PipelineOptions po;
+  po.batch_size = config_.training.batch_size;
+  po.shuffle = config_.data.shuffle;
+  po.seed = static_cast<uint64_t>(config_.training.seed);
+  po.scale = config_.data.scale;
+  po.shift = config_.data.shift;
+  po.example_shape = example_shape_;
+  po.prefetch = config_.data.prefetch;
+  WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, po, position));
+  return Status();
+}
+
+Expected<std::string> Run::Save(int64_t step) {
+  std::vector<Tensor> values;
+  WEFT_RETURN_IF_ERROR(session_->Run({}, tg_.state_reads, {}, &values));
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (std::size_t i = 0; i < tg_.state.size(); ++i) tensors.emplace_back(tg_.state[i], std::move(values[i]));
+  const data::Position position = pipeline_->position();
+  std::map<std::string, std::string> meta = {
+      {kFormatKey, "1"},
+      {"step", std::to_string(step)},
+      {"seed", std::to_string(config_.training.seed)},
+      {"data_epoch", std::to_string(position.epoch)},
+      {"data_index", std::to_string(position.index)},
+      {"model", options_.model_path},
+      {"optimizer", optimizer_->name()},
+  };
+  return checkpoints_->Save(step, tensors, meta);
+}
+
+Expected<TrainResult> Run::Go() {
+  WEFT_RETURN_IF_ERROR(Prepare());
+  WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.init}, nullptr).WithContext("initialising the variables"));
+  TrainResult result;
+  bool restored = false;
+  if (options_.resume) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<std::string> latest, checkpoints_->Latest());
+    if (latest.has_value()) {
+      WEFT_RETURN_IF_ERROR(Restore(*latest));
+      restored = true;
+      reporter_.Note(StrCat("resumed from ", *latest, " at step ", step_));
+    } else {
+      reporter_.Note(StrCat("no checkpoint in ", config_.checkpoint.dir, " yet; starting at step 0"));
+    }
+  }
+  if (!restored) {
+    data::PipelineOptions po;
+    po.batch_size = config_.training.batch_size;
+    po.shuffle = config_.data.shuffle;
+    po.seed = static_cast<uint64_t>(config_.training.seed);
+    po.scale = config_.data.scale;
+    po.shift = config_.data.shift;
+    po.example_shape = example_shape_;
+    po.prefetch = config_.data.prefetch;
+    WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, po));
+  }
+
+  std::vector<std::string> fetches = {tg_.loss};
+  if (!accuracy_.empty()) fetches.push_back(accuracy_);
+  checkpoint::SavePolicy policy(config_.checkpoint.every_steps, config_.checkpoint.every_seconds);
+  policy.Saved(step_, Clock::now());
+  const int64_t batch_size = config_.training.batch_size;
+  const int64_t first_step = step_;
+  double train_seconds = 0;
+  double wait_at_start = pipeline_->wait_seconds();
+  double interval_loss = 0, interval_accuracy = 0;
+  int64_t interval_steps = 0;
+  Clock::time_point interval_start = Clock::now();
+  int64_t saved_step = -1;
+  while (step_ < total_steps_) {
+    const Clock::time_point t0 = Clock::now();
+    auto batch = pipeline_->Next();
+    if (!batch.ok()) return batch.status().WithContext(StrCat("reading training batch ", step_ + 1));
+    const double lr = LearningRateAt(config_.schedule, optimizer_choice_.learning_rate, step_, total_steps_);
+    std::vector<Tensor> out;
+    WEFT_RETURN_IF_ERROR(session_->Run({{images_, batch->features},
+                                        {labels_, batch->labels},
+                                        {tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}},
+                                       fetches, {tg_.train}, &out)
+                             .WithContext(StrCat("training step ", step_ + 1)));
+    ++step_;
+    train_seconds += Seconds(Clock::now() - t0);
+    const double loss = ScalarValue(out[0]);
+    if (!std::isfinite(loss)) {
+      return FailedPreconditionError("the loss became ", loss, " at step ", step_, " (learning rate ", lr,
+                                     "); lower optimizer.learning_rate or set training.clip_global_norm");
+    }
+    interval_loss += loss;
+    if (!accuracy_.empty()) interval_accuracy += ScalarValue(out[1]);
+    ++interval_steps;
+    if (step_ % config_.training.log_every == 0 || step_ == total_steps_) {
+      const double seconds = Seconds(Clock::now() - interval_start);
+      const double eps = seconds > 0 ? static_cast<double>(interval_steps * batch_size) / seconds : 0;
+      const double mean_loss = interval_loss / static_cast<double>(interval_steps);
+      const double mean_acc = accuracy_.empty() ? kNaN : interval_accuracy / static_cast<double>(interval_steps);
+      const double per_step = seconds / static_cast<double>(interval_steps);
+      reporter_.Progress(step_, total_steps_, mean_loss, mean_acc, lr, eps,
+                         per_step * static_cast<double>(total_steps_ - step_));
+      result.loss = mean_loss;
+      interval_loss = interval_accuracy = 0;
+      interval_steps = 0;
+      interval_start = Clock::now();
+    }
+    if (config_.training.eval_every > 0 && step_ % config_.training.eval_every == 0 && step_ != total_steps_) {
+      WEFT_ASSIGN_OR_RETURN(Evaluation e, Evaluate());
+      if (e.examples > 0) reporter_.Evaluation(step_, e.loss, e.accuracy, e.examples);
+      interval_start = Clock::now();
+    }
+    if (checkpoints_ != nullptr && step_ != total_steps_ && policy.Due(step_, Clock::now())) {
+      WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
+      policy.Saved(step_, Clock::now());
+      saved_step = step_;
+      WEFT_LOG(INFO) << "saved " << result.checkpoint;
+      interval_start = Clock::now();
+    }
+  }
+  if (interval_steps > 0) result.loss = interval_loss / static_cast<double>(interval_steps);
+  if (checkpoints_ != nullptr && config_.checkpoint.at_end && saved_step != step_) {
+    WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
+    reporter_.Note(StrCat("saved ", result.checkpoint));
+  }
+  WEFT_ASSIGN_OR_RETURN(Evaluation e, Evaluate());
+  if (e.examples > 0) reporter_.Evaluation(step_, e.loss, e.accuracy, e.examples);
+  result.step = step_;
+  result.test_loss = e.loss;
+  result.test_accuracy = e.accuracy;
+  const int64_t trained = step_ - first_step;
+  result.examples_per_sec = train_seconds > 0 ? static_cast<double>(trained * batch_size) / train_seconds : 0;
+  result.input_wait_fraction = train_seconds > 0 ? (pipeline_->wait_seconds() - wait_at_start) / train_seconds : 0;
+  reporter_.Final(result);
+  return result;
+}
+
+}  // namespace
+
+Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHost& host,
+                            const TrainerOptions& options) {
+  Run run(config, host, options);
+  return run.Go();
+}
+
+}  // namespace weft::train

@@ -1,0 +1,52 @@
+// The training loop of `weft train`: a model graph file plus the training
+// sections of a config ([model], [data], [training], [optimizer],
+// [schedule], [checkpoint]) give a run that reports its progress, evaluates
+// on test data, saves checkpoints and resumes from them exactly.
+//
+//   TrainerOptions options;
+//   options.model_path = "configs/models/fashion_cnn.wgt";
+//   WEFT_ASSIGN_OR_RETURN(TrainResult r, Train(config, host, options));
+#ifndef WEFT_CORE_TRAIN_TRAINER_H_
+#define WEFT_CORE_TRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "core/config/config.h"
+#include "core/plugin/plugin_host.h"
+
+namespace weft::train {
+
+struct TrainerOptions {
+  std::string model_path;
+  // Continue from the newest checkpoint of [checkpoint] dir (from step 0
+  // when there is none yet).
+  bool resume = false;
+  // When > 0, the run ends after this many steps in all (overrides
+  // [training] steps and epochs).
+  int64_t steps = 0;
+  // Progress, evaluations and the final line go here.
+  std::ostream* out = nullptr;
+  // Redraw one progress line in place (a terminal) instead of printing a
+  // line per report.
+  bool interactive = false;
+};
+
+struct TrainResult {
+  int64_t step = 0;               // steps completed
+  double loss = 0;                // mean training loss over the last report interval
+  double test_loss = 0;           // NaN without test data
+  double test_accuracy = 0;       // NaN without test data or an accuracy tensor
+  double examples_per_sec = 0;    // training examples per second of training
+  double input_wait_fraction = 0; // of training time spent waiting for input
+  std::string checkpoint;         // the last checkpoint written, if any
+};
+
+Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHost& host,
+                            const TrainerOptions& options);
+
+}  // namespace weft::train
+
+#endif  // WEFT_CORE_TRAIN_TRAINER_H_

@@ -1,0 +1,209 @@
+#include "core/train/training_graph.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/base/strings.h"
+#include "core/grad/gradients.h"
+#include "core/train/schedule.h"
+
+namespace weft::train {
+namespace {
+
+bool IsRandomOp(const std::string& op) {
+  return op == "RandomUniform" || op == "RandomNormal" || op == "TruncatedNormal" || op == "RandomShuffle";
+}
+
+bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16; }
+
+// The VarHandle nodes |loss| depends on through data edges, sorted by name,
+// with the ReadVariable nodes that read each (the update must wait for
+// them, or a forward read could see the updated value).
+struct Reached {
+  std::map<std::string, int> variables;
+  std::map<int, std::vector<Output>> reads;
+};
+
+Reached ReachedVariables(const GraphBuilder& b, const Output& loss) {
+  Reached r;
+  std::vector<int> stack = {loss.node()};
+  std::set<int> seen = {loss.node()};
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    const NodeDef& def = b.node_def(id);
+    if (def.op == "VarHandle") r.variables.emplace(def.name, id);
+    for (const Output& in : b.Inputs(id)) {
+      if (def.op == "ReadVariable" && b.node_def(in.node()).op == "VarHandle") {
+        r.reads[in.node()].push_back(Output(&b, id, -1));
+      }
+      if (seen.insert(in.node()).second) stack.push_back(in.node());
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGraphOptions& options,
+                                           const Optimizer& optimizer) {
+  GraphDef def = model.ToGraphDef();
+  if (options.seed > 0) {
+    for (NodeDef& node : def.nodes) {
+      auto seed = node.attrs.find("seed");
+      if (IsRandomOp(node.op) && seed != node.attrs.end() && seed->second.get<int64_t>() == 0) {
+        seed->second = AttrValue(options.seed);
+      }
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Graph seeded, Graph::FromGraphDef(std::move(def)));
+
+  GraphBuilder b;
+  WEFT_RETURN_IF_ERROR(b.Import(seeded));
+  auto loss = b.Resolve(options.loss);
+  if (!loss.ok()) {
+    return loss.status().WithContext(StrCat("the loss (set by [model] loss = ", Quote(options.loss), ")"));
+  }
+  if (!IsFloat(loss->dtype()) || !(!loss->shape().unknown_rank() && loss->shape().rank() == 0)) {
+    return InvalidArgumentError("the loss ", Quote(options.loss), " must be a float scalar, but it is ",
+                                DTypeName(loss->dtype()), loss->shape().ToString(),
+                                "; reduce it (e.g. with Mean) in the model");
+  }
+  Output model_init;
+  if (!options.init.empty()) {
+    const Output init = b.Find(options.init);
+    if (!init.valid()) {
+      auto resolved = b.Resolve(options.init);  // for its "did you mean"
+      return (resolved.ok() ? NotFoundError("no node ", Quote(options.init)) : resolved.status())
+          .WithContext(StrCat("the initialiser (set by [model] init = ", Quote(options.init), "; \"\" for none)"));
+    }
+    model_init = Output(&b, init.node(), -1);
+  }
+
+  const Reached reached = ReachedVariables(b, *loss);
+  TrainingGraph tg;
+  std::vector<Output> handles;
+  for (const auto& [name, id] : reached.variables) {
+    const NodeDef& node = b.node_def(id);
+    const DType dtype = node.attrs.at("dtype").get<DType>();
+    if (!IsFloat(dtype)) continue;  // integer state (counters) is not trained
+    handles.push_back(Output(&b, id, 0));
+    tg.variables.push_back({name, dtype, node.attrs.at("shape").get<Shape>(), {}});
+  }
+  if (handles.empty()) {
+    return InvalidArgumentError("the loss ", Quote(options.loss),
+                                " depends on no float variable, so there is nothing to train (the model's "
+                                "weights must be VarHandle variables, not constants)");
+  }
+
+  std::vector<Output> grads;
+  {
+    grad::GradientOptions gopts;
+    gopts.scope = "gradients";
+    WEFT_ASSIGN_OR_RETURN(grads, grad::AddGradients(b, {*loss}, handles, {}, gopts));
+  }
+  if (options.clip_global_norm > 0) {
+    auto scope = b.NameScope("clip");
+    Output norm;
+    WEFT_ASSIGN_OR_RETURN(grads, ClipByGlobalNorm(b, grads, options.clip_global_norm, &norm));
+    tg.global_norm = norm.name();
+  }
+
+  std::vector<Output> inits;
+  if (model_init.valid()) inits.push_back(model_init);
+  Output step_var, learning_rate, step;
+  {
+    auto scope = b.NameScope("train");
+    learning_rate = b.Placeholder(DType::kF32, Shape{}, "learning_rate");
+    step_var = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kI64)}, {"shape", AttrValue(Shape{})}},
+                    "global_step");
+    inits.push_back(b.Op("Assign", {step_var, b.Scalar<int64_t>(0, "zero")}, {}, "global_step/init"));
+    Output completed = b.Op("ReadVariable", {step_var}, {{"dtype", AttrValue(DType::kI64)}}, "global_step/read");
+    // The update being built is step completed + 1 (1-based, as Adam's
+    // bias correction counts).
+    step = b.Op("Add", {completed, b.Scalar<int64_t>(1, "one")}, {}, "step");
+  }
+  tg.global_step = step_var.node_name();
+  tg.learning_rate = learning_rate.name();
+
+  std::vector<Output> updates;
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    TrainedVariable& v = tg.variables[i];
+    UpdateArgs args;
+    args.variable_name = v.name;
+    args.dtype = v.dtype;
+    args.variable = handles[i];
+    args.gradient = grads[i];
+    args.step = step;
+    {
+      auto scope = b.NameScope(StrCat(v.name, "/", optimizer.name()));
+      args.learning_rate = v.dtype == DType::kF32
+                               ? learning_rate
+                               : b.Op("Cast", {learning_rate}, {{"DstT", AttrValue(v.dtype)}}, "learning_rate");
+      WEFT_ASSIGN_OR_RETURN(std::vector<SlotDef> slots, optimizer.Slots(v.dtype, v.shape));
+      for (const SlotDef& slot : slots) {
+        Output handle = b.Op("VarHandle", {}, {{"dtype", AttrValue(v.dtype)}, {"shape", AttrValue(v.shape)}},
+                             slot.name);
+        Output value = b.Op("Fill", {b.Const(Tensor::FromVector<int64_t>(v.shape.dims()), StrCat(slot.name, "/shape")),
+                                     b.Op("Cast", {b.Scalar<double>(slot.initial_value, StrCat(slot.name, "/value"))},
+                                          {{"DstT", AttrValue(v.dtype)}})});
+        inits.push_back(b.Op("Assign", {handle, value}, {}, StrCat(slot.name, "/init")));
+        args.slots.push_back(handle);
+        v.slots.push_back(handle.node_name());
+      }
+    }
+    const auto reads = reached.reads.find(handles[i].node());
+    std::vector<Output> after = reads == reached.reads.end() ? std::vector<Output>{} : reads->second;
+    auto wait = b.ControlDependencies(after);
+    WEFT_ASSIGN_OR_RETURN(Output done, optimizer.BuildUpdate(b, args, options.has_kernel));
+    updates.push_back(done);
+  }
+  {
+    auto scope = b.NameScope("train");
+    Output increment;
+    {
+      auto wait = b.ControlDependencies(updates);
+      increment = b.Op("Assign", {step_var, step}, {}, "global_step/increment");
+    }
+    auto wait = b.ControlDependencies({increment});
+    tg.train = b.Op("NoOp", {}, {}, "step").node_name();
+  }
+  {
+    auto wait = b.ControlDependencies(inits);
+    tg.init = b.Op("NoOp", {}, {}, "train/init").node_name();
+  }
+  tg.loss = loss->name();
+  for (const TrainedVariable& v : tg.variables) {
+    tg.state.push_back(v.name);
+    for (const std::string& s : v.slots) tg.state.push_back(s);
+  }
+  tg.state.push_back(tg.global_step);
+  // Variables of the model the loss does not reach (batch-norm moving
+  // statistics, counters) are state too.
+  for (int id = 0; id < b.num_nodes(); ++id) {
+    if (b.node_def(id).op == "VarHandle") tg.state.push_back(b.node_def(id).name);
+  }
+  std::sort(tg.state.begin(), tg.state.end());
+  tg.state.erase(std::unique(tg.state.begin(), tg.state.end()), tg.state.end());
+  {
+    auto scope = b.NameScope("checkpoint");
+    std::vector<Output> assigns;
+    for (const std::string& name : tg.state) {
+      const Output handle = b.Find(name);
+      const NodeDef& node = b.node_def(handle.node());
+      const DType dtype = node.attrs.at("dtype").get<DType>();
+      Output read = b.Op("ReadVariable", {handle}, {{"dtype", AttrValue(dtype)}}, StrCat(name, "/read"));
+      Output feed = b.Placeholder(dtype, node.attrs.at("shape").get<Shape>(), StrCat(name, "/value"));
+      assigns.push_back(b.Op("Assign", {handle, feed}, {}, StrCat(name, "/assign")));
+      tg.state_reads.push_back(read.name());
+      tg.state_feeds.push_back(feed.name());
+    }
+    auto wait = b.ControlDependencies(assigns);
+    tg.restore = b.Op("NoOp", {}, {}, "restore").node_name();
+  }
+  WEFT_ASSIGN_OR_RETURN(tg.graph, b.Build());
+  return tg;
+}
+
+}  // namespace weft::train

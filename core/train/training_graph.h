@@ -1,0 +1,68 @@
+// Turns a model graph (variables, a scalar loss, an initialiser) into a
+// training graph: the model, the gradients of the loss with respect to
+// every variable it depends on, optional clipping by global norm, one
+// optimizer update per variable next to it, and a global step.
+//
+//   WEFT_ASSIGN_OR_RETURN(TrainingGraph tg, BuildTrainingGraph(model, options, optimizer));
+//   session->Run({}, {}, {tg.init}, nullptr);                       // once
+//   session->Run({{tg.learning_rate, lr}, {"images", x}, {"labels", y}},
+//                {tg.loss}, {tg.train}, &out);                        // each step
+#ifndef WEFT_CORE_TRAIN_TRAINING_GRAPH_H_
+#define WEFT_CORE_TRAIN_TRAINING_GRAPH_H_
+
+#include <string>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/train/optimizer.h"
+
+namespace weft::train {
+
+struct TrainingGraphOptions {
+  std::string loss = "loss";  // a scalar float tensor of the model
+  std::string init;           // the model's initialiser node; empty: none
+  // Clip the gradients to this global norm first (torch's
+  // clip_grad_norm_); 0: no clipping.
+  double clip_global_norm = 0;
+  // When > 0, random ops of the model with seed 0 get this seed, so one
+  // number makes a run reproducible.
+  int64_t seed = 0;
+  // Whether the device that will run a variable's update has a kernel for
+  // an op (the optimizer then emits its fused apply op).
+  HasKernelFn has_kernel;
+};
+
+struct TrainedVariable {
+  std::string name;  // the VarHandle node
+  DType dtype = DType::kF32;
+  Shape shape;
+  std::vector<std::string> slots;  // the slot variables' VarHandle nodes
+};
+
+struct TrainingGraph {
+  Graph graph;
+  std::string loss;           // tensor name
+  std::string train;          // node: one step (gradients, updates, global step + 1)
+  std::string init;           // node: initialises the model, the slots and the global step
+  std::string learning_rate;  // f32 scalar Placeholder, fed every step
+  std::string global_step;    // i64 scalar variable: steps completed
+  std::string global_norm;    // tensor: the gradients' global norm before clipping
+  std::vector<TrainedVariable> variables;
+  // Every variable the training graph holds (model variables, slots, the
+  // global step), sorted: what a checkpoint must save. Fetching
+  // state_reads[i] gives state[i]'s value; feeding state_feeds[i] for
+  // every i and running |restore| assigns them all.
+  std::vector<std::string> state;
+  std::vector<std::string> state_reads;
+  std::vector<std::string> state_feeds;
+  std::string restore;
+};
+
+// Errors name the model's tensors: a loss that does not exist (with a "did
+// you mean"), is not a float scalar, or depends on no variable.
+Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGraphOptions& options,
+                                           const Optimizer& optimizer);
+
+}  // namespace weft::train
+
+#endif  // WEFT_CORE_TRAIN_TRAINING_GRAPH_H_

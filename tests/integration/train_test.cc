@@ -1,0 +1,241 @@
+// `weft train` end to end, through the real binary: bad configurations give
+// errors naming what is wrong; a run killed with SIGKILL after a checkpoint
+// resumes to exactly (bitwise) the parameters of an uninterrupted run; a
+// checkpoint of another model is refused naming what differs.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "core/checkpoint/bundle.h"
+#include "core/checkpoint/manager.h"
+#include "tests/integration/subprocess.h"
+
+extern char** environ;
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ProcessResult;
+
+const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+const std::string kModels = WEFT_SOURCE_DIR "/configs/models/";
+
+class Train : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("weft_train_test_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // A training config for fashion_mlp on the real data; |extra| is
+  // appended (later keys of a section must not repeat earlier ones).
+  std::string Config(const std::string& name, const std::string& data, const std::string& training,
+                     const std::string& rest) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path) << "[data]\n" << data << "scale = 0.00392156862745098\n\n[training]\n" << training
+                        << "\n" << rest;
+    return path.string();
+  }
+  static std::string RealData() {
+    return "train_images = \"" + kFashion + "train-images-idx3-ubyte.gz\"\n" + "train_labels = \"" + kFashion +
+           "train-labels-idx1-ubyte.gz\"\n" + "test_images = \"" + kFashion + "t10k-images-idx3-ubyte.gz\"\n" +
+           "test_labels = \"" + kFashion + "t10k-labels-idx1-ubyte.gz\"\n";
+  }
+
+  ProcessResult Weft(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {WEFT_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Run(argv);
+  }
+
+  fs::path dir_;
+};
+
+bool DataPresent() { return fs::exists(kFashion + "train-images-idx3-ubyte.gz"); }
+
+TEST_F(Train, MissingDataFileIsNamedWithItsPosition) {
+  const std::string config =
+      Config("missing.toml", "train_images = \"nope/images.gz\"\ntrain_labels = \"nope/labels.gz\"\n",
+             "steps = 1\n", "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: " + config + ":2:16: data.train_images: no such file: " + (dir_ / "nope/images.gz").string() + "\n");
+}
+
+TEST_F(Train, AnOptimizerThatIsNotLoadedGetsADidYouMean) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config = Config("opt.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"adamm\"\nlearning_rate = 0.1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(config + ":10:8: optimizer.name: no optimizer plugin \"adamm\" is loaded; did you mean "
+                                "\"adam\"? (loaded: adagrad, adam, adamw, momentum, rmsprop, sgd;"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(Train, AnUnknownHyperparameterIsAnError) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config =
+      Config("hyper.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"adam\"\nlearning_rate = 0.1\nbeta = 0.9\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(config + ":12:1: optimizer.beta: unknown key; did you mean 'beta1'?"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Train, AModelWithoutALossIsRefused) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config =
+      Config("noloss.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
+  // mnist_mlp is an inference graph: no labels, no loss.
+  ProcessResult r = Weft({"train", kModels + "mnist_mlp.wgt", "--config", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the model has no Placeholder \"labels\" to feed the labels into"), std::string::npos) << r.err;
+
+  const std::string config2 = Config("noloss2.toml", RealData(), "steps = 1\n",
+                                     "[model]\nloss = \"los\"\n\n[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
+  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config2});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the loss (set by [model] loss = \"los\")"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'loss'?"), std::string::npos) << r.err;
+}
+
+TEST_F(Train, TrainsAndPrintsTheFinalLine) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config =
+      Config("short.toml", RealData(), "batch_size = 128\nsteps = 60\nlog_every = 20\nseed = 3\nmetrics = \"m.jsonl\"\n",
+             "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Not a terminal: one plain line per report.
+  EXPECT_NE(r.out.find("step 20/60  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 60/60  loss "), std::string::npos) << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m,
+                                std::regex("\nfinal: step=60 loss=([0-9.]+) test_accuracy=([0-9.]+) "
+                                           "examples_per_sec=([0-9.]+)\n$")))
+      << r.out;
+  // 60 Adam steps on Fashion-MNIST: well above chance (0.1), and the loss
+  // below ln(10) = 2.30 of a uniform guess.
+  EXPECT_GT(std::stod(m[2]), 0.6) << r.out;
+  EXPECT_LT(std::stod(m[1]), 1.5) << r.out;
+  std::ifstream metrics(dir_ / "m.jsonl");
+  std::string line, last;
+  int lines = 0;
+  while (std::getline(metrics, line)) {
+    ++lines;
+    last = line;
+  }
+  EXPECT_EQ(lines, 5);  // 3 reports, 1 evaluation, 1 final
+  EXPECT_EQ(last.rfind("{\"final\":true,\"step\":60,", 0), 0u) << last;
+}
+
+// Starts |argv| in the background.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, (log + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+TEST_F(Train, AKilledRunResumesToTheSameParametersBitForBit) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  auto config = [&](const std::string& name, const std::string& ckpt) {
+    return Config(name, RealData(), "batch_size = 64\nsteps = 200\nlog_every = 10\nseed = 7\n",
+                  "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n\n[schedule]\nkind = \"cosine\"\n"
+                  "warmup_steps = 20\n\n[checkpoint]\ndir = \"" + ckpt + "\"\nevery_steps = 25\nkeep = 20\n"
+                  "\n[runtime]\nintra_op_threads = 2\n");
+  };
+  const std::string whole = config("whole.toml", "whole");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", whole});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // The same run, killed once a checkpoint at step >= 100 exists.
+  const std::string split = config("split.toml", "split");
+  const pid_t pid = Spawn({WEFT_CLI, "train", kModels + "fashion_mlp.wgt", "--config", split}, (dir_ / "split.log").string());
+  ASSERT_GT(pid, 0);
+  checkpoint::CheckpointManager split_dir((dir_ / "split").string(), 20);
+  int64_t killed_after = -1;
+  for (int i = 0; i < 6000 && killed_after < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto latest = split_dir.Latest();
+    if (latest.ok() && latest->has_value()) {
+      auto reader = checkpoint::BundleReader::Open(**latest);
+      if (reader.ok() && std::stoll((*reader)->metadata().at("step")) >= 100) {
+        killed_after = std::stoll((*reader)->metadata().at("step"));
+      }
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_GE(killed_after, 100) << "no checkpoint at step >= 100 appeared";
+  if (WIFEXITED(status)) GTEST_SKIP() << "the run finished before it could be killed";
+  EXPECT_TRUE(WIFSIGNALED(status));
+
+  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", split, "--resume"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("resumed from "), std::string::npos) << r.out;
+
+  auto a = checkpoint::BundleReader::Open((dir_ / "whole" / "ckpt-200").string());
+  auto b = checkpoint::BundleReader::Open((dir_ / "split" / "ckpt-200").string());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ((*a)->entries().size(), (*b)->entries().size());
+  int compared = 0;
+  for (const checkpoint::TensorEntry& entry : (*a)->entries()) {
+    auto x = (*a)->Read(entry.name);
+    auto y = (*b)->Read(entry.name);
+    ASSERT_TRUE(x.ok() && y.ok()) << entry.name;
+    EXPECT_TRUE(x->BitwiseEquals(*y)) << entry.name;
+    ++compared;
+  }
+  // 3 dense layers x (kernel, bias) x (variable, m, v) + the global step.
+  EXPECT_EQ(compared, 19);
+}
+
+TEST_F(Train, ACheckpointOfAnotherModelIsRefusedNamingTheDifference) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config =
+      Config("other.toml", RealData(), "batch_size = 32\nsteps = 2\n",
+             "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.01\n\n[checkpoint]\ndir = \"ckpt\"\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The CNN has other variables: resuming it from the MLP's checkpoint fails.
+  const std::string cnn = Config("cnn.toml", RealData(), "batch_size = 32\nsteps = 4\n",
+                                 "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.01\n\n[checkpoint]\ndir = \"ckpt\"\n");
+  r = Weft({"train", kModels + "fashion_cnn.wgt", "--config", cnn, "--resume"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("was not written for this model (or optimizer): the model's variable \"conv1/bias\" "
+                       "(f32[32]) is not in the checkpoint"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("variable \"dense1/kernel\" is f32[784,512] in the checkpoint but f32[3136,512] in the model"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace weft
