@@ -138,7 +138,8 @@ std::vector<OptionSpec> ScheduleSpecs() {
                         "decay_rate per decay_steps); cosine (down to min_learning_rate over total_steps).");
   kind.choices = {"constant", "step", "exponential", "cosine"};
   return {kind,
-          Int("warmup_steps", 0, 0, "Scale the rate by step / warmup_steps over the first steps."),
+          Int("warmup_steps", 0, 0,
+              "Scale the rate by min(1, (step + 1) / warmup_steps), step counting completed updates; 0: none."),
           Int("step_size", 1000, 1, "For step: steps between decays."),
           Float("gamma", "0.1", 0, "For step: the factor of each decay."),
           Int("decay_steps", 1000, 1, "For exponential: steps per factor of decay_rate."),
@@ -287,6 +288,32 @@ bool IsPluginName(std::string_view name) {
   return true;
 }
 
+// What the bounds of ScheduleSpecs cannot say: a key of another kind's
+// schedule is a mistake (it would be ignored), and a decay factor of 0
+// stops training at the first decay.
+void CheckSchedule(const Section& section, std::vector<ConfigError>& errors) {
+  constexpr std::pair<std::string_view, std::string_view> kKindOf[] = {
+      {"step_size", "step"},         {"gamma", "step"},           {"decay_steps", "exponential"},
+      {"decay_rate", "exponential"}, {"staircase", "exponential"}, {"min_learning_rate", "cosine"},
+      {"total_steps", "cosine"}};
+  auto it = section.values.find("kind");
+  const std::string kind = it != section.values.end() ? it->second.s : "constant";
+  const std::string kind_text = it != section.values.end() ? StrCat("kind is \"", kind, "\"")
+                                                           : "kind is \"constant\" (the default)";
+  for (const auto& [key, value] : section.values) {
+    for (const auto& [known, owner] : kKindOf) {
+      if (key == known && kind != owner) {
+        errors.push_back({value.key_pos, StrCat(section.path, ".", key),
+                          StrCat("applies to kind = \"", owner, "\" only, but ", kind_text)});
+      }
+    }
+    if ((key == "gamma" || key == "decay_rate") && value.f == 0 && value.i == 0) {
+      errors.push_back({value.pos, StrCat(section.path, ".", key),
+                        StrCat("expected a number > 0, got ", value.text, " (the rate would drop to 0)")});
+    }
+  }
+}
+
 // Collects the errors of one core section, appending them to |errors|.
 void CheckCoreSection(const CoreSection& core, const toml::node& node, std::string_view file,
                       const SourcePos& key_pos, std::vector<ConfigError>& errors) {
@@ -298,9 +325,10 @@ void CheckCoreSection(const CoreSection& core, const toml::node& node, std::stri
   }
   const Section section = ToSection(*node.as_table(), std::string(core.name),
                                     internal::PosOf(node.source(), file), file);
-  for (ConfigError& error : CheckOptions(&section, core.name, core.specs(), nullptr)) {
-    errors.push_back(std::move(error));
-  }
+  std::vector<ConfigError> found = CheckOptions(&section, core.name, core.specs(), nullptr);
+  // Cross-key checks only once every value is of its type and range.
+  if (found.empty() && core.name == "schedule") CheckSchedule(section, found);
+  for (ConfigError& error : found) errors.push_back(std::move(error));
 }
 
 void CheckPluginKind(std::string_view kind, const toml::node& node, std::string_view file,

@@ -132,9 +132,12 @@ weft_status_t Scalar(weft_graph_builder_t* graph, weft_dtype_t dtype, double val
 
 weft_bool_t HasKernel(weft_graph_builder_t* graph, const char* op, const char* const* attrs,
                       const weft_dtype_t* dtypes, size_t num_attrs) {
-  if (graph->has_kernel == nullptr || op == nullptr) return 0;
+  if (graph->has_kernel == nullptr || !*graph->has_kernel || op == nullptr) return 0;
   std::vector<std::pair<std::string, DType>> constraints;
-  for (size_t i = 0; i < num_attrs; ++i) constraints.emplace_back(attrs[i], static_cast<DType>(dtypes[i]));
+  for (size_t i = 0; i < num_attrs; ++i) {
+    if (attrs == nullptr || dtypes == nullptr || attrs[i] == nullptr) return 0;
+    constraints.emplace_back(attrs[i], static_cast<DType>(dtypes[i]));
+  }
   return (*graph->has_kernel)(op, constraints) ? 1 : 0;
 }
 
@@ -175,6 +178,14 @@ Expected<std::unique_ptr<Optimizer>> Optimizer::Create(const plugin::OptimizerPl
   return opt;
 }
 
+Expected<std::unique_ptr<Optimizer>> Optimizer::Create(const plugin::OptimizerPlugin& plugin,
+                                                       const config::Section* section) {
+  const std::string path = section != nullptr ? section->path : StrCat("optimizers.", plugin.table->name);
+  WEFT_ASSIGN_OR_RETURN(config::OptionValues values,
+                        config::ValidateOptions(section, path, plugin.hyperparameters));
+  return Create(plugin, std::move(values));
+}
+
 Optimizer::~Optimizer() {
   if (table_ != nullptr && state_ != nullptr) table_->destroy(state_);
 }
@@ -186,16 +197,82 @@ Expected<std::vector<SlotDef>> Optimizer::Slots(DType dtype, const Shape& shape)
                                                         shape.dims().data(), &slots, &count))
                            .WithContext(StrCat("optimizer '", name_, "'")));
   std::vector<SlotDef> out;
+  if (count == 0) return out;
+  if (slots == nullptr) return InternalError("optimizer '", name_, "' declared ", count, " slots but gave none");
+  // The plugin may be built against a newer SDK whose weft_slot_def_t is
+  // larger: step through the array by the size it reports.
+  if (slots->struct_size < WEFT_SLOT_DEF_SIZE_V1_0) {
+    return InternalError("optimizer '", name_, "': weft_slot_def_t.struct_size is ", slots->struct_size,
+                         ", smaller than the ", WEFT_SLOT_DEF_SIZE_V1_0, " bytes of ABI 1.0");
+  }
   for (size_t i = 0; i < count; ++i) {
-    if (slots[i].name == nullptr || *slots[i].name == '\0') {
+    const weft_slot_def_t* slot = WEFT_ARRAY_AT(weft_slot_def_t, slots, i);
+    if (slot->name == nullptr || *slot->name == '\0') {
       return InternalError("optimizer '", name_, "' declared a slot without a name");
     }
-    out.push_back({slots[i].name, slots[i].initial_value});
+    for (const SlotDef& seen : out) {
+      if (seen.name == slot->name) {
+        return InternalError("optimizer '", name_, "' declared slot '", seen.name, "' twice");
+      }
+    }
+    out.push_back({slot->name, slot->initial_value});
   }
   return out;
 }
 
+Status Optimizer::CheckArgs(const GraphBuilder& b, const UpdateArgs& args) const {
+  // A tensor input: present, of a node with outputs, of |dtype|, and (when
+  // |scalar|) of rank 0.
+  auto check = [&b](const Output& value, std::string_view what, DType dtype, bool scalar) -> Status {
+    if (!value.valid() || value.index() < 0) return InvalidArgumentError(what, " is missing");
+    if (value.node() >= b.num_nodes()) return InvalidArgumentError(what, " is not a tensor of this graph");
+    if (value.dtype() != dtype) {
+      return InvalidArgumentError(what, " '", value.name(), "' is ", DTypeName(value.dtype()), ", not ",
+                                  DTypeName(dtype));
+    }
+    if (scalar && !value.shape().unknown_rank() && value.shape().rank() != 0) {
+      return InvalidArgumentError(what, " '", value.name(), "' must be a scalar, got shape ",
+                                  value.shape().ToString());
+    }
+    return Status();
+  };
+  // The name scopes the update's nodes: empty, they would start with '/'.
+  if (args.variable_name.empty()) return InvalidArgumentError("the variable has no name");
+  WEFT_RETURN_IF_ERROR(check(args.variable, "the variable handle", DType::kResource, true));
+  WEFT_RETURN_IF_ERROR(check(args.gradient, "the gradient", args.dtype, false));
+  WEFT_RETURN_IF_ERROR(check(args.learning_rate, "the learning rate", args.dtype, true));
+  WEFT_RETURN_IF_ERROR(check(args.step, "the step", DType::kI64, true));
+  const NodeDef& handle = b.node_def(args.variable.node());
+  // The graph does not carry a handle's dtype; the VarHandle's attr does.
+  if (auto it = handle.attrs.find("dtype"); handle.op == "VarHandle" && it != handle.attrs.end() &&
+                                            it->second.holds<DType>() && it->second.get<DType>() != args.dtype) {
+    return InvalidArgumentError("the variable '", handle.name, "' holds ", DTypeName(it->second.get<DType>()),
+                                ", but the update is for ", DTypeName(args.dtype));
+  }
+  const auto& handle_shapes = b.node_types(args.variable.node()).output_handle_shapes;
+  const auto index = static_cast<std::size_t>(args.variable.index());
+  const Shape shape = index < handle_shapes.size() ? handle_shapes[index] : Shape::UnknownRank();
+  if (!shape.IsCompatibleWith(args.gradient.shape())) {
+    return InvalidArgumentError("the gradient '", args.gradient.name(), "' has shape ",
+                                args.gradient.shape().ToString(), " but the variable '", handle.name,
+                                "' has shape ", shape.ToString());
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<SlotDef> slots, Slots(args.dtype, shape));
+  if (slots.size() != args.slots.size()) {
+    std::vector<std::string> names;
+    for (const SlotDef& slot : slots) names.push_back(slot.name);
+    return InvalidArgumentError("the optimizer keeps ", slots.size(), " slot variables per variable (",
+                                StrJoin(names, ", "), ") but ", args.slots.size(), " were given");
+  }
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    WEFT_RETURN_IF_ERROR(check(args.slots[i], StrCat("slot '", slots[i].name, "'"), DType::kResource, true));
+  }
+  return Status();
+}
+
 Expected<Output> Optimizer::BuildUpdate(GraphBuilder& b, const UpdateArgs& args, const HasKernelFn& has_kernel) const {
+  WEFT_RETURN_IF_ERROR(
+      CheckArgs(b, args).WithContext(StrCat("optimizer '", name_, "', update of variable '", args.variable_name, "'")));
   weft_graph_builder_s graph;
   graph.b = &b;
   graph.has_kernel = &has_kernel;

@@ -5,12 +5,7 @@
 namespace weft::optimizers {
 namespace {
 
-const weft_option_def_t kHyper[] = {
-    FloatOption("beta1", "0.9", "Decay of the running mean of gradients.", 0, 1),
-    FloatOption("beta2", "0.999", "Decay of the running mean of squared gradients.", 0, 1),
-    FloatOption("epsilon", "1e-8", "Added to the denominator for numerical stability.", 0, 1),
-    WeightDecayOption("0", "L2 penalty added to the gradient: grad + weight_decay * var."),
-};
+const auto kHyper = AdamHyperparameters("0", "L2 penalty added to the gradient: grad + weight_decay * var.");
 
 class Adam : public AdamRule {
  public:

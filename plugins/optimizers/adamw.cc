@@ -6,12 +6,8 @@
 namespace weft::optimizers {
 namespace {
 
-const weft_option_def_t kHyper[] = {
-    FloatOption("beta1", "0.9", "Decay of the running mean of gradients.", 0, 1),
-    FloatOption("beta2", "0.999", "Decay of the running mean of squared gradients.", 0, 1),
-    FloatOption("epsilon", "1e-8", "Added to the denominator for numerical stability.", 0, 1),
-    WeightDecayOption("0.01", "Decoupled weight decay: var *= 1 - lr * weight_decay each step."),
-};
+const auto kHyper =
+    AdamHyperparameters("0.01", "Decoupled weight decay: var *= 1 - lr * weight_decay each step.");
 
 class AdamW : public AdamRule {
  public:

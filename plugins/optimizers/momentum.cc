@@ -9,39 +9,38 @@ namespace {
 const weft_option_def_t kHyper[] = {
     FloatOption("momentum", "0.9", "Factor of the running accumulation of gradients.", 0, 1),
     BoolOption("nesterov", "false", "Use Nesterov momentum (the gradient is looked up ahead)."),
-    WeightDecayOption("0", "L2 penalty added to the gradient: grad + weight_decay * var."),
+    WeightDecayOption("0"),
 };
 
 class Momentum : public Rule {
  public:
   explicit Momentum(const weft_options_t* o)
-      : momentum_(sdk::GetFloat(o, "momentum")),
+      : Rule({Slot("momentum", 0)}),
+        momentum_(sdk::GetFloat(o, "momentum")),
         nesterov_(sdk::GetBool(o, "nesterov")),
-        weight_decay_(sdk::GetFloat(o, "weight_decay")),
-        slots_{Slot("momentum", 0)} {}
-  const std::vector<weft_slot_def_t>& Slots() const override { return slots_; }
+        weight_decay_(sdk::GetFloat(o, "weight_decay")) {
+    // As torch.optim.SGD: with momentum 0 the Nesterov step is plain SGD,
+    // which asking for Nesterov cannot have meant.
+    Require(!nesterov_ || momentum_ > 0, "nesterov = true needs momentum > 0");
+  }
   weft_value_t Build(Update& u) override {
     sdk::Graph& g = u.g;
-    const weft_update_args_t& a = u.args;
     weft_value_t grad = WithWeightDecay(u, weight_decay_);
     weft_value_t momentum = u.Scalar(momentum_);
-    if (g.HasKernel("ResourceApplyMomentum", "T", a.dtype)) {
-      return g.Op("ResourceApplyMomentum", "apply", {a.variable, u.slot(0), a.learning_rate, grad, momentum},
+    if (g.HasKernel("ResourceApplyMomentum", "T", u.dtype())) {
+      return g.Op("ResourceApplyMomentum", "apply", {u.var(), u.slot(0), u.lr(), grad, momentum},
                   {sdk::Attr::Bool("use_nesterov", nesterov_)});
     }
-    weft_value_t accum = g.Add(g.Mul(momentum, g.Read(u.slot(0), a.dtype, "accum_read")), grad, "accum");
-    weft_value_t saved = g.Assign(u.slot(0), accum, a.dtype, "accum_update");
+    weft_value_t accum = g.Add(g.Mul(momentum, u.ReadSlot(0, "accum_read")), grad, "accum");
+    weft_value_t saved = u.SaveSlot(0, accum, "accum_update");
     weft_value_t step = nesterov_ ? g.Add(grad, g.Mul(momentum, accum), "nesterov") : accum;
-    weft_value_t applied = g.Op("AssignSub", "apply", {a.variable, g.Mul(a.learning_rate, step, "delta")},
-                                {sdk::Attr::Type("dtype", a.dtype)});
-    return g.Op("NoOp", "done", {}, {}, {saved, applied});
+    return u.Group({saved, u.Subtract(g.Mul(u.lr(), step, "delta"))});
   }
 
  private:
   double momentum_;
   bool nesterov_;
   double weight_decay_;
-  std::vector<weft_slot_def_t> slots_;
 };
 
 }  // namespace

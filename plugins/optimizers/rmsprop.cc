@@ -9,10 +9,13 @@ namespace {
 const weft_option_def_t kHyper[] = {
     FloatOption("rho", "0.99", "Decay of the running mean of squared gradients (PyTorch's alpha).", 0, 1),
     FloatOption("momentum", "0", "Momentum of the step.", 0, 1),
-    FloatOption("epsilon", "1e-8", "Added to the denominator for numerical stability.", 0, 1),
+    EpsilonOption("1e-8"),
     BoolOption("centered", "false", "Normalise by the variance rather than the second moment of the gradient."),
-    WeightDecayOption("0", "L2 penalty added to the gradient: grad + weight_decay * var."),
+    WeightDecayOption("0"),
 };
+
+// Slot positions; "mg" exists only when centered.
+enum : std::size_t { kMs = 0, kMom = 1, kMg = 2 };
 
 class RmsProp : public Rule {
  public:
@@ -25,45 +28,38 @@ class RmsProp : public Rule {
     slots_ = {Slot("ms", 0), Slot("mom", 0)};
     if (centered_) slots_.push_back(Slot("mg", 0));
   }
-  const std::vector<weft_slot_def_t>& Slots() const override { return slots_; }
   weft_value_t Build(Update& u) override {
     sdk::Graph& g = u.g;
-    const weft_update_args_t& a = u.args;
     weft_value_t grad = WithWeightDecay(u, weight_decay_);
     weft_value_t rho = u.Scalar(rho_), momentum = u.Scalar(momentum_), eps = u.Scalar(epsilon_);
-    const char* fused = centered_ ? "ResourceApplyCenteredRMSProp" : "ResourceApplyRMSProp";
-    if (g.HasKernel(fused, "T", a.dtype)) {
-      if (centered_) {
-        return g.Op(fused, "apply",
-                    {a.variable, u.slot(2), u.slot(0), u.slot(1), a.learning_rate, rho, momentum, eps, grad});
-      }
-      return g.Op(fused, "apply", {a.variable, u.slot(0), u.slot(1), a.learning_rate, rho, momentum, eps, grad});
+    if (centered_ && g.HasKernel("ResourceApplyCenteredRMSProp", "T", u.dtype())) {
+      return g.Op("ResourceApplyCenteredRMSProp", "apply",
+                  {u.var(), u.slot(kMg), u.slot(kMs), u.slot(kMom), u.lr(), rho, momentum, eps, grad});
+    }
+    if (!centered_ && g.HasKernel("ResourceApplyRMSProp", "T", u.dtype())) {
+      return g.Op("ResourceApplyRMSProp", "apply",
+                  {u.var(), u.slot(kMs), u.slot(kMom), u.lr(), rho, momentum, eps, grad});
     }
     weft_value_t one_minus_rho = u.Scalar(1 - rho_);
-    weft_value_t ms = g.Add(g.Mul(rho, g.Read(u.slot(0), a.dtype, "ms_read")), g.Mul(one_minus_rho, g.Square(grad)),
-                            "ms");
-    std::vector<weft_value_t> done = {g.Assign(u.slot(0), ms, a.dtype, "ms_update")};
+    weft_value_t ms = g.Add(g.Mul(rho, u.ReadSlot(kMs, "ms_read")), g.Mul(one_minus_rho, g.Square(grad)), "ms");
+    std::vector<weft_value_t> done = {u.SaveSlot(kMs, ms, "ms_update")};
     weft_value_t second = ms;
     if (centered_) {
-      weft_value_t mg = g.Add(g.Mul(rho, g.Read(u.slot(2), a.dtype, "mg_read")), g.Mul(one_minus_rho, grad), "mg");
-      done.push_back(g.Assign(u.slot(2), mg, a.dtype, "mg_update"));
+      weft_value_t mg = g.Add(g.Mul(rho, u.ReadSlot(kMg, "mg_read")), g.Mul(one_minus_rho, grad), "mg");
+      done.push_back(u.SaveSlot(kMg, mg, "mg_update"));
       second = g.Sub(ms, g.Square(mg), "variance");
     }
     weft_value_t avg = g.Add(g.Sqrt(second), eps, "avg");
-    weft_value_t mom = g.Add(g.Mul(momentum, g.Read(u.slot(1), a.dtype, "mom_read")), g.Div(grad, avg), "mom");
-    done.push_back(g.Assign(u.slot(1), mom, a.dtype, "mom_update"));
-    done.push_back(g.Op("AssignSub", "apply", {a.variable, g.Mul(a.learning_rate, mom, "delta")},
-                        {sdk::Attr::Type("dtype", a.dtype)}));
-    weft_value_t result = done[0];
-    for (std::size_t i = 1; i < done.size(); ++i) result = g.Op("NoOp", "done", {}, {}, {result, done[i]});
-    return result;
+    weft_value_t mom = g.Add(g.Mul(momentum, u.ReadSlot(kMom, "mom_read")), g.Div(grad, avg), "mom");
+    done.push_back(u.SaveSlot(kMom, mom, "mom_update"));
+    done.push_back(u.Subtract(g.Mul(u.lr(), mom, "delta")));
+    return u.Group(done);
   }
 
  private:
   double rho_, momentum_, epsilon_;
   bool centered_;
   double weight_decay_;
-  std::vector<weft_slot_def_t> slots_;
 };
 
 }  // namespace

@@ -19,6 +19,8 @@ class RuntimeEnv {
   // the config |toml|.
   explicit RuntimeEnv(const std::string& toml = "", const std::vector<std::string>& extra_paths = {});
   const std::shared_ptr<runtime::DeviceSet>& devices() const { return devices_; }
+  // The host that loaded the plugins (optimizers are found through it).
+  const plugin::PluginHost& host() const { return *host_; }
   // A session over what |b| built (failing the test if it does not build).
   std::unique_ptr<runtime::Session> Session(const GraphBuilder& b, const runtime::SessionOptions& options = {});
   std::unique_ptr<runtime::Session> Session(Graph graph, const runtime::SessionOptions& options = {});

@@ -221,6 +221,55 @@ TEST_F(ConfigFileTest, DirectoryIsNotAFile) {
   EXPECT_EQ(config.status().message(), "config file \"" + dir_.string() + "\" is a directory");
 }
 
+// --- [schedule] ---------------------------------------------------------------------------
+
+TEST(Config, ScheduleReadsEveryKeyOfItsKind) {
+  auto config = Parse("[schedule]\nkind = \"exponential\"\nwarmup_steps = 5\ndecay_steps = 10\n"
+                      "decay_rate = 0.5\nstaircase = true\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->schedule.kind, "exponential");
+  EXPECT_EQ(config->schedule.warmup_steps, 5);
+  EXPECT_EQ(config->schedule.decay_steps, 10);
+  EXPECT_EQ(config->schedule.decay_rate, 0.5);
+  EXPECT_TRUE(config->schedule.staircase);
+  config = Parse("[schedule]\nkind = \"cosine\"\nmin_learning_rate = 1e-4\ntotal_steps = 100\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->schedule.min_learning_rate, 1e-4);
+  EXPECT_EQ(config->schedule.total_steps, 100);
+}
+
+TEST(Config, ScheduleStepsMustBePositive) {
+  EXPECT_EQ(ErrorOf("[schedule]\nkind = \"step\"\nstep_size = 0\n"),
+            "local.toml:3:13: schedule.step_size: expected an integer >= 1, got 0");
+  EXPECT_EQ(ErrorOf("[schedule]\nkind = \"exponential\"\ndecay_steps = -3\n"),
+            "local.toml:3:15: schedule.decay_steps: expected an integer >= 1, got -3");
+  EXPECT_EQ(ErrorOf("[schedule]\nwarmup_steps = -1\n"),
+            "local.toml:2:16: schedule.warmup_steps: expected an integer >= 0, got -1");
+  EXPECT_EQ(ErrorOf("[schedule]\nkind = \"linear\"\n"),
+            "local.toml:2:8: schedule.kind: expected one of \"constant\", \"step\", \"exponential\", "
+            "\"cosine\", got \"linear\"");
+}
+
+TEST(Config, ScheduleDecayFactorsMustBePositive) {
+  EXPECT_EQ(ErrorOf("[schedule]\nkind = \"step\"\ngamma = 0.0\n"),
+            "local.toml:3:9: schedule.gamma: expected a number > 0, got 0 (the rate would drop to 0)");
+  EXPECT_EQ(ErrorOf("[schedule]\nkind = \"exponential\"\ndecay_rate = 0\n"),
+            "local.toml:3:14: schedule.decay_rate: expected a number > 0, got 0 (the rate would drop to 0)");
+  EXPECT_EQ(ErrorOf("[schedule]\nkind = \"step\"\ngamma = -0.5\n"),
+            "local.toml:3:9: schedule.gamma: expected a number >= 0, got -0.5");
+}
+
+TEST(Config, ScheduleKeysOfAnotherKindAreErrors) {
+  EXPECT_EQ(ErrorOf("[schedule]\nkind = \"cosine\"\ngamma = 0.5\nstaircase = true\n"),
+            "local.toml:3:1: schedule.gamma: applies to kind = \"step\" only, but kind is \"cosine\"\n"
+            "local.toml:4:1: schedule.staircase: applies to kind = \"exponential\" only, but kind is \"cosine\"");
+  EXPECT_EQ(ErrorOf("[schedule]\ntotal_steps = 100\n"),
+            "local.toml:2:1: schedule.total_steps: applies to kind = \"cosine\" only, but kind is \"constant\" "
+            "(the default)");
+  // warm-up goes with every kind.
+  EXPECT_TRUE(Parse("[schedule]\nkind = \"step\"\nwarmup_steps = 3\n").ok());
+}
+
 TEST(Config, CoreKeysAreDocumented) {
   auto keys = CoreKeys();
   ASSERT_GT(keys.size(), 8u);
