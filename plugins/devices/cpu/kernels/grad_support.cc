@@ -567,22 +567,44 @@ class UnsortedSegmentSumKernel {
     T* po = out.as<T>();
     ZeroBytes(po, ToSize(out.num_elements) * sizeof(T));
     const int64_t inner = Product(data.dims, ToSize(ids.rank()), data.dims.size());
+    // The rows each segment adds, in row order (a stable sort by id), so
+    // that every output element is one sum in Acc, rounded once, in an
+    // order that does not depend on the threads.
+    std::vector<int64_t> rows;
+    rows.reserve(ToSize(n));
+    for (int64_t i = 0; i < n; ++i) {
+      if (pid[i] >= 0) rows.push_back(i);  // negative ids are dropped, as TensorFlow
+    }
+    std::stable_sort(rows.begin(), rows.end(), [pid](int64_t a, int64_t b) { return pid[a] < pid[b]; });
+    std::vector<std::size_t> starts;  // where each named segment's rows begin in |rows|, then the end
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      if (k == 0 || pid[rows[k]] != pid[rows[k - 1]]) starts.push_back(k);
+    }
+    starts.push_back(rows.size());
+    const auto segments = static_cast<int64_t>(starts.size()) - 1;
+    const int64_t col_blocks = (inner + kColumns - 1) / kColumns;
+    const int64_t cost = std::min(inner, kColumns) * (1 + static_cast<int64_t>(rows.size()) / std::max<int64_t>(segments, 1));
     const T* pd = data.as<T>();
-    // Split over the slice's elements, each task adding every row in order:
-    // repeated ids add up deterministically and without races.
-    ParallelFor(inner, 1 + n, [&](int64_t begin, int64_t end) {
-      for (int64_t i = 0; i < n; ++i) {
-        const auto id = static_cast<int64_t>(pid[i]);
-        if (id < 0) continue;  // dropped, as TensorFlow
-        T* o = po + id * inner;
-        const T* d = pd + i * inner;
-        for (int64_t j = begin; j < end; ++j) o[j] = FromAcc<T>(Add(ToAcc(o[j]), ToAcc(d[j])));
+    ParallelFor(segments * col_blocks, cost, [&](int64_t begin, int64_t end) {
+      A acc[kColumns];
+      for (int64_t unit = begin; unit < end; ++unit) {
+        const std::size_t segment = ToSize(unit / col_blocks);
+        const int64_t c0 = (unit % col_blocks) * kColumns, width = std::min(kColumns, inner - c0);
+        std::fill(acc, acc + width, A(0));
+        for (std::size_t k = starts[segment]; k < starts[segment + 1]; ++k) {
+          const T* d = pd + rows[k] * inner + c0;
+          for (int64_t j = 0; j < width; ++j) acc[j] = Add(acc[j], ToAcc(d[j]));
+        }
+        T* o = po + static_cast<int64_t>(pid[rows[starts[segment]]]) * inner + c0;
+        for (int64_t j = 0; j < width; ++j) o[j] = FromAcc<T>(acc[j]);
       }
     });
   }
 
  private:
-  static Acc<T> Add(Acc<T> a, Acc<T> b) { return a + b; }
+  using A = Acc<T>;
+  static constexpr int64_t kColumns = 256;
+  static A Add(A a, A b) { return a + b; }  // unsigned for integers: wraps
 };
 
 // --- Pack, InvertPermutation, ConcatOffset ---------------------------------------
