@@ -234,116 +234,106 @@ const char* const kPrefix = "node 'apply' (ResourceApplyAdam) on /device:CPU:0: 
 // An Adam step over variables var, m and v of |shapes| (declared of
 // unknown rank, so only the kernel sees a mismatch) and |dtypes|, with a
 // fed grad, lr and step. |init| says which variables are assigned.
-struct AdamGraph {
-  RuntimeEnv env;
-  GraphBuilder b;
-  std::unique_ptr<runtime::Session> session;
-
-  AdamGraph(const std::vector<Shape>& shapes, const std::vector<DType>& dtypes, std::vector<bool> init = {}) {
-    const char* const names[] = {"var", "m", "v"};
+class AdamGraph {
+ public:
+  AdamGraph(const std::vector<Shape>& shapes, const std::vector<DType>& dtypes, std::vector<bool> init = {})
+      : init_(init.empty() ? std::vector<bool>(3, true) : std::move(init)) {
     std::vector<Output> vars;
-    for (int k = 0; k < 3; ++k) {
-      const Shape& s = shapes[static_cast<std::size_t>(k)];
-      const DType d = dtypes[static_cast<std::size_t>(k)];
-      Output h = b.Op("VarHandle", {}, {{"dtype", AttrValue(d)}, {"shape", AttrValue(Shape::UnknownRank())}},
-                      names[k]);
-      std::vector<double> values(static_cast<std::size_t>(s.num_elements()), 1.0 + k);
-      const Tensor t = d == DType::kF64 ? Values<double>(values, s) : Values<float>(values, s);
-      b.Op("Assign", {h, b.Const(t)}, {}, StrCat("init_", names[k]));
-      b.Op("ReadVariable", {h}, {{"dtype", AttrValue(d)}}, StrCat("read_", names[k]));
+    for (std::size_t k = 0; k < 3; ++k) {
+      const DType d = dtypes[k];
+      Output h = b_.Op("VarHandle", {}, {{"dtype", AttrValue(d)}, {"shape", AttrValue(Shape::UnknownRank())}},
+                       kNames[k]);
+      std::vector<double> values(static_cast<std::size_t>(shapes[k].num_elements()), Initial(k));
+      const Tensor t = d == DType::kF64 ? Values<double>(values, shapes[k]) : Values<float>(values, shapes[k]);
+      b_.Op("Assign", {h, b_.Const(t)}, {}, StrCat("init_", kNames[k]));
+      b_.Op("ReadVariable", {h}, {{"dtype", AttrValue(d)}}, StrCat("read_", kNames[k]));
       vars.push_back(h);
     }
-    b.AddNode("ResourceApplyAdam",
-              {vars[0], vars[1], vars[2], b.Placeholder(DType::kF32, Shape::UnknownRank(), "lr"),
-               b.Scalar<float>(0.9f), b.Scalar<float>(0.999f), b.Scalar<float>(1e-8f),
-               b.Placeholder(DType::kI64, Shape::UnknownRank(), "step"),
-               b.Placeholder(DType::kF32, Shape::UnknownRank(), "grad")},
+    b_.AddNode("ResourceApplyAdam",
+              {vars[0], vars[1], vars[2], b_.Placeholder(DType::kF32, Shape::UnknownRank(), "lr"),
+               b_.Scalar<float>(0.9f), b_.Scalar<float>(0.999f), b_.Scalar<float>(1e-8f),
+               b_.Placeholder(DType::kI64, Shape::UnknownRank(), "step"),
+               b_.Placeholder(DType::kF32, Shape::UnknownRank(), "grad")},
               {{"T", AttrValue(DType::kF32)}}, "apply");
-    session = env.Session(b);
-    if (init.empty()) init.assign(3, true);
-    for (int k = 0; k < 3; ++k) {
-      if (init[static_cast<std::size_t>(k)]) {
-        EXPECT_TRUE(session->Run({}, {}, {StrCat("init_", names[k])}, nullptr).ok());
+    session_ = env_.Session(b_);
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (init_[k]) {
+        EXPECT_TRUE(session_->Run({}, {}, {StrCat("init_", kNames[k])}, nullptr).ok());
       }
     }
   }
 
   Status Step(const Tensor& grad, const Tensor& lr = Tensor::Scalar<float>(0.1f),
               const Tensor& step = Tensor::Scalar<int64_t>(1)) {
-    return session->Run({{"grad", grad}, {"lr", lr}, {"step", step}}, {}, {"apply"}, nullptr);
+    return session_->Run({{"grad", grad}, {"lr", lr}, {"step", step}}, {}, {"apply"}, nullptr);
   }
 
-  // The variable's values, unchanged from its initial 1 + k everywhere.
-  void ExpectUntouched(const char* name, double value) {
-    std::vector<Tensor> out;
-    Status s = session->Run({}, {StrCat("read_", name)}, {}, &out);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    for (int64_t i = 0; i < out[0].num_elements(); ++i) {
-      const double got = out[0].dtype() == DType::kF64 ? out[0].data<double>()[i] : out[0].data<float>()[i];
-      EXPECT_EQ(got, value) << name << "[" << i << "]";
+  // |s| is the error |code| with |message| (after the node's prefix), and
+  // every assigned variable still holds its initial value.
+  void ExpectFailedUntouched(const Status& s, Code code, std::string_view message) {
+    EXPECT_EQ(s.code(), code);
+    EXPECT_EQ(s.message(), StrCat(kPrefix, message));
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!init_[k]) continue;
+      std::vector<Tensor> out;
+      Status read = session_->Run({}, {StrCat("read_", kNames[k])}, {}, &out);
+      ASSERT_TRUE(read.ok()) << read.ToString();
+      const Tensor& t = out[0];
+      for (int64_t i = 0; i < t.num_elements(); ++i) {
+        const double got = t.dtype() == DType::kF64 ? t.data<double>()[i] : t.data<float>()[i];
+        EXPECT_EQ(got, Initial(k)) << kNames[k] << "[" << i << "]";
+      }
     }
   }
+
+ private:
+  static constexpr const char* kNames[] = {"var", "m", "v"};
+  static double Initial(std::size_t k) { return 1.0 + static_cast<double>(k); }
+  std::vector<bool> init_;
+  RuntimeEnv env_;
+  GraphBuilder b_;
+  std::unique_ptr<runtime::Session> session_;
 };
 
 const std::vector<DType> kF32s = {DType::kF32, DType::kF32, DType::kF32};
+Tensor Grad() { return Values<float>({1, 2, 3, 4, 5, 6}); }
 
 TEST(ApplyOps, GradShapeMismatchIsAnErrorAndChangesNothing) {
   AdamGraph g({kShape, kShape, kShape}, kF32s);
-  Status s = g.Step(Values<float>({1, 2, 3, 4, 5, 6}, Shape{3, 2}));
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), StrCat(kPrefix, "'grad' has shape [3,2] but variable 'var' (input 'var') has shape [2,3]"));
-  g.ExpectUntouched("var", 1);
-  g.ExpectUntouched("m", 2);
-  g.ExpectUntouched("v", 3);
+  g.ExpectFailedUntouched(g.Step(Values<float>({1, 2, 3, 4, 5, 6}, Shape{3, 2})), Code::kInvalidArgument,
+                          "'grad' has shape [3,2] but variable 'var' (input 'var') has shape [2,3]");
 }
 
 TEST(ApplyOps, SlotShapeMismatchIsAnError) {
   AdamGraph g({kShape, kShape, Shape{6}}, kF32s);
-  Status s = g.Step(Values<float>({1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), StrCat(kPrefix, "variable 'v' (input 'v') has shape [6] but variable 'var' (input 'var') "
-                                         "has shape [2,3]"));
-  g.ExpectUntouched("var", 1);
-  g.ExpectUntouched("m", 2);
+  g.ExpectFailedUntouched(g.Step(Grad()), Code::kInvalidArgument,
+                          "variable 'v' (input 'v') has shape [6] but variable 'var' (input 'var') has shape [2,3]");
 }
 
 TEST(ApplyOps, UninitialisedSlotIsAnError) {
   AdamGraph g({kShape, kShape, kShape}, kF32s, {true, false, true});
-  Status s = g.Step(Values<float>({1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
-  EXPECT_EQ(s.message(), StrCat(kPrefix, "variable \"m\" (f32<unknown>) is read before it was assigned a value; run its "
-                                         "initializer first"));
-  g.ExpectUntouched("var", 1);
-  g.ExpectUntouched("v", 3);
+  g.ExpectFailedUntouched(g.Step(Grad()), Code::kFailedPrecondition,
+                          "variable \"m\" (f32<unknown>) is read before it was assigned a value; run its initializer "
+                          "first");
 }
 
 TEST(ApplyOps, VariableOfAnotherDtypeIsAnError) {
   AdamGraph g({kShape, kShape, kShape}, {DType::kF32, DType::kF64, DType::kF32});
-  Status s = g.Step(Values<float>({1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), StrCat(kPrefix, "variable 'm' (input 'm') holds f64, not f32"));
-  g.ExpectUntouched("var", 1);
-  g.ExpectUntouched("m", 2);
+  g.ExpectFailedUntouched(g.Step(Grad()), Code::kInvalidArgument, "variable 'm' (input 'm') holds f64, not f32");
 }
 
 TEST(ApplyOps, NonScalarHyperParameterIsAnError) {
   AdamGraph g({kShape, kShape, kShape}, kF32s);
-  Status s = g.Step(Values<float>({1, 2, 3, 4, 5, 6}), Tensor::FromVector<float>({0.1f, 0.2f}));
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), StrCat(kPrefix, "'lr' must be a scalar, got shape [2]"));
-  s = g.Step(Values<float>({1, 2, 3, 4, 5, 6}), Tensor::Scalar<float>(0.1f), Tensor::FromVector<int64_t>({1}));
-  EXPECT_EQ(s.message(), StrCat(kPrefix, "'step' must be a scalar, got shape [1]"));
-  g.ExpectUntouched("var", 1);
+  g.ExpectFailedUntouched(g.Step(Grad(), Tensor::FromVector<float>({0.1f, 0.2f})), Code::kInvalidArgument,
+                          "'lr' must be a scalar, got shape [2]");
+  g.ExpectFailedUntouched(g.Step(Grad(), Tensor::Scalar<float>(0.1f), Tensor::FromVector<int64_t>({1})),
+                          Code::kInvalidArgument, "'step' must be a scalar, got shape [1]");
 }
 
 TEST(ApplyOps, StepBelowOneIsAnError) {
   AdamGraph g({kShape, kShape, kShape}, kF32s);
-  Status s = g.Step(Values<float>({1, 2, 3, 4, 5, 6}), Tensor::Scalar<float>(0.1f), Tensor::Scalar<int64_t>(0));
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), StrCat(kPrefix, "'step' must be at least 1 (updates are counted from 1), got 0"));
-  g.ExpectUntouched("var", 1);
-  g.ExpectUntouched("m", 2);
-  g.ExpectUntouched("v", 3);
+  g.ExpectFailedUntouched(g.Step(Grad(), Tensor::Scalar<float>(0.1f), Tensor::Scalar<int64_t>(0)),
+                          Code::kInvalidArgument, "'step' must be at least 1 (updates are counted from 1), got 0");
 }
 
 TEST(ApplyOps, OneVariableAsTwoInputsIsAnError) {

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from cases import conv
+from cases import conv, reduction_nn
 
 NP = conv.NP
 NUMERIC = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8"]
@@ -349,18 +349,9 @@ def batch_norm_grad_ref(dy, x, scale, mean_in, var_in, eps, training, c_axis):
 
 
 def batch_norm_grad_cases(g, r):
-    layouts = {
-        "nhwc": ((2, 3, 4, 5), "NHWC"),
-        "nchw": ((2, 5, 3, 4), "NCHW"),
-        "2d": ((6, 5), "NHWC"),
-        "2d_nchw_attr": ((6, 5), "NCHW"),  # data_format does not apply to [N, C]
-        "nhwc_one_pixel": ((3, 1, 1, 5), "NHWC"),
-        "nchw_many_rows": ((300, 5, 1, 2), "NCHW"),
-        "nhwc_many_rows": ((40, 10, 3, 5), "NHWC"),
-    }
     for dtype in ["f32", "f64"]:
         t = NP[dtype]
-        for name, (shape, fmt) in layouts.items():
+        for name, (shape, fmt) in reduction_nn.BATCH_NORM_LAYOUTS.items():
             c_axis = 1 if fmt == "NCHW" and len(shape) == 4 else len(shape) - 1
             c = shape[c_axis]
             x = (r.standard_normal(shape) * 2 + 3).astype(t)

@@ -15,57 +15,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 
 #include "../kernel_framework.h"
+#include "kernel_util.h"
 
 namespace weft::cpu {
 namespace {
 
-template <class T>
-constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // --- Helpers ---------------------------------------------------------------------
-
-std::size_t ToSize(int64_t n) { return static_cast<std::size_t>(n); }
-
-int64_t Product(const Dims& dims, std::size_t begin, std::size_t end) {
-  int64_t n = 1;
-  for (std::size_t i = begin; i < end; ++i) n *= dims[i];
-  return n;
-}
-
-// Row-major element strides.
-std::vector<int64_t> Strides(const Dims& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  return strides;
-}
-
-// |axis| in [0, rank), counting negative values from the end.
-int NormalizeAxis(int64_t axis, int rank, const char* what = "axis") {
-  if (axis < -rank || axis >= rank) {
-    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-// The estimated nanoseconds to copy |bytes| (for ParallelFor).
-int64_t CopyCost(std::size_t bytes) { return 1 + static_cast<int64_t>(bytes / 16); }
-
-// Calls fn.template operator()<W>() with an unsigned word type W of |size|
-// bytes, to move elements of that size.
-template <class Fn>
-void DispatchBySize(std::size_t size, Fn&& fn) {
-  switch (size) {
-    case 1: fn.template operator()<uint8_t>(); return;
-    case 2: fn.template operator()<uint16_t>(); return;
-    case 4: fn.template operator()<uint32_t>(); return;
-    case 8: fn.template operator()<uint64_t>(); return;
-    default: Fail("elements of ", size, " bytes are not supported");
-  }
-}
 
 // The values of an i32 or i64 tensor.
 std::vector<int64_t> ReadInts(const Tensor& t) {
@@ -104,34 +62,6 @@ void ZeroBytes(void* data, std::size_t bytes) {
     const std::size_t from = ToSize(begin * kPiece);
     const std::size_t to = std::min(bytes, ToSize(end * kPiece));
     std::memset(static_cast<char*>(data) + from, 0, to - from);
-  });
-}
-
-// Calls fn(row, offset) for every index of the row-major grid |lens|, with
-// offset = base + sum index[k] * steps[k], in parallel chunks; each chunk
-// advances its offset like an odometer.
-template <class F>
-void ForEachRow(const Dims& lens, const std::vector<int64_t>& steps, int64_t base, int64_t cost_per_row, F&& fn) {
-  const int64_t rows = Product(lens, 0, lens.size());
-  const int rank = static_cast<int>(lens.size());
-  ParallelFor(rows, cost_per_row, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> index(lens.size());
-    int64_t offset = base;
-    int64_t rest = begin;
-    for (int d = rank - 1; d >= 0; --d) {
-      index[ToSize(d)] = rest % lens[ToSize(d)];
-      rest /= lens[ToSize(d)];
-      offset += index[ToSize(d)] * steps[ToSize(d)];
-    }
-    for (int64_t row = begin; row < end; ++row) {
-      fn(row, offset);
-      for (int d = rank - 1; d >= 0; --d) {
-        offset += steps[ToSize(d)];
-        if (++index[ToSize(d)] < lens[ToSize(d)]) break;
-        offset -= steps[ToSize(d)] * lens[ToSize(d)];
-        index[ToSize(d)] = 0;
-      }
-    }
   });
 }
 
@@ -885,25 +815,9 @@ class ScanKernel {
 
 // --- Registration ----------------------------------------------------------------
 
-constexpr weft_dtype_t kFixedSizeTypes[] = {WEFT_DTYPE_F16, WEFT_DTYPE_BF16, WEFT_DTYPE_F32, WEFT_DTYPE_F64,
-                                            WEFT_DTYPE_I8,  WEFT_DTYPE_I16,  WEFT_DTYPE_I32, WEFT_DTYPE_I64,
-                                            WEFT_DTYPE_U8,  WEFT_DTYPE_BOOL};
-
 template <class Op, class... Ts>
 void AddGrad(KernelRegistry& r, const char* op) {
   (r.Add<GradKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
-}
-
-template <class T>
-void AddNumeric(KernelRegistry& r) {
-  constexpr weft_dtype_t t = DtypeOf<T>();
-  r.Add<SumToShapeKernel<T>>("SumToShape", {{"T", t}}, 0, {"shape"});
-  r.Add<UnsortedSegmentSumKernel<T, int32_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I32}}, 0,
-                                              {"num_segments"});
-  r.Add<UnsortedSegmentSumKernel<T, int64_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I64}}, 0,
-                                              {"num_segments"});
-  r.Add<ScanKernel<T, false>>("Cumsum", {{"T", t}}, 0, {"axis"});
-  r.Add<ScanKernel<T, true>>("Cumprod", {{"T", t}}, 0, {"axis"});
 }
 
 #define WEFT_FLOATS float, double, Half, BFloat16
@@ -929,15 +843,16 @@ void RegisterGradSupportKernels(KernelRegistry& r) {
     r.Add<PackKernel>("Pack", {{"T", t}});
     r.Add<StridedSliceGradKernel>("StridedSliceGrad", {{"T", t}}, 0, {"shape", "begin", "end", "strides"});
   }
-  AddNumeric<float>(r);
-  AddNumeric<double>(r);
-  AddNumeric<Half>(r);
-  AddNumeric<BFloat16>(r);
-  AddNumeric<int8_t>(r);
-  AddNumeric<int16_t>(r);
-  AddNumeric<int32_t>(r);
-  AddNumeric<int64_t>(r);
-  AddNumeric<uint8_t>(r);
+  ForEachNumericType([&r]<class T>() {
+    constexpr weft_dtype_t t = DtypeOf<T>();
+    r.Add<SumToShapeKernel<T>>("SumToShape", {{"T", t}}, 0, {"shape"});
+    r.Add<UnsortedSegmentSumKernel<T, int32_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I32}}, 0,
+                                                {"num_segments"});
+    r.Add<UnsortedSegmentSumKernel<T, int64_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I64}}, 0,
+                                                {"num_segments"});
+    r.Add<ScanKernel<T, false>>("Cumsum", {{"T", t}}, 0, {"axis"});
+    r.Add<ScanKernel<T, true>>("Cumprod", {{"T", t}}, 0, {"axis"});
+  });
   r.Add<InvertPermutationKernel<int32_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I32}});
   r.Add<InvertPermutationKernel<int64_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I64}});
   r.Add<ConcatOffsetKernel<int32_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I32}}, 0, {"concat_dim", "shape", "offset"});
