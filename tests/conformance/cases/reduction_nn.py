@@ -312,20 +312,24 @@ def arg_cases(g):
 
 # --- FusedBatchNorm ---------------------------------------------------------------
 
+# The layouts FusedBatchNorm (and its gradient, in nn_grad.py) is checked in:
+# name: (x's shape, data_format).
+BATCH_NORM_LAYOUTS = {
+    "nhwc": ((2, 3, 4, 5), "NHWC"),
+    "nchw": ((2, 5, 3, 4), "NCHW"),
+    "2d": ((6, 5), "NHWC"),
+    "2d_nchw_attr": ((6, 5), "NCHW"),  # data_format does not apply to [N, C]
+    "nhwc_one_pixel": ((3, 1, 1, 5), "NHWC"),
+    "nchw_many_rows": ((300, 5, 1, 2), "NCHW"),
+    "nhwc_many_rows": ((40, 10, 3, 5), "NHWC"),
+}
+
+
 def batch_norm_cases(g):
     r = rng(51)
-    layouts = {
-        "nhwc": ((2, 3, 4, 5), "NHWC"),
-        "nchw": ((2, 5, 3, 4), "NCHW"),
-        "2d": ((6, 5), "NHWC"),
-        "2d_nchw_attr": ((6, 5), "NCHW"),  # data_format does not apply to [N, C]
-        "nhwc_one_pixel": ((3, 1, 1, 5), "NHWC"),
-        "nchw_many_rows": ((300, 5, 1, 2), "NCHW"),
-        "nhwc_many_rows": ((40, 10, 3, 5), "NHWC"),
-    }
     for dtype in ["f32", "f64"]:
         t = NP[dtype]
-        for name, (shape, fmt) in layouts.items():
+        for name, (shape, fmt) in BATCH_NORM_LAYOUTS.items():
             c_axis = 1 if fmt == "NCHW" and len(shape) == 4 else len(shape) - 1
             axes = tuple(i for i in range(len(shape)) if i != c_axis)
             bshape = [1] * len(shape)

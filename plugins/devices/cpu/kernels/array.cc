@@ -22,57 +22,16 @@
 #include <type_traits>
 
 #include "../kernel_framework.h"
+#include "kernel_util.h"
 
 namespace weft::cpu {
 namespace {
 
-template <class T>
-constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // --- Helpers ---------------------------------------------------------------------
-
-std::size_t ToSize(int64_t n) { return static_cast<std::size_t>(n); }
-
-int64_t Product(const Dims& dims, std::size_t begin, std::size_t end) {
-  int64_t n = 1;
-  for (std::size_t i = begin; i < end; ++i) n *= dims[i];
-  return n;
-}
-
-// Row-major element strides.
-std::vector<int64_t> Strides(const Dims& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  return strides;
-}
-
-// |axis| in [0, rank), counting negative values from the end.
-int NormalizeAxis(int64_t axis, int rank, const char* what = "axis") {
-  if (axis < -rank || axis >= rank) {
-    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-// The estimated nanoseconds to copy |bytes| (for ParallelFor).
-int64_t CopyCost(std::size_t bytes) { return 1 + static_cast<int64_t>(bytes / 16); }
 
 // memcpy that accepts the null pointers of empty tensors when |bytes| is 0.
 void CopyBytes(void* dst, const void* src, std::size_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
-}
-
-// Calls fn.template operator()<W>() with an unsigned word type W of |size|
-// bytes, to move elements of that size.
-template <class Fn>
-void DispatchBySize(std::size_t size, Fn&& fn) {
-  switch (size) {
-    case 1: fn.template operator()<uint8_t>(); return;
-    case 2: fn.template operator()<uint16_t>(); return;
-    case 4: fn.template operator()<uint32_t>(); return;
-    case 8: fn.template operator()<uint64_t>(); return;
-    default: Fail("elements of ", size, " bytes are not supported");
-  }
 }
 
 // |v| as a T, as Cast converts: rounded for floats, truncated toward zero
@@ -108,34 +67,6 @@ std::string TupleString(const Index* values, int64_t n) {
   std::string out = "[";
   for (int64_t i = 0; i < n; ++i) out += (i > 0 ? ", " : "") + std::to_string(static_cast<int64_t>(values[i]));
   return out + "]";
-}
-
-// Calls fn(row, offset) for every index of the row-major grid |lens|, with
-// offset = base + sum index[k] * steps[k], in parallel chunks; each chunk
-// advances its offset like an odometer instead of dividing per row.
-template <class F>
-void ForEachRow(const Dims& lens, const std::vector<int64_t>& steps, int64_t base, int64_t cost_per_row, F&& fn) {
-  const int64_t rows = Product(lens, 0, lens.size());
-  const int rank = static_cast<int>(lens.size());
-  ParallelFor(rows, cost_per_row, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> index(lens.size());
-    int64_t offset = base;
-    int64_t rest = begin;
-    for (int d = rank - 1; d >= 0; --d) {
-      index[ToSize(d)] = rest % lens[ToSize(d)];
-      rest /= lens[ToSize(d)];
-      offset += index[ToSize(d)] * steps[ToSize(d)];
-    }
-    for (int64_t row = begin; row < end; ++row) {
-      fn(row, offset);
-      for (int d = rank - 1; d >= 0; --d) {
-        offset += steps[ToSize(d)];
-        if (++index[ToSize(d)] < lens[ToSize(d)]) break;
-        offset -= steps[ToSize(d)] * lens[ToSize(d)];
-        index[ToSize(d)] = 0;
-      }
-    }
-  });
 }
 
 // --- Strided copies --------------------------------------------------------------
@@ -904,25 +835,6 @@ class RangeKernel {
 };
 
 // --- Registration ----------------------------------------------------------------
-
-// Every dtype of fixed size, for the kernels that only move bytes (STRING is
-// not supported yet; see the top of the file).
-constexpr weft_dtype_t kFixedSizeTypes[] = {WEFT_DTYPE_F16, WEFT_DTYPE_BF16, WEFT_DTYPE_F32, WEFT_DTYPE_F64,
-                                            WEFT_DTYPE_I8,  WEFT_DTYPE_I16,  WEFT_DTYPE_I32, WEFT_DTYPE_I64,
-                                            WEFT_DTYPE_U8,  WEFT_DTYPE_BOOL};
-
-template <class Fn>
-void ForEachNumericType(Fn&& fn) {
-  fn.template operator()<float>();
-  fn.template operator()<double>();
-  fn.template operator()<Half>();
-  fn.template operator()<BFloat16>();
-  fn.template operator()<int8_t>();
-  fn.template operator()<int16_t>();
-  fn.template operator()<int32_t>();
-  fn.template operator()<int64_t>();
-  fn.template operator()<uint8_t>();
-}
 
 }  // namespace
 

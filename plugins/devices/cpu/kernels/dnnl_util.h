@@ -1,11 +1,18 @@
 // What every oneDNN kernel of the CPU plugin shares: one engine, a stream
-// per thread, and OpenMP sized to the host's intra-op threads.
+// per thread, OpenMP sized to the host's intra-op threads, a per-node cache
+// of primitives by shape, and the f32 data and temp memories they run on.
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNELS_DNNL_UTIL_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNELS_DNNL_UTIL_H_
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "../kernel_framework.h"
 #include "weft/sdk/host.h"
 
 namespace weft::cpu {
@@ -30,6 +37,45 @@ inline void UseIntraOpThreads() {
     omp_set_num_threads(want);
     threads = want;
   }
+}
+
+// One node's oneDNN primitives P by shape, each made once as P(args...);
+// a null entry remembers a shape oneDNN declined (a dnnl::error from the
+// constructor), so the kernel falls back to its own loops without asking
+// again. Thread-safe.
+template <class P>
+class PrimitiveCache {
+ public:
+  template <class... Args>
+  P* Get(const Dims& key, Args&&... args) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second.get();
+    std::unique_ptr<P> prim;
+    try {
+      prim = std::make_unique<P>(std::forward<Args>(args)...);
+    } catch (const dnnl::error&) {
+      prim = nullptr;
+    }
+    return cache_.emplace(key, std::move(prim)).first->second.get();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Dims, std::unique_ptr<P>> cache_;
+};
+
+// f32 data [n, c, h, w] in the NCHW or NHWC layout.
+inline dnnl::memory::desc DataDesc(int64_t n, int64_t c, int64_t h, int64_t w, bool nchw) {
+  using tag = dnnl::memory::format_tag;
+  return dnnl::memory::desc({n, c, h, w}, dnnl::memory::data_type::f32, nchw ? tag::nchw : tag::nhwc);
+}
+
+// Memory of |desc| in a temp of the kernel (released after the compute).
+inline dnnl::memory TempMemory(Context& ctx, const dnnl::memory::desc& desc) {
+  const auto floats = static_cast<int64_t>((desc.get_size() + sizeof(float) - 1) / sizeof(float));
+  Tensor temp = ctx.allocate_temp(WEFT_DTYPE_F32, {floats});
+  return dnnl::memory(desc, Engine(), temp.data);
 }
 
 }  // namespace weft::cpu

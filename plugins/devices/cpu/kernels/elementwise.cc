@@ -10,12 +10,10 @@
 #include <type_traits>
 
 #include "broadcast.h"
+#include "kernel_util.h"
 
 namespace weft::cpu {
 namespace {
-
-template <class T>
-constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 // Two's-complement wrapping arithmetic for integers.
 template <class C>

@@ -15,57 +15,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 
 #include "../kernel_framework.h"
+#include "kernel_util.h"
 
 namespace weft::cpu {
 namespace {
 
-template <class T>
-constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // --- Helpers ---------------------------------------------------------------------
-
-std::size_t ToSize(int64_t n) { return static_cast<std::size_t>(n); }
-
-int64_t Product(const Dims& dims, std::size_t begin, std::size_t end) {
-  int64_t n = 1;
-  for (std::size_t i = begin; i < end; ++i) n *= dims[i];
-  return n;
-}
-
-// Row-major element strides.
-std::vector<int64_t> Strides(const Dims& dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  return strides;
-}
-
-// |axis| in [0, rank), counting negative values from the end.
-int NormalizeAxis(int64_t axis, int rank, const char* what = "axis") {
-  if (axis < -rank || axis >= rank) {
-    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-// The estimated nanoseconds to copy |bytes| (for ParallelFor).
-int64_t CopyCost(std::size_t bytes) { return 1 + static_cast<int64_t>(bytes / 16); }
-
-// Calls fn.template operator()<W>() with an unsigned word type W of |size|
-// bytes, to move elements of that size.
-template <class Fn>
-void DispatchBySize(std::size_t size, Fn&& fn) {
-  switch (size) {
-    case 1: fn.template operator()<uint8_t>(); return;
-    case 2: fn.template operator()<uint16_t>(); return;
-    case 4: fn.template operator()<uint32_t>(); return;
-    case 8: fn.template operator()<uint64_t>(); return;
-    default: Fail("elements of ", size, " bytes are not supported");
-  }
-}
 
 // The values of an i32 or i64 tensor.
 std::vector<int64_t> ReadInts(const Tensor& t) {
@@ -104,34 +62,6 @@ void ZeroBytes(void* data, std::size_t bytes) {
     const std::size_t from = ToSize(begin * kPiece);
     const std::size_t to = std::min(bytes, ToSize(end * kPiece));
     std::memset(static_cast<char*>(data) + from, 0, to - from);
-  });
-}
-
-// Calls fn(row, offset) for every index of the row-major grid |lens|, with
-// offset = base + sum index[k] * steps[k], in parallel chunks; each chunk
-// advances its offset like an odometer.
-template <class F>
-void ForEachRow(const Dims& lens, const std::vector<int64_t>& steps, int64_t base, int64_t cost_per_row, F&& fn) {
-  const int64_t rows = Product(lens, 0, lens.size());
-  const int rank = static_cast<int>(lens.size());
-  ParallelFor(rows, cost_per_row, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> index(lens.size());
-    int64_t offset = base;
-    int64_t rest = begin;
-    for (int d = rank - 1; d >= 0; --d) {
-      index[ToSize(d)] = rest % lens[ToSize(d)];
-      rest /= lens[ToSize(d)];
-      offset += index[ToSize(d)] * steps[ToSize(d)];
-    }
-    for (int64_t row = begin; row < end; ++row) {
-      fn(row, offset);
-      for (int d = rank - 1; d >= 0; --d) {
-        offset += steps[ToSize(d)];
-        if (++index[ToSize(d)] < lens[ToSize(d)]) break;
-        offset -= steps[ToSize(d)] * lens[ToSize(d)];
-        index[ToSize(d)] = 0;
-      }
-    }
   });
 }
 
@@ -567,22 +497,44 @@ class UnsortedSegmentSumKernel {
     T* po = out.as<T>();
     ZeroBytes(po, ToSize(out.num_elements) * sizeof(T));
     const int64_t inner = Product(data.dims, ToSize(ids.rank()), data.dims.size());
+    // The rows each segment adds, in row order (a stable sort by id), so
+    // that every output element is one sum in Acc, rounded once, in an
+    // order that does not depend on the threads.
+    std::vector<int64_t> rows;
+    rows.reserve(ToSize(n));
+    for (int64_t i = 0; i < n; ++i) {
+      if (pid[i] >= 0) rows.push_back(i);  // negative ids are dropped, as TensorFlow
+    }
+    std::stable_sort(rows.begin(), rows.end(), [pid](int64_t a, int64_t b) { return pid[a] < pid[b]; });
+    std::vector<std::size_t> starts;  // where each named segment's rows begin in |rows|, then the end
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      if (k == 0 || pid[rows[k]] != pid[rows[k - 1]]) starts.push_back(k);
+    }
+    starts.push_back(rows.size());
+    const auto segments = static_cast<int64_t>(starts.size()) - 1;
+    const int64_t col_blocks = (inner + kColumns - 1) / kColumns;
+    const int64_t cost = std::min(inner, kColumns) * (1 + static_cast<int64_t>(rows.size()) / std::max<int64_t>(segments, 1));
     const T* pd = data.as<T>();
-    // Split over the slice's elements, each task adding every row in order:
-    // repeated ids add up deterministically and without races.
-    ParallelFor(inner, 1 + n, [&](int64_t begin, int64_t end) {
-      for (int64_t i = 0; i < n; ++i) {
-        const auto id = static_cast<int64_t>(pid[i]);
-        if (id < 0) continue;  // dropped, as TensorFlow
-        T* o = po + id * inner;
-        const T* d = pd + i * inner;
-        for (int64_t j = begin; j < end; ++j) o[j] = FromAcc<T>(Add(ToAcc(o[j]), ToAcc(d[j])));
+    ParallelFor(segments * col_blocks, cost, [&](int64_t begin, int64_t end) {
+      A acc[kColumns];
+      for (int64_t unit = begin; unit < end; ++unit) {
+        const std::size_t segment = ToSize(unit / col_blocks);
+        const int64_t c0 = (unit % col_blocks) * kColumns, width = std::min(kColumns, inner - c0);
+        std::fill(acc, acc + width, A(0));
+        for (std::size_t k = starts[segment]; k < starts[segment + 1]; ++k) {
+          const T* d = pd + rows[k] * inner + c0;
+          for (int64_t j = 0; j < width; ++j) acc[j] = Add(acc[j], ToAcc(d[j]));
+        }
+        T* o = po + static_cast<int64_t>(pid[rows[starts[segment]]]) * inner + c0;
+        for (int64_t j = 0; j < width; ++j) o[j] = FromAcc<T>(acc[j]);
       }
     });
   }
 
  private:
-  static Acc<T> Add(Acc<T> a, Acc<T> b) { return a + b; }
+  using A = Acc<T>;
+  static constexpr int64_t kColumns = 256;
+  static A Add(A a, A b) { return a + b; }  // unsigned for integers: wraps
 };
 
 // --- Pack, InvertPermutation, ConcatOffset ---------------------------------------
@@ -863,25 +815,9 @@ class ScanKernel {
 
 // --- Registration ----------------------------------------------------------------
 
-constexpr weft_dtype_t kFixedSizeTypes[] = {WEFT_DTYPE_F16, WEFT_DTYPE_BF16, WEFT_DTYPE_F32, WEFT_DTYPE_F64,
-                                            WEFT_DTYPE_I8,  WEFT_DTYPE_I16,  WEFT_DTYPE_I32, WEFT_DTYPE_I64,
-                                            WEFT_DTYPE_U8,  WEFT_DTYPE_BOOL};
-
 template <class Op, class... Ts>
 void AddGrad(KernelRegistry& r, const char* op) {
   (r.Add<GradKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
-}
-
-template <class T>
-void AddNumeric(KernelRegistry& r) {
-  constexpr weft_dtype_t t = DtypeOf<T>();
-  r.Add<SumToShapeKernel<T>>("SumToShape", {{"T", t}}, 0, {"shape"});
-  r.Add<UnsortedSegmentSumKernel<T, int32_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I32}}, 0,
-                                              {"num_segments"});
-  r.Add<UnsortedSegmentSumKernel<T, int64_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I64}}, 0,
-                                              {"num_segments"});
-  r.Add<ScanKernel<T, false>>("Cumsum", {{"T", t}}, 0, {"axis"});
-  r.Add<ScanKernel<T, true>>("Cumprod", {{"T", t}}, 0, {"axis"});
 }
 
 #define WEFT_FLOATS float, double, Half, BFloat16
@@ -907,15 +843,16 @@ void RegisterGradSupportKernels(KernelRegistry& r) {
     r.Add<PackKernel>("Pack", {{"T", t}});
     r.Add<StridedSliceGradKernel>("StridedSliceGrad", {{"T", t}}, 0, {"shape", "begin", "end", "strides"});
   }
-  AddNumeric<float>(r);
-  AddNumeric<double>(r);
-  AddNumeric<Half>(r);
-  AddNumeric<BFloat16>(r);
-  AddNumeric<int8_t>(r);
-  AddNumeric<int16_t>(r);
-  AddNumeric<int32_t>(r);
-  AddNumeric<int64_t>(r);
-  AddNumeric<uint8_t>(r);
+  ForEachNumericType([&r]<class T>() {
+    constexpr weft_dtype_t t = DtypeOf<T>();
+    r.Add<SumToShapeKernel<T>>("SumToShape", {{"T", t}}, 0, {"shape"});
+    r.Add<UnsortedSegmentSumKernel<T, int32_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I32}}, 0,
+                                                {"num_segments"});
+    r.Add<UnsortedSegmentSumKernel<T, int64_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I64}}, 0,
+                                                {"num_segments"});
+    r.Add<ScanKernel<T, false>>("Cumsum", {{"T", t}}, 0, {"axis"});
+    r.Add<ScanKernel<T, true>>("Cumprod", {{"T", t}}, 0, {"axis"});
+  });
   r.Add<InvertPermutationKernel<int32_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I32}});
   r.Add<InvertPermutationKernel<int64_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I64}});
   r.Add<ConcatOffsetKernel<int32_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I32}}, 0, {"concat_dim", "shape", "offset"});

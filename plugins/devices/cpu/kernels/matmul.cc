@@ -4,11 +4,6 @@
 // loop nest (oneDNN has no f64 matmul on CPU).
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <map>
-#include <memory>
-#include <mutex>
-#include <tuple>
-
 #include "broadcast.h"
 #include "dnnl_util.h"
 
@@ -84,31 +79,12 @@ class DnnlMatMul {
   dnnl::matmul primitive_;
 };
 
-// The primitives of one node, by shape.
-class PrimitiveCache {
- public:
-  const DnnlMatMul* Get(int64_t m, int64_t n, int64_t k, bool ta, bool tb, dnnl::memory::data_type dt) {
-    const auto key = std::make_tuple(m, n, k);
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-    try {
-      auto prim = std::make_unique<DnnlMatMul>(m, n, k, ta, tb, dt);
-      return cache_.emplace(key, std::move(prim)).first->second.get();
-    } catch (const dnnl::error&) {
-      cache_.emplace(key, nullptr);  // unsupported here: use the fallback
-      return nullptr;
-    }
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::unique_ptr<DnnlMatMul>> cache_;
-};
+// A node's matmuls by (m, n, k); its transposes and dtype are fixed.
+using MatMulCache = PrimitiveCache<DnnlMatMul>;
 
 // One matrix product, for any dtype.
 template <class T>
-void MatMulOne(PrimitiveCache& cache, const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta,
+void MatMulOne(MatMulCache& cache, const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta,
                bool tb) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -117,7 +93,7 @@ void MatMulOne(PrimitiveCache& cache, const T* a, const T* b, T* c, int64_t m, i
   }
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
     const auto dt = std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
-    if (const DnnlMatMul* prim = cache.Get(m, n, k, ta, tb, dt)) {
+    if (const DnnlMatMul* prim = cache.Get(Dims{m, n, k}, m, n, k, ta, tb, dt)) {
       prim->Run(a, b, c);
       return;
     }
@@ -156,7 +132,7 @@ class MatMulKernel {
 
  private:
   bool ta_, tb_;
-  PrimitiveCache cache_;
+  MatMulCache cache_;
 };
 
 template <class T>
@@ -204,7 +180,7 @@ class BatchMatMulKernel {
 
  private:
   bool ax_, ay_;
-  PrimitiveCache cache_;
+  MatMulCache cache_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../kernel_framework.h"
+#include "kernel_util.h"
 
 namespace weft::cpu {
 
@@ -21,67 +22,7 @@ void RegisterNnConvKernels(KernelRegistry& r);
 
 namespace {
 
-template <class T>
-T CeilDiv(T a, T b) {
-  return (a + b - 1) / b;
-}
-
-int NormalizeAxis(int64_t axis, int rank, const char* what) {
-  if (axis < -rank || axis >= rank) {
-    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-// The product of dims [begin, end).
-int64_t Product(const Dims& dims, int begin, int end) {
-  int64_t n = 1;
-  for (int i = begin; i < end; ++i) n *= dims[static_cast<std::size_t>(i)];
-  return n;
-}
-
 // --- FusedBatchNorm --------------------------------------------------------------
-
-// Rows (of all channels) per task when summing channels over rows.
-constexpr int64_t kRowsPerTask = 256;
-
-// Per channel c of x [outer, channels, inner]: the sum of f(c, x) over
-// outer and inner, accumulated in double in a fixed order (so independent
-// of the thread count).
-template <class T, class F>
-std::vector<double> ChannelSums(const T* x, int64_t outer, int64_t channels, int64_t inner, F f) {
-  const auto c_size = static_cast<std::size_t>(channels);
-  std::vector<double> sums(c_size, 0.0);
-  if (inner == 1) {
-    // [rows, channels]: blocks of rows, each summed into its own vector.
-    const int64_t blocks = CeilDiv(outer, kRowsPerTask);
-    std::vector<double> partial(static_cast<std::size_t>(blocks) * c_size, 0.0);
-    ParallelFor(blocks, kRowsPerTask * channels, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        double* sum = partial.data() + b * channels;
-        for (int64_t o = b * kRowsPerTask; o < std::min(outer, (b + 1) * kRowsPerTask); ++o) {
-          const T* row = x + o * channels;
-          for (int64_t c = 0; c < channels; ++c) sum[c] += f(c, row[c]);
-        }
-      }
-    });
-    for (std::size_t i = 0; i < partial.size(); ++i) sums[i % c_size] += partial[i];  // block by block
-    return sums;
-  }
-  // [outer, channels, inner]: one contiguous run per (outer, channel).
-  std::vector<double> partial(static_cast<std::size_t>(outer) * c_size, 0.0);
-  ParallelFor(outer * channels, inner, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t c = t % channels;
-      const T* run = x + t * inner;
-      double sum = 0;
-      for (int64_t i = 0; i < inner; ++i) sum += f(c, run[i]);
-      partial[static_cast<std::size_t>(t)] = sum;
-    }
-  });
-  for (std::size_t t = 0; t < partial.size(); ++t) sums[t % c_size] += partial[t];
-  return sums;
-}
 
 template <class T>
 class FusedBatchNormKernel {
@@ -118,13 +59,7 @@ class FusedBatchNormKernel {
       // Biased moments over every axis but the channel's; the unbiased
       // variance out (NaN for a single element per channel, as NumPy's ddof=1).
       const auto count = static_cast<double>(outer * inner);
-      mean = ChannelSums(in, outer, channels, inner, [](int64_t, T v) { return static_cast<double>(v); });
-      for (double& m : mean) m /= count;
-      variance = ChannelSums(in, outer, channels, inner, [&](int64_t c, T v) {
-        const double d = static_cast<double>(v) - mean[static_cast<std::size_t>(c)];
-        return d * d;
-      });
-      for (double& v : variance) v /= count;
+      ChannelMoments(in, outer, channels, inner, &mean, &variance);
       for (std::size_t c = 0; c < c_size; ++c) {
         batch_mean[c] = static_cast<T>(mean[c]);
         batch_variance[c] = static_cast<T>(variance[c] * count / (count - 1));
@@ -193,15 +128,7 @@ class LayerNormKernel {
       for (int64_t r = row_begin; r < row_end; ++r) {
         const T* xs = in + r * n;
         T* ys = out + r * n;
-        double sum = 0;
-        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xs[i]);
-        const double mean = sum / static_cast<double>(n);
-        double squares = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          const double d = static_cast<double>(xs[i]) - mean;
-          squares += d * d;
-        }
-        const double inv_std = 1 / std::sqrt(squares / static_cast<double>(n) + epsilon_);
+        const auto [mean, inv_std] = MomentsOfRow(xs, n, epsilon_);
         for (int64_t i = 0; i < n; ++i) {
           ys[i] = static_cast<T>((static_cast<double>(xs[i]) - mean) * inv_std * static_cast<double>(g[i]) +
                                  static_cast<double>(b[i]));

@@ -16,184 +16,17 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 #include <type_traits>
 
 #include "../kernel_framework.h"
 #include "dnnl_util.h"
+#include "kernel_util.h"
+#include "window.h"
 
 namespace weft::cpu {
 namespace {
-
-// --- Window geometry -----------------------------------------------------------------
-
-// The attrs the convolutions and poolings share, spatial entries only.
-struct WindowAttrs {
-  bool nchw = false;
-  bool same = false;
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t dilation_h = 1, dilation_w = 1;
-};
-
-// The (height, width) entries of a 4-entry window attr, checked as the
-// shape function does.
-std::pair<int64_t, int64_t> SpatialAttr(const InitContext& init, const char* name, bool nchw) {
-  const std::vector<int64_t> v = init.Ints(name);
-  if (v.size() != 4) Fail("attr '", name, "' must have 4 entries, got ", v.size());
-  for (int64_t x : v) {
-    if (x < 1) Fail("attr '", name, "' entries must be >= 1, got ", DimsString(v));
-  }
-  if (v[0] != 1 || v[nchw ? 1 : 3] != 1) {
-    Fail("attr '", name, "' must be 1 in the batch and channel dimensions, got ", DimsString(v));
-  }
-  return nchw ? std::make_pair(v[2], v[3]) : std::make_pair(v[1], v[2]);
-}
-
-WindowAttrs ReadWindowAttrs(const InitContext& init, bool dilations) {
-  WindowAttrs a;
-  a.nchw = init.String("data_format") == "NCHW";
-  a.same = init.String("padding") == "SAME";
-  std::tie(a.stride_h, a.stride_w) = SpatialAttr(init, "strides", a.nchw);
-  if (dilations) std::tie(a.dilation_h, a.dilation_w) = SpatialAttr(init, "dilations", a.nchw);
-  return a;
-}
-
-// Everything about one window op's shapes, in NHWC terms.
-struct Geometry {
-  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0;
-  int64_t window_h = 0, window_w = 0;
-  int64_t out_h = 0, out_w = 0, out_channels = 0;
-  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-
-  Dims OutputDims(bool nchw) const {
-    return nchw ? Dims{batch, out_channels, out_h, out_w} : Dims{batch, out_h, out_w, out_channels};
-  }
-};
-
-// Output size and padding of one spatial dimension, as TensorFlow
-// computes them: SAME gives ceil(in / stride) outputs, padding split with
-// any odd element after.
-void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
-                   int64_t& out, int64_t& pad_before, int64_t& pad_after) {
-  const int64_t effective = (window - 1) * dilation + 1;
-  if (!same) {
-    if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
-    out = (in - effective) / stride + 1;
-    pad_before = pad_after = 0;
-    return;
-  }
-  out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
-  pad_before = total / 2;
-  pad_after = total - pad_before;
-}
-
-Geometry MakeGeometry(const WindowAttrs& a, const Tensor& input, int64_t window_h, int64_t window_w,
-                      int64_t out_channels) {
-  if (input.rank() != 4) Fail("the input must have rank 4, got ", DimsString(input.dims));
-  if (window_h < 1 || window_w < 1) Fail("the window must be at least 1x1, got ", window_h, "x", window_w);
-  Geometry g;
-  g.batch = input.dim(0);
-  g.channels = input.dim(a.nchw ? 1 : 3);
-  g.in_h = input.dim(a.nchw ? 2 : 1);
-  g.in_w = input.dim(a.nchw ? 3 : 2);
-  g.window_h = window_h;
-  g.window_w = window_w;
-  g.out_channels = out_channels;
-  g.stride_h = a.stride_h;
-  g.stride_w = a.stride_w;
-  g.dilation_h = a.dilation_h;
-  g.dilation_w = a.dilation_w;
-  SpatialWindow("height", g.in_h, window_h, g.stride_h, g.dilation_h, a.same, g.out_h, g.pad_top, g.pad_bottom);
-  SpatialWindow("width", g.in_w, window_w, g.stride_w, g.dilation_w, a.same, g.out_w, g.pad_left, g.pad_right);
-  return g;
-}
-
-// Checks a convolution's input and filter; the geometry for them.
-Geometry ConvGeometry(const WindowAttrs& a, const Tensor& input, const Tensor& filter, bool depthwise) {
-  if (input.rank() != 4 || filter.rank() != 4) {
-    Fail("input and filter must have rank 4, got ", DimsString(input.dims), " and ", DimsString(filter.dims));
-  }
-  const int64_t channels = input.dim(a.nchw ? 1 : 3);
-  if (channels != filter.dim(2)) {
-    Fail("the input has ", channels, " channels (", a.nchw ? "NCHW " : "NHWC ", DimsString(input.dims),
-         ") but the filter expects ", filter.dim(2), " (", DimsString(filter.dims), ")");
-  }
-  return MakeGeometry(a, input, filter.dim(0), filter.dim(1), depthwise ? channels * filter.dim(3) : filter.dim(3));
-}
-
-// --- Layout changes and caches -------------------------------------------------------
-
-// [N, C, HW] -> [N, HW, C].
-template <class T>
-void NchwToNhwc(const T* in, T* out, int64_t n, int64_t c, int64_t hw) {
-  ParallelFor(n * hw, c, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const T* src = in + (i / hw) * c * hw + i % hw;
-      T* dst = out + i * c;
-      for (int64_t k = 0; k < c; ++k) dst[k] = src[k * hw];
-    }
-  });
-}
-
-// [N, HW, C] -> [N, C, HW].
-template <class T>
-void NhwcToNchw(const T* in, T* out, int64_t n, int64_t c, int64_t hw) {
-  ParallelFor(n * c, hw, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const T* src = in + (i / c) * hw * c + i % c;
-      T* dst = out + i * hw;
-      for (int64_t p = 0; p < hw; ++p) dst[p] = src[p * c];
-    }
-  });
-}
-
-// Runs fn(nhwc_input, nhwc_output) on the data of a window op, through
-// NHWC copies when the data is NCHW.
-template <class T, class Fn>
-void InNhwc(Context& ctx, const Geometry& g, bool nchw, const Tensor& input, Tensor& output, Fn&& fn) {
-  if (!nchw) {
-    fn(input.as<T>(), output.as<T>());
-    return;
-  }
-  Tensor in = ctx.allocate_temp(DtypeOf<T>(), {g.batch, g.in_h, g.in_w, g.channels});
-  Tensor out = ctx.allocate_temp(DtypeOf<T>(), {g.batch, g.out_h, g.out_w, g.out_channels});
-  NchwToNhwc(input.as<T>(), in.as<T>(), g.batch, g.channels, g.in_h * g.in_w);
-  fn(static_cast<const T*>(in.as<T>()), out.as<T>());
-  NhwcToNchw(out.as<T>(), output.as<T>(), g.batch, g.out_channels, g.out_h * g.out_w);
-}
-
-// oneDNN primitives of one node by shape; a null entry remembers a shape
-// oneDNN declined, for the direct loops.
-template <class P>
-class PrimitiveCache {
- public:
-  P* Get(const Dims& key, const Geometry& g, bool nchw) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-    std::unique_ptr<P> prim;
-    try {
-      prim = std::make_unique<P>(g, nchw);
-    } catch (const dnnl::error&) {
-      prim = nullptr;
-    }
-    return cache_.emplace(key, std::move(prim)).first->second.get();
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<Dims, std::unique_ptr<P>> cache_;
-};
-
-dnnl::memory::desc DataDesc(int64_t n, int64_t c, int64_t h, int64_t w, bool nchw) {
-  using tag = dnnl::memory::format_tag;
-  return dnnl::memory::desc({n, c, h, w}, dnnl::memory::data_type::f32, nchw ? tag::nchw : tag::nhwc);
-}
 
 // --- Convolution -----------------------------------------------------------------------
 
@@ -272,12 +105,16 @@ class DnnlConv {
 
 // out[n, oh, ow, o] = sum over (kh, kw, c) of in[n, ih, iw, c] * filter[kh, kw, c, o]
 // with ih = oh * stride - pad + kh * dilation (likewise iw), for NHWC data and
-// an HWIO filter. One output row per task; the innermost loop runs along
-// the contiguous output channels.
-template <class T>
+// an HWIO filter; depthwise with multiplier M, out[n, oh, ow, c * M + m] =
+// sum over (kh, kw) of in[n, ih, iw, c] * filter[kh, kw, c, m]. One output
+// row per task; the innermost loop runs along the contiguous output
+// channels.
+template <class T, bool kDepthwise>
 void DirectConv(const Geometry& g, const T* input, const T* filter, T* output) {
   const int64_t row_size = g.out_w * g.out_channels;
-  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w * g.channels / 4, 1);
+  const int64_t multiplier = kDepthwise ? g.out_channels / std::max<int64_t>(g.channels, 1) : 0;
+  const int64_t tap_size = kDepthwise ? g.out_channels : g.channels * g.out_channels;  // filter elements per tap
+  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w * (kDepthwise ? 1 : g.channels) / 4, 1);
   ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t n = row / g.out_h, oh = row % g.out_h;
@@ -293,42 +130,14 @@ void DirectConv(const Geometry& g, const T* input, const T* filter, T* output) {
             const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
             if (iw < 0 || iw >= g.in_w) continue;
             const T* pixel = in_row + iw * g.channels;
-            const T* taps = filter + (kh * g.window_w + kw) * g.channels * g.out_channels;
-            for (int64_t c = 0; c < g.channels; ++c) {
-              const T x = pixel[c];
-              const T* f = taps + c * g.out_channels;
-              for (int64_t o = 0; o < g.out_channels; ++o) acc[o] += x * f[o];
-            }
-          }
-        }
-      }
-    }
-  });
-}
-
-// Depthwise: out[n, oh, ow, c * M + m] = sum over (kh, kw) of
-// in[n, ih, iw, c] * filter[kh, kw, c, m], NHWC data.
-template <class T>
-void DirectDepthwiseConv(const Geometry& g, int64_t multiplier, const T* input, const T* filter, T* output) {
-  const int64_t row_size = g.out_w * g.out_channels;
-  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w / 4, 1);
-  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t n = row / g.out_h, oh = row % g.out_h;
-      T* out_row = output + row * row_size;
-      std::fill(out_row, out_row + row_size, T(0));
-      for (int64_t kh = 0; kh < g.window_h; ++kh) {
-        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-        if (ih < 0 || ih >= g.in_h) continue;
-        const T* in_row = input + (n * g.in_h + ih) * g.in_w * g.channels;
-        for (int64_t ow = 0; ow < g.out_w; ++ow) {
-          T* acc = out_row + ow * g.out_channels;
-          for (int64_t kw = 0; kw < g.window_w; ++kw) {
-            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-            if (iw < 0 || iw >= g.in_w) continue;
-            const T* pixel = in_row + iw * g.channels;
-            const T* taps = filter + (kh * g.window_w + kw) * g.out_channels;
-            if (multiplier == 1) {
+            const T* taps = filter + (kh * g.window_w + kw) * tap_size;
+            if constexpr (!kDepthwise) {
+              for (int64_t c = 0; c < g.channels; ++c) {
+                const T x = pixel[c];
+                const T* f = taps + c * g.out_channels;
+                for (int64_t o = 0; o < g.out_channels; ++o) acc[o] += x * f[o];
+              }
+            } else if (multiplier == 1) {
               for (int64_t c = 0; c < g.channels; ++c) acc[c] += pixel[c] * taps[c];
             } else {
               for (int64_t c = 0; c < g.channels; ++c) {
@@ -350,7 +159,7 @@ class Conv2DKernel {
 
   void Compute(Context& ctx) {
     const Tensor input = ctx.input(0), filter = ctx.input(1);
-    const Geometry g = ConvGeometry(attrs_, input, filter, /*depthwise=*/false);
+    const Geometry g = ConvGeometry(attrs_, input.dims, filter.dims, /*depthwise=*/false);
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     if (output.num_elements == 0) return;
     if (g.channels == 0) {  // an empty sum
@@ -365,8 +174,8 @@ class Conv2DKernel {
         return;
       }
     }
-    InNhwc<T>(ctx, g, attrs_.nchw, input, output,
-              [&](const T* in, T* out) { DirectConv<T>(g, in, filter.as<T>(), out); });
+    const T* in = ReadNhwc<T>(ctx, input, attrs_.nchw);
+    WriteNhwc<T>(ctx, output, attrs_.nchw, [&](T* out) { DirectConv<T, false>(g, in, filter.as<T>(), out); });
   }
 
  private:
@@ -381,12 +190,11 @@ class DepthwiseConv2DKernel {
 
   void Compute(Context& ctx) {
     const Tensor input = ctx.input(0), filter = ctx.input(1);
-    const Geometry g = ConvGeometry(attrs_, input, filter, /*depthwise=*/true);
+    const Geometry g = ConvGeometry(attrs_, input.dims, filter.dims, /*depthwise=*/true);
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     if (output.num_elements == 0) return;
-    InNhwc<T>(ctx, g, attrs_.nchw, input, output, [&](const T* in, T* out) {
-      DirectDepthwiseConv<T>(g, filter.dim(3), in, filter.as<T>(), out);
-    });
+    const T* in = ReadNhwc<T>(ctx, input, attrs_.nchw);
+    WriteNhwc<T>(ctx, output, attrs_.nchw, [&](T* out) { DirectConv<T, true>(g, in, filter.as<T>(), out); });
   }
 
  private:
@@ -469,8 +277,7 @@ class PoolKernel {
 
   void Compute(Context& ctx) {
     const Tensor input = ctx.input(0);
-    Geometry g = MakeGeometry(attrs_, input, window_h_, window_w_, 0);
-    g.out_channels = g.channels;
+    const Geometry g = PoolGeometry(attrs_, input.dims, window_h_, window_w_);
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     if (output.num_elements == 0) return;
     if constexpr (std::is_same_v<T, float>) {
@@ -479,12 +286,7 @@ class PoolKernel {
         return;
       }
     }
-    if (attrs_.nchw) {
-      // Each channel plane pools alone: NCHW is NHWC with N*C images of one channel.
-      g.batch *= g.channels;
-      g.channels = g.out_channels = 1;
-    }
-    DirectPool<T, kMax>(g, input.as<T>(), output.as<T>());
+    DirectPool<T, kMax>(attrs_.nchw ? g.PlanesAsImages() : g, input.as<T>(), output.as<T>());
   }
 
  private:
@@ -560,16 +362,7 @@ void RegisterNnConvKernels(KernelRegistry& r) {
   };
   add_float.template operator()<float>();
   add_float.template operator()<double>();
-  auto add_bias = [&r]<class T>() { r.Add<BiasAddKernel<T>>("BiasAdd", {{"T", DtypeOf<T>()}}); };
-  add_bias.template operator()<float>();
-  add_bias.template operator()<double>();
-  add_bias.template operator()<Half>();
-  add_bias.template operator()<BFloat16>();
-  add_bias.template operator()<int8_t>();
-  add_bias.template operator()<int16_t>();
-  add_bias.template operator()<int32_t>();
-  add_bias.template operator()<int64_t>();
-  add_bias.template operator()<uint8_t>();
+  ForEachNumericType([&r]<class T>() { r.Add<BiasAddKernel<T>>("BiasAdd", {{"T", DtypeOf<T>()}}); });
 }
 
 }  // namespace weft::cpu

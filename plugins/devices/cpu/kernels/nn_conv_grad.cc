@@ -1,7 +1,8 @@
 // The backward kernels of convolution and pooling: Conv2DBackpropInput,
 // Conv2DBackpropFilter, their depthwise twins, MaxPoolGrad and AvgPoolGrad,
-// for f32 and f64, with the forward kernels' geometry (nn_conv.cc): NHWC or
-// NCHW data, SAME padding split with the odd element after.
+// for f32 and f64, with the forward kernels' geometry (window.h, shared
+// with nn_conv.cc): NHWC or NCHW data, SAME padding split with the odd
+// element after.
 //
 // f32 Conv2D backprop goes to oneDNN's convolution_backward_data and
 // convolution_backward_weights, and f32 AvgPoolGrad to pooling_backward,
@@ -17,122 +18,18 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "../kernel_framework.h"
 #include "dnnl_util.h"
+#include "window.h"
 
 namespace weft::cpu {
 namespace {
 
-// --- Window geometry (as nn_conv.cc computes it for the forward ops) ------------------
-
-struct WindowAttrs {
-  bool nchw = false;
-  bool same = false;
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t dilation_h = 1, dilation_w = 1;
-};
-
-// The (height, width) entries of a 4-entry window attr, checked as the
-// shape function does.
-std::pair<int64_t, int64_t> SpatialAttr(const InitContext& init, const char* name, bool nchw) {
-  const std::vector<int64_t> v = init.Ints(name);
-  if (v.size() != 4) Fail("attr '", name, "' must have 4 entries, got ", v.size());
-  for (int64_t x : v) {
-    if (x < 1) Fail("attr '", name, "' entries must be >= 1, got ", DimsString(v));
-  }
-  if (v[0] != 1 || v[nchw ? 1 : 3] != 1) {
-    Fail("attr '", name, "' must be 1 in the batch and channel dimensions, got ", DimsString(v));
-  }
-  return nchw ? std::make_pair(v[2], v[3]) : std::make_pair(v[1], v[2]);
-}
-
-WindowAttrs ReadWindowAttrs(const InitContext& init, bool dilations) {
-  WindowAttrs a;
-  a.nchw = init.String("data_format") == "NCHW";
-  a.same = init.String("padding") == "SAME";
-  std::tie(a.stride_h, a.stride_w) = SpatialAttr(init, "strides", a.nchw);
-  if (dilations) std::tie(a.dilation_h, a.dilation_w) = SpatialAttr(init, "dilations", a.nchw);
-  return a;
-}
-
-// Everything about one window op's shapes, in NHWC terms: the forward
-// input (in_*), window and output (out_*).
-struct Geometry {
-  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0;
-  int64_t window_h = 0, window_w = 0;
-  int64_t out_h = 0, out_w = 0, out_channels = 0;
-  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-
-  Dims InputDims(bool nchw) const {
-    return nchw ? Dims{batch, channels, in_h, in_w} : Dims{batch, in_h, in_w, channels};
-  }
-  Dims OutputDims(bool nchw) const {
-    return nchw ? Dims{batch, out_channels, out_h, out_w} : Dims{batch, out_h, out_w, out_channels};
-  }
-};
-
-void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
-                   int64_t& out, int64_t& pad_before, int64_t& pad_after) {
-  const int64_t effective = (window - 1) * dilation + 1;
-  if (!same) {
-    if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
-    out = (in - effective) / stride + 1;
-    pad_before = pad_after = 0;
-    return;
-  }
-  out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
-  pad_before = total / 2;
-  pad_after = total - pad_before;
-}
-
-// The geometry of a window op over a forward input of shape |input|.
-Geometry MakeGeometry(const WindowAttrs& a, const Dims& input, int64_t window_h, int64_t window_w) {
-  if (input.size() != 4) Fail("the input must have rank 4, got ", DimsString(input));
-  if (window_h < 1 || window_w < 1) {
-    Fail("the filter window ", window_h, "x", window_w, " is empty; it must be at least 1x1");
-  }
-  Geometry g;
-  g.batch = input[0];
-  g.channels = input[a.nchw ? 1 : 3];
-  g.in_h = input[a.nchw ? 2 : 1];
-  g.in_w = input[a.nchw ? 3 : 2];
-  g.window_h = window_h;
-  g.window_w = window_w;
-  g.stride_h = a.stride_h;
-  g.stride_w = a.stride_w;
-  g.dilation_h = a.dilation_h;
-  g.dilation_w = a.dilation_w;
-  SpatialWindow("height", g.in_h, window_h, g.stride_h, g.dilation_h, a.same, g.out_h, g.pad_top, g.pad_bottom);
-  SpatialWindow("width", g.in_w, window_w, g.stride_w, g.dilation_w, a.same, g.out_w, g.pad_left, g.pad_right);
-  return g;
-}
-
-// The geometry of a (depthwise) convolution of an input |input| with an
-// HWIO filter |filter|, both checked as the forward kernel checks them.
-Geometry ConvGeometry(const WindowAttrs& a, const Dims& input, const Dims& filter, bool depthwise) {
-  if (input.size() != 4 || filter.size() != 4) {
-    Fail("input and filter must have rank 4, got ", DimsString(input), " and ", DimsString(filter));
-  }
-  const int64_t channels = input[a.nchw ? 1 : 3];
-  if (channels != filter[2]) {
-    Fail("the input has ", channels, " channels (", a.nchw ? "NCHW " : "NHWC ", DimsString(input),
-         ") but the filter expects ", filter[2], " (HWIO ", DimsString(filter), ")");
-  }
-  Geometry g = MakeGeometry(a, input, filter[0], filter[1]);
-  g.out_channels = depthwise ? channels * filter[3] : filter[3];
-  return g;
-}
+// --- Inputs -------------------------------------------------------------------------
 
 // The 4 dims a *_sizes input holds, checked.
 template <class Index>
@@ -153,91 +50,6 @@ void CheckGradShape(const char* what, const Tensor& t, const Dims& want, const s
   if (t.dims != want) {
     Fail(what, " has shape ", DimsString(t.dims), ", but ", because, " gives ", DimsString(want));
   }
-}
-
-// --- Layout changes and caches -------------------------------------------------------
-
-// [N, C, HW] -> [N, HW, C].
-template <class T>
-void NchwToNhwc(const T* in, T* out, int64_t n, int64_t c, int64_t hw) {
-  ParallelFor(n * hw, c, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const T* src = in + (i / hw) * c * hw + i % hw;
-      T* dst = out + i * c;
-      for (int64_t k = 0; k < c; ++k) dst[k] = src[k * hw];
-    }
-  });
-}
-
-// [N, HW, C] -> [N, C, HW].
-template <class T>
-void NhwcToNchw(const T* in, T* out, int64_t n, int64_t c, int64_t hw) {
-  ParallelFor(n * c, hw, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const T* src = in + (i / c) * hw * c + i % c;
-      T* dst = out + i * hw;
-      for (int64_t p = 0; p < hw; ++p) dst[p] = src[p * c];
-    }
-  });
-}
-
-// The NHWC data of a 4-D tensor in data_format: its own for NHWC, a
-// transposed temp copy for NCHW.
-template <class T>
-const T* ReadNhwc(Context& ctx, const Tensor& t, bool nchw) {
-  if (!nchw) return t.as<T>();
-  Tensor copy = ctx.allocate_temp(DtypeOf<T>(), {t.dim(0), t.dim(2), t.dim(3), t.dim(1)});
-  NchwToNhwc(t.as<T>(), copy.as<T>(), t.dim(0), t.dim(1), t.dim(2) * t.dim(3));
-  return copy.as<T>();
-}
-
-// Runs fn(nhwc_output) to fill the 4-D |output|, through an NHWC temp
-// when the data is NCHW.
-template <class T, class Fn>
-void WriteNhwc(Context& ctx, Tensor& output, bool nchw, Fn&& fn) {
-  if (!nchw) {
-    fn(output.as<T>());
-    return;
-  }
-  const Dims& d = output.dims;
-  Tensor temp = ctx.allocate_temp(DtypeOf<T>(), {d[0], d[2], d[3], d[1]});
-  fn(temp.as<T>());
-  NhwcToNchw(temp.as<T>(), output.as<T>(), d[0], d[1], d[2] * d[3]);
-}
-
-// oneDNN primitives of one node by shape; a null entry remembers a shape
-// oneDNN declined, for the direct loops.
-template <class P>
-class PrimitiveCache {
- public:
-  P* Get(const Dims& key, const Geometry& g, bool nchw) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-    std::unique_ptr<P> prim;
-    try {
-      prim = std::make_unique<P>(g, nchw);
-    } catch (const dnnl::error&) {
-      prim = nullptr;
-    }
-    return cache_.emplace(key, std::move(prim)).first->second.get();
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<Dims, std::unique_ptr<P>> cache_;
-};
-
-dnnl::memory::desc DataDesc(int64_t n, int64_t c, int64_t h, int64_t w, bool nchw) {
-  using tag = dnnl::memory::format_tag;
-  return dnnl::memory::desc({n, c, h, w}, dnnl::memory::data_type::f32, nchw ? tag::nchw : tag::nhwc);
-}
-
-// Memory of |desc| in a temp of the kernel (released after the compute).
-dnnl::memory TempMemory(Context& ctx, const dnnl::memory::desc& desc) {
-  const auto floats = static_cast<int64_t>((desc.get_size() + sizeof(float) - 1) / sizeof(float));
-  Tensor temp = ctx.allocate_temp(WEFT_DTYPE_F32, {floats});
-  return dnnl::memory(desc, Engine(), temp.data);
 }
 
 // --- Convolution backprop, oneDNN --------------------------------------------------
@@ -608,19 +420,13 @@ class MaxPoolGradKernel {
 
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), y = ctx.input(1), dy = ctx.input(2);
-    Geometry g = MakeGeometry(attrs_, x.dims, window_h_, window_w_);
-    g.out_channels = g.channels;
+    const Geometry g = PoolGeometry(attrs_, x.dims, window_h_, window_w_);
     const std::string because = Str("MaxPool of orig_input ", DimsString(x.dims));
     CheckGradShape("orig_output", y, g.OutputDims(attrs_.nchw), because);
     CheckGradShape("grad", dy, g.OutputDims(attrs_.nchw), because);
     Tensor dx = ctx.allocate_output(0, x.dims);
     if (dx.num_elements == 0) return;
-    if (attrs_.nchw) {
-      // Each channel plane pools alone: NCHW is NHWC with N*C images of one channel.
-      g.batch *= g.channels;
-      g.channels = g.out_channels = 1;
-    }
-    DirectPoolGrad<T, true>(g, x.as<T>(), dy.as<T>(), dx.as<T>());
+    DirectPoolGrad<T, true>(attrs_.nchw ? g.PlanesAsImages() : g, x.as<T>(), dy.as<T>(), dx.as<T>());
   }
 
  private:
@@ -638,8 +444,7 @@ class AvgPoolGradKernel {
   void Compute(Context& ctx) {
     const Tensor sizes = ctx.input(0), dy = ctx.input(1);
     const Dims in_dims = ReadSizes<Index>(sizes, "orig_input_shape");
-    Geometry g = MakeGeometry(attrs_, in_dims, window_h_, window_w_);
-    g.out_channels = g.channels;
+    const Geometry g = PoolGeometry(attrs_, in_dims, window_h_, window_w_);
     CheckGradShape("grad", dy, g.OutputDims(attrs_.nchw), Str("AvgPool of an input ", DimsString(in_dims)));
     Tensor dx = ctx.allocate_output(0, in_dims);
     if (dx.num_elements == 0) return;
@@ -649,11 +454,7 @@ class AvgPoolGradKernel {
         return;
       }
     }
-    if (attrs_.nchw) {
-      g.batch *= g.channels;
-      g.channels = g.out_channels = 1;
-    }
-    DirectPoolGrad<T, false>(g, nullptr, dy.as<T>(), dx.as<T>());
+    DirectPoolGrad<T, false>(attrs_.nchw ? g.PlanesAsImages() : g, nullptr, dy.as<T>(), dx.as<T>());
   }
 
  private:

@@ -13,66 +13,13 @@
 #include <vector>
 
 #include "../kernel_framework.h"
+#include "kernel_util.h"
 
 namespace weft::cpu {
 
 void RegisterNnConvGradKernels(KernelRegistry& r);
 
 namespace {
-
-int NormalizeAxis(int64_t axis, int rank, const char* what) {
-  if (axis < -rank || axis >= rank) {
-    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-// The product of dims [begin, end).
-int64_t Product(const Dims& dims, int begin, int end) {
-  int64_t n = 1;
-  for (int i = begin; i < end; ++i) n *= dims[static_cast<std::size_t>(i)];
-  return n;
-}
-
-// Rows (of all channels) per task when summing channels over rows.
-constexpr int64_t kRowsPerTask = 256;
-
-// Per channel c of data laid out [outer, channels, inner]: the sum of
-// f(c, i) over the flat indices i of that channel, in Acc, in a fixed
-// order (so independent of the thread count).
-template <class Acc, class F>
-std::vector<Acc> ChannelSums(int64_t outer, int64_t channels, int64_t inner, F f) {
-  const auto c_size = static_cast<std::size_t>(channels);
-  std::vector<Acc> sums(c_size, Acc(0));
-  if (channels == 0) return sums;
-  if (inner == 1) {
-    // [rows, channels]: blocks of rows, each summed into its own vector.
-    const int64_t blocks = (outer + kRowsPerTask - 1) / kRowsPerTask;
-    std::vector<Acc> partial(static_cast<std::size_t>(blocks) * c_size, Acc(0));
-    ParallelFor(blocks, kRowsPerTask * channels, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        Acc* sum = partial.data() + b * channels;
-        for (int64_t o = b * kRowsPerTask; o < std::min(outer, (b + 1) * kRowsPerTask); ++o) {
-          for (int64_t c = 0; c < channels; ++c) sum[c] += f(c, o * channels + c);
-        }
-      }
-    });
-    for (std::size_t i = 0; i < partial.size(); ++i) sums[i % c_size] += partial[i];  // block by block
-    return sums;
-  }
-  // [outer, channels, inner]: one contiguous run per (outer, channel).
-  std::vector<Acc> partial(static_cast<std::size_t>(outer) * c_size, Acc(0));
-  ParallelFor(outer * channels, inner, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t c = t % channels;
-      Acc sum(0);
-      for (int64_t i = t * inner; i < (t + 1) * inner; ++i) sum += f(c, i);
-      partial[static_cast<std::size_t>(t)] = sum;
-    }
-  });
-  for (std::size_t t = 0; t < partial.size(); ++t) sums[t % c_size] += partial[t];
-  return sums;
-}
 
 // --- BiasAddGrad -------------------------------------------------------------------
 
@@ -162,14 +109,9 @@ class FusedBatchNormGradKernel {
     const auto count = static_cast<double>(outer * inner);
     std::vector<double> mean(c_size), inv(c_size);
     if (training_) {
-      mean = ChannelSums<double>(outer, channels, inner,
-                                 [in](int64_t, int64_t i) { return static_cast<double>(in[i]); });
-      for (double& m : mean) m /= count;
-      std::vector<double> variance = ChannelSums<double>(outer, channels, inner, [&](int64_t c, int64_t i) {
-        const double d = static_cast<double>(in[i]) - mean[static_cast<std::size_t>(c)];
-        return d * d;
-      });
-      for (std::size_t c = 0; c < c_size; ++c) inv[c] = 1 / std::sqrt(variance[c] / count + epsilon_);
+      std::vector<double> variance;
+      ChannelMoments(in, outer, channels, inner, &mean, &variance);
+      for (std::size_t c = 0; c < c_size; ++c) inv[c] = 1 / std::sqrt(variance[c] + epsilon_);
     } else {
       const T* mean_in = params[1].as<T>();
       const T* variance_in = params[2].as<T>();
@@ -253,15 +195,7 @@ class LayerNormGradKernel {
       for (int64_t r = row_begin; r < row_end; ++r) {
         const T* xs = in + r * n;
         const T* dys = grad + r * n;
-        double sum = 0;
-        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xs[i]);
-        const double mean = sum / static_cast<double>(n);
-        double squares = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          const double d = static_cast<double>(xs[i]) - mean;
-          squares += d * d;
-        }
-        const double inv = 1 / std::sqrt(squares / static_cast<double>(n) + epsilon_);
+        const auto [mean, inv] = MomentsOfRow(xs, n, epsilon_);
         double sum_g = 0, sum_g_xhat = 0;
         for (int64_t i = 0; i < n; ++i) {
           const double gi = static_cast<double>(dys[i]) * static_cast<double>(g[i]);
@@ -322,16 +256,7 @@ void RegisterNnGradKernels(KernelRegistry& r) {
   };
   add_float.template operator()<float>();
   add_float.template operator()<double>();
-  auto add_bias = [&r]<class T>() { r.Add<BiasAddGradKernel<T>>("BiasAddGrad", {{"T", DtypeOf<T>()}}); };
-  add_bias.template operator()<float>();
-  add_bias.template operator()<double>();
-  add_bias.template operator()<Half>();
-  add_bias.template operator()<BFloat16>();
-  add_bias.template operator()<int8_t>();
-  add_bias.template operator()<int16_t>();
-  add_bias.template operator()<int32_t>();
-  add_bias.template operator()<int64_t>();
-  add_bias.template operator()<uint8_t>();
+  ForEachNumericType([&r]<class T>() { r.Add<BiasAddGradKernel<T>>("BiasAddGrad", {{"T", DtypeOf<T>()}}); });
   RegisterNnConvGradKernels(r);
 }
 

@@ -20,12 +20,10 @@
 #include <type_traits>
 
 #include "../kernel_framework.h"
+#include "kernel_util.h"
 
 namespace weft::cpu {
 namespace {
-
-template <class T>
-constexpr bool kIsFloat = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 // The unsigned type integer Sum and Prod wrap in: at least unsigned int, so
 // that products of narrow types do not promote to (overflowing) int.
@@ -160,11 +158,6 @@ constexpr int64_t kBlock = 1024;
 // rows per block there.
 constexpr int64_t kColumnBlock = 1024;
 constexpr int64_t kRowBlock = 64;
-
-template <class T>
-T CeilDiv(T a, T b) {
-  return (a + b - 1) / b;
-}
 
 // How many tasks reduce |work| elements that |tasks| independent tasks
 // would otherwise split: 1 unless there are few tasks and much work.

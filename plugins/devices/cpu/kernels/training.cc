@@ -201,26 +201,38 @@ struct AdamW {
   }
 };
 
+// RMSprop; the centered variant also averages the gradient (mg, the first
+// slot) and divides by the root of the variance estimate ms - mg^2 instead
+// of ms. The slots are (mg,) ms, mom; the scalars lr, rho, momentum,
+// epsilon.
+template <bool kCentered, class T>
+void RMSPropUpdate(const ApplyArgs<T>& a) {
+  const T lr = a.scalars[0], rho = a.scalars[1], momentum = a.scalars[2], epsilon = a.scalars[3];
+  const T one_minus_rho = T(1) - rho;
+  constexpr int kMs = kCentered ? 2 : 1;
+  ParallelFor(a.size, kCentered ? 10 : 8, [&](int64_t b, int64_t e) {
+    T* __restrict var = a.vars[0];
+    T* __restrict mg = kCentered ? a.vars[1] : nullptr;
+    T* __restrict ms = a.vars[kMs];
+    T* __restrict mom = a.vars[kMs + 1];
+    const T* __restrict g = a.grad;
+    for (int64_t i = b; i < e; ++i) {
+      if constexpr (kCentered) mg[i] = rho * mg[i] + one_minus_rho * g[i];
+      ms[i] = rho * ms[i] + one_minus_rho * g[i] * g[i];
+      const T avg = std::sqrt(kCentered ? ms[i] - mg[i] * mg[i] : ms[i]) + epsilon;
+      mom[i] = momentum * mom[i] + g[i] / avg;
+      var[i] = var[i] - lr * mom[i];
+    }
+  });
+}
+
 struct RMSProp {
   static constexpr std::string_view kKinds = "rrrssssg";
   static constexpr const char* kNames[] = {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"};
   explicit RMSProp(const InitContext&) {}
   template <class T>
   void Apply(const ApplyArgs<T>& a) const {
-    const T lr = a.scalars[0], rho = a.scalars[1], momentum = a.scalars[2], epsilon = a.scalars[3];
-    const T one_minus_rho = T(1) - rho;
-    ParallelFor(a.size, 8, [&](int64_t b, int64_t e) {
-      T* __restrict var = a.vars[0];
-      T* __restrict ms = a.vars[1];
-      T* __restrict mom = a.vars[2];
-      const T* __restrict g = a.grad;
-      for (int64_t i = b; i < e; ++i) {
-        ms[i] = rho * ms[i] + one_minus_rho * g[i] * g[i];
-        const T avg = std::sqrt(ms[i]) + epsilon;
-        mom[i] = momentum * mom[i] + g[i] / avg;
-        var[i] = var[i] - lr * mom[i];
-      }
-    });
+    RMSPropUpdate</*kCentered=*/false>(a);
   }
 };
 
@@ -230,22 +242,7 @@ struct CenteredRMSProp {
   explicit CenteredRMSProp(const InitContext&) {}
   template <class T>
   void Apply(const ApplyArgs<T>& a) const {
-    const T lr = a.scalars[0], rho = a.scalars[1], momentum = a.scalars[2], epsilon = a.scalars[3];
-    const T one_minus_rho = T(1) - rho;
-    ParallelFor(a.size, 10, [&](int64_t b, int64_t e) {
-      T* __restrict var = a.vars[0];
-      T* __restrict mg = a.vars[1];
-      T* __restrict ms = a.vars[2];
-      T* __restrict mom = a.vars[3];
-      const T* __restrict g = a.grad;
-      for (int64_t i = b; i < e; ++i) {
-        mg[i] = rho * mg[i] + one_minus_rho * g[i];
-        ms[i] = rho * ms[i] + one_minus_rho * g[i] * g[i];
-        const T avg = std::sqrt(ms[i] - mg[i] * mg[i]) + epsilon;
-        mom[i] = momentum * mom[i] + g[i] / avg;
-        var[i] = var[i] - lr * mom[i];
-      }
-    });
+    RMSPropUpdate</*kCentered=*/true>(a);
   }
 };
 
