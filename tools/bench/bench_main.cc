@@ -45,6 +45,7 @@
 #include "core/ops/generated_ops.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
+#include "core/runtime/trace.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -323,6 +324,28 @@ int TrainSide(const TrainSpec& spec, int steps) {
     Env::Check((*session)->Run({{"images", x}, {"labels", y}, {tg->learning_rate, lr}}, {tg->loss}, {tg->train}, &out));
   };
   for (int i = 0; i < 5; ++i) step();
+  if (std::getenv("WEFT_BENCH_PROFILE") != nullptr) {
+    // Where a step's time goes, by op, summed over |steps| traced steps.
+    runtime::TraceRecorder trace;
+    runtime::RunOptions run_options;
+    run_options.trace = &trace;
+    for (int i = 0; i < steps; ++i) {
+      Env::Check((*session)->Run({{"images", x}, {"labels", y}, {tg->learning_rate, lr}}, {tg->loss}, {tg->train},
+                                 &out, run_options));
+    }
+    std::map<std::string, std::pair<int64_t, int>> by_op;
+    for (const auto& e : trace.events()) {
+      by_op[e.op].first += e.duration_us;
+      by_op[e.op].second += 1;
+    }
+    std::vector<std::pair<int64_t, std::string>> sorted;
+    for (const auto& [op, t] : by_op) sorted.emplace_back(t.first, op);
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (const auto& [us, op] : sorted) {
+      std::fprintf(stderr, "%-32s %10.3f ms/step  (%d nodes/step)\n", op.c_str(),
+                   static_cast<double>(us) / 1e3 / steps, by_op[op].second / steps);
+    }
+  }
   std::vector<double> times;
   for (int i = 0; i < steps; ++i) times.push_back(Seconds(step));
   struct rusage usage {};
