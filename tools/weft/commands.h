@@ -20,6 +20,8 @@ void AddConfigCommand(CLI::App& app, Runner& run);
 void AddRunCommand(CLI::App& app, Runner& run);
 // inspect, dot, convert, ops
 void AddGraphCommands(CLI::App& app, Runner& run);
+// ckpt ls, ckpt inspect
+void AddCheckpointCommands(CLI::App& app, Runner& run);
 
 }  // namespace weft::cli
 
