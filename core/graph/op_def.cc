@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "core/config/value.h"
 
@@ -103,6 +104,12 @@ Expected<AttrValue> ParseDefault(std::string_view text, AttrType type) {
         for (const auto& e : v.elements) out.push_back(e.s);
         return AttrValue(out);
       }
+      break;
+    case AttrType::kTypeList:
+      if (v.kind == K::kArray && v.elements.empty()) return AttrValue(std::vector<DType>());
+      break;
+    case AttrType::kShapeList:
+      if (v.kind == K::kArray && v.elements.empty()) return AttrValue(std::vector<Shape>());
       break;
     default:
       break;
@@ -213,6 +220,7 @@ Expected<std::vector<DType>> ParseDTypeSet(std::string_view spec) {
 }
 
 std::string ArgDef::ToString() const {
+  if (!type_list_attr.empty()) return StrCat(name, ": ", type_list_attr);
   std::string type = fixed_type != DType::kInvalid ? std::string(DTypeName(fixed_type)) : type_attr;
   return is_list() ? StrCat(name, ": ", number_attr, " * ", type) : StrCat(name, ": ", type);
 }
@@ -294,6 +302,18 @@ Expected<OpDef> OpDefBuilder::Build() const {
     if (!attr.ok()) return attr.status().WithContext(context(spec));
     def.attrs.push_back(*attr);
   }
+  // An arg typed by a list(type) attr is a list of one tensor per listed dtype.
+  for (auto* args : {&def.inputs, &def.outputs}) {
+    for (ArgDef& arg : *args) {
+      const AttrDef* a = arg.type_attr.empty() ? nullptr : def.FindAttr(arg.type_attr);
+      if (a == nullptr || a->type != AttrType::kTypeList) continue;
+      if (!arg.number_attr.empty()) {
+        return InvalidArgumentError("op ", def.name, ": arg '", arg.name, "' has both a number attr and the ",
+                                    "list(type) attr '", arg.type_attr, "'");
+      }
+      arg.type_list_attr = std::exchange(arg.type_attr, std::string());
+    }
+  }
   // Every type and number attr an arg names must be declared.
   for (const auto* args : {&def.inputs, &def.outputs}) {
     for (const ArgDef& arg : *args) {
@@ -304,7 +324,7 @@ Expected<OpDef> OpDefBuilder::Build() const {
                                       arg.type_attr, "', which is not declared as a type");
         }
       }
-      if (arg.is_list()) {
+      if (!arg.number_attr.empty()) {
         const AttrDef* a = def.FindAttr(arg.number_attr);
         if (a == nullptr || a->type != AttrType::kInt) {
           return InvalidArgumentError("op ", def.name, ": arg '", arg.name, "' uses number attr '",

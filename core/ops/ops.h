@@ -9,6 +9,7 @@ namespace weft::ops {
 
 Status RegisterArrayOps(OpRegistry& registry);   // array_ops.cc
 Status RegisterGradSupportOps(OpRegistry& registry);  // grad_support_ops.cc
+Status RegisterIoOps(OpRegistry& registry);      // io_ops.cc
 Status RegisterMathOps(OpRegistry& registry);    // math_ops.cc
 Status RegisterNnOps(OpRegistry& registry);      // nn_ops.cc
 Status RegisterNnGradOps(OpRegistry& registry);  // nn_grad_ops.cc

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/plugin/host_services.h"
+#include "core/runtime/checkpoint_kernels.h"
 #include "weft/sdk/struct.h"
 
 // The ABI's opaque kernel handles are the runtime's own objects.
@@ -592,8 +593,8 @@ class VarIsInitializedKernel : public OpKernel {
 const std::vector<std::string>& RuntimeOpList() {
   static const std::vector<std::string> ops = {
       "Assign", "Const",   "ExpandDims", "Identity", "NoOp",         "Placeholder",      "Rank",       "ReadVariable",
-      "Reshape", "Shape",  "Size",       "Squeeze",  "StopGradient", "VarHandle",        "VarIsInitialized",
-      "_Arg",   "_Retval"};
+      "Reshape", "Restore", "Save",     "Shape",    "Size",         "Squeeze",          "StopGradient", "VarHandle",
+      "VarIsInitialized", "_Arg", "_Retval"};
   return ops;
 }
 
@@ -635,6 +636,7 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
   }
   if (op == "Assign") return std::unique_ptr<OpKernel>(new AssignKernel());
   if (op == "VarIsInitialized") return std::unique_ptr<OpKernel>(new VarIsInitializedKernel());
+  if (op == "Save" || op == "Restore") return CreateCheckpointKernel(node);
   return InternalError("no runtime kernel for ", op);
 }
 

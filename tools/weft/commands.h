@@ -21,6 +21,8 @@ void AddRunCommand(CLI::App& app, Runner& run);
 void AddTrainCommand(CLI::App& app, Runner& run);
 // inspect, dot, convert, ops
 void AddGraphCommands(CLI::App& app, Runner& run);
+// ckpt ls, ckpt inspect
+void AddCheckpointCommands(CLI::App& app, Runner& run);
 
 }  // namespace weft::cli
 
