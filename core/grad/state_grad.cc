@@ -26,6 +26,9 @@ void RegisterStateGradients(GradRegistry& r) {
     return Status();
   });
   r.NotDifferentiable("VarIsInitialized");
+  // Checkpoint I/O: values read from a file have no inputs to flow back to.
+  r.NotDifferentiable("Save");
+  r.NotDifferentiable("Restore");
 }
 
 }  // namespace weft::grad

@@ -389,11 +389,11 @@ Status Run::Prepare() {
   tgo.seed = config_.training.seed;
   tgo.clip_global_norm = config_.training.clip_global_norm;
   tgo.has_kernel = [kernels](std::string_view op, const std::vector<std::pair<std::string, DType>>& types) {
-    for (const weft_kernel_def_t* def : kernels->ForOp(op)) {
+    for (const weft_kernel_def_t* kernel : kernels->ForOp(op)) {
       bool fits = true;
-      for (std::size_t i = 0; i < def->num_constraints; ++i) {
+      for (std::size_t i = 0; i < kernel->num_constraints; ++i) {
         for (const auto& [attr, dtype] : types) {
-          if (attr == def->constraint_attrs[i] && static_cast<weft_dtype_t>(dtype) != def->constraint_dtypes[i]) {
+          if (attr == kernel->constraint_attrs[i] && static_cast<weft_dtype_t>(dtype) != kernel->constraint_dtypes[i]) {
             fits = false;
           }
         }
