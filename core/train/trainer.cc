@@ -638,6 +638,11 @@ Expected<TrainResult> Run::Go() {
 
 }  // namespace
 
+Status CheckOptimizerSection(const config::Config& config, const plugin::PluginHost& host) {
+  if (!config.optimizer.has_value()) return Status();
+  return ChooseOptimizer(config, host).status();
+}
+
 Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHost& host,
                             const TrainerOptions& options) {
   Run run(config, host, options);

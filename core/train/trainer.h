@@ -44,6 +44,11 @@ struct TrainResult {
   std::string checkpoint;         // the last checkpoint written, if any
 };
 
+// Checks [optimizer] of |config| against the optimizer plugins |host|
+// loaded (OK when the config has no [optimizer]): `weft config check` uses
+// it, so a misspelt optimizer or hyper-parameter shows up before training.
+Status CheckOptimizerSection(const config::Config& config, const plugin::PluginHost& host);
+
 Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHost& host,
                             const TrainerOptions& options);
 

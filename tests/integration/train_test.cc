@@ -98,6 +98,24 @@ TEST_F(Train, AnUnknownHyperparameterIsAnError) {
       << r.err;
 }
 
+TEST_F(Train, ConfigCheckValidatesTheOptimizerSection) {
+  const std::string good = Config("good.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"momentum\"\n"
+                                  "learning_rate = 0.1\nnesterov = true\n");
+  ProcessResult r = Weft({"config", "check", good});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "OK\n");
+  const std::string bad = Config("bad.toml", RealData(), "steps = 1\n",
+                                 "[optimizer]\nname = \"momentum\"\nlearning_rate = -1.0\n");
+  r = Weft({"config", "check", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, bad + ":13:17: optimizer.learning_rate: expected a number >= 0, got -1\n");
+  // Every configs/*.toml the repository ships passes.
+  for (const char* shipped : {"fashion_mlp.toml", "fashion_cnn.toml"}) {
+    r = Weft({"config", "check", std::string(WEFT_SOURCE_DIR "/configs/") + shipped});
+    EXPECT_EQ(r.out, "OK\n") << shipped;
+  }
+}
+
 TEST_F(Train, AModelWithoutALossIsRefused) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string config =

@@ -3,6 +3,7 @@
 
 #include "core/config/config.h"
 #include "core/plugin/plugin_host.h"
+#include "core/train/trainer.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"
 
@@ -22,6 +23,10 @@ int Check(const std::string& path) {
   if (!loaded.ok()) {
     std::cout << loaded.message() << '\n';
     return ExitCodeFor(loaded);
+  }
+  if (Status optimizer = train::CheckOptimizerSection(*config, host); !optimizer.ok()) {
+    std::cout << optimizer.message() << '\n';
+    return ExitCodeFor(optimizer);
   }
   for (const config::ConfigError& warning : host.UnusedSections()) {
     std::cout << "warning: " << warning.ToString() << '\n';
