@@ -26,6 +26,9 @@ void RegisterStateGradients(GradRegistry& r) {
     return Status();
   });
   r.NotDifferentiable("VarIsInitialized");
+  // Queues move data between steps; no gradient flows through them.
+  r.NotDifferentiable("QueueDequeueMany");
+  r.NotDifferentiable("QueueSize");
 }
 
 }  // namespace weft::grad

@@ -39,14 +39,27 @@ std::vector<std::string> AttrNames(const OpDef& op) {
 
 // The number of tensors arg |arg| stands for under |attrs|.
 int ArgCount(const ArgDef& arg, const AttrMap& attrs) {
+  if (!arg.type_list_attr.empty()) {
+    auto it = attrs.find(arg.type_list_attr);
+    return it == attrs.end() || !it->second.holds<std::vector<DType>>()
+               ? -1
+               : static_cast<int>(it->second.get<std::vector<DType>>().size());
+  }
   if (!arg.is_list()) return 1;
   auto it = attrs.find(arg.number_attr);
   return it == attrs.end() || !it->second.holds<int64_t>() ? -1 : static_cast<int>(it->second.get<int64_t>());
 }
 
-// The dtype of arg |arg| under |attrs|; kInvalid when its type attr is unset.
-DType ArgType(const ArgDef& arg, const AttrMap& attrs) {
+// The dtype of tensor |j| of arg |arg| under |attrs|; kInvalid when its
+// type attr is unset.
+DType ArgType(const ArgDef& arg, const AttrMap& attrs, int j = 0) {
   if (arg.fixed_type != DType::kInvalid) return arg.fixed_type;
+  if (!arg.type_list_attr.empty()) {
+    auto it = attrs.find(arg.type_list_attr);
+    if (it == attrs.end() || !it->second.holds<std::vector<DType>>()) return DType::kInvalid;
+    const auto& types = it->second.get<std::vector<DType>>();
+    return j >= 0 && static_cast<std::size_t>(j) < types.size() ? types[static_cast<std::size_t>(j)] : DType::kInvalid;
+  }
   auto it = attrs.find(arg.type_attr);
   return it == attrs.end() || !it->second.holds<DType>() ? DType::kInvalid : it->second.get<DType>();
 }
@@ -77,11 +90,20 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
   std::size_t input_at = 0;
   for (std::size_t a = 0; a < op.inputs.size(); ++a) {
     const ArgDef& arg = op.inputs[a];
-    if (arg.is_list() && attrs.find(arg.number_attr) == attrs.end()) {
+    if (!arg.number_attr.empty() && attrs.find(arg.number_attr) == attrs.end()) {
       // A list arg takes every data input not claimed by the (single) args after it.
       const std::size_t later = op.inputs.size() - a - 1;
       if (inputs.size() >= input_at + later) {
         attrs[arg.number_attr] = AttrValue(static_cast<int64_t>(inputs.size() - input_at - later));
+      }
+    }
+    if (!arg.type_list_attr.empty() && attrs.find(arg.type_list_attr) == attrs.end()) {
+      // Likewise, with the dtypes of those inputs.
+      const std::size_t later = op.inputs.size() - a - 1;
+      if (inputs.size() >= input_at + later) {
+        std::vector<DType> types;
+        for (std::size_t k = input_at; k < inputs.size() - later; ++k) types.push_back(inputs[k].dtype);
+        attrs[arg.type_list_attr] = AttrValue(std::move(types));
       }
     }
     const int count = ArgCount(arg, attrs);
@@ -140,20 +162,21 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
   }
   std::size_t k = 0;
   for (const ArgDef& arg : op.inputs) {
-    const DType want = ArgType(arg, attrs);
+    const std::string& type_attr = arg.type_list_attr.empty() ? arg.type_attr : arg.type_list_attr;
     for (int j = 0; j < ArgCount(arg, attrs); ++j, ++k) {
+      const DType want = ArgType(arg, attrs, j);
       const NodeInput& in = inputs[k];
       if (in.dtype != want) {
         return InvalidArgumentError(where, ": input ", k, " ", Quote(in.text), " is ", DTypeName(in.dtype), ", but '",
                                     arg.name, "' must be ", DTypeName(want),
-                                    arg.type_attr.empty() ? std::string() : StrCat(" (attr ", arg.type_attr, ")"));
+                                    type_attr.empty() ? std::string() : StrCat(" (attr ", type_attr, ")"));
       }
       types.input_types.push_back(in.dtype);
     }
   }
   for (const ArgDef& arg : op.outputs) {
     const int count = ArgCount(arg, attrs);
-    for (int j = 0; j < count; ++j) types.output_types.push_back(ArgType(arg, attrs));
+    for (int j = 0; j < count; ++j) types.output_types.push_back(ArgType(arg, attrs, j));
   }
 
   // Shapes.

@@ -104,6 +104,32 @@ Expected<AttrValue> ParseDefault(std::string_view text, AttrType type) {
         return AttrValue(out);
       }
       break;
+    case AttrType::kTypeList:
+      if (v.kind == K::kArray) {
+        std::vector<DType> out;
+        for (const auto& e : v.elements) {
+          const auto d = e.kind == K::kString ? ParseDType(e.s) : std::nullopt;
+          if (!d) return InvalidArgumentError("bad default ", text);
+          out.push_back(*d);
+        }
+        return AttrValue(out);
+      }
+      break;
+    case AttrType::kShapeList:
+      if (v.kind == K::kArray) {
+        std::vector<weft::Shape> out;
+        for (const auto& e : v.elements) {
+          if (e.kind != K::kArray) return InvalidArgumentError("bad default ", text);
+          std::vector<int64_t> dims;
+          for (const auto& d : e.elements) {
+            if (d.kind != K::kInt) return InvalidArgumentError("bad default ", text);
+            dims.push_back(d.i);
+          }
+          out.emplace_back(std::move(dims));
+        }
+        return AttrValue(out);
+      }
+      break;
     default:
       break;
   }
@@ -213,6 +239,7 @@ Expected<std::vector<DType>> ParseDTypeSet(std::string_view spec) {
 }
 
 std::string ArgDef::ToString() const {
+  if (!type_list_attr.empty()) return StrCat(name, ": ", type_list_attr);
   std::string type = fixed_type != DType::kInvalid ? std::string(DTypeName(fixed_type)) : type_attr;
   return is_list() ? StrCat(name, ": ", number_attr, " * ", type) : StrCat(name, ": ", type);
 }
@@ -294,6 +321,16 @@ Expected<OpDef> OpDefBuilder::Build() const {
     if (!attr.ok()) return attr.status().WithContext(context(spec));
     def.attrs.push_back(*attr);
   }
+  // An arg typed by a list(type) attr stands for one tensor per listed dtype.
+  for (auto* args : {&def.inputs, &def.outputs}) {
+    for (ArgDef& arg : *args) {
+      const AttrDef* a = arg.type_attr.empty() ? nullptr : def.FindAttr(arg.type_attr);
+      if (a != nullptr && a->type == AttrType::kTypeList && !arg.is_list()) {
+        arg.type_list_attr = std::move(arg.type_attr);
+        arg.type_attr.clear();
+      }
+    }
+  }
   // Every type and number attr an arg names must be declared.
   for (const auto* args : {&def.inputs, &def.outputs}) {
     for (const ArgDef& arg : *args) {
@@ -304,7 +341,7 @@ Expected<OpDef> OpDefBuilder::Build() const {
                                       arg.type_attr, "', which is not declared as a type");
         }
       }
-      if (arg.is_list()) {
+      if (!arg.number_attr.empty()) {
         const AttrDef* a = def.FindAttr(arg.number_attr);
         if (a == nullptr || a->type != AttrType::kInt) {
           return InvalidArgumentError("op ", def.name, ": arg '", arg.name, "' uses number attr '",

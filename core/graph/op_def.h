@@ -13,7 +13,8 @@
 //       .Doc("Matrix product of two rank-2 tensors ...");
 //
 // Arg forms: "x: T" (dtype from type attr T), "shape: i64" (fixed dtype),
-// "values: N * T" (N tensors of dtype T). Attr forms: "T: type",
+// "values: N * T" (N tensors of dtype T), "components: Tcomponents" (one
+// tensor per dtype of the list(type) attr Tcomponents). Attr forms: "T: type",
 // "T: {f32, f64}", "N: int >= 1", "axis: int = -1", "eps: float = 1e-5",
 // "padding: {'SAME', 'VALID'}", "strides: list(int) = [1, 1]",
 // "value: tensor", "shape: shape", "keep_dims: bool = false".
@@ -39,7 +40,10 @@ struct ArgDef {
   DType fixed_type = DType::kInvalid;  // "shape: i64"
   std::string type_attr;               // "x: T"
   std::string number_attr;             // "values: N * T"
-  bool is_list() const { return !number_attr.empty(); }
+  // "components: Tcomponents" where Tcomponents is a list(type) attr: one
+  // tensor per entry of the list, each of that entry's dtype.
+  std::string type_list_attr;
+  bool is_list() const { return !number_attr.empty() || !type_list_attr.empty(); }
   // "x: T", "values: N * T", "shape: i64"
   std::string ToString() const;
 };

@@ -87,7 +87,8 @@ void Emit(const OpDef& op) {
   std::set<std::string> inferred;
   for (const ArgDef& arg : op.inputs) {
     if (!arg.type_attr.empty()) inferred.insert(arg.type_attr);
-    if (arg.is_list()) inferred.insert(arg.number_attr);
+    if (!arg.number_attr.empty()) inferred.insert(arg.number_attr);
+    if (!arg.type_list_attr.empty()) inferred.insert(arg.type_list_attr);
   }
   std::vector<const AttrDef*> required, optional;
   for (const AttrDef& a : op.attrs) {
