@@ -18,30 +18,32 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 Expected<Shape> ResolveExampleShape(const Shape& requested, const Shape& stored) {
   if (requested.unknown_rank() || requested.rank() == 0) return stored;
   const int64_t elements = stored.num_elements();
+  const std::string requested_text = ListString(requested.dims());
   std::vector<int64_t> dims = requested.dims();
   int infer = -1;
   std::vector<int64_t> known_dims;
   for (std::size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
-      if (infer >= 0) return InvalidArgumentError("example_shape ", ListString(requested.dims()), " has more than one -1");
+      if (infer >= 0) return InvalidArgumentError("example_shape ", requested_text, " has more than one -1");
       infer = static_cast<int>(i);
     } else if (dims[i] < 0) {
-      return InvalidArgumentError("example_shape ", ListString(requested.dims()), " has a negative dimension");
+      return InvalidArgumentError("example_shape ", requested_text, " has a negative dimension");
     } else {
       known_dims.push_back(dims[i]);
     }
   }
   auto product = CheckedNumElements(known_dims);
-  if (!product.ok()) return InvalidArgumentError("example_shape ", ListString(requested.dims()), " is too large");
+  if (!product.ok()) return InvalidArgumentError("example_shape ", requested_text, " is too large");
   const int64_t known = *product;
   if (infer >= 0) {
     if (known == 0 || elements % known != 0) {
-      return InvalidArgumentError("example_shape ", ListString(requested.dims()), " cannot hold the ", elements,
+      return InvalidArgumentError("example_shape ", requested_text, " cannot hold the ", elements,
                                   " elements of an example (", stored.ToString(), ")");
     }
     dims[static_cast<std::size_t>(infer)] = elements / known;
   } else if (known != elements) {
-    return InvalidArgumentError("example_shape ", ListString(requested.dims()), " has ", known, " elements but each example has ",
+    return InvalidArgumentError("example_shape ", requested_text, " has ", known,
+                                " elements but each example has ",
                                 elements, " (", stored.ToString(), ")");
   }
   return Shape(dims);

@@ -258,7 +258,8 @@ Expected<Tensor> ParseIdx(std::string_view bytes, std::string_view name) {
   }
   if (type == nullptr) {
     return InvalidArgumentError(name, ": not an IDX file: bad magic ", Hex(magic, 8), ": unknown type code ",
-                                Hex(raw[2], 2), " (expected 0x08 u8, 0x09 i8, 0x0b i16, 0x0c i32, 0x0d f32 or 0x0e f64)");
+                                Hex(raw[2], 2),
+                                " (expected 0x08 u8, 0x09 i8, 0x0b i16, 0x0c i32, 0x0d f32 or 0x0e f64)");
   }
   const int rank = raw[3];
   if (rank > WEFT_MAX_RANK) {
@@ -370,7 +371,9 @@ Expected<Examples> ParseCsv(std::string_view text, std::string_view name, int64_
         return InvalidArgumentError(name, ":", line_no, ":", f.column, ": label ", Quote(f.text),
                                     " is not an integer");
       }
-      if (v < 0) return InvalidArgumentError(name, ":", line_no, ":", f.column, ": label ", Quote(f.text), " is negative");
+      if (v < 0) {
+        return InvalidArgumentError(name, ":", line_no, ":", f.column, ": label ", Quote(f.text), " is negative");
+      }
       labels.push_back(static_cast<int64_t>(v));
     }
   }

@@ -29,6 +29,9 @@ void RegisterStateGradients(GradRegistry& r) {
   // Checkpoint I/O: values read from a file have no inputs to flow back to.
   r.NotDifferentiable("Save");
   r.NotDifferentiable("Restore");
+  // Queues move data between steps; no gradient flows through them.
+  r.NotDifferentiable("QueueDequeueMany");
+  r.NotDifferentiable("QueueSize");
 }
 
 }  // namespace weft::grad

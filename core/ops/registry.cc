@@ -16,6 +16,7 @@ Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterTrainingOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterGradSupportOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterIoOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterDataFlowOps(registry));
   return Status();
 }
 }  // namespace ops

@@ -80,6 +80,16 @@ Status Executor::Run(StepInfo& step, TraceRecorder* trace) const {
   Process(&state, std::move(stack));
 
   std::unique_lock<std::mutex> lock(state.mutex);
+  if (step.deadline && !state.done_cv.wait_until(lock, *step.deadline, [&] { return state.done; })) {
+    if (state.status.ok()) {
+      state.status = Status(Code::kDeadlineExceeded, StrCat("step ", step.step_id, " did not finish before its "
+                                                           "deadline (RunOptions::timeout_ms) and was cancelled"));
+    }
+    lock.unlock();
+    step.cancelled.store(true);
+    step.cancellation.StartCancel();
+    lock.lock();
+  }
   state.done_cv.wait(lock, [&] { return state.done; });
   return state.status;
 }
@@ -189,12 +199,17 @@ void Executor::Propagate(StepState* state, int id, std::vector<Tensor>& outputs,
 
 void Executor::Fail(StepState* state, int id, const Status& status) const {
   const NodeItem& item = items_[static_cast<std::size_t>(id)];
-  std::lock_guard<std::mutex> lock(state->mutex);
-  if (state->status.ok()) {
-    state->status = Status(status.code(), StrCat(item.node->Describe(), " on ", item.device->name(), ": ",
-                                                 status.message()));
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    if (state->status.ok()) {
+      state->status = Status(status.code(), StrCat(item.node->Describe(), " on ", item.device->name(), ": ",
+                                                   status.message()));
+    }
+    state->info->cancelled.store(true);
   }
-  state->info->cancelled.store(true);
+  // Wakes kernels parked on queues; they finish through their callbacks,
+  // which may fail here again, so no lock is held.
+  state->info->cancellation.StartCancel();
 }
 
 void Executor::Finish(StepState* state) const {

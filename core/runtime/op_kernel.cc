@@ -6,6 +6,7 @@
 
 #include "core/plugin/host_services.h"
 #include "core/runtime/checkpoint_kernels.h"
+#include "core/runtime/queue_kernels.h"
 #include "weft/sdk/struct.h"
 
 // The ABI's opaque kernel handles are the runtime's own objects.
@@ -591,10 +592,18 @@ class VarIsInitializedKernel : public OpKernel {
 };
 
 const std::vector<std::string>& RuntimeOpList() {
-  static const std::vector<std::string> ops = {
-      "Assign", "Const",   "ExpandDims", "Identity", "NoOp",         "Placeholder",      "Rank",       "ReadVariable",
-      "Reshape", "Restore", "Save",     "Shape",    "Size",         "Squeeze",          "StopGradient", "VarHandle",
-      "VarIsInitialized", "_Arg", "_Retval"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> list = {
+        "Assign", "Const",   "ExpandDims", "Identity", "NoOp",         "Placeholder",      "Rank",       "ReadVariable",
+        "Reshape", "Shape",  "Size",       "Squeeze",  "StopGradient", "VarHandle",        "VarIsInitialized",
+        "_Arg",   "_Retval",
+        // checkpoint_kernels.cc
+        "Restore", "Save",
+        // queue_kernels.cc
+        "FIFOQueue", "QueueClose", "QueueDequeueMany", "QueueEnqueueMany", "QueueSize", "RandomShuffleQueue"};
+    std::sort(list.begin(), list.end());
+    return list;
+  }();
   return ops;
 }
 
@@ -602,6 +611,7 @@ const AttrValue& Attr(const Graph::Node& node, const char* name) { return node.d
 
 Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node, const RuntimeDevice& device) {
   const std::string& op = node.op_name();
+  if (IsQueueOp(op)) return CreateQueueKernel(node, device);
   if (op == "Const") {
     WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
     return std::unique_ptr<OpKernel>(new ConstKernel(std::move(value)));

@@ -7,7 +7,9 @@
 #define WEFT_CORE_RUNTIME_OP_KERNEL_H_
 
 #include <atomic>
+#include <chrono>
 #include <deque>
+#include <optional>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "core/graph/graph.h"
+#include "core/runtime/cancellation.h"
 #include "core/runtime/device_set.h"
 
 namespace weft::runtime {
@@ -27,6 +30,10 @@ struct StepInfo {
   // Feeds (for _Arg) and fetches (for _Retval), by index.
   const std::vector<Tensor>* args = nullptr;
   std::vector<Tensor>* retvals = nullptr;
+  // Wakes kernels that wait (queue ops) when the step is cancelled.
+  CancellationManager cancellation;
+  // When set, the step is cancelled with DEADLINE_EXCEEDED at this time.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 class OpKernelContext {

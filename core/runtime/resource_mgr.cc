@@ -3,62 +3,81 @@
 namespace weft::runtime {
 namespace {
 
-// Holds a pointer to the variable as the element, and a reference to keep
-// the variable alive as long as the handle tensor lives.
+// Holds a pointer to the resource as the element, and a reference to keep
+// the resource alive as long as the handle tensor lives.
 class HandleBuffer : public Buffer {
  public:
-  explicit HandleBuffer(std::shared_ptr<Variable> variable)
-      : Buffer(&slot_, sizeof(slot_), nullptr, nullptr), variable_(std::move(variable)), slot_(variable_.get()) {}
+  explicit HandleBuffer(std::shared_ptr<Resource> resource)
+      : Buffer(&slot_, sizeof(slot_), nullptr, nullptr), resource_(std::move(resource)), slot_(resource_.get()) {}
 
  private:
-  std::shared_ptr<Variable> variable_;
-  Variable* slot_;
+  std::shared_ptr<Resource> resource_;
+  Resource* slot_;
 };
+
+std::string Path(const std::pair<std::string, std::string>& key) {
+  return key.first.empty() ? key.second : key.first + "/" + key.second;
+}
 
 }  // namespace
 
+Expected<std::shared_ptr<Resource>> ResourceMgr::FindOrInsert(
+    const Key& key, const std::function<Expected<std::shared_ptr<Resource>>()>& create) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = resources_.find(key);
+  if (it != resources_.end()) return it->second;
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<Resource> made, create());
+  resources_.emplace(key, made);
+  return made;
+}
+
 Expected<std::shared_ptr<Variable>> ResourceMgr::LookupOrCreate(const std::string& container, const std::string& name,
                                                                 DType dtype, const Shape& shape) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto key = std::make_pair(container, name);
-  auto it = variables_.find(key);
-  if (it == variables_.end()) {
-    auto variable = std::make_shared<Variable>(name, dtype, shape);
-    variables_.emplace(std::move(key), variable);
-    return variable;
-  }
-  const Variable& v = *it->second;
-  if (v.dtype() != dtype || !v.declared_shape().IsCompatibleWith(shape)) {
-    return InvalidArgumentError("variable ", Quote(name), " exists as ", DTypeName(v.dtype()),
-                                v.declared_shape().ToString(), "; it cannot be used as ", DTypeName(dtype),
-                                shape.ToString());
-  }
-  return it->second;
+  return LookupOrCreate<Variable>(
+      container, name, "variable",
+      [&]() -> Expected<std::shared_ptr<Variable>> { return std::make_shared<Variable>(name, dtype, shape); },
+      [&](const Variable& v) -> Status {
+        if (v.dtype() != dtype || !v.declared_shape().IsCompatibleWith(shape)) {
+          return InvalidArgumentError("variable ", Quote(name), " exists as ", DTypeName(v.dtype()),
+                                      v.declared_shape().ToString(), "; it cannot be used as ", DTypeName(dtype),
+                                      shape.ToString());
+        }
+        return Status();
+      });
 }
 
 std::map<std::string, std::shared_ptr<Variable>> ResourceMgr::All() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::map<std::string, std::shared_ptr<Variable>> out;
-  for (const auto& [key, variable] : variables_) {
-    out[key.first.empty() ? key.second : key.first + "/" + key.second] = variable;
+  for (const auto& [key, resource] : resources_) {
+    if (auto variable = std::dynamic_pointer_cast<Variable>(resource)) out[Path(key)] = std::move(variable);
   }
+  return out;
+}
+
+std::map<std::string, std::shared_ptr<Resource>> ResourceMgr::AllResources() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<std::string, std::shared_ptr<Resource>> out;
+  for (const auto& [key, resource] : resources_) out[Path(key)] = resource;
   return out;
 }
 
 void ResourceMgr::Clear(const std::string& container) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = variables_.begin(); it != variables_.end();) {
-    it = it->first.first == container ? variables_.erase(it) : std::next(it);
+  for (auto it = resources_.begin(); it != resources_.end();) {
+    it = it->first.first == container ? resources_.erase(it) : std::next(it);
   }
 }
 
-Tensor MakeResourceHandle(std::shared_ptr<Variable> variable) {
-  return Tensor(DType::kResource, Shape{}, std::make_shared<HandleBuffer>(std::move(variable)));
+Tensor MakeResourceHandle(std::shared_ptr<Resource> resource) {
+  return Tensor(DType::kResource, Shape{}, std::make_shared<HandleBuffer>(std::move(resource)));
 }
 
-Variable* HandleVariable(const Tensor& handle) {
+Resource* HandleResource(const Tensor& handle) {
   if (handle.dtype() != DType::kResource || handle.raw_data() == nullptr) return nullptr;
-  return *handle.data<Variable*>();
+  return *handle.data<Resource*>();
 }
+
+Variable* HandleVariable(const Tensor& handle) { return dynamic_cast<Variable*>(HandleResource(handle)); }
 
 }  // namespace weft::runtime

@@ -279,6 +279,9 @@ Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, co
   step.step_id = next_step_.fetch_add(1);
   step.args = &args;
   step.retvals = &retvals;
+  if (options.timeout_ms > 0) {
+    step.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
+  }
   WEFT_RETURN_IF_ERROR(prepared->executor->Run(step, options.trace));
 
   if (outputs != nullptr) {

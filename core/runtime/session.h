@@ -41,6 +41,9 @@ struct SessionOptions {
 struct RunOptions {
   // Record a trace of the step (see trace.h).
   TraceRecorder* trace = nullptr;
+  // Cancel the step and return DEADLINE_EXCEEDED when it runs longer than
+  // this (a dequeue from a queue nobody fills); 0 = no limit.
+  int64_t timeout_ms = 0;
 };
 
 class Session {
