@@ -16,38 +16,7 @@ namespace {
 // The window geometry below is the forward ops' (nn_ops.cc), so that a
 // backward op accepts exactly the shapes its forward op produces.
 
-// Output size of one spatial dimension, as TensorFlow computes it; -1 when
-// the input size is unknown.
-Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation, const std::string& padding) {
-  if (in < 0 || window < 0) return int64_t{-1};
-  const int64_t effective = (window - 1) * dilation + 1;
-  if (padding == "VALID") {
-    if (in < effective) {
-      return InvalidArgumentError("the window (", effective, " with dilation) is larger than the input (", in, ")");
-    }
-    return (in - effective) / stride + 1;
-  }
-  return (in + stride - 1) / stride;
-}
-
-struct Layout {
-  int n, h, w, c;
-};
-
-Layout LayoutOf(const std::string& format) { return format == "NHWC" ? Layout{0, 1, 2, 3} : Layout{0, 2, 3, 1}; }
-
 std::size_t At(int i) { return static_cast<std::size_t>(i); }
-
-Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<int64_t>& v, const Layout& l) {
-  if (v.size() != 4) return c.Error("attr '", name, "' must have 4 entries, got ", v.size());
-  for (int64_t x : v) {
-    if (x < 1) return c.Error("attr '", name, "' entries must be >= 1, got ", ListString(v));
-  }
-  if (v[At(l.n)] != 1 || v[At(l.c)] != 1) {
-    return c.Error("attr '", name, "' must be 1 in the batch and channel dimensions, got ", ListString(v));
-  }
-  return Status();
-}
 
 // Checks that input |i| is rank 4 (or of unknown rank); |what| names it.
 Status CheckRank4(InferenceContext& c, int i, const char* what) {

@@ -30,6 +30,22 @@ Expected<std::vector<int>> ReductionAxes(const std::vector<int64_t>& axis, int r
 // The values of a constant 1-D integer input, or nullopt when unknown.
 std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, int input);
 
+// --- Windows (convolutions and pooling) ---------------------------------------
+
+// The output size of a window op over |in| (-1 when |in| or |window| is
+// unknown): VALID fits whole (dilated) windows, SAME covers every input.
+Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation, const std::string& padding);
+
+// Where batch, height, width and channels sit in a "NHWC" or "NCHW" shape.
+struct Layout {
+  int n, h, w, c;
+};
+Layout LayoutOf(const std::string& format);
+
+// Checks a 4-entry window attr (strides, ksize, dilations): entries >= 1,
+// and 1 in the batch and channel dimensions.
+Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<int64_t>& v, const Layout& l);
+
 }  // namespace weft::ops
 
 #endif  // WEFT_CORE_OPS_SHAPE_FNS_H_

@@ -321,19 +321,6 @@ bool Matches(const weft_kernel_def_t& def, const Graph::Node& node) {
 
 // --- Runtime kernels -----------------------------------------------------------
 
-class ConstKernel : public OpKernel {
- public:
-  explicit ConstKernel(Tensor value) : value_(std::move(value)) {}
-  bool IsInline() const override { return true; }
-  Status Compute(OpKernelContext& ctx) override {
-    ctx.set_output(0, value_);
-    return Status();
-  }
-
- private:
-  Tensor value_;
-};
-
 class PlaceholderKernel : public OpKernel {
  public:
   bool IsInline() const override { return true; }
@@ -518,19 +505,6 @@ class ShapeInfoKernel : public OpKernel {
   DType out_type_;
 };
 
-class VarHandleKernel : public OpKernel {
- public:
-  explicit VarHandleKernel(std::shared_ptr<Variable> variable) : handle_(MakeResourceHandle(std::move(variable))) {}
-  bool IsInline() const override { return true; }
-  Status Compute(OpKernelContext& ctx) override {
-    ctx.set_output(0, handle_);
-    return Status();
-  }
-
- private:
-  Tensor handle_;
-};
-
 class ReadVariableKernel : public OpKernel {
  public:
   explicit ReadVariableKernel(DType dtype) : dtype_(dtype) {}
@@ -614,7 +588,7 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
   if (IsQueueOp(op)) return CreateQueueKernel(node, device);
   if (op == "Const") {
     WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
-    return std::unique_ptr<OpKernel>(new ConstKernel(std::move(value)));
+    return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(value)));
   }
   if (op == "Placeholder") return std::unique_ptr<OpKernel>(new PlaceholderKernel());
   if (op == "_Arg") return std::unique_ptr<OpKernel>(new ArgKernel(Attr(node, "index").get<int64_t>()));
@@ -639,7 +613,7 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
                           device.resources().LookupOrCreate(Attr(node, "container").get<std::string>(), name,
                                                             Attr(node, "dtype").get<DType>(),
                                                             Attr(node, "shape").get<Shape>()));
-    return std::unique_ptr<OpKernel>(new VarHandleKernel(std::move(variable)));
+    return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(variable))));
   }
   if (op == "ReadVariable") {
     return std::unique_ptr<OpKernel>(new ReadVariableKernel(Attr(node, "dtype").get<DType>()));

@@ -91,6 +91,21 @@ class OpKernel {
   virtual void ComputeAsync(OpKernelContext& ctx, std::function<void(Status)> done) { done(Compute(ctx)); }
 };
 
+// Outputs the same tensor every run: a Const's value, or a resource handle
+// (variable, queue) made once when the kernel is created.
+class ConstantKernel : public OpKernel {
+ public:
+  explicit ConstantKernel(Tensor value) : value_(std::move(value)) {}
+  bool IsInline() const override { return true; }
+  Status Compute(OpKernelContext& ctx) override {
+    ctx.set_output(0, value_);
+    return Status();
+  }
+
+ private:
+  Tensor value_;
+};
+
 // Creates the kernel of |node| on |device|: the runtime's own, or the
 // device plugin's. An error when neither has one says which dtypes the
 // device does have kernels for.

@@ -28,19 +28,6 @@ Expected<Queue*> InputQueue(const OpKernelContext& ctx) {
   return queue;
 }
 
-class QueueHandleKernel : public OpKernel {
- public:
-  explicit QueueHandleKernel(std::shared_ptr<Queue> queue) : handle_(MakeResourceHandle(std::move(queue))) {}
-  bool IsInline() const override { return true; }
-  Status Compute(OpKernelContext& ctx) override {
-    ctx.set_output(0, handle_);
-    return Status();
-  }
-
- private:
-  Tensor handle_;
-};
-
 class EnqueueManyKernel : public OpKernel {
  public:
   bool IsAsync() const override { return true; }
@@ -187,7 +174,7 @@ Expected<std::unique_ptr<OpKernel>> CreateQueue(const Graph::Node& node, const R
                                                  spec.ToString(), ", min_after_dequeue ", min_after);
                    }));
   }
-  return std::unique_ptr<OpKernel>(new QueueHandleKernel(std::move(queue)));
+  return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(queue))));
 }
 
 constexpr std::array<std::string_view, 6> kQueueOps = {"FIFOQueue",  "QueueClose", "QueueDequeueMany",

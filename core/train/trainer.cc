@@ -305,6 +305,8 @@ class Run {
   Expected<Evaluation> Evaluate();
   Status Restore(const std::string& prefix);
   Expected<std::string> Save(int64_t step);
+  // How the training examples are batched (from [data] and [training]).
+  data::PipelineOptions TrainingInput() const;
 
   const config::Config& config_;
   const plugin::PluginHost& host_;
@@ -447,6 +449,18 @@ Status Run::Prepare() {
   return Status();
 }
 
+data::PipelineOptions Run::TrainingInput() const {
+  data::PipelineOptions po;
+  po.batch_size = config_.training.batch_size;
+  po.shuffle = config_.data.shuffle;
+  po.seed = static_cast<uint64_t>(config_.training.seed);
+  po.scale = config_.data.scale;
+  po.shift = config_.data.shift;
+  po.example_shape = example_shape_;
+  po.prefetch = config_.data.prefetch;
+  return po;
+}
+
 Expected<Evaluation> Run::Evaluate() {
   Evaluation e;
   if (test_ == nullptr) return e;
@@ -503,15 +517,7 @@ Status Run::Restore(const std::string& prefix) {
     reporter_.Note(StrCat("note: checkpoint ", prefix, " was written with seed ", meta.at("seed"),
                           "; continuing with seed ", config_.training.seed, " changes the data order"));
   }
-  data::PipelineOptions po;
-  po.batch_size = config_.training.batch_size;
-  po.shuffle = config_.data.shuffle;
-  po.seed = static_cast<uint64_t>(config_.training.seed);
-  po.scale = config_.data.scale;
-  po.shift = config_.data.shift;
-  po.example_shape = example_shape_;
-  po.prefetch = config_.data.prefetch;
-  WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, po, position));
+  WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, TrainingInput(), position));
   return Status();
 }
 
@@ -535,6 +541,10 @@ Expected<std::string> Run::Save(int64_t step) {
 
 Expected<TrainResult> Run::Go() {
   WEFT_RETURN_IF_ERROR(Prepare());
+  reporter_.Note(StrCat("training ", options_.model_path, ": ", total_steps_, " steps (", steps_per_epoch_,
+                        " per epoch) of batch ", config_.training.batch_size, ", ", optimizer_->name(), " at ",
+                        optimizer_choice_.learning_rate, ", ", tg_.variables.size(), " variables, ",
+                        session_->intra_op_threads(), " threads"));
   WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.init}, nullptr).WithContext("initialising the variables"));
   TrainResult result;
   bool restored = false;
@@ -549,15 +559,7 @@ Expected<TrainResult> Run::Go() {
     }
   }
   if (!restored) {
-    data::PipelineOptions po;
-    po.batch_size = config_.training.batch_size;
-    po.shuffle = config_.data.shuffle;
-    po.seed = static_cast<uint64_t>(config_.training.seed);
-    po.scale = config_.data.scale;
-    po.shift = config_.data.shift;
-    po.example_shape = example_shape_;
-    po.prefetch = config_.data.prefetch;
-    WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, po));
+    WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, TrainingInput()));
   }
 
   std::vector<std::string> fetches = {tg_.loss};
@@ -632,6 +634,8 @@ Expected<TrainResult> Run::Go() {
   const int64_t trained = step_ - first_step;
   result.examples_per_sec = train_seconds > 0 ? static_cast<double>(trained * batch_size) / train_seconds : 0;
   result.input_wait_fraction = train_seconds > 0 ? (pipeline_->wait_seconds() - wait_at_start) / train_seconds : 0;
+  reporter_.Note(StrCat("trained ", trained, " steps in ", Fixed(train_seconds, 1), " s; waiting for input took ",
+                        Fixed(100 * result.input_wait_fraction, 1), "% of it"));
   reporter_.Final(result);
   return result;
 }
