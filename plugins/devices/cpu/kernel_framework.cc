@@ -1,5 +1,12 @@
 #include "kernel_framework.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+
 namespace weft::cpu {
 namespace {
 
@@ -103,17 +110,43 @@ const char* Context::node_name() const { return Api()->node_name(ctx_); }
 
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  // Small loops are not worth a trip through the host.
-  if (n * cost_per_unit < 20000) {
+  // Below this many nanoseconds of work a loop is not worth waking a thread.
+  constexpr int64_t kMinShardCost = 20000;
+  const int64_t total = n * std::max<int64_t>(cost_per_unit, 1);
+  const int64_t shards = std::min<int64_t>({sdk::host()->intra_op_threads(), n, total / kMinShardCost});
+  if (shards <= 1 || omp_in_parallel()) {
     fn(0, n);
     return;
   }
-  sdk::host()->parallel_for(
-      n, cost_per_unit,
-      [](void* user, int64_t begin, int64_t end) {
-        (*static_cast<const std::function<void(int64_t, int64_t)>*>(user))(begin, end);
-      },
-      const_cast<std::function<void(int64_t, int64_t)>*>(&fn));
+  // The loops run on the calling thread's OpenMP team, the one oneDNN uses,
+  // not on the host's intra-op pool: OpenMP workers spin for a while after
+  // a parallel region ends, so with two sets of threads a oneDNN kernel
+  // followed by a loop would put three busy threads on two cores. A few
+  // blocks per shard, claimed in turn, let a thread that the machine's
+  // other load slows take fewer; which thread runs a block never changes
+  // what the block computes, so results do not depend on the schedule.
+  const int64_t blocks = std::min(n, shards * 4);
+  const int64_t block = (n + blocks - 1) / blocks;
+  std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+#pragma omp parallel num_threads(static_cast<int>(shards))
+  {
+    while (true) {
+      const int64_t begin = next.fetch_add(block, std::memory_order_relaxed);
+      if (begin >= n) break;
+      try {
+        fn(begin, std::min(n, begin + block));
+      } catch (...) {
+        // An exception may not leave an OpenMP region: the first one is
+        // rethrown on the calling thread, and the other blocks are skipped.
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (error == nullptr) error = std::current_exception();
+        next.store(n, std::memory_order_relaxed);
+      }
+    }
+  }
+  if (error != nullptr) std::rethrow_exception(error);
 }
 
 void KernelRegistry::AddRaw(const char* op, Constraints constraints, uint32_t flags,

@@ -107,8 +107,11 @@ class Context {
   weft_kernel_context_t* ctx_;
 };
 
-// Runs fn(begin, end) over [0, n) on the host's intra-op threads;
-// |cost_per_unit| is a rough count of nanoseconds per index.
+// Runs fn(begin, end) over disjoint ranges covering [0, n) on the host's
+// intra-op thread count, as OpenMP threads (those oneDNN runs on), and
+// returns when all have run; the first exception fn throws is rethrown
+// here. |cost_per_unit| is a rough count of nanoseconds per index; small
+// loops, and loops inside another ParallelFor, run inline.
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
 
 // Kernel definitions handed to the host, with storage for their strings.

@@ -246,6 +246,32 @@ def pool_backprop_edge_cases(g, r):
     g.add("MaxPoolGrad/hand_ties_first", "MaxPoolGrad", [x, np.ones((1, 2, 2, 1)), dy],
           {"T": "f64", "ksize": [1, 2, 2, 1], "strides": [1, 1, 1, 1], "padding": "VALID"},
           [np.float64([[1, 2, 0], [3, 4, 0], [0, 0, 0]]).reshape(1, 3, 3, 1)])
+    # Windows that do not overlap (stride >= window) take a path of their own
+    # in MaxPoolGrad. Hand-derived: 2x2 windows with stride 2; the left one
+    # holds 3 twice (the first, in row-major order, gets 5), the right one
+    # is all zeros (its first element gets 7).
+    x = np.float64([[1, 3, 0, 0], [3, 2, 0, 0]]).reshape(1, 2, 4, 1)
+    g.add("MaxPoolGrad/hand_disjoint_ties", "MaxPoolGrad", [x, np.float64([3, 0]).reshape(1, 1, 2, 1),
+                                                            np.float64([5, 7]).reshape(1, 1, 2, 1)],
+          {"T": "f64", "ksize": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "padding": "VALID"},
+          [np.float64([[0, 5, 7, 0], [0, 0, 0, 0]]).reshape(1, 2, 4, 1)])
+    # The same path with many ties, more channels than one block of 64, SAME
+    # padding of an odd size, and rows and columns no VALID window reaches.
+    disjoint = [("same_2x2_s2_wide", (2, 7, 9, 70), (2, 2), (2, 2), "SAME"),
+                ("valid_3x3_s3_leftover", (2, 8, 7, 5), (3, 3), (3, 3), "VALID"),
+                ("valid_2x1_s3x2", (1, 9, 7, 3), (2, 1), (3, 2), "VALID")]
+    for name, in_nhwc, ksize, strides, padding in disjoint:
+        for fmt in ["NHWC", "NCHW"]:
+            for dtype in ["f32", "f64"]:
+                t = NP[dtype]
+                attrs = {"T": dtype, "ksize": conv.attr4(*ksize, fmt), "strides": conv.attr4(*strides, fmt),
+                         "padding": padding, "data_format": fmt}
+                x = (r.integers(-2, 3, conv.layout(in_nhwc, fmt)) * 0.5).astype(t)
+                y = conv.pool_ref(x, attrs["ksize"], attrs["strides"], padding, fmt, "max").astype(t)
+                dy = r.uniform(-1, 1, y.shape).astype(t)
+                dx = pool_grad(x, dy, attrs["ksize"], attrs["strides"], padding, fmt, "max")
+                g.add(f"MaxPoolGrad/disjoint_{name}_{fmt}_{dtype}", "MaxPoolGrad", [x, y, dy], attrs,
+                      [dx.astype(t)], **tol(g, dtype, 8))
     # Negative inputs with SAME padding: the padding never holds the maximum.
     x = r.uniform(-3, -1, (2, 5, 5, 3))
     attrs = dict(same3, T="f64")

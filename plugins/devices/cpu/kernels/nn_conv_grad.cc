@@ -12,9 +12,10 @@
 // the filter) through a temp. f64, the depthwise ops and any shape oneDNN
 // declines use the direct loops below over NHWC data, NCHW data being
 // transposed around them (or, for pooling, viewed as [N*C, H, W, 1]).
-// MaxPoolGrad always uses the loops: oneDNN's max-pooling backward needs
-// the forward pass's workspace and does not promise which of several
-// equal maxima gets the gradient, which the op defines (the first).
+// MaxPoolGrad always uses loops of its own (a faster one when the windows
+// do not overlap): oneDNN's max-pooling backward needs the forward pass's
+// workspace and does not promise which of several equal maxima gets the
+// gradient, which the op defines (the first).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -411,6 +412,77 @@ void DirectPoolGrad(const Geometry& g, const T* x, const T* dy, T* dx) {
   });
 }
 
+// MaxPoolGrad when no two windows share an input element (stride >= window
+// in both dimensions, as in the usual 2x2 pooling with stride 2), with the
+// same result as DirectPoolGrad: each output row owns a band of input rows
+// (its windows' rows and any rows no window reaches before the next one),
+// which one task zeroes and then fills window by window, so no element is
+// written by two tasks and the tasks are as many as the output rows. Per
+// window, a block of channels finds its first maximum in one pass over the
+// window's positions and writes the gradient in a second, both along the
+// contiguous channels.
+template <class T>
+void MaxPoolGradDisjoint(const Geometry& g, const T* x, const T* dy, T* dx) {
+  constexpr int64_t kBlock = 64;
+  const int64_t row_size = g.in_w * g.channels;
+  const int64_t cost = std::max<int64_t>(g.stride_h * row_size * 2, 1);
+  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
+    T best[kBlock], rest[kBlock];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t n = task / g.out_h, oh = task % g.out_h;
+      const int64_t h0 = oh * g.stride_h - g.pad_top;
+      const int64_t band_begin = oh == 0 ? 0 : std::clamp<int64_t>(h0, 0, g.in_h);
+      const int64_t band_end = oh + 1 == g.out_h ? g.in_h : std::clamp<int64_t>(h0 + g.stride_h, 0, g.in_h);
+      const T* image = x + n * g.in_h * row_size;
+      T* out = dx + n * g.in_h * row_size;
+      std::fill(out + band_begin * row_size, out + band_end * row_size, T(0));
+      const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + g.window_h, g.in_h);
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const int64_t w0 = ow * g.stride_w - g.pad_left;
+        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min(w0 + g.window_w, g.in_w);
+        if (h_begin >= h_end || w_begin >= w_end) continue;
+        const T* grad = dy + ((n * g.out_h + oh) * g.out_w + ow) * g.channels;
+        for (int64_t c0 = 0; c0 < g.channels; c0 += kBlock) {
+          const int64_t width = std::min(kBlock, g.channels - c0);
+          // The first maximum in row-major order, as DirectPoolGrad finds
+          // it (a later element replaces it only when larger), in two
+          // branch-free passes: the maximum (a later element replaces it
+          // only when larger, so a NaN stays only when it comes first),
+          // then the first
+          // element equal to it, or the first element when that is a NaN.
+          // |rest| holds the gradient until an element has taken it.
+          const T* first = image + (h_begin * g.in_w + w_begin) * g.channels + c0;
+          for (int64_t c = 0; c < width; ++c) best[c] = first[c];
+          for (int64_t ih = h_begin; ih < h_end; ++ih) {
+            for (int64_t iw = w_begin; iw < w_end; ++iw) {
+              const T* pixel = image + (ih * g.in_w + iw) * g.channels + c0;
+              for (int64_t c = 0; c < width; ++c) {
+                const T b = best[c], v = pixel[c];
+                best[c] = b < v ? v : b;
+              }
+            }
+          }
+          for (int64_t c = 0; c < width; ++c) rest[c] = grad[c0 + c];
+          for (int64_t ih = h_begin; ih < h_end; ++ih) {
+            for (int64_t iw = w_begin; iw < w_end; ++iw) {
+              const int64_t offset = (ih * g.in_w + iw) * g.channels + c0;
+              const T* pixel = image + offset;
+              T* target = out + offset;
+              const bool at_first = pixel == first;
+              for (int64_t c = 0; c < width; ++c) {
+                const T v = pixel[c], r = rest[c];
+                const bool hit = (v == best[c]) | (at_first & (v != v));
+                target[c] += hit ? r : T(0);
+                rest[c] = hit ? T(0) : r;
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 template <class T>
 class MaxPoolGradKernel {
  public:
@@ -426,7 +498,12 @@ class MaxPoolGradKernel {
     CheckGradShape("grad", dy, g.OutputDims(attrs_.nchw), because);
     Tensor dx = ctx.allocate_output(0, x.dims);
     if (dx.num_elements == 0) return;
-    DirectPoolGrad<T, true>(attrs_.nchw ? g.PlanesAsImages() : g, x.as<T>(), dy.as<T>(), dx.as<T>());
+    const Geometry nhwc = attrs_.nchw ? g.PlanesAsImages() : g;
+    if (g.stride_h >= g.window_h && g.stride_w >= g.window_w) {
+      MaxPoolGradDisjoint<T>(nhwc, x.as<T>(), dy.as<T>(), dx.as<T>());
+    } else {
+      DirectPoolGrad<T, true>(nhwc, x.as<T>(), dy.as<T>(), dx.as<T>());
+    }
   }
 
  private:
