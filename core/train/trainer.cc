@@ -558,6 +558,13 @@ Expected<TrainResult> Run::Go() {
       reporter_.Note(StrCat("no checkpoint in ", config_.checkpoint.dir, " yet; starting at step 0"));
     }
   }
+  if (!options_.resume && checkpoints_ != nullptr) {
+    auto latest = checkpoints_->Latest();
+    if (latest.ok() && latest->has_value()) {
+      reporter_.Note(StrCat("note: ", config_.checkpoint.dir, " already holds ", **latest,
+                            "; this run starts from step 0 (--resume continues from it)"));
+    }
+  }
   if (!restored) {
     WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, TrainingInput()));
   }

@@ -241,6 +241,13 @@ TEST_F(Train, ACheckpointOfAnotherModelIsRefusedNamingTheDifference) {
              "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.01\n\n[checkpoint]\ndir = \"ckpt\"\n");
   ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A fresh run into a directory that has checkpoints says so.
+  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("already holds " + (dir_ / "ckpt" / "ckpt-2").string() +
+                       "; this run starts from step 0 (--resume continues from it)\n"),
+            std::string::npos)
+      << r.out;
   // The CNN has other variables: resuming it from the MLP's checkpoint fails.
   const std::string cnn = Config("cnn.toml", RealData(), "batch_size = 32\nsteps = 4\n",
                                  "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.01\n\n[checkpoint]\ndir = \"ckpt\"\n");
