@@ -51,7 +51,10 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
   ProcessResult r = Weft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Columns are as wide as their widest cell, so spaces are matched as runs.
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("^NAME +KIND +ABI +VERSION +STATUS +PATH\n"))) << r.out;
+  // (No ^ anchor: GCC 12 warns falsely on regex assertions under ASan.)
+  EXPECT_TRUE(std::regex_match(r.out.substr(0, r.out.find('\n') + 1),
+                               std::regex("NAME +KIND +ABI +VERSION +STATUS +PATH\n")))
+      << r.out;
   EXPECT_TRUE(std::regex_search(
       r.out, std::regex("\ncpu +device +1\\.0 +0\\.1\\.0 +loaded +" WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu\\.so\n")))
       << r.out;
