@@ -119,6 +119,14 @@ Status ResourceExhaustedError(const Args&... args) {
   return Status(Code::kResourceExhausted, StrCat(args...));
 }
 template <class... Args>
+Status CancelledError(const Args&... args) {
+  return Status(Code::kCancelled, StrCat(args...));
+}
+template <class... Args>
+Status AbortedError(const Args&... args) {
+  return Status(Code::kAborted, StrCat(args...));
+}
+template <class... Args>
 Status DataLossError(const Args&... args) {
   return Status(Code::kDataLoss, StrCat(args...));
 }

@@ -1,5 +1,6 @@
 #include "core/config/config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -157,6 +158,18 @@ std::vector<OptionSpec> CheckpointSpecs() {
           Bool("at_end", true, "Save when training ends.")};
 }
 
+std::vector<OptionSpec> PlacementSpecs() {
+  OptionSpec priority = Spec("priority", OptionType::kStringList,
+                             "Device types, most preferred first, for nodes nothing pins; types not listed come "
+                             "after. Empty: CUDA, HIP, CPU, OPENCL (an OpenCL device is often the CPU itself, "
+                             "through PoCL, and slower than the CPU plugin).");
+  priority.default_value = Default("[]");
+  return {Bool("soft", true,
+               "When a node's requested device (in the graph or in [placement.pins]) cannot run it, place it "
+               "elsewhere and log why, instead of failing."),
+          priority};
+}
+
 struct CoreSection {
   std::string_view name;
   std::vector<OptionSpec> (*specs)();
@@ -171,6 +184,7 @@ constexpr CoreSection kCoreSections[] = {
     {"training", TrainingSpecs},
     {"schedule", ScheduleSpecs},
     {"checkpoint", CheckpointSpecs},
+    {"placement", PlacementSpecs},
 };
 
 // Reads the scalar keys of |table| into a Section.
@@ -314,6 +328,52 @@ void CheckSchedule(const Section& section, std::vector<ConfigError>& errors) {
   }
 }
 
+// [placement.pins]: a table of node-name pattern = device. Takes "pins"
+// out of |section| (it is not a scalar option) and checks its entries.
+void CheckPins(const toml::table& placement, std::string_view file, Section& section,
+               std::vector<ConfigError>& errors) {
+  section.values.erase("pins");
+  const toml::node* pins = placement.get("pins");
+  if (pins == nullptr) return;
+  if (!pins->is_table()) {
+    errors.push_back({internal::PosOf(pins->source(), file), "placement.pins",
+                      "expected a table of \"node name pattern\" = \"device\", e.g. "
+                      "[placement.pins] \"dense1/*\" = \"/device:OPENCL:0\""});
+    return;
+  }
+  for (const auto& [key, value] : *pins->as_table()) {
+    if (!value.is_string()) {
+      errors.push_back({internal::PosOf(value.source(), file), StrCat("placement.pins.", key.str()),
+                        "expected a device name such as \"/device:CPU:1\""});
+    } else if (value.as_string()->get().empty()) {
+      errors.push_back({internal::PosOf(value.source(), file), StrCat("placement.pins.", key.str()),
+                        "the device is empty"});
+    }
+    if (key.str().empty()) {
+      errors.push_back({internal::PosOf(key.source(), file), "placement.pins", "a pin's node name pattern is empty"});
+    }
+  }
+}
+
+void ApplyPlacement(const OptionValues& v, const toml::table* table, std::string_view file, PlacementConfig& out) {
+  out.soft = GetB(v, "soft");
+  if (auto list = v.GetStringList("priority"); list.ok()) out.priority = *list;
+  if (table == nullptr) return;
+  if (const toml::table* pins = table->get_as<toml::table>("pins")) {
+    // toml++ keeps keys sorted; the first pin that matches a node wins, so
+    // restore the order of the file.
+    std::vector<std::pair<std::pair<int, int>, PinConfig>> ordered;
+    for (const auto& [key, value] : *pins) {
+      const SourcePos pos = internal::PosOf(key.source(), file);
+      ordered.push_back({{pos.line, pos.column},
+                         {std::string(key.str()), value.value_or(std::string()), pos.ToString()}});
+    }
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [pos, pin] : ordered) out.pins.push_back(std::move(pin));
+  }
+}
+
 // Collects the errors of one core section, appending them to |errors|.
 void CheckCoreSection(const CoreSection& core, const toml::node& node, std::string_view file,
                       const SourcePos& key_pos, std::vector<ConfigError>& errors) {
@@ -323,8 +383,9 @@ void CheckCoreSection(const CoreSection& core, const toml::node& node, std::stri
                              internal::ConvertNode(node, file, key_pos).text)});
     return;
   }
-  const Section section = ToSection(*node.as_table(), std::string(core.name),
-                                    internal::PosOf(node.source(), file), file);
+  Section section = ToSection(*node.as_table(), std::string(core.name),
+                              internal::PosOf(node.source(), file), file);
+  if (core.name == "placement") CheckPins(*node.as_table(), file, section, errors);
   std::vector<ConfigError> found = CheckOptions(&section, core.name, core.specs(), nullptr);
   // Cross-key checks only once every value is of its type and range.
   if (found.empty() && core.name == "schedule") CheckSchedule(section, found);
@@ -424,6 +485,7 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
     if (const toml::table* table = document[core.name].as_table()) {
       section = ToSection(*table, std::string(core.name), internal::PosOf(table->source(), source_name),
                           source_name);
+      section->values.erase("pins");
     }
     WEFT_ASSIGN_OR_RETURN(OptionValues values,
                           ValidateOptions(section ? &*section : nullptr, core.name, core.specs()));
@@ -435,6 +497,9 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
     if (core.name == "training") ApplyTraining(values, base_dir, config.training);
     if (core.name == "schedule") ApplySchedule(values, config.schedule);
     if (core.name == "checkpoint") ApplyCheckpoint(values, base_dir, config.checkpoint);
+    if (core.name == "placement") {
+      ApplyPlacement(values, document[core.name].as_table(), source_name, config.placement);
+    }
     config.values.emplace(std::string(core.name), std::move(values));
   }
   return config;

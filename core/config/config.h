@@ -117,6 +117,20 @@ struct CheckpointConfig {
   bool at_end = true;
 };
 
+// [placement]: where nodes run (see core/placement/placer.h).
+struct PinConfig {
+  std::string pattern;  // node names; '*' matches any run of characters
+  std::string device;   // "/device:OPENCL:0", "/device:CPU:*"
+  std::string where;    // "train.toml:12:1"
+};
+struct PlacementConfig {
+  bool soft = true;
+  // Device types, most preferred first; empty: CUDA, HIP, CPU, OPENCL.
+  std::vector<std::string> priority;
+  // [placement.pins], in file order.
+  std::vector<PinConfig> pins;
+};
+
 struct Config {
   // The file it came from, or "<embedded configs/local.toml>".
   std::string source;
@@ -128,6 +142,7 @@ struct Config {
   TrainingConfig training;
   ScheduleConfig schedule;
   CheckpointConfig checkpoint;
+  PlacementConfig placement;
   // [optimizer] as written: its keys depend on the optimizer plugin it
   // names, so the trainer validates it once plugins are loaded.
   std::optional<Section> optimizer;

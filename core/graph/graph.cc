@@ -82,6 +82,9 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
     }
   }
   for (const auto& [name, value] : attrs) {
+    // Attrs named with a leading '_' belong to the runtime, not the op
+    // ("_colocate", a list of node names to share a device with).
+    if (name.empty() || name[0] == '_') continue;
     if (op.FindAttr(name) == nullptr) {
       const std::string hint = config::ClosestMatch(name, AttrNames(op));
       return InvalidArgumentError(where, ": unknown attr ", Quote(name),

@@ -512,6 +512,31 @@ Status RegisterArrayOps(OpRegistry& r) {
                                       .Attr("index: int >= 0")
                                       .Shape(NoOutputShape)
                                       .Doc("Internal: delivers fetch number 'index' to the caller.")));
+  // Internal: the partitioner cuts every edge between devices into a _Send
+  // on the producer's device and a _Recv on the consumer's, which meet in
+  // the step's rendezvous under (send device, incarnation, receive device,
+  // tensor name, frame, iteration).
+  WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("_Send")
+                                      .Input("tensor: T")
+                                      .Attr("T: {all, resource}")
+                                      .Attr("tensor_name: string")
+                                      .Attr("send_device: string")
+                                      .Attr("send_device_incarnation: int")
+                                      .Attr("recv_device: string")
+                                      .Shape(NoOutputShape)
+                                      .Doc("Internal: hands its input to the _Recv of the same tensor_name on "
+                                           "recv_device.")));
+  WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("_Recv")
+                                      .Output("tensor: tensor_type")
+                                      .Attr("tensor_type: {all, resource}")
+                                      .Attr("shape: shape")
+                                      .Attr("tensor_name: string")
+                                      .Attr("send_device: string")
+                                      .Attr("send_device_incarnation: int")
+                                      .Attr("recv_device: string")
+                                      .Shape(PlaceholderShape)
+                                      .Doc("Internal: the tensor its _Send sent, copied into this device's "
+                                           "memory.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("Placeholder")
           .Output("output: dtype")

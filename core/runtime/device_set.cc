@@ -1,6 +1,7 @@
 #include "core/runtime/device_set.h"
 
 #include <cstring>
+#include <random>
 
 #include "core/plugin/host_services.h"
 #include "weft/sdk/struct.h"
@@ -30,6 +31,14 @@ RuntimeDevice::RuntimeDevice(std::unique_ptr<plugin::Device> device, const Kerne
     : device_(std::move(device)), kernels_(kernels), stream_(stream), resources_(std::make_unique<ResourceMgr>()) {
   auto props = device_->Properties();
   host_visible_ = props.ok() && props->host_visible && device_->table()->buffer_host_pointer != nullptr;
+  if (props.ok()) {
+    h2d_gbps_ = props->host_to_device_gbps;
+    d2h_gbps_ = props->device_to_host_gbps;
+  }
+  std::random_device entropy;
+  incarnation_ = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
+  // Send/Recv attrs carry it as a (signed) int attr.
+  incarnation_ &= 0x7fffffffffffffffull;
 }
 
 RuntimeDevice::~RuntimeDevice() {

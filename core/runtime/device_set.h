@@ -60,6 +60,12 @@ class RuntimeDevice {
   const KernelTable& kernels() const { return *kernels_; }
   ResourceMgr& resources() const { return *resources_; }
   bool host_visible() const { return host_visible_; }
+  // A random number fixed when the device was opened: Send/Recv keys carry
+  // it so that a tensor from a device's earlier life never matches.
+  uint64_t incarnation() const { return incarnation_; }
+  // Copy bandwidths the plugin reports (GB/s; 0 when unknown).
+  double host_to_device_gbps() const { return h2d_gbps_; }
+  double device_to_host_gbps() const { return d2h_gbps_; }
 
   // A tensor of |dtype| and |shape| in this device's memory.
   Expected<Tensor> Allocate(DType dtype, const Shape& shape) const;
@@ -76,6 +82,9 @@ class RuntimeDevice {
   weft_stream_t stream_;
   std::unique_ptr<ResourceMgr> resources_;
   bool host_visible_ = false;
+  uint64_t incarnation_ = 0;
+  double h2d_gbps_ = 0;
+  double d2h_gbps_ = 0;
 };
 
 class DeviceSet {

@@ -14,9 +14,8 @@ struct Executor::StepState {
   // it drops to zero.
   std::atomic<int> outstanding{0};
   std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;
   Status status;
+  std::function<void(Status)> done;
 };
 
 Executor::~Executor() = default;
@@ -63,35 +62,58 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
   return exec;
 }
 
-Status Executor::Run(StepInfo& step, TraceRecorder* trace) const {
-  StepState state;
-  state.info = &step;
-  state.trace = trace;
-  state.inputs.resize(static_cast<std::size_t>(total_inputs_));
-  state.pending.reset(new std::atomic<int>[items_.size()]);
-  for (std::size_t i = 0; i < items_.size(); ++i) state.pending[i].store(items_[i].pending, std::memory_order_relaxed);
-  if (roots_.empty()) return Status();
+void Executor::RunAsync(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const {
+  if (roots_.empty()) {
+    done(Status());
+    return;
+  }
+  auto* state = new StepState();
+  state->info = &step;
+  state->trace = trace;
+  state->done = std::move(done);
+  state->inputs.resize(static_cast<std::size_t>(total_inputs_));
+  state->pending.reset(new std::atomic<int>[items_.size()]);
+  for (std::size_t i = 0; i < items_.size(); ++i) state->pending[i].store(items_[i].pending, std::memory_order_relaxed);
 
   // This thread is one worker of the step, like each pool task.
-  state.outstanding.store(1);
+  state->outstanding.store(1);
   std::vector<int> ready = roots_;
   std::vector<int> stack;
-  Dispatch(&state, ready, &stack);
-  Process(&state, std::move(stack));
+  Dispatch(state, ready, &stack);
+  Process(state, std::move(stack));
+}
 
-  std::unique_lock<std::mutex> lock(state.mutex);
-  if (step.deadline && !state.done_cv.wait_until(lock, *step.deadline, [&] { return state.done; })) {
-    if (state.status.ok()) {
-      state.status = Status(Code::kDeadlineExceeded, StrCat("step ", step.step_id, " did not finish before its "
-                                                           "deadline (RunOptions::timeout_ms) and was cancelled"));
-    }
+Status Executor::Run(StepInfo& step, TraceRecorder* trace) const {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool finished = false;
+  Status result;
+  RunAsync(step, trace, [&](Status status) {
+    std::lock_guard<std::mutex> lock(mutex);
+    result = std::move(status);
+    finished = true;
+    cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mutex);
+  if (step.deadline && !cv.wait_until(lock, *step.deadline, [&] { return finished; })) {
     lock.unlock();
-    step.cancelled.store(true);
-    step.cancellation.StartCancel();
+    CancelForDeadline(step);
     lock.lock();
   }
-  state.done_cv.wait(lock, [&] { return state.done; });
-  return state.status;
+  cv.wait(lock, [&] { return finished; });
+  if (step.deadline_exceeded.load()) return DeadlineStatus(step);
+  return result;
+}
+
+Status DeadlineStatus(const StepInfo& step) {
+  return Status(Code::kDeadlineExceeded, StrCat("step ", step.step_id, " did not finish before its deadline "
+                                                "(RunOptions::timeout_ms) and was cancelled"));
+}
+
+void CancelForDeadline(StepInfo& step) {
+  step.deadline_exceeded.store(true);
+  step.cancelled.store(true);
+  step.cancellation.StartCancel();
 }
 
 void Executor::Dispatch(StepState* state, std::vector<int>& ready, std::vector<int>* stack) const {
@@ -213,9 +235,10 @@ void Executor::Fail(StepState* state, int id, const Status& status) const {
 }
 
 void Executor::Finish(StepState* state) const {
-  std::lock_guard<std::mutex> lock(state->mutex);
-  state->done = true;
-  state->done_cv.notify_all();
+  std::function<void(Status)> done = std::move(state->done);
+  Status status = std::move(state->status);
+  delete state;
+  done(std::move(status));
 }
 
 }  // namespace weft::runtime

@@ -41,8 +41,14 @@ class Executor {
                                                     ThreadPool* pool, const KernelFactory& factory);
   ~Executor();
 
-  // Runs one step and blocks until it is done. Safe to call concurrently.
+  // Runs one step and blocks until it is done (or its deadline passes:
+  // then the step is cancelled). Safe to call concurrently.
   Status Run(StepInfo& step, TraceRecorder* trace) const;
+  // Starts one step and returns; |done| is called once, from whichever
+  // thread finishes the step's last node, with its status. |step| and
+  // |trace| must outlive the call of |done|. The partitions of one step
+  // run this way side by side.
+  void RunAsync(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const;
 
   const Graph& graph() const { return *graph_; }
 
@@ -86,6 +92,11 @@ class Executor {
   int total_inputs_ = 0;
   ThreadPool* pool_ = nullptr;
 };
+
+// DEADLINE_EXCEEDED for |step|, naming it.
+Status DeadlineStatus(const StepInfo& step);
+// Cancels |step| because its deadline passed.
+void CancelForDeadline(StepInfo& step);
 
 }  // namespace weft::runtime
 

@@ -7,6 +7,7 @@
 #include "core/plugin/host_services.h"
 #include "core/runtime/checkpoint_kernels.h"
 #include "core/runtime/queue_kernels.h"
+#include "core/runtime/send_recv_kernels.h"
 #include "weft/sdk/struct.h"
 
 // The ABI's opaque kernel handles are the runtime's own objects.
@@ -335,7 +336,14 @@ class ArgKernel : public OpKernel {
   explicit ArgKernel(int64_t index) : index_(static_cast<std::size_t>(index)) {}
   bool IsInline() const override { return true; }
   Status Compute(OpKernelContext& ctx) override {
-    ctx.set_output(0, (*ctx.step().args)[index_]);
+    const Tensor& value = (*ctx.step().args)[index_];
+    // A feed in host memory for a device that has its own.
+    if (value.host_visible() && !ctx.device().host_visible()) {
+      WEFT_ASSIGN_OR_RETURN(Tensor moved, ctx.device().CopyFromHost(value));
+      ctx.set_output(0, std::move(moved));
+      return Status();
+    }
+    ctx.set_output(0, value);
     return Status();
   }
 
@@ -570,7 +578,7 @@ const std::vector<std::string>& RuntimeOpList() {
     std::vector<std::string> list = {
         "Assign", "Const",   "ExpandDims", "Identity", "NoOp",         "Placeholder",      "Rank",       "ReadVariable",
         "Reshape", "Shape",  "Size",       "Squeeze",  "StopGradient", "VarHandle",        "VarIsInitialized",
-        "_Arg",   "_Retval",
+        "_Arg",   "_Recv",   "_Retval", "_Send",
         // checkpoint_kernels.cc
         "Restore", "Save",
         // queue_kernels.cc
@@ -621,6 +629,7 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
   if (op == "Assign") return std::unique_ptr<OpKernel>(new AssignKernel());
   if (op == "VarIsInitialized") return std::unique_ptr<OpKernel>(new VarIsInitializedKernel());
   if (op == "Save" || op == "Restore") return CreateCheckpointKernel(node);
+  if (op == "_Send" || op == "_Recv") return CreateSendRecvKernel(node, device);
   return InternalError("no runtime kernel for ", op);
 }
 
@@ -685,9 +694,11 @@ const weft_kernel_api_t* KernelApi() {
 
 void EnableKernelServices() { plugin::SetKernelServices(KernelApi()); }
 
-Expected<std::unique_ptr<OpKernel>> CreateKernel(const Graph& graph, const Graph::Node& node,
-                                                 const RuntimeDevice& device) {
-  if (IsRuntimeOp(node.op_name())) return CreateRuntimeKernel(node, device);
+namespace {
+
+// The plugin kernel definition for |node| on |device|, or an error saying
+// which dtypes the device does have kernels for.
+Expected<const weft_kernel_def_t*> ChooseKernel(const Graph::Node& node, const RuntimeDevice& device) {
   const auto& defs = device.kernels().ForOp(node.op_name());
   const weft_kernel_def_t* chosen = nullptr;
   for (const weft_kernel_def_t* def : defs) {
@@ -708,6 +719,47 @@ Expected<std::unique_ptr<OpKernel>> CreateKernel(const Graph& graph, const Graph
                               defs.empty() ? StrCat("; the ", device.type(), " plugin has no kernel for this op")
                                            : StrCat("; it has kernels for ", StrJoin(bindings, "; ")));
   }
+  return chosen;
+}
+
+}  // namespace
+
+KernelSupport QueryKernelSupport(const Graph& graph, const Graph::Node& node, const RuntimeDevice& device) {
+  KernelSupport support;
+  if (IsRuntimeOp(node.op_name())) {
+    support.supported = true;
+    return support;
+  }
+  auto chosen = ChooseKernel(node, device);
+  if (!chosen.ok()) {
+    support.reason = chosen.status().message();
+    return support;
+  }
+  support.supported = true;
+  const weft_kernel_def_t* def = *chosen;
+  if (def->query != nullptr) {
+    weft_kernel_query_t query{};
+    query.struct_size = sizeof query;
+    KernelInit init{&graph, &node, &device};
+    Status status = plugin::TakeStatus(def->query(device.handle(), AsC(&init), &query));
+    if (!status.ok()) {
+      support.supported = false;
+      support.reason = StrCat(device.type(), " kernel query for ", node.op_name(), " failed: ", status.message());
+    } else if (query.unsupported) {
+      support.supported = false;
+      support.reason = StrCat(device.type(), " kernel for ", node.op_name(), " does not run these shapes",
+                              query.reason != nullptr ? StrCat(": ", query.reason) : std::string());
+    } else {
+      support.cost_ns = query.cost_ns;
+    }
+  }
+  return support;
+}
+
+Expected<std::unique_ptr<OpKernel>> CreateKernel(const Graph& graph, const Graph::Node& node,
+                                                 const RuntimeDevice& device) {
+  if (IsRuntimeOp(node.op_name())) return CreateRuntimeKernel(node, device);
+  WEFT_ASSIGN_OR_RETURN(const weft_kernel_def_t* chosen, ChooseKernel(node, device));
   void* state = nullptr;
   if (chosen->create != nullptr) {
     KernelInit init{&graph, &node, &device};

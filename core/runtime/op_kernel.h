@@ -20,6 +20,7 @@
 #include "core/graph/graph.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/device_set.h"
+#include "core/runtime/rendezvous.h"
 
 namespace weft::runtime {
 
@@ -34,6 +35,10 @@ struct StepInfo {
   CancellationManager cancellation;
   // When set, the step is cancelled with DEADLINE_EXCEEDED at this time.
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::atomic<bool> deadline_exceeded{false};
+  // Where the step's _Send and _Recv nodes meet; null when the step runs
+  // on one device.
+  Rendezvous* rendezvous = nullptr;
 };
 
 class OpKernelContext {
@@ -111,6 +116,18 @@ class ConstantKernel : public OpKernel {
 // device does have kernels for.
 Expected<std::unique_ptr<OpKernel>> CreateKernel(const Graph& graph, const Graph::Node& node,
                                                  const RuntimeDevice& device);
+
+// Whether |device| can run |node|, and at what cost, for placement: the
+// runtime's own ops run everywhere; otherwise the device's plugin must
+// have a kernel for the node's dtypes and, when it has a shape-aware
+// query, accept the node's static shapes.
+struct KernelSupport {
+  bool supported = false;
+  // Why not, when not: "OPENCL has no kernel for ArgMax with T=i64".
+  std::string reason;
+  double cost_ns = 0;  // 0: unknown
+};
+KernelSupport QueryKernelSupport(const Graph& graph, const Graph::Node& node, const RuntimeDevice& device);
 
 // Whether the runtime itself implements |op| on every device.
 bool IsRuntimeOp(std::string_view op);

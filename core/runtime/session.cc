@@ -1,17 +1,23 @@
 #include "core/runtime/session.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <set>
 #include <unordered_set>
 
 #include "core/plugin/host_services.h"
+#include "core/runtime/placement_support.h"
 
 namespace weft::runtime {
 
 struct Session::Prepared {
-  std::shared_ptr<const Graph> graph;
-  std::unique_ptr<Executor> executor;
+  // One per device that runs part of the step.
+  struct Part {
+    std::shared_ptr<const Graph> graph;
+    std::unique_ptr<Executor> executor;
+  };
+  std::vector<Part> parts;
   // In the signature's (sorted) order.
   std::vector<std::string> feeds;
   std::vector<DType> feed_types;
@@ -24,6 +30,7 @@ SessionOptions SessionOptions::FromConfig(const config::Config& config) {
   SessionOptions options;
   if (config.runtime.inter_op_threads) options.inter_op_threads = static_cast<int>(*config.runtime.inter_op_threads);
   if (config.runtime.intra_op_threads) options.intra_op_threads = static_cast<int>(*config.runtime.intra_op_threads);
+  options.placement = PlacementOptionsFromConfig(config);
   return options;
 }
 
@@ -54,6 +61,7 @@ Expected<std::unique_ptr<Session>> Session::Create(Graph graph, std::shared_ptr<
   const auto [inter, intra] = ResolveThreads(options);
   session->inter_op_threads_ = inter;
   session->intra_op_threads_ = intra;
+  session->placement_ = options.placement;
   plugin::ConfigureHostServices(intra);
   EnableKernelServices();
   // The calling thread of Run works too, so the pool has one thread fewer.
@@ -73,25 +81,6 @@ Session::~Session() {
 std::size_t Session::cached_executors() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cache_.size();
-}
-
-Expected<const RuntimeDevice*> Session::DeviceFor(const Graph::Node& node) const {
-  const std::string& requested = node.def.device;
-  if (requested.empty()) return devices_->default_device();
-  if (const RuntimeDevice* exact = devices_->Find(requested)) return exact;
-  // A partial spec: "/device:CPU:*", "/device:CPU", "CPU:1".
-  std::string spec = requested;
-  const std::string prefix = "/device:";
-  if (StartsWith(spec, prefix)) spec = spec.substr(prefix.size());
-  const auto colon = spec.find(':');
-  const std::string type = spec.substr(0, colon);
-  const std::string ordinal = colon == std::string::npos ? "*" : spec.substr(colon + 1);
-  for (const auto& device : devices_->devices()) {
-    if (device->type() != type) continue;
-    if (ordinal == "*" || ordinal == device->name().substr(device->name().rfind(':') + 1)) return device.get();
-  }
-  return InvalidArgumentError(node.Describe(), " requests device ", Quote(requested),
-                              ", which this process does not have (devices: ", StrJoin(devices_->Names(), ", "), ")");
 }
 
 Expected<std::shared_ptr<OpKernel>> Session::KernelFor(const Graph& graph, const Graph::Node& node,
@@ -205,23 +194,79 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
   WEFT_ASSIGN_OR_RETURN(Graph graph, Graph::FromGraphDef(std::move(pruned)));
   auto shared = std::make_shared<const Graph>(std::move(graph));
 
-  // Devices: as requested (or the default), exactly as the graph says.
-  std::vector<const RuntimeDevice*> node_devices;
-  for (const Graph::Node& node : shared->nodes()) {
-    WEFT_ASSIGN_OR_RETURN(const RuntimeDevice* device, DeviceFor(node));
-    node_devices.push_back(device);
-  }
+  // Place every node, and cut the graph where devices meet.
+  WEFT_ASSIGN_OR_RETURN(PlacedGraph placed, PlaceAndPartition(*shared, *devices_, placement_));
   for (const std::string& root : roots) {
     const Graph::Node* node = shared->Find(root);
-    if (node->op_name() == "_Retval") prepared->fetch_devices.push_back(node_devices[static_cast<std::size_t>(node->id)]);
+    if (node->op_name() == "_Retval") {
+      prepared->fetch_devices.push_back(placed.devices[static_cast<std::size_t>(placed.placement.device[static_cast<std::size_t>(node->id)])]);
+    }
   }
-  WEFT_ASSIGN_OR_RETURN(prepared->executor,
-                        Executor::Create(shared, std::move(node_devices), pool_.get(),
-                                         [this](const Graph& g, const Graph::Node& node, const RuntimeDevice& device) {
-                                           return KernelFor(g, node, device);
-                                         }));
-  prepared->graph = std::move(shared);
+  auto factory = [this](const Graph& g, const Graph::Node& node, const RuntimeDevice& device) {
+    return KernelFor(g, node, device);
+  };
+  if (placed.partitions.empty()) {
+    std::vector<const RuntimeDevice*> node_devices;
+    for (int d : placed.placement.device) node_devices.push_back(placed.devices[static_cast<std::size_t>(d)]);
+    Prepared::Part part;
+    WEFT_ASSIGN_OR_RETURN(part.executor, Executor::Create(shared, std::move(node_devices), pool_.get(), factory));
+    part.graph = std::move(shared);
+    prepared->parts.push_back(std::move(part));
+    return prepared;
+  }
+  for (auto& [d, part_def] : placed.partitions) {
+    const RuntimeDevice* device = placed.devices[static_cast<std::size_t>(d)];
+    auto part_graph = Graph::FromGraphDef(std::move(part_def));
+    if (!part_graph.ok()) return part_graph.status().WithContext(StrCat("the part of the graph on ", device->name()));
+    Prepared::Part part;
+    part.graph = std::make_shared<const Graph>(std::move(*part_graph));
+    std::vector<const RuntimeDevice*> node_devices(static_cast<std::size_t>(part.graph->num_nodes()), device);
+    WEFT_ASSIGN_OR_RETURN(part.executor, Executor::Create(part.graph, std::move(node_devices), pool_.get(), factory));
+    prepared->parts.push_back(std::move(part));
+  }
   return prepared;
+}
+
+Status Session::RunParts(const Prepared& prepared, StepInfo& step, TraceRecorder* trace) {
+  if (prepared.parts.size() == 1) return prepared.parts.front().executor->Run(step, trace);
+  // The parts meet in one rendezvous; the first failure cancels the step,
+  // which aborts the rendezvous so that no part waits for a tensor that
+  // will never come.
+  Rendezvous rendezvous;
+  step.rendezvous = &rendezvous;
+  const CancellationManager::Token token = step.cancellation.Register(
+      [&rendezvous] { rendezvous.Abort(CancelledError("another part of the step failed")); });
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::size_t remaining = prepared.parts.size();
+  std::vector<Status> statuses(prepared.parts.size());
+  for (std::size_t i = 0; i < prepared.parts.size(); ++i) {
+    prepared.parts[i].executor->RunAsync(step, trace, [&, i](Status status) {
+      std::lock_guard<std::mutex> lock(mutex);
+      statuses[i] = std::move(status);
+      if (--remaining == 0) cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (step.deadline && !cv.wait_until(lock, *step.deadline, [&] { return remaining == 0; })) {
+      lock.unlock();
+      CancelForDeadline(step);
+      lock.lock();
+    }
+    cv.wait(lock, [&] { return remaining == 0; });
+  }
+  step.cancellation.Deregister(token);
+  step.rendezvous = nullptr;
+  if (step.deadline_exceeded.load()) return DeadlineStatus(step);
+  // The cause, rather than the cancellations it set off.
+  for (const Status& s : statuses) {
+    if (!s.ok() && s.code() != Code::kCancelled) return s;
+  }
+  for (const Status& s : statuses) {
+    if (!s.ok()) return s;
+  }
+  return Status();
 }
 
 Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
@@ -282,7 +327,7 @@ Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, co
   if (options.timeout_ms > 0) {
     step.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
   }
-  WEFT_RETURN_IF_ERROR(prepared->executor->Run(step, options.trace));
+  WEFT_RETURN_IF_ERROR(RunParts(*prepared, step, options.trace));
 
   if (outputs != nullptr) {
     outputs->clear();

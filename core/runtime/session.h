@@ -23,6 +23,7 @@
 #include "core/config/config.h"
 #include "core/graph/graph.h"
 #include "core/runtime/device_set.h"
+#include "core/placement/placer.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/trace.h"
 
@@ -33,6 +34,8 @@ struct SessionOptions {
   int inter_op_threads = 0;
   // Threads one kernel may use; 0 derives it from the cores.
   int intra_op_threads = 0;
+  // Where nodes run: soft placement, type priority, pins ([placement]).
+  placement::PlacementOptions placement;
 
   // The options of [runtime] in |config|.
   static SessionOptions FromConfig(const config::Config& config);
@@ -72,8 +75,8 @@ class Session {
   Expected<std::shared_ptr<Prepared>> Prepare(const std::vector<std::string>& feeds,
                                               const std::vector<std::string>& fetches,
                                               const std::vector<std::string>& targets);
-  Expected<const RuntimeDevice*> DeviceFor(const Graph::Node& node) const;
 
+  Status RunParts(const Prepared& prepared, StepInfo& step, TraceRecorder* trace);
   Expected<std::shared_ptr<OpKernel>> KernelFor(const Graph& graph, const Graph::Node& node,
                                                 const RuntimeDevice& device);
 
@@ -84,6 +87,7 @@ class Session {
   // state) continues whatever fetches a Run names.
   std::mutex stateful_mutex_;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<OpKernel>> stateful_kernels_;
+  placement::PlacementOptions placement_;
   std::unique_ptr<ThreadPool> pool_;
   int inter_op_threads_ = 1;
   int intra_op_threads_ = 1;

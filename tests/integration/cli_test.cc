@@ -117,6 +117,46 @@ TEST_F(Cli, DevicesWithNoDevicePluginIsAnError) {
   EXPECT_EQ(r.err, "weft: error: no devices: no device plugin is loaded (see `weft plugins`)\n");
 }
 
+TEST_F(Cli, PlaceExplainShowsDevicesReasonsAndSendRecvPairs) {
+  const std::string config =
+      Write("split.toml", "[devices.cpu]\ncount = 2\n[placement.pins]\n\"dense2/*\" = \"/device:CPU:1\"\n");
+  ProcessResult r = Weft({"--config", config, "place", WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt", "--explain"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fashion_mlp.wgt: 64 nodes on 2 devices\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"dense2/MatMul", "MatMul", "/device:CPU:1", "pinned", "by", "placement.pins",
+                             "\"dense2/*\":", "/device:CPU:1"}))
+      << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"dense1/kernel/init/assign", "Assign", "/device:CPU:0", "with", "its", "colocation", "group",
+                             "(uses", "the", "resource", "of", "\"dense1/kernel\"):"}))
+      << r.out;
+  EXPECT_NE(r.out.find("Send/Recv pairs (4):"), std::string::npos) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"dense1/Relu", "f32[?,512]", "/device:CPU:0", "/device:CPU:1", "dense1/Relu/_send_0_to_CPU_1",
+                             "dense1/Relu/_recv_0_from_CPU_0", "dense2/MatMul"}))
+      << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"^dense2/bias/init/assign", "control", "/device:CPU:1", "/device:CPU:0"})) << r.out;
+}
+
+TEST_F(Cli, PlaceOnOneDeviceSaysSo) {
+  ProcessResult r = Weft({"place", WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"transfers\":[]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{\"name\":\"images\",\"op\":\"Placeholder\",\"device\":\"/device:CPU:0\""),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(Cli, PlaceWithAPinToAMissingDeviceIsAUserError) {
+  const std::string config = Write("bad.toml", "[placement.pins]\n\"dense1/*\" = \"/device:OPENCL:7\"\n");
+  ProcessResult r = Weft({"--config", config, "place", WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("weft: error: placing " WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt: placement.pins "
+                       "\"dense1/*\" = \"/device:OPENCL:7\" (" ),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("bad.toml:2:1): this process has no such device (devices: /device:CPU:0"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(Cli, ConfigCheckPrintsOkForTheShippedDefault) {
   ProcessResult r = Weft({"config", "check", WEFT_SOURCE_DIR "/configs/local.toml"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -412,7 +452,7 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-            "devices, config, run, train, inspect, dot, convert, ops, ckpt\nRun `weft --help` for usage.\n");
+            "devices, config, run, train, place, inspect, dot, convert, ops, ckpt\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {

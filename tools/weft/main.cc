@@ -50,6 +50,7 @@ int Main(int argc, char** argv) {
   weft::cli::AddConfigCommand(app, run);
   weft::cli::AddRunCommand(app, run);
   weft::cli::AddTrainCommand(app, run);
+  weft::cli::AddPlaceCommand(app, run);
   weft::cli::AddGraphCommands(app, run);
   weft::cli::AddCheckpointCommands(app, run);
 

@@ -1,0 +1,49 @@
+// The partitioner: cuts a placed graph into one graph per device. Every
+// data edge between devices becomes a _Send on the producer's device and a
+// _Recv on the consumer's — one pair per tensor per receiving device, however
+// many consumers read it there — and every control edge between devices
+// becomes a _Send/_Recv of a one-element tensor. The pieces run side by side
+// as one step and meet in the step's rendezvous.
+#ifndef WEFT_CORE_PLACEMENT_PARTITIONER_H_
+#define WEFT_CORE_PLACEMENT_PARTITIONER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/graph/graph.h"
+
+namespace weft::placement {
+
+struct PartitionDevice {
+  std::string name;
+  uint64_t incarnation = 0;
+};
+
+// One cut edge.
+struct Transfer {
+  std::string tensor;  // "dense1/matmul:0", or "^dense1/init" for a control edge
+  int src_device = 0;
+  int dst_device = 0;
+  std::string send_node;
+  std::string recv_node;
+  DType dtype = DType::kInvalid;
+  Shape shape;
+  std::vector<std::string> consumers;  // on the receiving device
+};
+
+struct Partitions {
+  // By device index (into the device list); devices with no node are absent.
+  std::map<int, GraphDef> graphs;
+  std::vector<Transfer> transfers;
+};
+
+// |device_of[node id]| indexes |devices|. Node device fields in the result
+// are the exact device names.
+Expected<Partitions> Partition(const Graph& graph, const std::vector<int>& device_of,
+                               const std::vector<PartitionDevice>& devices);
+
+}  // namespace weft::placement
+
+#endif  // WEFT_CORE_PLACEMENT_PARTITIONER_H_

@@ -1,0 +1,41 @@
+// Placement and partitioning over the devices of a process: the bridge
+// between core/placement (which knows graphs and device descriptions) and
+// the runtime's DeviceSet (which knows plugins and kernels).
+//
+//   WEFT_ASSIGN_OR_RETURN(PlacedGraph placed, PlaceAndPartition(graph, devices, options));
+#ifndef WEFT_CORE_RUNTIME_PLACEMENT_SUPPORT_H_
+#define WEFT_CORE_RUNTIME_PLACEMENT_SUPPORT_H_
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/graph/graph.h"
+#include "core/placement/partitioner.h"
+#include "core/placement/placer.h"
+#include "core/runtime/device_set.h"
+
+namespace weft::runtime {
+
+struct PlacedGraph {
+  placement::Placement placement;           // by node id of the input graph
+  std::vector<const RuntimeDevice*> devices;  // what placement indices refer to
+  // One graph per device that runs something, with _Send/_Recv at the cuts.
+  // Empty when the whole graph runs on one device.
+  std::map<int, GraphDef> partitions;
+  std::vector<placement::Transfer> transfers;
+};
+
+std::vector<placement::PlacementDevice> PlacementDevices(const DeviceSet& devices);
+placement::SupportFn KernelSupportFn(const DeviceSet& devices);
+
+Expected<PlacedGraph> PlaceAndPartition(const Graph& graph, const DeviceSet& devices,
+                                        const placement::PlacementOptions& options);
+
+// [placement] of |config|.
+placement::PlacementOptions PlacementOptionsFromConfig(const config::Config& config);
+
+}  // namespace weft::runtime
+
+#endif  // WEFT_CORE_RUNTIME_PLACEMENT_SUPPORT_H_

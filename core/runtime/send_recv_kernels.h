@@ -1,0 +1,25 @@
+// The runtime's kernels for _Send and _Recv (see rendezvous.h), which work
+// on every device: a _Send hands its input to the step's rendezvous; a
+// _Recv waits for it and moves it into its own device's memory — sharing
+// the buffer between host-visible devices, with a peer copy when both
+// devices belong to one plugin that offers it, and through host memory
+// otherwise.
+#ifndef WEFT_CORE_RUNTIME_SEND_RECV_KERNELS_H_
+#define WEFT_CORE_RUNTIME_SEND_RECV_KERNELS_H_
+
+#include <memory>
+
+#include "core/graph/graph.h"
+#include "core/runtime/op_kernel.h"
+
+namespace weft::runtime {
+
+Expected<std::unique_ptr<OpKernel>> CreateSendRecvKernel(const Graph::Node& node, const RuntimeDevice& device);
+
+// |value|, which lives on |src| (nullptr: host memory), as a tensor |dst|
+// kernels can read. Blocks until the copy is complete.
+Expected<Tensor> TransferTensor(const Tensor& value, const RuntimeDevice* src, const RuntimeDevice& dst);
+
+}  // namespace weft::runtime
+
+#endif  // WEFT_CORE_RUNTIME_SEND_RECV_KERNELS_H_

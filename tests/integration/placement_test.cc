@@ -1,0 +1,559 @@
+// Placement, partitioning and the rendezvous, on real devices: two CPU
+// devices ([devices.cpu] count = 2) and the test plugin's TESTDEV. Expected
+// values are computed by hand or by the same graph on one device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/graph/serialize.h"
+#include "core/placement/placer.h"
+#include "core/runtime/placement_support.h"
+#include "core/runtime/rendezvous.h"
+#include "tests/integration/runtime_env.h"
+
+namespace weft {
+namespace {
+
+using placement::ParseDeviceSpec;
+using testing::RuntimeEnv;
+
+constexpr const char* kTwoCpus = "[devices.cpu]\ncount = 2\n";
+
+std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+
+TEST(DeviceSpec, ParsesFullPartialAndLegacyNames) {
+  auto full = ParseDeviceSpec("/job:worker/task:1/device:OPENCL:0");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->job, "worker");
+  EXPECT_EQ(full->task, 1);
+  EXPECT_EQ(full->type, "OPENCL");
+  EXPECT_EQ(full->ordinal, 0);
+  auto any = ParseDeviceSpec("/device:CPU:*");
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->type, "CPU");
+  EXPECT_EQ(any->ordinal, -1);
+  auto shorthand = ParseDeviceSpec("cpu:1");
+  ASSERT_TRUE(shorthand.ok());
+  EXPECT_EQ(shorthand->type, "CPU");
+  EXPECT_EQ(shorthand->ordinal, 1);
+  auto legacy = ParseDeviceSpec("/gpu:0");
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_EQ(legacy->type, "GPU");
+  auto type_only = ParseDeviceSpec("/device:OPENCL");
+  ASSERT_TRUE(type_only.ok());
+  EXPECT_EQ(type_only->ordinal, -1);
+}
+
+TEST(DeviceSpec, RejectsMalformedNamesSayingWhy) {
+  auto empty = ParseDeviceSpec("");
+  EXPECT_EQ(empty.status().message(),
+            "\"\" is not a device name (it is empty); write /device:<TYPE>:<N>, /device:<TYPE>:* or <TYPE>:<N>, "
+            "e.g. /device:CPU:0");
+  auto bad_ordinal = ParseDeviceSpec("/device:CPU:x");
+  EXPECT_NE(bad_ordinal.status().message().find("(bad ordinal \"x\")"), std::string::npos)
+      << bad_ordinal.status().message();
+  auto no_colon = ParseDeviceSpec("/device");
+  EXPECT_NE(no_colon.status().message().find("part \"device\" has no ':'"), std::string::npos);
+  auto bad_type = ParseDeviceSpec("GPU-0");
+  EXPECT_NE(bad_type.status().message().find("the device type must be letters, digits or '_'"), std::string::npos);
+  auto bad_task = ParseDeviceSpec("/job:ps/task:-1/device:CPU:0");
+  EXPECT_NE(bad_task.status().message().find("bad task \"-1\""), std::string::npos);
+}
+
+TEST(GlobMatch, StarsMatchAnyRun) {
+  EXPECT_TRUE(placement::GlobMatch("dense1/*", "dense1/MatMul"));
+  EXPECT_TRUE(placement::GlobMatch("*", ""));
+  EXPECT_TRUE(placement::GlobMatch("*/kernel", "dense2/kernel"));
+  EXPECT_TRUE(placement::GlobMatch("a*b*c", "axxbyyc"));
+  EXPECT_FALSE(placement::GlobMatch("dense1/*", "dense10"));
+  EXPECT_FALSE(placement::GlobMatch("a*b", "ac"));
+  EXPECT_TRUE(placement::GlobMatch("exact", "exact"));
+}
+
+TEST(Rendezvous, SendFirstOrReceiveFirstBothDeliver) {
+  runtime::Rendezvous r;
+  const auto k1 = runtime::RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "a:0");
+  const auto k2 = runtime::RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "b:0");
+  ASSERT_TRUE(r.Send(k1, {Tensor::Scalar<float>(1), nullptr}).ok());
+  float got1 = 0, got2 = 0;
+  r.RecvAsync(k1, [&](const Status& s, runtime::Rendezvous::Item item) {
+    ASSERT_TRUE(s.ok());
+    got1 = item.value.scalar<float>();
+  });
+  r.RecvAsync(k2, [&](const Status& s, runtime::Rendezvous::Item item) {
+    ASSERT_TRUE(s.ok());
+    got2 = item.value.scalar<float>();
+  });
+  EXPECT_EQ(got2, 0);
+  ASSERT_TRUE(r.Send(k2, {Tensor::Scalar<float>(2), nullptr}).ok());
+  EXPECT_EQ(got1, 1);
+  EXPECT_EQ(got2, 2);
+}
+
+TEST(Rendezvous, KeysDifferInEveryPart) {
+  using runtime::RendezvousKey;
+  const auto base = RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "a:0", 0, 0);
+  EXPECT_EQ(base, RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "a:0", 0, 0));
+  EXPECT_FALSE(base == RendezvousKey::Make("/device:CPU:0", 2, "/device:CPU:1", "a:0", 0, 0));
+  EXPECT_FALSE(base == RendezvousKey::Make("/device:CPU:1", 1, "/device:CPU:1", "a:0", 0, 0));
+  EXPECT_FALSE(base == RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:0", "a:0", 0, 0));
+  EXPECT_FALSE(base == RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "a:1", 0, 0));
+  EXPECT_FALSE(base == RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "a:0", 1, 0));
+  EXPECT_FALSE(base == RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "a:0", 0, 1));
+  EXPECT_EQ(RendezvousKey::Make("d0", 1, "d1", "x:0", 2, 3).ToString(), "x:0 from d0 to d1 (frame 2, iteration 3)");
+}
+
+TEST(Rendezvous, AbortFailsWaitingAndLaterReceivesAndSends) {
+  runtime::Rendezvous r;
+  const auto k = runtime::RendezvousKey::Make("d0", 1, "d1", "a:0");
+  Status waiting, later;
+  r.RecvAsync(k, [&](const Status& s, runtime::Rendezvous::Item) { waiting = s; });
+  r.Abort(CancelledError("node x failed"));
+  EXPECT_EQ(waiting.message(), "node x failed");
+  r.RecvAsync(runtime::RendezvousKey::Make("d0", 1, "d1", "b:0"),
+              [&](const Status& s, runtime::Rendezvous::Item) { later = s; });
+  EXPECT_EQ(later.code(), Code::kCancelled);
+  EXPECT_EQ(r.Send(k, {Tensor::Scalar<float>(1), nullptr}).message(), "node x failed");
+}
+
+TEST(Rendezvous, SendingOneKeyTwiceIsAnError) {
+  runtime::Rendezvous r;
+  const auto k = runtime::RendezvousKey::Make("d0", 1, "d1", "a:0");
+  ASSERT_TRUE(r.Send(k, {Tensor::Scalar<float>(1), nullptr}).ok());
+  EXPECT_EQ(r.Send(k, {Tensor::Scalar<float>(1), nullptr}).message(),
+            "tensor a:0 from d0 to d1 was sent twice in one step");
+}
+
+TEST(Placement, TwoCpuDevicesAreListed) {
+  RuntimeEnv env(kTwoCpus);
+  EXPECT_EQ(env.devices()->Names(), (std::vector<std::string>{"/device:CPU:0", "/device:CPU:1"}));
+}
+
+// x -> (MatMul on CPU:1) -> Relu on CPU:0, fetched; by hand.
+TEST(Placement, ASplitGraphComputesWhatOneDeviceDoes) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{2, 2}, "x");
+  Output w = b.Const(Tensor::FromVector<float>({1, -1, 2, 0.5f}, Shape{2, 2}), "w");
+  Output y;
+  {
+    auto d = b.DeviceScope("/device:CPU:1");
+    y = b.Op("MatMul", {x, w}, {}, "mm");
+  }
+  b.Op("Relu", {y}, {}, "relu");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::FromVector<float>({1, 2, 3, -4}, Shape{2, 2})}}, {"relu", "mm"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // [1 2; 3 -4] x [1 -1; 2 0.5] = [5 0; -5 -5]
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{5, 0, 0, 0}));
+  EXPECT_EQ(Floats(out[1]), (std::vector<float>{5, 0, -5, -5}));
+}
+
+TEST(Placement, OneTransferPerTensorPerReceivingDevice) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
+  Output e = b.Op("Exp", {x}, {}, "e");  // CPU:0
+  {
+    auto d = b.DeviceScope("/device:CPU:1");
+    b.Op("Neg", {e}, {}, "n1");
+    b.Op("Abs", {e}, {}, "n2");
+    b.Op("Square", {e}, {}, "n3");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  ASSERT_EQ(placed->transfers.size(), 1u);
+  EXPECT_EQ(placed->transfers[0].tensor, "e");
+  EXPECT_EQ(placed->transfers[0].consumers, (std::vector<std::string>{"n1", "n2", "n3"}));
+  EXPECT_EQ(placed->partitions.size(), 2u);
+}
+
+TEST(Placement, ControlEdgesBetweenDevicesBecomeTinyTransfers) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}}, "v");
+  Output assign = b.Op("Assign", {v, b.Scalar<float>(7)}, {}, "set");  // with v, on CPU:0
+  Output read;
+  {
+    auto d = b.DeviceScope("/device:CPU:1");
+    auto c = b.ControlDependencies({assign});
+    read = b.Op("Identity", {b.Scalar<float>(1)}, {}, "after_set");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  bool control = false;
+  for (const auto& t : placed->transfers) control = control || (t.tensor == "^set" && t.dtype == DType::kBool);
+  EXPECT_TRUE(control);
+  auto session = env.Session(std::move(*graph));
+  std::vector<Tensor> out;
+  Status s = session->Run({}, {"after_set"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0].scalar<float>(), 1);
+}
+
+TEST(Placement, ResourceUsersShareTheVariablesDevice) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output v;
+  {
+    auto d = b.DeviceScope("/device:CPU:1");
+    v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}}, "v");
+  }
+  b.Op("Assign", {v, b.Scalar<float>(3)}, {}, "set");
+  b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, "read");
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  const Graph::Node* set = graph->Find("set");
+  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(set->id)])]->name(),
+            "/device:CPU:1");
+  EXPECT_EQ(placed->placement.reason[static_cast<std::size_t>(set->id)],
+            "with its colocation group (uses the resource of \"v\"): requested in the graph: /device:CPU:1");
+}
+
+TEST(Placement, ColocateAttrJoinsNodes) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  {
+    auto d = b.DeviceScope("/device:CPU:1");
+    b.Op("Neg", {x}, {}, "anchor");
+  }
+  b.Op("Exp", {x}, {{"_colocate", AttrValue(std::vector<std::string>{"anchor"})}}, "follower");
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  const int follower = graph->Find("follower")->id;
+  EXPECT_EQ(placed->placement.device[static_cast<std::size_t>(follower)], 1);
+  EXPECT_NE(placed->placement.reason[static_cast<std::size_t>(follower)].find("_colocate attr names \"anchor\""),
+            std::string::npos);
+}
+
+TEST(Placement, PinsOverrideTheGraphInFileOrder) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  b.Op("Neg", {x}, {}, "dense1/a");
+  b.Op("Exp", {x}, {}, "dense1/b");
+  placement::PlacementOptions options;
+  options.pins = {{"dense1/b", "/device:CPU:0", "t.toml:2:1"}, {"dense1/*", "/device:CPU:1", "t.toml:3:1"}};
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  EXPECT_EQ(placed->placement.device[static_cast<std::size_t>(graph->Find("dense1/a")->id)], 1);
+  EXPECT_EQ(placed->placement.device[static_cast<std::size_t>(graph->Find("dense1/b")->id)], 0);
+  EXPECT_EQ(placed->placement.reason[static_cast<std::size_t>(graph->Find("dense1/a")->id)],
+            "pinned by placement.pins \"dense1/*\": /device:CPU:1");
+}
+
+TEST(Placement, APinToAMissingDeviceIsAnError) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  b.Placeholder(DType::kF32, Shape{}, "x");
+  placement::PlacementOptions options;
+  options.pins = {{"x", "/device:OPENCL:3", "t.toml:4:1"}};
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
+  ASSERT_FALSE(placed.ok());
+  EXPECT_NE(placed.status().message().find(
+                "placement.pins \"x\" = \"/device:OPENCL:3\" (t.toml:4:1): this process has no such device (devices: "
+                "/device:CPU:0"),
+            std::string::npos)
+      << placed.status().message();
+  options.pins = {{"x", "GPU-0", "t.toml:4:1"}};
+  placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
+  EXPECT_NE(placed.status().message().find("placement.pins \"x\" = \"GPU-0\" (t.toml:4:1): \"GPU-0\" is not a device name"),
+            std::string::npos)
+      << placed.status().message();
+}
+
+TEST(Placement, AMalformedDeviceInTheGraphNamesTheNode) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  {
+    auto d = b.DeviceScope("/device:CPU:zero");
+    b.Placeholder(DType::kF32, Shape{}, "x");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_FALSE(placed.ok());
+  EXPECT_EQ(placed.status().message().substr(0, 81),
+            "node 'x' (Placeholder) requests a device: \"/device:CPU:zero\" is not a device name");
+}
+
+TEST(Placement, AnAbsentRequestedDeviceFallsBackSoftlyOrFailsHard) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  {
+    auto d = b.DeviceScope("/device:CUDA:0");
+    b.Op("Neg", {x}, {}, "n");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto soft = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_TRUE(soft.ok()) << soft.status().ToString();
+  const std::size_t n = static_cast<std::size_t>(graph->Find("n")->id);
+  EXPECT_EQ(soft->placement.reason[n],
+            "soft placement: wanted /device:CUDA:0 (requested in the graph), but no device of this process matches "
+            "\"/device:CUDA:0\" (devices: /device:CPU:0); fell back to /device:CPU:0");
+  placement::PlacementOptions hard;
+  hard.soft = false;
+  auto failed = runtime::PlaceAndPartition(*graph, *env.devices(), hard);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(),
+            "cannot place node 'n' (Neg) on /device:CUDA:0 (requested in the graph): no device of this process matches "
+            "\"/device:CUDA:0\" (devices: /device:CPU:0)\nSoft placement is off (placement.soft = false); turn it on "
+            "to let the placer choose another device.");
+}
+
+// TESTDEV has Neg and Relu kernels only (f32).
+TEST(Placement, AKernelMissingOnTheRequestedDeviceFallsBackWithTheReason) {
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
+  {
+    auto d = b.DeviceScope("/device:TESTDEV:0");
+    b.Op("Exp", {b.Op("Neg", {x}, {}, "n")}, {}, "e");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  const std::size_t e = static_cast<std::size_t>(graph->Find("e")->id);
+  const std::size_t n = static_cast<std::size_t>(graph->Find("n")->id);
+  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[n])]->name(), "/device:TESTDEV:0");
+  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[e])]->name(), "/device:CPU:0");
+  EXPECT_NE(placed->placement.reason[e].find("soft placement: wanted /device:TESTDEV:0 (requested in the graph), but "
+                                             "the requested device cannot run it:\n  /device:TESTDEV:0 cannot: node 'e' "
+                                             "(Exp): no TESTDEV kernel for Exp with T=f32; the TESTDEV plugin has no "
+                                             "kernel for this op"),
+            std::string::npos)
+      << placed->placement.reason[e];
+  // And it runs: Exp(-x) across the two devices.
+  auto session = env.Session(std::move(*graph));
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::FromVector<float>({0, 1, 2})}}, {"e"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FLOAT_EQ(out[0].data<float>()[1], std::exp(-1.0f));
+}
+
+TEST(Placement, AGroupNoDeviceCanRunIsAnErrorWithTheChain) {
+  // A TESTDEV-only request on a group with a CPU-only member.
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  GraphBuilder b2;
+  Output x = b2.Placeholder(DType::kF32, Shape{3}, "x");
+  b2.Op("Relu", {x}, {}, "r");  // CPU and TESTDEV
+  b2.Op("Exp", {x}, {{"_colocate", AttrValue(std::vector<std::string>{"only_testdev"})}}, "cpu_only");
+  b2.Op("Neg", {x}, {}, "only_testdev");
+  auto graph = b2.Build();
+  ASSERT_TRUE(graph.ok());
+  placement::PlacementOptions options;
+  options.priority = {"TESTDEV", "CPU"};
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
+  // Neg runs on both, Exp on CPU only: the group goes to the CPU.
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(graph->Find("only_testdev")->id)])]->name(),
+            "/device:CPU:0");
+  // With the group asked onto TESTDEV and soft placement off: the chain.
+  options.soft = false;
+  options.pins = {{"only_testdev", "/device:TESTDEV:0", "t.toml:1:1"}};
+  placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
+  ASSERT_FALSE(placed.ok());
+  EXPECT_EQ(placed.status().message(),
+            "cannot place node 'cpu_only' (Exp) on /device:TESTDEV:0 (pinned by placement.pins \"only_testdev\" for "
+            "\"only_testdev\"): the requested device cannot run it:\n  /device:TESTDEV:0 cannot: node 'cpu_only' (Exp): "
+            "no TESTDEV kernel for Exp with T=f32; the TESTDEV plugin has no kernel for this op\nThe group that must "
+            "share a device:\n  node 'cpu_only' (Exp) (its _colocate attr names \"only_testdev\")\n  node "
+            "'only_testdev' (Neg), pinned by placement.pins \"only_testdev\": /device:TESTDEV:0\nSoft placement is off "
+            "(placement.soft = false); turn it on to let the placer choose another device.");
+}
+
+TEST(Placement, AnOpNoDeviceHasIsAnError) {
+  // Only TESTDEV (Neg and Relu): nothing can run Exp.
+  RuntimeEnv env("[plugins]\ndisable = [\"cpu\"]\n", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  ASSERT_EQ(env.devices()->Names(), (std::vector<std::string>{"/device:TESTDEV:0"}));
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
+  b.Op("Exp", {b.Op("Neg", {x}, {}, "n")}, {}, "e");
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_FALSE(placed.ok());
+  EXPECT_EQ(placed.status().message(),
+            "cannot place node 'e' (Exp): no device can run it.\n  /device:TESTDEV:0 cannot: node 'e' (Exp): no "
+            "TESTDEV kernel for Exp with T=f32; the TESTDEV plugin has no kernel for this op");
+}
+
+TEST(Placement, AFailingPartCancelsTheOthersWithoutAHang) {
+  // Relu on TESTDEV fails; the CPU part waits for its result in a _Recv.
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
+  Output r;
+  {
+    auto d = b.DeviceScope("/device:TESTDEV:0");
+    r = b.Op("Relu", {x}, {}, "hangs_up");
+  }
+  b.Op("Exp", {r}, {}, "after");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::FromVector<float>({1, 2, 3})}}, {"after"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kAborted);
+  EXPECT_EQ(s.message(), "node 'hangs_up' (Relu) on /device:TESTDEV:0: the frobnicator hung up (test)");
+}
+
+// Loads configs/models/fashion_mlp.wgt with a setter (Placeholder +
+// Assign) per variable, so both runs start from the same weights.
+Graph MlpWithSetters(std::vector<std::pair<std::string, Tensor>>* feeds) {
+  auto def = ReadGraphFile(WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt");
+  EXPECT_TRUE(def.ok()) << def.status().ToString();
+  auto base = Graph::FromGraphDef(*def);
+  EXPECT_TRUE(base.ok()) << base.status().ToString();
+  uint32_t state = 12345;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int32_t>(state >> 8) % 2001 - 1000) / 20000.0f;
+  };
+  std::vector<NodeDef> extra;
+  for (const Graph::Node& node : base->nodes()) {
+    if (node.op_name() != "VarHandle") continue;
+    const Shape shape = node.def.attrs.at("shape").get<Shape>();
+    NodeDef ph;
+    ph.name = StrCat("set/", node.name(), "/value");
+    ph.op = "Placeholder";
+    ph.attrs = {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(shape)}};
+    NodeDef assign;
+    assign.name = StrCat("set/", node.name());
+    assign.op = "Assign";
+    assign.inputs = {node.name(), ph.name};
+    extra.push_back(ph);
+    extra.push_back(assign);
+    auto value = Tensor::Allocate(DType::kF32, shape);
+    for (int64_t i = 0; i < value->num_elements(); ++i) value->data<float>()[i] = next();
+    feeds->push_back({ph.name, *value});
+  }
+  for (NodeDef& n : extra) def->nodes.push_back(std::move(n));
+  auto graph = Graph::FromGraphDef(std::move(*def));
+  EXPECT_TRUE(graph.ok()) << graph.status().ToString();
+  return std::move(*graph);
+}
+
+std::vector<Tensor> RunMlp(const std::string& config, const placement::PlacementOptions& options, std::size_t* parts) {
+  RuntimeEnv env(config);
+  std::vector<std::pair<std::string, Tensor>> setters;
+  Graph graph = MlpWithSetters(&setters);
+  auto placed = runtime::PlaceAndPartition(graph, *env.devices(), options);
+  EXPECT_TRUE(placed.ok()) << placed.status().ToString();
+  *parts = placed.ok() ? std::max<std::size_t>(1, placed->partitions.size()) : 0;
+  runtime::SessionOptions session_options;
+  session_options.placement = options;
+  auto session = env.Session(std::move(graph), session_options);
+  std::vector<std::string> targets;
+  for (const auto& [name, value] : setters) targets.push_back(name.substr(0, name.size() - 6));
+  Status s = session->Run(setters, {}, targets, nullptr);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  auto images = Tensor::Allocate(DType::kF32, Shape{8, 784});
+  auto labels = Tensor::Allocate(DType::kI64, Shape{8});
+  for (int64_t i = 0; i < images->num_elements(); ++i) images->data<float>()[i] = static_cast<float>((i * 37) % 256) / 255.0f;
+  for (int64_t i = 0; i < 8; ++i) labels->data<int64_t>()[i] = (i * 3) % 10;
+  std::vector<Tensor> out;
+  s = session->Run({{"images", *images}, {"labels", *labels}}, {"loss", "probabilities", "accuracy"}, {}, &out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // In plain host memory: the devices close with |env|.
+  std::vector<Tensor> copies;
+  for (const Tensor& t : out) copies.push_back(*t.DeepCopy());
+  return copies;
+}
+
+TEST(Placement, TheSampleMlpSplitAcrossTwoCpusEqualsOneCpu) {
+  std::size_t parts_one = 0, parts_two = 0;
+  const std::vector<Tensor> one = RunMlp("", {}, &parts_one);
+  placement::PlacementOptions split;
+  split.pins = {{"dense2/*", "/device:CPU:1", "test"}, {"loss", "/device:CPU:1", "test"}};
+  const std::vector<Tensor> two = RunMlp(kTwoCpus, split, &parts_two);
+  EXPECT_EQ(parts_one, 1u);
+  EXPECT_EQ(parts_two, 2u);
+  ASSERT_EQ(one.size(), 3u);
+  ASSERT_EQ(two.size(), 3u);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    ASSERT_EQ(one[i].shape(), two[i].shape());
+    EXPECT_EQ(std::memcmp(one[i].raw_data(), two[i].raw_data(), one[i].byte_size()), 0) << "fetch " << i;
+  }
+  EXPECT_TRUE(std::isfinite(one[0].scalar<float>()));
+}
+
+TEST(Placement, TimeoutsCancelEveryPart) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output q = b.Op("FIFOQueue", {}, {{"component_types", AttrValue(std::vector<DType>{DType::kF32})}}, "q");
+  Output got;
+  {
+    auto d = b.DeviceScope("/device:CPU:0");
+    got = b.Op("QueueDequeueMany", {q, b.Scalar<int32_t>(1)},
+               {{"component_types", AttrValue(std::vector<DType>{DType::kF32})}}, "deq");
+  }
+  {
+    auto d = b.DeviceScope("/device:CPU:1");
+    b.Op("Neg", {got}, {}, "after");
+  }
+  auto graph = b.Build();
+  if (!graph.ok()) GTEST_SKIP() << graph.status().ToString();
+  auto session = env.Session(std::move(*graph));
+  runtime::RunOptions options;
+  options.timeout_ms = 200;
+  std::vector<Tensor> out;
+  Status s = session->Run({}, {"after"}, {}, &out, options);
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s.ToString();
+}
+
+TEST(PlacementConfig, PinsPriorityAndSoftComeFromToml) {
+  auto config = config::ParseConfig(
+      "[placement]\nsoft = false\npriority = [\"OPENCL\", \"CPU\"]\n[placement.pins]\n\"z/*\" = \"/device:CPU:1\"\n"
+      "\"a/*\" = \"/device:OPENCL:0\"\n",
+      "t.toml", "/");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_FALSE(config->placement.soft);
+  EXPECT_EQ(config->placement.priority, (std::vector<std::string>{"OPENCL", "CPU"}));
+  ASSERT_EQ(config->placement.pins.size(), 2u);
+  EXPECT_EQ(config->placement.pins[0].pattern, "z/*");  // file order, not sorted
+  EXPECT_EQ(config->placement.pins[0].where, "t.toml:5:1");
+  EXPECT_EQ(config->placement.pins[1].device, "/device:OPENCL:0");
+  auto options = runtime::PlacementOptionsFromConfig(*config);
+  EXPECT_EQ(options.pins[1].pattern, "a/*");
+  auto defaults = config::ParseConfig("", "t.toml", "/");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(runtime::PlacementOptionsFromConfig(*defaults).soft);
+  EXPECT_EQ(runtime::PlacementOptionsFromConfig(*defaults).priority,
+            (std::vector<std::string>{"CUDA", "HIP", "CPU", "OPENCL"}));
+}
+
+TEST(PlacementConfig, BadPinsAreReportedWithTheirPositions) {
+  auto not_string = config::ParseConfig("[placement.pins]\n\"a/*\" = 3\n", "t.toml", "/");
+  ASSERT_FALSE(not_string.ok());
+  EXPECT_EQ(not_string.status().message(), "t.toml:2:9: placement.pins.a/*: expected a device name such as \"/device:CPU:1\"");
+  auto not_table = config::ParseConfig("[placement]\npins = \"dense1\"\n", "t.toml", "/");
+  ASSERT_FALSE(not_table.ok());
+  EXPECT_NE(not_table.status().message().find("placement.pins: expected a table of \"node name pattern\" = \"device\""),
+            std::string::npos)
+      << not_table.status().message();
+  auto empty = config::ParseConfig("[placement.pins]\n\"a\" = \"\"\n", "t.toml", "/");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("placement.pins.a: the device is empty"), std::string::npos);
+  auto typo = config::ParseConfig("[placement]\nsoftt = true\n", "t.toml", "/");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("did you mean"), std::string::npos) << typo.status().message();
+}
+
+}  // namespace
+}  // namespace weft

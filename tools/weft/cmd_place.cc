@@ -1,0 +1,124 @@
+// `weft place GRAPH [--explain] [--json]`: where each node of a graph runs
+// on this machine's devices under the config's [placement], and the
+// _Send/_Recv pairs partitioning adds where devices meet.
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "core/graph/serialize.h"
+#include "core/runtime/placement_support.h"
+#include "tools/weft/commands.h"
+#include "tools/weft/output.h"
+
+namespace weft::cli {
+namespace {
+
+struct PlaceArgs {
+  std::string graph;
+  bool explain = false;
+  bool json = false;
+};
+
+int Run(Context& ctx, const PlaceArgs& args) {
+  auto def = ReadGraphFile(args.graph);
+  if (!def.ok()) return ReportError(def.status());
+  auto graph = Graph::FromGraphDef(std::move(*def));
+  if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
+  auto host = ctx.Plugins();
+  if (!host.ok()) return ReportError(host.status());
+  auto devices = runtime::DeviceSet::Open(**host);
+  if (!devices.ok()) return ReportError(devices.status());
+  auto placed = runtime::PlaceAndPartition(*graph, **devices, runtime::PlacementOptionsFromConfig(ctx.config()));
+  if (!placed.ok()) return ReportError(placed.status().WithContext(StrCat("placing ", args.graph)));
+  const auto& p = placed->placement;
+  auto device_of = [&](int id) { return placed->devices[static_cast<std::size_t>(p.device[static_cast<std::size_t>(id)])]->name(); };
+
+  if (args.json) {
+    JsonWriter j(std::cout);
+    j.BeginObject();
+    j.Key("nodes");
+    j.BeginArray();
+    for (const Graph::Node& node : graph->nodes()) {
+      j.BeginObject();
+      j.Key("name");
+      j.String(node.name());
+      j.Key("op");
+      j.String(node.op_name());
+      j.Key("device");
+      j.String(device_of(node.id));
+      j.Key("reason");
+      j.String(p.reason[static_cast<std::size_t>(node.id)]);
+      j.EndObject();
+    }
+    j.EndArray();
+    j.Key("transfers");
+    j.BeginArray();
+    for (const auto& t : placed->transfers) {
+      j.BeginObject();
+      j.Key("tensor");
+      j.String(t.tensor);
+      j.Key("from");
+      j.String(placed->devices[static_cast<std::size_t>(t.src_device)]->name());
+      j.Key("to");
+      j.String(placed->devices[static_cast<std::size_t>(t.dst_device)]->name());
+      j.Key("send");
+      j.String(t.send_node);
+      j.Key("recv");
+      j.String(t.recv_node);
+      j.Key("type");
+      j.String(StrCat(DTypeName(t.dtype), t.shape.ToString()));
+      j.EndObject();
+    }
+    j.EndArray();
+    j.EndObject();
+    std::cout << '\n';
+    return kExitOk;
+  }
+
+  std::map<std::string, int> per_device;
+  for (const Graph::Node& node : graph->nodes()) ++per_device[device_of(node.id)];
+  std::cout << args.graph << ": " << graph->num_nodes() << " nodes on " << per_device.size() << " device"
+            << (per_device.size() == 1 ? "" : "s") << "\n";
+  for (const auto& [device, count] : per_device) std::cout << "  " << device << ": " << count << " nodes\n";
+  if (args.explain) {
+    std::cout << "\nNodes:\n";
+    Table table({"  node", "op", "device", "why"});
+    for (const Graph::Node& node : graph->nodes()) {
+      table.AddRow({"  " + node.name(), node.op_name(), device_of(node.id), p.reason[static_cast<std::size_t>(node.id)]});
+    }
+    table.Print(std::cout);
+  }
+  if (placed->transfers.empty()) {
+    std::cout << "\nNo transfers: the graph runs on one device.\n";
+  } else {
+    std::cout << "\nSend/Recv pairs (" << placed->transfers.size() << "):\n";
+    Table table({"  tensor", "type", "from", "to", "send", "recv", "read by"});
+    for (const auto& t : placed->transfers) {
+      table.AddRow({"  " + t.tensor, t.tensor[0] == '^' ? "control" : StrCat(DTypeName(t.dtype), t.shape.ToString()),
+                    placed->devices[static_cast<std::size_t>(t.src_device)]->name(),
+                    placed->devices[static_cast<std::size_t>(t.dst_device)]->name(), t.send_node, t.recv_node,
+                    StrJoin(t.consumers, ", ")});
+    }
+    table.Print(std::cout);
+  }
+  if (!p.fallbacks.empty() && !args.explain) {
+    std::cout << "\nSoft placement moved " << p.fallbacks.size() << " node group"
+              << (p.fallbacks.size() == 1 ? "" : "s") << " off their requested device; --explain says why.\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddPlaceCommand(CLI::App& app, Runner& run) {
+  auto args = std::make_shared<PlaceArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "place", "Show where each node of a graph runs on this machine's devices, and the Send/Recv pairs between them");
+  cmd->add_option("GRAPH", args->graph, "A .wg or .wgt graph file")->required();
+  cmd->add_flag("--explain", args->explain, "List every node with its device and the reason it went there");
+  cmd->add_flag("--json", args->json, "Print nodes and transfers as JSON");
+  cmd->footer("Placement follows the config's [placement] section: soft, priority and [placement.pins].");
+  cmd->callback([&run, args] { run = [args](Context& ctx) { return Run(ctx, *args); }; });
+}
+
+}  // namespace weft::cli
