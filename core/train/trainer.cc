@@ -20,6 +20,7 @@
 #include "core/data/readers.h"
 #include "core/graph/serialize.h"
 #include "core/runtime/device_set.h"
+#include "core/runtime/placement_support.h"
 #include "core/runtime/session.h"
 #include "core/train/optimizer.h"
 #include "core/train/schedule.h"
@@ -382,15 +383,28 @@ Status Run::Prepare() {
 
   WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(host_));
   devices_ = std::move(devices);
-  const runtime::RuntimeDevice* device = devices_->default_device();
-  if (device == nullptr) return FailedPreconditionError("no device to train on (`weft devices` lists them)");
-  const runtime::KernelTable* kernels = &device->kernels();
+  // A variable's update runs on the variable's device: place the model to
+  // learn where each variable goes, so the optimizer emits the fused apply
+  // op only where that device has it.
+  WEFT_ASSIGN_OR_RETURN(runtime::PlacedGraph model_placement,
+                        runtime::PlaceAndPartition(*model, *devices_, runtime::PlacementOptionsFromConfig(config_)));
+  std::map<std::string, const runtime::KernelTable*> variable_kernels;
+  for (const Graph::Node& node : model->nodes()) {
+    if (node.op_name() != "VarHandle") continue;
+    const int d = model_placement.placement.device[static_cast<std::size_t>(node.id)];
+    variable_kernels[node.name()] = &model_placement.devices[static_cast<std::size_t>(d)]->kernels();
+  }
+  const runtime::KernelTable* default_kernels = &devices_->default_device()->kernels();
   TrainingGraphOptions tgo;
   tgo.loss = m.loss;
   tgo.init = m.init;
   tgo.seed = config_.training.seed;
   tgo.clip_global_norm = config_.training.clip_global_norm;
-  tgo.has_kernel = [kernels](std::string_view op, const std::vector<std::pair<std::string, DType>>& types) {
+  tgo.variable_has_kernel = [variable_kernels, default_kernels](
+                                std::string_view variable, std::string_view op,
+                                const std::vector<std::pair<std::string, DType>>& types) {
+    auto it = variable_kernels.find(std::string(variable));
+    const runtime::KernelTable* kernels = it != variable_kernels.end() ? it->second : default_kernels;
     for (const weft_kernel_def_t* kernel : kernels->ForOp(op)) {
       bool fits = true;
       for (std::size_t i = 0; i < kernel->num_constraints; ++i) {

@@ -156,7 +156,13 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     const auto reads = reached.reads.find(handles[i].node());
     std::vector<Output> after = reads == reached.reads.end() ? std::vector<Output>{} : reads->second;
     auto wait = b.ControlDependencies(after);
-    WEFT_ASSIGN_OR_RETURN(Output done, optimizer.BuildUpdate(b, args, options.has_kernel));
+    HasKernelFn has_kernel = options.has_kernel;
+    if (options.variable_has_kernel) {
+      has_kernel = [&options, &v](std::string_view op, const std::vector<std::pair<std::string, DType>>& types) {
+        return options.variable_has_kernel(v.name, op, types);
+      };
+    }
+    WEFT_ASSIGN_OR_RETURN(Output done, optimizer.BuildUpdate(b, args, has_kernel));
     updates.push_back(done);
   }
   {

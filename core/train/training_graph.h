@@ -10,6 +10,7 @@
 #ifndef WEFT_CORE_TRAIN_TRAINING_GRAPH_H_
 #define WEFT_CORE_TRAIN_TRAINING_GRAPH_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct TrainingGraphOptions {
   // Whether the device that will run a variable's update has a kernel for
   // an op (the optimizer then emits its fused apply op).
   HasKernelFn has_kernel;
+  // The same question for the variable named by the first argument (its
+  // update runs where the variable lives); when set, used instead of
+  // has_kernel.
+  std::function<bool(std::string_view variable, std::string_view op, const std::vector<std::pair<std::string, DType>>&)>
+      variable_has_kernel;
 };
 
 struct TrainedVariable {
