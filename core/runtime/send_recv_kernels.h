@@ -7,6 +7,7 @@
 #ifndef WEFT_CORE_RUNTIME_SEND_RECV_KERNELS_H_
 #define WEFT_CORE_RUNTIME_SEND_RECV_KERNELS_H_
 
+#include <functional>
 #include <memory>
 
 #include "core/graph/graph.h"
@@ -19,6 +20,14 @@ Expected<std::unique_ptr<OpKernel>> CreateSendRecvKernel(const Graph::Node& node
 // |value|, which lives on |src| (nullptr: host memory), as a tensor |dst|
 // kernels can read. Blocks until the copy is complete.
 Expected<Tensor> TransferTensor(const Tensor& value, const RuntimeDevice* src, const RuntimeDevice& dst);
+
+// The same without blocking: a copy out of device memory is watched with
+// an event of the source's stream, and |done| is called (from any thread)
+// when the value can be used on |dst| — for a device with its own memory,
+// once the copy into it is enqueued on |dst|'s stream, ahead of the kernels
+// that read it.
+void TransferTensorAsync(const Tensor& value, const RuntimeDevice* src, const RuntimeDevice& dst,
+                         std::function<void(Expected<Tensor>)> done);
 
 }  // namespace weft::runtime
 
