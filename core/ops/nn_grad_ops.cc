@@ -53,36 +53,6 @@ Status CheckCompatible(InferenceContext& c, const char* what, const Shape& got, 
 
 // --- Convolution ------------------------------------------------------------------
 
-// The forward output shape of a (depthwise) convolution of |in| with the
-// HWIO |filter| (both rank 4, dims possibly unknown), or an error saying
-// why the forward op would reject them.
-Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& filter, bool depthwise) {
-  const Layout l = LayoutOf(c.String("data_format"));
-  const auto& strides = c.Ints("strides");
-  const auto& dilations = c.Ints("dilations");
-  if (filter.dim(0) == 0 || filter.dim(1) == 0) {
-    return c.Error("the filter window ", filter.ToString(), " is empty; it must be at least 1x1");
-  }
-  const int64_t channels = in.dim(l.c);
-  if (channels >= 0 && filter.dim(2) >= 0 && channels != filter.dim(2)) {
-    return c.Error("the input has ", channels, " channels (", c.String("data_format"), " ", in.ToString(),
-                   ") but the filter expects ", filter.dim(2), " (HWIO ", filter.ToString(), ")");
-  }
-  const std::string& padding = c.String("padding");
-  auto h = WindowOutput(in.dim(l.h), filter.dim(0), strides[At(l.h)], dilations[At(l.h)], padding);
-  if (!h.ok()) return c.Error("height: ", h.status().message());
-  auto w = WindowOutput(in.dim(l.w), filter.dim(1), strides[At(l.w)], dilations[At(l.w)], padding);
-  if (!w.ok()) return c.Error("width: ", w.status().message());
-  int64_t out_c = filter.dim(3);
-  if (depthwise) out_c = filter.dim(2) < 0 || filter.dim(3) < 0 ? -1 : filter.dim(2) * filter.dim(3);
-  std::vector<int64_t> dims(4);
-  dims[At(l.n)] = in.dim(l.n);
-  dims[At(l.h)] = *h;
-  dims[At(l.w)] = *w;
-  dims[At(l.c)] = out_c;
-  return Shape(std::move(dims));
-}
-
 // Conv2DBackpropInput / DepthwiseConv2DBackpropInput (|to_filter| false:
 // inputs input_sizes, filter, out_backprop) and the *BackpropFilter ops
 // (true: input, filter_sizes, out_backprop).

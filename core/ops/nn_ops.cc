@@ -21,29 +21,8 @@ Status ConvShape(InferenceContext& c, bool depthwise) {
     c.set_output(0, Shape::UnknownDims(4));
     return Status();
   }
-  if (filter.dim(0) == 0 || filter.dim(1) == 0) {
-    return c.Error("the filter window ", filter.ToString(), " is empty; it must be at least 1x1");
-  }
-  const int64_t channels = in.dim(l.c);
-  if (channels >= 0 && filter.dim(2) >= 0 && channels != filter.dim(2)) {
-    return c.Error("the input has ", channels, " channels (", c.String("data_format"), " ", in.ToString(),
-                   ") but the filter expects ", filter.dim(2), " (HWIO ", filter.ToString(), ")");
-  }
-  const std::string& padding = c.String("padding");
-  auto h = WindowOutput(in.dim(l.h), filter.dim(0), strides[static_cast<std::size_t>(l.h)],
-                        dilations[static_cast<std::size_t>(l.h)], padding);
-  if (!h.ok()) return c.Error("height: ", h.status().message());
-  auto w = WindowOutput(in.dim(l.w), filter.dim(1), strides[static_cast<std::size_t>(l.w)],
-                        dilations[static_cast<std::size_t>(l.w)], padding);
-  if (!w.ok()) return c.Error("width: ", w.status().message());
-  const int64_t out_c = depthwise ? (filter.dim(2) < 0 || filter.dim(3) < 0 ? -1 : filter.dim(2) * filter.dim(3))
-                                  : filter.dim(3);
-  std::vector<int64_t> dims(4);
-  dims[static_cast<std::size_t>(l.n)] = in.dim(l.n);
-  dims[static_cast<std::size_t>(l.h)] = *h;
-  dims[static_cast<std::size_t>(l.w)] = *w;
-  dims[static_cast<std::size_t>(l.c)] = out_c;
-  c.set_output(0, Shape(dims));
+  WEFT_ASSIGN_OR_RETURN(Shape out, ConvOutput(c, in, filter, depthwise));
+  c.set_output(0, std::move(out));
   return Status();
 }
 

@@ -42,6 +42,12 @@ struct Layout {
 };
 Layout LayoutOf(const std::string& format);
 
+// The output shape of a (depthwise) convolution of |in| with the HWIO
+// |filter| (both rank 4, dims possibly unknown) under the node's
+// data_format, strides, dilations and padding attrs, or an error saying why
+// the op rejects them. Conv2D's shape function and the backprops' share it.
+Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& filter, bool depthwise);
+
 // Checks a 4-entry window attr (strides, ksize, dilations): entries >= 1,
 // and 1 in the batch and channel dimensions.
 Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<int64_t>& v, const Layout& l);
