@@ -9,6 +9,11 @@
 //   executor_chain        microseconds per node of a 10,000-node chain
 //   executor_fanout       microseconds per node of 10,000 independent nodes
 //   run_trivial           microseconds per Session::Run of a one-op graph
+//   transfer_h2d, transfer_d2h
+//                         GB/s of a 64 MiB copy host->device and device->host
+//                         through the first device with its own memory (the
+//                         OpenCL plugin on PoCL here), each copy waited for,
+//                         vs a plain memcpy of 64 MiB between host buffers
 //   train_mlp_sgd, train_mlp_adam (batch 128), train_cnn_sgd (batch 64)
 //                         milliseconds per training step (forward, backward,
 //                         update) of configs/models/fashion_{mlp,cnn}.wgt vs
@@ -43,6 +48,7 @@
 #include "core/train/optimizer.h"
 #include "core/train/training_graph.h"
 #include "core/ops/generated_ops.h"
+#include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
 #include "core/runtime/trace.h"
@@ -136,6 +142,7 @@ class Env {
     Check(session.status());
     return std::move(*session);
   }
+  const runtime::DeviceSet& devices() const { return *devices_; }
   static void Check(const Status& s) {
     if (!s.ok()) {
       std::cerr << "weft_bench: " << s.ToString() << "\n";
@@ -147,6 +154,43 @@ class Env {
   std::unique_ptr<plugin::PluginHost> host_;
   std::shared_ptr<runtime::DeviceSet> devices_;
 };
+
+// 64 MiB host->device (|to_device|) or device->host through the first
+// device whose memory the host cannot address, each copy synchronized,
+// against memcpy between two host buffers of the same size.
+void Transfer(Env& env, bool to_device) {
+  const char* name = to_device ? "transfer_h2d" : "transfer_d2h";
+  const runtime::RuntimeDevice* device = nullptr;
+  for (const auto& d : env.devices().devices()) {
+    if (!d->host_visible()) {
+      device = d.get();
+      break;
+    }
+  }
+  if (device == nullptr) {
+    std::cerr << "weft_bench: " << name << ": no device with its own memory is loaded (the opencl plugin with an ICD "
+              << "such as pocl-opencl-icd, or a GPU); skipped\n";
+    return;
+  }
+  constexpr uint64_t kBytes = 64ull << 20;
+  std::vector<char> host(kBytes, 1), other(kBytes, 2);
+  auto buffer = device->device().Allocate(kBytes);
+  Env::Check(buffer.status());
+  const weft_device_plugin_t* t = device->table();
+  auto sync = [&] { Env::Check(plugin::TakeStatus(t->stream_synchronize(device->handle(), device->stream()))); };
+  auto copy = [&] {
+    if (to_device) {
+      Env::Check(plugin::TakeStatus(t->copy_host_to_device(device->handle(), device->stream(), host.data(), *buffer, 0, kBytes)));
+    } else {
+      Env::Check(plugin::TakeStatus(t->copy_device_to_host(device->handle(), device->stream(), *buffer, 0, host.data(), kBytes)));
+    }
+    sync();
+  };
+  auto [weft_s, peer_s] = Interleaved(15, 2, copy, [&] { std::memcpy(other.data(), host.data(), kBytes); });
+  device->device().Free(*buffer);
+  std::cerr << "# " << name << " through " << device->name() << "\n";
+  Print(name, static_cast<double>(kBytes) / weft_s / 1e9, static_cast<double>(kBytes) / peer_s / 1e9, "GB/s", true);
+}
 
 Tensor Random(const Shape& shape, uint32_t seed) {
   Tensor t = *Tensor::Allocate(DType::kF32, shape);
@@ -400,7 +444,7 @@ int Main(int argc, char** argv) {
   }
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
-                 "conv_resnet executor_chain executor_fanout run_trivial train_mlp_sgd train_mlp_adam train_cnn_sgd\n";
+                 "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -418,6 +462,8 @@ int Main(int argc, char** argv) {
       {"executor_chain", [&] { ExecutorChain(env); }},
       {"executor_fanout", [&] { ExecutorFanout(env); }},
       {"run_trivial", [&] { RunTrivial(env); }},
+      {"transfer_h2d", [&] { Transfer(env, true); }},
+      {"transfer_d2h", [&] { Transfer(env, false); }},
       {"train_mlp_sgd", [&] { TrainBench("train_mlp_sgd", {"mlp", "sgd", 128}, argv[0]); }},
       {"train_mlp_adam", [&] { TrainBench("train_mlp_adam", {"mlp", "adam", 128}, argv[0]); }},
       {"train_cnn_sgd", [&] { TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]); }},
