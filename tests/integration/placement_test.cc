@@ -493,6 +493,30 @@ TEST(Placement, TheSampleMlpSplitAcrossTwoCpusEqualsOneCpu) {
   EXPECT_TRUE(std::isfinite(one[0].scalar<float>()));
 }
 
+TEST(Placement, TheSampleMlpWithItsForwardOnOpenClMatchesTheCpu) {
+  {
+    RuntimeEnv probe;
+    if (probe.devices()->Find("/device:OPENCL:0") == nullptr) {
+      GTEST_SKIP() << "no OpenCL device (the opencl plugin is not built, or no ICD such as pocl-opencl-icd)";
+    }
+  }
+  std::size_t parts_cpu = 0, parts_ocl = 0;
+  const std::vector<Tensor> cpu = RunMlp("", {}, &parts_cpu);
+  placement::PlacementOptions forward_on_opencl;
+  forward_on_opencl.pins = {{"dense*", "/device:OPENCL:0", "test"}};  // the loss stays on the CPU
+  const std::vector<Tensor> ocl = RunMlp("", forward_on_opencl, &parts_ocl);
+  EXPECT_EQ(parts_ocl, 2u);
+  ASSERT_EQ(ocl.size(), cpu.size());
+  for (std::size_t i = 0; i < 2; ++i) {  // loss, probabilities
+    ASSERT_EQ(cpu[i].shape(), ocl[i].shape());
+    for (int64_t k = 0; k < cpu[i].num_elements(); ++k) {
+      EXPECT_NEAR(ocl[i].data<float>()[k], cpu[i].data<float>()[k], 1e-5 + 1e-4 * std::fabs(cpu[i].data<float>()[k]))
+          << "fetch " << i << " element " << k;
+    }
+  }
+  EXPECT_EQ(ocl[2].scalar<float>(), cpu[2].scalar<float>());  // accuracy: the same argmax
+}
+
 TEST(Placement, TimeoutsCancelEveryPart) {
   RuntimeEnv env(kTwoCpus);
   GraphBuilder b;
