@@ -348,6 +348,32 @@ TEST(Placement, AKernelMissingOnTheRequestedDeviceFallsBackWithTheReason) {
   EXPECT_FLOAT_EQ(out[0].data<float>()[1], std::exp(-1.0f));
 }
 
+TEST(Placement, AShapeAwareQueryCanRefuseANode) {
+  // TESTDEV's Neg refuses inputs of rank >= 3 in its query.
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  GraphBuilder b;
+  Output small = b.Placeholder(DType::kF32, Shape{3}, "small");
+  Output big = b.Placeholder(DType::kF32, Shape{2, 2, 2}, "big");
+  {
+    auto d = b.DeviceScope("/device:TESTDEV:0");
+    b.Op("Neg", {small}, {}, "n_small");
+    b.Op("Neg", {big}, {}, "n_big");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok());
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  const std::size_t n_small = static_cast<std::size_t>(graph->Find("n_small")->id);
+  const std::size_t n_big = static_cast<std::size_t>(graph->Find("n_big")->id);
+  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[n_small])]->name(), "/device:TESTDEV:0");
+  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[n_big])]->name(), "/device:CPU:0");
+  EXPECT_NE(placed->placement.reason[n_big].find("/device:TESTDEV:0 cannot: node 'n_big' (Neg): TESTDEV kernel for "
+                                                 "Neg does not run these shapes: the test device negates vectors and "
+                                                 "matrices only"),
+            std::string::npos)
+      << placed->placement.reason[n_big];
+}
+
 TEST(Placement, AGroupNoDeviceCanRunIsAnErrorWithTheChain) {
   // A TESTDEV-only request on a group with a CPU-only member.
   RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});

@@ -160,8 +160,32 @@ weft_kernel_def_t AsyncF32Kernel(
   return k;
 }
 
+// Neg's shape-aware query: inputs of rank 3 or more are refused, and a
+// cost proportional to the known element count is reported.
+weft_status_t NegQuery(weft_device_t, const weft_kernel_init_t* init, weft_kernel_query_t* out) {
+  int32_t rank = -1;
+  const int64_t* dims = nullptr;
+  weft_status_t s = weft::sdk::host()->kernel->init_input_shape(init, 0, &rank, &dims);
+  if (s != nullptr) return s;
+  if (rank >= 3) {
+    out->unsupported = 1;
+    out->reason = "the test device negates vectors and matrices only";
+    return nullptr;
+  }
+  double elements = 1;
+  for (int32_t i = 0; i < rank; ++i) elements *= dims[i] > 0 ? static_cast<double>(dims[i]) : 1.0;
+  out->cost_ns = elements;
+  return nullptr;
+}
+
+weft_kernel_def_t WithQuery(weft_kernel_def_t k,
+                            weft_status_t (*query)(weft_device_t, const weft_kernel_init_t*, weft_kernel_query_t*)) {
+  k.query = query;
+  return k;
+}
+
 const weft_kernel_def_t kKernels[] = {
-    AsyncF32Kernel("Neg", AsyncNeg),
+    WithQuery(AsyncF32Kernel("Neg", AsyncNeg), NegQuery),
     AsyncF32Kernel("Relu", AsyncFail),
 };
 
