@@ -152,7 +152,11 @@ void Executor::Process(StepState* state, std::vector<int> stack) const {
       auto ctx = std::make_shared<OpKernelContext>(item.device, item.node, &state->inputs[static_cast<std::size_t>(item.input_start)],
                                                    item.num_inputs, outputs->data(), state->info);
       const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
-      item.kernel->ComputeAsync(*ctx, [this, state, id, outputs, ctx, start](Status status) {
+      // The callback owns the context and outputs, and drops them before
+      // the step can end (the callback may run inside ComputeAsync).
+      OpKernelContext& context = *ctx;
+      item.kernel->ComputeAsync(context, [this, state, id, outputs = std::move(outputs), ctx = std::move(ctx),
+                                          start](Status status) mutable {
         const NodeItem& done_item = items_[static_cast<std::size_t>(id)];
         if (state->trace != nullptr) {
           state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
@@ -170,6 +174,10 @@ void Executor::Process(StepState* state, std::vector<int> stack) const {
             Process(state, std::move(local));
           }
         }
+        // Let go of the context (and the tensors it holds) before the step
+        // can end: once it has, the caller may close the devices.
+        outputs.reset();
+        ctx.reset();
         if (state->outstanding.fetch_sub(1) == 1) Finish(state);
       });
       continue;
