@@ -31,6 +31,8 @@ placement::SupportFn KernelSupportFn(const DeviceSet& devices) {
 
 Expected<PlacedGraph> PlaceAndPartition(const Graph& graph, const DeviceSet& devices,
                                         const placement::PlacementOptions& options) {
+  // Shape-aware kernel queries read the node through the kernel services.
+  EnableKernelServices();
   PlacedGraph placed;
   for (const auto& d : devices.devices()) placed.devices.push_back(d.get());
   WEFT_ASSIGN_OR_RETURN(placed.placement,
