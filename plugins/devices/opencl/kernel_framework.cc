@@ -311,22 +311,21 @@ Launch& Launch::Local(size_t bytes) {
   return *this;
 }
 
-void Launch::Run(uint64_t global, size_t local) {
-  if (global == 0) return;
-  const size_t g = static_cast<size_t>((global + local - 1) / local * local);
-  const cl_int err = clEnqueueNDRangeKernel(ctx_.queue(), kernel_, 1, nullptr, &g, &local, 0, nullptr, nullptr);
-  if (err != CL_SUCCESS) {
-    throw sdk::Error(ClErrorCode(err), Str("clEnqueueNDRangeKernel(", name_, ") of program ", program_.name(),
-                                           " on ", ctx_.device().where(), ": ", ClErrorText(err)));
-  }
-}
+void Launch::Run(uint64_t global, size_t local) { RunN(1, &global, &local); }
 
 void Launch::Run2(uint64_t global_x, uint64_t global_y, size_t local_x, size_t local_y) {
-  if (global_x == 0 || global_y == 0) return;
-  const size_t g[2] = {static_cast<size_t>((global_x + local_x - 1) / local_x * local_x),
-                       static_cast<size_t>((global_y + local_y - 1) / local_y * local_y)};
-  const size_t l[2] = {local_x, local_y};
-  const cl_int err = clEnqueueNDRangeKernel(ctx_.queue(), kernel_, 2, nullptr, g, l, 0, nullptr, nullptr);
+  const uint64_t global[2] = {global_x, global_y};
+  const size_t local[2] = {local_x, local_y};
+  RunN(2, global, local);
+}
+
+void Launch::RunN(cl_uint dims, const uint64_t* global, const size_t* local) {
+  size_t g[3] = {1, 1, 1};
+  for (cl_uint i = 0; i < dims; ++i) {
+    if (global[i] == 0) return;
+    g[i] = static_cast<size_t>((global[i] + local[i] - 1) / local[i] * local[i]);
+  }
+  const cl_int err = clEnqueueNDRangeKernel(ctx_.queue(), kernel_, dims, nullptr, g, local, 0, nullptr, nullptr);
   if (err != CL_SUCCESS) {
     throw sdk::Error(ClErrorCode(err), Str("clEnqueueNDRangeKernel(", name_, ") of program ", program_.name(),
                                            " on ", ctx_.device().where(), ": ", ClErrorText(err)));

@@ -148,6 +148,8 @@ class Launch {
   // up; kernels check their index). Nothing runs for |global| == 0.
   void Run(uint64_t global, size_t local = 64);
   void Run2(uint64_t global_x, uint64_t global_y, size_t local_x, size_t local_y);
+  // |dims| (1 to 3) dimensions; global[i] is rounded up to local[i].
+  void RunN(cl_uint dims, const uint64_t* global, const size_t* local);
 
  private:
   void SetArg(size_t size, const void* value);
