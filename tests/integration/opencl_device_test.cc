@@ -110,7 +110,9 @@ TEST_F(OpenClDevice, DescribesItselfAsADeviceWithItsOwnMemory) {
   std::map<std::string, std::string> extra(props->extra.begin(), props->extra.end());
   EXPECT_EQ(extra.count("platform"), 1u);
   EXPECT_EQ(extra.count("fp64"), 1u);
-  EXPECT_EQ(device_->HostPointer(NewBuffer(16)), nullptr);
+  weft_buffer_t buffer = NewBuffer(16);
+  EXPECT_EQ(device_->HostPointer(buffer), nullptr);
+  device_->Free(buffer);
 }
 
 TEST_F(OpenClDevice, CopiesRoundTrip64MiBAndZeroBytes) {

@@ -146,6 +146,8 @@ Device::Device(int ordinal, const Found& found, const Selection& selection)
   align_ = std::max<uint64_t>(DeviceValue<cl_uint>(device_, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8, 1);
   const std::string extensions = DeviceString(device_, CL_DEVICE_EXTENSIONS);
   fp64_ = extensions.find("cl_khr_fp64") != std::string::npos;
+  exact_divide_sqrt_ =
+      (DeviceValue<cl_device_fp_config>(device_, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 
   extra_text_ = {
       {"platform", found.platform_name},
@@ -245,6 +247,9 @@ Program& Device::GetProgram(const std::string& name, const std::string& defines)
   Check(err, "clCreateProgramWithSource");
   std::string options = "-cl-std=CL1.2 " + defines;
   if (fp64_) options += " -DWEFT_HAS_FP64=1";
+  // IEEE division and square roots where the device can, so that results
+  // (Adam's update, softmax) match the CPU's bit for bit more often.
+  if (exact_divide_sqrt_) options += " -cl-fp32-correctly-rounded-divide-sqrt";
   err = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
   if (err != CL_SUCCESS) {
     std::string log;

@@ -115,6 +115,7 @@ class Device {
   std::string kernel_source_dir_;
   std::string where_;
   bool fp64_ = false;
+  bool exact_divide_sqrt_ = false;  // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
   uint64_t align_ = 128;
   uint64_t max_alloc_ = 0;
 
