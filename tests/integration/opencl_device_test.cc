@@ -345,7 +345,7 @@ std::vector<float> Values(std::size_t n, uint32_t seed) {
   return v;
 }
 
-TEST(OpenClKernels, LongSumsAndLargeProductsMatchAReference) {
+TEST(OpenClKernels, LongSumsMatchAnExactReference) {
   testing::RuntimeEnv env;
   // Sums of 20000 small integers are exact in float and double, whatever
   // the order: the reference is integer arithmetic. Few outputs and a long
@@ -355,35 +355,75 @@ TEST(OpenClKernels, LongSumsAndLargeProductsMatchAReference) {
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int64_t>(i % 7) - 3);
   std::vector<int64_t> want(3, 0);
   for (std::size_t i = 0; i < x.size(); ++i) want[i % 3] += static_cast<int64_t>(i % 7) - 3;
-
-  // MatMul of odd sizes, both transposed, against a double loop.
-  const int64_t m = 130, k = 70, n = 90;
-  const std::vector<float> a = Values(static_cast<std::size_t>(k * m), 5), bt = Values(static_cast<std::size_t>(n * k), 6);
   GraphBuilder b;
   {
     auto scope = b.DeviceScope(kDevice);
     const Output input = b.Const(Tensor::FromVector<float>(x, Shape{rows, 3}));
     b.Op("Sum", {input}, {{"axis", AttrValue(std::vector<int64_t>{0})}}, "sum");
     b.Op("BiasAddGrad", {input}, {}, "bias_grad");
-    b.Op("MatMul",
-         {b.Const(Tensor::FromVector<float>(a, Shape{k, m})), b.Const(Tensor::FromVector<float>(bt, Shape{n, k}))},
-         {{"transpose_a", AttrValue(true)}, {"transpose_b", AttrValue(true)}}, "matmul");
   }
   auto session = env.Session(b);
   ASSERT_NE(session, nullptr);
   std::vector<Tensor> out;
-  Status s = session->Run({}, {"sum", "bias_grad", "matmul"}, {}, &out);
+  Status s = session->Run({}, {"sum", "bias_grad"}, {}, &out);
   ASSERT_TRUE(s.ok()) << Message(s);
   for (int j = 0; j < 3; ++j) {
     EXPECT_EQ(out[0].data<float>()[j], static_cast<float>(want[static_cast<std::size_t>(j)])) << j;
     EXPECT_EQ(out[1].data<float>()[j], static_cast<float>(want[static_cast<std::size_t>(j)])) << j;
   }
-  ASSERT_EQ(out[2].shape(), (Shape{m, n}));
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double ref = 0;
-      for (int64_t p = 0; p < k; ++p) ref += static_cast<double>(a[static_cast<std::size_t>(p * m + i)]) * bt[static_cast<std::size_t>(j * k + p)];
-      ASSERT_NEAR(out[2].data<float>()[i * n + j], ref, 1e-5) << i << "," << j;
+}
+
+// Both MatMul kernels (devices.opencl.matmul_kernel), with sizes that fill
+// neither their tiles nor their vectors, every transposition, and a batch
+// broadcast, against a double loop.
+TEST(OpenClKernels, BothMatMulKernelsMatchAReference) {
+  const int64_t m = 130, k = 70, n = 90;
+  for (const char* kernel : {"tiled", "blocked"}) {
+    testing::RuntimeEnv env(StrCat("[devices.opencl]\nmatmul_kernel = \"", kernel, "\"\n"));
+    auto props = env.devices()->Find(kDevice)->device().Properties();
+    ASSERT_TRUE(props.ok());
+    bool reported = false;
+    for (const auto& [key, value] : props->extra) reported = reported || (key == "matmul_kernel" && value == kernel);
+    EXPECT_TRUE(reported) << kernel;
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+      SCOPED_TRACE(StrCat(kernel, " transpose_a=", ta, " transpose_b=", tb));
+      const std::vector<float> a = Values(static_cast<std::size_t>(m * k), 5 + t);
+      const std::vector<float> bv = Values(static_cast<std::size_t>(k * n), 9 + t);
+      // A(i, p) and B(p, j) as stored.
+      auto at = [&](int64_t i, int64_t p) { return a[static_cast<std::size_t>(ta ? p * m + i : i * k + p)]; };
+      auto bt = [&](int64_t p, int64_t j) { return bv[static_cast<std::size_t>(tb ? j * k + p : p * n + j)]; };
+      GraphBuilder b;
+      {
+        auto scope = b.DeviceScope(kDevice);
+        b.Op("MatMul",
+             {b.Const(Tensor::FromVector<float>(a, ta ? Shape{k, m} : Shape{m, k})),
+              b.Const(Tensor::FromVector<float>(bv, tb ? Shape{n, k} : Shape{k, n}))},
+             {{"transpose_a", AttrValue(ta)}, {"transpose_b", AttrValue(tb)}}, "matmul");
+        // Two batches of A against one B, broadcast.
+        std::vector<float> two = a;
+        two.insert(two.end(), a.begin(), a.end());
+        b.Op("BatchMatMul",
+             {b.Const(Tensor::FromVector<float>(two, ta ? Shape{2, k, m} : Shape{2, m, k})),
+              b.Const(Tensor::FromVector<float>(bv, tb ? Shape{1, n, k} : Shape{1, k, n}))},
+             {{"adj_x", AttrValue(ta)}, {"adj_y", AttrValue(tb)}}, "batched");
+      }
+      auto session = env.Session(b);
+      ASSERT_NE(session, nullptr);
+      std::vector<Tensor> out;
+      Status s = session->Run({}, {"matmul", "batched"}, {}, &out);
+      ASSERT_TRUE(s.ok()) << Message(s);
+      ASSERT_EQ(out[0].shape(), (Shape{m, n}));
+      ASSERT_EQ(out[1].shape(), (Shape{2, m, n}));
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double ref = 0;
+          for (int64_t p = 0; p < k; ++p) ref += static_cast<double>(at(i, p)) * bt(p, j);
+          ASSERT_NEAR(out[0].data<float>()[i * n + j], ref, 1e-5) << i << "," << j;
+          ASSERT_NEAR(out[1].data<float>()[i * n + j], ref, 1e-5) << i << "," << j;
+          ASSERT_NEAR(out[1].data<float>()[m * n + i * n + j], ref, 1e-5) << i << "," << j;
+        }
+      }
     }
   }
 }

@@ -149,6 +149,9 @@ Device::Device(int ordinal, const Found& found, const Selection& selection)
   exact_divide_sqrt_ =
       (DeviceValue<cl_device_fp_config>(device_, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 
+  const bool emulated_local = DeviceValue<cl_device_local_mem_type>(device_, CL_DEVICE_LOCAL_MEM_TYPE) == CL_GLOBAL;
+  blocked_matmul_ = selection.matmul_kernel == "auto" ? emulated_local : selection.matmul_kernel == "blocked";
+
   extra_text_ = {
       {"platform", found.platform_name},
       {"device_type", TypeName(DeviceValue<cl_device_type>(device_, CL_DEVICE_TYPE))},
@@ -157,6 +160,7 @@ Device::Device(int ordinal, const Found& found, const Selection& selection)
       {"local_memory", std::to_string(DeviceValue<cl_ulong>(device_, CL_DEVICE_LOCAL_MEM_SIZE) >> 10) + " KiB"},
       {"max_work_group_size", std::to_string(DeviceValue<size_t>(device_, CL_DEVICE_MAX_WORK_GROUP_SIZE))},
       {"fp64", fp64_ ? "yes" : "no"},
+      {"matmul_kernel", blocked_matmul_ ? "blocked" : "tiled"},
   };
   for (const auto& [key, value] : extra_text_) extra_.push_back({sizeof(weft_property_t), key.c_str(), value.c_str()});
 

@@ -24,6 +24,7 @@ struct Selection {
   std::string platform;           // a substring of the platform's name; empty: every platform
   std::string device_type = "all";  // all, gpu, cpu or accelerator
   std::string kernel_source_dir;  // <program>.cl files that replace the built-in sources
+  std::string matmul_kernel = "auto";  // auto, tiled or blocked (see kernels/matmul.cl)
 };
 
 // One device the selection found.
@@ -89,6 +90,9 @@ class Device {
   // "pthread-skylake-avx512 (/device:OPENCL:0)", for messages.
   const std::string& where() const { return where_; }
   bool has_fp64() const { return fp64_; }
+  // Whether MatMul uses matmul_blocked rather than the local-memory tiled
+  // kernel: by default where local memory is ordinary global memory.
+  bool blocked_matmul() const { return blocked_matmul_; }
   uint64_t base_align_bytes() const { return align_; }
 
   // Throws "<call> on <where>: <error>" unless |code| is CL_SUCCESS.
@@ -116,6 +120,7 @@ class Device {
   std::string where_;
   bool fp64_ = false;
   bool exact_divide_sqrt_ = false;  // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
+  bool blocked_matmul_ = false;
   uint64_t align_ = 128;
   uint64_t max_alloc_ = 0;
 

@@ -53,6 +53,7 @@ weft_status_t Configure(const weft_options_t* options) {
     s.platform = sdk::GetString(options, "platform");
     s.device_type = sdk::GetString(options, "device_type");
     s.kernel_source_dir = sdk::GetString(options, "kernel_source_dir");
+    s.matmul_kernel = sdk::GetString(options, "matmul_kernel");
     std::lock_guard<std::mutex> lock(g_mutex);
     g_selection = std::move(s);
   });
@@ -334,6 +335,7 @@ const weft_device_plugin_t& DeviceTable() {
 }
 
 const char* const kDeviceTypes[] = {"all", "gpu", "cpu", "accelerator"};
+const char* const kMatMulKernels[] = {"auto", "tiled", "blocked"};
 
 const weft_option_def_t kOptions[] = {
     {sizeof(weft_option_def_t), "platform", WEFT_OPTION_STRING, "\"\"",
@@ -346,6 +348,10 @@ const weft_option_def_t kOptions[] = {
      "A folder whose <program>.cl files replace the plugin's built-in OpenCL C sources of that name (for kernel "
      "development); empty uses the built-in ones.",
      0, 0, 0, 0, nullptr, 0},
+    {sizeof(weft_option_def_t), "matmul_kernel", WEFT_OPTION_STRING, "\"auto\"",
+     "The MatMul kernel: \"tiled\" (tiles in local memory, for GPUs), \"blocked\" (register blocks, no local memory, "
+     "for CPU devices such as PoCL's), or \"auto\": blocked where the device's local memory is ordinary memory.",
+     0, 0, 0, 0, kMatMulKernels, sizeof kMatMulKernels / sizeof kMatMulKernels[0]},
 };
 
 const weft_plugin_t* Describe() {

@@ -1,6 +1,8 @@
 // MatMul and BatchMatMul (matmul.cl): a tiled kernel with 64x64 tiles of
-// the product per work-group. Dtypes: f32, f64, i32 and i64 (integer
-// products wrap).
+// the product in local memory per work-group, or, on devices whose local
+// memory is ordinary memory, a register-blocked kernel without barriers
+// (devices.opencl.matmul_kernel chooses; see matmul.cl). Dtypes: f32, f64,
+// i32 and i64 (integer products wrap).
 #include "../kernel_framework.h"
 
 namespace weft::opencl {
@@ -9,25 +11,60 @@ namespace {
 constexpr int64_t kTile = 64;  // TS in matmul.cl
 constexpr size_t kGroup = 16;  // WG in matmul.cl
 
+// C = A x B for each batch; |b_matrices| is how many matrices |b| holds
+// (before the batch broadcast), for the transposition the blocked kernel
+// needs.
 void Multiply(Context& ctx, Program& program, const Tensor& a, const Tensor& b, const Tensor& c, int64_t m, int64_t n,
               int64_t k, bool ta, bool tb, const BroadcastPlan<2>& batch, int64_t batches) {
   if (c.num_elements == 0) return;
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
     Fail("matrices of ", m, "x", k, " and ", k, "x", n, " are too large for the OpenCL kernel (2^31 - 1 per side)");
   }
-  const uint64_t global[3] = {static_cast<uint64_t>((n + kTile - 1) / kTile) * kGroup,
-                              static_cast<uint64_t>((m + kTile - 1) / kTile) * kGroup,
+  if (!ctx.device().blocked_matmul()) {
+    const uint64_t global[3] = {static_cast<uint64_t>((n + kTile - 1) / kTile) * kGroup,
+                                static_cast<uint64_t>((m + kTile - 1) / kTile) * kGroup,
+                                static_cast<uint64_t>(batches)};
+    const size_t local[3] = {kGroup, kGroup, 1};
+    Launch(ctx, program, "matmul")
+        .Buf(a)
+        .Buf(b)
+        .Buf(c)
+        .Val(static_cast<cl_int>(m))
+        .Val(static_cast<cl_int>(n))
+        .Val(static_cast<cl_int>(k))
+        .Val<cl_int>(ta ? 1 : 0)
+        .Val<cl_int>(tb ? 1 : 0)
+        .Val(batch.rank)
+        .Val(batch.dims)
+        .Val(batch.strides[0])
+        .Val(batch.strides[1])
+        .RunN(3, global, local);
+    return;
+  }
+  // The blocked kernel reads rows of B: a transposed B is transposed back
+  // first (K*N copies against M*N*K products).
+  Tensor rows = b;
+  if (tb && b.num_elements > 0) {
+    rows = ctx.allocate_temp(b.dtype, b.dims);
+    Launch(ctx, program, "transpose")
+        .Buf(b)
+        .Buf(rows)
+        .Val<cl_ulong>(n)
+        .Val<cl_ulong>(k)
+        .Val<cl_ulong>(b.num_elements)
+        .Run(b.num_elements);
+  }
+  const uint64_t global[3] = {static_cast<uint64_t>((n + 7) / 8), static_cast<uint64_t>((m + 3) / 4),
                               static_cast<uint64_t>(batches)};
-  const size_t local[3] = {kGroup, kGroup, 1};
-  Launch(ctx, program, "matmul")
+  const size_t local[3] = {8, 8, 1};
+  Launch(ctx, program, "matmul_blocked")
       .Buf(a)
-      .Buf(b)
+      .Buf(rows)
       .Buf(c)
       .Val(static_cast<cl_int>(m))
       .Val(static_cast<cl_int>(n))
       .Val(static_cast<cl_int>(k))
       .Val<cl_int>(ta ? 1 : 0)
-      .Val<cl_int>(tb ? 1 : 0)
       .Val(batch.rank)
       .Val(batch.dims)
       .Val(batch.strides[0])
