@@ -193,3 +193,47 @@ __kernel void avg_pool_grad(__global const T* dy, __global T* dx, const int16 g,
   }
   dx[i] = acc;
 }
+
+// --- im2col: convolutions as matrix products (conv.cc) ---------------------------------
+//
+// The column matrix of an input has one row per output position (n, oh, ow)
+// and one column per filter tap (kh, kw, c), HWIO order, so that
+// col x filter (as [KH*KW*C, OC]) is the NHWC output.
+
+__kernel void im2col(__global const T* x, __global T* col, const int16 g, const ulong n) {
+  const ulong i = get_global_id(0);
+  if (i >= n) return;
+  const ulong taps = (ulong)g.s7 * g.s8 * g.s3;
+  const ulong row = i / taps, tap = i % taps;
+  const int c = (int)(tap % g.s3);
+  const int kw = (int)((tap / g.s3) % g.s8);
+  const int kh = (int)(tap / ((ulong)g.s3 * g.s8));
+  const int ow = (int)(row % g.s5);
+  const int oh = (int)((row / g.s5) % g.s4);
+  const int b = (int)(row / ((ulong)g.s5 * g.s4));
+  const int ih = oh * g.s9 - g.sD + kh * g.sB;
+  const int iw = ow * g.sA - g.sE + kw * g.sC;
+  col[i] = (ih < 0 || ih >= g.s1 || iw < 0 || iw >= g.s2) ? (T)0 : x[in_at(g, b, ih, iw, c)];
+}
+
+// dx[n, ih, iw, c]: the sum of the column matrix's entries that read it.
+__kernel void col2im(__global const T* col, __global T* dx, const int16 g, const ulong n) {
+  const ulong i = get_global_id(0);
+  if (i >= n) return;
+  const int4 p = unflatten(g, i, g.s1, g.s2, g.s3);
+  const ulong taps = (ulong)g.s7 * g.s8 * g.s3;
+  T acc = 0;
+  for (int kh = 0; kh < g.s7; ++kh) {
+    const int th = p.y + g.sD - kh * g.sB;
+    if (th < 0 || th % g.s9 != 0 || th / g.s9 >= g.s4) continue;
+    const int oh = th / g.s9;
+    for (int kw = 0; kw < g.s8; ++kw) {
+      const int tw = p.z + g.sE - kw * g.sC;
+      if (tw < 0 || tw % g.sA != 0 || tw / g.sA >= g.s5) continue;
+      const int ow = tw / g.sA;
+      const ulong row = ((ulong)p.x * g.s4 + oh) * g.s5 + ow;
+      acc += col[row * taps + ((ulong)kh * g.s8 + kw) * g.s3 + p.w];
+    }
+  }
+  dx[i] = acc;
+}

@@ -3,7 +3,7 @@
 // memory is ordinary memory, a register-blocked kernel without barriers
 // (devices.opencl.matmul_kernel chooses; see matmul.cl). Dtypes: f32, f64,
 // i32 and i64 (integer products wrap).
-#include "../kernel_framework.h"
+#include "matmul.h"
 
 namespace weft::opencl {
 namespace {
@@ -11,9 +11,8 @@ namespace {
 constexpr int64_t kTile = 64;  // TS in matmul.cl
 constexpr size_t kGroup = 16;  // WG in matmul.cl
 
-// C = A x B for each batch; |b_matrices| is how many matrices |b| holds
-// (before the batch broadcast), for the transposition the blocked kernel
-// needs.
+}  // namespace
+
 void Multiply(Context& ctx, Program& program, const Tensor& a, const Tensor& b, const Tensor& c, int64_t m, int64_t n,
               int64_t k, bool ta, bool tb, const BroadcastPlan<2>& batch, int64_t batches) {
   if (c.num_elements == 0) return;
@@ -71,6 +70,8 @@ void Multiply(Context& ctx, Program& program, const Tensor& a, const Tensor& b, 
       .Val(batch.strides[1])
       .RunN(3, global, local);
 }
+
+namespace {
 
 class MatMulKernel {
  public:
