@@ -1,13 +1,14 @@
 // Elementwise kernels (elementwise.cl, cast.cl): unary math, binary
 // arithmetic and comparisons with NumPy broadcasting, the activation
-// derivatives, Select, ClipByValue, AddN, Cast, Fill, ZerosLike, OnesLike
-// and BroadcastTo.
+// derivatives, Select, ClipByValue, AddN, Cast, Fill, ZerosLike, OnesLike,
+// BroadcastTo and Transpose (a strided copy like BroadcastTo's).
 //
 // Dtypes (the constraints registered below): floats are f32 and f64 (f64
 // on devices with cl_khr_fp64); integer arithmetic is i32 and i64 and
 // wraps; comparisons, Select, Fill, BroadcastTo and the *Like ops also take
 // bool. Integer Div, FloorDiv, FloorMod and Pow, and the 8/16-bit types
 // have no OpenCL kernel (the host runs them elsewhere).
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -321,6 +322,61 @@ class BroadcastToKernel {
   Program* program_;
 };
 
+// The output walks the input with permuted strides: the broadcast kernel's
+// strided read, with no dimension broadcast.
+class TransposeKernel {
+ public:
+  explicit TransposeKernel(const InitContext& init)
+      : perm_(init.Ints("perm")), program_(&ProgramFor(init.device(), "elementwise", init.input_dtype(0))) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    const int rank = x.rank();
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty()) {
+      for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+    }
+    if (static_cast<int>(perm.size()) != rank) {
+      Fail("perm ", DimsString(perm), " has ", perm.size(), " entries for a tensor of rank ", rank);
+    }
+    std::vector<int64_t> strides(static_cast<std::size_t>(rank), 1);
+    for (int i = rank - 2; i >= 0; --i) strides[static_cast<std::size_t>(i)] = strides[static_cast<std::size_t>(i + 1)] * x.dim(i + 1);
+    std::vector<bool> seen(perm.size(), false);
+    BroadcastPlan<1> plan;
+    plan.rank = std::max(rank, 1);
+    for (int i = 0; i < 8; ++i) {
+      plan.dims.s[i] = 1;
+      plan.strides[0].s[i] = 0;
+    }
+    Dims out_dims;
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      const int64_t p = perm[i];
+      if (p < -rank || p >= rank) {
+        Fail("perm entry ", p, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+      }
+      const auto axis = static_cast<std::size_t>(p < 0 ? p + rank : p);
+      if (seen[axis]) Fail("perm ", DimsString(perm), " repeats ", p);
+      seen[axis] = true;
+      out_dims.push_back(x.dims[axis]);
+      plan.dims.s[i] = x.dims[axis];
+      plan.strides[0].s[i] = strides[axis];
+    }
+    const Tensor y = ctx.allocate_output(0, out_dims);
+    if (y.num_elements == 0) return;
+    Launch(ctx, *program_, "broadcast")
+        .Buf(x)
+        .Buf(y)
+        .Val<cl_ulong>(y.num_elements)
+        .Val(plan.rank)
+        .Val(plan.dims)
+        .Val(plan.strides[0])
+        .Run(y.num_elements);
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+  Program* program_;
+};
+
 template <class K>
 void AddFor(KernelRegistry& r, const char* op, std::initializer_list<weft_dtype_t> dtypes) {
   for (weft_dtype_t t : dtypes) r.Add<K>(op, {{"T", t}});
@@ -361,6 +417,7 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
       r.Add<BroadcastToKernel>("BroadcastTo", {{"T", t}, {"Tidx", index}}, 0, {"shape"});
     }
     r.Add<ConstantLikeKernel>("ZerosLike", {{"T", t}});
+    r.Add<TransposeKernel>("Transpose", {{"T", t}});
     r.Add<ConstantLikeKernel>("OnesLike", {{"T", t}});
   }
 }
