@@ -295,6 +295,35 @@ TEST_F(OpenClDevice, NoMatchingPlatformMakesThePluginUnavailable) {
   EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
 }
 
+TEST_F(OpenClDevice, NoDeviceOfTheTypeMakesThePluginUnavailable) {
+  // PoCL's platform has CPU devices only.
+  Load("[devices.opencl]\nplatform = \"portable computing\"\ndevice_type = \"accelerator\"\n");
+  const plugin::PluginInfo* info = host_->FindPlugin("opencl");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->state, plugin::PluginState::kUnavailable);
+  if (StartsWith(info->reason, "no OpenCL platform matches")) GTEST_SKIP() << "PoCL is not installed: " << info->reason;
+  EXPECT_EQ(info->reason,
+            "no available OpenCL device of type accelerator on platform \"Portable Computing Language\" "
+            "(devices.opencl.device_type = \"accelerator\"); choose another type, or \"all\"");
+}
+
+TEST(OpenClPlugin, NoPlatformAtAllIsUnavailableWithTheFix) {
+  // ocl-icd (Debian's ICD loader) reads the installed platforms from
+  // OCL_ICD_VENDORS: an empty folder means none.
+  const fs::path empty = fs::temp_directory_path() / StrCat("weft_opencl_no_icd_", getpid());
+  fs::create_directories(empty);
+  testing::ProcessResult r = testing::Run({WEFT_CLI, "plugins", "--json"},
+                                          {{"WEFT_PLUGIN_PATH", ""}, {"OCL_ICD_VENDORS", empty.string()}});
+  fs::remove_all(empty);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"name\":\"opencl\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"status\":\"unavailable\",\"reason\":\"no OpenCL platform found (clGetPlatformIDs: "
+                       "CL_PLATFORM_NOT_FOUND_KHR (-1001)); install an ICD such as pocl-opencl-icd, or your GPU "
+                       "vendor's OpenCL driver\""),
+            std::string::npos)
+      << r.out;
+}
+
 // --- Kernels -------------------------------------------------------------------------
 
 std::string Message(const Status& s) { return s.ok() ? "OK" : s.ToString(); }
