@@ -9,12 +9,6 @@
 //   executor_chain        microseconds per node of a 10,000-node chain
 //   executor_fanout       microseconds per node of 10,000 independent nodes
 //   run_trivial           microseconds per Session::Run of a one-op graph
-//   transfer_h2d, transfer_d2h
-//                         GB/s of a 64 MiB copy host -> device and device
-//                         -> host through the opencl plugin's copy
-//                         functions (enqueue, then synchronize the stream)
-//                         vs a plain memcpy of 64 MiB between two host
-//                         buffers
 //   train_mlp_sgd, train_mlp_adam (batch 128), train_cnn_sgd (batch 64)
 //                         milliseconds per training step (forward, backward,
 //                         update) of configs/models/fashion_{mlp,cnn}.wgt vs
@@ -49,7 +43,6 @@
 #include "core/train/optimizer.h"
 #include "core/train/training_graph.h"
 #include "core/ops/generated_ops.h"
-#include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
 #include "core/runtime/trace.h"
@@ -136,7 +129,6 @@ class Env {
     Check(devices.status());
     devices_ = std::move(*devices);
   }
-  const runtime::DeviceSet& devices() const { return *devices_; }
   std::unique_ptr<runtime::Session> Session(const GraphBuilder& b) {
     auto graph = b.Build();
     Check(graph.status());
@@ -274,37 +266,6 @@ void RunTrivial(Env& env) {
   Print("run_trivial", t / kBatch * 1e6, 0, "us_per_run", false);
 }
 
-// 64 MiB between host memory and the first OpenCL device, through the
-// plugin's table as the runtime drives it: an asynchronous copy on the
-// device's stream, then a synchronize. Both host buffers are touched
-// first, so no side pays for page faults.
-void Transfer(Env& env, bool to_device) {
-  constexpr uint64_t kBytes = uint64_t{64} << 20;
-  const runtime::RuntimeDevice* device = nullptr;
-  for (const auto& d : env.devices().devices()) {
-    if (d->type() == "OPENCL" && device == nullptr) device = d.get();
-  }
-  if (device == nullptr) {
-    Env::Check(UnavailableError("transfer benchmarks need an OpenCL device (the opencl plugin, with an ICD such as "
-                                "pocl-opencl-icd); `weft plugins` says why it is not there"));
-  }
-  std::vector<uint8_t> host(kBytes, 1), other(kBytes, 2);
-  auto buffer = device->device().Allocate(kBytes);
-  Env::Check(buffer.status());
-  const weft_device_plugin_t* t = device->table();
-  const auto copy = [&] {
-    Env::Check(plugin::TakeStatus(to_device ? t->copy_host_to_device(device->handle(), device->stream(), host.data(),
-                                                                     *buffer, 0, kBytes)
-                                            : t->copy_device_to_host(device->handle(), device->stream(), *buffer, 0,
-                                                                     host.data(), kBytes)));
-    Env::Check(plugin::TakeStatus(t->stream_synchronize(device->handle(), device->stream())));
-  };
-  const auto [weft, peer] = Interleaved(21, 2, copy, [&] { std::memcpy(other.data(), host.data(), kBytes); });
-  device->device().Free(*buffer);
-  const double gb = static_cast<double>(kBytes) / 1e9;
-  Print(to_device ? "transfer_h2d" : "transfer_d2h", gb / weft, gb / peer, "GB/s", true);
-}
-
 // --- Training steps ---------------------------------------------------------------
 
 struct TrainSpec {
@@ -439,8 +400,7 @@ int Main(int argc, char** argv) {
   }
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
-                 "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam "
-                 "train_cnn_sgd\n";
+                 "conv_resnet executor_chain executor_fanout run_trivial train_mlp_sgd train_mlp_adam train_cnn_sgd\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -458,8 +418,6 @@ int Main(int argc, char** argv) {
       {"executor_chain", [&] { ExecutorChain(env); }},
       {"executor_fanout", [&] { ExecutorFanout(env); }},
       {"run_trivial", [&] { RunTrivial(env); }},
-      {"transfer_h2d", [&] { Transfer(env, true); }},
-      {"transfer_d2h", [&] { Transfer(env, false); }},
       {"train_mlp_sgd", [&] { TrainBench("train_mlp_sgd", {"mlp", "sgd", 128}, argv[0]); }},
       {"train_mlp_adam", [&] { TrainBench("train_mlp_adam", {"mlp", "adam", 128}, argv[0]); }},
       {"train_cnn_sgd", [&] { TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]); }},

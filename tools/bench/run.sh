@@ -10,8 +10,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout run_trivial
      train_mlp_sgd train_mlp_adam train_cnn_sgd)
-# With the opencl plugin built (OpenCL found at configure time).
-if [ -e build/lib/weft/plugins/weft_device_opencl.so ]; then all+=(transfer_h2d transfer_d2h); fi
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 if [ ! -x build/bin/weft_bench ] || [ -n "$(find core plugins tools -newer build/bin/weft_bench -name '*.cc' -print -quit)" ]; then
