@@ -37,6 +37,10 @@ packages=(
   python3-numpy            # independent reference values in the tests
   zlib1g-dev               # reading .gz datasets (IDX files)
   dataset-fashion-mnist    # the training demo's data (/usr/share/datasets/fashion-mnist)
+  # The OpenCL device plugin: headers and the ICD loader to build it, PoCL
+  # as a real OpenCL device on machines without a GPU (its tests and the
+  # conformance suite run on it), clinfo to see what the loader finds.
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 )
 
 missing=()

@@ -1,7 +1,7 @@
 // The fused optimizer updates (core/ops/training_ops.cc, kernels in
 // plugins/devices/cpu/kernels/training.cc) on the CPU device: for each of
 // the seven ResourceApply* ops in f32 and f64, the variable and its slots
-// after three steps, and the errors of shapes, dtypes, scalars, steps and
+// after three steps (on every device with the kernel), and the errors of shapes, dtypes, scalars, steps and
 // uninitialised slots (which leave every variable untouched).
 //
 // The expected values come from tests/integration/apply_ops_reference.py, a
@@ -178,11 +178,14 @@ void BuildApply(ApplyGraph& g, const ApplyCase& c) {
 }
 
 template <class T>
-void ExpectThreeSteps(const ApplyCase& c, double rtol) {
-  SCOPED_TRACE(StrCat(c.name, " in ", DTypeName(DTypeOf<T>())));
+void ExpectThreeSteps(const ApplyCase& c, double rtol, const std::string& device) {
+  SCOPED_TRACE(StrCat(c.name, " in ", DTypeName(DTypeOf<T>()), " on ", device));
   RuntimeEnv env;
   ApplyGraph g;
-  BuildApply<T>(g, c);
+  {
+    auto scope = g.b.DeviceScope(device);
+    BuildApply<T>(g, c);
+  }
   auto session = env.Session(g.b);
   std::vector<std::string> inits;
   for (const std::string& r : g.resources) inits.push_back("init_" + r);
@@ -206,12 +209,27 @@ void ExpectThreeSteps(const ApplyCase& c, double rtol) {
   }
 }
 
+// Every device with a kernel for the op: the CPU, and OpenCL where its
+// plugin is built.
+std::vector<std::string> DevicesWith(const std::string& op) {
+  RuntimeEnv env;
+  std::vector<std::string> names;
+  for (const auto& d : env.devices()->devices()) {
+    if (!d->kernels().ForOp(op).empty()) names.push_back(d->name());
+  }
+  return names;
+}
+
 TEST(ApplyOps, ThreeStepsMatchTheReferenceInF64) {
-  for (const ApplyCase& c : kCases) ExpectThreeSteps<double>(c, 1e-13);
+  for (const ApplyCase& c : kCases) {
+    for (const std::string& device : DevicesWith(c.op)) ExpectThreeSteps<double>(c, 1e-13, device);
+  }
 }
 
 TEST(ApplyOps, ThreeStepsMatchTheReferenceInF32) {
-  for (const ApplyCase& c : kCases) ExpectThreeSteps<float>(c, 1e-6);
+  for (const ApplyCase& c : kCases) {
+    for (const std::string& device : DevicesWith(c.op)) ExpectThreeSteps<float>(c, 1e-6, device);
+  }
 }
 
 TEST(ApplyOps, EveryOpIsCovered) {

@@ -111,7 +111,7 @@ TEST_F(Cli, DevicesFollowsTheConfig) {
 }
 
 TEST_F(Cli, DevicesWithNoDevicePluginIsAnError) {
-  const std::string config = Write("none.toml", "[plugins]\ndisable = [\"cpu\"]\n");
+  const std::string config = Write("none.toml", "[plugins]\ndisable = [\"cpu\", \"opencl\"]\n");
   ProcessResult r = Weft({"--config", config, "devices"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "weft: error: no devices: no device plugin is loaded (see `weft plugins`)\n");

@@ -290,7 +290,8 @@ TEST(PluginHost, DisabledPluginsAreNotLoaded) {
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(cpu->state, PluginState::kDisabled);
   EXPECT_EQ(cpu->reason, "disabled by plugins.disable in test.toml");
-  EXPECT_EQ(host.devices().size(), 0u);
+  // Other device plugins of the build (opencl) may still be loaded.
+  EXPECT_EQ(host.devices().Find("CPU"), nullptr);
 }
 
 TEST(PluginHost, SearchPathOrderIsConfigThenEnvironmentThenBuiltIn) {

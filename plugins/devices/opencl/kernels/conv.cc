@@ -1,0 +1,381 @@
+// Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, MaxPool, AvgPool,
+// MaxPoolGrad and AvgPoolGrad (conv.cl), f32 and f64, NHWC or NCHW, SAME or
+// VALID padding, any strides and (for the convolutions) dilations, with
+// TensorFlow's semantics. Every check repeats the shape functions' (and
+// the CPU kernels'), with their messages.
+//
+// NHWC convolutions are matrix products (matmul.cl) over the input's column
+// matrix (im2col): the output is col x filter, the filter's gradient col^T x
+// dy, the input's gradient col2im(dy x filter^T); that is some ten times
+// faster on PoCL than the direct loops, which serve NCHW data and column
+// matrices too large to hold (over kMaxColumnBytes).
+#include <algorithm>
+#include <string_view>
+#include <tuple>
+
+#include "matmul.h"
+
+namespace weft::opencl {
+namespace {
+
+// The attrs the convolutions and poolings share, spatial entries only.
+struct WindowAttrs {
+  bool nchw = false;
+  bool same = false;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+};
+
+std::pair<int64_t, int64_t> SpatialAttr(const InitContext& init, const char* name, bool nchw) {
+  const std::vector<int64_t> v = init.Ints(name);
+  if (v.size() != 4) Fail("attr '", name, "' must have 4 entries, got ", v.size());
+  for (int64_t x : v) {
+    if (x < 1) Fail("attr '", name, "' entries must be >= 1, got ", DimsString(v));
+  }
+  if (v[0] != 1 || v[nchw ? 1 : 3] != 1) {
+    Fail("attr '", name, "' must be 1 in the batch and channel dimensions, got ", DimsString(v));
+  }
+  return nchw ? std::make_pair(v[2], v[3]) : std::make_pair(v[1], v[2]);
+}
+
+WindowAttrs ReadWindowAttrs(const InitContext& init, bool dilations) {
+  WindowAttrs a;
+  a.nchw = init.String("data_format") == "NCHW";
+  a.same = init.String("padding") == "SAME";
+  std::tie(a.stride_h, a.stride_w) = SpatialAttr(init, "strides", a.nchw);
+  if (dilations) std::tie(a.dilation_h, a.dilation_w) = SpatialAttr(init, "dilations", a.nchw);
+  return a;
+}
+
+// One window op's shapes in NHWC terms: the forward input (in_*), the
+// window and the forward output (out_*).
+struct Geometry {
+  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0;
+  int64_t window_h = 0, window_w = 0;
+  int64_t out_h = 0, out_w = 0, out_channels = 0;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+
+  Dims OutputDims(bool nchw) const {
+    return nchw ? Dims{batch, out_channels, out_h, out_w} : Dims{batch, out_h, out_w, out_channels};
+  }
+
+  // The int16 the kernels of conv.cl take.
+  cl_int16 Packed(bool nchw) const {
+    const int64_t values[16] = {batch,      in_h,       in_w,     channels, out_h,      out_w,
+                                out_channels, window_h, window_w, stride_h, stride_w,   dilation_h,
+                                dilation_w, pad_top,    pad_left, nchw ? 1 : 0};
+    cl_int16 g{};
+    for (int i = 0; i < 16; ++i) {
+      if (values[i] > INT32_MAX) Fail("a dimension of ", values[i], " is too large for the OpenCL kernels (2^31 - 1)");
+      g.s[i] = static_cast<cl_int>(values[i]);
+    }
+    return g;
+  }
+};
+
+void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
+                   int64_t& out, int64_t& pad_before) {
+  const int64_t effective = (window - 1) * dilation + 1;
+  if (!same) {
+    if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
+    out = (in - effective) / stride + 1;
+    pad_before = 0;
+    return;
+  }
+  out = (in + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
+  pad_before = total / 2;
+}
+
+Geometry MakeGeometry(const WindowAttrs& a, const Dims& input, int64_t window_h, int64_t window_w) {
+  if (input.size() != 4) Fail("the input must have rank 4, got ", DimsString(input));
+  Geometry g;
+  g.batch = input[0];
+  g.channels = input[a.nchw ? 1 : 3];
+  g.in_h = input[a.nchw ? 2 : 1];
+  g.in_w = input[a.nchw ? 3 : 2];
+  g.window_h = window_h;
+  g.window_w = window_w;
+  g.stride_h = a.stride_h;
+  g.stride_w = a.stride_w;
+  g.dilation_h = a.dilation_h;
+  g.dilation_w = a.dilation_w;
+  SpatialWindow("height", g.in_h, window_h, g.stride_h, g.dilation_h, a.same, g.out_h, g.pad_top);
+  SpatialWindow("width", g.in_w, window_w, g.stride_w, g.dilation_w, a.same, g.out_w, g.pad_left);
+  return g;
+}
+
+Geometry PoolGeometry(const WindowAttrs& a, const Dims& input, int64_t window_h, int64_t window_w) {
+  Geometry g = MakeGeometry(a, input, window_h, window_w);
+  g.out_channels = g.channels;
+  return g;
+}
+
+Geometry ConvGeometry(const WindowAttrs& a, const Dims& input, const Dims& filter) {
+  if (input.size() != 4 || filter.size() != 4) {
+    Fail("input and filter must have rank 4, got ", DimsString(input), " and ", DimsString(filter));
+  }
+  if (filter[0] < 1 || filter[1] < 1) {
+    Fail("the filter window ", DimsString(filter), " is empty; it must be at least 1x1");
+  }
+  const int64_t channels = input[a.nchw ? 1 : 3];
+  if (channels != filter[2]) {
+    Fail("the input has ", channels, " channels (", a.nchw ? "NCHW " : "NHWC ", DimsString(input),
+         ") but the filter expects ", filter[2], " (HWIO ", DimsString(filter), ")");
+  }
+  Geometry g = MakeGeometry(a, input, filter[0], filter[1]);
+  g.out_channels = filter[3];
+  return g;
+}
+
+// The 4 dims a *_sizes input holds, checked.
+Dims ReadSizes(Context& ctx, const Tensor& t, const char* what) {
+  if (t.rank() != 1 || t.num_elements != 4) {
+    Fail(what, " must be a 1-D tensor of 4 elements, got shape ", DimsString(t.dims));
+  }
+  const Dims dims = ctx.ReadInts(t);
+  for (int64_t d : dims) {
+    if (d < 0) Fail(what, " ", DimsString(dims), " has a negative entry");
+  }
+  return dims;
+}
+
+void CheckGradShape(const char* what, const Tensor& t, const Dims& want, const std::string& because) {
+  if (t.dims != want) Fail(what, " has shape ", DimsString(t.dims), ", but ", because, " gives ", DimsString(want));
+}
+
+// The largest column matrix an NHWC convolution builds; beyond it, the
+// direct loops run.
+constexpr uint64_t kMaxColumnBytes = uint64_t{512} << 20;
+
+// The column matrix of |g| (rows N*OH*OW, columns KH*KW*C) as a temp, or
+// an empty tensor when the data is NCHW or the matrix is too large.
+bool UseColumns(Context& ctx, const Geometry& g, bool nchw, weft_dtype_t dtype, Tensor* col) {
+  if (nchw) return false;
+  const uint64_t rows = static_cast<uint64_t>(g.batch * g.out_h * g.out_w);
+  const uint64_t cols = static_cast<uint64_t>(g.window_h * g.window_w * g.channels);
+  if (rows * cols * weft_dtype_size(dtype) > kMaxColumnBytes) return false;
+  *col = ctx.allocate_temp(dtype, {static_cast<int64_t>(rows), static_cast<int64_t>(cols)});
+  return true;
+}
+
+// One matrix, no batch.
+BroadcastPlan<2> Single() { return PlanBroadcast2({1}, {1}, {1}); }
+
+// Zeros |t| (a gradient nothing flows into).
+void Zero(Context& ctx, const Tensor& t) {
+  if (t.byte_size == 0) return;
+  const unsigned char zero = 0;
+  ctx.device().Check(clEnqueueFillBuffer(ctx.queue(), t.mem, &zero, 1, t.offset, t.byte_size, 0, nullptr, nullptr),
+                     "clEnqueueFillBuffer");
+}
+
+class Conv2DKernel {
+ public:
+  explicit Conv2DKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, true)),
+        program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))),
+        matmul_(&ProgramFor(init.device(), "matmul", init.input_dtype(0))) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0), filter = ctx.input(1);
+    const Geometry g = ConvGeometry(attrs_, x.dims, filter.dims);
+    const Tensor y = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    if (y.num_elements == 0) return;
+    Tensor col;
+    if (x.num_elements > 0 && UseColumns(ctx, g, attrs_.nchw, x.dtype, &col)) {
+      Launch(ctx, *program_, "im2col").Buf(x).Buf(col).Val(g.Packed(false)).Val<cl_ulong>(col.num_elements).Run(col.num_elements);
+      Multiply(ctx, *matmul_, col, filter, y, col.dim(0), g.out_channels, col.dim(1), false, false, Single(), 1);
+      return;
+    }
+    Launch(ctx, *program_, "conv2d")
+        .Buf(x)
+        .Buf(filter)
+        .Buf(y)
+        .Val(g.Packed(attrs_.nchw))
+        .Val<cl_ulong>(y.num_elements)
+        .Run(y.num_elements);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  Program* program_;
+  Program* matmul_;
+};
+
+class ConvBackpropInputKernel {
+ public:
+  explicit ConvBackpropInputKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, true)),
+        program_(&ProgramFor(init.device(), "conv", init.input_dtype(1))),
+        matmul_(&ProgramFor(init.device(), "matmul", init.input_dtype(1))) {}
+  void Compute(Context& ctx) {
+    const Tensor sizes = ctx.input(0), filter = ctx.input(1), dy = ctx.input(2);
+    const Dims in_dims = ReadSizes(ctx, sizes, "input_sizes");
+    const Geometry g = ConvGeometry(attrs_, in_dims, filter.dims);
+    CheckGradShape("out_backprop", dy, g.OutputDims(attrs_.nchw),
+                   Str("Conv2D of an input ", DimsString(in_dims), " with a filter ", DimsString(filter.dims)));
+    const Tensor dx = ctx.allocate_output(0, in_dims);
+    if (dx.num_elements == 0) return;
+    if (dy.num_elements == 0) return Zero(ctx, dx);
+    Tensor col;
+    if (UseColumns(ctx, g, attrs_.nchw, dy.dtype, &col)) {
+      // dcol = dy x filter^T, the filter as [KH*KW*C, OC].
+      Multiply(ctx, *matmul_, dy, filter, col, col.dim(0), col.dim(1), g.out_channels, false, true, Single(), 1);
+      Launch(ctx, *program_, "col2im").Buf(col).Buf(dx).Val(g.Packed(false)).Val<cl_ulong>(dx.num_elements).Run(dx.num_elements);
+      return;
+    }
+    Launch(ctx, *program_, "conv2d_backprop_input")
+        .Buf(filter)
+        .Buf(dy)
+        .Buf(dx)
+        .Val(g.Packed(attrs_.nchw))
+        .Val<cl_ulong>(dx.num_elements)
+        .Run(dx.num_elements);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  Program* program_;
+  Program* matmul_;
+};
+
+class ConvBackpropFilterKernel {
+ public:
+  explicit ConvBackpropFilterKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, true)),
+        program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))),
+        matmul_(&ProgramFor(init.device(), "matmul", init.input_dtype(0))) {}
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0), sizes = ctx.input(1), dy = ctx.input(2);
+    const Dims filter_dims = ReadSizes(ctx, sizes, "filter_sizes");
+    const Geometry g = ConvGeometry(attrs_, x.dims, filter_dims);
+    CheckGradShape("out_backprop", dy, g.OutputDims(attrs_.nchw),
+                   Str("Conv2D of an input ", DimsString(x.dims), " with a filter ", DimsString(filter_dims)));
+    const Tensor df = ctx.allocate_output(0, filter_dims);
+    if (df.num_elements == 0) return;
+    if (dy.num_elements == 0) return Zero(ctx, df);
+    Tensor col;
+    if (UseColumns(ctx, g, attrs_.nchw, x.dtype, &col)) {
+      // dfilter = col^T x dy, as [KH*KW*C, OC].
+      Launch(ctx, *program_, "im2col").Buf(x).Buf(col).Val(g.Packed(false)).Val<cl_ulong>(col.num_elements).Run(col.num_elements);
+      Multiply(ctx, *matmul_, col, dy, df, col.dim(1), g.out_channels, col.dim(0), true, false, Single(), 1);
+      return;
+    }
+    Launch(ctx, *program_, "conv2d_backprop_filter")
+        .Buf(x)
+        .Buf(dy)
+        .Buf(df)
+        .Val(g.Packed(attrs_.nchw))
+        .Val<cl_ulong>(df.num_elements)
+        .Run(df.num_elements);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  Program* program_;
+  Program* matmul_;
+};
+
+class PoolKernel {
+ public:
+  explicit PoolKernel(const InitContext& init)
+      : max_(std::string_view(init.op()) == "MaxPool"),
+        attrs_(ReadWindowAttrs(init, false)),
+        program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))) {
+    std::tie(window_h_, window_w_) = SpatialAttr(init, "ksize", attrs_.nchw);
+  }
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0);
+    const Geometry g = PoolGeometry(attrs_, x.dims, window_h_, window_w_);
+    const Tensor y = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    if (y.num_elements == 0) return;
+    Launch(ctx, *program_, "pool")
+        .Buf(x)
+        .Buf(y)
+        .Val(g.Packed(attrs_.nchw))
+        .Val<cl_ulong>(y.num_elements)
+        .Val<cl_int>(max_ ? 1 : 0)
+        .Run(y.num_elements);
+  }
+
+ private:
+  bool max_;
+  WindowAttrs attrs_;
+  Program* program_;
+  int64_t window_h_ = 1, window_w_ = 1;
+};
+
+class MaxPoolGradKernel {
+ public:
+  explicit MaxPoolGradKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, false)), program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))) {
+    std::tie(window_h_, window_w_) = SpatialAttr(init, "ksize", attrs_.nchw);
+  }
+  void Compute(Context& ctx) {
+    const Tensor x = ctx.input(0), y = ctx.input(1), dy = ctx.input(2);
+    const Geometry g = PoolGeometry(attrs_, x.dims, window_h_, window_w_);
+    const std::string because = Str("MaxPool of orig_input ", DimsString(x.dims));
+    CheckGradShape("orig_output", y, g.OutputDims(attrs_.nchw), because);
+    CheckGradShape("grad", dy, g.OutputDims(attrs_.nchw), because);
+    const Tensor dx = ctx.allocate_output(0, x.dims);
+    if (dx.num_elements == 0) return;
+    Launch(ctx, *program_, "max_pool_grad")
+        .Buf(x)
+        .Buf(dy)
+        .Buf(dx)
+        .Val(g.Packed(attrs_.nchw))
+        .Val<cl_ulong>(dx.num_elements)
+        .Run(dx.num_elements);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  Program* program_;
+  int64_t window_h_ = 1, window_w_ = 1;
+};
+
+class AvgPoolGradKernel {
+ public:
+  explicit AvgPoolGradKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, false)), program_(&ProgramFor(init.device(), "conv", init.input_dtype(1))) {
+    std::tie(window_h_, window_w_) = SpatialAttr(init, "ksize", attrs_.nchw);
+  }
+  void Compute(Context& ctx) {
+    const Tensor sizes = ctx.input(0), dy = ctx.input(1);
+    const Dims in_dims = ReadSizes(ctx, sizes, "orig_input_shape");
+    const Geometry g = PoolGeometry(attrs_, in_dims, window_h_, window_w_);
+    CheckGradShape("grad", dy, g.OutputDims(attrs_.nchw), Str("AvgPool of an input ", DimsString(in_dims)));
+    const Tensor dx = ctx.allocate_output(0, in_dims);
+    if (dx.num_elements == 0) return;
+    Launch(ctx, *program_, "avg_pool_grad")
+        .Buf(dy)
+        .Buf(dx)
+        .Val(g.Packed(attrs_.nchw))
+        .Val<cl_ulong>(dx.num_elements)
+        .Run(dx.num_elements);
+  }
+
+ private:
+  WindowAttrs attrs_;
+  Program* program_;
+  int64_t window_h_ = 1, window_w_ = 1;
+};
+
+}  // namespace
+
+void RegisterConvKernels(KernelRegistry& r) {
+  for (weft_dtype_t t : {WEFT_DTYPE_F32, WEFT_DTYPE_F64}) {
+    r.Add<Conv2DKernel>("Conv2D", {{"T", t}});
+    r.Add<PoolKernel>("MaxPool", {{"T", t}});
+    r.Add<PoolKernel>("AvgPool", {{"T", t}});
+    r.Add<MaxPoolGradKernel>("MaxPoolGrad", {{"T", t}});
+    for (weft_dtype_t shape : {WEFT_DTYPE_I32, WEFT_DTYPE_I64}) {
+      r.Add<ConvBackpropInputKernel>("Conv2DBackpropInput", {{"T", t}, {"Tshape", shape}}, 0, {"input_sizes"});
+      r.Add<ConvBackpropFilterKernel>("Conv2DBackpropFilter", {{"T", t}, {"Tshape", shape}}, 0, {"filter_sizes"});
+      r.Add<AvgPoolGradKernel>("AvgPoolGrad", {{"T", t}, {"Tshape", shape}}, 0, {"orig_input_shape"});
+    }
+  }
+}
+
+}  // namespace weft::opencl
