@@ -18,6 +18,8 @@ using placement::ParseDeviceSpec;
 using testing::RuntimeEnv;
 
 constexpr const char* kTwoCpus = "[devices.cpu]\ncount = 2\n";
+// For tests whose messages list this process's devices.
+constexpr const char* kNoOpenCl = "[plugins]\ndisable = [\"opencl\"]\n";
 
 std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
 
@@ -125,7 +127,7 @@ TEST(Rendezvous, SendingOneKeyTwiceIsAnError) {
 }
 
 TEST(Placement, TwoCpuDevicesAreListed) {
-  RuntimeEnv env(kTwoCpus);
+  RuntimeEnv env(StrCat(kTwoCpus, kNoOpenCl));
   EXPECT_EQ(env.devices()->Names(), (std::vector<std::string>{"/device:CPU:0", "/device:CPU:1"}));
 }
 
@@ -292,7 +294,7 @@ TEST(Placement, AMalformedDeviceInTheGraphNamesTheNode) {
 }
 
 TEST(Placement, AnAbsentRequestedDeviceFallsBackSoftlyOrFailsHard) {
-  RuntimeEnv env;
+  RuntimeEnv env(kNoOpenCl);
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{}, "x");
   {
@@ -407,7 +409,7 @@ TEST(Placement, AGroupNoDeviceCanRunIsAnErrorWithTheChain) {
 
 TEST(Placement, AnOpNoDeviceHasIsAnError) {
   // Only TESTDEV (Neg and Relu): nothing can run Exp.
-  RuntimeEnv env("[plugins]\ndisable = [\"cpu\"]\n", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  RuntimeEnv env("[plugins]\ndisable = [\"cpu\", \"opencl\"]\n", {WEFT_TEST_PLUGIN_ROOT "/good"});
   ASSERT_EQ(env.devices()->Names(), (std::vector<std::string>{"/device:TESTDEV:0"}));
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
