@@ -197,10 +197,11 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     std::vector<Output> assigns;
     for (const std::string& name : tg.state) {
       const Output handle = b.Find(name);
-      const NodeDef& node = b.node_def(handle.node());
-      const DType dtype = node.attrs.at("dtype").get<DType>();
+      // Copies: b.Op may grow the node list and move the NodeDef.
+      const DType dtype = b.node_def(handle.node()).attrs.at("dtype").get<DType>();
+      const Shape shape = b.node_def(handle.node()).attrs.at("shape").get<Shape>();
       Output read = b.Op("ReadVariable", {handle}, {{"dtype", AttrValue(dtype)}}, StrCat(name, "/read"));
-      Output feed = b.Placeholder(dtype, node.attrs.at("shape").get<Shape>(), StrCat(name, "/value"));
+      Output feed = b.Placeholder(dtype, shape, StrCat(name, "/value"));
       assigns.push_back(b.Op("Assign", {handle, feed}, {}, StrCat(name, "/assign")));
       tg.state_reads.push_back(read.name());
       tg.state_feeds.push_back(feed.name());
