@@ -215,6 +215,7 @@ int Ops(Context& ctx, const std::vector<std::string>& names, bool json) {
     }
   }
   std::sort(types.begin(), types.end());
+  for (auto& [op, list] : kernels) std::sort(list.begin(), list.end());
   std::vector<const OpDef*> ops;
   for (const OpDef* op : OpRegistry::Global().All()) {
     if (op->name[0] == '_') continue;
