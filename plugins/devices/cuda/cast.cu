@@ -1,0 +1,2 @@
+// The shared cast kernels (../gpu/kernels/cast.h), built for CUDA.
+#include "gpu/kernels/cast.h"

@@ -1,0 +1,153 @@
+// What makes the shared GPU plugin (plugins/devices/gpu/) the cuda plugin:
+// its names, the UNAVAILABLE message, CUDA's device properties, the
+// cuBLAS/cuDNN handles of a stream and the kernels built on them.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cuda_libraries.h"
+#include "gpu/vendor.h"
+#include "weft/sdk/status.h"
+
+namespace weft::gpu {
+namespace {
+
+// CUDA versions are major * 1000 + minor * 10.
+std::string CudaVersion(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+std::string RuntimeVersion() {
+  int version = 0;
+  if (rt::RuntimeGetVersion(&version) != rt::kSuccess || version <= 0) return CudaVersion(CUDART_VERSION);
+  return CudaVersion(version);
+}
+
+constexpr const char* kDisableHint = "or disable the plugin with [plugins] disable = [\"cuda\"]";
+
+}  // namespace
+
+const VendorInfo& Vendor() {
+  static const VendorInfo info{"cuda",
+                               "CUDA",
+                               "CUDA",
+                               "cuda",
+                               "NVIDIA",
+                               WEFT_CUDA_PLUGIN_VERSION,
+                               "NVIDIA GPUs through the CUDA runtime: cuBLAS, cuDNN and own kernels"};
+  return info;
+}
+
+std::string UnavailableMessage(rt::Error error) {
+  const std::string runtime = RuntimeVersion();
+  if (error == rt::kSuccess) {
+    return "no usable CUDA device: cudaGetDeviceCount found no devices; check the GPU with nvidia-smi, " +
+           std::string(kDisableHint);
+  }
+  std::string message = "no usable CUDA device: cudaGetDeviceCount failed: " + RuntimeErrorText(error) + ". ";
+  int driver = 0;
+  (void)rt::DriverGetVersion(&driver);
+  if (driver <= 0) {
+    message += "No NVIDIA driver was found (libcuda.so.1 is not installed or not on the library path); this "
+               "plugin's CUDA " + runtime + " runtime needs a driver for CUDA " + runtime + " or newer. Install the "
+               "NVIDIA driver, " + kDisableHint;
+  } else if (error == cudaErrorInsufficientDriver) {
+    message += "The installed NVIDIA driver supports CUDA " + CudaVersion(driver) + ", older than this plugin's "
+               "CUDA " + runtime + " runtime. Update the driver, " + kDisableHint;
+  } else if (error == cudaErrorNoDevice) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    message += "The driver (CUDA " + CudaVersion(driver) + ") sees no GPU";
+    if (visible != nullptr) message += std::string(" with CUDA_VISIBLE_DEVICES='") + visible + "'";
+    message += "; check that one is installed and visible to this process (nvidia-smi), " + std::string(kDisableHint);
+  } else {
+    message += "Check the GPU and its driver (CUDA " + CudaVersion(driver) + ") with nvidia-smi, " +
+               std::string(kDisableHint);
+  }
+  return message;
+}
+
+std::string DriverText() {
+  int driver = 0;
+  (void)rt::DriverGetVersion(&driver);
+  return "CUDA driver " + (driver > 0 ? CudaVersion(driver) : std::string("unknown")) + ", runtime " +
+         RuntimeVersion() + ", cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) +
+         ", cuDNN " + std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR);
+}
+
+std::vector<std::pair<std::string, std::string>> VendorProperties(const rt::DeviceProp& prop) {
+  char pci[32];
+  std::snprintf(pci, sizeof pci, "%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+  return {{"compute capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+          {"pci bus id", pci},
+          {"memory bus", std::to_string(prop.memoryBusWidth) + " bits"},
+          {"l2 cache", std::to_string(prop.l2CacheSize >> 10) + " KiB"}};
+}
+
+void RegisterVendorKernels(KernelRegistry& r) {
+  RegisterBlasKernels(r);
+  RegisterDnnKernels(r);
+}
+
+// --- Per-stream library handles ------------------------------------------------------
+
+struct StreamLibraries {
+  cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;
+};
+
+void DestroyStreamLibraries(StreamLibraries* libraries) {
+  if (libraries->blas != nullptr) (void)cublasDestroy(libraries->blas);
+  if (libraries->dnn != nullptr) (void)cudnnDestroy(libraries->dnn);
+  delete libraries;
+}
+
+namespace {
+StreamLibraries& LibrariesOf(Stream& stream) {
+  if (stream.libraries == nullptr) stream.libraries = new StreamLibraries();
+  return *stream.libraries;
+}
+}  // namespace
+
+void CheckBlas(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const weft_code_t code = status == CUBLAS_STATUS_ALLOC_FAILED ? WEFT_RESOURCE_EXHAUSTED : WEFT_INTERNAL;
+  throw sdk::Error(code, std::string(what) + ": " + cublasGetStatusName(status) + ": " + cublasGetStatusString(status));
+}
+
+void CheckDnn(cudnnStatus_t status, const char* what) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  const weft_code_t code = status == CUDNN_STATUS_ALLOC_FAILED ? WEFT_RESOURCE_EXHAUSTED : WEFT_INTERNAL;
+  throw sdk::Error(code, std::string(what) + ": " + cudnnGetErrorString(status));
+}
+
+cublasHandle_t BlasHandle(Stream& stream) {
+  StreamLibraries& libs = LibrariesOf(stream);
+  if (libs.blas == nullptr) {
+    cublasHandle_t handle = nullptr;
+    CheckBlas(cublasCreate(&handle), "cublasCreate");
+    const cublasStatus_t bound = cublasSetStream(handle, stream.stream);
+    if (bound != CUBLAS_STATUS_SUCCESS) {
+      (void)cublasDestroy(handle);
+      CheckBlas(bound, "cublasSetStream");
+    }
+    libs.blas = handle;
+  }
+  return libs.blas;
+}
+
+cudnnHandle_t DnnHandle(Stream& stream) {
+  StreamLibraries& libs = LibrariesOf(stream);
+  if (libs.dnn == nullptr) {
+    cudnnHandle_t handle = nullptr;
+    CheckDnn(cudnnCreate(&handle), "cudnnCreate");
+    const cudnnStatus_t bound = cudnnSetStream(handle, stream.stream);
+    if (bound != CUDNN_STATUS_SUCCESS) {
+      (void)cudnnDestroy(handle);
+      CheckDnn(bound, "cudnnSetStream");
+    }
+    libs.dnn = handle;
+  }
+  return libs.dnn;
+}
+
+}  // namespace weft::gpu

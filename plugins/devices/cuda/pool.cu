@@ -1,0 +1,2 @@
+// The shared pool kernels (../gpu/kernels/pool.h), built for CUDA.
+#include "gpu/kernels/pool.h"

@@ -1,0 +1,2 @@
+// The shared unary kernels (../gpu/kernels/unary.h), built for CUDA.
+#include "gpu/kernels/unary.h"

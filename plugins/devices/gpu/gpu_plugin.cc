@@ -1,0 +1,325 @@
+// The device table of the cuda and hip plugins, written once against the
+// runtime aliases of gpu_runtime.h; each plugin builds this file with its
+// runtime and links its own vendor.h definitions.
+//
+// Buffers are runtime allocations from a caching allocator, streams are
+// non-blocking runtime streams, events are runtime events without timing,
+// and copies and memsets are the runtime's asynchronous ones, ordered on
+// the stream. Where the runtime finds no usable device (no driver, no
+// GPU), device_count answers UNAVAILABLE with the runtime's own words, and
+// the host lists the plugin as unavailable and goes on.
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "gpu/gpu_device.h"
+#include "gpu/kernel_framework.h"
+#include "gpu/vendor.h"
+#include "weft/sdk/plugin.h"
+
+namespace weft::gpu {
+
+namespace {
+
+std::mutex g_mutex;
+Options g_options;
+
+Device* AsDevice(weft_device_t device) { return reinterpret_cast<Device*>(device); }
+Buffer* AsBuffer(weft_buffer_t buffer) { return reinterpret_cast<Buffer*>(buffer); }
+Stream* AsStream(weft_stream_t stream) { return reinterpret_cast<Stream*>(stream); }
+Event* AsEvent(weft_event_t event) { return reinterpret_cast<Event*>(event); }
+
+char* At(weft_buffer_t buffer, uint64_t offset) { return static_cast<char*>(AsBuffer(buffer)->ptr) + offset; }
+
+void CheckRange(weft_buffer_t buffer, uint64_t offset, uint64_t size, const char* what) {
+  if (buffer == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": NULL buffer");
+  const uint64_t capacity = AsBuffer(buffer)->size;
+  if (offset > capacity || size > capacity - offset) {
+    throw sdk::Error(WEFT_OUT_OF_RANGE, std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
+                                            std::to_string(offset + size) + ") outside a buffer of " +
+                                            std::to_string(capacity) + " bytes");
+  }
+}
+
+void CheckStream(weft_stream_t stream, const char* what) {
+  if (stream == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": NULL stream");
+}
+
+std::string Call(const char* name) { return std::string(Vendor().call_prefix) + name; }
+
+weft_status_t Configure(const weft_options_t* options) {
+  return sdk::Guard([&] {
+    Options o;
+    o.allocator_cache = sdk::GetBool(options, "allocator_cache");
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_options = o;
+  });
+}
+
+weft_status_t DeviceCount(int32_t* out_count) {
+  return sdk::Guard([&]() -> weft_status_t {
+    int count = 0;
+    const rt::Error error = rt::GetDeviceCount(&count);
+    if (error != rt::kSuccess || count <= 0) {
+      (void)rt::GetLastError();  // the runtime keeps the last error per thread
+      return sdk::MakeStatus(WEFT_UNAVAILABLE, UnavailableMessage(error).c_str());
+    }
+    *out_count = count;
+    return nullptr;
+  });
+}
+
+weft_status_t DeviceOpen(int32_t ordinal, weft_device_t* out_device) {
+  return sdk::Guard([&] {
+    int count = 0;
+    const rt::Error error = rt::GetDeviceCount(&count);
+    if (error != rt::kSuccess) {
+      (void)rt::GetLastError();
+      throw sdk::Error(WEFT_UNAVAILABLE, UnavailableMessage(error));
+    }
+    if (ordinal < 0 || ordinal >= count) {
+      throw sdk::Error(WEFT_NOT_FOUND, std::string("no /device:") + Vendor().device_type + ":" +
+                                           std::to_string(ordinal) + " (" + std::to_string(count) + " " +
+                                           Vendor().runtime_name + " device(s) found)");
+    }
+    Options options;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      options = g_options;
+    }
+    *out_device = reinterpret_cast<weft_device_t>(new Device(ordinal, options));
+  });
+}
+
+void DeviceClose(weft_device_t device) {
+  sdk::GuardVoid("device_close", [&] { delete AsDevice(device); });
+}
+
+weft_status_t DeviceProperties(weft_device_t device, weft_device_properties_t* out) {
+  return sdk::Guard([&] { AsDevice(device)->Properties(out); });
+}
+
+weft_status_t BufferAlloc(weft_device_t device, uint64_t size, weft_buffer_t* out_buffer) {
+  return sdk::Guard([&] { *out_buffer = reinterpret_cast<weft_buffer_t>(AsDevice(device)->Allocate(size)); });
+}
+
+void BufferFree(weft_device_t device, weft_buffer_t buffer) {
+  sdk::GuardVoid("buffer_free", [&] { AsDevice(device)->Free(AsBuffer(buffer)); });
+}
+
+weft_status_t StreamCreate(weft_device_t device, weft_stream_t* out_stream) {
+  return sdk::Guard([&] {
+    Device* d = AsDevice(device);
+    d->MakeCurrent();
+    rt::Stream stream = nullptr;
+    Check(rt::StreamCreate(&stream), Call("StreamCreateWithFlags").c_str());
+    *out_stream = reinterpret_cast<weft_stream_t>(new Stream(d, stream));
+  });
+}
+
+void StreamDestroy(weft_device_t, weft_stream_t stream) {
+  sdk::GuardVoid("stream_destroy", [&] { delete AsStream(stream); });
+}
+
+weft_status_t StreamSynchronize(weft_device_t device, weft_stream_t stream) {
+  return sdk::Guard([&] {
+    CheckStream(stream, "stream_synchronize");
+    AsDevice(device)->MakeCurrent();
+    Check(rt::StreamSynchronize(AsStream(stream)->stream), Call("StreamSynchronize").c_str());
+  });
+}
+
+weft_status_t EventCreate(weft_device_t device, weft_event_t* out_event) {
+  return sdk::Guard([&] {
+    AsDevice(device)->MakeCurrent();
+    auto event = std::make_unique<Event>();
+    Check(rt::EventCreate(&event->event), Call("EventCreateWithFlags").c_str());
+    *out_event = reinterpret_cast<weft_event_t>(event.release());
+  });
+}
+
+void EventDestroy(weft_device_t device, weft_event_t event) {
+  sdk::GuardVoid("event_destroy", [&] {
+    if (event == nullptr) return;
+    std::unique_ptr<Event> owned(AsEvent(event));
+    AsDevice(device)->MakeCurrent();
+    Check(rt::EventDestroy(owned->event), Call("EventDestroy").c_str());
+  });
+}
+
+weft_status_t EventRecord(weft_device_t device, weft_event_t event, weft_stream_t stream) {
+  return sdk::Guard([&] {
+    CheckStream(stream, "event_record");
+    AsDevice(device)->MakeCurrent();
+    Check(rt::EventRecord(AsEvent(event)->event, AsStream(stream)->stream), Call("EventRecord").c_str());
+    AsEvent(event)->recorded.store(true, std::memory_order_release);
+  });
+}
+
+weft_status_t StreamWaitEvent(weft_device_t device, weft_stream_t stream, weft_event_t event) {
+  return sdk::Guard([&] {
+    CheckStream(stream, "stream_wait_event");
+    if (!AsEvent(event)->recorded.load(std::memory_order_acquire)) return;
+    AsDevice(device)->MakeCurrent();
+    Check(rt::StreamWaitEvent(AsStream(stream)->stream, AsEvent(event)->event), Call("StreamWaitEvent").c_str());
+  });
+}
+
+weft_status_t EventSynchronize(weft_device_t device, weft_event_t event) {
+  return sdk::Guard([&] {
+    if (!AsEvent(event)->recorded.load(std::memory_order_acquire)) return;
+    AsDevice(device)->MakeCurrent();
+    Check(rt::EventSynchronize(AsEvent(event)->event), Call("EventSynchronize").c_str());
+  });
+}
+
+weft_status_t EventOnReady(weft_device_t device, weft_event_t event, weft_done_fn done, void* user) {
+  return sdk::Guard([&] {
+    if (done == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "event_on_ready: NULL callback");
+    AsDevice(device)->OnReady(AsEvent(event), done, user);
+  });
+}
+
+weft_status_t CopyHostToDevice(weft_device_t device, weft_stream_t stream, const void* src, weft_buffer_t dst,
+                               uint64_t dst_offset, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckStream(stream, "copy_host_to_device");
+    CheckRange(dst, dst_offset, size, "copy_host_to_device");
+    if (size == 0) return;
+    AsDevice(device)->MakeCurrent();
+    Check(rt::CopyHostToDevice(At(dst, dst_offset), src, size, AsStream(stream)->stream),
+          Call("MemcpyAsync (host to device)").c_str());
+  });
+}
+
+weft_status_t CopyDeviceToHost(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
+                               uint64_t src_offset, void* dst, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckStream(stream, "copy_device_to_host");
+    CheckRange(src, src_offset, size, "copy_device_to_host");
+    if (size == 0) return;
+    AsDevice(device)->MakeCurrent();
+    Check(rt::CopyDeviceToHost(dst, At(src, src_offset), size, AsStream(stream)->stream),
+          Call("MemcpyAsync (device to host)").c_str());
+  });
+}
+
+weft_status_t CopyDeviceToDevice(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
+                                 uint64_t src_offset, weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckStream(stream, "copy_device_to_device");
+    CheckRange(src, src_offset, size, "copy_device_to_device (source)");
+    CheckRange(dst, dst_offset, size, "copy_device_to_device (destination)");
+    if (size == 0) return;
+    AsDevice(device)->MakeCurrent();
+    Check(rt::CopyDeviceToDevice(At(dst, dst_offset), At(src, src_offset), size, AsStream(stream)->stream),
+          Call("MemcpyAsync (device to device)").c_str());
+  });
+}
+
+// The runtime copies between any two of its devices: directly where they
+// are peers, through host memory where they are not.
+weft_status_t CopyPeer(weft_device_t src_device, weft_stream_t src_stream, weft_buffer_t src, uint64_t src_offset,
+                       weft_device_t dst_device, weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckStream(src_stream, "copy_peer");
+    CheckRange(src, src_offset, size, "copy_peer (source)");
+    CheckRange(dst, dst_offset, size, "copy_peer (destination)");
+    if (size == 0) return;
+    AsDevice(src_device)->MakeCurrent();
+    Check(rt::CopyPeer(At(dst, dst_offset), AsDevice(dst_device)->ordinal(), At(src, src_offset),
+                       AsDevice(src_device)->ordinal(), size, AsStream(src_stream)->stream),
+          Call("MemcpyPeerAsync").c_str());
+  });
+}
+
+weft_status_t BufferMemset(weft_device_t device, weft_stream_t stream, weft_buffer_t buffer, uint64_t offset,
+                           uint8_t value, uint64_t size) {
+  return sdk::Guard([&] {
+    CheckStream(stream, "buffer_memset");
+    CheckRange(buffer, offset, size, "buffer_memset");
+    if (size == 0) return;
+    AsDevice(device)->MakeCurrent();
+    Check(rt::Memset(At(buffer, offset), value, size, AsStream(stream)->stream), Call("MemsetAsync").c_str());
+  });
+}
+
+const KernelRegistry& Kernels() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    RegisterUnaryKernels(r);
+    RegisterBinaryKernels(r);
+    RegisterCastKernels(r);
+    RegisterArrayKernels(r);
+    RegisterReductionKernels(r);
+    RegisterNnKernels(r);
+    RegisterPoolKernels(r);
+    RegisterTrainingKernels(r);
+    RegisterVendorKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+const weft_device_plugin_t& DeviceTable() {
+  static const weft_device_plugin_t table = [] {
+    auto t = sdk::Make<weft_device_plugin_t>();
+    t.device_type = Vendor().device_type;
+    t.device_count = DeviceCount;
+    t.device_open = DeviceOpen;
+    t.device_close = DeviceClose;
+    t.device_properties = DeviceProperties;
+    t.buffer_alloc = BufferAlloc;
+    t.buffer_free = BufferFree;
+    t.buffer_host_pointer = nullptr;  // device memory is not host-addressable
+    t.stream_create = StreamCreate;
+    t.stream_destroy = StreamDestroy;
+    t.stream_synchronize = StreamSynchronize;
+    t.event_create = EventCreate;
+    t.event_destroy = EventDestroy;
+    t.event_record = EventRecord;
+    t.stream_wait_event = StreamWaitEvent;
+    t.event_synchronize = EventSynchronize;
+    t.event_on_ready = EventOnReady;
+    t.copy_host_to_device = CopyHostToDevice;
+    t.copy_device_to_host = CopyDeviceToHost;
+    t.copy_device_to_device = CopyDeviceToDevice;
+    t.copy_peer = CopyPeer;
+    t.buffer_memset = BufferMemset;
+    t.kernels = Kernels().data();
+    t.num_kernels = Kernels().size();
+    return t;
+  }();
+  return table;
+}
+
+const weft_option_def_t kOptions[] = {
+    {sizeof(weft_option_def_t), "allocator_cache", WEFT_OPTION_BOOL, "true",
+     "Keep freed device buffers in per-size free lists for reuse (the runtime's own free waits for the whole "
+     "device); false returns every buffer to the runtime at once.",
+     0, 0, 0, 0, nullptr, 0},
+};
+
+const weft_plugin_t* Describe() {
+  static const weft_plugin_t plugin = [] {
+    auto p = sdk::Make<weft_plugin_t>();
+    p.abi_major = WEFT_ABI_VERSION_MAJOR;
+    p.abi_minor = WEFT_ABI_VERSION_MINOR;
+    p.name = Vendor().plugin_name;
+    p.version = Vendor().version;
+    p.description = Vendor().description;
+    p.kind = WEFT_PLUGIN_DEVICE;
+    p.device = &DeviceTable();
+    p.options = kOptions;
+    p.num_options = sizeof kOptions / sizeof kOptions[0];
+    p.configure = Configure;
+    return p;
+  }();
+  return &plugin;
+}
+
+}  // namespace
+}  // namespace weft::gpu
+
+WEFT_SDK_DEFINE_PLUGIN(weft::gpu::Describe)

@@ -1,0 +1,2 @@
+// The shared pool kernels (../gpu/kernels/pool.h), built for HIP.
+#include "gpu/kernels/pool.h"

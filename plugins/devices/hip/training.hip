@@ -1,0 +1,2 @@
+// The shared training kernels (../gpu/kernels/training.h), built for HIP.
+#include "gpu/kernels/training.h"
