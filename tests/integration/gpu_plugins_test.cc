@@ -1,0 +1,390 @@
+// The cuda and hip device plugins as built in this tree, through the real
+// plugin host and the real `weft` binary.
+//
+// What the plugins must say is checked against the runtime itself: the
+// test loads the CUDA (HIP) runtime library on its own, asks it for the
+// device count, and expects the plugin's answer to carry the runtime's
+// words. Without a GPU (every machine here) the plugin must be listed as
+// unavailable, not refused, with that reason, and the CPU device must keep
+// working; with one, it must be loaded and its devices must work. Each
+// plugin's tests are compiled in only when the plugin is built.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/base/strings.h"
+#include "core/plugin/host_services.h"
+#include "core/plugin/plugin_host.h"
+#include "tests/integration/subprocess.h"
+#include "weft/weft_plugin.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using plugin::PluginHost;
+using plugin::PluginState;
+using testing::ProcessResult;
+
+// One GPU plugin and the runtime library it is built on.
+struct GpuPlugin {
+  const char* name;         // "cuda"
+  const char* device_type;  // "CUDA"
+  const char* runtime;      // the runtime library's path
+  const char* count_call;   // "cudaGetDeviceCount"
+  const char* string_call;  // "cudaGetErrorString"
+  const char* name_call;    // "cudaGetErrorName"
+
+  std::string file() const { return StrCat(WEFT_BUILT_PLUGIN_DIR, "/weft_device_", name, ".so"); }
+};
+
+std::ostream& operator<<(std::ostream& out, const GpuPlugin& p) { return out << p.name; }
+
+std::vector<GpuPlugin> BuiltPlugins() {
+  std::vector<GpuPlugin> plugins;
+#ifdef WEFT_TEST_CUDA_RUNTIME
+  plugins.push_back({"cuda", "CUDA", WEFT_TEST_CUDA_RUNTIME, "cudaGetDeviceCount", "cudaGetErrorString",
+                     "cudaGetErrorName"});
+#endif
+#ifdef WEFT_TEST_HIP_RUNTIME
+  plugins.push_back({"hip", "HIP", WEFT_TEST_HIP_RUNTIME, "hipGetDeviceCount", "hipGetErrorString",
+                     "hipGetErrorName"});
+#endif
+  return plugins;
+}
+
+// What the runtime, asked directly, says about this machine.
+struct Probe {
+  int error = -1;
+  int count = 0;
+  std::string name;  // "cudaErrorInsufficientDriver"
+  std::string text;  // "CUDA driver version is insufficient for CUDA runtime version"
+  bool has_gpu() const { return error == 0 && count > 0; }
+};
+
+Probe AskRuntime(const GpuPlugin& p) {
+  Probe probe;
+  void* lib = dlopen(p.runtime, RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(lib, nullptr) << p.runtime << ": " << dlerror();
+  if (lib == nullptr) return probe;
+  // Both runtimes return their error enum, an int, and take int*.
+  using CountFn = int (*)(int*);
+  using TextFn = const char* (*)(int);
+  auto count = reinterpret_cast<CountFn>(dlsym(lib, p.count_call));
+  auto text = reinterpret_cast<TextFn>(dlsym(lib, p.string_call));
+  auto name = reinterpret_cast<TextFn>(dlsym(lib, p.name_call));
+  EXPECT_TRUE(count != nullptr && text != nullptr && name != nullptr) << p.runtime;
+  if (count == nullptr || text == nullptr || name == nullptr) return probe;
+  probe.error = count(&probe.count);
+  probe.name = name(probe.error);
+  probe.text = text(probe.error);
+  // The library stays loaded: the plugin uses the same one.
+  return probe;
+}
+
+config::Config MakeConfig(const std::string& toml = "") {
+  auto config = config::ParseConfig(toml, "test.toml", "/");
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  return *config;
+}
+
+plugin::PluginHostOptions Isolated() {
+  plugin::PluginHostOptions options;
+  options.use_environment = false;
+  options.use_builtin_folder = false;
+  return options;
+}
+
+// Whether some line of |out|, split at runs of spaces, begins with |words|.
+bool HasRow(const std::string& out, const std::vector<std::string>& words) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::vector<std::string> row;
+    for (std::string cell; cells >> cell;) row.push_back(cell);
+    if (row.size() >= words.size() && std::equal(words.begin(), words.end(), row.begin())) return true;
+  }
+  return false;
+}
+
+class GpuPluginTest : public ::testing::TestWithParam<GpuPlugin> {
+ protected:
+  void SetUp() override {
+    probe_ = AskRuntime(GetParam());
+    dir_ = fs::temp_directory_path() /
+           StrCat("weft_gpu_test_", getpid(), "_", GetParam().name, "_",
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ProcessResult Weft(std::vector<std::string> args) {
+    args.insert(args.begin(), WEFT_CLI);
+    return testing::Run(args, {{"WEFT_PLUGIN_PATH", ""}});
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const fs::path path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  // The parts of the plugin's UNAVAILABLE message that come from the
+  // runtime and from the plugin's advice.
+  void ExpectTheRuntimesReason(const std::string& reason) {
+    const GpuPlugin& p = GetParam();
+    EXPECT_TRUE(StartsWith(reason, StrCat("no usable ", p.device_type, " device: ", p.count_call)))
+        << reason;
+    EXPECT_NE(reason.find(probe_.name), std::string::npos) << reason;
+    EXPECT_NE(reason.find(probe_.text), std::string::npos) << reason;
+    EXPECT_NE(reason.find(StrCat("or disable the plugin with [plugins] disable = [\"", p.name, "\"]")),
+              std::string::npos)
+        << reason;
+  }
+
+  Probe probe_;
+  fs::path dir_;
+};
+
+TEST_P(GpuPluginTest, IsUnavailableWithTheRuntimesReasonOrLoadedWithItsDevices) {
+  const GpuPlugin& p = GetParam();
+  PluginHost host(MakeConfig(), Isolated());
+  ASSERT_TRUE(host.Load(p.file()).ok());
+  ASSERT_EQ(host.plugins().size(), 1u);
+  const plugin::PluginInfo& info = host.plugins()[0];
+  EXPECT_EQ(info.name, p.name);
+  EXPECT_EQ(info.kind, plugin::PluginKind::kDevice);
+  EXPECT_EQ(info.version, "0.1.0");
+  EXPECT_EQ(info.abi_major, 1u);
+  if (probe_.has_gpu()) {
+    EXPECT_EQ(info.state, PluginState::kLoaded) << info.reason;
+    const plugin::DevicePlugin* gpu = host.devices().Find(p.device_type);
+    ASSERT_NE(gpu, nullptr);
+    auto count = gpu->DeviceCount();
+    ASSERT_TRUE(count.ok()) << count.status().ToString();
+    EXPECT_EQ(*count, probe_.count);
+    auto device = gpu->Open(0);
+    ASSERT_TRUE(device.ok()) << device.status().ToString();
+    auto props = (*device)->Properties();
+    ASSERT_TRUE(props.ok()) << props.status().ToString();
+    EXPECT_FALSE(props->model.empty());
+    EXPECT_FALSE(props->host_visible);
+    EXPECT_GT(props->memory_bytes, 0u);
+    return;
+  }
+  EXPECT_EQ(info.state, PluginState::kUnavailable);
+  ExpectTheRuntimesReason(info.reason);
+  EXPECT_EQ(host.devices().Find(p.device_type), nullptr);
+}
+
+TEST_P(GpuPluginTest, StrictModeNeverRefusesAnUnavailablePlugin) {
+  if (probe_.has_gpu()) GTEST_SKIP() << "a GPU is present: the plugin is loaded";
+  config::Config config = MakeConfig("[plugins]\nstrict = true\n");
+  config.plugins.paths = {GetParam().file()};
+  PluginHost host(config, Isolated());
+  Status loaded = host.LoadAll();
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  ASSERT_EQ(host.plugins().size(), 1u);
+  EXPECT_EQ(host.plugins()[0].state, PluginState::kUnavailable);
+}
+
+TEST_P(GpuPluginTest, DeclaresItsOptionAndTheHostChecksIt) {
+  const GpuPlugin& p = GetParam();
+  {
+    PluginHost host(MakeConfig(), Isolated());
+    ASSERT_TRUE(host.Load(p.file()).ok());
+    ASSERT_EQ(host.plugins()[0].options.size(), 1u);
+    EXPECT_EQ(host.plugins()[0].options[0].key, "allocator_cache");
+  }
+  {
+    config::Config config = MakeConfig(StrCat("[devices.", p.name, "]\nallocator_cache = false\n"));
+    config.plugins.paths = {p.file()};
+    PluginHost host(config, Isolated());
+    Status loaded = host.LoadAll();
+    EXPECT_TRUE(loaded.ok()) << loaded.ToString();
+  }
+  config::Config config = MakeConfig(StrCat("[devices.", p.name, "]\nallocator_cache = 3\n"));
+  config.plugins.paths = {p.file()};
+  PluginHost host(config, Isolated());
+  Status loaded = host.LoadAll();
+  EXPECT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.message().find(StrCat("test.toml:2:19: devices.", p.name,
+                                         ".allocator_cache: expected a boolean, got 3")),
+            std::string::npos)
+      << loaded.ToString();
+}
+
+// The device table itself, through the plugin's entry point: without a
+// GPU, device_count and device_open both answer UNAVAILABLE with the
+// reason; with one, memory, copies, streams and events work.
+TEST_P(GpuPluginTest, DeviceTableAnswersForItself) {
+  const GpuPlugin& p = GetParam();
+  void* lib = dlopen(p.file().c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto init = reinterpret_cast<weft_plugin_init_fn>(dlsym(lib, WEFT_PLUGIN_ENTRY_SYMBOL));
+  ASSERT_NE(init, nullptr);
+  const weft_plugin_t* description = nullptr;
+  // The plugin's description is static: initialising it again (the host
+  // of another test may have) gives the same one.
+  ASSERT_EQ(plugin::TakeStatus(init(plugin::HostTable(), &description)).ToString(), "OK");
+  ASSERT_NE(description, nullptr);
+  ASSERT_NE(description->device, nullptr);
+  const weft_device_plugin_t* table = description->device;
+  EXPECT_STREQ(table->device_type, p.device_type);
+  EXPECT_GT(table->num_kernels, 50u);
+  EXPECT_EQ(table->buffer_host_pointer, nullptr);  // device memory is not host-addressable
+
+  int32_t count = -1;
+  Status counted = plugin::TakeStatus(table->device_count(&count));
+  weft_device_t device = nullptr;
+  if (!probe_.has_gpu()) {
+    EXPECT_EQ(counted.code(), Code::kUnavailable);
+    ExpectTheRuntimesReason(counted.message());
+    Status opened = plugin::TakeStatus(table->device_open(0, &device));
+    EXPECT_EQ(opened.code(), Code::kUnavailable);
+    EXPECT_EQ(opened.message(), counted.message());
+    EXPECT_EQ(device, nullptr);
+    return;
+  }
+
+  ASSERT_TRUE(counted.ok()) << counted.ToString();
+  ASSERT_EQ(count, probe_.count);
+  Status missing = plugin::TakeStatus(table->device_open(count, &device));
+  EXPECT_EQ(missing.code(), Code::kNotFound);
+  EXPECT_EQ(missing.message(), StrCat("no /device:", p.device_type, ":", count, " (", count, " ", p.device_type,
+                                      " device(s) found)"));
+  ASSERT_TRUE(plugin::TakeStatus(table->device_open(0, &device)).ok());
+  weft_stream_t stream = nullptr;
+  ASSERT_TRUE(plugin::TakeStatus(table->stream_create(device, &stream)).ok());
+  weft_buffer_t a = nullptr, b = nullptr;
+  ASSERT_TRUE(plugin::TakeStatus(table->buffer_alloc(device, 4096, &a)).ok());
+  ASSERT_TRUE(plugin::TakeStatus(table->buffer_alloc(device, 4096, &b)).ok());
+  // Host -> a, a -> b (device to device), memset the tail of b, b -> host.
+  std::vector<uint8_t> in(4096), out(4096, 0xAA);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_TRUE(plugin::TakeStatus(table->copy_host_to_device(device, stream, in.data(), a, 0, 4096)).ok());
+  ASSERT_TRUE(plugin::TakeStatus(table->copy_device_to_device(device, stream, a, 0, b, 0, 4096)).ok());
+  ASSERT_TRUE(plugin::TakeStatus(table->buffer_memset(device, stream, b, 4000, 0x5C, 96)).ok());
+  ASSERT_TRUE(plugin::TakeStatus(table->copy_device_to_host(device, stream, b, 0, out.data(), 4096)).ok());
+  weft_event_t event = nullptr;
+  ASSERT_TRUE(plugin::TakeStatus(table->event_create(device, &event)).ok());
+  ASSERT_TRUE(plugin::TakeStatus(table->event_record(device, event, stream)).ok());
+  struct Done {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool called = false;
+    std::string status;
+  } done;
+  ASSERT_TRUE(plugin::TakeStatus(table->event_on_ready(
+                                     device, event,
+                                     [](void* user, weft_status_t status) {
+                                       auto* d = static_cast<Done*>(user);
+                                       std::lock_guard<std::mutex> lock(d->mutex);
+                                       d->status = plugin::TakeStatus(status).ToString();
+                                       d->called = true;
+                                       d->cv.notify_all();
+                                     },
+                                     &done))
+                  .ok());
+  {
+    std::unique_lock<std::mutex> lock(done.mutex);
+    done.cv.wait(lock, [&] { return done.called; });
+    EXPECT_EQ(done.status, "OK");
+  }
+  ASSERT_TRUE(plugin::TakeStatus(table->stream_synchronize(device, stream)).ok());
+  for (std::size_t i = 0; i < 4000; ++i) ASSERT_EQ(out[i], static_cast<uint8_t>(i * 7)) << i;
+  for (std::size_t i = 4000; i < 4096; ++i) ASSERT_EQ(out[i], 0x5C) << i;
+  // A copy past a buffer's end is refused before anything is enqueued.
+  Status past = plugin::TakeStatus(table->copy_device_to_host(device, stream, b, 4000, out.data(), 200));
+  EXPECT_EQ(past.code(), Code::kOutOfRange);
+  EXPECT_EQ(past.message(), "copy_device_to_host: bytes [4000, 4200) outside a buffer of 4096 bytes");
+  table->event_destroy(device, event);
+  table->buffer_free(device, a);
+  table->buffer_free(device, b);
+  table->stream_destroy(device, stream);
+  table->device_close(device);
+}
+
+TEST_P(GpuPluginTest, WeftPluginsListsItWithTheReason) {
+  const GpuPlugin& p = GetParam();
+  ProcessResult r = Weft({"plugins"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string state = probe_.has_gpu() ? "loaded" : "unavailable";
+  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.0", "0.1.0", state, p.file()})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.0", "0.1.0", "loaded"})) << r.out;
+  if (probe_.has_gpu()) return;
+  // Below the table, one line per plugin that is not loaded: its reason.
+  const std::string prefix = StrCat("\n", p.name, ": unavailable: ");
+  const auto at = r.out.find(prefix);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const auto end = r.out.find('\n', at + prefix.size());
+  ExpectTheRuntimesReason(r.out.substr(at + prefix.size(), end - at - prefix.size()));
+
+  r = Weft({"plugins", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(StrCat("{\"name\":\"", p.name, "\",\"kind\":\"device\"")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(StrCat("\"path\":\"", p.file(), "\",\"status\":\"unavailable\",\"reason\":\"no usable ")),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_P(GpuPluginTest, WeftDevicesStillListsTheCpu) {
+  const GpuPlugin& p = GetParam();
+  ProcessResult r = Weft({"devices"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(StartsWith(r.out, "/device:CPU:0  (plugin cpu)\n")) << r.out;
+  const std::string gpu = StrCat("/device:", p.device_type, ":0  (plugin ", p.name, ")\n");
+  if (probe_.has_gpu()) {
+    EXPECT_NE(r.out.find(gpu), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  host visible   no\n"), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.out.find(StrCat("/device:", p.device_type, ":")), std::string::npos) << r.out;
+  }
+}
+
+TEST_P(GpuPluginTest, TheDisableHintWorks) {
+  const GpuPlugin& p = GetParam();
+  const std::string config = Write("off.toml", StrCat("[plugins]\ndisable = [\"", p.name, "\"]\n"));
+  ProcessResult r = Weft({"--config", config, "plugins"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "-", "-", "disabled", p.file()})) << r.out;
+  EXPECT_NE(r.out.find(StrCat(p.name, ": disabled: disabled by plugins.disable in ", config)), std::string::npos)
+      << r.out;
+}
+
+// The plugins see the SDK only: nothing but the entry point is exported,
+// and libweft is not linked (tests/sdk/layering_test.sh checks every plugin
+// the same way).
+TEST_P(GpuPluginTest, ExportsOnlyItsEntryPoint) {
+  ProcessResult r = testing::Run({WEFT_TEST_NM, "-D", "--defined-only", GetParam().file()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> exported;
+  std::istringstream lines(r.out);
+  std::string address, type, name;
+  while (lines >> address >> type >> name) {
+    if (std::string("TWDBRVu").find(type) != std::string::npos) exported.insert(name);
+  }
+  EXPECT_EQ(exported, std::set<std::string>{"weft_plugin_init_v1"}) << r.out;
+
+  r = testing::Run({WEFT_TEST_READELF, "-d", GetParam().file()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Built, GpuPluginTest, ::testing::ValuesIn(BuiltPlugins()),
+                         [](const ::testing::TestParamInfo<GpuPlugin>& param) { return std::string(param.param.name); });
+
+}  // namespace
+}  // namespace weft
