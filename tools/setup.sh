@@ -5,6 +5,14 @@
 #   tools/setup.sh                  release build in build/
 #   tools/setup.sh --preset asan    another preset (debug, asan, tsan)
 #   tools/setup.sh --packages-only  install packages, do not build
+#   tools/setup.sh --with-hip       also install hipcc and libamdhip64-dev
+#                                   (about 28 packages), so that the hip
+#                                   device plugin is built; off by default,
+#                                   or set WEFT_SETUP_HIP=1
+#
+# CUDA is never installed here: the cuda device plugin is built when the
+# CUDA toolkit (nvcc, with cuBLAS and cuDNN) is already there, on the PATH
+# or in /usr/local/cuda, and skipped otherwise.
 #
 # Works as root, or as a user with sudo. Set WEFT_WERROR=ON to turn
 # warnings into errors (CI does).
@@ -13,12 +21,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=release
 build=1
+with_hip=${WEFT_SETUP_HIP:-0}
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) preset=${2:?--preset needs a name}; shift 2 ;;
     --preset=*) preset=${1#--preset=}; shift ;;
     --packages-only) build=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --with-hip) with_hip=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -42,6 +52,12 @@ packages=(
   # conformance suite run on it), clinfo to see what the loader finds.
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 )
+# The hip device plugin: ROCm's compiler driver and HIP runtime. They pull
+# in about 28 packages (LLVM, the ROCm device libraries), so they are
+# optional; without them the plugin is simply not built.
+if [ "$with_hip" = 1 ]; then
+  packages+=(hipcc libamdhip64-dev)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -68,6 +84,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "==> All ${#packages[@]} required packages are installed"
+fi
+
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "==> CUDA toolkit found: the cuda device plugin will be built"
+else
+  echo "==> No CUDA toolkit (nvcc): the cuda device plugin is skipped (setup.sh does not install CUDA)"
 fi
 
 [ "$build" -eq 1 ] || exit 0
