@@ -6,9 +6,9 @@
 // HWIO filters are transposed into temporaries on the way in and out, and
 // SAME padding that is odd in total (TensorFlow puts the extra row after,
 // cuDNN pads both sides alike) is done by copying the input into a larger,
-// zeroed temporary. Algorithms come from cuDNN's heuristics, restricted
-// to plain FMA math for f32 so that results do not drop to TF32 on GPUs
-// with tensor cores.
+// zeroed temporary. Algorithms come from cuDNN's heuristics, with the
+// descriptor restricted to FMA math so that f32 results do not drop to
+// TF32 on GPUs with tensor cores.
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -186,17 +186,24 @@ class Convolution {
     return ctx_.allocate_temp(WEFT_DTYPE_U8, {static_cast<int64_t>(bytes)}).ptr;
   }
 
-  // The first algorithm in cuDNN's ranking that works here, with its
-  // workspace.
-  template <class Perf>
-  const Perf& Choose(const Perf* perf, int count, const char* what) {
+  // Runs |run|(algo, workspace, bytes) with the first algorithm in cuDNN's
+  // ranking that fits here: reported usable, within kMaxWorkspace, and
+  // not one that needs tensor-core math (the descriptor asks for FMA, so
+  // f32 never drops to TF32). An algorithm the descriptor turns out not to
+  // support is skipped for the next.
+  template <class Perf, class Run>
+  void RunFirstWorking(const Perf* perf, int count, const char* what, Run run) {
     for (int i = 0; i < count; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kMaxWorkspace) continue;
-      if (std::is_same_v<T, float> && perf[i].mathType != CUDNN_FMA_MATH) continue;
-      return perf[i];
+      const Perf& p = perf[i];
+      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxWorkspace) continue;
+      if (p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
+      const cudnnStatus_t status = run(p.algo, Workspace(p.memory), p.memory);
+      if (status == CUDNN_STATUS_NOT_SUPPORTED) continue;
+      CheckDnn(status, what);
+      return;
     }
     throw sdk::Error(WEFT_INTERNAL, Str(what, ": cuDNN offers no algorithm for an input ", DimsString(p_.x_padded_dims),
-                                        " and a filter ", DimsString(p_.w_dims), " (NCHW, KCRS)"));
+                                        " and a filter ", DimsString(p_.w_dims), " (NCHW, KCRS) with FMA math"));
   }
 
   void Forward(const void* x, const void* w, void* y) {
@@ -205,11 +212,12 @@ class Convolution {
     CheckDnn(cudnnGetConvolutionForwardAlgorithm_v7(handle_, x_.get(), w_.get(), conv_.get(), y_.get(),
                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
              "cudnnGetConvolutionForwardAlgorithm_v7");
-    const auto& algo = Choose(perf, count, "Conv2D");
     const T one = T(1), zero = T(0);
-    CheckDnn(cudnnConvolutionForward(handle_, &one, x_.get(), x, w_.get(), w, conv_.get(), algo.algo,
-                                     Workspace(algo.memory), algo.memory, &zero, y_.get(), y),
-             "cudnnConvolutionForward");
+    RunFirstWorking(perf, count, "cudnnConvolutionForward",
+                    [&](cudnnConvolutionFwdAlgo_t algo, void* workspace, std::size_t bytes) {
+                      return cudnnConvolutionForward(handle_, &one, x_.get(), x, w_.get(), w, conv_.get(), algo,
+                                                     workspace, bytes, &zero, y_.get(), y);
+                    });
   }
 
   void BackwardData(const void* w, const void* dy, void* dx) {
@@ -218,11 +226,12 @@ class Convolution {
     CheckDnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, w_.get(), y_.get(), conv_.get(), x_.get(),
                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
              "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-    const auto& algo = Choose(perf, count, "Conv2DBackpropInput");
     const T one = T(1), zero = T(0);
-    CheckDnn(cudnnConvolutionBackwardData(handle_, &one, w_.get(), w, y_.get(), dy, conv_.get(), algo.algo,
-                                          Workspace(algo.memory), algo.memory, &zero, x_.get(), dx),
-             "cudnnConvolutionBackwardData");
+    RunFirstWorking(perf, count, "cudnnConvolutionBackwardData",
+                    [&](cudnnConvolutionBwdDataAlgo_t algo, void* workspace, std::size_t bytes) {
+                      return cudnnConvolutionBackwardData(handle_, &one, w_.get(), w, y_.get(), dy, conv_.get(), algo,
+                                                          workspace, bytes, &zero, x_.get(), dx);
+                    });
   }
 
   void BackwardFilter(const void* x, const void* dy, void* dw) {
@@ -231,11 +240,12 @@ class Convolution {
     CheckDnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, x_.get(), y_.get(), conv_.get(), w_.get(),
                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf),
              "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-    const auto& algo = Choose(perf, count, "Conv2DBackpropFilter");
     const T one = T(1), zero = T(0);
-    CheckDnn(cudnnConvolutionBackwardFilter(handle_, &one, x_.get(), x, y_.get(), dy, conv_.get(), algo.algo,
-                                            Workspace(algo.memory), algo.memory, &zero, w_.get(), dw),
-             "cudnnConvolutionBackwardFilter");
+    RunFirstWorking(perf, count, "cudnnConvolutionBackwardFilter",
+                    [&](cudnnConvolutionBwdFilterAlgo_t algo, void* workspace, std::size_t bytes) {
+                      return cudnnConvolutionBackwardFilter(handle_, &one, x_.get(), x, y_.get(), dy, conv_.get(),
+                                                            algo, workspace, bytes, &zero, w_.get(), dw);
+                    });
   }
 
  private:

@@ -164,7 +164,7 @@ std::vector<bool> ReducedAxes(const std::vector<int64_t>& axis, int rank) {
 template <class T, class R>
 class ReduceKernel {
  public:
-  ReduceKernel(const InitContext& init)
+  explicit ReduceKernel(const InitContext& init)
       : name_(init.op()), axis_(init.Ints("axis")), keep_dims_(init.Bool("keep_dims")) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
