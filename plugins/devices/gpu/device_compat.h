@@ -65,6 +65,36 @@ __device__ inline int64_t StridedOffset(int rank, const int64_t* dims, const int
   return offset;
 }
 
+// Combines every thread's |v| with |op| and returns the result to all
+// threads of a block of kBlock threads; |shared| holds kBlock values. Every
+// thread of the block must call it.
+template <class T, class Op>
+__device__ inline T BlockCombine(T v, T* shared, Op op) {
+  const int tid = static_cast<int>(threadIdx.x);
+  shared[tid] = v;
+  __syncthreads();
+  for (int s = kBlock / 2; s > 0; s /= 2) {
+    if (tid < s) shared[tid] = op(shared[tid], shared[tid + s]);
+    __syncthreads();
+  }
+  const T result = shared[0];
+  __syncthreads();  // shared is reused by the caller's next combine
+  return result;
+}
+
+struct MaxOf {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+struct SumOf {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+
 // Math with one name for float and double.
 namespace dm {
 __device__ inline float Exp(float x) { return expf(x); }

@@ -254,6 +254,7 @@ const KernelRegistry& Kernels() {
     RegisterArrayKernels(r);
     RegisterReductionKernels(r);
     RegisterNnKernels(r);
+    RegisterNormKernels(r);
     RegisterPoolKernels(r);
     RegisterTrainingKernels(r);
     RegisterVendorKernels(r);

@@ -239,6 +239,7 @@ void RegisterCastKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
 void RegisterReductionKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
+void RegisterNormKernels(KernelRegistry& r);
 void RegisterPoolKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 

@@ -65,37 +65,6 @@ class BiasAddKernel {
   bool nchw_;
 };
 
-// --- Block reductions --------------------------------------------------------------
-
-// Combines every thread's |v| with |op| and returns the result to all
-// threads of the block; |shared| holds kBlock values.
-template <class T, class Op>
-__device__ inline T BlockCombine(T v, T* shared, Op op) {
-  const int tid = static_cast<int>(threadIdx.x);
-  shared[tid] = v;
-  __syncthreads();
-  for (int s = kBlock / 2; s > 0; s /= 2) {
-    if (tid < s) shared[tid] = op(shared[tid], shared[tid + s]);
-    __syncthreads();
-  }
-  const T result = shared[0];
-  __syncthreads();  // shared is reused by the caller's next combine
-  return result;
-}
-
-struct MaxOf {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return b > a ? b : a;
-  }
-};
-struct SumOf {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a + b;
-  }
-};
-
 // Row |row| of a softmax over an axis of length |n| with |inner| elements
 // after it: element k is at base + k * inner.
 __device__ inline int64_t RowBase(int64_t row, int64_t n, int64_t inner) {

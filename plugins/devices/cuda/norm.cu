@@ -1,0 +1,2 @@
+// The shared norm kernels (../gpu/kernels/norm.h), built for CUDA.
+#include "gpu/kernels/norm.h"

@@ -1,0 +1,2 @@
+// The shared norm kernels (../gpu/kernels/norm.h), built for HIP.
+#include "gpu/kernels/norm.h"
