@@ -26,14 +26,20 @@ std::string VersionString(int version) {
 
 }  // namespace
 
+std::string ErrorText(gpuError_t err) {
+  const std::string message = gpuGetErrorString(err);
+  const std::string name = gpuGetErrorName(err);
+  // ROCm's runtime gives the name as the message too; say it once.
+  return message == name ? name : message + " (" + name + ")";
+}
+
 void Check(gpuError_t err, const char* call, const std::string& where) {
   if (err == gpuSuccess) return;
   // Clears the sticky last error so a later, unrelated query does not
   // report this one again.
   (void)gpuGetLastError();
   throw sdk::Error(IsOutOfMemory(err) ? WEFT_RESOURCE_EXHAUSTED : WEFT_INTERNAL,
-                   std::string(call) + " on " + where + ": " + gpuGetErrorString(err) + " (" +
-                       gpuGetErrorName(err) + ")");
+                   std::string(call) + " on " + where + ": " + ErrorText(err));
 }
 
 std::string UnavailableReason(gpuError_t err) {
@@ -42,8 +48,7 @@ std::string UnavailableReason(gpuError_t err) {
 #else
   const char* needs = "the HIP plugin needs an AMD GPU and the ROCm kernel driver (amdgpu/KFD)";
 #endif
-  return std::string("no usable " WEFT_GPU_TYPE " device: ") + gpuGetErrorString(err) + " (" +
-         gpuGetErrorName(err) + "); " + needs;
+  return std::string("no usable " WEFT_GPU_TYPE " device: ") + ErrorText(err) + "; " + needs;
 }
 
 Device::Device(int ordinal, bool cache)

@@ -19,6 +19,10 @@
 
 namespace weft::gpu {
 
+// "<message> (<name>)" for a runtime error, or just the name when the
+// runtime's message is the name.
+std::string ErrorText(gpuError_t err);
+
 // Throws INTERNAL "<call> on <where>: <message> (<name>)" unless |err| is
 // gpuSuccess; RESOURCE_EXHAUSTED for an out-of-memory error.
 void Check(gpuError_t err, const char* call, const std::string& where);

@@ -108,7 +108,7 @@ void Context::Check(gpuError_t err, const char* what) const {
   if (err == gpuSuccess) return;
   (void)gpuGetLastError();
   throw sdk::Error(WEFT_INTERNAL, Str(what, " in ", node_name(), " on ", device_->where(), ": ",
-                                      gpuGetErrorString(err), " (", gpuGetErrorName(err), ")"));
+                                      ErrorText(err)));
 }
 
 void KernelRegistry::AddRaw(const char* op, Constraints constraints, uint32_t flags,

@@ -63,9 +63,7 @@ class Notifier {
       weft_status_t status = nullptr;
       if (item.error != gpuSuccess) {
         status = sdk::MakeStatus(
-            WEFT_INTERNAL, (std::string("work before an event failed: ") +
-                            gpuGetErrorString(item.error) + " (" + gpuGetErrorName(item.error) + ")")
-                               .c_str());
+            WEFT_INTERNAL, ("work before an event failed: " + ErrorText(item.error)).c_str());
       }
       item.done(item.user, status);
       lock.lock();
