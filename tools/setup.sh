@@ -5,20 +5,25 @@
 #   tools/setup.sh                  release build in build/
 #   tools/setup.sh --preset asan    another preset (debug, asan, tsan)
 #   tools/setup.sh --packages-only  install packages, do not build
+#   tools/setup.sh --with-hip       also install hipcc and libamdhip64-dev
+#                                   (the hip plugin; or WEFT_SETUP_HIP=1)
 #
 # Works as root, or as a user with sudo. Set WEFT_WERROR=ON to turn
-# warnings into errors (CI does).
+# warnings into errors (CI does). CUDA is never installed: the cuda plugin
+# is built when nvcc is found (PATH or /usr/local/cuda).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 preset=release
 build=1
+with_hip=${WEFT_SETUP_HIP:-0}
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) preset=${2:?--preset needs a name}; shift 2 ;;
     --preset=*) preset=${1#--preset=}; shift ;;
     --packages-only) build=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --with-hip) with_hip=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -42,6 +47,12 @@ packages=(
   # conformance suite run on it), clinfo to see what the loader finds.
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 )
+
+# ROCm's HIP compiler and runtime (Debian packages), only on request:
+# they are large and useful only with an AMD GPU.
+if [ "$with_hip" = 1 ]; then
+  packages+=(hipcc libamdhip64-dev)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -68,6 +79,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "==> All ${#packages[@]} required packages are installed"
+fi
+
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "==> CUDA found: the cuda plugin will be built"
+else
+  echo "==> CUDA not found: the cuda plugin is skipped (install the CUDA toolkit yourself to build it)"
 fi
 
 [ "$build" -eq 1 ] || exit 0
