@@ -6,16 +6,11 @@
 #   tools/setup.sh --preset asan    another preset (debug, asan, tsan)
 #   tools/setup.sh --packages-only  install packages, do not build
 #   tools/setup.sh --with-hip       also install hipcc and libamdhip64-dev
-#                                   (about 28 packages), so that the hip
-#                                   device plugin is built; off by default,
-#                                   or set WEFT_SETUP_HIP=1
-#
-# CUDA is never installed here: the cuda device plugin is built when the
-# CUDA toolkit (nvcc, with cuBLAS and cuDNN) is already there, on the PATH
-# or in /usr/local/cuda, and skipped otherwise.
+#                                   (the hip plugin; or WEFT_SETUP_HIP=1)
 #
 # Works as root, or as a user with sudo. Set WEFT_WERROR=ON to turn
-# warnings into errors (CI does).
+# warnings into errors (CI does). CUDA is never installed: the cuda plugin
+# is built when nvcc is found (PATH or /usr/local/cuda).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -28,7 +23,7 @@ while [ $# -gt 0 ]; do
     --preset=*) preset=${1#--preset=}; shift ;;
     --packages-only) build=0; shift ;;
     --with-hip) with_hip=1; shift ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -52,9 +47,9 @@ packages=(
   # conformance suite run on it), clinfo to see what the loader finds.
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 )
-# The hip device plugin: ROCm's compiler driver and HIP runtime. They pull
-# in about 28 packages (LLVM, the ROCm device libraries), so they are
-# optional; without them the plugin is simply not built.
+
+# ROCm's HIP compiler and runtime (Debian packages), only on request:
+# they are large and useful only with an AMD GPU.
 if [ "$with_hip" = 1 ]; then
   packages+=(hipcc libamdhip64-dev)
 fi
@@ -87,9 +82,9 @@ else
 fi
 
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
-  echo "==> CUDA toolkit found: the cuda device plugin will be built"
+  echo "==> CUDA found: the cuda plugin will be built"
 else
-  echo "==> No CUDA toolkit (nvcc): the cuda device plugin is skipped (setup.sh does not install CUDA)"
+  echo "==> CUDA not found: the cuda plugin is skipped (install the CUDA toolkit yourself to build it)"
 fi
 
 [ "$build" -eq 1 ] || exit 0

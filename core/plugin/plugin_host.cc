@@ -428,7 +428,7 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
     info.reason = entry.init_status.message();
     info.name = from_file.name;
     info.kind = from_file.kind;
-    WEFT_LOG_FROM(INFO, kLogSource) << "plugin " << info.path << " is unavailable: " << info.reason;
+    WEFT_LOG_FROM(DEBUG, kLogSource) << "plugin " << info.path << " is unavailable: " << info.reason;
     plugins_.push_back(std::move(info));
     return Outcome{};
   }
@@ -558,7 +558,7 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
     if (status.code() == Code::kUnavailable) {
       info.state = PluginState::kUnavailable;
       info.reason = status.message();
-      WEFT_LOG_FROM(INFO, kLogSource) << "plugin '" << info.name << "' (" << info.path
+      WEFT_LOG_FROM(DEBUG, kLogSource) << "plugin '" << info.name << "' (" << info.path
                                       << ") is unavailable: " << info.reason;
       return Outcome{};
     }
@@ -574,7 +574,7 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
       if (count.status().code() == Code::kUnavailable || (count.ok() && *count == 0)) {
         info.state = PluginState::kUnavailable;
         info.reason = count.ok() ? std::string("it found no devices") : count.status().message();
-        WEFT_LOG_FROM(INFO, kLogSource) << "plugin '" << info.name << "' (" << info.path
+        WEFT_LOG_FROM(DEBUG, kLogSource) << "plugin '" << info.name << "' (" << info.path
                                         << ") is unavailable: " << info.reason;
         return Outcome{};
       }

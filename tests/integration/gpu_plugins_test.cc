@@ -351,6 +351,13 @@ TEST_P(GpuPluginTest, WeftDevicesStillListsTheCpu) {
     EXPECT_NE(r.out.find("  host visible   no\n"), std::string::npos) << r.out;
   } else {
     EXPECT_EQ(r.out.find(StrCat("/device:", p.device_type, ":")), std::string::npos) << r.out;
+    // The host notes an unavailable plugin at debug level only.
+    EXPECT_EQ(r.err.find(StrCat("plugin '", p.name, "'")), std::string::npos) << r.err;
+    ProcessResult verbose = Weft({"--log-level", "debug", "devices"});
+    ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+    EXPECT_NE(verbose.err.find(StrCat("plugin '", p.name, "' (", p.file(), ") is unavailable: no usable ")),
+              std::string::npos)
+        << verbose.err;
   }
 }
 

@@ -185,7 +185,7 @@ TEST(PluginHost, RefusesASecondPluginForTheSameDeviceType) {
 
 TEST(PluginHost, UnavailableAtInitIsLoggedAndSkipped) {
   LogCapture log;
-  SetLogLevel(LogLevel::kInfo);
+  SetLogLevel(LogLevel::kDebug);
   config::Config config = MakeConfig();
   config.plugins.paths = {PluginFile("unavailable_init", ""), WEFT_BUILT_PLUGIN_DIR};
   PluginHost host(config, Isolated());
@@ -197,7 +197,7 @@ TEST(PluginHost, UnavailableAtInitIsLoggedAndSkipped) {
   // The process goes on: the CPU plugin after it is loaded.
   ASSERT_NE(host.FindPlugin("cpu"), nullptr);
   EXPECT_EQ(host.FindPlugin("cpu")->state, PluginState::kLoaded);
-  const std::string expected = "info: plugin " + PluginFile("unavailable_init", "weft_device_frob.so") +
+  const std::string expected = "debug: plugin " + PluginFile("unavailable_init", "weft_device_frob.so") +
                                " is unavailable: no frobnicator driver (libfrob.so.1 not found)";
   EXPECT_NE(std::find(log.lines.begin(), log.lines.end(), expected), log.lines.end())
       << "log had: " << StrJoin(log.lines, "\n");
@@ -205,7 +205,7 @@ TEST(PluginHost, UnavailableAtInitIsLoggedAndSkipped) {
 
 TEST(PluginHost, UnavailableFromDeviceCountIsLoggedAndSkipped) {
   LogCapture log;
-  SetLogLevel(LogLevel::kInfo);
+  SetLogLevel(LogLevel::kDebug);
   config::Config config = MakeConfig();
   config.plugins.paths = {PluginFile("unavailable_count", ""), WEFT_BUILT_PLUGIN_DIR};
   PluginHost host(config, Isolated());
@@ -216,7 +216,7 @@ TEST(PluginHost, UnavailableFromDeviceCountIsLoggedAndSkipped) {
   EXPECT_EQ(frob->reason, "no frobnicator found on this machine");
   EXPECT_EQ(host.devices().Find("TESTDEV"), nullptr);
   EXPECT_NE(host.devices().Find("CPU"), nullptr);
-  const std::string expected = "info: plugin 'frob' (" +
+  const std::string expected = "debug: plugin 'frob' (" +
                                PluginFile("unavailable_count", "weft_device_frob.so") +
                                ") is unavailable: no frobnicator found on this machine";
   EXPECT_NE(std::find(log.lines.begin(), log.lines.end(), expected), log.lines.end())
@@ -271,8 +271,7 @@ TEST(PluginHost, PluginReadsItsValidatedOptions) {
 }
 
 TEST(PluginHost, UnusedSectionsAreWarnings) {
-  // A device no plugin of this tree provides (the cuda plugin is built
-  // wherever nvcc is found).
+  // (devices.cuda would be read by the CUDA plugin where it is built.)
   config::Config config = MakeConfig("[devices.tpu]\nmemory_fraction = 0.5\n");
   config.plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
   PluginHost host(config, Isolated());

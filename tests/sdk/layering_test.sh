@@ -10,7 +10,7 @@ set -euo pipefail
 check_includes() {  # <tree>: prints violations
   grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](core|tools)/' "$1" \
     --include='*.c' --include='*.cc' --include='*.cpp' --include='*.h' --include='*.hpp' \
-    --include='*.cu' --include='*.cuh' --include='*.hip' --include='*.cl' || true
+    --include='*.cu' --include='*.cl' --include='*.hip' --include='*.inc' || true
 }
 
 check_library() {  # <plugin.so>: prints violations
