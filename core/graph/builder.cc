@@ -95,6 +95,26 @@ std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::v
   return outputs;
 }
 
+Status GraphBuilder::SetInput(int node, int index, const Output& value) {
+  WEFT_RETURN_IF_ERROR(status_);
+  if (node < 0 || node >= num_nodes()) return InvalidArgumentError("SetInput: no node ", node);
+  NodeDef& def = def_.nodes[static_cast<std::size_t>(node)];
+  const NodeTypes& types = types_[static_cast<std::size_t>(node)];
+  if (index < 0 || static_cast<std::size_t>(index) >= types.input_types.size()) {
+    return InvalidArgumentError("node '", def.name, "' (", def.op, ") has no data input ", index);
+  }
+  if (!value.valid() || value.index() < 0) {
+    return InvalidArgumentError("node '", def.name, "': the new input ", index, " is not a valid output");
+  }
+  if (value.dtype() != types.input_types[static_cast<std::size_t>(index)]) {
+    return InvalidArgumentError("node '", def.name, "': input ", index, " is ",
+                                DTypeName(types.input_types[static_cast<std::size_t>(index)]), "; ", Quote(value.name()),
+                                " is ", DTypeName(value.dtype()));
+  }
+  def.inputs[static_cast<std::size_t>(index)] = value.name();
+  return Status();
+}
+
 Output GraphBuilder::Op(std::string_view op, const std::vector<Output>& inputs, AttrMap attrs, std::string_view name) {
   std::vector<Output> outputs = AddNode(op, inputs, std::move(attrs), name);
   if (!status_.ok()) return Output();

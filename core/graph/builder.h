@@ -125,6 +125,12 @@ class GraphBuilder {
   // taken.
   Status Import(const Graph& graph);
 
+  // Replaces data input |index| of node |node| with |value|, which must
+  // have the input's dtype: how a loop's Merge gets its back edge from the
+  // NextIteration built after it. The node's inferred shapes stay as they
+  // were (the graph checks the back edge when it is built).
+  Status SetInput(int node, int index, const Output& value);
+
   // A unique name under the current scope for a node called |base|.
   std::string UniqueName(std::string_view base);
 

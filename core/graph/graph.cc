@@ -315,13 +315,31 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
   const std::size_t n = g.nodes_.size();
   std::vector<int> pending(n, 0);
   g.consumers_.assign(n, {});
+  // An edge out of a NextIteration is a loop's back edge: it closes a
+  // cycle on purpose and does not count for the order.
+  auto is_back_edge = [&g](int src) { return g.nodes_[static_cast<std::size_t>(src)].def.op == "NextIteration"; };
   for (const Node& node : g.nodes_) {
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       g.consumers_[static_cast<std::size_t>(node.inputs[k].node)].push_back({node.id, static_cast<int>(k)});
+      if (is_back_edge(node.inputs[k].node)) {
+        if (node.def.op != "Merge") {
+          return InvalidArgumentError(node.Describe(), ": input ", k, " comes from NextIteration ",
+                                      Quote(g.nodes_[static_cast<std::size_t>(node.inputs[k].node)].name()),
+                                      ", which may only feed a Merge (the head of its loop)");
+        }
+      } else {
+        ++pending[static_cast<std::size_t>(node.id)];
+      }
     }
-    for (int c : node.control_inputs) g.consumers_[static_cast<std::size_t>(c)].push_back({node.id, -1});
-    pending[static_cast<std::size_t>(node.id)] =
-        static_cast<int>(node.inputs.size() + node.control_inputs.size());
+    for (int c : node.control_inputs) {
+      g.consumers_[static_cast<std::size_t>(c)].push_back({node.id, -1});
+      if (is_back_edge(c)) {
+        return InvalidArgumentError(node.Describe(), ": has a control input from NextIteration ",
+                                    Quote(g.nodes_[static_cast<std::size_t>(c)].name()),
+                                    "; a NextIteration may only feed a Merge");
+      }
+      ++pending[static_cast<std::size_t>(node.id)];
+    }
   }
   std::deque<int> ready;
   for (std::size_t i = 0; i < n; ++i) {
@@ -331,6 +349,7 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
     const int id = ready.front();
     ready.pop_front();
     g.order_.push_back(id);
+    if (is_back_edge(id)) continue;
     for (const auto& [consumer, index] : g.consumers_[static_cast<std::size_t>(id)]) {
       if (--pending[static_cast<std::size_t>(consumer)] == 0) ready.push_back(consumer);
     }
@@ -350,7 +369,7 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
       const Node& node = g.nodes_[static_cast<std::size_t>(at)];
       int next = -1;
       for (const Endpoint& e : node.inputs) {
-        if (pending[static_cast<std::size_t>(e.node)] > 0) next = e.node;
+        if (pending[static_cast<std::size_t>(e.node)] > 0 && !is_back_edge(e.node)) next = e.node;
       }
       for (int c : node.control_inputs) {
         if (next < 0 && pending[static_cast<std::size_t>(c)] > 0) next = c;
@@ -385,14 +404,57 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
         in.dtype = from.output_types[static_cast<std::size_t>(src.index)];
         in.shape = from.output_shapes[static_cast<std::size_t>(src.index)];
         in.handle_shape = from.output_handle_shapes[static_cast<std::size_t>(src.index)];
+      } else if (is_back_edge(src.node) && from.output_types.empty()) {
+        // A back edge, not inferred yet: the Merge's shape comes from the
+        // values entering the loop; the NextIteration is checked against it
+        // below.
+        in.back_edge = true;
+        in.source_outputs = 1;
+        if (auto t = node.def.attrs.find("T"); t != node.def.attrs.end() && t->second.holds<DType>()) {
+          in.dtype = t->second.get<DType>();
+        }
       }
       inputs.push_back(std::move(in));
+    }
+    for (NodeInput& in : inputs) {
+      if (!in.back_edge) continue;
+      for (const NodeInput& other : inputs) {
+        if (!other.back_edge) in.shape = other.shape;
+      }
     }
     WEFT_ASSIGN_OR_RETURN(NodeTypes types, InferNode(*node.op, node.def, inputs));
     node.input_types = std::move(types.input_types);
     node.output_types = std::move(types.output_types);
     node.output_shapes = std::move(types.output_shapes);
     node.output_handle_shapes = std::move(types.output_handle_shapes);
+  }
+  // Every back edge carries what the Merge promised: the same dtype, and a
+  // shape at least as specific as the Merge's (a loop variable may not
+  // change shape across iterations beyond its shape invariant).
+  for (const Node& node : g.nodes_) {
+    if (node.def.op != "Merge") continue;
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const Node& from = g.nodes_[static_cast<std::size_t>(node.inputs[k].node)];
+      if (from.def.op != "NextIteration") continue;
+      const Shape& want = node.output_shapes[0];
+      const Shape& got = from.output_shapes[0];
+      bool fits = from.output_types[0] == node.output_types[0];
+      if (fits && !want.unknown_rank()) {
+        fits = !got.unknown_rank() && got.rank() == want.rank();
+        for (int d = 0; fits && d < want.rank(); ++d) {
+          const int64_t w = want.dims()[static_cast<std::size_t>(d)];
+          fits = w < 0 || got.dims()[static_cast<std::size_t>(d)] == w;
+        }
+      }
+      if (!fits) {
+        return InvalidArgumentError(
+            node.Describe(), ": the loop variable enters as ", DTypeName(node.output_types[0]),
+            node.output_shapes[0].ToString(), " but comes back from ", Quote(from.name()), " as ",
+            DTypeName(from.output_types[0]), from.output_shapes[0].ToString(),
+            "; a loop variable keeps its dtype, and its shape may only change where its shape invariant has "
+            "unknown dimensions (while_loop shape_invariants)");
+      }
+    }
   }
   return g;
 }

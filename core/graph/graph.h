@@ -102,6 +102,7 @@ struct NodeInput {
   DType dtype = DType::kInvalid;
   Shape shape = Shape::UnknownRank();
   Shape handle_shape = Shape::UnknownRank();  // for resource inputs
+  bool back_edge = false;  // from a NextIteration not inferred yet
 };
 
 struct NodeTypes {

@@ -401,7 +401,11 @@ bool NeedsNoGradient(const OpDef& op) {
       "InvertPermutation", "ConcatOffset", "StridedSliceGrad", "Cumsum", "Cumprod", "Conv2DBackpropInput",
       "Conv2DBackpropFilter", "DepthwiseConv2DBackpropInput", "DepthwiseConv2DBackpropFilter", "MaxPoolGrad",
       "AvgPoolGrad", "BiasAddGrad", "FusedBatchNormGrad", "LayerNormGrad"};
-  return op.inputs.empty() || op.outputs.empty() || op.name[0] == '_' || kBackward.count(op.name) != 0;
+  // The control-flow primitives are differentiated as whole conds and
+  // loops by the gradient builder, not one op at a time.
+  static const std::set<std::string> kControlFlow = {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"};
+  return op.inputs.empty() || op.outputs.empty() || op.name[0] == '_' || kBackward.count(op.name) != 0 ||
+         kControlFlow.count(op.name) != 0;
 }
 
 TEST(Gradients, EveryOpIsDifferentiableOrDeclaredNot) {
