@@ -50,6 +50,13 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
   }
   exec->total_inputs_ = slot;
   for (const Graph::Node& node : g.nodes()) {
+    const std::string& op = node.op_name();
+    if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" ||
+        op == "LoopCond") {
+      exec->has_control_flow_ = true;
+    }
+  }
+  for (const Graph::Node& node : g.nodes()) {
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const Endpoint& src = node.inputs[k];
       exec->items_[static_cast<std::size_t>(src.node)].edges.push_back(
@@ -59,12 +66,17 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
       exec->items_[static_cast<std::size_t>(c)].edges.push_back(OutEdge{-1, node.id, -1});
     }
   }
+  if (exec->has_control_flow_) WEFT_RETURN_IF_ERROR(exec->BuildFrames());
   return exec;
 }
 
 void Executor::RunAsync(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const {
   if (roots_.empty()) {
     done(Status());
+    return;
+  }
+  if (has_control_flow_) {
+    RunWithFrames(step, trace, std::move(done));
     return;
   }
   auto* state = new StepState();

@@ -10,9 +10,12 @@
 // first error cancels the step and is returned naming node, op, device and
 // cause.
 //
-// Loops (the control-flow issue) will add frames and iterations to the
-// per-step state; the plan already keeps per-node input slots relative to a
-// base, so an iteration is one more set of slots.
+// Graphs with control flow (Switch, Merge, Enter, Exit, NextIteration,
+// LoopCond) run on a second path (control_flow_executor.cc): each node
+// belongs to a frame (the root, or a loop), each frame instance runs
+// iterations, each with its own input slots and pending counts, and values
+// may be dead. Graphs without control flow never touch that path, so the
+// plain one keeps its lock-free propagation.
 #ifndef WEFT_CORE_RUNTIME_EXECUTOR_H_
 #define WEFT_CORE_RUNTIME_EXECUTOR_H_
 
@@ -58,6 +61,8 @@ class Executor {
     int dst;        // consumer node
     int dst_slot;   // absolute input slot of the consumer
   };
+  // How the control-flow path treats a node.
+  enum class Kind : uint8_t { kKernel, kSwitch, kMerge, kEnter, kExit, kNextIteration, kLoopCond };
   struct NodeItem {
     OpKernel* kernel = nullptr;
     const Graph::Node* node = nullptr;
@@ -69,8 +74,34 @@ class Executor {
     bool is_inline = false;
     bool is_async = false;
     std::vector<OutEdge> edges;
+    // Control flow only.
+    Kind kind = Kind::kKernel;
+    bool is_constant = false;    // an Enter of a loop invariant
+    int frame = 0;               // the static frame the node runs in
+    int child_frame = -1;        // for an Enter: the frame it enters
+    int local_id = 0;            // index among its frame's nodes
+    int local_input_start = 0;   // first input slot in its frame's slots
+    int merge_dead_needed = 0;   // for a Merge: dead inputs that make it dead
+    bool cf_inline = false;      // run on the thread that made it ready
+  };
+  // A loop of the graph (frame 0 is the root): what each of its instances
+  // needs to start an iteration.
+  struct StaticFrame {
+    std::string name;
+    int parent = -1;
+    int parallel_iterations = 1;
+    int num_enters = 0;                 // Enter nodes feeding one instance
+    std::vector<int> nodes;             // by local id
+    std::vector<int> exits;             // Exit nodes
+    int num_inputs = 0;                 // input slots of one iteration
+    std::vector<int> initial_pending;   // by local id (a Merge: its control inputs)
   };
   struct StepState;
+  struct CfStep;
+  struct Frame;
+  struct Iteration;
+  struct TaggedNode;
+  struct Propagator;
 
   Executor() = default;
   // Runs the nodes of |stack| and whatever they make ready that stays on
@@ -84,6 +115,24 @@ class Executor {
   void Dispatch(StepState* state, std::vector<int>& ready, std::vector<int>* stack) const;
   void Fail(StepState* state, int id, const Status& status) const;
   void Finish(StepState* state) const;
+
+  // Control flow (control_flow_executor.cc).
+  Status BuildFrames();
+  void RunWithFrames(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const;
+  void CfProcess(CfStep* state, std::vector<TaggedNode> stack) const;
+  void CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const;
+  // Runs |node| (not dead, not async) and propagates; false on error.
+  bool CfRunNode(CfStep* state, const TaggedNode& node, std::vector<TaggedNode>* ready) const;
+  // Propagates the outputs of |node| and retires it; called with the
+  // outputs (and, for dead nodes, none).
+  void CfPropagate(CfStep* state, const TaggedNode& node, Tensor* outputs, const bool* output_dead,
+                   std::vector<TaggedNode>* ready) const;
+  void CfFail(CfStep* state, const TaggedNode& node, const Status& status) const;
+  void CfFinish(CfStep* state) const;
+
+  std::vector<StaticFrame> frames_;
+  bool has_control_flow_ = false;
+  std::vector<Tensor> merge_index_values_;
 
   std::shared_ptr<const Graph> graph_;
   std::vector<NodeItem> items_;

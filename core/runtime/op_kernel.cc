@@ -573,12 +573,24 @@ class VarIsInitializedKernel : public OpKernel {
   }
 };
 
+// The executor runs the control-flow primitives itself (frames, dead
+// values); this kernel only stands in for them.
+class ControlFlowKernel : public OpKernel {
+ public:
+  bool IsInline() const override { return true; }
+  Status Compute(OpKernelContext& ctx) override {
+    return InternalError(ctx.node().op_name(), " is run by the executor, not as a kernel");
+  }
+};
+
 const std::vector<std::string>& RuntimeOpList() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> list = {
         "Assign", "Const",   "ExpandDims", "Identity", "NoOp",         "Placeholder",      "Rank",       "ReadVariable",
         "Reshape", "Shape",  "Size",       "Squeeze",  "StopGradient", "VarHandle",        "VarIsInitialized",
         "_Arg",   "_Recv",   "_Retval", "_Send",
+        // the control-flow primitives, run by the executor itself
+        "Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch",
         // checkpoint_kernels.cc
         "Restore", "Save",
         // queue_kernels.cc
@@ -630,6 +642,9 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
   if (op == "VarIsInitialized") return std::unique_ptr<OpKernel>(new VarIsInitializedKernel());
   if (op == "Save" || op == "Restore") return CreateCheckpointKernel(node);
   if (op == "_Send" || op == "_Recv") return CreateSendRecvKernel(node, device);
+  if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" || op == "LoopCond") {
+    return std::unique_ptr<OpKernel>(new ControlFlowKernel());
+  }
   return InternalError("no runtime kernel for ", op);
 }
 

@@ -55,6 +55,14 @@ class OpKernelContext {
   StepInfo& step() const { return *step_; }
   int num_inputs() const { return num_inputs_; }
   int num_outputs() const { return node_->num_outputs(); }
+  // The loop frame instance and iteration the node runs in (0 and 0
+  // outside loops); _Send and _Recv put them in their rendezvous keys.
+  int64_t frame_id() const { return frame_id_; }
+  int64_t iteration() const { return iteration_; }
+  void set_frame(int64_t frame_id, int64_t iteration) {
+    frame_id_ = frame_id;
+    iteration_ = iteration;
+  }
   const Tensor& input(int i) const { return inputs_[i]; }
   Tensor& output(int i) { return outputs_[i]; }
   void set_output(int i, Tensor t) { outputs_[i] = std::move(t); }
@@ -81,6 +89,8 @@ class OpKernelContext {
   int num_inputs_;
   Tensor* outputs_;
   StepInfo* step_;
+  int64_t frame_id_ = 0;
+  int64_t iteration_ = 0;
   std::deque<Tensor> temps_;
   std::vector<std::unique_ptr<HeldLock>> locks_;
 };

@@ -9,6 +9,10 @@
 //   executor_chain        microseconds per node of a 10,000-node chain
 //   executor_fanout       microseconds per node of 10,000 independent nodes
 //   run_trivial           microseconds per Session::Run of a one-op graph
+//   while_loop_iter       microseconds per iteration of a 100,000-iteration
+//                         loop with a trivial scalar body (s += i; i += 1
+//                         while i < n) vs the same loop in TorchScript
+//                         (tools/bench/torch_loop.py)
 //   transfer_h2d, transfer_d2h
 //                         GB/s of a 64 MiB copy host->device and device->host
 //                         through the first device with its own memory (the
@@ -297,6 +301,54 @@ void ExecutorFanout(Env& env) {
   Print("executor_fanout", t / kNodes * 1e6, 0, "us_per_node", false);
 }
 
+// i = 0, s = 0; while (i < n) { s += i; i += 1 }, written op by op.
+void WhileLoopIter(Env& env) {
+  constexpr int64_t kIterations = 100000;
+  GraphBuilder g;
+  Output n = g.Placeholder(DType::kI64, Shape{}, "n");
+  const AttrMap frame = {{"frame_name", AttrValue(std::string("loop"))}};
+  AttrMap invariant = frame;
+  invariant["is_constant"] = AttrValue(true);
+  std::vector<Output> merges;
+  for (const char* name : {"i", "s"}) {
+    Output enter = g.Op("Enter", {g.Scalar<int64_t>(0, StrCat(name, "0"))}, frame);
+    merges.push_back(g.AddNode("Merge", {enter, enter})[0]);
+  }
+  Output limit = g.Op("Enter", {n}, invariant);
+  Output pred = g.Op("LoopCond", {g.Op("Less", {merges[0], limit})});
+  std::vector<Output> body, exits;
+  for (const Output& m : merges) {
+    std::vector<Output> sw = g.AddNode("Switch", {m, pred});
+    body.push_back(g.Op("Identity", {sw[1]}));
+    exits.push_back(g.Op("Exit", {sw[0]}, {}, "out"));
+  }
+  Output one;
+  {
+    auto deps = g.ControlDependencies({body[0]});
+    one = g.Scalar<int64_t>(1);
+  }
+  const std::vector<Output> next = {g.Op("Add", {body[0], one}), g.Op("Add", {body[1], body[0]})};
+  for (std::size_t k = 0; k < 2; ++k) Env::Check(g.SetInput(merges[k].node(), 1, g.Op("NextIteration", {next[k]})));
+  auto session = env.Session(g);
+  std::vector<Tensor> out;
+  const Tensor limit_value = Tensor::Scalar<int64_t>(kIterations);
+  const double t = Median(7, 1, [&] {
+    Env::Check(session->Run({{"n", limit_value}}, {exits[1].name()}, {}, &out));
+  });
+  if (out[0].scalar<int64_t>() != kIterations * (kIterations - 1) / 2) Env::Check(InternalError("wrong loop sum"));
+  // The peer, in its own process.
+  const std::string command = StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/bench/torch_loop.py ", kIterations,
+                                     " ", g_repeats > 0 ? g_repeats : 7);
+  FILE* pipe = popen(command.c_str(), "r");
+  double peer = 0;
+  if (pipe != nullptr) {
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) std::sscanf(buffer, "us_per_iter=%lf", &peer);
+    if (pclose(pipe) != 0) peer = 0;
+  }
+  Print("while_loop_iter", t / kIterations * 1e6, peer, "us_per_iter", false);
+}
+
 void RunTrivial(Env& env) {
   GraphBuilder g;
   ops::Neg(g, g.Placeholder(DType::kF32, Shape{}, "x"), "y");
@@ -460,6 +512,7 @@ int Main(int argc, char** argv) {
       {"conv_lenet", [&] { Conv(env, "conv_lenet", Shape{64, 28, 28, 1}, Shape{5, 5, 1, 32}, 30); }},
       {"conv_resnet", [&] { Conv(env, "conv_resnet", Shape{32, 56, 56, 64}, Shape{3, 3, 64, 64}, 7); }},
       {"executor_chain", [&] { ExecutorChain(env); }},
+      {"while_loop_iter", [&] { WhileLoopIter(env); }},
       {"executor_fanout", [&] { ExecutorFanout(env); }},
       {"run_trivial", [&] { RunTrivial(env); }},
       {"transfer_h2d", [&] { Transfer(env, true); }},

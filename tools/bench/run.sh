@@ -8,7 +8,7 @@
 #   REPEATS=5 tools/bench/run.sh ...      fewer repeats (noisier)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout run_trivial
+all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout while_loop_iter run_trivial
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")

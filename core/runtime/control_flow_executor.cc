@@ -1,0 +1,680 @@
+// The executor's control-flow path (DESIGN §3): frames, iterations and dead
+// values. Graphs without Switch/Merge/Enter/Exit/NextIteration/LoopCond
+// never come here.
+//
+// Each node belongs to a static frame, found once from the graph: a node
+// runs in the frame of its inputs, except that an Enter's consumers run in
+// the child frame it names and an Exit's consumers in the parent frame. At
+// run time a frame instance exists per (parent instance, parent iteration,
+// frame name); it runs iterations, each with its own input slots, pending
+// counts and dead counts. Up to parallel_iterations iterations are in
+// flight: a NextIteration that would start one more is held back until the
+// oldest iteration finishes. Iterations finish in order; a frame finishes
+// when all its Enters have arrived and its last iteration is done, and then
+// gives every Exit that never produced a live value a dead one in the
+// parent (a loop that did not run, in a branch not taken).
+//
+// The bookkeeping (slots, counts, frames) is guarded by one mutex per step;
+// kernels run outside it. Finished iterations are recycled, so a loop's
+// memory is bounded by parallel_iterations, not by its length.
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "core/runtime/executor.h"
+
+namespace weft::runtime {
+
+struct Executor::Iteration {
+  std::vector<Tensor> inputs;
+  std::vector<int> pending;   // a Merge: control inputs left
+  std::vector<int> dead;      // dead inputs seen
+  std::vector<char> fired;    // a Merge: already ran in this iteration
+  std::vector<char> has_live;  // a Merge: a live input arrived
+  int outstanding_ops = 0;     // ready or running nodes
+  int outstanding_frames = 0;  // child frame instances not finished
+};
+
+struct Executor::Frame {
+  const StaticFrame* sf = nullptr;
+  int static_id = 0;
+  Frame* parent = nullptr;
+  int64_t parent_iter = 0;
+  int64_t id = 0;  // for rendezvous keys: the same on every device
+  int parallel = 1;
+  int64_t iteration_count = 0;  // the newest iteration started
+  int num_outstanding_iterations = 1;
+  int num_pending_inputs = 0;  // Enters of this instance yet to arrive
+  int64_t first_iter = 0;      // the oldest iteration not finished
+  std::deque<std::unique_ptr<Iteration>> iterations;
+  // NextIteration values held back by parallel_iterations.
+  std::vector<std::pair<int, Tensor>> next_iter_roots;
+  // Loop invariants: (Enter node, value, dead), given to every iteration.
+  struct Invariant {
+    int node;
+    Tensor value;
+    bool dead;
+  };
+  std::vector<Invariant> invariants;
+  std::vector<int> live_exits;
+  std::map<std::pair<int64_t, int>, std::unique_ptr<Frame>> children;  // (iteration, static frame)
+
+  Iteration* iteration(int64_t iter) {
+    const int64_t k = iter - first_iter;
+    return k >= 0 && k < static_cast<int64_t>(iterations.size()) ? iterations[static_cast<std::size_t>(k)].get()
+                                                                  : nullptr;
+  }
+};
+
+struct Executor::TaggedNode {
+  int id = 0;
+  Frame* frame = nullptr;
+  int64_t iter = 0;
+  bool dead = false;
+};
+
+struct Executor::CfStep {
+  StepInfo* info = nullptr;
+  TraceRecorder* trace = nullptr;
+  std::atomic<int> outstanding{0};
+  std::mutex mutex;  // guards the frames and their iterations
+  Status status;
+  std::function<void(Status)> done;
+  std::unique_ptr<Frame> root;
+  std::vector<std::unique_ptr<Iteration>> free_iterations;
+};
+
+namespace {
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+
+
+uint64_t HashString(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace
+
+Status Executor::BuildFrames() {
+  const Graph& g = *graph_;
+  frames_.clear();
+  frames_.push_back(StaticFrame{});
+  frames_[0].name = "";
+  std::map<std::pair<int, std::string>, int> frame_ids;  // (parent, name)
+  std::vector<int> frame_of(static_cast<std::size_t>(g.num_nodes()), -1);
+  auto describe_frame = [this](int f) { return f == 0 ? std::string("the root frame") : StrCat("loop frame ", Quote(frames_[static_cast<std::size_t>(f)].name)); };
+
+  for (NodeItem& item : items_) {
+    const std::string& op = item.node->op_name();
+    item.kind = op == "Switch"          ? Kind::kSwitch
+                : op == "Merge"         ? Kind::kMerge
+                : op == "Enter"         ? Kind::kEnter
+                : op == "Exit"          ? Kind::kExit
+                : op == "NextIteration" ? Kind::kNextIteration
+                : op == "LoopCond"      ? Kind::kLoopCond
+                                        : Kind::kKernel;
+  }
+  // The frame each node's consumers run in.
+  auto output_frame = [&](int src) -> Expected<int> {
+    const NodeItem& item = items_[static_cast<std::size_t>(src)];
+    const int f = frame_of[static_cast<std::size_t>(src)];
+    if (item.kind == Kind::kEnter) return item.child_frame;
+    if (item.kind == Kind::kExit) {
+      if (f == 0) return InvalidArgumentError(item.node->Describe(), " is an Exit outside any loop");
+      return frames_[static_cast<std::size_t>(f)].parent;
+    }
+    return f;
+  };
+  for (int id : g.topological_order()) {
+    NodeItem& item = items_[static_cast<std::size_t>(id)];
+    const Graph::Node& node = *item.node;
+    int frame = -1;
+    int from = -1;
+    auto consider = [&](int src) -> Status {
+      if (items_[static_cast<std::size_t>(src)].kind == Kind::kNextIteration) return Status();  // back edge
+      WEFT_ASSIGN_OR_RETURN(int f, output_frame(src));
+      if (frame < 0) {
+        frame = f;
+        from = src;
+      } else if (f != frame) {
+        return InvalidArgumentError(node.Describe(), " has inputs from two frames: ", Quote(g.node(from).name()),
+                                    " in ", describe_frame(frame), " and ", Quote(g.node(src).name()), " in ",
+                                    describe_frame(f), "; a value enters a loop through Enter and leaves it "
+                                    "through Exit");
+      }
+      return Status();
+    };
+    for (const Endpoint& e : node.inputs) WEFT_RETURN_IF_ERROR(consider(e.node));
+    for (int c : node.control_inputs) WEFT_RETURN_IF_ERROR(consider(c));
+    if (frame < 0) frame = 0;
+    frame_of[static_cast<std::size_t>(id)] = frame;
+    item.frame = frame;
+    if (item.kind == Kind::kEnter) {
+      const std::string& name = node.def.attrs.find("frame_name")->second.get<std::string>();
+      auto [it, added] = frame_ids.emplace(std::make_pair(frame, name), static_cast<int>(frames_.size()));
+      if (added) {
+        StaticFrame sf;
+        sf.name = name;
+        sf.parent = frame;
+        sf.parallel_iterations = static_cast<int>(
+            std::max<int64_t>(1, node.def.attrs.find("parallel_iterations")->second.get<int64_t>()));
+        frames_.push_back(std::move(sf));
+      }
+      item.child_frame = it->second;
+      item.is_constant = node.def.attrs.find("is_constant")->second.get<bool>();
+      StaticFrame& child = frames_[static_cast<std::size_t>(item.child_frame)];
+      ++child.num_enters;
+      child.parallel_iterations = std::min<int>(
+          child.parallel_iterations,
+          static_cast<int>(std::max<int64_t>(1, node.def.attrs.find("parallel_iterations")->second.get<int64_t>())));
+    }
+  }
+  // A NextIteration feeds the Merge of its own frame.
+  for (const NodeItem& item : items_) {
+    if (item.kind != Kind::kNextIteration) continue;
+    for (const OutEdge& e : item.edges) {
+      const NodeItem& dst = items_[static_cast<std::size_t>(e.dst)];
+      if (dst.frame != item.frame || item.frame == 0) {
+        return InvalidArgumentError(item.node->Describe(), " feeds ", dst.node->Describe(), " in ",
+                                    describe_frame(dst.frame), " from ", describe_frame(item.frame),
+                                    "; a NextIteration must feed the Merge of its own loop");
+      }
+    }
+  }
+
+  // Local ids, input slots and initial counts per frame.
+  for (NodeItem& item : items_) {
+    StaticFrame& sf = frames_[static_cast<std::size_t>(item.frame)];
+    item.local_id = static_cast<int>(sf.nodes.size());
+    sf.nodes.push_back(item.node->id);
+    item.local_input_start = sf.num_inputs;
+    sf.num_inputs += item.num_inputs;
+    int pending = item.pending;
+    if (item.kind == Kind::kMerge) {
+      pending = static_cast<int>(item.node->control_inputs.size());
+      int needed = 0;
+      for (const Endpoint& e : item.node->inputs) {
+        if (items_[static_cast<std::size_t>(e.node)].kind != Kind::kNextIteration) ++needed;
+      }
+      item.merge_dead_needed = needed;
+    }
+    sf.initial_pending.push_back(pending);
+    if (item.kind == Kind::kExit) sf.exits.push_back(item.node->id);
+  }
+  // In a loop, handing a node to another thread costs more than a small
+  // kernel: nodes whose outputs are known to be small (a loop's counters
+  // and conditions) run on the thread that made them ready.
+  for (NodeItem& item : items_) {
+    bool small = item.kind != Kind::kKernel || item.is_inline;
+    if (!small && !item.is_async) {
+      small = true;
+      for (const Shape& shape : item.node->output_shapes) {
+        if (shape.unknown_rank() || shape.num_elements() < 0 || shape.num_elements() > 256) small = false;
+      }
+    }
+    item.cf_inline = small;
+  }
+  int max_merge_inputs = 1;
+  for (const NodeItem& item : items_) {
+    if (item.kind == Kind::kMerge) max_merge_inputs = std::max(max_merge_inputs, item.num_inputs);
+  }
+  for (int k = 0; k < max_merge_inputs; ++k) merge_index_values_.push_back(Tensor::Scalar<int32_t>(k));
+  // Roots run in the root frame, once.
+  roots_.clear();
+  for (const NodeItem& item : items_) {
+    if (item.pending == 0) {
+      if (item.frame != 0) {
+        return InternalError(item.node->Describe(), " has no inputs but runs in ", describe_frame(item.frame));
+      }
+      roots_.push_back(item.node->id);
+    }
+  }
+  return Status();
+}
+
+void Executor::RunWithFrames(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const {
+  auto* state = new CfStep();
+  state->info = &step;
+  state->trace = trace;
+  state->done = std::move(done);
+  auto root = std::make_unique<Frame>();
+  root->sf = &frames_[0];
+  root->static_id = 0;
+  root->parallel = 1;
+  auto iteration = std::make_unique<Iteration>();
+  iteration->inputs.resize(static_cast<std::size_t>(frames_[0].num_inputs));
+  iteration->pending = frames_[0].initial_pending;
+  iteration->dead.assign(frames_[0].nodes.size(), 0);
+  iteration->fired.assign(frames_[0].nodes.size(), 0);
+  iteration->has_live.assign(frames_[0].nodes.size(), 0);
+  iteration->outstanding_ops = static_cast<int>(roots_.size());
+  root->iterations.push_back(std::move(iteration));
+  Frame* root_frame = root.get();
+  state->root = std::move(root);
+
+  state->outstanding.store(1);
+  std::vector<TaggedNode> ready;
+  for (int id : roots_) ready.push_back(TaggedNode{id, root_frame, 0, false});
+  std::vector<TaggedNode> stack;
+  CfDispatch(state, ready, &stack);
+  CfProcess(state, std::move(stack));
+}
+
+void Executor::CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const {
+  const bool have_pool = pool_ != nullptr && pool_->num_threads() > 0;
+  bool kept = false;
+  TaggedNode keep;
+  for (const TaggedNode& t : ready) {
+    const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
+    if (t.dead || item.cf_inline || !have_pool) {
+      stack->push_back(t);
+      continue;
+    }
+    if (kept) {
+      state->outstanding.fetch_add(1);
+      const TaggedNode other = keep;
+      pool_->Schedule([this, state, other] { CfProcess(state, {other}); });
+    }
+    keep = t;
+    kept = true;
+  }
+  if (kept) stack->push_back(keep);
+  ready.clear();
+}
+
+void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
+  std::vector<TaggedNode> ready;
+  while (!stack.empty()) {
+    const TaggedNode t = stack.back();
+    stack.pop_back();
+    const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
+    if (state->info->cancelled.load(std::memory_order_relaxed)) {
+      // Retire it without running, so that frames still account for it.
+      std::lock_guard<std::mutex> lock(state->mutex);
+      CfPropagate(state, t, nullptr, nullptr, nullptr);
+      continue;
+    }
+    if (t.dead) {
+      if (item.node->op_name() == "_Retval") {
+        CfFail(state, t, InvalidArgumentError("the fetched value is dead: it comes from the branch of a cond that "
+                                              "was not taken"));
+        std::lock_guard<std::mutex> lock(state->mutex);
+        CfPropagate(state, t, nullptr, nullptr, nullptr);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(state->mutex);
+      CfPropagate(state, t, nullptr, nullptr, &ready);
+    } else if (item.kind == Kind::kKernel && item.is_async) {
+      state->outstanding.fetch_add(1);
+      Iteration* it;
+      {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        it = t.frame->iteration(t.iter);
+      }
+      auto outputs = std::make_shared<std::vector<Tensor>>(static_cast<std::size_t>(item.num_outputs));
+      auto ctx = std::make_shared<OpKernelContext>(item.device, item.node,
+                                                   &it->inputs[static_cast<std::size_t>(item.local_input_start)],
+                                                   item.num_inputs, outputs->data(), state->info);
+      ctx->set_frame(t.frame->id, t.iter);
+      const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
+      OpKernelContext& context = *ctx;
+      item.kernel->ComputeAsync(context, [this, state, t, outputs = std::move(outputs), ctx = std::move(ctx),
+                                          start](Status status) mutable {
+        const NodeItem& done_item = items_[static_cast<std::size_t>(t.id)];
+        if (state->trace != nullptr) {
+          state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
+                                state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
+        }
+        std::vector<TaggedNode> newly_ready;
+        if (!status.ok()) {
+          CfFail(state, t, status);
+          std::lock_guard<std::mutex> lock(state->mutex);
+          CfPropagate(state, t, nullptr, nullptr, nullptr);
+        } else {
+          std::vector<char> dead(static_cast<std::size_t>(done_item.num_outputs), 0);
+          {
+            std::lock_guard<std::mutex> lock(state->mutex);
+            CfPropagate(state, t, outputs->data(), reinterpret_cast<const bool*>(dead.data()), &newly_ready);
+          }
+          std::vector<TaggedNode> local;
+          CfDispatch(state, newly_ready, &local);
+          if (!local.empty()) {
+            state->outstanding.fetch_add(1);
+            CfProcess(state, std::move(local));
+          }
+        }
+        outputs.reset();
+        ctx.reset();
+        if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
+      });
+      continue;
+    } else if (!CfRunNode(state, t, &ready)) {
+      continue;
+    }
+    CfDispatch(state, ready, &stack);
+  }
+  if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
+}
+
+bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedNode>* ready) const {
+  const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
+  Iteration* it;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    it = t.frame->iteration(t.iter);
+  }
+  Tensor* inputs = &it->inputs[static_cast<std::size_t>(item.local_input_start)];
+  // Most nodes have few outputs: no allocation for them.
+  Tensor few[4];
+  std::vector<Tensor> many;
+  Tensor* outputs = few;
+  if (item.num_outputs > 4) {
+    many.resize(static_cast<std::size_t>(item.num_outputs));
+    outputs = many.data();
+  }
+  bool dead[2] = {false, false};
+  Status status;
+  const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
+  switch (item.kind) {
+    case Kind::kEnter:
+    case Kind::kExit:
+    case Kind::kNextIteration:
+    case Kind::kLoopCond:
+      outputs[0] = inputs[0];
+      break;
+    case Kind::kSwitch: {
+      Tensor pred = inputs[1];
+      if (!item.device->host_visible()) {
+        auto host = item.device->CopyToHost(pred);
+        if (!host.ok()) {
+          status = host.status();
+          break;
+        }
+        pred = std::move(*host);
+      }
+      const bool taken = *pred.data<bool>();
+      outputs[taken ? 1 : 0] = inputs[0];
+      dead[taken ? 0 : 1] = true;
+      break;
+    }
+    case Kind::kMerge: {
+      int index = -1;
+      for (int k = 0; k < item.num_inputs && index < 0; ++k) {
+        if (inputs[k].valid()) index = k;
+      }
+      if (index < 0) {
+        status = InternalError("a live Merge has no input");
+        break;
+      }
+      outputs[0] = inputs[index];
+      outputs[1] = merge_index_values_[static_cast<std::size_t>(index)];
+      break;
+    }
+    case Kind::kKernel: {
+      OpKernelContext ctx(item.device, item.node, inputs, item.num_inputs, outputs, state->info);
+      ctx.set_frame(t.frame->id, t.iter);
+      status = item.kernel->Compute(ctx);
+      break;
+    }
+  }
+  if (state->trace != nullptr) {
+    state->trace->Record({item.node->name(), item.node->op_name(), item.device->name(), state->info->step_id,
+                          TraceThreadId(), start, state->trace->NowMicros() - start});
+  }
+  if (status.ok() && item.kind == Kind::kKernel) {
+    for (int i = 0; i < item.num_outputs; ++i) {
+      if (!outputs[static_cast<std::size_t>(i)].valid() &&
+          item.node->output_types[static_cast<std::size_t>(i)] != DType::kInvalid) {
+        status = InternalError("the kernel did not set output ", i);
+      }
+    }
+  }
+  if (!status.ok()) {
+    CfFail(state, t, status);
+    std::lock_guard<std::mutex> lock(state->mutex);
+    CfPropagate(state, t, nullptr, nullptr, nullptr);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(state->mutex);
+  CfPropagate(state, t, outputs, dead, ready);
+  return true;
+}
+
+
+// Delivers values to consumers and keeps the frames' counts; one per
+// propagation, with the step's mutex held.
+struct Executor::Propagator {
+  const Executor& exec;
+  CfStep* state;
+  const NodeItem& item;               // the node that ran
+  Tensor* outputs;                    // its outputs; null when it was dead
+  const bool* output_dead;
+  std::vector<TaggedNode>* ready;
+
+  // Delivers |src|'s outputs (|src| is the node that ran, or, with |value0|,
+  // a held-back NextIteration, a loop invariant or a dead Exit) to its
+  // consumers in iteration |iter| of |f|.
+  void Activate(const NodeItem& src, Frame* f, int64_t iter, const Tensor* value0, bool all_dead) const {
+    Iteration* target = f->iteration(iter);
+    const bool ran = &src == &item && outputs != nullptr;
+    for (const OutEdge& e : src.edges) {
+      const NodeItem& dst = exec.items_[static_cast<std::size_t>(e.dst)];
+      const auto local = static_cast<std::size_t>(dst.local_id);
+      const bool dead = all_dead || (ran && e.output >= 0 && output_dead[e.output]);
+      const Tensor* value = nullptr;
+      if (!dead && e.output >= 0) value = ran ? &outputs[e.output] : value0;
+      bool fire = false;
+      bool fire_dead = false;
+      if (dst.kind == Kind::kMerge) {
+        if (e.output < 0) {
+          --target->pending[local];
+        } else if (!dead) {
+          if (!target->has_live[local]) {
+            target->has_live[local] = 1;
+            target->inputs[static_cast<std::size_t>(dst.local_input_start + (e.dst_slot - dst.input_start))] = *value;
+          }
+        } else {
+          ++target->dead[local];
+        }
+        if (!target->fired[local] && target->pending[local] == 0 &&
+            (target->has_live[local] || target->dead[local] >= dst.merge_dead_needed)) {
+          target->fired[local] = 1;
+          fire = true;
+          fire_dead = !target->has_live[local];
+        }
+      } else {
+        if (dead) {
+          ++target->dead[local];
+        } else if (value != nullptr) {
+          target->inputs[static_cast<std::size_t>(dst.local_input_start + (e.dst_slot - dst.input_start))] = *value;
+        }
+        if (--target->pending[local] == 0) {
+          fire = true;
+          fire_dead = target->dead[local] > 0;
+        }
+      }
+      if (fire) {
+        ++target->outstanding_ops;
+        ready->push_back(TaggedNode{e.dst, f, iter, fire_dead});
+      }
+    }
+  }
+
+  static std::unique_ptr<Iteration> NewIteration(std::vector<std::unique_ptr<Iteration>>& free_list) {
+    if (free_list.empty()) return std::make_unique<Iteration>();
+    std::unique_ptr<Iteration> it = std::move(free_list.back());
+    free_list.pop_back();
+    it->outstanding_ops = 0;
+    it->outstanding_frames = 0;
+    for (Tensor& t : it->inputs) t = Tensor();
+    return it;
+  }
+
+  Iteration* AddIteration(Frame* f) const {
+    f->iterations.push_back(NewIteration(state->free_iterations));
+    Iteration* fresh = f->iterations.back().get();
+    const StaticFrame& sf = *f->sf;
+    fresh->inputs.resize(static_cast<std::size_t>(sf.num_inputs));
+    fresh->pending = sf.initial_pending;
+    fresh->dead.assign(sf.nodes.size(), 0);
+    fresh->fired.assign(sf.nodes.size(), 0);
+    fresh->has_live.assign(sf.nodes.size(), 0);
+    return fresh;
+  }
+
+  // Starts the next iteration of |f| and gives it the held-back values and
+  // the loop invariants.
+  void IncrementIteration(Frame* f) const {
+    ++f->iteration_count;
+    ++f->num_outstanding_iterations;
+    AddIteration(f);
+    const int64_t next = f->iteration_count;
+    std::vector<std::pair<int, Tensor>> held = std::move(f->next_iter_roots);
+    f->next_iter_roots.clear();
+    for (const auto& [id, value] : held) Activate(exec.items_[static_cast<std::size_t>(id)], f, next, &value, false);
+    for (const Frame::Invariant& inv : f->invariants) {
+      Activate(exec.items_[static_cast<std::size_t>(inv.node)], f, next, inv.dead ? nullptr : &inv.value, inv.dead);
+    }
+  }
+
+  // Retires the finished iterations of |f| in order, and |f| itself when
+  // it is done; cascades to the parent.
+  void Cleanup(Frame* f) const {
+    while (f->parent != nullptr && !f->iterations.empty()) {
+      Iteration* oldest = f->iterations.front().get();
+      if (oldest->outstanding_ops > 0 || oldest->outstanding_frames > 0 ||
+          (f->first_iter == 0 && f->num_pending_inputs > 0)) {
+        return;
+      }
+      state->free_iterations.push_back(std::move(f->iterations.front()));
+      f->iterations.pop_front();
+      ++f->first_iter;
+      --f->num_outstanding_iterations;
+      if (!f->next_iter_roots.empty()) IncrementIteration(f);
+    }
+    if (f->parent == nullptr || f->num_pending_inputs > 0) return;
+    // The frame is done: every Exit that gave no live value gives a dead
+    // one (the loop did not run: it sits in a branch not taken).
+    Frame* parent = f->parent;
+    const int64_t parent_iter = f->parent_iter;
+    for (int exit : f->sf->exits) {
+      if (std::find(f->live_exits.begin(), f->live_exits.end(), exit) == f->live_exits.end()) {
+        Activate(exec.items_[static_cast<std::size_t>(exit)], parent, parent_iter, nullptr, true);
+      }
+    }
+    Iteration* pit = parent->iteration(parent_iter);
+    parent->children.erase({parent_iter, f->static_id});  // deletes f
+    if (--pit->outstanding_frames == 0 && pit->outstanding_ops == 0) Cleanup(parent);
+  }
+
+  Frame* ChildFrame(Frame* frame, int64_t iter) const {
+    const auto key = std::make_pair(iter, item.child_frame);
+    auto found = frame->children.find(key);
+    if (found != frame->children.end()) return found->second.get();
+    auto created = std::make_unique<Frame>();
+    Frame* child = created.get();
+    const StaticFrame& sf = exec.frames_[static_cast<std::size_t>(item.child_frame)];
+    child->sf = &sf;
+    child->static_id = item.child_frame;
+    child->parent = frame;
+    child->parent_iter = iter;
+    child->id = static_cast<int64_t>(
+        Mix(Mix(static_cast<uint64_t>(frame->id), static_cast<uint64_t>(iter)), HashString(sf.name)));
+    child->parallel = sf.parallel_iterations;
+    child->num_pending_inputs = sf.num_enters;
+    AddIteration(child);
+    frame->children.emplace(key, std::move(created));
+    ++frame->iteration(iter)->outstanding_frames;
+    return child;
+  }
+};
+
+void Executor::CfPropagate(CfStep* state, const TaggedNode& t, Tensor* outputs, const bool* output_dead,
+                           std::vector<TaggedNode>* ready) const {
+  const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
+  Frame* frame = t.frame;
+  Iteration* it = frame->iteration(t.iter);
+  // Free the node's inputs as early as possible.
+  for (int k = 0; k < item.num_inputs; ++k) it->inputs[static_cast<std::size_t>(item.local_input_start + k)] = Tensor();
+  if (ready == nullptr) return;  // a failed or cancelled step: nothing more runs
+  const bool node_dead = outputs == nullptr;
+  const Propagator p{*this, state, item, outputs, output_dead, ready};
+  const Tensor* value = node_dead ? nullptr : &outputs[0];
+  switch (item.kind) {
+    case Kind::kEnter: {
+      Frame* child = p.ChildFrame(frame, t.iter);
+      if (item.is_constant) {
+        child->invariants.push_back(Frame::Invariant{t.id, node_dead ? Tensor() : *value, node_dead});
+        for (int64_t i = child->first_iter; i <= child->iteration_count; ++i) p.Activate(item, child, i, value, node_dead);
+      } else {
+        p.Activate(item, child, 0, value, node_dead);
+      }
+      if (--child->num_pending_inputs == 0) {
+        Iteration* first = child->iteration(0);
+        if (first != nullptr && first->outstanding_ops == 0 && first->outstanding_frames == 0) p.Cleanup(child);
+      }
+      break;
+    }
+    case Kind::kExit:
+      if (!node_dead) {
+        frame->live_exits.push_back(t.id);
+        p.Activate(item, frame->parent, frame->parent_iter, value, false);
+      }
+      break;
+    case Kind::kNextIteration:
+      if (!node_dead) {
+        if (t.iter == frame->iteration_count) {
+          if (frame->num_outstanding_iterations >= frame->parallel) {
+            frame->next_iter_roots.emplace_back(t.id, *value);
+            break;
+          }
+          p.IncrementIteration(frame);
+        }
+        p.Activate(item, frame, t.iter + 1, value, false);
+      }
+      break;
+    default:
+      p.Activate(item, frame, t.iter, nullptr, node_dead);
+      break;
+  }
+  if (--it->outstanding_ops == 0 && it->outstanding_frames == 0) p.Cleanup(frame);
+}
+
+
+void Executor::CfFail(CfStep* state, const TaggedNode& t, const Status& status) const {
+  const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
+  std::string where;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    std::vector<std::string> parts;
+    int64_t iter = t.iter;
+    for (const Frame* f = t.frame; f != nullptr && f->parent != nullptr; f = f->parent) {
+      parts.push_back(StrCat("loop ", Quote(f->sf->name), " iteration ", iter));
+      iter = f->parent_iter;
+    }
+    std::reverse(parts.begin(), parts.end());
+    if (!parts.empty()) where = StrCat(" (in ", StrJoin(parts, ", "), ")");
+    if (state->status.ok()) {
+      state->status = Status(status.code(), StrCat(item.node->Describe(), " on ", item.device->name(), where, ": ",
+                                                   status.message()));
+    }
+    state->info->cancelled.store(true);
+  }
+  state->info->cancellation.StartCancel();
+}
+
+void Executor::CfFinish(CfStep* state) const {
+  std::function<void(Status)> done = std::move(state->done);
+  Status status = std::move(state->status);
+  delete state;
+  done(std::move(status));
+}
+
+}  // namespace weft::runtime
