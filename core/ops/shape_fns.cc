@@ -147,8 +147,6 @@ Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& fi
   return Shape(std::move(dims));
 }
 
-
-
 namespace {
 
 // The size |d| stands for, or -1 while one of its parts is unknown.
@@ -186,10 +184,11 @@ Expected<LstmDims> CheckLstmShapes(InferenceContext& c, const std::vector<LstmAr
                      s.ToString());
     }
   }
-  // The sizes from the first input that gives each directly, then input
-  // and hidden from the fused dimensions when still unknown.
+  // The sizes from the first input that gives each directly; then, when
+  // still unknown, hidden from a 4 * hidden dimension and input from an
+  // input + hidden one (a second such pass covers w giving both).
   LstmDims sizes;
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = 0; pass < 3; ++pass) {
     for (const LstmArg& a : args) {
       const Shape& s = c.input_shape(a.index);
       if (s.unknown_rank()) continue;
@@ -211,10 +210,14 @@ Expected<LstmDims> CheckLstmShapes(InferenceContext& c, const std::vector<LstmAr
               return c.Error(a.name, " has shape ", s.ToString(), ": dimension ", k, " (", d,
                              ") must be 4 * hidden, one block per gate i, f, g, o");
             }
-            if (pass == 1 && sizes.hidden < 0) sizes.hidden = d / 4;
+            if (pass > 0 && sizes.hidden < 0) sizes.hidden = d / 4;
             break;
           case LstmDim::kConcat:
-            if (pass == 1 && sizes.input < 0 && sizes.hidden >= 0 && d >= sizes.hidden) sizes.input = d - sizes.hidden;
+            if (pass > 0 && sizes.hidden >= 0 && d < sizes.hidden) {
+              return c.Error(a.name, " has shape ", s.ToString(), ": dimension ", k, " (", d,
+                             ") must be input + hidden, at least hidden = ", sizes.hidden);
+            }
+            if (pass > 0 && sizes.input < 0 && sizes.hidden >= 0) sizes.input = d - sizes.hidden;
             break;
         }
       }
@@ -233,9 +236,10 @@ Expected<LstmDims> CheckLstmShapes(InferenceContext& c, const std::vector<LstmAr
     if (!ok) {
       std::vector<std::string> symbols;
       for (LstmDim d : a.dims) symbols.emplace_back(LstmSymbol(d));
+      auto size = [](int64_t v) { return v < 0 ? std::string("?") : StrCat(v); };
       return c.Error(a.name, " has shape ", s.ToString(), ", expected [", StrJoin(symbols, ", "), "] = ",
-                     Shape(want).ToString(), " (batch ", sizes.batch, ", input ", sizes.input, ", hidden ",
-                     sizes.hidden, ")");
+                     Shape(want).ToString(), " (batch ", size(sizes.batch), ", input ", size(sizes.input),
+                     ", hidden ", size(sizes.hidden), ")");
     }
   }
   return sizes;

@@ -66,10 +66,13 @@ struct CellCase {
   DType dtype;
   int64_t batch, input, hidden;
   double forget_bias;
+  // Whether c enters the loss (when not, no gradient arrives at c).
+  bool use_c;
 };
 
 // Builds the cell (fused or composed) on placeholders x, c_prev, h_prev, w,
-// b, the loss L = sum(c * wc) + sum(h * wh), and its gradients; returns the
+// b, the loss L = sum(c * wc) + sum(h * wh) (or only the second term), and
+// its gradients; returns the
 // fetch names: c, h, gates, then dL/dx, dc_prev, dh_prev, dw, db.
 std::vector<std::string> BuildCell(GraphBuilder& b, const CellCase& k, bool fused, const Tensor& wc,
                                    const Tensor& wh) {
@@ -88,8 +91,8 @@ std::vector<std::string> BuildCell(GraphBuilder& b, const CellCase& k, bool fuse
   }
   EXPECT_EQ(outs.size(), 3u);
   if (outs.size() != 3) return {};
-  Output loss = b.Op("Add", {b.Op("Sum", {b.Op("Mul", {outs[0], b.Const(wc)})}),
-                             b.Op("Sum", {b.Op("Mul", {outs[1], b.Const(wh)})})});
+  Output loss = b.Op("Sum", {b.Op("Mul", {outs[1], b.Const(wh)})});
+  if (k.use_c) loss = b.Op("Add", {b.Op("Sum", {b.Op("Mul", {outs[0], b.Const(wc)})}), loss});
   auto grads = grad::AddGradients(b, {loss}, ins);
   EXPECT_TRUE(grads.ok()) << grads.status().ToString();
   if (!grads.ok()) return {};
@@ -127,13 +130,16 @@ TEST_P(FusedAndComposed, AgreeForwardAndBackward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, FusedAndComposed,
-                         ::testing::Values(CellCase{DType::kF64, 3, 5, 4, 1.0}, CellCase{DType::kF32, 3, 5, 4, 1.0},
-                                           CellCase{DType::kF64, 7, 3, 6, 0.5}, CellCase{DType::kF32, 64, 32, 48, 0.0},
-                                           CellCase{DType::kF64, 1, 1, 1, 2.0}),
+                         ::testing::Values(CellCase{DType::kF64, 3, 5, 4, 1.0, true},
+                                           CellCase{DType::kF32, 3, 5, 4, 1.0, true},
+                                           CellCase{DType::kF64, 7, 3, 6, 0.5, true},
+                                           CellCase{DType::kF32, 64, 32, 48, 0.0, true},
+                                           CellCase{DType::kF64, 1, 1, 1, 2.0, true},
+                                           CellCase{DType::kF64, 4, 3, 5, 1.0, false}),
                          [](const ::testing::TestParamInfo<CellCase>& p) {
                            return StrCat(p.param.dtype == DType::kF64 ? "f64" : "f32", "_b", p.param.batch, "_i",
                                          p.param.input, "_h", p.param.hidden, "_fb",
-                                         static_cast<int>(p.param.forget_bias * 10));
+                                         static_cast<int>(p.param.forget_bias * 10), p.param.use_c ? "" : "_h_only");
                          });
 
 // One cell on constants of the given shapes (for the shape errors).
@@ -165,6 +171,12 @@ TEST(LstmCell, ShapeErrorsNameTheInputAndTheExpectedShape) {
       {{2, 3}, {2, 4}, {3, 4}, {7, 16}, {16},
        "h_prev has shape [3,4], expected [batch, hidden] = [2,4] (batch 2, input 3, hidden 4)"},
       {{3}, {2, 4}, {2, 4}, {7, 16}, {16}, "x must have rank 2 ([batch, input]), got [3]"},
+      {Shape::UnknownRank(), {2, 4}, {2, 4}, {3, 16}, {16},
+       "w has shape [3,16]: dimension 0 (3) must be input + hidden, at least hidden = 4"},
+      // Input and hidden both from w when x and the states are unknown;
+      // the batch stays unknown.
+      {Shape::UnknownRank(), Shape::UnknownRank(), Shape::UnknownRank(), {7, 16}, {12},
+       "b has shape [12], expected [4 * hidden] = [16] (batch ?, input 3, hidden 4)"},
       // With x and c_prev unknown, h_prev gives the hidden size, and w
       // disagrees with it.
       {Shape::UnknownRank(), Shape::UnknownRank(), {2, 5}, {7, 16}, {16},
