@@ -89,6 +89,19 @@ void RegisterNnGradients(GradRegistry& r) {
     dx[2] = g[2];
     return Status();
   });
+  r.Register("LSTMCell", [](GradContext& c, Dx& dx) {
+    // gates (output 2) is saved for the backward pass; it is not meant to
+    // be differentiated, and LSTMCellGrad takes no gradient for it.
+    if (c.grad(2).valid()) {
+      return UnimplementedError("differentiating the gates output of LSTMCell (only c and h are differentiable)");
+    }
+    const Output dc = c.grad_or_zeros(0), dh = c.grad_or_zeros(1);
+    std::vector<Output> g =
+        c.Node("LSTMCellGrad", {c.input(0), c.input(1), c.input(2), c.input(3), c.output(0), c.output(2), dc, dh});
+    if (g.size() != 5) return c.b().status();
+    for (std::size_t i = 0; i < 5; ++i) dx[i] = g[i];
+    return Status();
+  });
   r.Register("Softmax", [](GradContext& c, Dx& dx) {
     // dx = (g - sum(g * y, axis)) * y
     const Output y = c.output(0), g = c.grad(0);

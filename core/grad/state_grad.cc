@@ -32,6 +32,11 @@ void RegisterStateGradients(GradRegistry& r) {
   // Queues move data between steps; no gradient flows through them.
   r.NotDifferentiable("QueueDequeueMany");
   r.NotDifferentiable("QueueSize");
+  // Stacks save forward values for a loop's gradient, which the gradient
+  // builder wires itself; no gradient flows through the stack ops.
+  r.NotDifferentiable("Stack");
+  r.NotDifferentiable("StackPush");
+  r.NotDifferentiable("StackPop");
 }
 
 }  // namespace weft::grad

@@ -1,7 +1,8 @@
 // Queues: resources holding tuples of tensors between steps, to feed input
 // pipelines and coordinate concurrent steps (TensorFlow's queue ops). The
 // runtime implements them for every device (core/runtime/queue_kernels.cc);
-// the elements live in host memory.
+// the elements live in host memory. Stacks: per-step resources that save a
+// loop's forward values by iteration (core/runtime/stack_kernels.cc).
 #include "core/ops/ops.h"
 #include "core/ops/shape_fns.h"
 
@@ -122,6 +123,52 @@ Status RegisterDataFlowOps(OpRegistry& r) {
                                       .Stateful()
                                       .Shape(ScalarShape)
                                       .Doc("The number of elements in the queue now.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("Stack")
+          .Output("handle: resource")
+          .Attr("elem_type: type")
+          .Attr("stack_name: string = ''")
+          .Stateful()
+          .Shape(ScalarShape)
+          .Doc("A handle to a new, empty stack of elem_type tensors, made each time the op runs (so once per "
+               "step outside a loop). It saves a loop's forward values under their iteration's index for the "
+               "loop's gradient (StackPush, StackPop); stack_name names it in messages (default: the node's "
+               "name).")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("StackPush")
+          .Input("handle: resource")
+          .Input("index: i64")
+          .Input("elem: T")
+          .Output("output: T")
+          .Attr("T: type")
+          .Stateful()
+          .Shape([](InferenceContext& c) {
+            const Shape& index = c.input_shape(1);
+            if (!index.unknown_rank() && index.rank() != 0) {
+              return c.Error("index must be a scalar; got shape ", index.ToString());
+            }
+            c.set_output(0, c.input_shape(2));
+            return Status();
+          })
+          .Doc("Saves elem on the stack under index (the forward iteration's number) and forwards it. elem's "
+               "dtype must be the stack's elem_type, and an index is saved once.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("StackPop")
+          .Input("handle: resource")
+          .Input("index: i64")
+          .Output("elem: elem_type")
+          .Attr("elem_type: type")
+          .Stateful()
+          .Shape([](InferenceContext& c) {
+            const Shape& index = c.input_shape(1);
+            if (!index.unknown_rank() && index.rank() != 0) {
+              return c.Error("index must be a scalar; got shape ", index.ToString());
+            }
+            c.set_output(0, Shape::UnknownRank());
+            return Status();
+          })
+          .Doc("Removes and returns the element saved under index: NOT_FOUND, naming the stack and the index, "
+               "when there is none. elem_type must be the stack's.")));
   return Status();
 }
 

@@ -1,7 +1,8 @@
 // The backward ops of the neural-network family, which the symbolic
 // gradients (core/grad/nn_grad.cc) emit: convolution and depthwise
 // convolution backprop to the input and the filter, MaxPoolGrad,
-// AvgPoolGrad, BiasAddGrad, FusedBatchNormGrad and LayerNormGrad.
+// AvgPoolGrad, BiasAddGrad, FusedBatchNormGrad, LayerNormGrad and
+// LSTMCellGrad.
 //
 // Their shape functions check every input against the forward op they
 // differentiate: the gradient arriving must have the shape the forward op
@@ -213,6 +214,27 @@ Status LayerNormGradShape(InferenceContext& c) {
   return Status();
 }
 
+// LSTMCellGrad: the forward op's inputs x, c_prev, h_prev, w, its outputs c
+// and gates, and the gradients dc, dh arriving at c and h.
+Status LstmCellGradShape(InferenceContext& c) {
+  using D = LstmDim;
+  WEFT_ASSIGN_OR_RETURN(LstmDims d, CheckLstmShapes(c, {{0, "x", {D::kBatch, D::kInput}},
+                                                         {1, "c_prev", {D::kBatch, D::kHidden}},
+                                                         {2, "h_prev", {D::kBatch, D::kHidden}},
+                                                         {3, "w", {D::kConcat, D::kGates}},
+                                                         {4, "c", {D::kBatch, D::kHidden}},
+                                                         {5, "gates", {D::kBatch, D::kGates}},
+                                                         {6, "dc", {D::kBatch, D::kHidden}},
+                                                         {7, "dh", {D::kBatch, D::kHidden}}}));
+  const int64_t gates = d.hidden < 0 ? -1 : 4 * d.hidden;
+  c.set_output(0, Shape{d.batch, d.input});
+  c.set_output(1, Shape{d.batch, d.hidden});
+  c.set_output(2, Shape{d.batch, d.hidden});
+  c.set_output(3, Shape{d.input < 0 || d.hidden < 0 ? -1 : d.input + d.hidden, gates});
+  c.set_output(4, Shape{gates});
+  return Status();
+}
+
 constexpr const char* kConvAttrs[] = {
     "strides: list(int) = [1, 1, 1, 1]",
     "padding: {'SAME', 'VALID'} = 'VALID'",
@@ -344,6 +366,30 @@ Status RegisterNnGradOps(OpRegistry& r) {
                "and the forward inputs x and gamma. Each slice over the axes from begin_norm_axis on is "
                "normalised again (xhat, with its mean and biased variance); dx includes the dependence of the "
                "mean and variance on x, dgamma = sum(dy * xhat) and dbeta = sum(dy) over the leading axes.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("LSTMCellGrad")
+          .Input("x: T")
+          .Input("c_prev: T")
+          .Input("h_prev: T")
+          .Input("w: T")
+          .Input("c: T")
+          .Input("gates: T")
+          .Input("dc: T")
+          .Input("dh: T")
+          .Output("dx: T")
+          .Output("dc_prev: T")
+          .Output("dh_prev: T")
+          .Output("dw: T")
+          .Output("db: T")
+          .Attr("T: {f32, f64}")
+          .Shape(LstmCellGradShape)
+          .Doc("The gradients of LSTMCell's c and h with respect to its inputs x, c_prev, h_prev, w and b, "
+               "given the forward inputs, the forward outputs c and gates (the activated i, f, g, o), and dc "
+               "and dh, the gradients arriving at c and h. With dc_total = dc + dh * o * (1 - tanh(c)^2): "
+               "dz_i = dc_total * g * i * (1 - i), dz_f = dc_total * c_prev * f * (1 - f), dz_g = dc_total * "
+               "i * (1 - g^2), dz_o = dh * tanh(c) * o * (1 - o); dz = concat(dz_i, dz_f, dz_g, dz_o); "
+               "dc_prev = dc_total * f; concat(dx, dh_prev) = dz @ w^T; dw = concat(x, h_prev)^T @ dz; db = "
+               "the sum of dz over the batch.")));
   return Status();
 }
 

@@ -1,5 +1,5 @@
 // Neural-network ops: convolution, pooling, normalisation, softmax and the
-// cross-entropy losses.
+// cross-entropy losses, and the fused LSTM cell.
 #include "core/ops/ops.h"
 #include "core/ops/shape_fns.h"
 
@@ -132,6 +132,20 @@ Status XentShape(InferenceContext& c, bool sparse) {
   return Status();
 }
 
+// LSTMCell: x [B, I], c_prev and h_prev [B, H], w [I + H, 4H], b [4H].
+Status LstmCellShape(InferenceContext& c) {
+  using D = LstmDim;
+  WEFT_ASSIGN_OR_RETURN(LstmDims d, CheckLstmShapes(c, {{0, "x", {D::kBatch, D::kInput}},
+                                                         {1, "c_prev", {D::kBatch, D::kHidden}},
+                                                         {2, "h_prev", {D::kBatch, D::kHidden}},
+                                                         {3, "w", {D::kConcat, D::kGates}},
+                                                         {4, "b", {D::kGates}}}));
+  c.set_output(0, Shape{d.batch, d.hidden});
+  c.set_output(1, Shape{d.batch, d.hidden});
+  c.set_output(2, Shape{d.batch, d.hidden < 0 ? -1 : 4 * d.hidden});
+  return Status();
+}
+
 }  // namespace
 
 Status RegisterNnOps(OpRegistry& r) {
@@ -254,6 +268,26 @@ Status RegisterNnOps(OpRegistry& r) {
           .Doc("Per-row cross entropy of softmax(features) ([batch, classes]) against class indices 'labels' "
                "([batch]): loss[i] = -log softmax(features)[i, labels[i]]; backprop is its gradient. A label "
                "outside [0, classes) is an error naming its row.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("LSTMCell")
+          .Input("x: T")
+          .Input("c_prev: T")
+          .Input("h_prev: T")
+          .Input("w: T")
+          .Input("b: T")
+          .Output("c: T")
+          .Output("h: T")
+          .Output("gates: T")
+          .Attr("T: {f32, f64}")
+          .Attr("forget_bias: float = 1.0")
+          .Shape(LstmCellShape)
+          .Doc("One step of an LSTM cell. With z = concat(x, h_prev, axis 1) @ w + b ([batch, 4 * hidden]) "
+               "split into four blocks of 'hidden' columns in the order i, f, g, o: i = sigmoid(z_i), "
+               "f = sigmoid(z_f + forget_bias), g = tanh(z_g), o = sigmoid(z_o); c = f * c_prev + i * g and "
+               "h = o * tanh(c). gates = concat(i, f, g, o), the activated gates, which LSTMCellGrad reads "
+               "instead of recomputing them. x is [batch, input], c_prev and h_prev [batch, hidden], w "
+               "[input + hidden, 4 * hidden], b [4 * hidden]. Only c and h are differentiable: a gradient "
+               "arriving at gates is an error.")));
   return Status();
 }
 

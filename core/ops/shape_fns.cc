@@ -147,5 +147,102 @@ Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& fi
   return Shape(std::move(dims));
 }
 
+namespace {
+
+// The size |d| stands for, or -1 while one of its parts is unknown.
+int64_t LstmSize(const LstmDims& s, LstmDim d) {
+  switch (d) {
+    case LstmDim::kBatch: return s.batch;
+    case LstmDim::kInput: return s.input;
+    case LstmDim::kHidden: return s.hidden;
+    case LstmDim::kGates: return s.hidden < 0 ? -1 : 4 * s.hidden;
+    case LstmDim::kConcat: return s.input < 0 || s.hidden < 0 ? -1 : s.input + s.hidden;
+  }
+  return -1;
+}
+
+const char* LstmSymbol(LstmDim d) {
+  switch (d) {
+    case LstmDim::kBatch: return "batch";
+    case LstmDim::kInput: return "input";
+    case LstmDim::kHidden: return "hidden";
+    case LstmDim::kGates: return "4 * hidden";
+    case LstmDim::kConcat: return "input + hidden";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Expected<LstmDims> CheckLstmShapes(InferenceContext& c, const std::vector<LstmArg>& args) {
+  for (const LstmArg& a : args) {
+    const Shape& s = c.input_shape(a.index);
+    if (!s.unknown_rank() && s.rank() != static_cast<int>(a.dims.size())) {
+      std::vector<std::string> symbols;
+      for (LstmDim d : a.dims) symbols.emplace_back(LstmSymbol(d));
+      return c.Error(a.name, " must have rank ", a.dims.size(), " ([", StrJoin(symbols, ", "), "]), got ",
+                     s.ToString());
+    }
+  }
+  // The sizes from the first input that gives each directly; then, when
+  // still unknown, hidden from a 4 * hidden dimension and input from an
+  // input + hidden one (a second such pass covers w giving both).
+  LstmDims sizes;
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const LstmArg& a : args) {
+      const Shape& s = c.input_shape(a.index);
+      if (s.unknown_rank()) continue;
+      for (std::size_t k = 0; k < a.dims.size(); ++k) {
+        const int64_t d = s.dim(static_cast<int>(k));
+        if (d < 0) continue;
+        switch (a.dims[k]) {
+          case LstmDim::kBatch:
+            if (sizes.batch < 0) sizes.batch = d;
+            break;
+          case LstmDim::kInput:
+            if (sizes.input < 0) sizes.input = d;
+            break;
+          case LstmDim::kHidden:
+            if (sizes.hidden < 0) sizes.hidden = d;
+            break;
+          case LstmDim::kGates:
+            if (d % 4 != 0) {
+              return c.Error(a.name, " has shape ", s.ToString(), ": dimension ", k, " (", d,
+                             ") must be 4 * hidden, one block per gate i, f, g, o");
+            }
+            if (pass > 0 && sizes.hidden < 0) sizes.hidden = d / 4;
+            break;
+          case LstmDim::kConcat:
+            if (pass > 0 && sizes.hidden >= 0 && d < sizes.hidden) {
+              return c.Error(a.name, " has shape ", s.ToString(), ": dimension ", k, " (", d,
+                             ") must be input + hidden, at least hidden = ", sizes.hidden);
+            }
+            if (pass > 0 && sizes.input < 0 && sizes.hidden >= 0) sizes.input = d - sizes.hidden;
+            break;
+        }
+      }
+    }
+  }
+  for (const LstmArg& a : args) {
+    const Shape& s = c.input_shape(a.index);
+    if (s.unknown_rank()) continue;
+    std::vector<int64_t> want;
+    bool ok = true;
+    for (std::size_t k = 0; k < a.dims.size(); ++k) {
+      want.push_back(LstmSize(sizes, a.dims[k]));
+      const int64_t d = s.dim(static_cast<int>(k));
+      if (d >= 0 && want.back() >= 0 && d != want.back()) ok = false;
+    }
+    if (!ok) {
+      std::vector<std::string> symbols;
+      for (LstmDim d : a.dims) symbols.emplace_back(LstmSymbol(d));
+      auto size = [](int64_t v) { return v < 0 ? std::string("?") : StrCat(v); };
+      return c.Error(a.name, " has shape ", s.ToString(), ", expected [", StrJoin(symbols, ", "), "] = ",
+                     Shape(want).ToString(), " (batch ", size(sizes.batch), ", input ", size(sizes.input),
+                     ", hidden ", size(sizes.hidden), ")");
+    }
+  }
+  return sizes;
+}
 
 }  // namespace weft::ops

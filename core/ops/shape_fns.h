@@ -52,6 +52,25 @@ Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& fi
 // and 1 in the batch and channel dimensions.
 Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<int64_t>& v, const Layout& l);
 
+// The sizes of an LSTM cell (-1 when unknown while building).
+struct LstmDims {
+  int64_t batch = -1, input = -1, hidden = -1;
+};
+// One dimension of an LSTM cell's tensor, in terms of those sizes.
+enum class LstmDim { kBatch, kInput, kHidden, kGates /* 4 * hidden */, kConcat /* input + hidden */ };
+// An input of an LSTM op: its index, its name for messages, and the
+// dimensions it must have.
+struct LstmArg {
+  int index;
+  const char* name;
+  std::vector<LstmDim> dims;
+};
+// Checks the inputs |args| of LSTMCell or LSTMCellGrad against one another:
+// ranks first, then every known dimension against the sizes the others
+// imply, and returns those sizes. The errors name the input, its shape and
+// the shape expected.
+Expected<LstmDims> CheckLstmShapes(InferenceContext& c, const std::vector<LstmArg>& args);
+
 }  // namespace weft::ops
 
 #endif  // WEFT_CORE_OPS_SHAPE_FNS_H_

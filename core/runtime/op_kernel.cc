@@ -8,6 +8,7 @@
 #include "core/runtime/checkpoint_kernels.h"
 #include "core/runtime/queue_kernels.h"
 #include "core/runtime/send_recv_kernels.h"
+#include "core/runtime/stack_kernels.h"
 #include "weft/sdk/struct.h"
 
 // The ABI's opaque kernel handles are the runtime's own objects.
@@ -594,7 +595,9 @@ const std::vector<std::string>& RuntimeOpList() {
         // checkpoint_kernels.cc
         "Restore", "Save",
         // queue_kernels.cc
-        "FIFOQueue", "QueueClose", "QueueDequeueMany", "QueueEnqueueMany", "QueueSize", "RandomShuffleQueue"};
+        "FIFOQueue", "QueueClose", "QueueDequeueMany", "QueueEnqueueMany", "QueueSize", "RandomShuffleQueue",
+        // stack_kernels.cc
+        "Stack", "StackPop", "StackPush"};
     std::sort(list.begin(), list.end());
     return list;
   }();
@@ -606,6 +609,7 @@ const AttrValue& Attr(const Graph::Node& node, const char* name) { return node.d
 Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node, const RuntimeDevice& device) {
   const std::string& op = node.op_name();
   if (IsQueueOp(op)) return CreateQueueKernel(node, device);
+  if (IsStackOp(op)) return CreateStackKernel(node);
   if (op == "Const") {
     WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
     return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(value)));

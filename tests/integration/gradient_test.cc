@@ -350,6 +350,13 @@ std::vector<Case> Cases() {
   add({"LayerNorm/last", "LayerNorm", {In::F(cube), In::F(Shape{4}), In::F(Shape{4})}});
   add({"LayerNorm/from1", "LayerNorm", {In::F(cube), In::F(Shape{3, 4}), In::F(Shape{3, 4})},
        A({{"begin_norm_axis", AttrValue(int64_t{1})}})});
+  // Only c and h are differentiable (gates is saved for the backward op).
+  for (double forget_bias : {1.0, -0.5}) {
+    add({StrCat("LSTMCell/forget_bias_", forget_bias), "LSTMCell",
+         {In::F(Shape{2, 3}), In::F(Shape{2, 2}), In::F(Shape{2, 2}), In::F(Shape{5, 8}, -1, 1), In::F(Shape{8}, -1, 1)},
+         A({{"forget_bias", AttrValue(forget_bias)}}),
+         {0, 1}});
+  }
   add({"Softmax", "Softmax", {In::F(Shape{3, 4})}});
   add({"Softmax/axis0", "Softmax", {In::F(Shape{3, 4})}, A({{"axis", AttrValue(int64_t{0})}})});
   add({"LogSoftmax", "LogSoftmax", {In::F(Shape{3, 4})}});
@@ -400,7 +407,7 @@ bool NeedsNoGradient(const OpDef& op) {
       "SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "SumToShape", "BroadcastTo", "UnsortedSegmentSum", "Pack",
       "InvertPermutation", "ConcatOffset", "StridedSliceGrad", "Cumsum", "Cumprod", "Conv2DBackpropInput",
       "Conv2DBackpropFilter", "DepthwiseConv2DBackpropInput", "DepthwiseConv2DBackpropFilter", "MaxPoolGrad",
-      "AvgPoolGrad", "BiasAddGrad", "FusedBatchNormGrad", "LayerNormGrad"};
+      "AvgPoolGrad", "BiasAddGrad", "FusedBatchNormGrad", "LayerNormGrad", "LSTMCellGrad"};
   // The control-flow primitives are differentiated as whole conds and
   // loops by the gradient builder, not one op at a time.
   static const std::set<std::string> kControlFlow = {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"};

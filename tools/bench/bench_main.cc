@@ -24,6 +24,12 @@
 //                         PyTorch running the same model (tools/bench/
 //                         torch_train.py). Each side runs in its own process,
 //                         alternately, so each one's peak RSS is its own.
+//   lstm_cell             microseconds per LSTM cell step (batch 64, input and
+//                         hidden 256, f32, forward) of the fused LSTMCell op
+//                         through a Session vs PyTorch's torch.nn.LSTMCell
+//                         (tools/bench/torch_lstm_cell.py, its own process);
+//                         a second line gives the same cell composed from
+//                         primitive ops (core/graph/nn_builders.h) vs fused
 //
 // Each prints one line: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // with medians of repeated runs; speedup > 1 means Weft is ahead (for
@@ -48,6 +54,7 @@
 #include <sys/resource.h>
 
 #include "core/base/thread_pool.h"
+#include "core/graph/nn_builders.h"
 #include "core/graph/serialize.h"
 #include "core/train/optimizer.h"
 #include "core/train/training_graph.h"
@@ -490,13 +497,59 @@ void TrainBench(const std::string& name, const TrainSpec& spec, const std::strin
               static_cast<double>(peer_rss) / 1024.0);
 }
 
+// --- LSTM cell ----------------------------------------------------------------------
+
+// One LSTM cell step of batch |batch|, |input| inputs and |hidden| units:
+// the fused op and the composed graph, in this process and interleaved,
+// against PyTorch's LSTMCell in a child process.
+void LstmCell(Env& env, int64_t batch, int64_t input, int64_t hidden) {
+  const Tensor x = Random(Shape{batch, input}, 1), c = Random(Shape{batch, hidden}, 2);
+  const Tensor h = Random(Shape{batch, hidden}, 3);
+  Tensor w = Random(Shape{input + hidden, 4 * hidden}, 4), b = Random(Shape{4 * hidden}, 5);
+  for (int64_t i = 0; i < w.num_elements(); ++i) w.data<float>()[i] *= 0.05f;
+  std::vector<std::string> fetches[2];
+  std::unique_ptr<runtime::Session> sessions[2];
+  for (int fused = 0; fused < 2; ++fused) {
+    GraphBuilder g;
+    std::vector<Output> ins = {g.Placeholder(DType::kF32, Shape{batch, input}, "x"),
+                               g.Placeholder(DType::kF32, Shape{batch, hidden}, "c"),
+                               g.Placeholder(DType::kF32, Shape{batch, hidden}, "h"), g.Const(w, "w"),
+                               g.Const(b, "b")};
+    std::vector<Output> outs;
+    if (fused == 1) {
+      outs = g.AddNode("LSTMCell", ins, {}, "cell");
+    } else {
+      auto composed = LstmCellComposed(g, ins[0], ins[1], ins[2], ins[3], ins[4]);
+      Env::Check(composed.status());
+      outs = *composed;
+    }
+    fetches[fused] = {outs[0].name(), outs[1].name()};
+    sessions[fused] = env.Session(g);
+  }
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", x}, {"c", c}, {"h", h}};
+  std::vector<Tensor> out;
+  const auto [fused, composed] = Interleaved(
+      300, 10, [&] { Env::Check(sessions[1]->Run(feeds, fetches[1], {}, &out)); },
+      [&] { Env::Check(sessions[0]->Run(feeds, fetches[0], {}, &out)); });
+  const int threads = AvailableCores();
+  const std::string peer_cmd = StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/bench/torch_lstm_cell.py ", batch,
+                                      " ", input, " ", hidden, " ", threads, " ", g_repeats > 0 ? g_repeats : 300);
+  std::vector<double> peer_ms;
+  for (int r = 0; r < 3; ++r) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    peer_ms.push_back(RunSide(peer_cmd).ms);
+  }
+  Print("lstm_cell", fused * 1e6, MedianOf(peer_ms) * 1e3, "us", false);
+  Print("lstm_cell_composed", composed * 1e6, fused * 1e6, "us", false);
+}
+
 int Main(int argc, char** argv) {
   if (argc >= 6 && std::string(argv[1]) == "--train-side") {
     return TrainSide({argv[2], argv[3], std::atoi(argv[4])}, std::atoi(argv[5]));
   }
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
-                 "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd\n";
+                 "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -520,6 +573,7 @@ int Main(int argc, char** argv) {
       {"train_mlp_sgd", [&] { TrainBench("train_mlp_sgd", {"mlp", "sgd", 128}, argv[0]); }},
       {"train_mlp_adam", [&] { TrainBench("train_mlp_adam", {"mlp", "adam", 128}, argv[0]); }},
       {"train_cnn_sgd", [&] { TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]); }},
+      {"lstm_cell", [&] { LstmCell(env, 64, 256, 256); }},
   };
   auto it = benches.find(name);
   if (it == benches.end()) {

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout while_loop_iter run_trivial
-     transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd)
+     transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 if [ ! -x build/bin/weft_bench ] || [ -n "$(find core plugins tools -newer build/bin/weft_bench -name '*.cc' -print -quit)" ]; then

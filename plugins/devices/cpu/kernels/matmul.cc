@@ -6,6 +6,7 @@
 
 #include "broadcast.h"
 #include "dnnl_util.h"
+#include "gemm.h"
 
 namespace weft::cpu {
 namespace {
@@ -184,6 +185,23 @@ class BatchMatMulKernel {
 };
 
 }  // namespace
+
+// --- Gemm (gemm.h): MatMul's path for the other kernels ---------------------------
+
+struct GemmCache::Impl {
+  MatMulCache cache;
+};
+
+GemmCache::GemmCache() : impl_(std::make_unique<Impl>()) {}
+GemmCache::~GemmCache() = default;
+
+template <class T>
+void Gemm(GemmCache& cache, const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  MatMulOne<T>(cache.impl().cache, a, b, c, m, n, k, ta, tb);
+}
+template void Gemm<float>(GemmCache&, const float*, const float*, float*, int64_t, int64_t, int64_t, bool, bool);
+template void Gemm<double>(GemmCache&, const double*, const double*, double*, int64_t, int64_t, int64_t, bool,
+                           bool);
 
 void RegisterMatMulKernels(KernelRegistry& r) {
   auto add = [&r]<class T>() {

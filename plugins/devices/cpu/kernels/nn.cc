@@ -19,6 +19,7 @@
 namespace weft::cpu {
 
 void RegisterNnConvKernels(KernelRegistry& r);
+void RegisterRnnKernels(KernelRegistry& r);  // rnn.cc
 
 namespace {
 
@@ -353,6 +354,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   add.template operator()<float>();
   add.template operator()<double>();
   RegisterNnConvKernels(r);
+  RegisterRnnKernels(r);
 }
 
 }  // namespace weft::cpu
