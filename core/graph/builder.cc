@@ -257,7 +257,7 @@ Expected<Output> GraphBuilder::CaptureInto(ControlFlowContext* context, const Ou
   while (culprit->outer() != nullptr && !(context != nullptr && context->IsWithin(culprit->outer()))) {
     culprit = culprit->outer();
   }
-  return InvalidArgumentError(where, "tensor ", Quote(value.name()), " is made inside ", culprit->Describe(),
+  return InvalidArgumentError(where, "tensor '", value.name(), "' is made inside ", culprit->Describe(),
                               " and is not visible ",
                               context == nullptr ? std::string("outside it") : StrCat("in ", context->Describe()),
                               "; use the results of the ", culprit->Describe().substr(0, culprit->Describe().find(" '")),

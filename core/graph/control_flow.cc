@@ -6,6 +6,9 @@
 namespace weft {
 namespace {
 
+// Names in messages are single-quoted, like nodes elsewhere: "node 'x'".
+std::string Quoted(std::string_view name) { return StrCat("'", name, "'"); }
+
 // One branch of a cond: outside tensors enter through a Switch on the
 // cond's predicate, and the branch's pivot (an Identity of the predicate's
 // own Switch) anchors nodes without inputs.
@@ -15,7 +18,7 @@ class CondContext : public ControlFlowContext {
       : ControlFlowContext(std::move(name)), pred_(pred), branch_(branch) {}
 
   std::string Describe() const override {
-    return StrCat("cond ", Quote(name()), branch_ ? " (true branch)" : " (false branch)");
+    return StrCat("cond ", Quoted(name()), branch_ ? " (true branch)" : " (false branch)");
   }
   Output pivot() const override { return pivot_; }
   void set_pivot(Output pivot) { pivot_ = pivot; }
@@ -40,7 +43,7 @@ class LoopContext : public ControlFlowContext {
   LoopContext(std::string name, int parallel_iterations)
       : ControlFlowContext(std::move(name)), parallel_iterations_(parallel_iterations) {}
 
-  std::string Describe() const override { return StrCat("while loop ", Quote(name())); }
+  std::string Describe() const override { return StrCat("while loop ", Quoted(name())); }
   Output pivot() const override { return pivot_; }
   void set_pivot(Output pivot) { pivot_ = pivot; }
 
@@ -90,10 +93,10 @@ Expected<std::vector<Output>> Cond(GraphBuilder& b, const Output& pred, const Br
   ControlFlowContext* outer = b.current_context();
   auto scope = b.NameScope(name);
   const std::string cond_name = b.CurrentScope();
-  const std::string what = StrCat("cond ", Quote(cond_name));
+  const std::string what = StrCat("cond ", Quoted(cond_name));
   WEFT_ASSIGN_OR_RETURN(Output p, b.Capture(pred, StrCat(what, ": pred")));
   if (p.dtype() != DType::kBool || !p.shape().IsCompatibleWith(Shape{})) {
-    return b.Fail(InvalidArgumentError(what, ": pred ", Quote(pred.name()), " must be a scalar bool, is ",
+    return b.Fail(InvalidArgumentError(what, ": pred ", Quoted(pred.name()), " must be a scalar bool, is ",
                                        TypeString(p)));
   }
   std::vector<Output> sw = b.AddNode("Switch", {p, p});
@@ -147,7 +150,7 @@ Expected<std::vector<Output>> Cond(GraphBuilder& b, const Output& pred, const Br
 Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
                                         const std::vector<Output>& loop_vars, const WhileOptions& options) {
   WEFT_RETURN_IF_ERROR(b.status());
-  const std::string requested = StrCat("while loop ", Quote(options.name));
+  const std::string requested = StrCat("while loop ", Quoted(options.name));
   if (loop_vars.empty()) return b.Fail(InvalidArgumentError(requested, ": needs at least one loop variable"));
   if (options.parallel_iterations < 1) {
     return b.Fail(InvalidArgumentError(requested, ": parallel_iterations is ", options.parallel_iterations,
@@ -165,7 +168,7 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
   ControlFlowContext* outer = b.current_context();
   auto scope = b.NameScope(options.name);
   const std::string frame = b.CurrentScope();
-  const std::string what = StrCat("while loop ", Quote(frame));
+  const std::string what = StrCat("while loop ", Quoted(frame));
   const std::size_t num_user = loop_vars.size();
 
   // Loop variables, made visible here (a loop in a cond branch may start
@@ -214,7 +217,7 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
     if (!c.valid() || c.index() < 0) return b.Fail(InvalidArgumentError(what, ": the condition is not a valid output"));
     WEFT_ASSIGN_OR_RETURN(c, b.Capture(c, StrCat(what, ": condition")));
     if (c.dtype() != DType::kBool || !c.shape().IsCompatibleWith(Shape{})) {
-      return b.Fail(InvalidArgumentError(what, ": the condition must be a scalar bool; ", Quote(c.name()), " is ",
+      return b.Fail(InvalidArgumentError(what, ": the condition must be a scalar bool; ", Quoted(c.name()), " is ",
                                          TypeString(c)));
     }
     if (options.maximum_iterations) {
@@ -255,7 +258,7 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
       const Output& r = results[k];
       if (r.dtype() != merges[k].dtype()) {
         return b.Fail(InvalidArgumentError(what, ": loop variable ", k, " is ", DTypeName(merges[k].dtype()),
-                                           " but the body returns ", DTypeName(r.dtype()), " (", Quote(r.name()),
+                                           " but the body returns ", DTypeName(r.dtype()), " (", Quoted(r.name()),
                                            "); a loop variable keeps its dtype"));
       }
       if (!FitsShape(r.shape(), merges[k].shape())) {
@@ -264,7 +267,7 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
             what, ": loop variable ", k,
             has_invariant ? StrCat(" has shape invariant ", merges[k].shape().ToString())
                           : StrCat(" enters with shape ", merges[k].shape().ToString()),
-            " but the body returns ", Quote(r.name()), " of shape ", r.shape().ToString(),
+            " but the body returns ", Quoted(r.name()), " of shape ", r.shape().ToString(),
             has_invariant ? "; relax its entry in shape_invariants (-1 for a dimension that may change)"
                           : "; give WhileOptions::shape_invariants (-1 for a dimension that may change) to let "
                             "it change shape"));
