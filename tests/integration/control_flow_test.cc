@@ -19,7 +19,8 @@ std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
 }
 
-// Runs |fetches| of what |b| built with |feeds|.
+// Runs |fetches| of what |b| built with |feeds| (nothing on failure, which
+// the caller checks before reading values).
 std::vector<Tensor> RunGraph(RuntimeEnv& env, const GraphBuilder& b,
                              const std::vector<std::pair<std::string, Tensor>>& feeds,
                              const std::vector<std::string>& fetches) {
@@ -27,7 +28,7 @@ std::vector<Tensor> RunGraph(RuntimeEnv& env, const GraphBuilder& b,
   std::vector<Tensor> out;
   Status s = session->Run(feeds, fetches, {}, &out);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  if (!s.ok()) out.assign(fetches.size(), Tensor());
+  if (!s.ok()) out.clear();
   return out;
 }
 
@@ -45,8 +46,10 @@ TEST(ControlFlowRun, CondTakesEitherBranch) {
   const std::string y = (*r)[0].name();
   const Tensor xv = Tensor::FromVector<float>({1.5f, -2});
   auto t = RunGraph(env, b, {{"x", xv}, {"p", Tensor::Scalar<bool>(true)}}, {y});
+  ASSERT_FALSE(t.empty());
   EXPECT_EQ(Values<float>(t[0]), (std::vector<float>{-1.5f, 2}));
   auto f = RunGraph(env, b, {{"x", xv}, {"p", Tensor::Scalar<bool>(false)}}, {y});
+  ASSERT_FALSE(f.empty());
   EXPECT_EQ(Values<float>(f[0]), (std::vector<float>{15, -200}));
 }
 
@@ -65,6 +68,7 @@ TEST(ControlFlowRun, WhileSumsOneToN) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   for (int32_t value : {0, 1, 100, 1000}) {
     auto out = RunGraph(env, b, {{"n", Tensor::Scalar<int32_t>(value)}}, {(*r)[0].name(), (*r)[1].name()});
+    ASSERT_FALSE(out.empty());
     EXPECT_EQ(out[0].scalar<int32_t>(), value);
     EXPECT_EQ(out[1].scalar<int32_t>(), value * (value + 1) / 2) << "n = " << value;
   }
@@ -84,8 +88,10 @@ TEST(ControlFlowRun, WhileComputesFibonacci) {
       {b.Scalar<int64_t>(0), b.Scalar<int64_t>(0), b.Scalar<int64_t>(1)});
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto f30 = RunGraph(env, b, {{"k", Tensor::Scalar<int64_t>(30)}}, {(*r)[1].name()});
+  ASSERT_FALSE(f30.empty());
   EXPECT_EQ(f30[0].scalar<int64_t>(), 832040);
   auto f50 = RunGraph(env, b, {{"k", Tensor::Scalar<int64_t>(50)}}, {(*r)[1].name()});
+  ASSERT_FALSE(f50.empty());
   EXPECT_EQ(f50[0].scalar<int64_t>(), 12586269025);
 }
 
@@ -116,6 +122,7 @@ TEST(ControlFlowRun, NestedLoops) {
   for (auto [nv, mv] : {std::pair{7, 5}, std::pair{10, 10}, std::pair{1, 9}, std::pair{23, 17}}) {
     auto out = RunGraph(env, b, {{"n", Tensor::Scalar<int32_t>(nv)}, {"m", Tensor::Scalar<int32_t>(mv)}},
                         {(*r)[1].name()});
+    ASSERT_FALSE(out.empty());
     EXPECT_EQ(out[0].scalar<int32_t>(), (nv * (nv - 1) / 2) * (mv * (mv - 1) / 2)) << nv << " x " << mv;
   }
 }
@@ -145,10 +152,12 @@ TEST(ControlFlowRun, CondInsideALoopCountsCollatzSteps) {
       {start, b.Scalar<int64_t>(0)});
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto out = RunGraph(env, b, {{"start", Tensor::Scalar<int64_t>(27)}}, {(*r)[0].name(), (*r)[1].name()});
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].scalar<int64_t>(), 1);
   EXPECT_EQ(out[1].scalar<int64_t>(), 111);
   // 6 -> 3 -> 10 -> 5 -> 16 -> 8 -> 4 -> 2 -> 1 (by hand).
   out = RunGraph(env, b, {{"start", Tensor::Scalar<int64_t>(6)}}, {(*r)[1].name()});
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].scalar<int64_t>(), 8);
 }
 
@@ -169,10 +178,12 @@ TEST(ControlFlowRun, MatrixPowerWithACapturedMatrix) {
       {b.Scalar<int32_t>(0), b.Const(Tensor::FromVector<float>({1, 0, 0, 1}, Shape{2, 2}), "identity")});
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto out = RunGraph(env, b, {{"power", Tensor::Scalar<int32_t>(6)}}, {(*r)[1].name()});
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].shape(), (Shape{2, 2}));
   EXPECT_EQ(Values<float>(out[0]),
             (std::vector<float>{-1619.0f / 4096, 450.0f / 4096, -1350.0f / 4096, -719.0f / 4096}));
   out = RunGraph(env, b, {{"power", Tensor::Scalar<int32_t>(0)}}, {(*r)[1].name()});
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{1, 0, 0, 1}));
 }
 
@@ -198,6 +209,7 @@ TEST(ControlFlowRun, ParallelIterationsDoNotChangeResults) {
         options);
     ASSERT_TRUE(r.ok()) << r.status().message();
     results.push_back(RunGraph(env, b, {}, {(*r)[1].name(), (*r)[2].name()}));
+    ASSERT_FALSE(results.back().empty());
     EXPECT_EQ(results.back()[0].scalar<int32_t>(), 1048555) << "parallel_iterations " << parallel;
     EXPECT_EQ(Values<int32_t>(results.back()[1]), (std::vector<int32_t>{20, -40, 60}));
   }
@@ -229,11 +241,13 @@ TEST(ControlFlowRun, MaximumIterationsStopsTheLoop) {
   const std::vector<std::string> fetches = {capped->name(), zero->name(), free->name()};
   // The condition would go on to 1000: the cap stops it.
   auto out = RunGraph(env, b, {{"limit", Tensor::Scalar<int32_t>(1000)}}, fetches);
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].scalar<int32_t>(), 7);
   EXPECT_EQ(out[1].scalar<int32_t>(), 0);
   EXPECT_EQ(out[2].scalar<int32_t>(), 1000);
   // The condition stops first.
   out = RunGraph(env, b, {{"limit", Tensor::Scalar<int32_t>(3)}}, fetches);
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].scalar<int32_t>(), 3);
   EXPECT_EQ(out[1].scalar<int32_t>(), 0);
   EXPECT_EQ(out[2].scalar<int32_t>(), 3);
@@ -257,8 +271,10 @@ TEST(ControlFlowRun, LoopInsideACond) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   // 7, 14, ..., 49, 56: the first multiple of 7 that is not below 50.
   auto out = RunGraph(env, b, {{"x", Tensor::Scalar<int32_t>(7)}, {"p", Tensor::Scalar<bool>(true)}}, {(*r)[0].name()});
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].scalar<int32_t>(), 56);
   out = RunGraph(env, b, {{"x", Tensor::Scalar<int32_t>(7)}, {"p", Tensor::Scalar<bool>(false)}}, {(*r)[0].name()});
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].scalar<int32_t>(), 107);
 }
 
@@ -277,6 +293,7 @@ TEST(ControlFlowRun, ShapeInvariantLetsAVectorGrow) {
       {b.Scalar<int32_t>(0), b.Const(Tensor::FromVector<float>({1, 2}), "v0")}, options);
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto out = RunGraph(env, b, {}, {(*r)[1].name()});
+  ASSERT_FALSE(out.empty());
   EXPECT_EQ(out[0].shape(), Shape{16});
   EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}));
 }
