@@ -525,5 +525,68 @@ TEST(ControlFlowErrors, BranchTensorUsedInTheOtherBranchOrOutside) {
             "use the results of the while loop instead");
 }
 
+TEST(ControlFlowErrors, InvalidOutputsFromUserFunctions) {
+  {
+    GraphBuilder b;
+    auto r = WhileLoop(
+        b, [](const Outputs&) -> Expected<Output> { return Output(); },
+        [](const Outputs& v) -> Expected<Outputs> { return v; }, {b.Scalar<float>(1)});
+    EXPECT_EQ(r.status().message(), "while loop 'while': the condition is not a valid output");
+  }
+  {
+    GraphBuilder b;
+    Status s = LoopWithBody(b, b.Scalar<float>(1), [](const Output&) { return Outputs{Output()}; });
+    EXPECT_EQ(s.message(), "while loop 'while': body result 0 is not a valid output");
+  }
+  {
+    GraphBuilder b;
+    EXPECT_EQ(b.Capture(Output()).status().message(), "Capture: not a valid output");
+    EXPECT_EQ(b.status().message(), "Capture: not a valid output");
+  }
+}
+
+// A context of another kind, as the gradient builder's backward loops will
+// be: it takes values of a context that does not enclose it (here, through
+// an Identity standing where a stack pop would be).
+class ForeignContext : public ControlFlowContext {
+ public:
+  ForeignContext() : ControlFlowContext("backward") {}
+  std::string Describe() const override { return "backward 'backward'"; }
+  Output pivot() const override { return Output(); }
+  Expected<Output> CaptureFromOuter(GraphBuilder& b, const Output& value) override {
+    return b.Op("Identity", {value}, {}, "from_outer");
+  }
+  Expected<Output> CaptureForeign(GraphBuilder& b, const Output& value, const ControlFlowContext* from) override {
+    if (from == nullptr || from->Describe() != "while loop 'while'") return Output();
+    return b.Op("Identity", {value}, {}, "popped");
+  }
+};
+
+TEST(ControlFlowContexts, OtherKindsOfContextChooseHowValuesCrossIn) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  Output inside;
+  ASSERT_TRUE(LoopWithBody(b, x, [&](const Output& v) {
+                inside = b.Op("Neg", {v}, {}, "neg");
+                return Outputs{inside};
+              }).ok());
+  EXPECT_EQ(b.Capture(x)->name(), "x");  // already visible at the top level
+  ControlFlowContext* backward = b.AddContext(std::make_unique<ForeignContext>());
+  {
+    auto enter = b.EnterContext(backward);
+    EXPECT_EQ(b.current_context(), backward);
+    Output sum = b.Op("Add", {inside, x}, {}, "sum");
+    Output again = b.Op("Add", {inside, x}, {}, "again");
+    ASSERT_TRUE(b.status().ok()) << b.status().message();
+    // Each value crosses once, with the context's name scope.
+    EXPECT_EQ(b.node_def(sum.node()).inputs, (Strings{"backward/popped", "backward/from_outer"}));
+    EXPECT_EQ(b.node_def(again.node()).inputs, (Strings{"backward/popped", "backward/from_outer"}));
+    // No pivot: a constant gets no control input.
+    EXPECT_TRUE(b.node_def(b.Scalar<float>(1, "c").node()).inputs.empty());
+  }
+  EXPECT_EQ(b.current_context(), nullptr);
+  ExpectValidAndRoundTrips(b);
+}
+
 }  // namespace
 }  // namespace weft
