@@ -192,15 +192,22 @@ ControlFlowContext* GraphBuilder::AddContext(std::unique_ptr<ControlFlowContext>
 
 GraphBuilder::Scope GraphBuilder::EnterContext(ControlFlowContext* context) {
   ControlFlowContext* saved = std::exchange(context_, context);
-  return Scope([this, saved] { context_ = saved; });
+  auto saved_deps = std::make_shared<std::vector<std::vector<Output>>>(std::exchange(control_deps_, {}));
+  return Scope([this, saved, saved_deps] {
+    context_ = saved;
+    control_deps_ = std::move(*saved_deps);
+  });
 }
 
-GraphBuilder::Scope GraphBuilder::RawContext(ControlFlowContext* context) {
+GraphBuilder::Scope GraphBuilder::RawContext(ControlFlowContext* context, bool keep_control_dependencies) {
   ControlFlowContext* saved = std::exchange(context_, context);
   const bool saved_raw = std::exchange(raw_, true);
-  return Scope([this, saved, saved_raw] {
+  auto saved_deps = std::make_shared<std::vector<std::vector<Output>>>(
+      keep_control_dependencies ? control_deps_ : std::exchange(control_deps_, {}));
+  return Scope([this, saved, saved_raw, saved_deps] {
     context_ = saved;
     raw_ = saved_raw;
+    control_deps_ = std::move(*saved_deps);
   });
 }
 

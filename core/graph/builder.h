@@ -198,12 +198,16 @@ class GraphBuilder {
   // returns it; it lives as long as the builder.
   ControlFlowContext* AddContext(std::unique_ptr<ControlFlowContext> context);
   // Makes |context| (from AddContext) the current context in the scope.
+  // Control dependencies opened outside it do not apply inside (an edge
+  // from outside into a loop frame must go through its Enter nodes).
   [[nodiscard]] Scope EnterContext(ControlFlowContext* context);
   // Nodes added in the scope take their inputs as given, without captures,
   // pivots or visibility checks, and are recorded in |context|: for
   // control-flow builders wiring edges across contexts themselves (a
-  // Merge joining two branches, an Exit leaving a loop).
-  [[nodiscard]] Scope RawContext(ControlFlowContext* context);
+  // Merge joining two branches, an Exit leaving a loop). The control
+  // dependencies opened so far apply only with |keep_control_dependencies|
+  // (a loop's Enter nodes keep them: they are where the loop starts).
+  [[nodiscard]] Scope RawContext(ControlFlowContext* context, bool keep_control_dependencies = false);
   // The current context (nullptr at the top level).
   ControlFlowContext* current_context() const { return context_; }
   // The context node |id| was created in (nullptr: the top level).

@@ -190,7 +190,7 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
   std::vector<Output> merges;
   std::vector<int> merge_nodes;
   {
-    auto raw = b.RawContext(ctx);
+    auto raw = b.RawContext(ctx, /*keep_control_dependencies=*/true);
     for (std::size_t k = 0; k < n; ++k) {
       std::vector<Shape> invariant;
       if (k < options.shape_invariants.size()) invariant.push_back(options.shape_invariants[k]);
@@ -200,10 +200,17 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
                            {"parallel_iterations", AttrValue(int64_t{options.parallel_iterations})},
                            {"shape_invariant", AttrValue(std::move(invariant))}},
                           "Enter");
+      merges.push_back(enter);
+    }
+  }
+  {
+    auto raw = b.RawContext(ctx);
+    for (std::size_t k = 0; k < n; ++k) {
+      const Output enter = merges[k];
       // The second input becomes the NextIteration once the body exists.
       std::vector<Output> merge = b.AddNode("Merge", {enter, enter}, {}, "Merge");
       WEFT_RETURN_IF_ERROR(b.status());
-      merges.push_back(merge[0]);
+      merges[k] = merge[0];
       merge_nodes.push_back(merge[0].node());
     }
   }

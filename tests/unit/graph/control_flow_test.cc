@@ -545,6 +545,38 @@ TEST(ControlFlowErrors, InvalidOutputsFromUserFunctions) {
   }
 }
 
+// Control dependencies opened around a loop hold its Enter nodes (the
+// loop's start); nodes inside a frame never get control edges from
+// outside it, and dependencies opened inside still work.
+TEST(While, ControlDependenciesAroundALoopHoldItsEnters) {
+  GraphBuilder b;
+  Output first = b.Scalar<float>(1, "first");
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  {
+    auto deps = b.ControlDependencies({first});
+    Status s = LoopWithBody(b, b.Scalar<float>(0, "start"), [&](const Output& v) {
+      Output neg = b.Op("Neg", {v}, {}, "neg");
+      auto inner = b.ControlDependencies({neg});
+      return Outputs{b.Op("Add", {v, x}, {}, "add")};
+    });
+    ASSERT_TRUE(s.ok()) << s.message();
+    auto r = Cond(
+        b, b.Placeholder(DType::kBool, Shape{}, "p"), [&]() -> Expected<Outputs> { return Outputs{b.Op("Neg", {x})}; },
+        [&]() -> Expected<Outputs> { return Outputs{x}; });
+    ASSERT_TRUE(r.ok()) << r.status().message();
+  }
+  EXPECT_EQ(NodeNamed(b, "start").inputs, (Strings{"^first"}));
+  EXPECT_EQ(NodeNamed(b, "while/Enter").inputs, (Strings{"start", "^first"}));
+  EXPECT_EQ(NodeNamed(b, "while/Merge").inputs, (Strings{"while/Enter", "while/NextIteration"}));
+  EXPECT_EQ(NodeNamed(b, "while/neg").inputs, (Strings{"while/Identity"}));
+  EXPECT_EQ(NodeNamed(b, "while/add").inputs, (Strings{"while/Identity", "while/Enter_1", "^while/neg"}));
+  EXPECT_EQ(NodeNamed(b, "while/Exit").inputs, (Strings{"while/Switch"}));
+  EXPECT_EQ(NodeNamed(b, "cond/Switch").inputs, (Strings{"p", "p", "^first"}));
+  EXPECT_EQ(NodeNamed(b, "cond/Neg").inputs, (Strings{"cond/Switch_1:1"}));
+  EXPECT_EQ(NodeNamed(b, "cond/Merge").inputs, (Strings{"cond/Switch_2", "cond/Neg"}));
+  ExpectValidAndRoundTrips(b);
+}
+
 // A context of another kind, as the gradient builder's backward loops will
 // be: it takes values of a context that does not enclose it (here, through
 // an Identity standing where a stack pop would be).
