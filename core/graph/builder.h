@@ -215,7 +215,8 @@ class GraphBuilder {
   // |value| made visible in the current context: itself when it already
   // is, else routed through each context on the way in. Errors (recorded
   // in the builder) when |value| was made inside a context that does not
-  // enclose the current one.
+  // enclose the current one; |consumer| ("node 'y' (Neg): input 0") starts
+  // the message. AddNode does this for every input.
   Expected<Output> Capture(const Output& value, std::string_view consumer = {});
 
  private:
