@@ -54,14 +54,26 @@ std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::v
   }
   def.attrs = std::move(attrs);
   if (!devices_.empty()) def.device = devices_.back();
-  std::vector<NodeInput> node_inputs;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Output& in = inputs[i];
+  // Inputs from enclosing control-flow contexts are routed in first: that
+  // may add nodes, which must happen before pointers into def_ are taken.
+  std::vector<Output> mapped = inputs;
+  for (std::size_t i = 0; i < mapped.size(); ++i) {
+    const Output& in = mapped[i];
     if (!in.valid() || in.index() < 0) {
       status_ = InvalidArgumentError("node '", def.name, "' (", op_name, "): input ", i,
                                      in.valid() ? " is a node without outputs" : " is not a valid output");
       return {};
     }
+    if (raw_) continue;
+    auto visible = CaptureInto(context_, in, StrCat("node '", def.name, "' (", op_name, "): input ", i));
+    if (!visible.ok()) {
+      status_ = visible.status();
+      return {};
+    }
+    mapped[i] = *visible;
+  }
+  std::vector<NodeInput> node_inputs;
+  for (const Output& in : mapped) {
     def.inputs.push_back(in.name());
     NodeInput ni;
     ni.text = in.name();
@@ -81,6 +93,10 @@ std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::v
       if (dep.valid()) def.inputs.push_back(InputRefString(dep.node_name(), -1));
     }
   }
+  if (!raw_ && context_ != nullptr && inputs.empty()) {
+    const Output pivot = context_->pivot();
+    if (pivot.valid()) def.inputs.push_back(InputRefString(pivot.node_name(), -1));
+  }
   auto types = InferNode(*op, def, node_inputs);
   if (!types.ok()) {
     status_ = types.status();
@@ -90,6 +106,7 @@ std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::v
   index_[def.name] = id;
   def_.nodes.push_back(std::move(def));
   types_.push_back(std::move(*types));
+  node_contexts_.push_back(context_);
   std::vector<Output> outputs;
   for (std::size_t i = 0; i < types_.back().output_types.size(); ++i) outputs.emplace_back(this, id, static_cast<int>(i));
   return outputs;
@@ -145,6 +162,115 @@ GraphBuilder::Scope GraphBuilder::NameScope(std::string_view scope) {
   return Scope([this] { scopes_.pop_back(); });
 }
 
+std::string GraphBuilder::CurrentScope() const {
+  std::string scope;
+  for (const std::string& s : scopes_) scope += (scope.empty() ? "" : "/") + s;
+  return scope;
+}
+
+Status GraphBuilder::Fail(Status error) {
+  if (status_.ok()) status_ = std::move(error);
+  return status_;
+}
+
+bool ControlFlowContext::IsWithin(const ControlFlowContext* other) const {
+  for (const ControlFlowContext* c = this; c != nullptr; c = c->outer_) {
+    if (c == other) return true;
+  }
+  return other == nullptr;
+}
+
+Expected<Output> ControlFlowContext::CaptureForeign(GraphBuilder&, const Output&, const ControlFlowContext*) {
+  return Output();
+}
+
+ControlFlowContext* GraphBuilder::AddContext(std::unique_ptr<ControlFlowContext> context) {
+  context->outer_ = context_;
+  contexts_.push_back(std::move(context));
+  return contexts_.back().get();
+}
+
+GraphBuilder::Scope GraphBuilder::EnterContext(ControlFlowContext* context) {
+  ControlFlowContext* saved = std::exchange(context_, context);
+  auto saved_deps = std::make_shared<std::vector<std::vector<Output>>>(std::exchange(control_deps_, {}));
+  return Scope([this, saved, saved_deps] {
+    context_ = saved;
+    control_deps_ = std::move(*saved_deps);
+  });
+}
+
+GraphBuilder::Scope GraphBuilder::RawContext(ControlFlowContext* context, bool keep_control_dependencies) {
+  ControlFlowContext* saved = std::exchange(context_, context);
+  const bool saved_raw = std::exchange(raw_, true);
+  auto saved_deps = std::make_shared<std::vector<std::vector<Output>>>(
+      keep_control_dependencies ? control_deps_ : std::exchange(control_deps_, {}));
+  return Scope([this, saved, saved_raw, saved_deps] {
+    context_ = saved;
+    raw_ = saved_raw;
+    control_deps_ = std::move(*saved_deps);
+  });
+}
+
+Expected<Output> GraphBuilder::Capture(const Output& value, std::string_view consumer) {
+  WEFT_RETURN_IF_ERROR(status_);
+  if (!value.valid() || value.index() < 0) return Fail(InvalidArgumentError("Capture: not a valid output"));
+  auto visible = CaptureInto(context_, value, consumer);
+  if (!visible.ok()) return Fail(visible.status());
+  return visible;
+}
+
+Expected<Output> GraphBuilder::CaptureInto(ControlFlowContext* context, const Output& value,
+                                           std::string_view consumer) {
+  ControlFlowContext* from = node_contexts_[static_cast<std::size_t>(value.node())];
+  if (from == context) return value;
+  if (context != nullptr) {
+    auto it = context->captured_.find({value.node(), value.index()});
+    if (it != context->captured_.end()) return it->second;
+  }
+  const std::string where = consumer.empty() ? std::string() : StrCat(consumer, ": ");
+  // Captures run with this context current, the name scope of the context,
+  // no control dependencies of the caller, and raw inputs (a Switch or
+  // Enter takes its input from outside on purpose).
+  auto capture = [&](auto&& add) -> Expected<Output> {
+    std::vector<std::string> saved_scopes = std::exchange(scopes_, {});
+    if (!context->name().empty()) scopes_.push_back(context->name());
+    std::vector<std::vector<Output>> saved_deps = std::exchange(control_deps_, {});
+    ControlFlowContext* saved_context = std::exchange(context_, context);
+    const bool saved_raw = std::exchange(raw_, true);
+    Expected<Output> result = add();
+    scopes_ = std::move(saved_scopes);
+    control_deps_ = std::move(saved_deps);
+    context_ = saved_context;
+    raw_ = saved_raw;
+    if (!result.ok()) return result;
+    WEFT_RETURN_IF_ERROR(status_);
+    return result;
+  };
+  if (context != nullptr && context->IsWithin(from)) {
+    WEFT_ASSIGN_OR_RETURN(Output outer, CaptureInto(context->outer(), value, consumer));
+    WEFT_ASSIGN_OR_RETURN(Output inner, capture([&] { return context->CaptureFromOuter(*this, outer); }));
+    context->captured_[{value.node(), value.index()}] = inner;
+    return inner;
+  }
+  if (context != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(Output inner, capture([&] { return context->CaptureForeign(*this, value, from); }));
+    if (inner.valid()) {
+      context->captured_[{value.node(), value.index()}] = inner;
+      return inner;
+    }
+  }
+  // Name the outermost context that holds |value| and not the consumer.
+  const ControlFlowContext* culprit = from;
+  while (culprit->outer() != nullptr && !(context != nullptr && context->IsWithin(culprit->outer()))) {
+    culprit = culprit->outer();
+  }
+  return InvalidArgumentError(where, "tensor '", value.name(), "' is made inside ", culprit->Describe(),
+                              " and is not visible ",
+                              context == nullptr ? std::string("outside it") : StrCat("in ", context->Describe()),
+                              "; use the results of the ", culprit->Describe().substr(0, culprit->Describe().find(" '")),
+                              " instead");
+}
+
 GraphBuilder::Scope GraphBuilder::DeviceScope(std::string_view device) {
   devices_.emplace_back(device);
   return Scope([this] { devices_.pop_back(); });
@@ -170,6 +296,7 @@ Status GraphBuilder::Import(const Graph& graph) {
     }
     index_[n.name()] = static_cast<int>(def_.nodes.size());
     def_.nodes.push_back(n.def);
+    node_contexts_.push_back(nullptr);
     types_.push_back(NodeTypes{n.input_types, n.output_types, n.output_shapes, n.output_handle_shapes});
   }
   def_.library.insert(def_.library.end(), graph.library().begin(), graph.library().end());

@@ -20,6 +20,8 @@
 #define WEFT_CORE_GRAPH_BUILDER_H_
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -51,6 +53,56 @@ class Output {
   const GraphBuilder* builder_ = nullptr;
   int node_ = -1;
   int index_ = 0;
+};
+
+// A control-flow context: a branch of a cond, or a loop (see
+// core/graph/control_flow.h). The builder keeps a stack of them and records
+// the context each node was created in. When a node takes as input a tensor
+// of an enclosing context, the builder asks each context on the way in to
+// route it (a Switch for a branch, an Enter for a loop), once per tensor;
+// a tensor made inside a context is not visible outside it except through
+// the results its builder hands back. Nodes without data inputs created in
+// a context get a control input on its pivot, so that they run only when
+// (and as often as) the context does.
+//
+// Subclasses decide how a value crosses into them; the gradient builder's
+// backward loops are meant to be one more kind (mapping forward-loop values
+// to stack pops through CaptureForeign).
+class ControlFlowContext {
+ public:
+  // |name| is the context's name scope ("cond", "outer/while_1"): capture
+  // nodes are named under it.
+  explicit ControlFlowContext(std::string name) : name_(std::move(name)) {}
+  virtual ~ControlFlowContext() = default;
+  ControlFlowContext(const ControlFlowContext&) = delete;
+  ControlFlowContext& operator=(const ControlFlowContext&) = delete;
+
+  const std::string& name() const { return name_; }
+  // The enclosing context, or nullptr at the top level.
+  ControlFlowContext* outer() const { return outer_; }
+  // True when this context is |other| or nested in it (every context is
+  // within the top level, nullptr).
+  bool IsWithin(const ControlFlowContext* other) const;
+  // For messages: "while loop 'while'", "cond 'cond' (true branch)".
+  virtual std::string Describe() const = 0;
+  // The node nodes without data inputs depend on (invalid: none).
+  virtual Output pivot() const = 0;
+
+  // Makes |value|, which is visible in outer(), visible in this context by
+  // adding nodes through |b| (called with this context current, with
+  // captures off, and the name scope set to name()). The builder keeps the
+  // result, so each tensor is captured once.
+  virtual Expected<Output> CaptureFromOuter(GraphBuilder& b, const Output& value) = 0;
+  // Makes |value|, which lives in |from|, a context that does not enclose
+  // this one, visible here. Return an invalid Output to refuse (the builder
+  // then reports the tensor as not visible); the default refuses.
+  virtual Expected<Output> CaptureForeign(GraphBuilder& b, const Output& value, const ControlFlowContext* from);
+
+ private:
+  friend class GraphBuilder;
+  std::string name_;
+  ControlFlowContext* outer_ = nullptr;
+  std::map<std::pair<int, int>, Output> captured_;  // (node, index) -> value here
 };
 
 class GraphBuilder {
@@ -133,6 +185,39 @@ class GraphBuilder {
 
   // A unique name under the current scope for a node called |base|.
   std::string UniqueName(std::string_view base);
+  // The current name scope, "" or "a/b" (without a trailing '/').
+  std::string CurrentScope() const;
+
+  // Records |error| as the builder's error unless it already has one, and
+  // returns the builder's error (for builders of structures, such as
+  // Cond, that check more than single nodes).
+  Status Fail(Status error);
+
+  // --- Control-flow contexts (see ControlFlowContext) ---
+  // Takes ownership of |context|, nested in the current context, and
+  // returns it; it lives as long as the builder.
+  ControlFlowContext* AddContext(std::unique_ptr<ControlFlowContext> context);
+  // Makes |context| (from AddContext) the current context in the scope.
+  // Control dependencies opened outside it do not apply inside (an edge
+  // from outside into a loop frame must go through its Enter nodes).
+  [[nodiscard]] Scope EnterContext(ControlFlowContext* context);
+  // Nodes added in the scope take their inputs as given, without captures,
+  // pivots or visibility checks, and are recorded in |context|: for
+  // control-flow builders wiring edges across contexts themselves (a
+  // Merge joining two branches, an Exit leaving a loop). The control
+  // dependencies opened so far apply only with |keep_control_dependencies|
+  // (a loop's Enter nodes keep them: they are where the loop starts).
+  [[nodiscard]] Scope RawContext(ControlFlowContext* context, bool keep_control_dependencies = false);
+  // The current context (nullptr at the top level).
+  ControlFlowContext* current_context() const { return context_; }
+  // The context node |id| was created in (nullptr: the top level).
+  ControlFlowContext* node_context(int id) const { return node_contexts_[static_cast<std::size_t>(id)]; }
+  // |value| made visible in the current context: itself when it already
+  // is, else routed through each context on the way in. Errors (recorded
+  // in the builder) when |value| was made inside a context that does not
+  // enclose the current one; |consumer| ("node 'y' (Neg): input 0") starts
+  // the message. AddNode does this for every input.
+  Expected<Output> Capture(const Output& value, std::string_view consumer = {});
 
  private:
   const OpRegistry& registry_;
@@ -143,7 +228,13 @@ class GraphBuilder {
   std::vector<std::string> scopes_;
   std::vector<std::string> devices_;
   std::vector<std::vector<Output>> control_deps_;
+  std::vector<ControlFlowContext*> node_contexts_;  // one per node
+  std::vector<std::unique_ptr<ControlFlowContext>> contexts_;
+  ControlFlowContext* context_ = nullptr;
+  bool raw_ = false;
   Status status_;
+
+  Expected<Output> CaptureInto(ControlFlowContext* context, const Output& value, std::string_view consumer);
 };
 
 }  // namespace weft

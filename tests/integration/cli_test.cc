@@ -400,6 +400,67 @@ TEST_F(Cli, DotDrawsScopesAsClusters) {
   EXPECT_NE(r.out.find("\"scope/sum\" -> \"scope/neg\" [label=\"f32[?,3]\"];"), std::string::npos) << r.out;
 }
 
+// A loop frame "loop" (counting x up to lim through a frame "loop/inner"
+// nested in it), written by hand so that it does not depend on the
+// builders.
+const std::string kLoopGraph = R"((producer = 1, minConsumer = 1, nodes = [
+  (name = "x", op = "Placeholder", attrs = [(name = "dtype", value = (type = i32)), (name = "shape", value = (shape = (dims = [])))]),
+  (name = "lim", op = "Placeholder", attrs = [(name = "dtype", value = (type = i32)), (name = "shape", value = (shape = (dims = [])))]),
+  (name = "loop/Enter", op = "Enter", inputs = ["x"], attrs = [(name = "frame_name", value = (string = "loop"))]),
+  (name = "loop/Enter_1", op = "Enter", inputs = ["lim"], attrs = [(name = "frame_name", value = (string = "loop")), (name = "is_constant", value = (bool = true))]),
+  (name = "loop/Merge", op = "Merge", inputs = ["loop/Enter", "loop/NextIteration"], attrs = [(name = "T", value = (type = i32))]),
+  (name = "loop/Less", op = "Less", inputs = ["loop/Merge", "loop/Enter_1"]),
+  (name = "loop/LoopCond", op = "LoopCond", inputs = ["loop/Less"]),
+  (name = "loop/Switch", op = "Switch", inputs = ["loop/Merge", "loop/LoopCond"]),
+  (name = "loop/Identity", op = "Identity", inputs = ["loop/Switch:1"]),
+  (name = "loop/inner/Enter", op = "Enter", inputs = ["loop/Identity"], attrs = [(name = "frame_name", value = (string = "loop/inner"))]),
+  (name = "loop/inner/Neg", op = "Neg", inputs = ["loop/inner/Enter"]),
+  (name = "loop/inner/Exit", op = "Exit", inputs = ["loop/inner/Neg"]),
+  (name = "loop/NextIteration", op = "NextIteration", inputs = ["loop/inner/Exit"]),
+  (name = "loop/Exit", op = "Exit", inputs = ["loop/Switch"]),
+  (name = "out", op = "Neg", inputs = ["loop/Exit"]) ]))";
+
+TEST_F(Cli, DotDrawsLoopFramesAsClusters) {
+  const std::string graph = Write("loop.wgt", kLoopGraph);
+  ProcessResult r = Weft({"dot", graph});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Top level: the placeholders, the output, and the Exit of "loop" (in
+  // its scope cluster); then the frame "loop", holding its Enters and the
+  // frame "loop/inner", which holds the inner Enter and Neg but not the
+  // inner Exit (its output is back in "loop").
+  const std::string expected =
+      "  \"x\" [label=\"x\\\\nPlaceholder\"];\n"
+      "  \"lim\" [label=\"lim\\\\nPlaceholder\"];\n"
+      "  \"out\" [label=\"out\\\\nNeg\"];\n"
+      "  subgraph cluster_0 {\n"
+      "    label=\"loop\";\n"
+      "    style=rounded;\n"
+      "    \"loop/Exit\" [label=\"Exit\\\\nExit\"];\n"
+      "  }\n"
+      "  subgraph cluster_1 {\n"
+      "    label=\"loop\";\n"
+      "    style=\"dashed,bold\";\n"
+      "    color=blue;\n"
+      "    subgraph cluster_2 {\n"
+      "      label=\"loop\";\n"
+      "      style=rounded;\n"
+      "      \"loop/Enter\" [label=\"Enter\\\\nEnter\"];\n";
+  EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("      \"loop/NextIteration\" [label=\"NextIteration\\\\nNextIteration\"];\n"
+                       "      subgraph cluster_3 {\n        label=\"loop/inner\";\n        style=rounded;\n"
+                       "        \"loop/inner/Exit\" [label=\"Exit\\\\nExit\"];\n      }\n    }\n"
+                       "    subgraph cluster_4 {\n      label=\"loop/inner\";\n      style=\"dashed,bold\";\n"
+                       "      color=blue;\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("          label=\"loop/inner\";\n          style=rounded;\n"
+                       "          \"loop/inner/Enter\" [label=\"Enter\\\\nEnter\"];\n"
+                       "          \"loop/inner/Neg\" [label=\"Neg\\\\nNeg\"];\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\"loop/NextIteration\" -> \"loop/Merge\" [label=\"i32[]\"];"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, ConvertRoundTripsBetweenFormats) {
   const std::string graph = Write("add.wgt", kAddGraph);
   const std::string wg = (dir_ / "add.wg").string(), wgt = (dir_ / "again.wgt").string();

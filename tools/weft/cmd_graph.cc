@@ -142,8 +142,41 @@ int Inspect(const std::string& path, bool json) {
 
 std::string DotId(const std::string& name) { return Quote(name); }
 
+// The loop frame of each node, "" for the top level: the frame its outputs
+// live in. An Enter's outputs are in the frame it names (a child of its
+// input's frame), an Exit's in the parent of its input's frame, and every
+// other node's in the frame of its inputs (back edges from NextIteration
+// aside, which stay in their frame). |parents| gets each frame's parent.
+std::vector<std::string> AssignFrames(const Graph& graph, std::map<std::string, std::string>& parents) {
+  std::vector<std::string> frames(static_cast<std::size_t>(graph.num_nodes()));
+  for (int id : graph.topological_order()) {
+    const Graph::Node& n = graph.node(id);
+    std::string input_frame;
+    bool found = false;
+    for (const Endpoint& e : n.inputs) {
+      if (graph.node(e.node).op_name() == "NextIteration") continue;
+      input_frame = frames[static_cast<std::size_t>(e.node)];
+      found = true;
+      break;
+    }
+    if (!found && !n.control_inputs.empty()) input_frame = frames[static_cast<std::size_t>(n.control_inputs[0])];
+    std::string& frame = frames[static_cast<std::size_t>(id)];
+    if (n.op_name() == "Enter") {
+      frame = n.def.attrs.at("frame_name").get<std::string>();
+      parents.emplace(frame, input_frame);
+    } else if (n.op_name() == "Exit") {
+      auto it = parents.find(input_frame);
+      frame = it == parents.end() ? std::string() : it->second;
+    } else {
+      frame = input_frame;
+    }
+  }
+  return frames;
+}
+
 // Graphviz: nodes labelled with name and op, name scopes as nested
-// clusters, edges with dtype and shape, control edges dashed.
+// clusters, loop frames as clusters (dashed, blue) holding the scopes of
+// their nodes, edges with dtype and shape, control edges dashed.
 int Dot(const std::string& path) {
   auto graph = LoadGraph(path);
   if (!graph.ok()) return ReportError(graph.status());
@@ -151,9 +184,14 @@ int Dot(const std::string& path) {
     std::map<std::string, Scope> children;
     std::vector<const Graph::Node*> nodes;
   };
-  Scope root;
+  std::map<std::string, std::string> parents;
+  const std::vector<std::string> frame_of = AssignFrames(*graph, parents);
+  std::map<std::string, Scope> frame_scopes;  // frame -> its nodes by scope
+  std::map<std::string, std::vector<std::string>> child_frames;
+  for (const auto& [frame, parent] : parents) child_frames[parent].push_back(frame);
+  frame_scopes[""];
   for (const Graph::Node& n : graph->nodes()) {
-    Scope* s = &root;
+    Scope* s = &frame_scopes[frame_of[static_cast<std::size_t>(n.id)]];
     const std::vector<std::string> parts = StrSplit(n.name(), '/');
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) s = &s->children[parts[i]];
     s->nodes.push_back(&n);
@@ -175,7 +213,18 @@ int Dot(const std::string& path) {
       std::cout << indent << "}\n";
     }
   };
-  emit(root, "", 0);
+  std::function<void(const std::string&, int)> emit_frame = [&](const std::string& frame, int depth) {
+    emit(frame_scopes[frame], "", depth);
+    const std::string indent(static_cast<std::size_t>(2 * depth + 2), ' ');
+    for (const std::string& child : child_frames[frame]) {
+      std::cout << indent << "subgraph cluster_" << cluster++ << " {\n"
+                << indent << "  label=" << Quote(child) << ";\n" << indent << "  style=\"dashed,bold\";\n"
+                << indent << "  color=blue;\n";
+      emit_frame(child, depth + 1);
+      std::cout << indent << "}\n";
+    }
+  };
+  emit_frame("", 0);
   for (const Graph::Node& n : graph->nodes()) {
     for (const Endpoint& e : n.inputs) {
       const Graph::Node& src = graph->node(e.node);
@@ -286,7 +335,7 @@ void AddGraphCommands(CLI::App& app, Runner& run) {
   inspect->callback([&run, path, json] { run = [path, json](Context&) { return Inspect(*path, *json); }; });
 
   auto dot_path = std::make_shared<std::string>();
-  CLI::App* dot = app.add_subcommand("dot", "Print a graph file as Graphviz (name scopes become clusters)");
+  CLI::App* dot = app.add_subcommand("dot", "Print a graph file as Graphviz (name scopes and loop frames become clusters)");
   dot->add_option("GRAPH", *dot_path, "A .wg or .wgt graph file")->required();
   dot->footer("Example: weft dot model.wgt | dot -Tsvg > model.svg");
   dot->callback([&run, dot_path] { run = [dot_path](Context&) { return Dot(*dot_path); }; });
