@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
+
+#include "core/grad/control_flow_grad.h"
 
 namespace weft::grad {
 namespace {
@@ -66,6 +69,7 @@ const GradRegistry& GradRegistry::Global() {
     RegisterArrayGradients(*r);
     RegisterNnGradients(*r);
     RegisterStateGradients(*r);
+    RegisterControlFlowGradients(*r);
     return r;
   }();
   return *registry;
@@ -114,27 +118,121 @@ Expected<std::vector<Output>> AddGradients(GraphBuilder& b, const std::vector<Ou
   }
   const GradRegistry& registry = GradRegistry::Global();
   const int forward_nodes = b.num_nodes();
+  // Backward ops read forward values from inside conds as they are.
+  auto inner = b.AllowInnerTensors();
 
-  // The nodes on a path from an x to a y: reachable from an x (ids are in
-  // topological order, as every node is added after its inputs) and
-  // reaching a y.
-  std::vector<char> from_x(static_cast<std::size_t>(forward_nodes), 0);
-  for (const Output& x : xs) from_x[static_cast<std::size_t>(x.node())] = 1;
-  std::vector<std::vector<Output>> inputs(static_cast<std::size_t>(forward_nodes));
+  // Loops are differentiated whole: the graph is seen as units, each a
+  // node of the ys' frame or a whole loop in it (every node in the loop or
+  // nested in it, and its Exits), which form a DAG.
+  const internal::Frames frames = internal::AnalyzeFrames(b);
+  auto frame_of = [&](int node) { return frames.frame_of[static_cast<std::size_t>(node)]; };
+  const int root = frame_of(ys[0].node());
+  for (const Output& y : ys) {
+    if (frame_of(y.node()) != root) {
+      return InvalidArgumentError("gradients: y '", y.name(), "' and y '", ys[0].name(),
+                                  "' are in different loop frames; differentiate values of one frame");
+    }
+  }
+  for (const Output& x : xs) {
+    if (frame_of(x.node()) != root) {
+      return InvalidArgumentError("gradients: x '", x.name(),
+                                  "' is made inside a while loop; differentiate with respect to a value outside "
+                                  "the loop, or to the loop's result");
+    }
+  }
+  struct Unit {
+    int node = -1;   // a single node, or
+    int frame = -1;  // a loop
+    std::vector<int> nodes;
+    std::vector<Output> inputs;  // data inputs from other units
+  };
+  std::vector<Unit> units;
+  std::vector<int> unit_of(static_cast<std::size_t>(forward_nodes), -1);
+  std::map<int, int> loop_units;
   for (int id = 0; id < forward_nodes; ++id) {
-    inputs[static_cast<std::size_t>(id)] = b.Inputs(id);
-    for (const Output& in : inputs[static_cast<std::size_t>(id)]) {
-      if (from_x[static_cast<std::size_t>(in.node())] && CarriesGradient(in.dtype())) {
-        from_x[static_cast<std::size_t>(id)] = 1;
+    const int f = frame_of(id);
+    if (!frames.Within(f, root)) continue;
+    int loop = f == root ? -1 : frames.ChildOf(f, root);
+    if (loop < 0 && b.node_def(id).op == "Exit") {
+      const std::vector<Output> in = b.Inputs(id);
+      if (!in.empty() && frame_of(in[0].node()) != root) loop = frames.ChildOf(frame_of(in[0].node()), root);
+    }
+    int u = -1;
+    if (loop < 0) {
+      u = static_cast<int>(units.size());
+      units.push_back(Unit{id, -1, {id}, {}});
+    } else {
+      auto [it, added] = loop_units.emplace(loop, static_cast<int>(units.size()));
+      if (added) units.push_back(Unit{-1, loop, {}, {}});
+      u = it->second;
+      units[static_cast<std::size_t>(u)].nodes.push_back(id);
+    }
+    unit_of[static_cast<std::size_t>(id)] = u;
+  }
+  auto unit = [&](int node) { return unit_of[static_cast<std::size_t>(node)]; };
+  for (int id = 0; id < forward_nodes; ++id) {
+    const int u = unit(id);
+    if (u < 0) continue;
+    for (const Output& in : b.Inputs(id)) {
+      const int v = unit(in.node());
+      if (v < 0 || v == u || internal::IsBackEdge(b, id, in)) continue;
+      units[static_cast<std::size_t>(u)].inputs.push_back(in);
+    }
+  }
+  // Units in an order where each comes after its inputs: node order when
+  // there is no loop, else a depth-first order of the unit DAG.
+  std::vector<int> order;
+  if (loop_units.empty()) {
+    for (int u = 0; u < static_cast<int>(units.size()); ++u) order.push_back(u);
+  } else {
+    std::vector<char> state(units.size(), 0);  // 0 new, 1 open, 2 done
+    for (int start = 0; start < static_cast<int>(units.size()); ++start) {
+      if (state[static_cast<std::size_t>(start)] != 0) continue;
+      std::vector<std::pair<int, std::size_t>> stack = {{start, 0}};
+      state[static_cast<std::size_t>(start)] = 1;
+      while (!stack.empty()) {
+        auto& [u, next] = stack.back();
+        const std::vector<Output>& ins = units[static_cast<std::size_t>(u)].inputs;
+        if (next < ins.size()) {
+          const int v = unit(ins[next++].node());
+          if (state[static_cast<std::size_t>(v)] == 1) {
+            return InternalError("gradients: a cycle through node '", ins[next - 1].node_name(),
+                                 "' that is not a loop's back edge");
+          }
+          if (state[static_cast<std::size_t>(v)] == 0) {
+            state[static_cast<std::size_t>(v)] = 1;
+            stack.emplace_back(v, 0);
+          }
+          continue;
+        }
+        state[static_cast<std::size_t>(u)] = 2;
+        order.push_back(u);
+        stack.pop_back();
       }
     }
   }
-  std::vector<char> to_y(static_cast<std::size_t>(forward_nodes), 0);
-  for (const Output& y : ys) to_y[static_cast<std::size_t>(y.node())] = 1;
-  for (int id = forward_nodes - 1; id >= 0; --id) {
-    if (!to_y[static_cast<std::size_t>(id)]) continue;
-    for (const Output& in : inputs[static_cast<std::size_t>(id)]) to_y[static_cast<std::size_t>(in.node())] = 1;
+
+  // The units on a path from an x to a y.
+  std::vector<char> from_x(units.size(), 0);
+  for (const Output& x : xs) from_x[static_cast<std::size_t>(unit(x.node()))] = 1;
+  for (int u : order) {
+    for (const Output& in : units[static_cast<std::size_t>(u)].inputs) {
+      if (from_x[static_cast<std::size_t>(unit(in.node()))] && CarriesGradient(in.dtype())) {
+        from_x[static_cast<std::size_t>(u)] = 1;
+      }
+    }
   }
+  std::vector<char> to_y(units.size(), 0);
+  for (const Output& y : ys) to_y[static_cast<std::size_t>(unit(y.node()))] = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (!to_y[static_cast<std::size_t>(*it)]) continue;
+    for (const Output& in : units[static_cast<std::size_t>(*it)].inputs) to_y[static_cast<std::size_t>(unit(in.node()))] = 1;
+  }
+  // Whether input |in| of a unit on a path receives a gradient.
+  auto receives = [&](const Output& in) {
+    const int v = unit(in.node());
+    return v >= 0 && from_x[static_cast<std::size_t>(v)] && CarriesGradient(in.dtype());
+  };
 
   auto outer = b.NameScope(options.scope);
   std::map<Key, std::vector<Output>> pending;
@@ -161,8 +259,21 @@ Expected<std::vector<Output>> AddGradients(GraphBuilder& b, const std::vector<Ou
     return parts[0];
   };
 
-  for (int id = forward_nodes - 1; id >= 0; --id) {
-    if (!from_x[static_cast<std::size_t>(id)] || !to_y[static_cast<std::size_t>(id)]) continue;
+  for (auto unit_it = order.rbegin(); unit_it != order.rend(); ++unit_it) {
+    const Unit& u = units[static_cast<std::size_t>(*unit_it)];
+    if (!from_x[static_cast<std::size_t>(*unit_it)] || !to_y[static_cast<std::size_t>(*unit_it)]) continue;
+    if (u.frame >= 0) {
+      const std::string loop_name = frames.frames[static_cast<std::size_t>(u.frame)].name;
+      auto scope = b.NameScope(loop_name);
+      auto handed_on = internal::LoopGradient(
+          b, frames, u.frame, u.nodes, [&](const Output& exit) { return total({exit.node(), exit.index()}); },
+          receives);
+      if (handed_on.ok() && !b.status().ok()) handed_on = b.status();
+      if (!handed_on.ok()) return handed_on.status().WithContext(StrCat("gradient of while loop '", loop_name, "'"));
+      for (auto& [in, g] : *handed_on) pending[{in.node(), in.index()}].push_back(g);
+      continue;
+    }
+    const int id = u.node;
     const NodeDef& def = b.node_def(id);
     const int num_outputs = static_cast<int>(b.node_types(id).output_types.size());
     const std::string node_name = def.name;
@@ -177,10 +288,8 @@ Expected<std::vector<Output>> AddGradients(GraphBuilder& b, const std::vector<Ou
     }
     WEFT_RETURN_IF_ERROR(b.status());
     if (!any) continue;
-    const std::vector<Output>& node_inputs = inputs[static_cast<std::size_t>(id)];
-    const bool feeds_gradient = std::any_of(node_inputs.begin(), node_inputs.end(), [&](const Output& in) {
-      return from_x[static_cast<std::size_t>(in.node())] && CarriesGradient(in.dtype());
-    });
+    const std::vector<Output> node_inputs = b.Inputs(id);
+    const bool feeds_gradient = std::any_of(node_inputs.begin(), node_inputs.end(), receives);
     if (!feeds_gradient) continue;  // an x itself with nothing upstream
     bool not_differentiable = false;
     const GradFn* fn = registry.Find(op, &not_differentiable);
@@ -202,7 +311,7 @@ Expected<std::vector<Output>> AddGradients(GraphBuilder& b, const std::vector<Ou
     }
     for (std::size_t i = 0; i < dx.size(); ++i) {
       const Output& in = node_inputs[i];
-      if (!dx[i].valid() || !from_x[static_cast<std::size_t>(in.node())] || !CarriesGradient(in.dtype())) continue;
+      if (!dx[i].valid() || !receives(in)) continue;
       pending[{in.node(), in.index()}].push_back(dx[i]);
     }
   }

@@ -124,6 +124,7 @@ void RegisterMathGradients(GradRegistry& r);   // math_grad.cc
 void RegisterArrayGradients(GradRegistry& r);  // array_grad.cc
 void RegisterNnGradients(GradRegistry& r);     // nn_grad.cc
 void RegisterStateGradients(GradRegistry& r);  // state_grad.cc
+void RegisterControlFlowGradients(GradRegistry& r);  // control_flow_grad.cc
 
 }  // namespace weft::grad
 

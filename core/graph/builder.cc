@@ -211,6 +211,11 @@ GraphBuilder::Scope GraphBuilder::RawContext(ControlFlowContext* context, bool k
   });
 }
 
+GraphBuilder::Scope GraphBuilder::AllowInnerTensors() {
+  const bool saved = std::exchange(allow_inner_, true);
+  return Scope([this, saved] { allow_inner_ = saved; });
+}
+
 Expected<Output> GraphBuilder::Capture(const Output& value, std::string_view consumer) {
   WEFT_RETURN_IF_ERROR(status_);
   if (!value.valid() || value.index() < 0) return Fail(InvalidArgumentError("Capture: not a valid output"));
@@ -223,6 +228,7 @@ Expected<Output> GraphBuilder::CaptureInto(ControlFlowContext* context, const Ou
                                            std::string_view consumer) {
   ControlFlowContext* from = node_contexts_[static_cast<std::size_t>(value.node())];
   if (from == context) return value;
+  if (allow_inner_ && from != nullptr && from->IsWithin(context)) return value;
   if (context != nullptr) {
     auto it = context->captured_.find({value.node(), value.index()});
     if (it != context->captured_.end()) return it->second;

@@ -208,6 +208,10 @@ class GraphBuilder {
   // dependencies opened so far apply only with |keep_control_dependencies|
   // (a loop's Enter nodes keep them: they are where the loop starts).
   [[nodiscard]] Scope RawContext(ControlFlowContext* context, bool keep_control_dependencies = false);
+  // In the scope, a node may take as input a tensor made in a context
+  // nested in the current one, as it is (no error): for the gradient
+  // builder, whose backward ops read forward values from inside conds.
+  [[nodiscard]] Scope AllowInnerTensors();
   // The current context (nullptr at the top level).
   ControlFlowContext* current_context() const { return context_; }
   // The context node |id| was created in (nullptr: the top level).
@@ -232,6 +236,7 @@ class GraphBuilder {
   std::vector<std::unique_ptr<ControlFlowContext>> contexts_;
   ControlFlowContext* context_ = nullptr;
   bool raw_ = false;
+  bool allow_inner_ = false;
   Status status_;
 
   Expected<Output> CaptureInto(ControlFlowContext* context, const Output& value, std::string_view consumer);

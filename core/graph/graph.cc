@@ -206,8 +206,12 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
   types.output_handle_shapes.assign(types.output_types.size(), Shape::UnknownRank());
   if (def.op == "VarHandle") {
     types.output_handle_shapes[0] = attrs.find("shape")->second.get<Shape>();
-  } else if (def.op == "Identity" && !in_handle_shapes.empty()) {
-    types.output_handle_shapes[0] = in_handle_shapes[0];
+  } else if ((def.op == "Identity" || def.op == "Enter" || def.op == "Exit" || def.op == "Switch" ||
+              def.op == "Merge") &&
+             !in_handle_shapes.empty()) {
+    // A handle that passes through, into or out of a loop or cond.
+    for (Shape& shape : types.output_handle_shapes) shape = in_handle_shapes[0];
+    if (def.op == "Merge" && types.output_handle_shapes.size() > 1) types.output_handle_shapes[1] = Shape::UnknownRank();
   }
   return types;
 }

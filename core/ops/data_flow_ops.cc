@@ -158,17 +158,23 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           .Input("index: i64")
           .Output("elem: elem_type")
           .Attr("elem_type: type")
+          .Attr("elem_shape: list(shape) = []")
           .Stateful()
           .Shape([](InferenceContext& c) {
             const Shape& index = c.input_shape(1);
             if (!index.unknown_rank() && index.rank() != 0) {
               return c.Error("index must be a scalar; got shape ", index.ToString());
             }
-            c.set_output(0, Shape::UnknownRank());
+            const auto& elem_shape = c.Get("elem_shape").get<std::vector<Shape>>();
+            if (elem_shape.size() > 1) {
+              return c.Error("elem_shape holds ", elem_shape.size(), " shapes; give at most one");
+            }
+            c.set_output(0, elem_shape.empty() ? Shape::UnknownRank() : elem_shape[0]);
             return Status();
           })
           .Doc("Removes and returns the element saved under index: NOT_FOUND, naming the stack and the index, "
-               "when there is none. elem_type must be the stack's.")));
+               "when there is none. elem_type must be the stack's; elem_shape, when given, is the shape the "
+               "graph assumes for it (the shape its StackPush saw).")));
   return Status();
 }
 

@@ -134,13 +134,21 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     fed[{endpoint->node, endpoint->index}] = arg.name;
     def.nodes.push_back(std::move(arg));
   }
+  // A control input on a fed node with one output waits for its _Arg (the
+  // node itself does not run: a fed Placeholder would fail).
   if (!fed.empty()) {
     for (NodeDef& n : def.nodes) {
       for (std::string& input : n.inputs) {
         auto ref = ParseInputRef(input);
-        if (!ref.ok() || ref->control()) continue;
+        if (!ref.ok()) continue;
         const Graph::Node* src = graph_.Find(ref->node);
         if (src == nullptr) continue;
+        if (ref->control()) {
+          if (src->output_types.size() != 1) continue;
+          auto it = fed.find({src->id, 0});
+          if (it != fed.end()) input = InputRefString(it->second, -1);
+          continue;
+        }
         auto it = fed.find({src->id, ref->index});
         if (it != fed.end()) input = it->second;
       }

@@ -93,7 +93,8 @@ class StackPushKernel : public OpKernel {
 
 class StackPopKernel : public OpKernel {
  public:
-  explicit StackPopKernel(DType elem_type) : elem_type_(elem_type) {}
+  StackPopKernel(DType elem_type, std::vector<Shape> elem_shape)
+      : elem_type_(elem_type), elem_shape_(std::move(elem_shape)) {}
   bool IsInline() const override { return true; }
   Status Compute(OpKernelContext& ctx) override {
     WEFT_ASSIGN_OR_RETURN(StackResource * stack, InputStack(ctx));
@@ -103,12 +104,17 @@ class StackPopKernel : public OpKernel {
     }
     WEFT_ASSIGN_OR_RETURN(int64_t index, InputIndex(ctx));
     WEFT_ASSIGN_OR_RETURN(Tensor elem, stack->Pop(index));
+    if (!elem_shape_.empty() && !elem_shape_[0].IsCompatibleWith(elem.shape())) {
+      return InvalidArgumentError("stack '", stack->name(), "' holds a ", elem.TypeString(), " element under index ",
+                                  index, " but this StackPop declares elem_shape ", elem_shape_[0].ToString());
+    }
     ctx.set_output(0, std::move(elem));
     return Status();
   }
 
  private:
   DType elem_type_;
+  std::vector<Shape> elem_shape_;
 };
 
 constexpr std::array<std::string_view, 3> kStackOps = {"Stack", "StackPop", "StackPush"};
@@ -125,7 +131,12 @@ Expected<std::unique_ptr<OpKernel>> CreateStackKernel(const Graph::Node& node) {
     return std::unique_ptr<OpKernel>(new StackKernel(std::move(name), Attr(node, "elem_type").get<DType>()));
   }
   if (op == "StackPush") return std::unique_ptr<OpKernel>(new StackPushKernel());
-  if (op == "StackPop") return std::unique_ptr<OpKernel>(new StackPopKernel(Attr(node, "elem_type").get<DType>()));
+  if (op == "StackPop") {
+    auto shape = node.def.attrs.find("elem_shape");
+    std::vector<Shape> elem_shape;
+    if (shape != node.def.attrs.end()) elem_shape = shape->second.get<std::vector<Shape>>();
+    return std::unique_ptr<OpKernel>(new StackPopKernel(Attr(node, "elem_type").get<DType>(), std::move(elem_shape)));
+  }
   return InternalError("no stack kernel for ", op);
 }
 

@@ -387,8 +387,9 @@ INSTANTIATE_TEST_SUITE_P(Ops, FiniteDifferences, ::testing::ValuesIn(Cases()),
                            return name;
                          });
 
-// Ops checked by the variable tests below rather than by a case.
-const std::set<std::string> kCheckedElsewhere = {"ReadVariable", "ResourceGather"};
+// Ops checked by the variable tests below, or by whole conds in
+// control_flow_gradient_test, rather than by a case.
+const std::set<std::string> kCheckedElsewhere = {"ReadVariable", "ResourceGather", "Switch", "Merge"};
 
 TEST(Gradients, EveryGradientFunctionHasAFiniteDifferenceCase) {
   std::set<std::string> covered = kCheckedElsewhere;
@@ -408,9 +409,10 @@ bool NeedsNoGradient(const OpDef& op) {
       "InvertPermutation", "ConcatOffset", "StridedSliceGrad", "Cumsum", "Cumprod", "Conv2DBackpropInput",
       "Conv2DBackpropFilter", "DepthwiseConv2DBackpropInput", "DepthwiseConv2DBackpropFilter", "MaxPoolGrad",
       "AvgPoolGrad", "BiasAddGrad", "FusedBatchNormGrad", "LayerNormGrad", "LSTMCellGrad"};
-  // The control-flow primitives are differentiated as whole conds and
-  // loops by the gradient builder, not one op at a time.
-  static const std::set<std::string> kControlFlow = {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"};
+  // A loop's primitives are differentiated as a whole loop by the gradient
+  // builder, not one op at a time (a cond's Switch and Merge have gradient
+  // functions).
+  static const std::set<std::string> kControlFlow = {"Enter", "Exit", "NextIteration"};
   return op.inputs.empty() || op.outputs.empty() || op.name[0] == '_' || kBackward.count(op.name) != 0 ||
          kControlFlow.count(op.name) != 0;
 }

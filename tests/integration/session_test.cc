@@ -93,6 +93,25 @@ TEST(Session, FeedingAnIntermediateTensorCutsItsInputs) {
   EXPECT_EQ(out[0].scalar<float>(), 9);
 }
 
+// A control input on a fed Placeholder waits for the fed value; the
+// Placeholder itself (which would fail: not fed) does not run.
+TEST(Session, ControlInputOnAFedNodeWaitsForTheFeed) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  {
+    auto deps = b.ControlDependencies({x});
+    b.Scalar<float>(5, "five");
+  }
+  b.Op("Add", {x, b.Find("five")}, {}, "y");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Tensor::Scalar<float>(2)}}, {"y", "five"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0].scalar<float>(), 7);
+  EXPECT_EQ(out[1].scalar<float>(), 5);
+}
+
 TEST(Session, ErrorsNameWhatIsWrong) {
   RuntimeEnv env;
   GraphBuilder b;
