@@ -8,6 +8,8 @@
 #ifndef WEFT_CORE_GRAPH_NN_BUILDERS_H_
 #define WEFT_CORE_GRAPH_NN_BUILDERS_H_
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "core/graph/builder.h"
@@ -26,6 +28,37 @@ namespace weft {
 Expected<std::vector<Output>> LstmCellComposed(GraphBuilder& b, const Output& x, const Output& c_prev,
                                                const Output& h_prev, const Output& w, const Output& bias,
                                                double forget_bias = 1.0);
+
+struct DynamicLstmOptions {
+  // The fused LSTMCell op, or LstmCellComposed.
+  bool fused = true;
+  double forget_bias = 1.0;
+  int parallel_iterations = 10;
+  // The loop's name scope.
+  std::string name = "rnn";
+  // Called inside the loop at each step with the step t (i64 scalar), the
+  // step's new hidden state h [batch, hidden] and mask [batch] (1 where
+  // t < sequence_length, else 0, of h's dtype). It may return a scalar of
+  // h's dtype that is summed over the steps (DynamicLstmResult::sum), or
+  // an invalid Output.
+  std::function<Expected<Output>(const Output& t, const Output& h, const Output& mask)> per_step;
+};
+
+struct DynamicLstmResult {
+  Output c, h;  // the states after each sequence's last step
+  Output sum;   // of what per_step returned (invalid without per_step)
+};
+
+// Runs an LSTM over a batch of sequences of different lengths with a
+// while loop (no unrolling): |inputs| is [time, batch, input] (time-major),
+// |sequence_length| i64 [batch] (each <= time), |w| [input + hidden,
+// 4 * hidden], |bias| [4 * hidden], |c0| and |h0| [batch, hidden]. The
+// loop runs max(sequence_length) steps; a sequence whose length has been
+// reached keeps its state (c = c_prev + mask (c_new - c_prev)), so its
+// final state is the one after its own last step.
+Expected<DynamicLstmResult> DynamicLstm(GraphBuilder& b, const Output& inputs, const Output& sequence_length,
+                                        const Output& w, const Output& bias, const Output& c0, const Output& h0,
+                                        const DynamicLstmOptions& options = {});
 
 }  // namespace weft
 

@@ -338,10 +338,9 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
           std::lock_guard<std::mutex> lock(state->mutex);
           CfPropagate(state, t, nullptr, nullptr, nullptr);
         } else {
-          std::vector<char> dead(static_cast<std::size_t>(done_item.num_outputs), 0);
           {
             std::lock_guard<std::mutex> lock(state->mutex);
-            CfPropagate(state, t, outputs->data(), reinterpret_cast<const bool*>(dead.data()), &newly_ready);
+            CfPropagate(state, t, outputs->data(), nullptr, &newly_ready);
           }
           std::vector<TaggedNode> local;
           CfDispatch(state, newly_ready, &local);
@@ -379,6 +378,7 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
     many.resize(static_cast<std::size_t>(item.num_outputs));
     outputs = many.data();
   }
+  // Only a Switch has a dead output (the branch not taken).
   bool dead[2] = {false, false};
   Status status;
   const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
@@ -443,7 +443,7 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
     return false;
   }
   std::lock_guard<std::mutex> lock(state->mutex);
-  CfPropagate(state, t, outputs, dead, ready);
+  CfPropagate(state, t, outputs, item.kind == Kind::kSwitch ? dead : nullptr, ready);
   return true;
 }
 
@@ -455,7 +455,7 @@ struct Executor::Propagator {
   CfStep* state;
   const NodeItem& item;               // the node that ran
   Tensor* outputs;                    // its outputs; null when it was dead
-  const bool* output_dead;
+  const bool* output_dead;            // per output; null when none is dead
   std::vector<TaggedNode>* ready;
 
   // Delivers |src|'s outputs (|src| is the node that ran, or, with |value0|,
@@ -467,7 +467,7 @@ struct Executor::Propagator {
     for (const OutEdge& e : src.edges) {
       const NodeItem& dst = exec.items_[static_cast<std::size_t>(e.dst)];
       const auto local = static_cast<std::size_t>(dst.local_id);
-      const bool dead = all_dead || (ran && e.output >= 0 && output_dead[e.output]);
+      const bool dead = all_dead || (ran && e.output >= 0 && output_dead != nullptr && output_dead[e.output]);
       const Tensor* value = nullptr;
       if (!dead && e.output >= 0) value = ran ? &outputs[e.output] : value0;
       bool fire = false;

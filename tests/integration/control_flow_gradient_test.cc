@@ -11,6 +11,7 @@
 
 #include "core/grad/gradients.h"
 #include "core/graph/control_flow.h"
+#include "core/graph/nn_builders.h"
 #include "tests/integration/runtime_env.h"
 
 namespace weft {
@@ -363,6 +364,59 @@ TEST(ControlFlowGradient, RunsAgainWithFreshStacks) {
     ASSERT_TRUE(s.ok()) << s.ToString();
     const double p = std::pow(2.0, steps);
     EXPECT_NEAR(out[0].data<double>()[0], p * std::pow(1.1, p - 1), 1e-12) << "n = " << steps;
+  }
+}
+
+// Deterministic values in [-scale, scale).
+Tensor Wavy(const Shape& shape, double scale, double phase) {
+  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = scale * std::sin(1.7 * static_cast<double>(i) + phase);
+  return Doubles(v, shape);
+}
+
+// An LSTM over a batch of three sequences of lengths 4, 1 and 3 (time 4,
+// input 2, hidden 3), the loss summing a weighted h over the valid steps
+// and the final states: checked with finite differences for the fused cell
+// and the composed one, and input steps past a sequence's end get exactly
+// zero gradient. (The fused cell's gradient has five outputs: this once
+// caught the loop executor reading dead flags past its two-entry array.)
+TEST(ControlFlowGradient, LstmOverVariableLengthSequences) {
+  const std::vector<int64_t> lengths = {4, 1, 3};
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused LSTMCell" : "composed cell");
+    auto c = CheckAgainstFiniteDifferences(
+        {{"inputs", Wavy(Shape{4, 3, 2}, 1.0, 0.1)},
+         {"w", Wavy(Shape{5, 12}, 0.5, 0.7)},
+         {"bias", Wavy(Shape{12}, 0.2, 1.3)},
+         {"h0", Wavy(Shape{3, 3}, 0.3, 2.1)}},
+        [&](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
+          Output seq = b.Placeholder(DType::kI64, Shape{3}, "sequence_length");
+          Output c0 = b.Const(Tensor::FromVector<double>(std::vector<double>(9, 0.25), Shape{3, 3}), "c0");
+          Output weights = b.Const(Tensor::FromVector<double>({1.0, -2.0, 0.5}, Shape{3}), "head");
+          DynamicLstmOptions options;
+          options.fused = fused;
+          options.per_step = [&](const Output&, const Output& h, const Output& mask) -> Expected<Output> {
+            Output column = b.Op("ExpandDims", {mask}, {{"axis", AttrValue(int64_t{1})}});
+            return b.Op("Sum", {b.Op("Mul", {b.Op("Mul", {h, column}), weights})});
+          };
+          WEFT_ASSIGN_OR_RETURN(DynamicLstmResult r, DynamicLstm(b, p[0], seq, p[1], p[2], c0, p[3], options));
+          return b.Op("AddN", {r.sum, Sum(b, b.Op("Mul", {r.h, r.h})), Sum(b, r.c)});
+        },
+        {{"sequence_length", Tensor::FromVector<int64_t>(lengths, Shape{3})}});
+    ASSERT_EQ(c.grads.size(), 4u);
+    const std::vector<double>& d_inputs = c.grads[0];  // [time, batch, input]
+    for (int64_t t = 0; t < 4; ++t) {
+      for (int64_t j = 0; j < 3; ++j) {
+        for (int64_t k = 0; k < 2; ++k) {
+          const double g = d_inputs[static_cast<std::size_t>((t * 3 + j) * 2 + k)];
+          if (t >= lengths[static_cast<std::size_t>(j)]) {
+            EXPECT_EQ(g, 0.0) << "inputs[" << t << "," << j << "," << k << "] is past the sequence's end";
+          } else {
+            EXPECT_NE(g, 0.0) << "inputs[" << t << "," << j << "," << k << "]";
+          }
+        }
+      }
+    }
   }
 }
 
