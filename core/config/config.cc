@@ -102,15 +102,18 @@ std::vector<OptionSpec> ModelSpecs() {
 }
 
 std::vector<OptionSpec> DataSpecs() {
-  OptionSpec format = Str("format", "idx", "\"idx\" (IDX files, optionally gzip-compressed), \"npy\" or \"csv\".");
-  format.choices = {"idx", "npy", "csv"};
+  OptionSpec format = Str("format", "idx",
+                          "\"idx\" (IDX files, optionally gzip-compressed), \"npy\", \"csv\" or \"text\" (a "
+                          "plain-text file for a character model: each line, cut to the model's example length, is "
+                          "an example of byte values and its length the label).");
+  format.choices = {"idx", "npy", "csv", "text"};
   OptionSpec label_column = Spec("csv_label_column", OptionType::kInt,
                                  "For CSV: the column holding the label; -1 is the last.");
   label_column.default_value = Default("-1");
   label_column.min = -1;
   return {format,
           Str("train_images", "", "Training examples. Relative to this file's directory."),
-          Str("train_labels", "", "Their labels (unused for CSV, whose rows hold both)."),
+          Str("train_labels", "", "Their labels (unused for CSV and text, whose files hold both)."),
           Str("test_images", "", "Examples for evaluation; empty: no evaluation."),
           Str("test_labels", "", "Their labels."),
           label_column,

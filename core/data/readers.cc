@@ -432,4 +432,43 @@ Expected<Examples> LoadExamples(const std::string& format, const std::string& fe
   return MakeExamples(features, labels, features_path, labels_path);
 }
 
+Expected<Examples> ParseText(std::string_view text, std::string_view name, int64_t example_length) {
+  if (example_length < 2) {
+    return InvalidArgumentError(name, ": text examples need a length of at least 2 bytes (an input and the next "
+                                "byte to predict); the model takes ", example_length);
+  }
+  std::vector<std::string_view> pieces;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    end = end == std::string_view::npos ? text.size() : end + 1;  // keep the '\n'
+    std::string_view line = text.substr(start, end - start);
+    start = end;
+    if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) continue;  // blank
+    for (std::size_t at = 0; at < line.size(); at += static_cast<std::size_t>(example_length)) {
+      std::string_view piece = line.substr(at, static_cast<std::size_t>(example_length));
+      if (piece.size() >= 2) pieces.push_back(piece);
+    }
+  }
+  if (pieces.empty()) return InvalidArgumentError(name, ": no line with text in it (", text.size(), " bytes)");
+  const auto n = static_cast<int64_t>(pieces.size());
+  WEFT_ASSIGN_OR_RETURN(Tensor features, Tensor::Allocate(DType::kF32, Shape{n, example_length}));
+  WEFT_ASSIGN_OR_RETURN(Tensor labels, Tensor::Allocate(DType::kI64, Shape{n}));
+  float* f = features.data<float>();
+  std::fill(f, f + features.num_elements(), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string_view piece = pieces[static_cast<std::size_t>(i)];
+    for (std::size_t k = 0; k < piece.size(); ++k) {
+      f[i * example_length + static_cast<int64_t>(k)] = static_cast<float>(static_cast<unsigned char>(piece[k]));
+    }
+    labels.data<int64_t>()[i] = static_cast<int64_t>(piece.size());
+  }
+  return Examples{std::move(features), std::move(labels)};
+}
+
+Expected<Examples> LoadText(const std::string& path, int64_t example_length) {
+  WEFT_ASSIGN_OR_RETURN(std::string bytes, ReadFileMaybeGzip(path));
+  return ParseText(bytes, path, example_length);
+}
+
 }  // namespace weft::data

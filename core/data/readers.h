@@ -66,6 +66,16 @@ Expected<Tensor> ParseIdx(std::string_view bytes, std::string_view name);
 // ParseIdx of the (possibly gzip-compressed) file at |path|.
 Expected<Tensor> ReadIdx(const std::string& path);
 
+// Examples for a character-level model from plain text (possibly
+// gzip-compressed): each non-empty line with its '\n', cut into pieces of at
+// most |example_length| bytes, is one example: features f32
+// [n, example_length] holding the byte values (0-255), padded with zeros;
+// labels i64 [n] holding each piece's length. A file without any
+// non-empty line, or an example_length < 2, is an INVALID_ARGUMENT error.
+Expected<Examples> LoadText(const std::string& path, int64_t example_length);
+// LoadText of |text| already in memory; |name| is used in messages.
+Expected<Examples> ParseText(std::string_view text, std::string_view name, int64_t example_length);
+
 // Parses CSV text as LoadExamples("csv", ...) does; |name| is used in
 // messages, which give the line and column ("data.csv:3:7: ...").
 Expected<Examples> ParseCsv(std::string_view text, std::string_view name, int64_t label_column);

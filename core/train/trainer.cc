@@ -331,12 +331,13 @@ class Run {
 
 Status Run::Prepare() {
   const config::DataConfig& data = config_.data;
-  const bool csv = data.format == "csv";
+  // CSV rows and text lines hold their labels themselves.
+  const bool labels_inline = data.format == "csv" || data.format == "text";
   WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "train_images", data.train_images, true));
-  if (!csv) WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "train_labels", data.train_labels, true));
+  if (!labels_inline) WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "train_labels", data.train_labels, true));
   if (!data.test_images.empty()) {
     WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "test_images", data.test_images, true));
-    if (!csv) WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "test_labels", data.test_labels, true));
+    if (!labels_inline) WEFT_RETURN_IF_ERROR(CheckDataFile(config_, "test_labels", data.test_labels, true));
   }
   if (options_.resume && config_.checkpoint.dir.empty()) {
     return InvalidArgumentError("--resume needs a checkpoint directory: set [checkpoint] dir in ", config_.source);
@@ -427,7 +428,9 @@ Status Run::Prepare() {
   // Data.
   auto load = [&](const std::string& images_path, const std::string& labels_path,
                   const char* what) -> Expected<std::shared_ptr<const data::Examples>> {
-    auto examples = data::LoadExamples(data.format, images_path, labels_path, data.csv_label_column);
+    auto examples = data.format == "text"
+                        ? data::LoadText(images_path, example_shape_.num_elements())
+                        : data::LoadExamples(data.format, images_path, labels_path, data.csv_label_column);
     if (!examples.ok()) return examples.status().WithContext(StrCat("loading the ", what, " data"));
     const int64_t per_example = examples->features.shape().rank() == 0
                                     ? 1

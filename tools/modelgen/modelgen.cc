@@ -11,6 +11,11 @@
 //                    -> conv 5x5x64 SAME ReLU -> maxpool 2 -> dense 512 ReLU -> dense 10
 //                    -> logits; loss, accuracy, init
 //
+//   char_lstm.wgt   chars f32[?,64] (byte values), lengths i64[?] -> embedding 256x32
+//                    -> LSTM 128 (fused cell) run by a while loop over each line's
+//                    length - 1 steps -> dense 256 predicting the next byte;
+//                    loss (mean cross entropy per predicted byte), init
+//
 //   sample_digits_784.npy    f32[4,784]       four hand-drawn-style digits 0 1 4 7,
 //   sample_digits_28x28.npy  f32[4,28,28,1]   the same, as images for LeNet
 //
@@ -27,6 +32,7 @@
 #include <iostream>
 #include <string>
 
+#include "core/graph/nn_builders.h"
 #include "core/graph/serialize.h"
 #include "core/tensor/npy.h"
 #include "core/ops/generated_ops.h"
@@ -205,6 +211,56 @@ Expected<GraphDef> FashionCnn() {
   return b.def();
 }
 
+// A character-level language model over lines of text (the "text" data
+// format: each example is up to 64 byte values, zero-padded, and its label
+// the line's length). From byte t it predicts byte t + 1, for t < length - 1;
+// the loss is the mean cross entropy over those predictions, accumulated
+// inside the loop.
+Expected<GraphDef> CharLstm() {
+  constexpr int64_t kLength = 64, kVocabulary = 256, kEmbedding = 32, kHidden = 128;
+  GraphBuilder b;
+  std::vector<Output> inits;
+  Output chars = b.Placeholder(DType::kF32, Shape{-1, kLength}, "chars");
+  Output lengths = b.Placeholder(DType::kI64, Shape{-1}, "lengths");
+  Output embedding = Variable(b, Shape{kVocabulary, kEmbedding}, "embedding", kVocabulary, kEmbedding, inits);
+  Output kernel = Variable(b, Shape{kEmbedding + kHidden, 4 * kHidden}, "lstm/kernel", kEmbedding + kHidden,
+                           4 * kHidden, inits);
+  Output bias = Variable(b, Shape{4 * kHidden}, "lstm/bias", 0, 0, inits);
+  Output proj = Variable(b, Shape{kHidden, kVocabulary}, "output/kernel", kHidden, kVocabulary, inits);
+  Output proj_bias = Variable(b, Shape{kVocabulary}, "output/bias", 0, 0, inits);
+  Output ids, inputs, steps, zeros;
+  {
+    auto s = b.NameScope("inputs");
+    ids = b.Op("Transpose", {b.Op("Cast", {chars}, {{"DstT", AttrValue(DType::kI64)}})},
+               {{"perm", AttrValue(std::vector<int64_t>{1, 0})}});  // [time, batch]
+    inputs = b.Op("ResourceGather", {embedding, ids}, {{"dtype", AttrValue(DType::kF32)}});   // [time, batch, 32]
+    steps = ops::Sub(b, lengths, b.Scalar<int64_t>(1, "one"), "steps");
+    // [batch, hidden] zeros: a zero per example times a zero row.
+    Output per_example = b.Op("ExpandDims", {b.Op("ZerosLike", {b.Op("Cast", {lengths}, {{"DstT", AttrValue(DType::kF32)}})})},
+                              {{"axis", AttrValue(int64_t{1})}});
+    zeros = ops::Mul(b, per_example, b.Const(Tensor::FromVector<float>(std::vector<float>(kHidden, 0.0f), Shape{1, kHidden}), "zero_row"), "zero_state");
+  }
+  Output w_out = Read(b, proj), b_out = Read(b, proj_bias);
+  DynamicLstmOptions options;
+  options.name = "lstm";
+  options.per_step = [&](const Output& t, const Output& h, const Output& mask) -> Expected<Output> {
+    Output next = b.Op("Gather", {ids, ops::Add(b, t, b.Scalar<int64_t>(1))}, {}, "next_chars");
+    Output logits = ops::BiasAdd(b, ops::MatMul(b, h, w_out), b_out);
+    Output xent = b.AddNode("SparseSoftmaxCrossEntropyWithLogits", {logits, next}, {}, "xent")[0];
+    return b.Op("Sum", {ops::Mul(b, xent, mask)}, {}, "step_loss");
+  };
+  WEFT_ASSIGN_OR_RETURN(DynamicLstmResult r,
+                        DynamicLstm(b, inputs, steps, Read(b, kernel), Read(b, bias), zeros, zeros, options));
+  Output predictions = b.Op("Sum", {b.Op("Cast", {steps}, {{"DstT", AttrValue(DType::kF32)}})}, {}, "predictions");
+  b.Op("RealDiv", {r.sum, predictions}, {}, "loss");
+  {
+    auto s = b.ControlDependencies(inits);
+    b.Op("NoOp", {}, {}, "init");
+  }
+  WEFT_RETURN_IF_ERROR(b.status());
+  return b.def();
+}
+
 // Four 28x28 digits drawn with thick strokes, ink 1 on background 0, so the
 // sample graphs have something digit-like to run on: 0, 1, 4 and 7.
 Tensor Digits(const Shape& shape) {
@@ -251,7 +307,7 @@ int Main(int argc, char** argv) {
       format = argv[++i];
     } else if (arg == "-h" || arg == "--help") {
       std::cout << "usage: weft_modelgen [--out DIR] [--format wg|wgt]\n"
-                   "Writes the sample graphs mnist_mlp, mnist_lenet, fashion_mlp and fashion_cnn, and\n"
+                   "Writes the sample graphs mnist_mlp, mnist_lenet, fashion_mlp, fashion_cnn and char_lstm, and\n"
                    "sample inputs, into DIR\n"
                    "(default configs/models).\n";
       return 0;
@@ -266,7 +322,8 @@ int Main(int argc, char** argv) {
   }
   using Maker = std::pair<const char*, Expected<GraphDef> (*)()>;
   for (const auto& [name, make] : {Maker{"mnist_mlp", Mlp}, Maker{"mnist_lenet", LeNet},
-                                   Maker{"fashion_mlp", FashionMlp}, Maker{"fashion_cnn", FashionCnn}}) {
+                                   Maker{"fashion_mlp", FashionMlp}, Maker{"fashion_cnn", FashionCnn},
+                                   Maker{"char_lstm", CharLstm}}) {
     auto def = make();
     if (!def.ok()) {
       std::cerr << "weft_modelgen: " << name << ": " << def.status().ToString() << "\n";

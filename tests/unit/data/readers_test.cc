@@ -363,5 +363,41 @@ TEST(Csv, MalformedTextIsAnErrorWithLineAndColumn) {
   EXPECT_EQ(ErrorOf(ParseCsv("", "d.csv", -1)), "d.csv: no data rows");
 }
 
+// Lines become examples of byte values with their lengths as labels:
+// blank lines are skipped, a line longer than the example is cut, a last
+// piece of one byte is dropped (nothing to predict), the rest is padded.
+TEST(Text, LinesBecomeExamplesWithTheirLengths) {
+  auto e = ParseText("ab\n\n  \nhello world\nxyz", "t.txt", 5);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  // "ab\n" | "hello", " worl", "d\n" | "xyz"
+  ASSERT_EQ(e->features.shape(), (Shape{5, 5}));
+  const std::vector<int64_t> lengths(e->labels.data<int64_t>(), e->labels.data<int64_t>() + 5);
+  EXPECT_EQ(lengths, (std::vector<int64_t>{3, 5, 5, 2, 3}));
+  const float* f = e->features.data<float>();
+  EXPECT_EQ(std::vector<float>(f, f + 5), (std::vector<float>{'a', 'b', '\n', 0, 0}));
+  EXPECT_EQ(std::vector<float>(f + 15, f + 20), (std::vector<float>{'d', '\n', 0, 0, 0}));
+  EXPECT_EQ(std::vector<float>(f + 20, f + 25), (std::vector<float>{'x', 'y', 'z', 0, 0}));
+  // Bytes above 127 keep their value.
+  auto high = ParseText("\xc3\xa9t\xc3\xa9\n", "u.txt", 8);
+  ASSERT_TRUE(high.ok());
+  EXPECT_EQ(high->features.data<float>()[0], 195.0f);
+  EXPECT_EQ(high->labels.data<int64_t>()[0], 6);
+}
+
+TEST(Text, ErrorsNameTheFile) {
+  auto blank = ParseText("\n \n\t\n", "blank.txt", 16);
+  ASSERT_FALSE(blank.ok());
+  EXPECT_EQ(blank.status().message(), "blank.txt: no line with text in it (5 bytes)");
+  auto tiny = ParseText("abc\n", "tiny.txt", 1);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_EQ(tiny.status().message(),
+            "tiny.txt: text examples need a length of at least 2 bytes (an input and the next byte to predict); the "
+            "model takes 1");
+  auto missing = LoadText("/nonexistent/weft/notes.txt", 16);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_NE(missing.status().message().find("/nonexistent/weft/notes.txt"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace weft::data
