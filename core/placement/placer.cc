@@ -248,6 +248,17 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
         joined[static_cast<std::size_t>(node.id)] = StrCat("uses the resource of ", Quote(src.name()));
       }
     }
+    // A loop's back edge cannot be cut: the NextIteration runs where its
+    // Merge does (the value it carries may come from another device).
+    if (node.op_name() == "Merge") {
+      for (const auto& in : node.inputs) {
+        const Graph::Node& src = graph.node(in.node);
+        if (src.op_name() != "NextIteration") continue;
+        if (groups.Union(src.id, node.id) && joined[static_cast<std::size_t>(src.id)].empty()) {
+          joined[static_cast<std::size_t>(src.id)] = StrCat("closes the loop of ", Quote(node.name()));
+        }
+      }
+    }
     auto it = node.def.attrs.find("_colocate");
     if (it != node.def.attrs.end() && it->second.holds<std::vector<std::string>>()) {
       for (const std::string& other : it->second.get<std::vector<std::string>>()) {

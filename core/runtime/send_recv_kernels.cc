@@ -23,6 +23,14 @@ Status NoRendezvous(const RendezvousKey& key) {
   return InternalError("tensor ", key.ToString(), " crosses devices, but the step has no rendezvous");
 }
 
+// The key of one transfer in the frame and iteration |ctx| runs in: in a
+// loop, each iteration's value is a transfer of its own.
+RendezvousKey InFrame(const RendezvousKey& key, const OpKernelContext& ctx) {
+  if (ctx.frame_id() == 0 && ctx.iteration() == 0) return key;
+  return RendezvousKey::Make(key.src_device, key.src_incarnation, key.dst_device, key.edge_name, ctx.frame_id(),
+                             ctx.iteration());
+}
+
 class SendKernel : public OpKernel {
  public:
   explicit SendKernel(RendezvousKey key) : key_(std::move(key)) {}
@@ -30,7 +38,7 @@ class SendKernel : public OpKernel {
   Status Compute(OpKernelContext& ctx) override {
     Rendezvous* rendezvous = ctx.step().rendezvous;
     if (rendezvous == nullptr) return NoRendezvous(key_);
-    return rendezvous->Send(key_, Rendezvous::Item{ctx.input(0), &ctx.device()});
+    return rendezvous->Send(InFrame(key_, ctx), Rendezvous::Item{ctx.input(0), &ctx.device()});
   }
 
  private:
@@ -49,14 +57,15 @@ class RecvKernel : public OpKernel {
       return;
     }
     OpKernelContext* c = &ctx;
-    rendezvous->RecvAsync(key_, [this, c, done = std::move(done)](const Status& status, Rendezvous::Item item) {
+    RendezvousKey key = InFrame(key_, ctx);
+    rendezvous->RecvAsync(key, [c, key, done = std::move(done)](const Status& status, Rendezvous::Item item) {
       if (!status.ok()) {
-        done(Status(status.code(), StrCat("receiving ", key_.ToString(), ": ", status.message())));
+        done(Status(status.code(), StrCat("receiving ", key.ToString(), ": ", status.message())));
         return;
       }
-      TransferTensorAsync(item.value, item.device, c->device(), [this, c, done](Expected<Tensor> moved) {
+      TransferTensorAsync(item.value, item.device, c->device(), [c, key, done](Expected<Tensor> moved) {
         if (!moved.ok()) {
-          done(moved.status().WithContext(StrCat("moving ", key_.ToString())));
+          done(moved.status().WithContext(StrCat("moving ", key.ToString())));
           return;
         }
         c->set_output(0, std::move(*moved));
