@@ -1,8 +1,10 @@
 #include "core/runtime/device_set.h"
 
+#include <chrono>
 #include <cstring>
 #include <random>
 
+#include "core/base/logging.h"
 #include "core/plugin/host_services.h"
 #include "weft/sdk/struct.h"
 
@@ -42,9 +44,37 @@ RuntimeDevice::RuntimeDevice(std::unique_ptr<plugin::Device> device, const Kerne
 }
 
 RuntimeDevice::~RuntimeDevice() {
+  // Continuations of this device's events may still be pending: let the
+  // stream finish so that its events fire, then wait for the work they set
+  // off to let go of this device's buffers.
+  if (stream_ != nullptr) {
+    Status synced = plugin::TakeStatus(device_->table()->stream_synchronize(device_->handle(), stream_));
+    if (!synced.ok()) {
+      WEFT_LOG(WARNING) << name() << ": finishing the stream before closing: " << synced.message();
+    }
+  }
+  {
+    std::unique_lock<std::mutex> lock(holds_mutex_);
+    constexpr auto kPatience = std::chrono::seconds(30);
+    if (!holds_released_.wait_for(lock, kPatience, [this] { return holds_ == 0; })) {
+      WEFT_LOG(WARNING) << name() << ": closing with " << holds_
+                        << " event continuation(s) still pending after 30 s; the plugin did not report its "
+                           "events as ready";
+    }
+  }
   // Variables hold device memory: release them before the device closes.
   resources_.reset();
   if (stream_ != nullptr) device_->table()->stream_destroy(device_->handle(), stream_);
+}
+
+void RuntimeDevice::Hold() const {
+  std::lock_guard<std::mutex> lock(holds_mutex_);
+  ++holds_;
+}
+
+void RuntimeDevice::Release() const {
+  std::lock_guard<std::mutex> lock(holds_mutex_);
+  if (--holds_ == 0) holds_released_.notify_all();
 }
 
 Expected<Tensor> RuntimeDevice::Allocate(DType dtype, const Shape& shape) const {

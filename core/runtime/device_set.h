@@ -7,7 +7,9 @@
 #ifndef WEFT_CORE_RUNTIME_DEVICE_SET_H_
 #define WEFT_CORE_RUNTIME_DEVICE_SET_H_
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -76,6 +78,14 @@ class RuntimeDevice {
   // A copy of |tensor| (on this device) in a buffer of its own.
   Expected<Tensor> Duplicate(const Tensor& tensor) const;
 
+  // Work that runs after this device's events fire (a transfer's
+  // continuation) may still hold its buffers when the step that started it
+  // has ended. Such work holds the device from before it is set up until
+  // everything it captured is gone, and the device does not close before
+  // the last hold is released.
+  void Hold() const;
+  void Release() const;
+
  private:
   std::unique_ptr<plugin::Device> device_;
   const KernelTable* kernels_;
@@ -85,6 +95,9 @@ class RuntimeDevice {
   uint64_t incarnation_ = 0;
   double h2d_gbps_ = 0;
   double d2h_gbps_ = 0;
+  mutable std::mutex holds_mutex_;
+  mutable std::condition_variable holds_released_;
+  mutable int holds_ = 0;
 };
 
 class DeviceSet {

@@ -134,6 +134,10 @@ Status WhenStreamReaches(const RuntimeDevice& device, std::function<void(Status)
     weft_event_t event;
     std::function<void(Status)> then;
   };
+  // |then| may hold this device's buffers (and the step's, through its
+  // own continuation): the device is held until |then| is gone, so that a
+  // step that ends when |then| runs cannot close the device under it.
+  device.Hold();
   auto* pending = new Pending{&device, event, std::move(then)};
   Status watched = plugin::TakeStatus(t->event_on_ready(
       device.handle(), event,
@@ -141,14 +145,20 @@ Status WhenStreamReaches(const RuntimeDevice& device, std::function<void(Status)
         std::shared_ptr<Pending> p(static_cast<Pending*>(user));
         Status result = plugin::TakeStatus(status);
         CompletionThread::Get().Post([p, result] {
-          p->device->table()->event_destroy(p->device->handle(), p->event);
-          p->then(result);
+          const RuntimeDevice* held = p->device;
+          held->table()->event_destroy(held->handle(), p->event);
+          std::function<void(Status)> next = std::move(p->then);
+          p->then = nullptr;
+          next(result);
+          next = nullptr;  // what it captured goes before the hold does
+          held->Release();
         });
       },
       pending));
   if (!watched.ok()) {
     delete pending;
     t->event_destroy(device.handle(), event);
+    device.Release();
   }
   return watched;
 }
