@@ -78,6 +78,9 @@ struct PoolHolder {
   std::mutex mutex;
   std::shared_ptr<ThreadPool> pool;
   int threads = 0;
+  // |threads| once the pool exists, read without the mutex by
+  // IntraOpThreads (kernels ask for it on every run).
+  std::atomic<int> published_threads{0};
 };
 
 PoolHolder& Pool() {
@@ -91,6 +94,7 @@ std::shared_ptr<ThreadPool> CurrentPool() {
   if (!holder.pool) {
     holder.threads = AvailableCores();
     holder.pool = std::make_shared<ThreadPool>(holder.threads - 1, "intra_op");
+    holder.published_threads.store(holder.threads, std::memory_order_release);
   }
   return holder.pool;
 }
@@ -200,13 +204,15 @@ void ConfigureHostServices(int intra_op_threads) {
   // Work already running keeps the old pool alive through its shared_ptr.
   holder.pool = std::make_shared<ThreadPool>(threads - 1, "intra_op");
   holder.threads = threads;
+  holder.published_threads.store(threads, std::memory_order_release);
 }
 
 int IntraOpThreads() {
-  CurrentPool();
   PoolHolder& holder = Pool();
-  std::lock_guard<std::mutex> lock(holder.mutex);
-  return holder.threads;
+  const int threads = holder.published_threads.load(std::memory_order_acquire);
+  if (threads > 0) return threads;
+  CurrentPool();
+  return holder.published_threads.load(std::memory_order_acquire);
 }
 
 Status TakeStatus(weft_status_t status) {

@@ -72,6 +72,9 @@ struct Executor::TaggedNode {
   Frame* frame = nullptr;
   int64_t iter = 0;
   bool dead = false;
+  // The iteration's state: it stays put while the node is outstanding, so
+  // the node reads its inputs without taking the step's mutex.
+  Iteration* it = nullptr;
 };
 
 struct Executor::CfStep {
@@ -257,19 +260,21 @@ void Executor::RunWithFrames(StepInfo& step, TraceRecorder* trace, std::function
   iteration->outstanding_ops = static_cast<int>(roots_.size());
   root->iterations.push_back(std::move(iteration));
   Frame* root_frame = root.get();
+  Iteration* root_iteration = root_frame->iterations.front().get();
   state->root = std::move(root);
 
   state->outstanding.store(1);
   std::vector<TaggedNode> ready;
-  for (int id : roots_) ready.push_back(TaggedNode{id, root_frame, 0, false});
+  for (int id : roots_) ready.push_back(TaggedNode{id, root_frame, 0, false, root_iteration});
   std::vector<TaggedNode> stack;
   CfDispatch(state, ready, &stack);
   CfProcess(state, std::move(stack));
 }
 
-void Executor::CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const {
+bool Executor::CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const {
   const bool have_pool = pool_ != nullptr && pool_->num_threads() > 0;
   bool kept = false;
+  bool scheduled = false;
   TaggedNode keep;
   for (const TaggedNode& t : ready) {
     const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
@@ -281,43 +286,47 @@ void Executor::CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::ve
       state->outstanding.fetch_add(1);
       const TaggedNode other = keep;
       pool_->Schedule([this, state, other] { CfProcess(state, {other}); });
+      scheduled = true;
     }
     keep = t;
     kept = true;
   }
   if (kept) stack->push_back(keep);
   ready.clear();
+  return scheduled;
 }
 
 void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
   std::vector<TaggedNode> ready;
+  // The step's mutex, taken for propagation and kept across a run of
+  // control-flow nodes (they only pass tensors along); let go before a
+  // kernel runs, before the pool is given work, and at the end.
+  std::unique_lock<std::mutex> lock(state->mutex, std::defer_lock);
   while (!stack.empty()) {
     const TaggedNode t = stack.back();
     stack.pop_back();
     const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
     if (state->info->cancelled.load(std::memory_order_relaxed)) {
       // Retire it without running, so that frames still account for it.
-      std::lock_guard<std::mutex> lock(state->mutex);
+      if (!lock.owns_lock()) lock.lock();
       CfPropagate(state, t, nullptr, nullptr, nullptr);
       continue;
     }
     if (t.dead) {
       if (item.node->op_name() == "_Retval") {
+        if (lock.owns_lock()) lock.unlock();
         CfFail(state, t, InvalidArgumentError("the fetched value is dead: it comes from the branch of a cond that "
                                               "was not taken"));
-        std::lock_guard<std::mutex> lock(state->mutex);
+        lock.lock();
         CfPropagate(state, t, nullptr, nullptr, nullptr);
         continue;
       }
-      std::lock_guard<std::mutex> lock(state->mutex);
+      if (!lock.owns_lock()) lock.lock();
       CfPropagate(state, t, nullptr, nullptr, &ready);
     } else if (item.kind == Kind::kKernel && item.is_async) {
+      if (lock.owns_lock()) lock.unlock();
       state->outstanding.fetch_add(1);
-      Iteration* it;
-      {
-        std::lock_guard<std::mutex> lock(state->mutex);
-        it = t.frame->iteration(t.iter);
-      }
+      Iteration* it = t.it;
       auto outputs = std::make_shared<std::vector<Tensor>>(static_cast<std::size_t>(item.num_outputs));
       auto ctx = std::make_shared<OpKernelContext>(item.device, item.node,
                                                    &it->inputs[static_cast<std::size_t>(item.local_input_start)],
@@ -335,11 +344,11 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
         std::vector<TaggedNode> newly_ready;
         if (!status.ok()) {
           CfFail(state, t, status);
-          std::lock_guard<std::mutex> lock(state->mutex);
+          std::lock_guard<std::mutex> guard(state->mutex);
           CfPropagate(state, t, nullptr, nullptr, nullptr);
         } else {
           {
-            std::lock_guard<std::mutex> lock(state->mutex);
+            std::lock_guard<std::mutex> guard(state->mutex);
             CfPropagate(state, t, outputs->data(), nullptr, &newly_ready);
           }
           std::vector<TaggedNode> local;
@@ -354,21 +363,24 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
         if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
       });
       continue;
-    } else if (!CfRunNode(state, t, &ready)) {
+    } else if (!CfRunNode(state, t, &ready, lock)) {
       continue;
     }
-    CfDispatch(state, ready, &stack);
+    if (CfDispatch(state, ready, &stack) && lock.owns_lock()) lock.unlock();
   }
+  if (lock.owns_lock()) lock.unlock();
   if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
 }
 
-bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedNode>* ready) const {
+bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedNode>* ready,
+                         std::unique_lock<std::mutex>& lock) const {
   const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
-  Iteration* it;
-  {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    it = t.frame->iteration(t.iter);
+  // Kernels, and a Switch that copies its predicate from the device, run
+  // without the mutex; the other control-flow nodes only move a tensor.
+  if (lock.owns_lock() && (item.kind == Kind::kKernel || (item.kind == Kind::kSwitch && !item.device->host_visible()))) {
+    lock.unlock();
   }
+  Iteration* it = t.it;
   Tensor* inputs = &it->inputs[static_cast<std::size_t>(item.local_input_start)];
   // Most nodes have few outputs: no allocation for them.
   Tensor few[4];
@@ -387,20 +399,22 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
     case Kind::kExit:
     case Kind::kNextIteration:
     case Kind::kLoopCond:
-      outputs[0] = inputs[0];
+      // The input slot is cleared once the node has run: move, not copy.
+      outputs[0] = std::move(inputs[0]);
       break;
     case Kind::kSwitch: {
-      Tensor pred = inputs[1];
-      if (!item.device->host_visible()) {
-        auto host = item.device->CopyToHost(pred);
+      bool taken;
+      if (item.device->host_visible()) {
+        taken = *inputs[1].data<bool>();
+      } else {
+        auto host = item.device->CopyToHost(inputs[1]);
         if (!host.ok()) {
           status = host.status();
           break;
         }
-        pred = std::move(*host);
+        taken = *host->data<bool>();
       }
-      const bool taken = *pred.data<bool>();
-      outputs[taken ? 1 : 0] = inputs[0];
+      outputs[taken ? 1 : 0] = std::move(inputs[0]);
       dead[taken ? 0 : 1] = true;
       break;
     }
@@ -413,7 +427,7 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
         status = InternalError("a live Merge has no input");
         break;
       }
-      outputs[0] = inputs[index];
+      outputs[0] = std::move(inputs[index]);
       outputs[1] = merge_index_values_[static_cast<std::size_t>(index)];
       break;
     }
@@ -437,12 +451,13 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
     }
   }
   if (!status.ok()) {
+    if (lock.owns_lock()) lock.unlock();
     CfFail(state, t, status);
-    std::lock_guard<std::mutex> lock(state->mutex);
+    lock.lock();
     CfPropagate(state, t, nullptr, nullptr, nullptr);
     return false;
   }
-  std::lock_guard<std::mutex> lock(state->mutex);
+  if (!lock.owns_lock()) lock.lock();
   CfPropagate(state, t, outputs, item.kind == Kind::kSwitch ? dead : nullptr, ready);
   return true;
 }
@@ -457,19 +472,26 @@ struct Executor::Propagator {
   Tensor* outputs;                    // its outputs; null when it was dead
   const bool* output_dead;            // per output; null when none is dead
   std::vector<TaggedNode>* ready;
+  bool movable;                       // its outputs go to one iteration: they may be moved
 
-  // Delivers |src|'s outputs (|src| is the node that ran, or, with |value0|,
-  // a held-back NextIteration, a loop invariant or a dead Exit) to its
-  // consumers in iteration |iter| of |f|.
-  void Activate(const NodeItem& src, Frame* f, int64_t iter, const Tensor* value0, bool all_dead) const {
+  // Delivers the node's own outputs (|own|), or |value0| for another
+  // delivery (a held-back NextIteration, a loop invariant, a dead Exit),
+  // from |src| to its consumers in iteration |iter| of |f|. A held-back
+  // value may come from the very node that just ran, in a newer iteration
+  // than the one that ran: only |own| says which value is meant.
+  void Activate(const NodeItem& src, Frame* f, int64_t iter, const Tensor* value0, bool all_dead,
+                bool own = false) const {
     Iteration* target = f->iteration(iter);
-    const bool ran = &src == &item && outputs != nullptr;
+    const bool ran = own && outputs != nullptr;
     for (const OutEdge& e : src.edges) {
       const NodeItem& dst = exec.items_[static_cast<std::size_t>(e.dst)];
       const auto local = static_cast<std::size_t>(dst.local_id);
       const bool dead = all_dead || (ran && e.output >= 0 && output_dead != nullptr && output_dead[e.output]);
-      const Tensor* value = nullptr;
-      if (!dead && e.output >= 0) value = ran ? &outputs[e.output] : value0;
+      Tensor* value = nullptr;
+      if (!dead && e.output >= 0) value = ran ? &outputs[e.output] : const_cast<Tensor*>(value0);
+      // The last reader of a node's own output takes it (one reference
+      // count less); a value delivered to several iterations is copied.
+      const bool take = ran && movable && e.last_use;
       bool fire = false;
       bool fire_dead = false;
       if (dst.kind == Kind::kMerge) {
@@ -478,7 +500,8 @@ struct Executor::Propagator {
         } else if (!dead) {
           if (!target->has_live[local]) {
             target->has_live[local] = 1;
-            target->inputs[static_cast<std::size_t>(dst.local_input_start + (e.dst_slot - dst.input_start))] = *value;
+            Deliver(target->inputs[static_cast<std::size_t>(dst.local_input_start + (e.dst_slot - dst.input_start))],
+                    value, take);
           }
         } else {
           ++target->dead[local];
@@ -493,7 +516,8 @@ struct Executor::Propagator {
         if (dead) {
           ++target->dead[local];
         } else if (value != nullptr) {
-          target->inputs[static_cast<std::size_t>(dst.local_input_start + (e.dst_slot - dst.input_start))] = *value;
+          Deliver(target->inputs[static_cast<std::size_t>(dst.local_input_start + (e.dst_slot - dst.input_start))],
+                  value, take);
         }
         if (--target->pending[local] == 0) {
           fire = true;
@@ -502,8 +526,16 @@ struct Executor::Propagator {
       }
       if (fire) {
         ++target->outstanding_ops;
-        ready->push_back(TaggedNode{e.dst, f, iter, fire_dead});
+        ready->push_back(TaggedNode{e.dst, f, iter, fire_dead, target});
       }
+    }
+  }
+
+  static void Deliver(Tensor& slot, Tensor* value, bool take) {
+    if (take) {
+      slot = std::move(*value);
+    } else {
+      slot = *value;
     }
   }
 
@@ -600,21 +632,24 @@ void Executor::CfPropagate(CfStep* state, const TaggedNode& t, Tensor* outputs, 
                            std::vector<TaggedNode>* ready) const {
   const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
   Frame* frame = t.frame;
-  Iteration* it = frame->iteration(t.iter);
+  Iteration* it = t.it;
   // Free the node's inputs as early as possible.
   for (int k = 0; k < item.num_inputs; ++k) it->inputs[static_cast<std::size_t>(item.local_input_start + k)] = Tensor();
   if (ready == nullptr) return;  // a failed or cancelled step: nothing more runs
   const bool node_dead = outputs == nullptr;
-  const Propagator p{*this, state, item, outputs, output_dead, ready};
+  // A loop invariant's Enter gives its value to every iteration: copied.
+  const Propagator p{*this, state, item, outputs, output_dead, ready, !(item.kind == Kind::kEnter && item.is_constant)};
   const Tensor* value = node_dead ? nullptr : &outputs[0];
   switch (item.kind) {
     case Kind::kEnter: {
       Frame* child = p.ChildFrame(frame, t.iter);
       if (item.is_constant) {
         child->invariants.push_back(Frame::Invariant{t.id, node_dead ? Tensor() : *value, node_dead});
-        for (int64_t i = child->first_iter; i <= child->iteration_count; ++i) p.Activate(item, child, i, value, node_dead);
+        for (int64_t i = child->first_iter; i <= child->iteration_count; ++i) {
+          p.Activate(item, child, i, value, node_dead, true);
+        }
       } else {
-        p.Activate(item, child, 0, value, node_dead);
+        p.Activate(item, child, 0, value, node_dead, true);
       }
       if (--child->num_pending_inputs == 0) {
         Iteration* first = child->iteration(0);
@@ -625,7 +660,7 @@ void Executor::CfPropagate(CfStep* state, const TaggedNode& t, Tensor* outputs, 
     case Kind::kExit:
       if (!node_dead) {
         frame->live_exits.push_back(t.id);
-        p.Activate(item, frame->parent, frame->parent_iter, value, false);
+        p.Activate(item, frame->parent, frame->parent_iter, value, false, true);
       }
       break;
     case Kind::kNextIteration:
@@ -637,11 +672,11 @@ void Executor::CfPropagate(CfStep* state, const TaggedNode& t, Tensor* outputs, 
           }
           p.IncrementIteration(frame);
         }
-        p.Activate(item, frame, t.iter + 1, value, false);
+        p.Activate(item, frame, t.iter + 1, value, false, true);
       }
       break;
     default:
-      p.Activate(item, frame, t.iter, nullptr, node_dead);
+      p.Activate(item, frame, t.iter, nullptr, node_dead, true);
       break;
   }
   if (--it->outstanding_ops == 0 && it->outstanding_frames == 0) p.Cleanup(frame);

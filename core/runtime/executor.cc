@@ -3,6 +3,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "core/ops/control_flow_ops.h"
+
 namespace weft::runtime {
 
 struct Executor::StepState {
@@ -50,20 +52,27 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
   }
   exec->total_inputs_ = slot;
   for (const Graph::Node& node : g.nodes()) {
-    const std::string& op = node.op_name();
-    if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" ||
-        op == "LoopCond") {
-      exec->has_control_flow_ = true;
-    }
+    if (ops::IsControlFlowOp(node.op_name())) exec->has_control_flow_ = true;
   }
   for (const Graph::Node& node : g.nodes()) {
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const Endpoint& src = node.inputs[k];
       exec->items_[static_cast<std::size_t>(src.node)].edges.push_back(
-          OutEdge{src.index, node.id, exec->items_[static_cast<std::size_t>(node.id)].input_start + static_cast<int>(k)});
+          OutEdge{src.index, node.id, exec->items_[static_cast<std::size_t>(node.id)].input_start + static_cast<int>(k),
+                  false});
     }
     for (int c : node.control_inputs) {
-      exec->items_[static_cast<std::size_t>(c)].edges.push_back(OutEdge{-1, node.id, -1});
+      exec->items_[static_cast<std::size_t>(c)].edges.push_back(OutEdge{-1, node.id, -1, false});
+    }
+  }
+  // The last reader of each output is given the tensor rather than a copy
+  // (one reference count less to take and drop per edge).
+  for (NodeItem& item : exec->items_) {
+    std::vector<char> seen(static_cast<std::size_t>(item.num_outputs), 0);
+    for (auto e = item.edges.rbegin(); e != item.edges.rend(); ++e) {
+      if (e->output < 0 || e->output >= item.num_outputs || seen[static_cast<std::size_t>(e->output)]) continue;
+      seen[static_cast<std::size_t>(e->output)] = 1;
+      e->last_use = true;
     }
   }
   if (exec->has_control_flow_) WEFT_RETURN_IF_ERROR(exec->BuildFrames());
@@ -232,7 +241,15 @@ void Executor::Propagate(StepState* state, int id, std::vector<Tensor>& outputs,
   // The node's inputs are no longer needed: free them as early as possible.
   for (int k = 0; k < item.num_inputs; ++k) state->inputs[static_cast<std::size_t>(item.input_start + k)] = Tensor();
   for (const OutEdge& e : item.edges) {
-    if (e.output >= 0) state->inputs[static_cast<std::size_t>(e.dst_slot)] = outputs[static_cast<std::size_t>(e.output)];
+    if (e.output >= 0) {
+      Tensor& value = outputs[static_cast<std::size_t>(e.output)];
+      Tensor& slot = state->inputs[static_cast<std::size_t>(e.dst_slot)];
+      if (e.last_use) {
+        slot = std::move(value);
+      } else {
+        slot = value;
+      }
+    }
     if (state->pending[static_cast<std::size_t>(e.dst)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
       ready->push_back(e.dst);
     }

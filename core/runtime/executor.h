@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/base/thread_pool.h"
@@ -60,6 +61,7 @@ class Executor {
     int output;     // -1 for a control edge
     int dst;        // consumer node
     int dst_slot;   // absolute input slot of the consumer
+    bool last_use;  // the last edge of the node reading this output: it may take the value
   };
   // How the control-flow path treats a node.
   enum class Kind : uint8_t { kKernel, kSwitch, kMerge, kEnter, kExit, kNextIteration, kLoopCond };
@@ -120,9 +122,13 @@ class Executor {
   Status BuildFrames();
   void RunWithFrames(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const;
   void CfProcess(CfStep* state, std::vector<TaggedNode> stack) const;
-  void CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const;
+  // True when it sent some of |ready| to the pool.
+  bool CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const;
   // Runs |node| (not dead, not async) and propagates; false on error.
-  bool CfRunNode(CfStep* state, const TaggedNode& node, std::vector<TaggedNode>* ready) const;
+  // |lock| is on the step's mutex, held or not on entry; it is held on
+  // return, so that a run of control-flow nodes takes the mutex once.
+  bool CfRunNode(CfStep* state, const TaggedNode& node, std::vector<TaggedNode>* ready,
+                 std::unique_lock<std::mutex>& lock) const;
   // Propagates the outputs of |node| and retires it; called with the
   // outputs (and, for dead nodes, none).
   void CfPropagate(CfStep* state, const TaggedNode& node, Tensor* outputs, const bool* output_dead,

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/ops/control_flow_ops.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/checkpoint_kernels.h"
 #include "core/runtime/queue_kernels.h"
@@ -646,9 +647,7 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
   if (op == "VarIsInitialized") return std::unique_ptr<OpKernel>(new VarIsInitializedKernel());
   if (op == "Save" || op == "Restore") return CreateCheckpointKernel(node);
   if (op == "_Send" || op == "_Recv") return CreateSendRecvKernel(node, device);
-  if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" || op == "LoopCond") {
-    return std::unique_ptr<OpKernel>(new ControlFlowKernel());
-  }
+  if (ops::IsControlFlowOp(op)) return std::unique_ptr<OpKernel>(new ControlFlowKernel());
   return InternalError("no runtime kernel for ", op);
 }
 
@@ -665,8 +664,8 @@ Expected<Tensor*> OpKernelContext::AllocateOutput(int i, const Shape& shape) {
 
 Expected<const Tensor*> OpKernelContext::AllocateTemp(DType dtype, const Shape& shape) {
   WEFT_ASSIGN_OR_RETURN(Tensor t, device_->Allocate(dtype, shape));
-  temps_.push_back(std::move(t));
-  return &temps_.back();
+  temps_.push_front(std::move(t));
+  return &temps_.front();
 }
 
 Expected<Tensor*> OpKernelContext::LockVariable(int i, bool exclusive) {

@@ -8,7 +8,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
+#include <forward_list>
 #include <optional>
 #include <functional>
 #include <memory>
@@ -91,7 +91,9 @@ class OpKernelContext {
   StepInfo* step_;
   int64_t frame_id_ = 0;
   int64_t iteration_ = 0;
-  std::deque<Tensor> temps_;
+  // Stable addresses, and no allocation for a kernel that makes none
+  // (a std::deque allocates when it is made).
+  std::forward_list<Tensor> temps_;
   std::vector<std::unique_ptr<HeldLock>> locks_;
 };
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/ops/control_flow_ops.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/placement_support.h"
 
@@ -17,10 +18,7 @@ namespace {
 // Whether |graph| has loops or conds.
 bool HasControlFlow(const Graph& graph) {
   for (const Graph::Node& node : graph.nodes()) {
-    const std::string& op = node.op_name();
-    if (op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" || op == "LoopCond") {
-      return true;
-    }
+    if (ops::IsControlFlowOp(node.op_name())) return true;
   }
   return false;
 }
@@ -276,9 +274,11 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     Prepared::Part part;
     part.graph = std::make_shared<const Graph>(std::move(*merged_graph));
     part.transfers_within = true;
-    std::vector<const RuntimeDevice*> devices_by_id(static_cast<std::size_t>(part.graph->num_nodes()));
-    for (std::size_t i = 0; i < devices_by_id.size(); ++i) devices_by_id[i] = node_devices[i];
-    WEFT_ASSIGN_OR_RETURN(part.executor, Executor::Create(part.graph, std::move(devices_by_id), pool_.get(), factory));
+    if (static_cast<std::size_t>(part.graph->num_nodes()) != node_devices.size()) {
+      return InternalError("the graph split across devices has ", part.graph->num_nodes(), " nodes, but ",
+                           node_devices.size(), " were placed");
+    }
+    WEFT_ASSIGN_OR_RETURN(part.executor, Executor::Create(part.graph, std::move(node_devices), pool_.get(), factory));
     prepared->parts.push_back(std::move(part));
     return prepared;
   }

@@ -40,6 +40,38 @@ TEST(LoopExecutor, ParallelIterationsGiveTheSameSum) {
   }
 }
 
+// A loop variable whose next value does not depend on itself (t = 3i,
+// made through a chain of |chain| Identities) lets iterations finish out
+// of order: t's NextIteration of an older iteration can run while the
+// newest iteration's one is held back by parallel_iterations. The value
+// held back must be the one delivered when the next iteration starts.
+TEST(LoopExecutor, HeldBackValuesAreDeliveredWhenIterationsFinishOutOfOrder) {
+  RuntimeEnv env;
+  for (int chain : {0, 1, 2, 4, 7}) {
+    for (int parallel : {1, 2, 3, 4}) {
+      GraphBuilder b;
+      Output limit = b.Placeholder(DType::kI64, Shape{}, "n");
+      std::vector<Output> out = testing::RawLoop(
+          b, "loop", parallel, {b.Scalar<int64_t>(0, "i0"), b.Scalar<int64_t>(-1, "t0")}, {limit},
+          [&b](const std::vector<Output>& v, const std::vector<Output>& inv) { return b.Op("Less", {v[0], inv[0]}); },
+          [&b, chain](const std::vector<Output>& v, const std::vector<Output>&, const testing::InFrame& in) {
+            Output t = b.Op("Mul", {v[0], in(3)});
+            for (int k = 0; k < chain; ++k) t = b.Op("Identity", {t});
+            return std::vector<Output>{b.Op("Add", {v[0], in(1)}), t};
+          });
+      b.Op("Identity", {out[1]}, {}, "t");
+      auto session = env.Session(b);
+      for (int64_t n : {1, 2, 5, 20}) {
+        std::vector<Tensor> fetched;
+        ASSERT_TRUE(session->Run({{"n", Tensor::Scalar<int64_t>(n)}}, {"t"}, {}, &fetched).ok());
+        // The last iteration run is i = n - 1, so t = 3(n - 1).
+        EXPECT_EQ(fetched[0].scalar<int64_t>(), 3 * (n - 1)) << "chain " << chain << ", parallel " << parallel
+                                                             << ", n " << n;
+      }
+    }
+  }
+}
+
 TEST(LoopExecutor, TheSameSessionRunsTheLoopAgain) {
   RuntimeEnv env;
   GraphBuilder b;

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -107,6 +108,56 @@ uint64_t BlockCache::cached_bytes() const {
   return cached_;
 }
 
+namespace {
+
+// The data first, so that it has the block's alignment and the block is
+// found from it.
+struct alignas(kAlignment) SmallBlock {
+  unsigned char data[SmallBlocks::kBytes];
+  CpuBuffer record;
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kKeepSmallBlocks = false;
+#else
+constexpr bool kKeepSmallBlocks = true;
+#endif
+
+}  // namespace
+
+SmallBlocks::~SmallBlocks() {
+  for (CpuBuffer* buffer : free_) delete static_cast<SmallBlock*>(buffer->data);
+}
+
+CpuBuffer* SmallBlocks::Take(uint64_t size) {
+  CpuBuffer* buffer = nullptr;
+  if (kKeepSmallBlocks) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      buffer = free_.back();
+      free_.pop_back();
+    }
+  }
+  if (buffer == nullptr) {
+    auto* block = new SmallBlock;
+    block->record = CpuBuffer{block->data, 0, kBytes, true};
+    buffer = &block->record;
+  }
+  buffer->size = size;
+  return buffer;
+}
+
+void SmallBlocks::Give(CpuBuffer* buffer) {
+  if (kKeepSmallBlocks) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kMaxKept) {
+      free_.push_back(buffer);
+      return;
+    }
+  }
+  delete static_cast<SmallBlock*>(buffer->data);
+}
+
 CpuDevice::CpuDevice(int ordinal, uint64_t cache_bytes)
     : ordinal_(ordinal), machine_(ReadMachineInfo()), cache_(cache_bytes) {
   compute_units_text_ = std::to_string(machine_.cores);
@@ -131,13 +182,25 @@ void CpuDevice::Properties(weft_device_properties_t* out) const {
 CpuBuffer* CpuDevice::Allocate(uint64_t size) {
   // One byte for empty buffers keeps every buffer a distinct address.
   uint64_t bytes = size == 0 ? 1 : size;
+  if (bytes <= SmallBlocks::kBytes) {
+    CpuBuffer* buffer = nullptr;
+    try {
+      buffer = small_.Take(size);
+    } catch (const std::bad_alloc&) {
+      throw sdk::Error(WEFT_RESOURCE_EXHAUSTED, "cannot allocate " + std::to_string(size) +
+                                                    " bytes of host memory on /device:CPU:" +
+                                                    std::to_string(ordinal_));
+    }
+    bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
+    return buffer;
+  }
   void* data = nullptr;
   if (bytes >= BlockCache::kMinCached) {
     bytes = (bytes + BlockCache::kGranule - 1) / BlockCache::kGranule * BlockCache::kGranule;
     data = cache_.Take(bytes);
     if (data != nullptr) {
       bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
-      return new CpuBuffer{data, size, bytes};
+      return new CpuBuffer{data, size, bytes, false};
     }
   }
   if (bytes < size || posix_memalign(&data, kAlignment, bytes) != 0) {
@@ -147,12 +210,16 @@ CpuBuffer* CpuDevice::Allocate(uint64_t size) {
                          std::to_string(ordinal_) + ")");
   }
   bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
-  return new CpuBuffer{data, size, bytes};
+  return new CpuBuffer{data, size, bytes, false};
 }
 
 void CpuDevice::Free(CpuBuffer* buffer) {
   if (buffer == nullptr) return;
   bytes_in_use_.fetch_sub(buffer->size, std::memory_order_relaxed);
+  if (buffer->small) {
+    small_.Give(buffer);
+    return;
+  }
   if (buffer->capacity < BlockCache::kMinCached || !cache_.Give(buffer->data, buffer->capacity)) {
     std::free(buffer->data);
   }

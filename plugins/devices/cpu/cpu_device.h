@@ -36,6 +36,30 @@ struct CpuBuffer {
   void* data;
   uint64_t size;
   uint64_t capacity;  // bytes actually allocated (size rounded up)
+  bool small = false;  // a SmallBlocks block: the record and data are one
+};
+
+// Buffers of a few bytes (a loop's counters and conditions, scalars in
+// general) come and go at a high rate, and each one cost an aligned malloc
+// for the data and another for its record. A small block holds both in one
+// allocation, and freed blocks are kept on a list for the next small
+// buffer (at most kMaxKept of them, 1.25 MiB). Under AddressSanitizer the
+// list is off, so that every buffer is checked on its own.
+class SmallBlocks {
+ public:
+  static constexpr uint64_t kBytes = 256;
+  static constexpr std::size_t kMaxKept = 4096;
+  SmallBlocks() = default;
+  SmallBlocks(const SmallBlocks&) = delete;
+  SmallBlocks& operator=(const SmallBlocks&) = delete;
+  ~SmallBlocks();
+  // A buffer of |size| <= kBytes bytes; throws std::bad_alloc.
+  CpuBuffer* Take(uint64_t size);
+  void Give(CpuBuffer* buffer);
+
+ private:
+  std::mutex mutex_;
+  std::vector<CpuBuffer*> free_;
 };
 
 // Keeps freed large blocks, by size, for the next allocation of that size:
@@ -86,6 +110,7 @@ class CpuDevice {
   std::vector<weft_property_t> extra_;
   std::atomic<uint64_t> bytes_in_use_{0};
   BlockCache cache_;
+  SmallBlocks small_;
 };
 
 }  // namespace weft::cpu

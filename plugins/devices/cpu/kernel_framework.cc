@@ -110,9 +110,13 @@ const char* Context::node_name() const { return Api()->node_name(ctx_); }
 
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  // Below this many nanoseconds of work a loop is not worth waking a thread.
-  constexpr int64_t kMinShardCost = 20000;
   const int64_t total = n * std::max<int64_t>(cost_per_unit, 1);
+  // Small loops (a scalar's) are the common case in loops: decided here,
+  // without asking the host for its thread count.
+  if (n <= 1 || total < kInlineCost) {
+    fn(0, n);
+    return;
+  }
   const int64_t shards = std::min<int64_t>({sdk::host()->intra_op_threads(), n, total / kMinShardCost});
   if (shards <= 1 || omp_in_parallel()) {
     fn(0, n);

@@ -112,6 +112,12 @@ class Context {
 // returns when all have run; the first exception fn throws is rethrown
 // here. |cost_per_unit| is a rough count of nanoseconds per index; small
 // loops, and loops inside another ParallelFor, run inline.
+//
+// Below kMinShardCost nanoseconds of work a shard is not worth waking a
+// thread for; a loop of less than kInlineCost runs on the caller's thread
+// (a kernel may test this itself, to avoid making a std::function).
+constexpr int64_t kMinShardCost = 20000;
+constexpr int64_t kInlineCost = 2 * kMinShardCost;
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
 
 // Kernel definitions handed to the host, with storage for their strings.

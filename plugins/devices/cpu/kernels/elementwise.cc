@@ -246,8 +246,33 @@ class BinaryKernel {
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Tensor y = ctx.input(1);
-    const Dims out_dims = BroadcastDims(x.dims, y.dims);
     using Out = typename Op::template Out<T>;
+    if (x.dims == y.dims) {
+      // No broadcast (scalars in a loop, most of all): one flat loop,
+      // without planning.
+      Tensor z = ctx.allocate_output(0, x.dims);
+      const T* a = x.as<T>();
+      const T* b = y.as<T>();
+      Out* out = z.as<Out>();
+      bool failed = false;
+      const int64_t n = z.num_elements;
+      if (n * Op::kCost < kInlineCost) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (!Op::template Apply<T>(a[i], b[i], out + i)) failed = true;
+        }
+      } else {
+        std::atomic<bool> shard_failed{false};
+        ParallelFor(n, Op::kCost, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            if (!Op::template Apply<T>(a[i], b[i], out + i)) shard_failed = true;
+          }
+        });
+        failed = shard_failed;
+      }
+      if (failed) Fail(Op::kError);
+      return;
+    }
+    const Dims out_dims = BroadcastDims(x.dims, y.dims);
     Tensor z = ctx.allocate_output(0, out_dims);
     if (z.num_elements == 0) return;
     const T* a = x.as<T>();
