@@ -125,13 +125,15 @@ constexpr bool kKeepSmallBlocks = true;
 
 }  // namespace
 
+SmallBlocks::SmallBlocks(bool keep) : keep_(keep && kKeepSmallBlocks) {}
+
 SmallBlocks::~SmallBlocks() {
   for (CpuBuffer* buffer : free_) delete static_cast<SmallBlock*>(buffer->data);
 }
 
 CpuBuffer* SmallBlocks::Take(uint64_t size) {
   CpuBuffer* buffer = nullptr;
-  if (kKeepSmallBlocks) {
+  if (keep_) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!free_.empty()) {
       buffer = free_.back();
@@ -148,7 +150,7 @@ CpuBuffer* SmallBlocks::Take(uint64_t size) {
 }
 
 void SmallBlocks::Give(CpuBuffer* buffer) {
-  if (kKeepSmallBlocks) {
+  if (keep_) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (free_.size() < kMaxKept) {
       free_.push_back(buffer);
@@ -159,7 +161,7 @@ void SmallBlocks::Give(CpuBuffer* buffer) {
 }
 
 CpuDevice::CpuDevice(int ordinal, uint64_t cache_bytes)
-    : ordinal_(ordinal), machine_(ReadMachineInfo()), cache_(cache_bytes) {
+    : ordinal_(ordinal), machine_(ReadMachineInfo()), cache_(cache_bytes), small_(cache_bytes > 0) {
   compute_units_text_ = std::to_string(machine_.cores);
   extra_.push_back({sizeof(weft_property_t), "isa", machine_.isa.c_str()});
   extra_.push_back({sizeof(weft_property_t), "cores", compute_units_text_.c_str()});

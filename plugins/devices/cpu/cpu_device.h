@@ -43,13 +43,14 @@ struct CpuBuffer {
 // general) come and go at a high rate, and each one cost an aligned malloc
 // for the data and another for its record. A small block holds both in one
 // allocation, and freed blocks are kept on a list for the next small
-// buffer (at most kMaxKept of them, 1.25 MiB). Under AddressSanitizer the
-// list is off, so that every buffer is checked on its own.
+// buffer (at most kMaxKept of them, 1.25 MiB). The list is off when the
+// device's cache is (allocator_cache_mb = 0) and under AddressSanitizer, so
+// that every buffer is checked on its own.
 class SmallBlocks {
  public:
   static constexpr uint64_t kBytes = 256;
   static constexpr std::size_t kMaxKept = 4096;
-  SmallBlocks() = default;
+  explicit SmallBlocks(bool keep);
   SmallBlocks(const SmallBlocks&) = delete;
   SmallBlocks& operator=(const SmallBlocks&) = delete;
   ~SmallBlocks();
@@ -58,6 +59,7 @@ class SmallBlocks {
   void Give(CpuBuffer* buffer);
 
  private:
+  const bool keep_;
   std::mutex mutex_;
   std::vector<CpuBuffer*> free_;
 };
