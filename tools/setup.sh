@@ -31,8 +31,12 @@ done
 # What the build, the tests and the tools need, by Debian package name.
 packages=(
   build-essential cmake ninja-build git pkg-config binutils
+  ccache                   # repeated builds on one machine (CI's presets share it)
   clang libclang-rt-14-dev  # libFuzzer targets (the fuzz preset) and a second compiler
-  libboost-dev             # Boost.DLL (plugin loading)
+  libboost-dev             # Boost.DLL (plugin loading), Boost.Asio (the tcp transport)
+  libzmq3-dev cppzmq-dev   # the zmq transport
+  libibverbs-dev           # the rdma transport (builds here; UNAVAILABLE without a device)
+  iproute2                 # cluster tests in network namespaces (ip netns, veth)
   libtomlplusplus-dev      # TOML configuration
   libcli11-dev             # the weft command line
   libgtest-dev libgmock-dev
