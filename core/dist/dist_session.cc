@@ -15,6 +15,9 @@ struct DistSession::Prepared {
     Peer peer;
     uint64_t handle = 0;
     std::vector<int64_t> feeds;  // the _Arg indices its partitions hold
+    // Whether another task pulls tensors from it: then its step state must
+    // wait for CleanupStep; otherwise it goes when its part has run.
+    bool sends_remote = false;
   };
   std::vector<TaskPart> tasks;
   std::vector<std::string> feeds;  // sorted
@@ -253,6 +256,9 @@ Expected<std::shared_ptr<DistSession::Prepared>> DistSession::Prepare(const std:
     if (added) prepared->tasks.push_back({peer, 0, {}});
     for (const NodeDef& n : def.nodes) {
       if (n.op == "_Arg") prepared->tasks[it->second].feeds.push_back(n.attrs.at("index").get<int64_t>());
+      if (n.op == "_Send" && TaskOfDevice(n.attrs.at("recv_device").get<std::string>()) != peer.name) {
+        prepared->tasks[it->second].sends_remote = true;
+      }
     }
   }
   std::vector<Request> requests(prepared->tasks.size());
@@ -345,6 +351,7 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     request.method = Method::kRunGraph;
     request.handle = task.handle;
     request.step_id = step_id;
+    request.last_use = !task.sends_remote;
     for (int64_t index : task.feeds) request.feeds.push_back({index, args[static_cast<std::size_t>(index)]});
     rpc_->Call(task.peer, std::move(request), timeout, [&, i, done](Status s, Response r) {
       if (s.ok()) {
@@ -360,7 +367,9 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
       done(std::move(s));
     });
   });
+  const bool failed = !FirstCause(statuses).ok();
   for (const auto& task : prepared->tasks) {
+    if (!task.sends_remote && !failed) continue;  // it dropped the step itself
     Request cleanup;
     cleanup.method = Method::kCleanupStep;
     cleanup.step_id = step_id;

@@ -319,7 +319,12 @@ void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
   auto join = std::make_shared<Join>();
   join->remaining = registered->parts.size();
   const std::string name = options_.name;
-  auto finish = [step, registered, reply, join, name]() {
+  const bool last_use = request.last_use;
+  auto forget = [this](int64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    steps_.erase(id);
+  };
+  auto finish = [step, registered, reply, join, name, last_use, forget]() {
     Response r;
     r.method = Method::kRunGraph;
     Status status = join->status;
@@ -339,6 +344,7 @@ void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
     }
     step->info.cancellation.Deregister(step->abort_token);
     reply(status.ok() ? Status() : status.WithContext(StrCat(name, ", step ", step->id)), std::move(r));
+    if (last_use) forget(step->id);
   };
   if (registered->parts.empty()) {
     finish();

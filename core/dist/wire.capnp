@@ -107,6 +107,9 @@ struct RunGraph {
   handle @0 :UInt64;
   stepId @1 :Int64;
   feeds @2 :List(Arg);
+  # No other task pulls a tensor of this step from this one: drop the
+  # step's state as soon as the partitions ran (no CleanupStep follows).
+  lastUse @3 :Bool;
 }
 
 struct RecvTensor {

@@ -137,6 +137,7 @@ Status EncodeRequest(Writer& writer, const Request& r, w::Request::Builder out) 
       auto run = out.initRunGraph();
       run.setHandle(r.handle);
       run.setStepId(r.step_id);
+      run.setLastUse(r.last_use);
       return SetArgs(writer, r.feeds, run.initFeeds(static_cast<unsigned>(r.feeds.size())));
     }
     case Method::kRecvTensor: {
@@ -322,6 +323,7 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
       auto run = in.getRunGraph();
       r.handle = run.getHandle();
       r.step_id = run.getStepId();
+      r.last_use = run.getLastUse();
       WEFT_ASSIGN_OR_RETURN(r.feeds, reader.ReadArgs(run.getFeeds()));
       return Status();
     }

@@ -83,6 +83,8 @@ struct Request {
   // RunGraph, RecvTensor, AbortStep, CleanupStep
   int64_t step_id = 0;
   std::vector<ArgMsg> feeds;
+  // RunGraph: no other task pulls from this one in the step.
+  bool last_use = false;
   runtime::RendezvousKey key;
   Status abort_status;
 };
