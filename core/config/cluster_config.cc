@@ -537,39 +537,46 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
     if (std::find(std::begin(kTables), std::end(kTables), key.str()) != std::end(kTables)) continue;
     section.values[std::string(key.str())] = ConvertNode(node, file_, PosOf(key.source(), file_));
   }
+  const std::vector<OptionSpec> specs = ClusterSpecs();
+  OptionValues checked;
   const size_t errors_before = errors_.size();
-  std::vector<OptionValues> checked(1);
-  for (ConfigError& error : CheckOptions(&section, "cluster", ClusterSpecs(), &checked[0])) {
-    errors_.push_back(std::move(error));
+  for (ConfigError& error : CheckOptions(&section, "cluster", specs, &checked)) errors_.push_back(std::move(error));
+  if (errors_.size() == errors_before && values != nullptr) *values = checked;
+  // The checks across keys use the values that fit their spec, so that one
+  // wrong value does not hide the problems of the others.
+  for (const auto& [key, value] : section.values) {
+    for (const OptionSpec& spec : specs) {
+      if (spec.key == key && ValueFits(value, spec)) written_[key] = value;
+    }
   }
-  const bool scalars_ok = errors_.size() == errors_before;
-  if (scalars_ok) {
-    written_ = section.values;
-    const OptionValues& v = checked[0];
-    out_.transport = **v.GetString("transport");
-    out_.transport_pos = v.PositionOf("transport") ? *v.PositionOf("transport") : header;
-    out_.connect_timeout_ms = *v.GetInt("connect_timeout_ms");
-    out_.rpc_timeout_ms = *v.GetInt("rpc_timeout_ms");
-    if (v.Has("job")) out_.job = **v.GetString("job");
-    if (v.Has("task")) out_.task = *v.GetInt("task");
-    const std::string& membership = **v.GetString("membership");
-    out_.membership = membership == "mpi"     ? Membership::kMpi
-                      : membership == "slurm" ? Membership::kSlurm
-                                              : Membership::kStatic;
-    out_.base_port = *v.GetInt("base_port");
-    if (auto it = section.values.find("transport"); it != section.values.end()) CheckScheme(it->second, "cluster.transport");
-    if (values != nullptr) *values = checked[0];
+  const bool membership_known = section.values.count("membership") == written_.count("membership");
+  out_.transport_pos = header;
+  if (auto it = written_.find("transport"); it != written_.end()) {
+    out_.transport = it->second.s;
+    out_.transport_pos = it->second.pos;
+    CheckScheme(it->second, "cluster.transport");
+  }
+  if (auto it = written_.find("connect_timeout_ms"); it != written_.end()) out_.connect_timeout_ms = it->second.i;
+  if (auto it = written_.find("rpc_timeout_ms"); it != written_.end()) out_.rpc_timeout_ms = it->second.i;
+  if (auto it = written_.find("job"); it != written_.end()) out_.job = it->second.s;
+  if (auto it = written_.find("task"); it != written_.end()) out_.task = it->second.i;
+  if (auto it = written_.find("base_port"); it != written_.end()) out_.base_port = it->second.i;
+  if (auto it = written_.find("membership"); it != written_.end()) {
+    out_.membership = it->second.s == "mpi"     ? Membership::kMpi
+                      : it->second.s == "slurm" ? Membership::kSlurm
+                                                : Membership::kStatic;
   }
   // Both tables are checked whatever the membership (the one that does
   // not apply is reported by CheckMembership); the jobs come from the one
-  // that does.
+  // that does (or, when the membership is itself wrong, the one written).
   std::vector<ClusterJobConfig> static_jobs;
   std::vector<ClusterJobConfig> rank_jobs;
   if (const toml::table* jobs = Table(table, "jobs")) static_jobs = ParseJobs(*jobs);
   if (const toml::table* tasks = Table(table, "tasks")) rank_jobs = ParseTasks(*tasks);
-  out_.jobs = std::move(out_.membership == Membership::kStatic ? static_jobs : rank_jobs);
+  const bool use_static = membership_known ? out_.membership == Membership::kStatic : table.get("jobs") != nullptr;
+  out_.jobs = std::move(use_static ? static_jobs : rank_jobs);
   if (const toml::table* transports = Table(table, "transports")) ParseTransports(*transports);
-  if (scalars_ok) {
+  if (membership_known) {
     CheckMembership(table);
     CheckSelf();
   }

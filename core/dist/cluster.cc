@@ -66,7 +66,9 @@ Expected<TaskDeviceName> ParseTaskDeviceName(std::string_view name) {
   }
   if (slash == std::string_view::npos) return out;
   rest = rest.substr(slash);
-  if (!StartsWith(rest, "/device:")) return bad(StrCat("expected /device:<TYPE>:<n> after the task, got ", Quote(rest)));
+  if (!StartsWith(rest, "/device:")) {
+    return bad(StrCat("expected /device:<TYPE>:<n> after the task, got ", Quote(rest)));
+  }
   const std::string_view device = rest.substr(8);
   const auto colon = device.find(':');
   const std::string_view type = device.substr(0, colon);
@@ -308,7 +310,8 @@ Expected<std::vector<int64_t>> RanksPerJob(const config::Config& config, const L
   }
   const std::string tasks = StrCat(config.source, ": [cluster.tasks] (", StrJoin(written, ", "), ")");
   if (fixed > layout.world || (rest != nullptr && fixed == layout.world)) {
-    return InvalidArgumentError(tasks, " needs ", rest != nullptr ? "more than " : "", fixed,
+    // With a "rest" job, one rank more than the fixed counts.
+    return InvalidArgumentError(tasks, " needs ", rest != nullptr ? StrCat("at least ", fixed + 1) : StrCat(fixed),
                                 " ranks, but the launcher started ", layout.world, " (", layout.world_var,
                                 "): start more ranks or lower the counts");
   }
@@ -426,8 +429,9 @@ Expected<ClusterSpec> ResolveCluster(const config::Config& config, const std::op
   WEFT_ASSIGN_OR_RETURN(spec, ResolveLaunched(config, std::move(spec), env));
   // The launcher decides; a flag may only agree.
   if ((job && *job != spec.self->job) || (task && *task != spec.self->task)) {
-    return InvalidArgumentError(job ? StrCat("--job ", *job) : "", job && task ? " " : "",
-                                task ? StrCat("--task ", *task) : "", " disagrees with the launcher: with membership = \"",
+    const std::string flags = StrCat(job ? StrCat("--job ", *job) : "", job && task ? " " : "",
+                                     task ? StrCat("--task ", *task) : "");
+    return InvalidArgumentError(flags, " disagrees with the launcher: with membership = \"",
                                 config::MembershipName(cluster.membership), "\" this rank is ", spec.self->ToString(),
                                 " by [cluster.tasks]; drop the flag");
   }

@@ -68,6 +68,21 @@ class Cli : public ::testing::Test {
     return kept;
   }
 
+  // Drops the warnings that a built-in transport's plugin is not loaded:
+  // whether tcp, zmq and rdma are built depends on the machine.
+  static std::string WithoutTransportWarnings(const std::string& out) {
+    std::istringstream lines(out);
+    std::string kept;
+    for (std::string line; std::getline(lines, line);) {
+      if (StartsWith(line, "warning: ") && line.find(" transport plugin is not loaded on this machine") !=
+                                               std::string::npos) {
+        continue;
+      }
+      kept += line + "\n";
+    }
+    return kept;
+  }
+
   std::string Write(const std::string& name, const std::string& text) {
     const fs::path path = dir_ / name;
     std::ofstream(path) << text;
@@ -202,6 +217,134 @@ TEST_F(Cli, ConfigCheckWarnsAboutSectionsNobodyReads) {
                        ":1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored\nOK\n");
 }
 
+TEST_F(Cli, ConfigCheckReportsEveryClusterErrorWithItsPosition) {
+  const std::string config = Write("cluster.toml", R"([cluster]
+transport = "tcp"
+job = "worker"
+task = 3
+[cluster.jobs]
+ps = ["127.0.0.1:7070"]
+worker = ["127.0.0.1:7071", "127.0.0.1:7070", "localhost"]
+)");
+  ProcessResult r = Weft({"config", "check", config});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, config + ":4:8: cluster.task: task 3 is out of range: job 'worker' has 3 tasks (0..2)\n" +
+                       config + ":7:29: cluster.jobs.worker[1]: address \"127.0.0.1:7070\" is also used by job 'ps' "
+                                "task 0 at " +
+                       config + ":6:7; give every task its own host:port\n" + config +
+                       ":7:47: cluster.jobs.worker[2]: expected host:port, got \"localhost\": it has no port (write "
+                       "host:port, e.g. \"127.0.0.1:7070\")\n");
+}
+
+TEST_F(Cli, ConfigCheckSummarisesTheShippedCluster) {
+  ProcessResult r = Weft({"config", "check", WEFT_SOURCE_DIR "/configs/cluster_local.toml"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("cluster: 2 jobs, 3 tasks (membership static); connect timeout 10000 ms, RPC timeout "
+                       "60000 ms\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"TASK", "ADDRESS", "TRANSPORT"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"/job:ps/task:0", "127.0.0.1:7070", "tcp"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:0", "127.0.0.1:7071", "tcp"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:1", "127.0.0.1:7072", "tcp"})) << r.out;
+  EXPECT_EQ(r.out.find("this task"), std::string::npos) << r.out;
+  EXPECT_TRUE(EndsWith(r.out, "OK\n")) << r.out;
+}
+
+TEST_F(Cli, JobAndTaskFlagsNameThisTask) {
+  ProcessResult r =
+      Weft({"--job", "worker", "--task", "1", "config", "check", WEFT_SOURCE_DIR "/configs/cluster_local.toml"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("this task: /job:worker/task:1\nOK\n"), std::string::npos) << r.out;
+
+  r = Weft({"--job", "worker", "--task", "2", "config", "check", WEFT_SOURCE_DIR "/configs/cluster_local.toml"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(WithoutTransportWarnings(r.out), "--task 2 is out of range: job 'worker' has 2 tasks (0..1)\n");
+
+  // A flag that overrides the file's [cluster] job.
+  const std::string config = Write("ps.toml", R"([cluster]
+job = "ps"
+[cluster.jobs]
+ps = ["127.0.0.1:7070"]
+worker = ["127.0.0.1:7071"]
+)");
+  r = Weft({"config", "check", config});
+  EXPECT_NE(r.out.find("this task: /job:ps/task:0\n"), std::string::npos) << r.out;
+  r = Weft({"config", "check", config, "--job", "worker"});
+  EXPECT_NE(r.out.find("this task: /job:worker/task:0\n"), std::string::npos) << r.out;
+
+  r = Weft({"--task", "-1", "version"});
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST_F(Cli, ConfigCheckOfAnUnknownTransport) {
+  const std::string config = Write("quic.toml", R"([cluster]
+transport = "quic"
+[cluster.jobs]
+ps = ["127.0.0.1:7070"]
+)");
+  ProcessResult r = Weft({"config", "check", config});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, config + ":2:13: cluster.transport: unknown transport \"quic\": not built in (tcp, zmq, rdma) "
+                            "and no loaded plugin serves it\n");
+}
+
+TEST_F(Cli, ConfigCheckChecksSchemesAgainstTheLoadedTransports) {
+  // The test plugin "nulltransport" serves the scheme "null".
+  const std::string config = Write("null.toml", R"([cluster]
+transport = "null"
+[cluster.jobs]
+ps = ["127.0.0.1:7070"]
+worker = ["127.0.0.1:7071"]
+[cluster.transports]
+worker = "zmq"
+[plugins]
+disable = ["zmq"]
+)");
+  ProcessResult r = Weft({"config", "check", config}, {{"WEFT_PLUGIN_PATH", kRoot + "/kinds"}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(StartsWith(r.out, "warning: " + config +
+                                    ":7:10: cluster.transports.worker: the \"zmq\" transport plugin is not loaded on "
+                                    "this machine (`weft plugins` says why); tasks started here cannot use it\n"))
+      << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"/job:ps/task:0", "127.0.0.1:7070", "null"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:0", "127.0.0.1:7071", "zmq"})) << r.out;
+  EXPECT_TRUE(EndsWith(r.out, "OK\n")) << r.out;
+  // Without the plugin, "null" is no transport at all.
+  r = Weft({"config", "check", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(WithoutTransportWarnings(r.out),
+            config + ":2:13: cluster.transport: unknown transport \"null\": not built in (tcp, zmq, rdma) and no "
+                     "loaded plugin serves it\n");
+}
+
+TEST_F(Cli, ConfigCheckOfALauncherClusterOutsideTheLauncher) {
+  const std::string config = Write("mpi.toml", R"([cluster]
+membership = "mpi"
+[cluster.tasks]
+ps = 1
+worker = "rest"
+)");
+  ProcessResult r = Weft({"config", "check", config}, {{"OMPI_COMM_WORLD_RANK", ""}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("cluster: membership mpi, ranks per job ps = 1 (tcp), worker = \"rest\" (tcp), ports from "
+                       "7070; addresses come from mpirun's environment when each task starts\n"),
+            std::string::npos)
+      << r.out;
+  // As rank 1 of 3 under mpirun.
+  r = Weft({"config", "check", config}, {{"OMPI_COMM_WORLD_RANK", "1"},
+                                         {"OMPI_COMM_WORLD_SIZE", "3"},
+                                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:1", "127.0.0.1:7072", "tcp"})) << r.out;
+  EXPECT_NE(r.out.find("this task: /job:worker/task:0\n"), std::string::npos) << r.out;
+  r = Weft({"config", "check", config}, {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "three"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(WithoutTransportWarnings(r.out), config + ": membership = \"mpi\" (" + config +
+                       ":2:14), but OMPI_COMM_WORLD_SIZE is \"three\", not an integer >= 1\n");
+}
+
 TEST_F(Cli, ConfigCheckOfAMissingFile) {
   ProcessResult r = Weft({"config", "check", (dir_ / "nope.toml").string()});
   EXPECT_EQ(r.exit_code, 1);
@@ -239,6 +382,8 @@ TEST_F(Cli, ConfigKeysDocumentsTheCore) {
   ProcessResult r = Weft({"config", "keys"});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_TRUE(HasRow(r.out, {"runtime.inter_op_threads", "an", "integer", ">=", "1"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cluster.rpc_timeout_ms", "an", "integer", ">=", "1", "60000"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cluster.jobs.<job>", "an", "array", "of", "strings"})) << r.out;
 }
 
 TEST_F(Cli, RefusedPluginsAreListedWithTheirReason) {

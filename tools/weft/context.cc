@@ -62,4 +62,12 @@ Expected<plugin::PluginHost*> Context::Plugins() {
   return host_.get();
 }
 
+Expected<const dist::ClusterSpec*> Context::Cluster() {
+  if (!cluster_) {
+    WEFT_ASSIGN_OR_RETURN(cluster_,
+                          dist::ResolveCluster(*config_, options_.job, options_.task, dist::ProcessEnvironment()));
+  }
+  return &*cluster_;
+}
+
 }  // namespace weft::cli

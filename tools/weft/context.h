@@ -10,6 +10,7 @@
 
 #include "core/base/status.h"
 #include "core/config/config.h"
+#include "core/dist/cluster.h"
 #include "core/plugin/plugin_host.h"
 
 namespace weft::cli {
@@ -30,6 +31,10 @@ int ReportError(const Status& status);
 struct GlobalOptions {
   std::string config_path;  // empty: the embedded default
   std::string log_level;    // empty: from the config
+  // --job and --task: which task of the [cluster] this process is,
+  // overriding [cluster] job and task.
+  std::optional<std::string> job;
+  std::optional<int64_t> task;
 };
 
 class Context {
@@ -45,10 +50,17 @@ class Context {
   // Loads plugins on first use.
   Expected<plugin::PluginHost*> Plugins();
 
+  const GlobalOptions& options() const { return options_; }
+
+  // The configuration's [cluster] resolved with --job/--task and this
+  // process's environment (see core/dist/cluster.h), on first use.
+  Expected<const dist::ClusterSpec*> Cluster();
+
  private:
   GlobalOptions options_;
   std::optional<config::Config> config_;
   std::unique_ptr<plugin::PluginHost> host_;
+  std::optional<dist::ClusterSpec> cluster_;
 };
 
 }  // namespace weft::cli

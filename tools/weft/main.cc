@@ -41,6 +41,13 @@ int Main(int argc, char** argv) {
                  "Configuration file (default: the embedded configs/local.toml)");
   app.add_option("--log-level", options.log_level,
                  "Override logging.level: trace, debug, info, warning, error, off");
+  app.add_option_function<std::string>(
+      "--job", [&options](const std::string& job) { options.job = job; },
+      "The job of this process in the config's [cluster] (overrides [cluster] job)");
+  app.add_option_function<int64_t>(
+         "--task", [&options](const int64_t& task) { options.task = task; },
+         "The task index of this process in its job, from 0 (overrides [cluster] task)")
+      ->check(CLI::NonNegativeNumber);
   app.set_version_flag("--version", std::string("weft ") + weft::kVersion);
 
   weft::cli::Runner run;

@@ -357,6 +357,33 @@ TEST(ClusterConfig, EveryErrorAtOnceInFileOrder) {
             "e.g. \"127.0.0.1:7070\")");
 }
 
+TEST(ClusterConfig, AWrongValueDoesNotHideTheOtherChecks) {
+  EXPECT_EQ(ErrorOf(R"([cluster]
+connect_timeout_ms = 0
+job = "worker"
+task = 3
+transport = "TCP"
+[cluster.jobs]
+ps = ["127.0.0.1:7070"]
+worker = ["127.0.0.1:7071", "127.0.0.1:7070"]
+chief = ["10.0.0.5"]
+ParamServer = ["[::1]:7073"]
+)"),
+            "c.toml:2:22: cluster.connect_timeout_ms: expected an integer >= 1, got 0\n"
+            "c.toml:4:8: cluster.task: task 3 is out of range: job 'worker' has 2 tasks (0..1)\n"
+            "c.toml:5:13: cluster.transport: expected a transport scheme such as \"tcp\", \"zmq\" or \"rdma\" "
+            "(lower-case letters, digits, '+', '-' and '.'), got \"TCP\"; did you mean \"tcp\"?\n"
+            "c.toml:8:29: cluster.jobs.worker[1]: address \"127.0.0.1:7070\" is also used by job 'ps' task 0 at "
+            "c.toml:7:7; give every task its own host:port\n"
+            "c.toml:9:10: cluster.jobs.chief[0]: expected host:port, got \"10.0.0.5\": it has no port (write "
+            "host:port, e.g. \"127.0.0.1:7070\")\n"
+            "c.toml:10:1: cluster.jobs.ParamServer: job names are lower_snake_case (letters, digits and '_', "
+            "starting with a letter), as in /job:<name>");
+  // With the membership itself wrong, its checks wait.
+  EXPECT_EQ(ErrorOf("[cluster]\nmembership = \"mpirun\"\nbase_port = 1\n[cluster.tasks]\nps = 1\n"),
+            "c.toml:2:14: cluster.membership: expected one of \"static\", \"mpi\", \"slurm\", got \"mpirun\"");
+}
+
 TEST(ClusterConfig, KeysAreListedForWeftConfigKeys) {
   std::set<std::string> names;
   for (const auto& [key, spec] : CoreKeys()) {

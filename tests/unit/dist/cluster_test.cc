@@ -303,7 +303,7 @@ TEST(ResolveCluster, RankCountsMustFitTheWorld) {
             "(OMPI_COMM_WORLD_SIZE=5), leaving ranks 3..4 without a job: give one job \"rest\", or start exactly 3 "
             "ranks");
   EXPECT_EQ(ErrorOf(kMpi, std::nullopt, std::nullopt, Ompi(0, 1, 0, 1)),
-            "c.toml: [cluster.tasks] (ps = 1, worker = \"rest\") needs more than 1 ranks, but the launcher started 1 "
+            "c.toml: [cluster.tasks] (ps = 1, worker = \"rest\") needs at least 2 ranks, but the launcher started 1 "
             "(OMPI_COMM_WORLD_SIZE=1): start more ranks or lower the counts");
   auto exact = ResolveCluster(ParseOrDie(fixed), std::nullopt, std::nullopt, Ompi(2, 3, 2, 3));
   ASSERT_TRUE(exact.ok()) << exact.status().ToString();
