@@ -1,11 +1,61 @@
 #include "core/runtime/run_rewrite.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace weft::runtime {
+
+Expected<RunSignature> RunSignature::Make(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                          const std::vector<std::string>& fetches,
+                                          const std::vector<std::string>& targets) {
+  RunSignature s;
+  for (const auto& [name, value] : feeds) s.feeds.push_back(name);
+  std::sort(s.feeds.begin(), s.feeds.end());
+  if (auto twice = std::adjacent_find(s.feeds.begin(), s.feeds.end()); twice != s.feeds.end()) {
+    return InvalidArgumentError("feed ", Quote(*twice), " is given twice");
+  }
+  s.fetches = fetches;
+  std::sort(s.fetches.begin(), s.fetches.end());
+  s.fetches.erase(std::unique(s.fetches.begin(), s.fetches.end()), s.fetches.end());
+  s.targets = targets;
+  std::sort(s.targets.begin(), s.targets.end());
+  s.targets.erase(std::unique(s.targets.begin(), s.targets.end()), s.targets.end());
+  if (s.fetches.empty() && s.targets.empty()) {
+    return InvalidArgumentError("nothing to run: give at least one fetch or target");
+  }
+  s.key = StrCat(StrJoin(s.feeds, ","), "|", StrJoin(s.fetches, ","), "|", StrJoin(s.targets, ","));
+  return s;
+}
+
+std::size_t RunSignature::FeedIndex(const std::string& feed) const {
+  return static_cast<std::size_t>(std::lower_bound(feeds.begin(), feeds.end(), feed) - feeds.begin());
+}
+
+std::size_t RunSignature::FetchIndex(const std::string& fetch) const {
+  return static_cast<std::size_t>(std::lower_bound(fetches.begin(), fetches.end(), fetch) - fetches.begin());
+}
+
+Expected<std::vector<Tensor>> RunSignature::Args(const std::vector<std::pair<std::string, Tensor>>& given,
+                                                 const std::vector<DType>& types,
+                                                 const std::vector<Shape>& shapes) const {
+  std::vector<Tensor> args(feeds.size());
+  for (const auto& [name, value] : given) {
+    const std::size_t i = FeedIndex(name);
+    if (value.dtype() != types[i]) {
+      return InvalidArgumentError("feed ", Quote(name), " has dtype ", DTypeName(value.dtype()), "; the graph expects ",
+                                  DTypeName(types[i]));
+    }
+    if (!shapes[i].IsCompatibleWith(value.shape())) {
+      return InvalidArgumentError("feed ", Quote(name), " has shape ", value.shape().ToString(),
+                                  "; the graph expects ", shapes[i].ToString());
+    }
+    args[i] = value;
+  }
+  return args;
+}
 
 Expected<RunGraph> RewriteForRun(const Graph& graph, const std::vector<std::string>& feeds,
                                  const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {

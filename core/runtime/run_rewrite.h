@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/status.h"
@@ -20,6 +21,25 @@ struct RunGraph {
   // Of each feed, in the order given.
   std::vector<DType> feed_types;
   std::vector<Shape> feed_shapes;
+};
+
+// A Run call's signature, independent of argument order: feeds (each
+// once), fetches and targets sorted and without repeats. Executors are
+// cached under |key|.
+struct RunSignature {
+  std::vector<std::string> feeds, fetches, targets;
+  std::string key;
+
+  // INVALID_ARGUMENT for a feed given twice, or nothing to run.
+  static Expected<RunSignature> Make(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                     const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+  // The position of |feed| in |feeds| (it must be one of them).
+  std::size_t FeedIndex(const std::string& feed) const;
+  std::size_t FetchIndex(const std::string& fetch) const;
+  // The feed values in signature order, each checked against the dtype and
+  // shape the graph expects (|types| and |shapes| in signature order).
+  Expected<std::vector<Tensor>> Args(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                     const std::vector<DType>& types, const std::vector<Shape>& shapes) const;
 };
 
 // |feeds|, |fetches| and |targets| name tensors and nodes of |graph|; the

@@ -251,55 +251,20 @@ Status Session::RunParts(const Prepared& prepared, StepInfo& step, TraceRecorder
 
 Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
                     const std::vector<std::string>& targets, std::vector<Tensor>* outputs, const RunOptions& options) {
-  // The signature, independent of argument order.
-  std::vector<std::string> feed_names;
-  for (const auto& [name, value] : feeds) feed_names.push_back(name);
-  std::vector<std::string> sorted_feeds = feed_names;
-  std::sort(sorted_feeds.begin(), sorted_feeds.end());
-  if (std::adjacent_find(sorted_feeds.begin(), sorted_feeds.end()) != sorted_feeds.end()) {
-    return InvalidArgumentError("feed ", Quote(*std::adjacent_find(sorted_feeds.begin(), sorted_feeds.end())),
-                                " is given twice");
-  }
-  std::vector<std::string> sorted_fetches = fetches;
-  std::sort(sorted_fetches.begin(), sorted_fetches.end());
-  sorted_fetches.erase(std::unique(sorted_fetches.begin(), sorted_fetches.end()), sorted_fetches.end());
-  std::vector<std::string> sorted_targets = targets;
-  std::sort(sorted_targets.begin(), sorted_targets.end());
-  sorted_targets.erase(std::unique(sorted_targets.begin(), sorted_targets.end()), sorted_targets.end());
-  if (sorted_fetches.empty() && sorted_targets.empty()) {
-    return InvalidArgumentError("nothing to run: give at least one fetch or target");
-  }
-  const std::string key = StrCat(StrJoin(sorted_feeds, ","), "|", StrJoin(sorted_fetches, ","), "|",
-                                 StrJoin(sorted_targets, ","));
-
+  WEFT_ASSIGN_OR_RETURN(RunSignature signature, RunSignature::Make(feeds, fetches, targets));
   std::shared_ptr<Prepared> prepared;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(key);
+    auto it = cache_.find(signature.key);
     if (it != cache_.end()) prepared = it->second;
   }
   if (prepared == nullptr) {
-    WEFT_ASSIGN_OR_RETURN(prepared, Prepare(sorted_feeds, sorted_fetches, sorted_targets));
+    WEFT_ASSIGN_OR_RETURN(prepared, Prepare(signature.feeds, signature.fetches, signature.targets));
     std::lock_guard<std::mutex> lock(mutex_);
-    prepared = cache_.emplace(key, prepared).first->second;
+    prepared = cache_.emplace(signature.key, prepared).first->second;
   }
-
-  // Feed values in signature order, checked against the graph.
-  std::vector<Tensor> args(sorted_feeds.size());
-  for (const auto& [name, value] : feeds) {
-    const std::size_t i = static_cast<std::size_t>(
-        std::lower_bound(sorted_feeds.begin(), sorted_feeds.end(), name) - sorted_feeds.begin());
-    if (value.dtype() != prepared->feed_types[i]) {
-      return InvalidArgumentError("feed ", Quote(name), " has dtype ", DTypeName(value.dtype()), "; the graph expects ",
-                                  DTypeName(prepared->feed_types[i]));
-    }
-    if (!prepared->feed_shapes[i].IsCompatibleWith(value.shape())) {
-      return InvalidArgumentError("feed ", Quote(name), " has shape ", value.shape().ToString(),
-                                  "; the graph expects ", prepared->feed_shapes[i].ToString());
-    }
-    args[i] = value;
-  }
-  std::vector<Tensor> retvals(sorted_fetches.size());
+  WEFT_ASSIGN_OR_RETURN(std::vector<Tensor> args, signature.Args(feeds, prepared->feed_types, prepared->feed_shapes));
+  std::vector<Tensor> retvals(signature.fetches.size());
   StepInfo step;
   step.step_id = next_step_.fetch_add(1);
   step.args = &args;
@@ -312,8 +277,7 @@ Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, co
   if (outputs != nullptr) {
     outputs->clear();
     for (const std::string& fetch : fetches) {
-      const std::size_t i = static_cast<std::size_t>(
-          std::lower_bound(sorted_fetches.begin(), sorted_fetches.end(), fetch) - sorted_fetches.begin());
+      const std::size_t i = signature.FetchIndex(fetch);
       WEFT_ASSIGN_OR_RETURN(Tensor host, prepared->fetch_devices[i]->CopyToHost(retvals[i]));
       outputs->push_back(std::move(host));
     }

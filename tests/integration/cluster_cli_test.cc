@@ -21,6 +21,7 @@
 #include "core/graph/builder.h"
 #include "core/graph/serialize.h"
 #include "core/tensor/npy.h"
+#include "tests/integration/loopback.h"
 #include "tests/integration/subprocess.h"
 
 namespace weft {
@@ -29,34 +30,15 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::BackgroundProcess;
+using testing::FreePort;
 using testing::ProcessResult;
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // A raw listener on 127.0.0.1 that accepts and then either stays silent or
 // answers |reply| and closes; stops with the object.
 class FakeServer {
  public:
   explicit FakeServer(std::string reply) : reply_(std::move(reply)) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    listen(fd_, 16);
+    fd_ = testing::RawListener(16, &port_);
     thread_ = std::thread([this] {
       while (!stop_) {
         timeval tv{0, 100000};
@@ -317,12 +299,8 @@ TEST_F(Cluster, GarbageOnATasksPortLeavesItServing) {
   for (const std::string& bytes : {std::string("WFT1") + std::string("\x10\0\0\0\0\0\0\0\0\0\0\0", 12) +
                                        std::string(16, '\xab'),
                                    std::string("WFT1\xff\xff\x00\x00", 8)}) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(ps_port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const int fd = testing::RawConnect(ps_port);
+    ASSERT_GE(fd, 0);
     ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
     std::this_thread::sleep_for(300ms);
     close(fd);

@@ -11,23 +11,13 @@
 
 #include "core/dist/dist_session.h"
 #include "core/dist/task_service.h"
+#include "tests/integration/loopback.h"
 #include "tests/integration/runtime_env.h"
 
 namespace weft::dist {
 namespace {
 
-// A loopback port nothing listens on right now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using testing::FreePort;
 
 plugin::PluginHost& Plugins() {
   static plugin::PluginHost* host = [] {

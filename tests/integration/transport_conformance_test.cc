@@ -30,6 +30,7 @@
 #include "core/base/strings.h"
 #include "core/config/config.h"
 #include "core/plugin/plugin_host.h"
+#include "tests/integration/loopback.h"
 #include "tests/integration/subprocess.h"
 #include "tests/integration/transport_harness.h"
 
@@ -62,34 +63,6 @@ int PortOf(const std::string& address) {
   const std::size_t colon = address.rfind(':');
   if (colon == std::string::npos) return 0;
   return std::atoi(address.c_str() + colon + 1);
-}
-
-// A raw TCP socket to 127.0.0.1:|port|, or -1.
-int RawConnect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// A loopback listener; |backlog| < 0 means bound but not listening.
-int RawListener(int backlog, int* port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  *port = ntohs(addr.sin_port);
-  if (backlog >= 0) listen(fd, backlog);
-  return fd;
 }
 
 int64_t ResidentBytes() {

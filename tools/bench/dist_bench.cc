@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/strings.h"
 #include "core/config/config.h"
 #include "core/dist/dist_session.h"
 #include "core/dist/transport.h"
@@ -361,7 +362,7 @@ Tasks StartPs(int num_ps, const std::string& dir) {
   for (int i = 0; i < num_ps; ++i) {
     const std::string address = "127.0.0.1:" + std::to_string(FreePort());
     list += (i ? ", \"" : "\"") + address + "\"";
-    t.peers.push_back({"/job:ps/task:" + std::to_string(i), "tcp://" + address});
+    t.peers.push_back({StrCat("/job:ps/task:", i), "tcp://" + address});
   }
   t.config = dir + "/null_step.toml";
   std::ofstream(t.config) << "[runtime]\ninter_op_threads = 1\nintra_op_threads = 1\n[cluster]\ntransport = \"tcp\"\n"
@@ -391,11 +392,11 @@ Graph NullStepGraph(int num_ps) {
   GraphBuilder b;
   std::vector<Output> inits;
   for (int p = 0; p < num_ps; ++p) {
-    auto on = b.DeviceScope("/job:ps/task:" + std::to_string(p));
+    auto on = b.DeviceScope(StrCat("/job:ps/task:", p));
     Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}},
-                    "v" + std::to_string(p));
-    inits.push_back(b.Op("Assign", {v, b.Scalar<float>(1.0f)}, {}, "init" + std::to_string(p)));
-    b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, "read" + std::to_string(p));
+                    StrCat("v", p));
+    inits.push_back(b.Op("Assign", {v, b.Scalar<float>(1.0f)}, {}, StrCat("init", p)));
+    b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, StrCat("read", p));
   }
   auto g = b.Build();
   Check(g.status());
@@ -412,8 +413,8 @@ void NullStepWorker(const Tasks& tasks, int num_ps, int steps, int fd) {
   Check(session.status());
   std::vector<std::string> reads, inits;
   for (int p = 0; p < num_ps; ++p) {
-    reads.push_back("read" + std::to_string(p));
-    inits.push_back("init" + std::to_string(p));
+    reads.push_back(StrCat("read", p));
+    inits.push_back(StrCat("init", p));
   }
   Check((*session)->Run({}, {}, inits, nullptr));
   std::vector<Tensor> out;
@@ -509,7 +510,7 @@ void NullStep() {
       for (pid_t pid : pids) waitpid(pid, nullptr, 0);
       StopTasks(tasks);
       const double raw = RawNullStep(num_ps, workers, steps * 5);
-      Bench("null_step_ps" + std::to_string(num_ps) + "_w" + std::to_string(workers), Median(per), raw, "ms", false);
+      Bench(StrCat("null_step_ps", num_ps) + StrCat("_w", workers), Median(per), raw, "ms", false);
     }
   }
   std::filesystem::remove_all(dir);
