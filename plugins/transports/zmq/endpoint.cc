@@ -1,0 +1,985 @@
+#include "endpoint.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "received.h"
+#include "weft/sdk/log.h"
+#include "weft/sdk/status.h"
+#include "wire.h"
+
+namespace weft::zmq_transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How long a close waits for its bye (and every message queued before it)
+// to be written before the socket is closed with ZMQ_LINGER 0, and how long
+// connection_close waits for the dones of its sends.
+constexpr milliseconds kByeFlush{2000};
+constexpr milliseconds kDoneWait{10000};
+// Messages read from one socket per loop iteration, so one busy peer does
+// not starve the others.
+constexpr int kBatch = 64;
+
+std::atomic<uint64_t> g_next_monitor{0};
+
+void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6) {
+  socket.set(zmq::sockopt::linger, 0);
+  // No high-water mark: the host bounds what it queues, and a send must
+  // never block the loop or drop a message.
+  socket.set(zmq::sockopt::sndhwm, 0);
+  socket.set(zmq::sockopt::rcvhwm, 0);
+  socket.set(zmq::sockopt::maxmsgsize, settings.max_message_bytes);
+  socket.set(zmq::sockopt::tcp_keepalive, 1);
+  socket.set(zmq::sockopt::tcp_keepalive_idle, 30);
+  socket.set(zmq::sockopt::tcp_keepalive_intvl, 10);
+  socket.set(zmq::sockopt::tcp_keepalive_cnt, 3);
+  // ZeroMQ's heartbeat catches a peer that vanished without a TCP reset
+  // (cable pulled, machine frozen). The timeout is long because a PONG
+  // waits behind whatever the peer is sending: up to max_message_mb.
+  socket.set(zmq::sockopt::heartbeat_ivl, 5000);
+  socket.set(zmq::sockopt::heartbeat_timeout, 60000);
+  socket.set(zmq::sockopt::heartbeat_ttl, 60000);
+  if (ipv6) socket.set(zmq::sockopt::ipv6, true);
+}
+
+// Reads one multipart message without waiting; false when none is queued.
+// Frames past |max_frames| are read and dropped, and |*too_many| set.
+bool RecvMultipart(zmq::socket_t& socket, std::vector<zmq::message_t>& frames, std::size_t max_frames,
+                   bool* too_many) {
+  frames.clear();
+  *too_many = false;
+  zmq::message_t frame;
+  if (!socket.recv(frame, zmq::recv_flags::dontwait)) return false;
+  for (;;) {
+    const bool more = frame.more();
+    if (frames.size() < max_frames) {
+      frames.push_back(std::move(frame));
+    } else {
+      *too_many = true;
+    }
+    if (!more) return true;
+    frame = zmq::message_t();
+    // The rest of a multipart message is already queued (ZeroMQ delivers
+    // them atomically).
+    if (!socket.recv(frame, zmq::recv_flags::dontwait)) return true;
+  }
+}
+
+struct MonitorEvent {
+  uint16_t event;
+  int32_t value;
+};
+
+bool RecvMonitorEvent(zmq::socket_t& monitor, MonitorEvent* out) {
+  std::vector<zmq::message_t> frames;
+  bool too_many = false;
+  if (!RecvMultipart(monitor, frames, 2, &too_many)) return false;
+  if (frames.empty() || frames[0].size() < 6) {
+    out->event = 0;
+    out->value = 0;
+    return true;
+  }
+  std::memcpy(&out->event, frames[0].data(), 2);
+  std::memcpy(&out->value, static_cast<const char*>(frames[0].data()) + 2, 4);
+  return true;
+}
+
+void StopMonitor(zmq::socket_t* socket) {
+  if (socket != nullptr && socket->handle() != nullptr) zmq_socket_monitor(socket->handle(), nullptr, 0);
+}
+
+char KindOf(const zmq::message_t& frame) {
+  return frame.size() >= 1 ? *static_cast<const char*>(frame.data()) : '\0';
+}
+
+std::string Printable(const zmq::message_t& frame, std::size_t from) {
+  std::string text;
+  const auto* data = static_cast<const unsigned char*>(frame.data());
+  for (std::size_t i = from; i < frame.size() && text.size() < wire::kMaxReason; ++i) {
+    text += (data[i] >= 32 && data[i] < 127) ? static_cast<char>(data[i]) : '?';
+  }
+  return text;
+}
+
+// "E" + code + reason, the frame that closes a connection with an error.
+std::string ErrorFrame(weft_code_t code, const std::string& reason) {
+  std::string frame(1, wire::kError);
+  frame += static_cast<char>(code);
+  frame += reason.substr(0, wire::kMaxReason);
+  return frame;
+}
+
+std::string PeerUrlOf(int fd, const zmq::message_t& frame) {
+  if (fd >= 0) {
+    sockaddr_storage storage{};
+    socklen_t length = sizeof storage;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length) == 0) {
+      char host[INET6_ADDRSTRLEN] = "";
+      if (storage.ss_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(&storage);
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        return "zmq+tcp://" + std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+      }
+      if (storage.ss_family == AF_INET6) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        return "zmq+tcp://[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+      }
+    }
+  }
+  const char* address = zmq_msg_gets(frame.handle(), "Peer-Address");
+  return "zmq+tcp://" + std::string(address != nullptr ? address : "unknown");
+}
+
+// Frees the heap copy of a control frame and sets its latch.
+struct ControlFrame {
+  std::string bytes;
+  std::shared_ptr<Latch> written;
+  static void Free(void*, void* hint) noexcept {
+    auto* self = static_cast<ControlFrame*>(hint);
+    self->written->Set();
+    delete self;
+  }
+};
+
+}  // namespace
+
+// --- Latch -------------------------------------------------------------
+
+void Latch::Set() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  set_ = true;
+  cv_.notify_all();
+}
+
+bool Latch::Wait(milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return cv_.wait_for(lock, timeout, [&] { return set_; });
+}
+
+void Latch::Wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return set_; });
+}
+
+// --- EndpointCore ----------------------------------------------------------
+
+EndpointCore::EndpointCore() {
+  wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd < 0) {
+    throw sdk::Error(WEFT_RESOURCE_EXHAUSTED,
+                     std::string("zmq transport: cannot make an eventfd: ") + std::strerror(errno));
+  }
+  // Each outgoing connection takes three sockets (its DEALER and the two
+  // ends of its monitor); ZeroMQ's default cap is 1023 per context.
+  context.set(zmq::ctxopt::max_sockets, 65536);
+}
+
+EndpointCore::~EndpointCore() {
+  if (wake_fd >= 0) close(wake_fd);
+}
+
+bool EndpointCore::Post(Command& command) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (closed && command.type != Command::Type::kStop) return false;
+    commands.push_back(std::move(command));
+  }
+  Wake();
+  return true;
+}
+
+void EndpointCore::Wake() {
+  const uint64_t one = 1;
+  // EAGAIN means the counter is already non-zero: the loop wakes anyway.
+  [[maybe_unused]] ssize_t n = write(wake_fd, &one, sizeof one);
+}
+
+void EndpointCore::Complete(SendState* state) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!dones_direct) {
+      try {
+        dones.push_back(state);
+        state = nullptr;
+      } catch (...) {
+        // Out of memory: run it here instead.
+      }
+    }
+  }
+  if (state == nullptr) {
+    Wake();
+  } else {
+    state->RunDone();
+  }
+}
+
+void EndpointCore::RunDones() {
+  std::vector<SendState*> ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ready.swap(dones);
+  }
+  for (SendState* state : ready) state->RunDone();
+}
+
+void EndpointCore::WaitLoopFinished() {
+  if (OnLoopThread()) return;
+  std::unique_lock<std::mutex> lock(mutex);
+  finished_cv.wait(lock, [&] { return loop_finished; });
+}
+
+Connection::Connection(Side s, std::shared_ptr<EndpointCore> c, std::string p)
+    : side(s), core(std::move(c)), peer(std::move(p)), tracker(std::make_shared<SendTracker>(peer)) {}
+
+// --- Endpoint: setup and teardown --------------------------------------------
+
+Endpoint::Endpoint(const std::optional<Address>& listen, const weft_transport_callbacks_t& callbacks,
+                   const Settings& settings)
+    : core_(std::make_shared<EndpointCore>()), callbacks_(callbacks) {
+  core_->settings = settings;
+  if (listen) {
+    router_ = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::router);
+    router_monitor_ = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::pair);
+    ConfigureSocket(*router_, settings, listen->ipv6);
+    // A send to a peer that is gone fails (EHOSTUNREACH) instead of
+    // vanishing.
+    router_->set(zmq::sockopt::router_mandatory, true);
+    router_monitor_->set(zmq::sockopt::linger, 0);
+    const std::string monitor_name =
+        "inproc://weft-zmq-router-monitor-" + std::to_string(g_next_monitor.fetch_add(1));
+    if (zmq_socket_monitor(router_->handle(), monitor_name.c_str(),
+                           ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+      throw sdk::Error(WEFT_INTERNAL, std::string("zmq transport: cannot monitor the listening socket: ") +
+                                          zmq_strerror(zmq_errno()));
+    }
+    router_monitor_->connect(monitor_name);
+    try {
+      router_->bind(listen->ZmqEndpoint());
+    } catch (const zmq::error_t& e) {
+      StopMonitor(router_.get());
+      router_monitor_.reset();
+      router_.reset();
+      const weft_code_t code = e.num() == EADDRINUSE || e.num() == EADDRNOTAVAIL ? WEFT_UNAVAILABLE
+                                                                                 : WEFT_INVALID_ARGUMENT;
+      throw sdk::Error(code, "zmq transport: cannot listen on " + listen->Url() + ": " + e.what());
+    }
+    address_ = UrlFromZmqEndpoint(router_->get(zmq::sockopt::last_endpoint));
+  }
+  std::lock_guard<std::mutex> lock(core_->mutex);
+  core_->endpoint = this;
+  thread_ = std::thread([this] { Run(); });
+  core_->loop_id = thread_.get_id();
+}
+
+Endpoint::~Endpoint() = default;
+
+void Endpoint::Close() {
+  if (core_->OnLoopThread()) {
+    // From inside a callback: the loop stops once the callback returns,
+    // running no other callback, and then deletes the endpoint.
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    core_->closed = true;
+    stop_ = true;
+    self_delete_ = true;
+    return;
+  }
+  Command stop{Command::Type::kStop, nullptr, {}, nullptr, nullptr};
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    core_->closed = true;
+  }
+  core_->Post(stop);
+  thread_.join();
+  delete this;
+}
+
+void Endpoint::Run() {
+  {
+    // Waits until the constructor has published loop_id.
+    std::lock_guard<std::mutex> lock(core_->mutex);
+  }
+  while (!stop_) {
+    try {
+      RunOnce();
+    } catch (const std::exception& e) {
+      // Errors of one connection are handled where they happen; this is a
+      // broken invariant. Keep serving the others.
+      WEFT_SDK_LOG(ERROR) << "zmq transport: endpoint " << address_ << ": " << e.what();
+    }
+  }
+  Shutdown();
+  std::shared_ptr<EndpointCore> core = core_;
+  const bool self_delete = self_delete_;
+  if (self_delete) {
+    thread_.detach();
+    delete this;
+  }
+  std::lock_guard<std::mutex> lock(core->mutex);
+  core->endpoint = nullptr;
+  core->loop_finished = true;
+  core->finished_cv.notify_all();
+}
+
+void Endpoint::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    core_->closed = true;
+  }
+  // An orderly bye to every peer, so that they see on_closed without a
+  // status; everything queued before it goes out first, within a bound.
+  std::vector<std::shared_ptr<Latch>> byes;
+  std::vector<std::shared_ptr<Connection>> all = outgoing_;
+  for (auto& [id, connection] : accepted_) all.push_back(connection);
+  for (auto& connection : all) {
+    connection->open = false;
+    if (!connection->ended && !connection->released) byes.push_back(SendControl(*connection, {wire::kBye}));
+    connection->ended = true;
+  }
+  const auto deadline = Clock::now() + kByeFlush;
+  for (auto& bye : byes) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0 || !bye->Wait(left)) break;
+  }
+  for (auto& connection : all) connection->tracker->MarkDead();
+
+  // Commands that raced with the close: sends fail, closes are done,
+  // adopted sockets are closed.
+  std::deque<Command> commands;
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    commands.swap(core_->commands);
+  }
+  for (Command& command : commands) {
+    switch (command.type) {
+      case Command::Type::kSend:
+        command.send->MarkFailed();
+        command.frames.clear();
+        break;
+      case Command::Type::kClose:
+        command.connection->released = true;
+        command.closed->Set();
+        break;
+      case Command::Type::kAdopt:
+        command.connection->open = false;
+        command.connection->ended = true;
+        command.connection->tracker->MarkDead();
+        StopMonitor(command.connection->dealer.get());
+        command.connection->monitor.reset();
+        command.connection->dealer.reset();
+        break;
+      case Command::Type::kStop:
+        break;
+    }
+  }
+  commands.clear();
+
+  for (auto& connection : outgoing_) {
+    StopMonitor(connection->dealer.get());
+    connection->monitor.reset();
+    connection->dealer.reset();
+  }
+  outgoing_.clear();
+  accepted_.clear();
+  graveyard_.clear();
+  StopMonitor(router_.get());
+  router_monitor_.reset();
+  router_.reset();
+  // From here on a released frame runs its done where it is released
+  // (ZeroMQ's threads, or this one), all before endpoint_close returns.
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    core_->dones_direct = true;
+  }
+  core_->RunDones();
+  // Makes a connection_open still in its handshake give up (ETERM), then
+  // waits until every socket is closed and every frame released: all the
+  // dones have run when this returns.
+  core_->context.shutdown();
+  core_->context.close();
+}
+
+// --- Endpoint: the loop --------------------------------------------------------
+
+void Endpoint::RunOnce() {
+  graveyard_.clear();
+  std::vector<zmq_pollitem_t> items;
+  items.push_back({nullptr, core_->wake_fd, ZMQ_POLLIN, 0});
+  if (router_) {
+    items.push_back({router_monitor_->handle(), 0, ZMQ_POLLIN, 0});
+    items.push_back({router_->handle(), 0, ZMQ_POLLIN, 0});
+  }
+  const std::vector<std::shared_ptr<Connection>> outgoing = outgoing_;
+  for (const auto& connection : outgoing) {
+    items.push_back({connection->monitor->handle(), 0, ZMQ_POLLIN, 0});
+    items.push_back({connection->dealer->handle(), 0, ZMQ_POLLIN, 0});
+  }
+  try {
+    // Lost peers are closed once the ROUTER's queue is read: come back at
+    // once when that is still to do.
+    zmq::poll(items, milliseconds(lost_ids_.empty() ? -1 : 0));
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return;
+    throw;
+  }
+  if (items[0].revents != 0) {
+    uint64_t count = 0;
+    [[maybe_unused]] ssize_t n = read(core_->wake_fd, &count, sizeof count);
+  }
+  ProcessCommands();
+  std::size_t at = 1;
+  if (router_) {
+    if (!stop_ && items[at].revents != 0) DrainRouterMonitor();
+    if (!stop_ && (items[at + 1].revents != 0 || !lost_ids_.empty())) DrainRouter();
+    at += 2;
+  }
+  for (const auto& connection : outgoing) {
+    const bool monitor_ready = items[at].revents != 0;
+    const bool dealer_ready = items[at + 1].revents != 0;
+    at += 2;
+    if (!Live(*connection)) continue;
+    if (monitor_ready) DrainDealerMonitor(connection);
+    if (dealer_ready || connection->lost) DrainDealer(connection);
+  }
+}
+
+void Endpoint::ProcessCommands() {
+  std::deque<Command> commands;
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    commands.swap(core_->commands);
+  }
+  for (Command& command : commands) {
+    switch (command.type) {
+      case Command::Type::kAdopt:
+        outgoing_.push_back(command.connection);
+        break;
+      case Command::Type::kSend:
+        DoSend(command);
+        break;
+      case Command::Type::kClose:
+        CloseOnLoop(command.connection);
+        command.closed->Set();
+        break;
+      case Command::Type::kStop:
+        stop_ = true;
+        break;
+    }
+    // Frames left (a send that failed) are released here, outside the
+    // lock.
+    command.frames.clear();
+  }
+  core_->RunDones();
+}
+
+void Endpoint::DoSend(Command& command) {
+  Connection& connection = *command.connection;
+  if (connection.ended || connection.released) {
+    command.send->MarkFailed();
+    return;
+  }
+  zmq::socket_t& socket = connection.side == Connection::Side::kOutgoing ? *connection.dealer : *router_;
+  try {
+    if (connection.side == Connection::Side::kAccepted) {
+      if (!socket.send(zmq::buffer(connection.routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        throw zmq::error_t();
+      }
+    }
+    for (std::size_t i = 0; i < command.frames.size(); ++i) {
+      const bool last = i + 1 == command.frames.size();
+      const auto flags = last ? zmq::send_flags::dontwait : zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+      // With no high-water mark ZeroMQ never answers EAGAIN here.
+      if (!socket.send(command.frames[i], flags)) throw zmq::error_t();
+    }
+  } catch (const zmq::error_t& e) {
+    command.send->MarkFailed();
+    Fail(command.connection, WEFT_UNAVAILABLE,
+         "zmq transport: the connection to " + connection.peer + " was lost: sending failed: " + e.what(),
+         /*tell_peer=*/false);
+  }
+}
+
+// --- Endpoint: the listening side ------------------------------------------------
+
+void Endpoint::DrainRouterMonitor() {
+  MonitorEvent event{};
+  while (RecvMonitorEvent(*router_monitor_, &event)) {
+    if (event.event != ZMQ_EVENT_DISCONNECTED && event.event != ZMQ_EVENT_ACCEPTED) continue;
+    // A DISCONNECTED of fd N always comes before the ACCEPTED of a new
+    // connection reusing N, and both before that connection's hello (which
+    // Accept reads only after draining these events).
+    auto it = fd_ids_.find(event.value);
+    if (it == fd_ids_.end()) continue;
+    lost_ids_.push_back(it->second);
+    fd_ids_.erase(it);
+  }
+}
+
+void Endpoint::DrainRouter() {
+  std::vector<zmq::message_t> frames;
+  bool too_many = false;
+  int n = 0;
+  for (; n < kBatch && !stop_; ++n) {
+    if (!RecvMultipart(*router_, frames, wire::kMaxPayloadFrames + 3, &too_many)) break;
+    if (frames.size() < 2) continue;  // a ROUTER always gives [id][...]
+    const std::string id = frames[0].to_string();
+    auto it = accepted_.find(id);
+    if (it == accepted_.end()) {
+      if (KindOf(frames[1]) == wire::kHello) {
+        Accept(id, frames);
+      } else {
+        // A late message from a connection closed here: dropped.
+        WEFT_SDK_LOG(DEBUG) << "zmq transport: " << address_ << ": dropped a message from a closed connection";
+      }
+      continue;
+    }
+    std::shared_ptr<Connection> connection = it->second;
+    Dispatch(connection, frames, 1, too_many);
+  }
+  if (n < kBatch && !stop_) {
+    // Everything the lost peers sent before they went is read: now they
+    // can be closed.
+    std::vector<std::string> lost;
+    lost.swap(lost_ids_);
+    for (const std::string& id : lost) {
+      auto it = accepted_.find(id);
+      if (it == accepted_.end()) continue;
+      std::shared_ptr<Connection> connection = it->second;
+      Fail(connection, WEFT_UNAVAILABLE,
+           "zmq transport: the connection from " + connection->peer +
+               " was lost: the peer closed its socket or its process ended",
+           /*tell_peer=*/false);
+    }
+  }
+}
+
+void Endpoint::Accept(const std::string& id, std::vector<zmq::message_t>& frames) {
+  const int fd = zmq_msg_get(frames[1].handle(), ZMQ_SRCFD);
+  const std::string peer = PeerUrlOf(fd, frames[1]);
+  const std::string expected = std::string(1, wire::kHello) + std::string(wire::kHelloMagic);
+  if (frames.size() != 2 || frames[1].to_string() != expected) {
+    std::string reason = "bad handshake from " + peer + ": expected one frame 'H" + std::string(wire::kHelloMagic) +
+                         "', got " + std::to_string(frames.size() - 1) + " frame(s) starting '" +
+                         Printable(frames[1], 0) + "'";
+    WEFT_SDK_LOG(WARNING) << "zmq transport: " << address_ << ": " << reason;
+    try {
+      router_->send(zmq::buffer(id), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_->send(zmq::buffer(ErrorFrame(WEFT_INVALID_ARGUMENT, reason)), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      // The peer is gone already.
+    }
+    return;
+  }
+  // Reads pending DISCONNECTED events first, so that a stale entry for a
+  // reused fd is retired before this connection takes the fd.
+  DrainRouterMonitor();
+  auto connection = std::make_shared<Connection>(Connection::Side::kAccepted, core_, peer);
+  connection->routing_id = id;
+  connection->fd = fd;
+  auto* handle = new ConnectionHandle{connection};
+  connection->handle = reinterpret_cast<weft_connection_t>(handle);
+  accepted_[id] = connection;
+  if (fd >= 0) fd_ids_[fd] = id;
+  try {
+    router_->send(zmq::buffer(id), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    router_->send(zmq::buffer(std::string(1, wire::kAccept)), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t&) {
+    // The peer left during its handshake; its DISCONNECTED event ends the
+    // connection after the host has seen it.
+  }
+  callbacks_.on_accept(callbacks_.user, connection->handle, peer.c_str());
+}
+
+// --- Endpoint: the connecting side ---------------------------------------------------
+
+ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) {
+  const std::string url = address.Url();
+  if (timeout_ms < 0) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connecting to " + url + ": the timeout is negative (" +
+                                                std::to_string(timeout_ms) + " ms)");
+  }
+  const auto deadline = Clock::now() + milliseconds(timeout_ms);
+  std::unique_ptr<zmq::socket_t> dealer;
+  std::unique_ptr<zmq::socket_t> monitor;
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    if (core_->closed) {
+      throw sdk::Error(WEFT_FAILED_PRECONDITION, "zmq transport: cannot connect to " + url + ": the endpoint is closed");
+    }
+    dealer = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::dealer);
+    monitor = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::pair);
+  }
+  auto fail = [&](weft_code_t code, const std::string& why) {
+    StopMonitor(dealer.get());
+    monitor.reset();
+    dealer.reset();
+    throw sdk::Error(code, "zmq transport: cannot connect to " + url + ": " + why);
+  };
+  try {
+    ConfigureSocket(*dealer, core_->settings, address.ipv6);
+    monitor->set(zmq::sockopt::linger, 0);
+    const std::string monitor_name = "inproc://weft-zmq-monitor-" + std::to_string(g_next_monitor.fetch_add(1));
+    if (zmq_socket_monitor(dealer->handle(), monitor_name.c_str(),
+                           ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
+      throw zmq::error_t();
+    }
+    monitor->connect(monitor_name);
+    try {
+      dealer->connect(address.ZmqEndpoint());
+    } catch (const zmq::error_t& e) {
+      fail(WEFT_INVALID_ARGUMENT, e.what());
+    }
+    const std::string hello = std::string(1, wire::kHello) + std::string(wire::kHelloMagic);
+    dealer->send(zmq::buffer(hello), zmq::send_flags::dontwait);
+    std::vector<zmq::message_t> frames;
+    bool too_many = false;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        fail(WEFT_DEADLINE_EXCEEDED,
+             "no answer to the handshake within " + std::to_string(timeout_ms) + " ms (is a weft zmq endpoint listening there?)");
+      }
+      std::array<zmq_pollitem_t, 2> items = {{{monitor->handle(), 0, ZMQ_POLLIN, 0}, {dealer->handle(), 0, ZMQ_POLLIN, 0}}};
+      try {
+        zmq::poll(items, left);
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) continue;
+        throw;
+      }
+      // An answer already queued wins over a later disconnect.
+      if (RecvMultipart(*dealer, frames, 4, &too_many)) {
+        const char kind = frames.empty() ? '\0' : KindOf(frames[0]);
+        if (kind == wire::kAccept && frames.size() == 1 && frames[0].size() == 1) break;
+        if (kind == wire::kRefuse || kind == wire::kError) {
+          fail(WEFT_UNAVAILABLE, "the peer refused the connection: " + Printable(frames[0], kind == wire::kError ? 2 : 1));
+        }
+        fail(WEFT_UNAVAILABLE, "the peer answered the handshake with a malformed message (" +
+                                   std::to_string(frames.size()) + " frame(s) starting '" +
+                                   (frames.empty() ? std::string() : Printable(frames[0], 0)) + "')");
+      }
+      MonitorEvent event{};
+      while (RecvMonitorEvent(*monitor, &event)) {
+        switch (event.event) {
+          case ZMQ_EVENT_CONNECT_RETRIED:
+            fail(WEFT_UNAVAILABLE, "connection refused (nothing listens there, or the host is unreachable)");
+            break;
+          case ZMQ_EVENT_DISCONNECTED:
+            fail(WEFT_UNAVAILABLE, "the peer closed the connection during the handshake");
+            break;
+          case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+          case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+          case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+            fail(WEFT_UNAVAILABLE, "the ZeroMQ handshake failed (is it a weft zmq endpoint?)");
+            break;
+          default:
+            break;
+        }
+      }
+    }
+  } catch (const zmq::error_t& e) {
+    fail(e.num() == ETERM ? WEFT_FAILED_PRECONDITION : WEFT_UNAVAILABLE,
+         e.num() == ETERM ? std::string("the endpoint was closed") : std::string(e.what()));
+  }
+  auto connection = std::make_shared<Connection>(Connection::Side::kOutgoing, core_, url);
+  connection->dealer = std::move(dealer);
+  connection->monitor = std::move(monitor);
+  auto* handle = new ConnectionHandle{connection};
+  connection->handle = reinterpret_cast<weft_connection_t>(handle);
+  Command adopt{Command::Type::kAdopt, connection, {}, nullptr, nullptr};
+  if (!core_->Post(adopt)) {
+    StopMonitor(connection->dealer.get());
+    connection->monitor.reset();
+    connection->dealer.reset();
+    delete handle;
+    throw sdk::Error(WEFT_FAILED_PRECONDITION, "zmq transport: cannot connect to " + url + ": the endpoint was closed");
+  }
+  return handle;
+}
+
+void Endpoint::DrainDealerMonitor(const std::shared_ptr<Connection>& connection) {
+  MonitorEvent event{};
+  while (RecvMonitorEvent(*connection->monitor, &event)) {
+    if (event.event == ZMQ_EVENT_DISCONNECTED) connection->lost = true;
+  }
+}
+
+void Endpoint::DrainDealer(const std::shared_ptr<Connection>& connection) {
+  std::vector<zmq::message_t> frames;
+  bool too_many = false;
+  int n = 0;
+  // A lost connection is read to the end before it is failed: everything
+  // the peer sent before it went is delivered.
+  for (; (n < kBatch || connection->lost) && Live(*connection); ++n) {
+    if (!RecvMultipart(*connection->dealer, frames, wire::kMaxPayloadFrames + 2, &too_many)) break;
+    if (frames.empty()) continue;
+    Dispatch(connection, frames, 0, too_many);
+  }
+  if (connection->lost && Live(*connection)) {
+    Fail(connection, WEFT_UNAVAILABLE,
+         "zmq transport: the connection to " + connection->peer +
+             " was lost: the peer closed its socket or its process ended",
+         /*tell_peer=*/false);
+  }
+}
+
+// --- Endpoint: messages --------------------------------------------------------------
+
+void Endpoint::Dispatch(const std::shared_ptr<Connection>& connection, std::vector<zmq::message_t>& frames,
+                        std::size_t first, bool too_many_frames) {
+  if (!Live(*connection)) return;
+  const std::size_t count = frames.size() - first;
+  const zmq::message_t& kind_frame = frames[first];
+  const char kind = KindOf(kind_frame);
+  auto malformed = [&](const std::string& what) {
+    Fail(connection, WEFT_DATA_LOSS,
+         "zmq transport: " + connection->peer + " sent a malformed message (" + what + "); the connection is closed",
+         /*tell_peer=*/true);
+  };
+  if (too_many_frames) {
+    malformed("more than " + std::to_string(wire::kMaxPayloadFrames) + " payload frames");
+    return;
+  }
+  if (kind == wire::kMessage) {
+    if (kind_frame.size() != 1 || count < 2) {
+      malformed(std::to_string(count) + " frame(s) of kind 'M'; a message has a kind, a header and payload frames");
+      return;
+    }
+    uint64_t header = frames[first + 1].size();
+    uint64_t payload = 0;
+    for (std::size_t i = first + 2; i < frames.size(); ++i) payload += frames[i].size();
+    const auto limit = static_cast<uint64_t>(core_->settings.max_message_bytes);
+    if (header + payload > limit) {
+      Fail(connection, WEFT_RESOURCE_EXHAUSTED,
+           "zmq transport: " + connection->peer + " sent a message of " + std::to_string(header + payload) +
+               " bytes, more than transports.zmq.max_message_mb allows (" + std::to_string(limit >> 20) +
+               " MiB); the connection is closed",
+           /*tell_peer=*/true);
+      return;
+    }
+    Received* received = nullptr;
+    try {
+      received = new Received(connection->handle, frames, first + 1, payload);
+    } catch (const std::bad_alloc&) {
+      Fail(connection, WEFT_RESOURCE_EXHAUSTED,
+           "zmq transport: out of memory joining a message of " + std::to_string(payload) + " bytes from " +
+               connection->peer + "; the connection is closed",
+           /*tell_peer=*/true);
+      return;
+    }
+    callbacks_.on_message(callbacks_.user, received);
+    received->Unref();
+    return;
+  }
+  if (kind == wire::kBye && count == 1 && kind_frame.size() == 1) {
+    Fail(connection, WEFT_OK, "", /*tell_peer=*/false);
+    return;
+  }
+  if ((kind == wire::kError && kind_frame.size() >= 2) ||
+      (kind == wire::kRefuse && connection->side == Connection::Side::kOutgoing)) {
+    weft_code_t code = WEFT_UNAVAILABLE;
+    std::size_t from = 1;
+    if (kind == wire::kError) {
+      code = static_cast<unsigned char>(static_cast<const char*>(kind_frame.data())[1]);
+      if (code <= WEFT_OK || code > WEFT_CODE_MAX) code = WEFT_UNKNOWN;
+      from = 2;
+    }
+    Fail(connection, code,
+         "zmq transport: " + connection->peer + " closed the connection: " + Printable(kind_frame, from),
+         /*tell_peer=*/false);
+    return;
+  }
+  malformed("kind '" + Printable(kind_frame, 0).substr(0, 8) + "' with " + std::to_string(count) + " frame(s)");
+}
+
+// --- Endpoint: closing connections -------------------------------------------------------
+
+std::shared_ptr<Latch> Endpoint::SendControl(Connection& connection, const std::string& bytes) {
+  auto latch = std::make_shared<Latch>();
+  auto* frame = new ControlFrame{bytes, latch};
+  zmq::message_t message(frame->bytes.data(), frame->bytes.size(), &ControlFrame::Free, frame);
+  try {
+    if (connection.side == Connection::Side::kAccepted) {
+      if (router_ == nullptr) return latch;
+      router_->send(zmq::buffer(connection.routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      router_->send(message, zmq::send_flags::dontwait);
+    } else if (connection.dealer != nullptr) {
+      connection.dealer->send(message, zmq::send_flags::dontwait);
+    }
+  } catch (const zmq::error_t&) {
+    // The peer is gone; |message| releases the frame and sets the latch.
+  }
+  return latch;
+}
+
+void Endpoint::Detach(const std::shared_ptr<Connection>& connection) {
+  connection->open = false;
+  if (connection->side == Connection::Side::kOutgoing) {
+    connection->tracker->MarkDead();
+    StopMonitor(connection->dealer.get());
+    if (connection->monitor) graveyard_.push_back(std::move(connection->monitor));
+    if (connection->dealer) graveyard_.push_back(std::move(connection->dealer));
+    std::erase(outgoing_, connection);
+  } else {
+    accepted_.erase(connection->routing_id);
+    auto it = fd_ids_.find(connection->fd);
+    if (it != fd_ids_.end() && it->second == connection->routing_id) fd_ids_.erase(it);
+  }
+}
+
+void Endpoint::Fail(const std::shared_ptr<Connection>& connection, weft_code_t code, const std::string& message,
+                    bool tell_peer) {
+  if (connection->ended || connection->released) return;
+  connection->ended = true;
+  connection->open = false;
+  if (tell_peer) {
+    std::shared_ptr<Latch> written = SendControl(*connection, ErrorFrame(code, message));
+    // A DEALER drops what is queued when it closes: give the reason a
+    // moment to go out. A ROUTER keeps it queued.
+    if (connection->side == Connection::Side::kOutgoing) written->Wait(milliseconds(200));
+  }
+  if (code != WEFT_OK) {
+    WEFT_SDK_LOG(INFO) << message;
+  }
+  // Whatever is still queued to the peer will not reach it.
+  connection->tracker->MarkDead();
+  Detach(connection);
+  if (stop_) return;
+  weft_status_t status = code == WEFT_OK ? nullptr : sdk::MakeStatus(code, message.c_str());
+  callbacks_.on_closed(callbacks_.user, connection->handle, status);
+}
+
+void Endpoint::CloseOnLoop(const std::shared_ptr<Connection>& connection) {
+  if (connection->released) return;
+  connection->released = true;
+  connection->open = false;
+  if (connection->ended) return;
+  connection->ended = true;
+  std::shared_ptr<Latch> bye = SendControl(*connection, {wire::kBye});
+  if (connection->side == Connection::Side::kOutgoing) {
+    // ZMQ_LINGER is 0, so what is still queued when the DEALER closes is
+    // dropped: wait (bounded) until the bye, and so everything before it,
+    // is written.
+    bye->Wait(kByeFlush);
+  }
+  Detach(connection);
+}
+
+// --- Handles ---------------------------------------------------------------------------
+
+void CloseConnection(ConnectionHandle* handle) {
+  std::shared_ptr<Connection> connection = handle->connection;
+  EndpointCore& core = *connection->core;
+  if (core.OnLoopThread()) {
+    // From a callback: the loop is here, so close at once. The sockets go
+    // at the next iteration and the dones run as ZeroMQ releases frames.
+    if (core.endpoint != nullptr) core.endpoint->CloseOnLoop(connection);
+    delete handle;
+    return;
+  }
+  auto closed = std::make_shared<Latch>();
+  Command command{Command::Type::kClose, connection, {}, nullptr, closed};
+  if (core.Post(command)) {
+    closed->Wait();
+    if (!connection->tracker->WaitIdle(kDoneWait)) {
+      WEFT_SDK_LOG(WARNING) << "zmq transport: closing the connection to " << connection->peer
+                            << ": sends still unfinished after " << kDoneWait.count()
+                            << " ms; their done runs when ZeroMQ releases them";
+    }
+  } else {
+    // The endpoint is closing: once its loop is gone, every callback and
+    // every done of this connection has run.
+    core.WaitLoopFinished();
+  }
+  delete handle;
+}
+
+weft_status_t SendMessage(ConnectionHandle* handle, const weft_message_t* message, weft_done_fn done, void* user) {
+  const std::shared_ptr<Connection>& connection = handle->connection;
+  if (message == nullptr || message->struct_size < WEFT_MESSAGE_SIZE_V1_0) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer +
+                                                ": the message is NULL or smaller than weft_message_t of ABI 1.0");
+  }
+  if (message->header == nullptr && message->header_size != 0) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": the header is NULL but its size is " +
+                                                std::to_string(message->header_size));
+  }
+  if (message->num_slices != 0 && (message->slice_data == nullptr || message->slice_sizes == nullptr)) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                     "zmq transport: send to " + connection->peer + ": " + std::to_string(message->num_slices) +
+                         " slices but slice_data or slice_sizes is NULL");
+  }
+  const auto limit = static_cast<uint64_t>(connection->core->settings.max_message_bytes);
+  uint64_t total = message->header_size;
+  for (std::size_t i = 0; i < message->num_slices; ++i) {
+    const uint64_t size = message->slice_sizes[i];
+    if (message->slice_data[i] == nullptr && size != 0) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": slice " + std::to_string(i) +
+                                                  " is NULL but its size is " + std::to_string(size));
+    }
+    total += size;
+    if (size > limit || total > limit) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                       "zmq transport: send to " + connection->peer + ": the message is larger than " +
+                           "transports.zmq.max_message_mb allows (" + std::to_string(limit >> 20) + " MiB)");
+    }
+  }
+  if (!connection->open.load()) {
+    throw sdk::Error(WEFT_UNAVAILABLE, "zmq transport: send to " + connection->peer + ": the connection is closed");
+  }
+  if (message->num_slices > wire::kMaxPayloadFrames) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": " +
+                                                std::to_string(message->num_slices) + " slices, more than the " +
+                                                std::to_string(wire::kMaxPayloadFrames) + " a message may have");
+  }
+
+  auto* state = new SendState(connection->tracker, connection->core, done, user);
+  Command command{Command::Type::kSend, connection, {}, state, nullptr};
+  try {
+    command.frames.reserve(message->num_slices + 2);
+    command.frames.emplace_back(&wire::kMessage, 1);
+    auto add = [&](const void* data, uint64_t size) {
+      if (size == 0) {
+        command.frames.emplace_back();
+        return;
+      }
+      state->AddFrameRef();
+      try {
+        command.frames.emplace_back(const_cast<void*>(data), size, &SendState::FreeFrame, state);
+      } catch (...) {
+        state->Unref();
+        throw;
+      }
+    };
+    add(message->header, message->header_size);
+    for (std::size_t i = 0; i < message->num_slices; ++i) {
+      if (message->slice_sizes[i] != 0) add(message->slice_data[i], message->slice_sizes[i]);
+    }
+  } catch (...) {
+    state->Suppress();
+    command.frames.clear();
+    state->Unref();
+    throw;
+  }
+  if (!connection->core->Post(command)) {
+    state->Suppress();
+    command.frames.clear();
+    state->Unref();
+    throw sdk::Error(WEFT_UNAVAILABLE, "zmq transport: send to " + connection->peer + ": the endpoint is closed");
+  }
+  state->Unref();
+  return nullptr;
+}
+
+}  // namespace weft::zmq_transport
