@@ -267,6 +267,14 @@ class ZmqTransport : public ::testing::Test {
     return TakeStatus(t_->send(c, &m, &DoneCount::Done, done));
   }
 
+  // Callbacks may still run until TearDown has closed everything, so the
+  // recorders belong to the fixture and outlive it.
+  Recorder& NewRecorder() {
+    recorders_.push_back(std::make_unique<Recorder>());
+    return *recorders_.back();
+  }
+
+  std::vector<std::unique_ptr<Recorder>> recorders_;
   std::unique_ptr<PluginHost> host_;
   const weft_transport_plugin_t* t_ = nullptr;
   std::vector<weft_endpoint_t> endpoints_;
@@ -287,7 +295,7 @@ TEST_F(ZmqTransport, DescribesItself) {
 }
 
 TEST_F(ZmqTransport, ReportsTheBoundPort) {
-  Recorder a;
+  Recorder& a = NewRecorder();
   weft_endpoint_t listener = Open(a);
   const std::string address = AddressOf(listener);
   EXPECT_EQ(address.rfind("zmq+tcp://127.0.0.1:", 0), 0u) << address;
@@ -298,7 +306,7 @@ TEST_F(ZmqTransport, ReportsTheBoundPort) {
 }
 
 TEST_F(ZmqTransport, RefusesBadAddresses) {
-  Recorder a;
+  Recorder& a = NewRecorder();
   weft_transport_callbacks_t callbacks = a.Callbacks();
   weft_endpoint_t endpoint = nullptr;
   Status s = TakeStatus(t_->endpoint_open("tcp://127.0.0.1:0", &callbacks, &endpoint));
@@ -312,7 +320,8 @@ TEST_F(ZmqTransport, RefusesBadAddresses) {
 }
 
 TEST_F(ZmqTransport, RoundTripOfHeaderAndSlices) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a, "zmq://127.0.0.1:0");  // zmq:// means zmq+tcp://
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t out = Connect(client, AddressOf(listener));
@@ -346,7 +355,8 @@ TEST_F(ZmqTransport, RoundTripOfHeaderAndSlices) {
 }
 
 TEST_F(ZmqTransport, ZeroByteAndLargeMessages) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a);
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t out = Connect(client, AddressOf(listener));
@@ -398,7 +408,8 @@ TEST_F(ZmqTransport, ZeroByteAndLargeMessages) {
 }
 
 TEST_F(ZmqTransport, KeepsTheOrderOf1000MessagesBothWays) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a);
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t out = Connect(client, AddressOf(listener));
@@ -441,7 +452,7 @@ TEST_F(ZmqTransport, KeepsTheOrderOf1000MessagesBothWays) {
 }
 
 TEST_F(ZmqTransport, ConnectingWhereNothingListensFailsNamingTheAddress) {
-  Recorder b;
+  Recorder& b = NewRecorder();
   weft_endpoint_t client = Open(b, nullptr);
   const std::string address = "zmq+tcp://127.0.0.1:" + std::to_string(UnusedPort());
   weft_connection_t connection = nullptr;
@@ -468,7 +479,7 @@ TEST_F(ZmqTransport, ConnectingToAPeerThatNeverAnswersTimesOut) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   const std::string url = "zmq+tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
 
-  Recorder b;
+  Recorder& b = NewRecorder();
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t connection = nullptr;
   const auto start = Clock::now();
@@ -484,7 +495,8 @@ TEST_F(ZmqTransport, ConnectingToAPeerThatNeverAnswersTimesOut) {
 }
 
 TEST_F(ZmqTransport, APeerClosingItsEndpointClosesTheConnection) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a);
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t out = Connect(client, AddressOf(listener));
@@ -517,7 +529,8 @@ TEST_F(ZmqTransport, APeerClosingItsEndpointClosesTheConnection) {
 }
 
 TEST_F(ZmqTransport, TheListenerClosingClosesTheClientsConnection) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a);
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t out = Connect(client, AddressOf(listener));
@@ -530,7 +543,8 @@ TEST_F(ZmqTransport, TheListenerClosingClosesTheClientsConnection) {
 }
 
 TEST_F(ZmqTransport, ConnectionCloseIsSilentForTheCloserAndOrderlyForThePeer) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a);
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t out = Connect(client, AddressOf(listener));
@@ -551,7 +565,7 @@ TEST_F(ZmqTransport, ConnectionCloseIsSilentForTheCloserAndOrderlyForThePeer) {
 }
 
 TEST_F(ZmqTransport, APeerProcessKilledMidMessageClosesTheConnectionWithAStatus) {
-  Recorder a;
+  Recorder& a = NewRecorder();
   weft_endpoint_t listener = Open(a);
   const std::string address = AddressOf(listener);
   const pid_t child = fork();
@@ -635,7 +649,7 @@ class RawDealer {
 };
 
 TEST_F(ZmqTransport, RefusesABadHandshake) {
-  Recorder a;
+  Recorder& a = NewRecorder();
   weft_endpoint_t listener = Open(a);
   RawDealer raw(AddressOf(listener));
   raw.Send({"Hweft-zmq/0"});
@@ -653,7 +667,7 @@ TEST_F(ZmqTransport, RefusesABadHandshake) {
 }
 
 TEST_F(ZmqTransport, AMalformedMessageClosesThatConnectionWithAStatus) {
-  Recorder a;
+  Recorder& a = NewRecorder();
   weft_endpoint_t listener = Open(a);
   RawDealer raw(AddressOf(listener));
   raw.Send({"Hweft-zmq/1"});
@@ -676,7 +690,7 @@ TEST_F(ZmqTransport, AMalformedMessageClosesThatConnectionWithAStatus) {
 }
 
 TEST_F(ZmqTransport, AnUnknownKindClosesThatConnectionWithAStatus) {
-  Recorder a;
+  Recorder& a = NewRecorder();
   weft_endpoint_t listener = Open(a);
   RawDealer raw(AddressOf(listener));
   raw.Send({"Hweft-zmq/1"});
@@ -697,7 +711,8 @@ class ZmqTransportSmallLimit : public ZmqTransport {
 };
 
 TEST_F(ZmqTransportSmallLimit, RefusesMessagesOverMaxMessageMb) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a);
   weft_endpoint_t client = Open(b, nullptr);
   weft_connection_t out = Connect(client, AddressOf(listener));
@@ -737,7 +752,8 @@ TEST_F(ZmqTransportSmallLimit, RefusesMessagesOverMaxMessageMb) {
 }
 
 TEST_F(ZmqTransport, ManyConnectionsFromManyThreads) {
-  Recorder a, b;
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
   weft_endpoint_t listener = Open(a);
   weft_endpoint_t client = Open(b, nullptr);
   const std::string address = AddressOf(listener);

@@ -646,7 +646,8 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
     std::vector<zmq::message_t> frames;
     bool too_many = false;
     for (;;) {
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      // Rounded up, so that the wait is never cut short of |timeout_ms|.
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) {
         fail(WEFT_DEADLINE_EXCEEDED,
              "no answer to the handshake within " + std::to_string(timeout_ms) + " ms (is a weft zmq endpoint listening there?)");
