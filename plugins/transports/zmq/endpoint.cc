@@ -6,111 +6,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <new>
 
 #include "received.h"
+#include "sockets.h"
 #include "weft/sdk/log.h"
 #include "weft/sdk/status.h"
 #include "wire.h"
 
 namespace weft::zmq_transport {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-// How long a close waits for its bye (and every message queued before it)
-// to be written before the socket is closed with ZMQ_LINGER 0, and how long
-// connection_close waits for the dones of its sends.
-constexpr milliseconds kByeFlush{2000};
-constexpr milliseconds kDoneWait{10000};
-// Messages read from one socket per loop iteration, so one busy peer does
-// not starve the others.
-constexpr int kBatch = 64;
-
-std::atomic<uint64_t> g_next_monitor{0};
-
-void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6) {
-  socket.set(zmq::sockopt::linger, 0);
-  // No high-water mark: the host bounds what it queues, and a send must
-  // never block the loop or drop a message.
-  socket.set(zmq::sockopt::sndhwm, 0);
-  socket.set(zmq::sockopt::rcvhwm, 0);
-  socket.set(zmq::sockopt::maxmsgsize, settings.max_message_bytes);
-  socket.set(zmq::sockopt::tcp_keepalive, 1);
-  socket.set(zmq::sockopt::tcp_keepalive_idle, 30);
-  socket.set(zmq::sockopt::tcp_keepalive_intvl, 10);
-  socket.set(zmq::sockopt::tcp_keepalive_cnt, 3);
-  // ZeroMQ's heartbeat catches a peer that vanished without a TCP reset
-  // (cable pulled, machine frozen). The timeout is long because a PONG
-  // waits behind whatever the peer is sending: up to max_message_mb.
-  socket.set(zmq::sockopt::heartbeat_ivl, 5000);
-  socket.set(zmq::sockopt::heartbeat_timeout, 60000);
-  socket.set(zmq::sockopt::heartbeat_ttl, 60000);
-  if (ipv6) socket.set(zmq::sockopt::ipv6, true);
-}
-
-// Reads one multipart message without waiting; false when none is queued.
-// Frames past |max_frames| are read and dropped, and |*too_many| set.
-bool RecvMultipart(zmq::socket_t& socket, std::vector<zmq::message_t>& frames, std::size_t max_frames,
-                   bool* too_many) {
-  frames.clear();
-  *too_many = false;
-  zmq::message_t frame;
-  if (!socket.recv(frame, zmq::recv_flags::dontwait)) return false;
-  for (;;) {
-    const bool more = frame.more();
-    if (frames.size() < max_frames) {
-      frames.push_back(std::move(frame));
-    } else {
-      *too_many = true;
-    }
-    if (!more) return true;
-    frame = zmq::message_t();
-    // The rest of a multipart message is already queued (ZeroMQ delivers
-    // them atomically).
-    if (!socket.recv(frame, zmq::recv_flags::dontwait)) return true;
-  }
-}
-
-struct MonitorEvent {
-  uint16_t event;
-  int32_t value;
-};
-
-bool RecvMonitorEvent(zmq::socket_t& monitor, MonitorEvent* out) {
-  std::vector<zmq::message_t> frames;
-  bool too_many = false;
-  if (!RecvMultipart(monitor, frames, 2, &too_many)) return false;
-  if (frames.empty() || frames[0].size() < 6) {
-    out->event = 0;
-    out->value = 0;
-    return true;
-  }
-  std::memcpy(&out->event, frames[0].data(), 2);
-  std::memcpy(&out->value, static_cast<const char*>(frames[0].data()) + 2, 4);
-  return true;
-}
-
-void StopMonitor(zmq::socket_t* socket) {
-  if (socket != nullptr && socket->handle() != nullptr) zmq_socket_monitor(socket->handle(), nullptr, 0);
-}
-
-char KindOf(const zmq::message_t& frame) {
-  return frame.size() >= 1 ? *static_cast<const char*>(frame.data()) : '\0';
-}
-
-std::string Printable(const zmq::message_t& frame, std::size_t from) {
-  std::string text;
-  const auto* data = static_cast<const unsigned char*>(frame.data());
-  for (std::size_t i = from; i < frame.size() && text.size() < wire::kMaxReason; ++i) {
-    text += (data[i] >= 32 && data[i] < 127) ? static_cast<char>(data[i]) : '?';
-  }
-  return text;
-}
 
 // "E" + code + reason, the frame that closes a connection with an error.
 std::string ErrorFrame(weft_code_t code, const std::string& reason) {
@@ -257,8 +164,7 @@ Endpoint::Endpoint(const std::optional<Address>& listen, const weft_transport_ca
     // vanishing.
     router_->set(zmq::sockopt::router_mandatory, true);
     router_monitor_->set(zmq::sockopt::linger, 0);
-    const std::string monitor_name =
-        "inproc://weft-zmq-router-monitor-" + std::to_string(g_next_monitor.fetch_add(1));
+    const std::string monitor_name = NextMonitorName();
     if (zmq_socket_monitor(router_->handle(), monitor_name.c_str(),
                            ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0) {
       throw sdk::Error(WEFT_INTERNAL, std::string("zmq transport: cannot monitor the listening socket: ") +
@@ -601,140 +507,6 @@ void Endpoint::Accept(const std::string& id, std::vector<zmq::message_t>& frames
   callbacks_.on_accept(callbacks_.user, connection->handle, peer.c_str());
 }
 
-// --- Endpoint: the connecting side ---------------------------------------------------
-
-ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) {
-  const std::string url = address.Url();
-  if (timeout_ms < 0) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connecting to " + url + ": the timeout is negative (" +
-                                                std::to_string(timeout_ms) + " ms)");
-  }
-  const auto deadline = Clock::now() + milliseconds(timeout_ms);
-  std::unique_ptr<zmq::socket_t> dealer;
-  std::unique_ptr<zmq::socket_t> monitor;
-  {
-    std::lock_guard<std::mutex> lock(core_->mutex);
-    if (core_->closed) {
-      throw sdk::Error(WEFT_FAILED_PRECONDITION, "zmq transport: cannot connect to " + url + ": the endpoint is closed");
-    }
-    dealer = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::dealer);
-    monitor = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::pair);
-  }
-  auto fail = [&](weft_code_t code, const std::string& why) {
-    StopMonitor(dealer.get());
-    monitor.reset();
-    dealer.reset();
-    throw sdk::Error(code, "zmq transport: cannot connect to " + url + ": " + why);
-  };
-  try {
-    ConfigureSocket(*dealer, core_->settings, address.ipv6);
-    monitor->set(zmq::sockopt::linger, 0);
-    const std::string monitor_name = "inproc://weft-zmq-monitor-" + std::to_string(g_next_monitor.fetch_add(1));
-    if (zmq_socket_monitor(dealer->handle(), monitor_name.c_str(),
-                           ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
-      throw zmq::error_t();
-    }
-    monitor->connect(monitor_name);
-    try {
-      dealer->connect(address.ZmqEndpoint());
-    } catch (const zmq::error_t& e) {
-      fail(WEFT_INVALID_ARGUMENT, e.what());
-    }
-    const std::string hello = std::string(1, wire::kHello) + std::string(wire::kHelloMagic);
-    dealer->send(zmq::buffer(hello), zmq::send_flags::dontwait);
-    std::vector<zmq::message_t> frames;
-    bool too_many = false;
-    for (;;) {
-      // Rounded up, so that the wait is never cut short of |timeout_ms|.
-      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        fail(WEFT_DEADLINE_EXCEEDED,
-             "no answer to the handshake within " + std::to_string(timeout_ms) + " ms (is a weft zmq endpoint listening there?)");
-      }
-      std::array<zmq_pollitem_t, 2> items = {{{monitor->handle(), 0, ZMQ_POLLIN, 0}, {dealer->handle(), 0, ZMQ_POLLIN, 0}}};
-      try {
-        zmq::poll(items, left);
-      } catch (const zmq::error_t& e) {
-        if (e.num() == EINTR) continue;
-        throw;
-      }
-      // An answer already queued wins over a later disconnect.
-      if (RecvMultipart(*dealer, frames, 4, &too_many)) {
-        const char kind = frames.empty() ? '\0' : KindOf(frames[0]);
-        if (kind == wire::kAccept && frames.size() == 1 && frames[0].size() == 1) break;
-        if (kind == wire::kRefuse || kind == wire::kError) {
-          fail(WEFT_UNAVAILABLE, "the peer refused the connection: " + Printable(frames[0], kind == wire::kError ? 2 : 1));
-        }
-        fail(WEFT_UNAVAILABLE, "the peer answered the handshake with a malformed message (" +
-                                   std::to_string(frames.size()) + " frame(s) starting '" +
-                                   (frames.empty() ? std::string() : Printable(frames[0], 0)) + "')");
-      }
-      MonitorEvent event{};
-      while (RecvMonitorEvent(*monitor, &event)) {
-        switch (event.event) {
-          case ZMQ_EVENT_CONNECT_RETRIED:
-            fail(WEFT_UNAVAILABLE, "connection refused (nothing listens there, or the host is unreachable)");
-            break;
-          case ZMQ_EVENT_DISCONNECTED:
-            fail(WEFT_UNAVAILABLE, "the peer closed the connection during the handshake");
-            break;
-          case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-          case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
-          case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
-            fail(WEFT_UNAVAILABLE, "the ZeroMQ handshake failed (is it a weft zmq endpoint?)");
-            break;
-          default:
-            break;
-        }
-      }
-    }
-  } catch (const zmq::error_t& e) {
-    fail(e.num() == ETERM ? WEFT_FAILED_PRECONDITION : WEFT_UNAVAILABLE,
-         e.num() == ETERM ? std::string("the endpoint was closed") : std::string(e.what()));
-  }
-  auto connection = std::make_shared<Connection>(Connection::Side::kOutgoing, core_, url);
-  connection->dealer = std::move(dealer);
-  connection->monitor = std::move(monitor);
-  auto* handle = new ConnectionHandle{connection};
-  connection->handle = reinterpret_cast<weft_connection_t>(handle);
-  Command adopt{Command::Type::kAdopt, connection, {}, nullptr, nullptr};
-  if (!core_->Post(adopt)) {
-    StopMonitor(connection->dealer.get());
-    connection->monitor.reset();
-    connection->dealer.reset();
-    delete handle;
-    throw sdk::Error(WEFT_FAILED_PRECONDITION, "zmq transport: cannot connect to " + url + ": the endpoint was closed");
-  }
-  return handle;
-}
-
-void Endpoint::DrainDealerMonitor(const std::shared_ptr<Connection>& connection) {
-  MonitorEvent event{};
-  while (RecvMonitorEvent(*connection->monitor, &event)) {
-    if (event.event == ZMQ_EVENT_DISCONNECTED) connection->lost = true;
-  }
-}
-
-void Endpoint::DrainDealer(const std::shared_ptr<Connection>& connection) {
-  std::vector<zmq::message_t> frames;
-  bool too_many = false;
-  int n = 0;
-  // A lost connection is read to the end before it is failed: everything
-  // the peer sent before it went is delivered.
-  for (; (n < kBatch || connection->lost) && Live(*connection); ++n) {
-    if (!RecvMultipart(*connection->dealer, frames, wire::kMaxPayloadFrames + 2, &too_many)) break;
-    if (frames.empty()) continue;
-    Dispatch(connection, frames, 0, too_many);
-  }
-  if (connection->lost && Live(*connection)) {
-    Fail(connection, WEFT_UNAVAILABLE,
-         "zmq transport: the connection to " + connection->peer +
-             " was lost: the peer closed its socket or its process ended",
-         /*tell_peer=*/false);
-  }
-}
-
 // --- Endpoint: messages --------------------------------------------------------------
 
 void Endpoint::Dispatch(const std::shared_ptr<Connection>& connection, std::vector<zmq::message_t>& frames,
@@ -875,112 +647,6 @@ void Endpoint::CloseOnLoop(const std::shared_ptr<Connection>& connection) {
     bye->Wait(kByeFlush);
   }
   Detach(connection);
-}
-
-// --- Handles ---------------------------------------------------------------------------
-
-void CloseConnection(ConnectionHandle* handle) {
-  std::shared_ptr<Connection> connection = handle->connection;
-  EndpointCore& core = *connection->core;
-  if (core.OnLoopThread()) {
-    // From a callback: the loop is here, so close at once. The sockets go
-    // at the next iteration and the dones run as ZeroMQ releases frames.
-    if (core.endpoint != nullptr) core.endpoint->CloseOnLoop(connection);
-    delete handle;
-    return;
-  }
-  auto closed = std::make_shared<Latch>();
-  Command command{Command::Type::kClose, connection, {}, nullptr, closed};
-  if (core.Post(command)) {
-    closed->Wait();
-    if (!connection->tracker->WaitIdle(kDoneWait)) {
-      WEFT_SDK_LOG(WARNING) << "zmq transport: closing the connection to " << connection->peer
-                            << ": sends still unfinished after " << kDoneWait.count()
-                            << " ms; their done runs when ZeroMQ releases them";
-    }
-  } else {
-    // The endpoint is closing: once its loop is gone, every callback and
-    // every done of this connection has run.
-    core.WaitLoopFinished();
-  }
-  delete handle;
-}
-
-weft_status_t SendMessage(ConnectionHandle* handle, const weft_message_t* message, weft_done_fn done, void* user) {
-  const std::shared_ptr<Connection>& connection = handle->connection;
-  if (message == nullptr || message->struct_size < WEFT_MESSAGE_SIZE_V1_0) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer +
-                                                ": the message is NULL or smaller than weft_message_t of ABI 1.0");
-  }
-  if (message->header == nullptr && message->header_size != 0) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": the header is NULL but its size is " +
-                                                std::to_string(message->header_size));
-  }
-  if (message->num_slices != 0 && (message->slice_data == nullptr || message->slice_sizes == nullptr)) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT,
-                     "zmq transport: send to " + connection->peer + ": " + std::to_string(message->num_slices) +
-                         " slices but slice_data or slice_sizes is NULL");
-  }
-  const auto limit = static_cast<uint64_t>(connection->core->settings.max_message_bytes);
-  uint64_t total = message->header_size;
-  for (std::size_t i = 0; i < message->num_slices; ++i) {
-    const uint64_t size = message->slice_sizes[i];
-    if (message->slice_data[i] == nullptr && size != 0) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": slice " + std::to_string(i) +
-                                                  " is NULL but its size is " + std::to_string(size));
-    }
-    total += size;
-    if (size > limit || total > limit) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT,
-                       "zmq transport: send to " + connection->peer + ": the message is larger than " +
-                           "transports.zmq.max_message_mb allows (" + std::to_string(limit >> 20) + " MiB)");
-    }
-  }
-  if (!connection->open.load()) {
-    throw sdk::Error(WEFT_UNAVAILABLE, "zmq transport: send to " + connection->peer + ": the connection is closed");
-  }
-  if (message->num_slices > wire::kMaxPayloadFrames) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": " +
-                                                std::to_string(message->num_slices) + " slices, more than the " +
-                                                std::to_string(wire::kMaxPayloadFrames) + " a message may have");
-  }
-
-  auto* state = new SendState(connection->tracker, connection->core, done, user);
-  Command command{Command::Type::kSend, connection, {}, state, nullptr};
-  try {
-    command.frames.reserve(message->num_slices + 2);
-    command.frames.emplace_back(&wire::kMessage, 1);
-    auto add = [&](const void* data, uint64_t size) {
-      if (size == 0) {
-        command.frames.emplace_back();
-        return;
-      }
-      state->AddFrameRef();
-      try {
-        command.frames.emplace_back(const_cast<void*>(data), size, &SendState::FreeFrame, state);
-      } catch (...) {
-        state->Unref();
-        throw;
-      }
-    };
-    add(message->header, message->header_size);
-    for (std::size_t i = 0; i < message->num_slices; ++i) {
-      if (message->slice_sizes[i] != 0) add(message->slice_data[i], message->slice_sizes[i]);
-    }
-  } catch (...) {
-    state->Suppress();
-    command.frames.clear();
-    state->Unref();
-    throw;
-  }
-  if (!connection->core->Post(command)) {
-    state->Suppress();
-    command.frames.clear();
-    state->Unref();
-    throw sdk::Error(WEFT_UNAVAILABLE, "zmq transport: send to " + connection->peer + ": the endpoint is closed");
-  }
-  state->Unref();
-  return nullptr;
 }
 
 }  // namespace weft::zmq_transport
