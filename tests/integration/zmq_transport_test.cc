@@ -605,6 +605,94 @@ TEST_F(ZmqTransport, APeerProcessKilledMidMessageClosesTheConnectionWithAStatus)
   EXPECT_TRUE(a.messages.empty());
 }
 
+TEST_F(ZmqTransport, AListenerProcessKilledClosesTheClientsConnectionWithAStatus) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child listens, says where, and waits to be killed.
+    Recorder a;
+    weft_transport_callbacks_t callbacks = a.Callbacks();
+    weft_endpoint_t listener = nullptr;
+    if (t_->endpoint_open("zmq+tcp://127.0.0.1:0", &callbacks, &listener) != nullptr) _exit(2);
+    char address[128] = {};
+    if (t_->endpoint_address(listener, address, sizeof address) != nullptr) _exit(3);
+    if (write(pipe_fds[1], address, sizeof address) != sizeof address) _exit(4);
+    std::this_thread::sleep_for(seconds(60));
+    _exit(5);
+  }
+  close(pipe_fds[1]);
+  char address[128] = {};
+  ASSERT_EQ(read(pipe_fds[0], address, sizeof address), static_cast<ssize_t>(sizeof address));
+  close(pipe_fds[0]);
+  Recorder& b = NewRecorder();
+  weft_endpoint_t client = Open(b, nullptr);
+  weft_connection_t out = Connect(client, address);
+  ASSERT_NE(out, nullptr);
+  kill(child, SIGKILL);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(b.WaitClosed(1));
+  EXPECT_EQ(b.closed[0].connection, out);
+  EXPECT_EQ(b.closed[0].status.code(), Code::kUnavailable) << b.closed[0].status.ToString();
+  EXPECT_EQ(b.closed[0].status.message(), "zmq transport: the connection to " + std::string(address) +
+                                              " was lost: the peer closed its socket or its process ended");
+  DoneCount after;
+  EXPECT_EQ(Send(out, "h", {"p"}, &after).code(), Code::kUnavailable);
+  EXPECT_EQ(after.calls, 0);
+}
+
+TEST_F(ZmqTransport, ConnectionCloseFromInsideOnMessageStopsItsCallbacks) {
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
+  weft_endpoint_t listener = Open(a);
+  weft_endpoint_t client = Open(b, nullptr);
+  weft_connection_t out = Connect(client, AddressOf(listener));
+  ASSERT_TRUE(a.WaitAccepted(1));
+  weft_connection_t in = a.accepted[0];
+  std::atomic<int> seen{0};
+  a.on_message_hook = [&](const weft_received_t* m) {
+    if (seen.fetch_add(1) == 0) t_->connection_close(m->connection);
+  };
+  std::vector<DoneCount> done(50);
+  for (auto& d : done) ASSERT_TRUE(Send(out, "h", {"p"}, &d).ok());
+  // The client hears the close; the listener hears nothing after it.
+  ASSERT_TRUE(b.WaitClosed(1));
+  EXPECT_TRUE(b.closed[0].status.ok()) << b.closed[0].status.ToString();
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(seen, 1);
+  std::lock_guard<std::mutex> lock(a.mutex());
+  EXPECT_EQ(a.messages.size(), 1u);
+  EXPECT_TRUE(a.closed.empty());
+  (void)in;  // closed by the hook
+}
+
+TEST_F(ZmqTransport, EndpointCloseFromInsideOnMessageStopsEveryCallback) {
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
+  weft_transport_callbacks_t callbacks = a.Callbacks();
+  weft_endpoint_t listener = nullptr;
+  ASSERT_TRUE(TakeStatus(t_->endpoint_open("zmq+tcp://127.0.0.1:0", &callbacks, &listener)).ok());
+  const std::string address = AddressOf(listener);
+  weft_endpoint_t client = Open(b, nullptr);
+  weft_connection_t out = Connect(client, address);
+  ASSERT_TRUE(a.WaitAccepted(1));
+  Own(a.accepted[0]);
+  std::atomic<int> seen{0};
+  a.on_message_hook = [&](const weft_received_t*) {
+    if (seen.fetch_add(1) == 0) t_->endpoint_close(listener);
+  };
+  std::vector<DoneCount> done(50);
+  for (auto& d : done) ASSERT_TRUE(Send(out, "h", {"p"}, &d).ok());
+  ASSERT_TRUE(b.WaitClosed(1));
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(seen, 1);
+  std::lock_guard<std::mutex> lock(a.mutex());
+  EXPECT_EQ(a.messages.size(), 1u);
+  EXPECT_TRUE(a.closed.empty());
+}
+
 // Raw ZeroMQ, speaking the plugin's protocol badly.
 class RawDealer {
  public:
