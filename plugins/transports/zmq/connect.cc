@@ -11,6 +11,10 @@
 namespace weft::zmq_transport {
 
 ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) {
+  // Only |core| from here on: an endpoint_close racing with this call may
+  // delete the Endpoint once its context no longer has this thread's
+  // sockets, but the core stays.
+  const std::shared_ptr<EndpointCore> core = core_;
   const std::string url = address.Url();
   if (timeout_ms < 0) {
     throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connecting to " + url + ": the timeout is negative (" +
@@ -20,12 +24,12 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
   std::unique_ptr<zmq::socket_t> dealer;
   std::unique_ptr<zmq::socket_t> monitor;
   {
-    std::lock_guard<std::mutex> lock(core_->mutex);
-    if (core_->closed) {
+    std::lock_guard<std::mutex> lock(core->mutex);
+    if (core->closed) {
       throw sdk::Error(WEFT_FAILED_PRECONDITION, "zmq transport: cannot connect to " + url + ": the endpoint is closed");
     }
-    dealer = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::dealer);
-    monitor = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::pair);
+    dealer = std::make_unique<zmq::socket_t>(core->context, zmq::socket_type::dealer);
+    monitor = std::make_unique<zmq::socket_t>(core->context, zmq::socket_type::pair);
   }
   auto fail = [&](weft_code_t code, const std::string& why) {
     StopMonitor(dealer.get());
@@ -34,7 +38,7 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
     throw sdk::Error(code, "zmq transport: cannot connect to " + url + ": " + why);
   };
   try {
-    ConfigureSocket(*dealer, core_->settings, address.ipv6);
+    ConfigureSocket(*dealer, core->settings, address.ipv6);
     monitor->set(zmq::sockopt::linger, 0);
     const std::string monitor_name = NextMonitorName();
     if (zmq_socket_monitor(dealer->handle(), monitor_name.c_str(),
@@ -100,13 +104,13 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
     fail(e.num() == ETERM ? WEFT_FAILED_PRECONDITION : WEFT_UNAVAILABLE,
          e.num() == ETERM ? std::string("the endpoint was closed") : std::string(e.what()));
   }
-  auto connection = std::make_shared<Connection>(Connection::Side::kOutgoing, core_, url);
+  auto connection = std::make_shared<Connection>(Connection::Side::kOutgoing, core, url);
   connection->dealer = std::move(dealer);
   connection->monitor = std::move(monitor);
   auto* handle = new ConnectionHandle{connection};
   connection->handle = reinterpret_cast<weft_connection_t>(handle);
   Command adopt{Command::Type::kAdopt, connection, {}, nullptr, nullptr};
-  if (!core_->Post(adopt)) {
+  if (!core->Post(adopt)) {
     StopMonitor(connection->dealer.get());
     connection->monitor.reset();
     connection->dealer.reset();

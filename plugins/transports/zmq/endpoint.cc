@@ -90,7 +90,7 @@ EndpointCore::EndpointCore() {
   }
   // Each outgoing connection takes three sockets (its DEALER and the two
   // ends of its monitor); ZeroMQ's default cap is 1023 per context.
-  context.set(zmq::ctxopt::max_sockets, 65536);
+  context.set(zmq::ctxopt::max_sockets, 16384);
 }
 
 EndpointCore::~EndpointCore() {
