@@ -709,6 +709,78 @@ TEST_F(ZmqTransport, EndpointCloseFromInsideOnMessageStopsEveryCallback) {
   EXPECT_TRUE(a.closed.empty());
 }
 
+TEST_F(ZmqTransport, ClosingDuringALargeSendRunsItsDoneOnce) {
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
+  weft_endpoint_t listener = Open(a);
+  weft_endpoint_t client = Open(b, nullptr);
+  weft_connection_t out = Connect(client, AddressOf(listener));
+  ASSERT_TRUE(a.WaitAccepted(1));
+  weft_connection_t in = a.accepted[0];
+  Own(in);
+  // The client closes while its 256 MiB are going out, the listener while
+  // its own 256 MiB are queued to the client.
+  DoneCount from_client, from_listener;
+  ASSERT_TRUE(Send(out, "h", {std::string(256u << 20, 'c')}, &from_client).ok());
+  ASSERT_TRUE(Send(in, "h", {std::string(256u << 20, 'l')}, &from_listener).ok());
+  const auto start = Clock::now();
+  CloseConnection(out);
+  const auto elapsed = Clock::now() - start;
+  EXPECT_EQ(from_client.calls, 1);
+  EXPECT_LT(elapsed, seconds(5));
+  // The listener hears that the client left, with or without a status
+  // (whether the bye got out before the socket closed), and its own send
+  // finishes, sent or failed.
+  ASSERT_TRUE(a.WaitClosed(1));
+  ASSERT_TRUE(WaitUntil([&] { return from_listener.calls == 1; }));
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(from_client.calls, 1);
+  EXPECT_EQ(from_listener.calls, 1);
+  std::lock_guard<std::mutex> lock(b.mutex());
+  EXPECT_TRUE(b.closed.empty());
+  for (const Received& r : b.messages) EXPECT_NE(r.connection, out);
+}
+
+// 2 GiB of memory and half a minute on a loaded 2-core machine; the transport
+// conformance suite covers 1 GiB for every transport. Run it with
+// --gtest_also_run_disabled_tests.
+TEST_F(ZmqTransport, DISABLED_CarriesAOneGibibyteMessage) {
+  Recorder& a = NewRecorder();
+  Recorder& b = NewRecorder();
+  weft_endpoint_t listener = Open(a);
+  weft_endpoint_t client = Open(b, nullptr);
+  weft_connection_t out = Connect(client, AddressOf(listener));
+  ASSERT_TRUE(a.WaitAccepted(1));
+  Own(a.accepted[0]);
+  std::atomic<uint64_t> checksum{0};
+  a.on_message_hook = [&](const weft_received_t* m) {
+    const auto* p = static_cast<const unsigned char*>(m->payload);
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < m->payload_size; i += 4096) sum += p[i];
+    checksum = sum + m->payload_size;
+  };
+  // Two slices, so the receiver joins them into one payload.
+  std::string half(512u << 20, '\x01');
+  half[4096] = '\x03';
+  std::string other = half;
+  DoneCount d;
+  d.slices = {std::move(half), std::move(other)};
+  const void* data[2] = {d.slices[0].data(), d.slices[1].data()};
+  uint64_t sizes[2] = {d.slices[0].size(), d.slices[1].size()};
+  weft_message_t m{};
+  m.struct_size = sizeof m;
+  m.slice_data = data;
+  m.slice_sizes = sizes;
+  m.num_slices = 2;
+  ASSERT_TRUE(TakeStatus(t_->send(out, &m, &DoneCount::Done, &d)).ok());
+  ASSERT_TRUE(a.WaitMessages(1));
+  EXPECT_EQ(a.messages[0].payload, "<1073741824 bytes>");
+  // 2^18 sampled bytes of 1, two of them 3, plus the size.
+  EXPECT_EQ(checksum, (uint64_t{1} << 18) + 4 + (uint64_t{1} << 30));
+  ASSERT_TRUE(WaitUntil([&] { return d.calls == 1; }));
+  EXPECT_EQ(d.errors, 0);
+}
+
 // Raw ZeroMQ, speaking the plugin's protocol badly.
 class RawDealer {
  public:
