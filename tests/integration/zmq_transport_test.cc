@@ -721,8 +721,10 @@ TEST_F(ZmqTransport, ClosingDuringALargeSendRunsItsDoneOnce) {
   // The client closes while its 256 MiB are going out, the listener while
   // its own 256 MiB are queued to the client.
   DoneCount from_client, from_listener;
-  ASSERT_TRUE(Send(out, "h", {std::string(256u << 20, 'c')}, &from_client).ok());
-  ASSERT_TRUE(Send(in, "h", {std::string(256u << 20, 'l')}, &from_listener).ok());
+  std::string client_bytes(256u << 20, 'c');
+  std::string listener_bytes(256u << 20, 'l');
+  ASSERT_TRUE(Send(out, "h", {std::move(client_bytes)}, &from_client).ok());
+  ASSERT_TRUE(Send(in, "h", {std::move(listener_bytes)}, &from_listener).ok());
   const auto start = Clock::now();
   CloseConnection(out);
   const auto elapsed = Clock::now() - start;
