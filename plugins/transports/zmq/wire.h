@@ -16,8 +16,10 @@
 //                                  empty) and zero or more payload frames,
 //                                  joined into one payload on receipt
 //   [B]                            bye: an orderly close (on_closed NULL)
-//   [E reason]                     the sender closed the connection
-//                                  because of an error it names
+//   [E code reason]                the sender closed the connection
+//                                  because of an error: one byte with the
+//                                  weft_code_t, then the message, which the
+//                                  receiver's on_closed status carries
 //
 // The ROUTER prefixes each of these with the peer's routing id. Anything
 // else closes the connection with an error naming what was wrong. A dead
