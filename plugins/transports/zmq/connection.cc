@@ -102,7 +102,12 @@ weft_status_t SendMessage(ConnectionHandle* handle, const weft_message_t* messag
     state->Unref();
     throw;
   }
-  if (!connection->core->Post(command)) {
+  EndpointCore& core = *connection->core;
+  if (core.OnLoopThread() && core.endpoint != nullptr && core.endpoint->SendNowOnLoop(command)) {
+    state->Unref();
+    return nullptr;
+  }
+  if (!core.Post(command)) {
     state->Suppress();
     command.frames.clear();
     state->Unref();

@@ -98,12 +98,16 @@ EndpointCore::~EndpointCore() {
 }
 
 bool EndpointCore::Post(Command& command) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (closed && command.type != Command::Type::kStop) return false;
+    // One wake per batch: the loop reads the eventfd before it takes the
+    // queue, so a push onto a non-empty queue is seen with the first.
+    wake = commands.empty();
     commands.push_back(std::move(command));
   }
-  Wake();
+  if (wake) Wake();
   return true;
 }
 
@@ -114,10 +118,12 @@ void EndpointCore::Wake() {
 }
 
 void EndpointCore::Complete(SendState* state) noexcept {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (!dones_direct) {
       try {
+        wake = dones.empty();
         dones.push_back(state);
         state = nullptr;
       } catch (...) {
@@ -125,10 +131,10 @@ void EndpointCore::Complete(SendState* state) noexcept {
       }
     }
   }
-  if (state == nullptr) {
-    Wake();
-  } else {
+  if (state != nullptr) {
     state->RunDone();
+  } else if (wake) {
+    Wake();
   }
 }
 
@@ -344,6 +350,9 @@ void Endpoint::RunOnce() {
     [[maybe_unused]] ssize_t n = read(core_->wake_fd, &count, sizeof count);
   }
   ProcessCommands();
+  std::vector<std::pair<std::shared_ptr<Connection>, std::string>> failures;
+  failures.swap(deferred_failures_);
+  for (auto& [connection, message] : failures) Fail(connection, WEFT_UNAVAILABLE, message, /*tell_peer=*/false);
   std::size_t at = 1;
   if (router_) {
     if (!stop_ && items[at].revents != 0) DrainRouterMonitor();
@@ -366,13 +375,14 @@ void Endpoint::ProcessCommands() {
     std::lock_guard<std::mutex> lock(core_->mutex);
     commands.swap(core_->commands);
   }
+  processing_ = true;
   for (Command& command : commands) {
     switch (command.type) {
       case Command::Type::kAdopt:
         outgoing_.push_back(command.connection);
         break;
       case Command::Type::kSend:
-        DoSend(command);
+        DoSend(command, /*from_callback=*/false);
         break;
       case Command::Type::kClose:
         CloseOnLoop(command.connection);
@@ -386,10 +396,23 @@ void Endpoint::ProcessCommands() {
     // lock.
     command.frames.clear();
   }
+  processing_ = false;
   core_->RunDones();
 }
 
-void Endpoint::DoSend(Command& command) {
+bool Endpoint::SendNowOnLoop(Command& command) {
+  if (stop_ || processing_ || !Live(*command.connection)) return false;
+  {
+    // Sends queued by other threads go first.
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    if (core_->closed || !core_->commands.empty()) return false;
+  }
+  DoSend(command, /*from_callback=*/true);
+  command.frames.clear();
+  return true;
+}
+
+void Endpoint::DoSend(Command& command, bool from_callback) {
   Connection& connection = *command.connection;
   if (connection.ended || connection.released) {
     command.send->MarkFailed();
@@ -410,9 +433,15 @@ void Endpoint::DoSend(Command& command) {
     }
   } catch (const zmq::error_t& e) {
     command.send->MarkFailed();
-    Fail(command.connection, WEFT_UNAVAILABLE,
-         "zmq transport: the connection to " + connection.peer + " was lost: sending failed: " + e.what(),
-         /*tell_peer=*/false);
+    std::string message =
+        "zmq transport: the connection to " + connection.peer + " was lost: sending failed: " + e.what();
+    if (from_callback) {
+      // Not on_closed inside the host's own send: at the next iteration.
+      deferred_failures_.emplace_back(command.connection, std::move(message));
+      core_->Wake();
+    } else {
+      Fail(command.connection, WEFT_UNAVAILABLE, message, /*tell_peer=*/false);
+    }
   }
 }
 

@@ -54,6 +54,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "address.h"
@@ -179,13 +180,19 @@ class Endpoint {
 
   // connection_close, on the loop thread.
   void CloseOnLoop(const std::shared_ptr<Connection>& connection);
+  // send from a callback, on the loop thread: hands |command|'s frames to
+  // ZeroMQ at once, saving a trip through the queue. False (leaving
+  // |command| as it was) when it must be queued to keep the order.
+  bool SendNowOnLoop(Command& command);
 
  private:
   void Run();
   void RunOnce();
   void Shutdown();
   void ProcessCommands();
-  void DoSend(Command& command);
+  // |from_callback|: inside the host's send, so a failure is reported at
+  // the next iteration instead of by an on_closed nested in it.
+  void DoSend(Command& command, bool from_callback);
 
   void DrainRouterMonitor();
   void DrainRouter();
@@ -225,6 +232,8 @@ class Endpoint {
   std::vector<std::string> lost_ids_;  // disconnected; fail after reading what they sent
   std::vector<std::shared_ptr<Connection>> outgoing_;
   std::vector<std::unique_ptr<zmq::socket_t>> graveyard_;
+  std::vector<std::pair<std::shared_ptr<Connection>, std::string>> deferred_failures_;
+  bool processing_ = false;  // inside ProcessCommands' batch
   bool stop_ = false;
   bool self_delete_ = false;
   std::thread thread_;
