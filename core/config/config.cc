@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/config/internal/cluster_parse.h"
 #include "core/config/internal/toml_convert.h"
 
 namespace weft::config {
@@ -441,6 +442,7 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
 
   std::vector<std::string> known;
   for (const CoreSection& core : kCoreSections) known.emplace_back(core.name);
+  known.emplace_back("cluster");
   for (std::string_view kind : kPluginKinds) known.emplace_back(kind);
   known.emplace_back("optimizer");
 
@@ -453,6 +455,17 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
         CheckCoreSection(core, node, source_name, key_pos, errors);
         config.written_sections.emplace_back(name);
         handled = true;
+      }
+    }
+    if (name == "cluster") {
+      handled = true;
+      config.written_sections.emplace_back(name);
+      OptionValues values;
+      const size_t errors_before = errors.size();
+      ClusterConfig cluster = internal::ParseClusterSection(node, source_name, key_pos, &values, errors);
+      if (errors.size() == errors_before) {
+        config.cluster = std::move(cluster);
+        config.values.emplace("cluster", std::move(values));
       }
     }
     if (name == "optimizer") {
@@ -532,6 +545,8 @@ std::vector<std::pair<std::string, OptionSpec>> CoreKeys() {
       keys.emplace_back(StrCat(core.name, ".", spec.key), std::move(spec));
     }
   }
+  for (OptionSpec& spec : ClusterSpecs()) keys.emplace_back(StrCat("cluster.", spec.key), std::move(spec));
+  for (auto& key : ClusterTableKeys()) keys.push_back(std::move(key));
   return keys;
 }
 

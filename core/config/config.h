@@ -11,8 +11,8 @@
 // ([devices.<name>], [transports.<name>], [optimizers.<name>]) are kept as
 // written and checked against the plugin's declared options once it is
 // loaded (see options.h and core/plugin). The model grows by adding a
-// section struct and its specs in config.cc; later issues add [cluster],
-// [training] and [checkpoint].
+// section struct and its specs in config.cc. [cluster] has a file of its
+// own (cluster_config.h).
 //
 // configs/local.toml is the embedded default: a process started without a
 // config file behaves as if it had been given that file.
@@ -28,6 +28,7 @@
 
 #include "core/base/logging.h"
 #include "core/base/status.h"
+#include "core/config/cluster_config.h"
 #include "core/config/options.h"
 #include "core/config/value.h"
 
@@ -143,6 +144,8 @@ struct Config {
   ScheduleConfig schedule;
   CheckpointConfig checkpoint;
   PlacementConfig placement;
+  // [cluster]; absent: a single process (see core/dist/cluster.h).
+  std::optional<ClusterConfig> cluster;
   // [optimizer] as written: its keys depend on the optimizer plugin it
   // names, so the trainer validates it once plugins are loaded.
   std::optional<Section> optimizer;

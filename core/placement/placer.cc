@@ -159,7 +159,12 @@ Expected<DeviceSpec> ParseDeviceSpec(std::string_view text) {
 }
 
 bool SpecMatches(const DeviceSpec& spec, const PlacementDevice& device) {
-  // One process for now: a job or task in the spec names this process.
+  // The devices of one process (no job) match any job and task: a graph
+  // written for a cluster runs in one process too.
+  if (!device.job.empty()) {
+    if (!spec.job.empty() && spec.job != device.job) return false;
+    if (spec.task >= 0 && spec.task != device.task) return false;
+  }
   if (!spec.type.empty() && spec.type != device.type) return false;
   return spec.ordinal < 0 || spec.ordinal == device.ordinal;
 }
@@ -338,12 +343,35 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
                                   describe_why_not(all));
     }
 
-    // Requests narrow the choice.
+    // A member an earlier step placed (it holds state) decides for all.
     std::vector<bool> candidates = allowed;
     std::string reason;
+    int fixed_device = -1;
+    for (int m : group) {
+      auto it = options.fixed.find(graph.node(m).name());
+      if (it == options.fixed.end()) continue;
+      for (int d = 0; d < nd; ++d) {
+        if (devices[static_cast<std::size_t>(d)].name == it->second) fixed_device = d;
+      }
+      if (fixed_device < 0 || !allowed[static_cast<std::size_t>(fixed_device)]) {
+        return FailedPreconditionError(graph.node(m).Describe(), " holds state on ", it->second,
+                                       ", where an earlier step placed it, but ",
+                                       fixed_device < 0 ? "that device is gone" : "cannot run there now",
+                                       group.size() > 1 ? StrCat("\nThe group that must share a device:", describe_group())
+                                                        : "");
+      }
+      candidates.assign(static_cast<std::size_t>(nd), false);
+      candidates[static_cast<std::size_t>(fixed_device)] = true;
+      reason = StrCat("stays on ", it->second, ", where an earlier step placed ", Quote(graph.node(m).name()),
+                      " (it holds state)");
+      break;
+    }
+
+    // Requests narrow the choice.
     int requester = -1;
     std::vector<bool> requested(static_cast<std::size_t>(nd), true);
     for (int m : group) {
+      if (fixed_device >= 0) break;
       const Request& r = requests[static_cast<std::size_t>(m)];
       if (!r.present) continue;
       if (requester < 0) requester = m;

@@ -21,6 +21,7 @@
 #define WEFT_CORE_PLACEMENT_PLACER_H_
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,12 +33,16 @@ namespace weft::placement {
 
 // A device as placement sees it.
 struct PlacementDevice {
-  std::string name;  // "/device:CPU:0"
+  std::string name;  // "/device:CPU:0", or "/job:ps/task:0/device:CPU:0" in a cluster
   std::string type;  // "CPU"
   int ordinal = 0;
   double host_to_device_gbps = 0;  // 0: unknown
   double device_to_host_gbps = 0;
   bool host_visible = true;
+  // In a cluster, the task the device belongs to; empty job for the
+  // devices of one process.
+  std::string job;
+  int task = -1;
 };
 
 // Whether device |d| can run |node|: nullopt when it can, else why not.
@@ -61,6 +66,11 @@ struct PlacementOptions {
   // the order of the device list.
   std::vector<std::string> priority = {"CUDA", "HIP", "CPU", "OPENCL"};
   std::vector<Pin> pins;
+  // Nodes that must go to an exact device (node name -> device name): the
+  // stateful nodes an earlier step of a session placed, so that a variable
+  // stays where its value is whatever a later step's requests say. A group
+  // holding such a node goes there.
+  std::map<std::string, std::string> fixed;
 };
 
 struct Placement {

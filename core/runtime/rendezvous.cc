@@ -110,6 +110,11 @@ void Rendezvous::RecvAsync(const RendezvousKey& key, DoneFn done) {
   done(status, std::move(item));
 }
 
+Status Rendezvous::aborted() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return aborted_;
+}
+
 void Rendezvous::Abort(const Status& status) {
   std::vector<DoneFn> waiters;
   {

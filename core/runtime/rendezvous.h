@@ -56,20 +56,22 @@ class Rendezvous {
   using DoneFn = std::function<void(const Status&, Item)>;
 
   Rendezvous() = default;
-  ~Rendezvous();
+  virtual ~Rendezvous();
   Rendezvous(const Rendezvous&) = delete;
   Rendezvous& operator=(const Rendezvous&) = delete;
 
   // Delivers |item| under |key|: to a receiver already waiting (its
   // callback runs on this thread), or kept for the one that comes. Sending
   // one key twice in a step, or after Abort, is an error.
-  Status Send(const RendezvousKey& key, Item item);
+  virtual Status Send(const RendezvousKey& key, Item item);
   // Calls |done| once with the item sent under |key|, at once when it is
   // already here, else when it arrives or the rendezvous is aborted.
-  void RecvAsync(const RendezvousKey& key, DoneFn done);
+  virtual void RecvAsync(const RendezvousKey& key, DoneFn done);
   // Fails every waiting and later receive with |status| (the first abort
   // wins).
-  void Abort(const Status& status);
+  virtual void Abort(const Status& status);
+  // The status of the first Abort; OK while the step goes on.
+  Status aborted() const;
 
  private:
   struct Slot {
@@ -77,7 +79,7 @@ class Rendezvous {
     Item item;
     DoneFn waiter;
   };
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   Status aborted_;
   std::unordered_map<RendezvousKey, Slot, RendezvousKeyHash> table_;
 };

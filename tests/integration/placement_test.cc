@@ -219,6 +219,34 @@ TEST(Placement, ResourceUsersShareTheVariablesDevice) {
             "with its colocation group (uses the resource of \"v\"): requested in the graph: /device:CPU:1");
 }
 
+TEST(Placement, AStatefulNodeAnEarlierStepPlacedStaysThereOverRequests) {
+  RuntimeEnv env(kTwoCpus);
+  GraphBuilder b;
+  Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}}, "v");
+  {
+    auto d = b.DeviceScope("/device:CPU:0");
+    b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, "read");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  placement::PlacementOptions options;
+  options.fixed = {{"v", "/device:CPU:1"}};
+  auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  const int read = graph->Find("read")->id;
+  EXPECT_EQ(placed->placement.device[static_cast<std::size_t>(read)], 1);
+  EXPECT_EQ(placed->placement.reason[static_cast<std::size_t>(read)],
+            "with its colocation group (uses the resource of \"v\"): stays on /device:CPU:1, where an earlier step "
+            "placed \"v\" (it holds state)");
+  options.fixed = {{"v", "/device:CPU:7"}};
+  placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
+  ASSERT_FALSE(placed.ok());
+  EXPECT_NE(placed.status().message().find("holds state on /device:CPU:7, where an earlier step placed it, but that "
+                                           "device is gone"),
+            std::string::npos)
+      << placed.status().ToString();
+}
+
 TEST(Placement, ColocateAttrJoinsNodes) {
   RuntimeEnv env(kTwoCpus);
   GraphBuilder b;

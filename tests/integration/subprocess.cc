@@ -7,7 +7,12 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -71,6 +76,77 @@ ProcessResult Run(const std::vector<std::string>& argv, const std::map<std::stri
     result.signal = WTERMSIG(status);
   }
   return result;
+}
+
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv,
+                                     const std::map<std::string, std::string>& env) {
+  char path[] = "/tmp/weft-child-XXXXXX";
+  const int log_fd = mkstemp(path);
+  if (log_fd < 0) {
+    reaped_ = true;
+    return;
+  }
+  log_path_ = path;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    for (const auto& [key, value] : env) {
+      if (value.empty()) {
+        unsetenv(key.c_str());
+      } else {
+        setenv(key.c_str(), value.c_str(), 1);
+      }
+    }
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execve(args[0], args.data(), environ);
+    _exit(127);
+  }
+  close(log_fd);
+  pid_ = pid;
+  if (pid < 0) reaped_ = true;
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (!reaped_) {
+    Kill(SIGKILL);
+    Wait(10000);
+  }
+  if (!log_path_.empty()) unlink(log_path_.c_str());
+}
+
+void BackgroundProcess::Kill(int signal) {
+  if (!reaped_ && pid_ > 0) kill(pid_, signal);
+}
+
+bool BackgroundProcess::Wait(int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!reaped_) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      if (WIFEXITED(status)) exit_code_ = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) signal_ = WTERMSIG(status);
+      break;
+    }
+    if (r < 0 && errno != EINTR) {
+      reaped_ = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+std::string BackgroundProcess::Output() const {
+  std::ifstream in(log_path_);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace weft::testing

@@ -1,6 +1,9 @@
 #include <iostream>
 #include <memory>
 
+#include "core/dist/cluster_runtime.h"
+#include "core/dist/dist_session.h"
+#include "core/dist/remote_rendezvous.h"
 #include "core/plugin/device_plugin.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"
@@ -16,7 +19,56 @@ struct OpenedDevice {
 
 std::string Gbps(double value) { return value > 0 ? StrCat(value, " GB/s") : "unknown"; }
 
-int Run(Context& ctx, bool json) {
+// Every device of every task of the config's [cluster], asked of the
+// running tasks themselves.
+int RunCluster(Context& ctx, const dist::ClusterSpec& cluster, bool json) {
+  auto host = ctx.Plugins();
+  if (!host.ok()) return ReportError(host.status());
+  const dist::DistSessionOptions options = dist::SessionOptionsFor(cluster, ctx.config());
+  auto devices = dist::DistSession::ListDevices(options, **host);
+  if (!devices.ok()) return ReportError(devices.status());
+  auto address_of = [&](const std::string& device) {
+    const std::string task = dist::TaskOfDevice(device);
+    for (const dist::Peer& p : options.tasks) {
+      if (p.name == task) return p.address;
+    }
+    return std::string();
+  };
+  if (json) {
+    JsonWriter j(std::cout);
+    j.BeginArray();
+    for (const dist::DeviceInfo& d : *devices) {
+      j.BeginObject();
+      j.Key("name");
+      j.String(d.name);
+      j.Key("type");
+      j.String(d.type);
+      j.Key("task");
+      j.String(dist::TaskOfDevice(d.name));
+      j.Key("address");
+      j.String(address_of(d.name));
+      j.Key("host_visible");
+      j.Bool(d.host_visible);
+      j.EndObject();
+    }
+    j.EndArray();
+    std::cout << '\n';
+    return kExitOk;
+  }
+  Table table({"DEVICE", "TYPE", "TASK ADDRESS", "HOST VISIBLE"});
+  for (const dist::DeviceInfo& d : *devices) {
+    table.AddRow({d.name, d.type, address_of(d.name), d.host_visible ? "yes" : "no"});
+  }
+  table.Print(std::cout);
+  return kExitOk;
+}
+
+int Run(Context& ctx, bool json, bool local) {
+  if (!local) {
+    auto cluster = ctx.Cluster();
+    if (!cluster.ok()) return ReportError(cluster.status());
+    if ((*cluster)->distributed()) return RunCluster(ctx, **cluster, json);
+  }
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
   std::vector<OpenedDevice> devices;
@@ -96,10 +148,12 @@ int Run(Context& ctx, bool json) {
 
 void AddDevicesCommand(CLI::App& app, Runner& run) {
   auto json = std::make_shared<bool>(false);
-  CLI::App* cmd =
-      app.add_subcommand("devices", "Open every device of every loaded plugin and describe it");
+  auto local = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "devices", "Open every device of every loaded plugin and describe it; with a [cluster], list every task's");
   cmd->add_flag("--json", *json, "Print as JSON");
-  cmd->callback([&run, json] { run = [json](Context& ctx) { return Run(ctx, *json); }; });
+  cmd->add_flag("--local", *local, "Only this machine's devices, even when the config has a [cluster]");
+  cmd->callback([&run, json, local] { run = [json, local](Context& ctx) { return Run(ctx, *json, *local); }; });
 }
 
 }  // namespace weft::cli

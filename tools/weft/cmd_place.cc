@@ -5,7 +5,10 @@
 #include <map>
 #include <memory>
 
+#include "core/dist/cluster_runtime.h"
+#include "core/dist/dist_session.h"
 #include "core/graph/serialize.h"
+#include "core/placement/partitioner.h"
 #include "core/runtime/placement_support.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"
@@ -17,21 +20,67 @@ struct PlaceArgs {
   std::string graph;
   bool explain = false;
   bool json = false;
+  bool local = false;
 };
+
+// A placement, in one process or on a cluster, as this command prints it.
+struct Placed {
+  placement::Placement placement;
+  std::vector<std::string> device_names;  // what placement indices refer to
+  std::vector<placement::Transfer> transfers;
+};
+
+Expected<Placed> PlaceLocally(Context& ctx, const Graph& graph) {
+  WEFT_ASSIGN_OR_RETURN(plugin::PluginHost * host, ctx.Plugins());
+  WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(*host));
+  WEFT_ASSIGN_OR_RETURN(runtime::PlacedGraph placed,
+                        runtime::PlaceAndPartition(graph, *devices, runtime::PlacementOptionsFromConfig(ctx.config())));
+  Placed out;
+  out.placement = std::move(placed.placement);
+  for (const runtime::RuntimeDevice* d : placed.devices) out.device_names.push_back(d->name());
+  out.transfers = std::move(placed.transfers);
+  return out;
+}
+
+// On the devices of every task of the config's [cluster], asked of the
+// running tasks.
+Expected<Placed> PlaceOnCluster(Context& ctx, const dist::ClusterSpec& cluster, const Graph& graph) {
+  WEFT_ASSIGN_OR_RETURN(plugin::PluginHost * host, ctx.Plugins());
+  WEFT_ASSIGN_OR_RETURN(auto session,
+                        dist::DistSession::Create(Graph(graph), dist::SessionOptionsFor(cluster, ctx.config()), *host));
+  WEFT_ASSIGN_OR_RETURN(dist::ClusterPlacement placed, session->Place(graph));
+  Placed out;
+  out.placement = std::move(placed.placement);
+  std::vector<placement::PartitionDevice> parts;
+  for (const dist::DeviceInfo& d : placed.devices) {
+    out.device_names.push_back(d.name);
+    parts.push_back({d.name, d.incarnation});
+  }
+  bool one = true;
+  for (int d : out.placement.device) one = one && d == out.placement.device.front();
+  if (!one) {
+    WEFT_ASSIGN_OR_RETURN(placement::Partitions cut, placement::Partition(graph, out.placement.device, parts));
+    out.transfers = std::move(cut.transfers);
+  }
+  return out;
+}
 
 int Run(Context& ctx, const PlaceArgs& args) {
   auto def = ReadGraphFile(args.graph);
   if (!def.ok()) return ReportError(def.status());
   auto graph = Graph::FromGraphDef(std::move(*def));
   if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
-  auto host = ctx.Plugins();
-  if (!host.ok()) return ReportError(host.status());
-  auto devices = runtime::DeviceSet::Open(**host);
-  if (!devices.ok()) return ReportError(devices.status());
-  auto placed = runtime::PlaceAndPartition(*graph, **devices, runtime::PlacementOptionsFromConfig(ctx.config()));
+  const dist::ClusterSpec* cluster = nullptr;
+  if (!args.local) {
+    auto spec = ctx.Cluster();
+    if (!spec.ok()) return ReportError(spec.status());
+    if ((*spec)->distributed()) cluster = *spec;
+  }
+  auto placed = cluster != nullptr ? PlaceOnCluster(ctx, *cluster, *graph) : PlaceLocally(ctx, *graph);
   if (!placed.ok()) return ReportError(placed.status().WithContext(StrCat("placing ", args.graph)));
   const auto& p = placed->placement;
-  auto device_of = [&](int id) { return placed->devices[static_cast<std::size_t>(p.device[static_cast<std::size_t>(id)])]->name(); };
+  auto device_of = [&](int id) { return placed->device_names[static_cast<std::size_t>(p.device[static_cast<std::size_t>(id)])]; };
+  auto device_name = [&](int d) { return placed->device_names[static_cast<std::size_t>(d)]; };
 
   if (args.json) {
     JsonWriter j(std::cout);
@@ -58,9 +107,9 @@ int Run(Context& ctx, const PlaceArgs& args) {
       j.Key("tensor");
       j.String(t.tensor);
       j.Key("from");
-      j.String(placed->devices[static_cast<std::size_t>(t.src_device)]->name());
+      j.String(device_name(t.src_device));
       j.Key("to");
-      j.String(placed->devices[static_cast<std::size_t>(t.dst_device)]->name());
+      j.String(device_name(t.dst_device));
       j.Key("send");
       j.String(t.send_node);
       j.Key("recv");
@@ -95,8 +144,7 @@ int Run(Context& ctx, const PlaceArgs& args) {
     Table table({"  tensor", "type", "from", "to", "send", "recv", "read by"});
     for (const auto& t : placed->transfers) {
       table.AddRow({"  " + t.tensor, t.tensor[0] == '^' ? "control" : StrCat(DTypeName(t.dtype), t.shape.ToString()),
-                    placed->devices[static_cast<std::size_t>(t.src_device)]->name(),
-                    placed->devices[static_cast<std::size_t>(t.dst_device)]->name(), t.send_node, t.recv_node,
+                    device_name(t.src_device), device_name(t.dst_device), t.send_node, t.recv_node,
                     StrJoin(t.consumers, ", ")});
     }
     table.Print(std::cout);
@@ -117,7 +165,9 @@ void AddPlaceCommand(CLI::App& app, Runner& run) {
   cmd->add_option("GRAPH", args->graph, "A .wg or .wgt graph file")->required();
   cmd->add_flag("--explain", args->explain, "List every node with its device and the reason it went there");
   cmd->add_flag("--json", args->json, "Print nodes and transfers as JSON");
-  cmd->footer("Placement follows the config's [placement] section: soft, priority and [placement.pins].");
+  cmd->add_flag("--local", args->local, "Place on this machine's devices even when the config has a [cluster]");
+  cmd->footer("Placement follows the config's [placement] section: soft, priority and [placement.pins]. With a "
+              "[cluster], the graph is placed on the devices of every task (started with `weft serve`).");
   cmd->callback([&run, args] { run = [args](Context& ctx) { return Run(ctx, *args); }; });
 }
 

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <memory>
 
+#include "core/dist/cluster_runtime.h"
+#include "core/dist/dist_session.h"
 #include "core/graph/graph.h"
 #include "core/graph/serialize.h"
 #include "core/runtime/session.h"
@@ -25,6 +27,7 @@ struct RunArgs {
   std::string out_dir = ".";
   std::string trace;
   bool quiet = false;
+  bool local = false;
 };
 
 // "dense/logits:1" -> "dense_logits_1.npy"
@@ -76,18 +79,39 @@ int Run(Context& ctx, const RunArgs& args) {
 
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
-  auto devices = runtime::DeviceSet::Open(**host);
-  if (!devices.ok()) return ReportError(devices.status());
-  auto session = runtime::Session::Create(std::move(*graph), std::move(*devices),
-                                          runtime::SessionOptions::FromConfig(ctx.config()));
-  if (!session.ok()) return ReportError(session.status());
+  const dist::ClusterSpec* cluster = nullptr;
+  if (!args.local) {
+    auto spec = ctx.Cluster();
+    if (!spec.ok()) return ReportError(spec.status());
+    if ((*spec)->distributed()) cluster = *spec;
+  }
+  if (cluster != nullptr && !args.trace.empty()) {
+    return ReportError(UnimplementedError("--trace records one process's step; it is not available with a [cluster] "
+                                          "yet (use --local to trace the graph in this process)"));
+  }
+  // In this process, or across the tasks of the config's [cluster].
+  std::unique_ptr<runtime::Session> session;
+  std::unique_ptr<dist::DistSession> dist_session;
+  if (cluster != nullptr) {
+    auto created = dist::DistSession::Create(std::move(*graph), dist::SessionOptionsFor(*cluster, ctx.config()), **host);
+    if (!created.ok()) return ReportError(created.status());
+    dist_session = std::move(*created);
+  } else {
+    auto devices = runtime::DeviceSet::Open(**host);
+    if (!devices.ok()) return ReportError(devices.status());
+    auto created = runtime::Session::Create(std::move(*graph), std::move(*devices),
+                                            runtime::SessionOptions::FromConfig(ctx.config()));
+    if (!created.ok()) return ReportError(created.status());
+    session = std::move(*created);
+  }
 
   runtime::TraceRecorder trace;
   runtime::RunOptions options;
   if (!args.trace.empty()) options.trace = &trace;
   std::vector<Tensor> outputs;
   const auto start = std::chrono::steady_clock::now();
-  Status status = (*session)->Run(feeds, args.fetches, args.targets, &outputs, options);
+  Status status = session != nullptr ? session->Run(feeds, args.fetches, args.targets, &outputs, options)
+                                     : dist_session->Run(feeds, args.fetches, args.targets, &outputs, options);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!args.trace.empty()) {
     // A failed step's trace helps too: write it either way.
@@ -129,6 +153,9 @@ void AddRunCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--out", args->out_dir, "Where to write one .npy per fetch (default: the current directory)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace of the step (for ui.perfetto.dev) to this file");
   cmd->add_flag("-q,--quiet", args->quiet, "Print nothing on success");
+  cmd->add_flag("--local", args->local,
+                "Run in this process even when the config has a [cluster] (by default the graph runs on the cluster's "
+                "tasks, which `weft serve` started)");
   cmd->footer("Example: weft run configs/models/mnist_mlp.wgt --feed images=x.npy --fetch logits --out results/");
   cmd->callback([&run, args] { run = [args](Context& ctx) { return Run(ctx, *args); }; });
 }

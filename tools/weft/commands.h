@@ -20,6 +20,7 @@ void AddConfigCommand(CLI::App& app, Runner& run);
 void AddRunCommand(CLI::App& app, Runner& run);
 void AddTrainCommand(CLI::App& app, Runner& run);
 void AddPlaceCommand(CLI::App& app, Runner& run);
+void AddServeCommand(CLI::App& app, Runner& run);
 // inspect, dot, convert, ops
 void AddGraphCommands(CLI::App& app, Runner& run);
 // ckpt ls, ckpt inspect

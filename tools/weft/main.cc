@@ -51,6 +51,7 @@ int Main(int argc, char** argv) {
   weft::cli::AddRunCommand(app, run);
   weft::cli::AddTrainCommand(app, run);
   weft::cli::AddPlaceCommand(app, run);
+  weft::cli::AddServeCommand(app, run);
   weft::cli::AddGraphCommands(app, run);
   weft::cli::AddCheckpointCommands(app, run);
 

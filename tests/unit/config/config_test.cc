@@ -125,7 +125,7 @@ TEST(Config, UnknownSection) {
   EXPECT_EQ(ErrorOf("[runtim]\n"), "local.toml:1:2: runtim: unknown section; did you mean 'runtime'?");
   EXPECT_EQ(ErrorOf("[cluster_of_things]\n"),
             "local.toml:1:2: cluster_of_things: unknown section; known sections: runtime, "
-            "plugins, logging, model, data, training, schedule, checkpoint, placement, devices, transports, "
+            "plugins, logging, model, data, training, schedule, checkpoint, placement, cluster, devices, transports, "
             "optimizers, optimizer");
 }
 

@@ -1,0 +1,592 @@
+#include "core/config/cluster_config.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <tuple>
+
+#include "core/config/internal/cluster_parse.h"
+#include "core/config/internal/toml_convert.h"
+
+namespace weft::config {
+
+std::string_view MembershipName(Membership membership) {
+  switch (membership) {
+    case Membership::kStatic: return "static";
+    case Membership::kMpi: return "mpi";
+    case Membership::kSlurm: return "slurm";
+  }
+  return "static";
+}
+
+std::string HostPort::ToString() const {
+  if (host.find(':') != std::string::npos) return StrCat("[", host, "]:", port);
+  return StrCat(host, ":", port);
+}
+
+namespace {
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool AllDigits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A hostname: dot-separated labels of letters, digits, '-' and '_' (Slurm
+// node names often have one), none empty, none starting or ending with '-'.
+bool IsHostname(std::string_view host) {
+  if (host.empty() || host.size() > 253) return false;
+  for (const std::string& label : StrSplit(host, '.')) {
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    for (char c : label) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+    }
+  }
+  return true;
+}
+
+bool IsIpv6(std::string_view host) {
+  // A zone ("fe80::1%eth0") is allowed and not checked further.
+  const std::string address(host.substr(0, host.find('%')));
+  in6_addr out{};
+  return inet_pton(AF_INET6, address.c_str(), &out) == 1;
+}
+
+bool IsIpv4(std::string_view host) {
+  const std::string address(host);
+  in_addr out{};
+  return inet_pton(AF_INET, address.c_str(), &out) == 1;
+}
+
+// The host part of an address, checked; |bracketed| when it was written
+// in brackets (so it must be IPv6).
+Expected<std::string> CheckHost(std::string_view host, bool bracketed) {
+  if (host.empty()) return InvalidArgumentError("the host is empty");
+  if (bracketed) {
+    if (!IsIpv6(host)) return InvalidArgumentError(Quote(host), " is not an IPv6 address");
+    return Lower(host);
+  }
+  if (host.find(':') != std::string_view::npos) {
+    if (IsIpv6(host)) return InvalidArgumentError("an IPv6 address needs brackets, as in \"[::1]:7070\"");
+    return InvalidArgumentError(Quote(host), " is not a host");
+  }
+  if (std::all_of(host.begin(), host.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
+    if (!IsIpv4(host)) {
+      return InvalidArgumentError(Quote(host), " is not an IPv4 address (four numbers 0..255 joined by '.')");
+    }
+    return std::string(host);
+  }
+  if (!IsHostname(host)) {
+    return InvalidArgumentError(Quote(host),
+                                " is not a hostname (letters, digits, '-' and '_', in labels joined by '.')");
+  }
+  return Lower(host);
+}
+
+}  // namespace
+
+Expected<std::string> ParseHost(std::string_view text) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    return CheckHost(text.substr(1, text.size() - 2), true);
+  }
+  if (text.find(':') != std::string_view::npos && IsIpv6(text)) return Lower(text);
+  return CheckHost(text, false);
+}
+
+Expected<HostPort> ParseHostPort(std::string_view text) {
+  if (text.empty()) return InvalidArgumentError("it is empty");
+  if (text.find("://") != std::string_view::npos) {
+    return InvalidArgumentError("write host:port without a scheme; the transport comes from "
+                                "cluster.transport or [cluster.transports]");
+  }
+  std::string_view host;
+  std::string_view port;
+  bool bracketed = false;
+  if (text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return InvalidArgumentError("'[' has no matching ']'");
+    host = text.substr(1, close - 1);
+    bracketed = true;
+    std::string_view rest = text.substr(close + 1);
+    if (rest.empty()) return InvalidArgumentError("it has no port (write host:port, e.g. \"[::1]:7070\")");
+    if (rest.front() != ':') return InvalidArgumentError("expected ':' and a port after ']'");
+    port = rest.substr(1);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      return InvalidArgumentError("it has no port (write host:port, e.g. \"127.0.0.1:7070\")");
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      if (IsIpv6(text) || IsIpv6(host)) {
+        return InvalidArgumentError("an IPv6 address needs brackets, as in \"[::1]:7070\"");
+      }
+      return InvalidArgumentError("it has more than one ':'");
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string checked_host, CheckHost(host, bracketed));
+  if (port.empty()) return InvalidArgumentError("the port is empty");
+  if (!AllDigits(port)) return InvalidArgumentError("the port ", Quote(port), " is not a number");
+  if (port.size() > 5 || std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535) {
+    return InvalidArgumentError("the port ", port, " is out of range 1..65535");
+  }
+  return HostPort{checked_host, std::stoi(std::string(port))};
+}
+
+bool IsSnakeCaseName(std::string_view name) {
+  if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+bool IsTransportScheme(std::string_view scheme) {
+  if (scheme.empty() || !(scheme[0] >= 'a' && scheme[0] <= 'z')) return false;
+  return std::all_of(scheme.begin(), scheme.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+  });
+}
+
+const ClusterJobConfig* ClusterConfig::FindJob(std::string_view name) const {
+  for (const ClusterJobConfig& candidate : jobs) {
+    if (candidate.name == name) return &candidate;
+  }
+  return nullptr;
+}
+
+const std::string& ClusterConfig::TransportOf(const ClusterJobConfig& of) const {
+  return of.transport.empty() ? transport : of.transport;
+}
+
+namespace {
+
+OptionSpec MakeSpec(std::string key, OptionType type, std::string default_text, std::string doc) {
+  OptionSpec spec;
+  spec.key = std::move(key);
+  spec.type = type;
+  spec.doc = std::move(doc);
+  if (!default_text.empty()) {
+    auto value = ParseTomlValue(default_text);
+    if (value.ok()) spec.default_value = *value;
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::vector<OptionSpec> ClusterSpecs() {
+  OptionSpec transport = MakeSpec("transport", OptionType::kString, "\"tcp\"",
+                                  "The transport every job speaks unless [cluster.transports] says otherwise: "
+                                  "\"tcp\", \"zmq\", \"rdma\", or the scheme of a loaded transport plugin.");
+  OptionSpec connect = MakeSpec("connect_timeout_ms", OptionType::kInt, "10000",
+                                "Keep trying to connect to a task (with backoff) for this long before failing.");
+  connect.min = 1;
+  OptionSpec rpc = MakeSpec("rpc_timeout_ms", OptionType::kInt, "60000", "The deadline of every RPC.");
+  rpc.min = 1;
+  OptionSpec job = MakeSpec("job", OptionType::kString, "",
+                            "The job of this process (static membership); --job overrides it. Unset: from --job.");
+  OptionSpec task = MakeSpec("task", OptionType::kInt, "",
+                             "The task index of this process in its job; --task overrides it. Unset: from "
+                             "--task, or 0 when the job has one task.");
+  task.min = 0;
+  OptionSpec membership = MakeSpec("membership", OptionType::kString, "\"static\"",
+                                   "Where the tasks come from: \"static\" ([cluster.jobs]), \"mpi\" (mpirun's "
+                                   "OMPI_COMM_WORLD_* variables) or \"slurm\" (srun's SLURM_* variables).");
+  membership.choices = {"static", "mpi", "slurm"};
+  OptionSpec base_port = MakeSpec("base_port", OptionType::kInt, "7070",
+                                  "mpi, slurm: a task listens on base_port + its index among the tasks of its host.");
+  base_port.min = 1;
+  base_port.max = 65535;
+  OptionSpec mpi_host = MakeSpec("mpi_host", OptionType::kString, "\"127.0.0.1\"",
+                                 "mpi: the host of every task when mpirun starts all ranks on one host.");
+  OptionSpec hosts = MakeSpec("hosts", OptionType::kStringList, "[]",
+                              "mpi: the hosts mpirun fills in order, OMPI_COMM_WORLD_LOCAL_SIZE ranks each, "
+                              "when the ranks span hosts.");
+  return {transport, connect, rpc, job, task, membership, base_port, mpi_host, hosts};
+}
+
+std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {
+  OptionSpec jobs = MakeSpec("jobs.<job>", OptionType::kStringList, "",
+                             "static: the \"host:port\" of each task of <job>, task 0 first.");
+  OptionSpec transports = MakeSpec("transports.<job>", OptionType::kString, "",
+                                   "The transport of <job>'s tasks, overriding cluster.transport.");
+  OptionSpec tasks = MakeSpec("tasks.<job>", OptionType::kInt, "",
+                              "mpi, slurm: how many ranks <job> gets, in file order, or \"rest\" (one job).");
+  tasks.min = 1;
+  return {{"cluster.jobs.<job>", jobs}, {"cluster.transports.<job>", transports}, {"cluster.tasks.<job>", tasks}};
+}
+
+namespace internal {
+namespace {
+
+constexpr std::string_view kTables[] = {"jobs", "transports", "tasks"};
+
+// An entry of a [cluster.*] table, with its positions, in file order
+// (toml++ keeps keys sorted).
+struct Entry {
+  std::string key;
+  SourcePos key_pos;
+  const toml::node* node;
+};
+
+std::vector<Entry> InFileOrder(const toml::table& table, std::string_view file) {
+  std::vector<Entry> entries;
+  for (const auto& [key, node] : table) {
+    entries.push_back({std::string(key.str()), PosOf(key.source(), file), &node});
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.key_pos.line, a.key_pos.column) < std::tie(b.key_pos.line, b.key_pos.column);
+  });
+  return entries;
+}
+
+class ClusterParser {
+ public:
+  ClusterParser(std::string_view file, std::vector<ConfigError>& errors) : file_(file), errors_(errors) {}
+
+  ClusterConfig Parse(const toml::table& table, const SourcePos& header, OptionValues* values);
+
+ private:
+  void Error(const SourcePos& pos, std::string path, std::string message) {
+    errors_.push_back({pos, std::move(path), std::move(message)});
+  }
+  std::string MembershipText() const {
+    return written_.count("membership") ? StrCat("membership is \"", MembershipName(out_.membership), "\"")
+                                        : "membership is \"static\" (the default)";
+  }
+  // A subtable that must be a table; nullptr (and an error) otherwise.
+  const toml::table* Table(const toml::table& cluster, std::string_view name);
+  bool CheckJobName(const Entry& entry, std::string_view table);
+  std::vector<ClusterJobConfig> ParseJobs(const toml::table& jobs);
+  std::vector<ClusterJobConfig> ParseTasks(const toml::table& tasks);
+  void ParseTransports(const toml::table& transports);
+  void CheckScheme(const Value& value, std::string path);
+  void CheckMembership(const toml::table& cluster);
+  void CheckSelf();
+  std::string JobListText() const;
+
+  std::string_view file_;
+  std::vector<ConfigError>& errors_;
+  ClusterConfig out_;
+  std::map<std::string, Value> written_;  // the scalar keys as written
+};
+
+const toml::table* ClusterParser::Table(const toml::table& cluster, std::string_view name) {
+  const toml::node* node = cluster.get(name);
+  if (node == nullptr) return nullptr;
+  if (!node->is_table()) {
+    Error(PosOf(node->source(), file_), StrCat("cluster.", name),
+          StrCat("expected a table [cluster.", name, "] of job = ...; got ",
+                 ConvertNode(*node, file_, SourcePos{}).text));
+    return nullptr;
+  }
+  return node->as_table();
+}
+
+bool ClusterParser::CheckJobName(const Entry& entry, std::string_view table) {
+  if (IsSnakeCaseName(entry.key)) return true;
+  Error(entry.key_pos, StrCat("cluster.", table, ".", entry.key),
+        "job names are lower_snake_case (letters, digits and '_', starting with a letter), as in "
+        "/job:<name>");
+  return false;
+}
+
+std::vector<ClusterJobConfig> ClusterParser::ParseJobs(const toml::table& jobs) {
+  std::vector<ClusterJobConfig> out;
+  // Where each address was first used, for duplicates.
+  struct FirstUse {
+    std::string job;
+    size_t task;
+    SourcePos pos;
+  };
+  std::map<std::string, FirstUse> used;
+  for (const Entry& entry : InFileOrder(jobs, file_)) {
+    const std::string path = StrCat("cluster.jobs.", entry.key);
+    if (!CheckJobName(entry, "jobs")) continue;
+    const toml::array* array = entry.node->as_array();
+    if (array == nullptr) {
+      Error(PosOf(entry.node->source(), file_), path,
+            StrCat("expected an array of \"host:port\" strings, one per task, got ",
+                   ConvertNode(*entry.node, file_, entry.key_pos).text));
+      continue;
+    }
+    ClusterJobConfig job;
+    job.name = entry.key;
+    job.pos = entry.key_pos;
+    if (array->empty()) {
+      Error(PosOf(entry.node->source(), file_), path,
+            StrCat("job '", entry.key, "' has no tasks; give the \"host:port\" of at least one, or remove it"));
+    }
+    for (size_t i = 0; i < array->size(); ++i) {
+      const Value element = ConvertNode(*array->get(i), file_, entry.key_pos);
+      const std::string element_path = StrCat(path, "[", i, "]");
+      // A bad address keeps its place, so that task i stays at index i
+      // and the task count is what the file says.
+      job.addresses.emplace_back();
+      job.address_pos.push_back(element.pos);
+      if (element.kind != Value::Kind::kString) {
+        Error(element.pos, element_path, StrCat("expected a \"host:port\" string, got ", element.text));
+        continue;
+      }
+      auto address = ParseHostPort(element.s);
+      if (!address.ok()) {
+        Error(element.pos, element_path,
+              StrCat("expected host:port, got ", element.text, ": ", address.status().message()));
+        continue;
+      }
+      const std::string key = address->ToString();
+      auto [it, inserted] = used.emplace(key, FirstUse{job.name, i, element.pos});
+      if (!inserted) {
+        Error(element.pos, element_path,
+              StrCat("address ", element.text, " is also used by job '", it->second.job, "' task ", it->second.task,
+                     " at ", it->second.pos.ToString(), "; give every task its own host:port"));
+      }
+      job.addresses.back() = *address;
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+std::vector<ClusterJobConfig> ClusterParser::ParseTasks(const toml::table& tasks) {
+  std::vector<ClusterJobConfig> out;
+  std::optional<Entry> rest;
+  for (const Entry& entry : InFileOrder(tasks, file_)) {
+    const std::string path = StrCat("cluster.tasks.", entry.key);
+    if (!CheckJobName(entry, "tasks")) continue;
+    const Value value = ConvertNode(*entry.node, file_, entry.key_pos);
+    ClusterJobConfig job;
+    job.name = entry.key;
+    job.pos = entry.key_pos;
+    if (value.kind == Value::Kind::kInt && value.i >= 1) {
+      job.rank_count = value.i;
+    } else if (value.kind == Value::Kind::kString && value.s == "rest") {
+      if (rest) {
+        Error(value.pos, path,
+              StrCat("only one job may take the \"rest\" of the ranks; job '", rest->key, "' at ",
+                     rest->key_pos.ToString(), " already does"));
+        continue;
+      }
+      rest = entry;
+    } else {
+      Error(value.pos, path,
+            StrCat("expected the number of ranks job '", entry.key, "' gets (an integer >= 1) or \"rest\", got ",
+                   value.text));
+      continue;
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+std::string ClusterParser::JobListText() const {
+  std::vector<std::string> names;
+  for (const ClusterJobConfig& job : out_.jobs) names.push_back(StrCat("'", job.name, "'"));
+  return names.empty() ? "none" : StrJoin(names, ", ");
+}
+
+void ClusterParser::CheckScheme(const Value& value, std::string path) {
+  if (value.kind != Value::Kind::kString) {
+    Error(value.pos, std::move(path),
+          StrCat("expected a transport scheme such as \"tcp\", \"zmq\" or \"rdma\", got ", value.text));
+    return;
+  }
+  if (IsTransportScheme(value.s)) return;
+  std::string message = StrCat("expected a transport scheme such as \"tcp\", \"zmq\" or \"rdma\" (lower-case "
+                               "letters, digits, '+', '-' and '.'), got ",
+                               value.text);
+  const std::string lower = Lower(value.s);
+  for (std::string_view builtin : kBuiltinTransports) {
+    if (lower == builtin) message += StrCat("; did you mean \"", builtin, "\"?");
+  }
+  Error(value.pos, std::move(path), std::move(message));
+}
+
+void ClusterParser::ParseTransports(const toml::table& transports) {
+  std::vector<std::string> names;
+  for (const ClusterJobConfig& job : out_.jobs) names.push_back(job.name);
+  const std::string_view jobs_table = out_.membership == Membership::kStatic ? "jobs" : "tasks";
+  for (const Entry& entry : InFileOrder(transports, file_)) {
+    const std::string path = StrCat("cluster.transports.", entry.key);
+    if (!CheckJobName(entry, "transports")) continue;
+    const Value value = ConvertNode(*entry.node, file_, entry.key_pos);
+    const size_t errors_before = errors_.size();
+    CheckScheme(value, path);
+    ClusterJobConfig* job = nullptr;
+    for (ClusterJobConfig& candidate : out_.jobs) {
+      if (candidate.name == entry.key) job = &candidate;
+    }
+    if (job == nullptr) {
+      std::string message = StrCat("no job '", entry.key, "' in [cluster.", jobs_table, "]");
+      const std::string hint = ClosestMatch(entry.key, names);
+      message += hint.empty() ? StrCat(" (the jobs: ", JobListText(), ")") : StrCat("; did you mean '", hint, "'?");
+      Error(entry.key_pos, path, message);
+      continue;
+    }
+    if (errors_.size() != errors_before) continue;
+    job->transport = value.s;
+    job->transport_pos = value.pos;
+  }
+}
+
+// Keys that belong to one kind of membership.
+void ClusterParser::CheckMembership(const toml::table& cluster) {
+  const bool launcher = out_.membership != Membership::kStatic;
+  auto wrong = [&](const SourcePos& pos, std::string path, std::string_view applies_to) {
+    Error(pos, std::move(path), StrCat("applies to membership = ", applies_to, " only, but ", MembershipText()));
+  };
+  for (const auto& [key, value] : written_) {
+    if (!launcher && (key == "base_port" || key == "mpi_host" || key == "hosts")) {
+      wrong(value.key_pos, StrCat("cluster.", key),
+            key == "base_port" ? "\"mpi\" or \"slurm\"" : "\"mpi\"");
+    } else if (out_.membership == Membership::kSlurm && (key == "mpi_host" || key == "hosts")) {
+      wrong(value.key_pos, StrCat("cluster.", key), "\"mpi\"");
+    } else if (launcher && (key == "job" || key == "task")) {
+      Error(value.key_pos, StrCat("cluster.", key),
+            StrCat(MembershipText(), ": every process's job and task come from its rank; remove this key"));
+    }
+  }
+  if (out_.membership == Membership::kMpi && written_.count("mpi_host") && written_.count("hosts") &&
+      !written_.at("hosts").elements.empty()) {
+    Error(written_.at("hosts").key_pos, "cluster.hosts",
+          "set either mpi_host (all ranks on one host) or hosts (ranks across hosts), not both");
+  }
+  if (auto it = written_.find("mpi_host"); it != written_.end()) {
+    if (auto host = ParseHost(it->second.s); !host.ok()) {
+      Error(it->second.pos, "cluster.mpi_host",
+            StrCat("expected a host, got ", it->second.text, ": ", host.status().message()));
+    } else {
+      out_.mpi_host = *host;
+    }
+  }
+  if (auto it = written_.find("hosts"); it != written_.end()) {
+    for (size_t i = 0; i < it->second.elements.size(); ++i) {
+      const Value& element = it->second.elements[i];
+      auto host = ParseHost(element.s);
+      if (!host.ok()) {
+        Error(element.pos, StrCat("cluster.hosts[", i, "]"),
+              StrCat("expected a host, got ", element.text, ": ", host.status().message()));
+      } else {
+        out_.hosts.push_back(*host);
+      }
+    }
+  }
+  const toml::node* jobs = cluster.get("jobs");
+  const toml::node* tasks = cluster.get("tasks");
+  if (launcher && jobs != nullptr) {
+    Error(PosOf(jobs->source(), file_), "cluster.jobs",
+          StrCat("static addresses do not apply: ", MembershipText(),
+                 ", so ranks and hosts come from the launcher; say how many ranks each job gets in "
+                 "[cluster.tasks] instead"));
+  }
+  if (!launcher && tasks != nullptr) {
+    wrong(PosOf(tasks->source(), file_), "cluster.tasks", "\"mpi\" or \"slurm\"");
+  }
+  if (launcher && tasks == nullptr) {
+    Error(out_.pos, "cluster",
+          StrCat("membership = \"", MembershipName(out_.membership),
+                 "\" needs [cluster.tasks]: how many ranks each job gets, in order, e.g. ps = 1 and "
+                 "worker = \"rest\""));
+  }
+  if (!launcher && jobs == nullptr) {
+    Error(out_.pos, "cluster",
+          StrCat("membership = \"static\"", written_.count("membership") ? "" : " (the default)",
+                 " needs [cluster.jobs] with the \"host:port\" of every task, e.g. ps = [\"127.0.0.1:7070\"] "
+                 "and worker = [\"127.0.0.1:7071\"]"));
+  }
+}
+
+// job and task, when the file names this process.
+void ClusterParser::CheckSelf() {
+  if (out_.membership != Membership::kStatic) return;
+  auto job_it = written_.find("job");
+  if (job_it == written_.end()) return;
+  const Value& job_value = job_it->second;
+  const ClusterJobConfig* job = out_.FindJob(job_value.s);
+  if (job == nullptr) {
+    std::vector<std::string> names;
+    for (const ClusterJobConfig& j : out_.jobs) names.push_back(j.name);
+    const std::string hint = ClosestMatch(job_value.s, names);
+    Error(job_value.pos, "cluster.job",
+          StrCat("no job ", job_value.text, " in [cluster.jobs]",
+                 hint.empty() ? StrCat(" (the jobs: ", JobListText(), ")") : StrCat("; did you mean '", hint, "'?")));
+    return;
+  }
+  auto task_it = written_.find("task");
+  if (task_it == written_.end() || job->addresses.empty()) return;
+  const int64_t count = static_cast<int64_t>(job->addresses.size());
+  if (task_it->second.i >= count) {
+    Error(task_it->second.pos, "cluster.task",
+          StrCat("task ", task_it->second.i, " is out of range: job '", job->name, "' has ", count,
+                 count == 1 ? " task (0)" : StrCat(" tasks (0..", count - 1, ")")));
+  }
+}
+
+ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& header, OptionValues* values) {
+  out_.pos = header;
+  Section section;
+  section.path = "cluster";
+  section.pos = header;
+  for (const auto& [key, node] : table) {
+    if (std::find(std::begin(kTables), std::end(kTables), key.str()) != std::end(kTables)) continue;
+    section.values[std::string(key.str())] = ConvertNode(node, file_, PosOf(key.source(), file_));
+  }
+  const size_t errors_before = errors_.size();
+  std::vector<OptionValues> checked(1);
+  for (ConfigError& error : CheckOptions(&section, "cluster", ClusterSpecs(), &checked[0])) {
+    errors_.push_back(std::move(error));
+  }
+  const bool scalars_ok = errors_.size() == errors_before;
+  if (scalars_ok) {
+    written_ = section.values;
+    const OptionValues& v = checked[0];
+    out_.transport = **v.GetString("transport");
+    out_.transport_pos = v.PositionOf("transport") ? *v.PositionOf("transport") : header;
+    out_.connect_timeout_ms = *v.GetInt("connect_timeout_ms");
+    out_.rpc_timeout_ms = *v.GetInt("rpc_timeout_ms");
+    if (v.Has("job")) out_.job = **v.GetString("job");
+    if (v.Has("task")) out_.task = *v.GetInt("task");
+    const std::string& membership = **v.GetString("membership");
+    out_.membership = membership == "mpi"     ? Membership::kMpi
+                      : membership == "slurm" ? Membership::kSlurm
+                                              : Membership::kStatic;
+    out_.base_port = *v.GetInt("base_port");
+    if (auto it = section.values.find("transport"); it != section.values.end()) CheckScheme(it->second, "cluster.transport");
+    if (values != nullptr) *values = checked[0];
+  }
+  // Both tables are checked whatever the membership (the one that does
+  // not apply is reported by CheckMembership); the jobs come from the one
+  // that does.
+  std::vector<ClusterJobConfig> static_jobs;
+  std::vector<ClusterJobConfig> rank_jobs;
+  if (const toml::table* jobs = Table(table, "jobs")) static_jobs = ParseJobs(*jobs);
+  if (const toml::table* tasks = Table(table, "tasks")) rank_jobs = ParseTasks(*tasks);
+  out_.jobs = std::move(out_.membership == Membership::kStatic ? static_jobs : rank_jobs);
+  if (const toml::table* transports = Table(table, "transports")) ParseTransports(*transports);
+  if (scalars_ok) {
+    CheckMembership(table);
+    CheckSelf();
+  }
+  return std::move(out_);
+}
+
+}  // namespace
+
+ClusterConfig ParseClusterSection(const toml::node& node, std::string_view file, const SourcePos& key_pos,
+                                  OptionValues* values, std::vector<ConfigError>& errors) {
+  if (!node.is_table()) {
+    errors.push_back({PosOf(node.source(), file), "cluster",
+                      StrCat("expected a table [cluster], got ", ConvertNode(node, file, key_pos).text)});
+    return ClusterConfig{};
+  }
+  return ClusterParser(file, errors).Parse(*node.as_table(), PosOf(node.source(), file), values);
+}
+
+}  // namespace internal
+}  // namespace weft::config

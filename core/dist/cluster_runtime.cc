@@ -1,0 +1,61 @@
+#include "core/dist/cluster_runtime.h"
+
+#include "core/runtime/placement_support.h"
+
+namespace weft::dist {
+
+uint64_t ClusterFingerprint(const ClusterSpec& cluster) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ull;
+  };
+  for (const JobSpec& job : cluster.jobs) {
+    mix(job.name);
+    for (const TaskSpec& task : job.tasks) mix(task.Url());
+  }
+  return h == 0 ? 1 : h;
+}
+
+std::vector<Peer> ClusterPeers(const ClusterSpec& cluster) {
+  std::vector<Peer> peers;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const JobSpec& job : cluster.jobs) {
+      if ((job.name == "worker") != (pass == 0)) continue;
+      for (const TaskSpec& task : job.tasks) peers.push_back({TaskPrefix(job.name, task.index), task.Url()});
+    }
+  }
+  return peers;
+}
+
+DistSessionOptions SessionOptionsFor(const ClusterSpec& cluster, const config::Config& config) {
+  DistSessionOptions o;
+  o.tasks = ClusterPeers(cluster);
+  o.cluster_fingerprint = ClusterFingerprint(cluster);
+  o.connect_timeout_ms = cluster.connect_timeout_ms;
+  o.rpc_timeout_ms = cluster.rpc_timeout_ms;
+  o.placement = runtime::PlacementOptionsFromConfig(config);
+  if (cluster.self) o.identity = cluster.self->ToString();
+  return o;
+}
+
+Expected<TaskService::Options> ServiceOptionsFor(const ClusterSpec& cluster, const TaskId& self,
+                                                 const config::Config& config) {
+  const TaskSpec* me = cluster.FindTask(self);
+  if (me == nullptr) return InvalidArgumentError(self.ToString(), " is not a task of the cluster");
+  TaskService::Options o;
+  o.name = self.ToString();
+  o.listen_address = me->Url();
+  for (const Peer& p : ClusterPeers(cluster)) o.peers[p.name] = p.address;
+  o.cluster_fingerprint = ClusterFingerprint(cluster);
+  o.connect_timeout_ms = cluster.connect_timeout_ms;
+  o.rpc_timeout_ms = cluster.rpc_timeout_ms;
+  if (config.runtime.inter_op_threads) o.inter_op_threads = static_cast<int>(*config.runtime.inter_op_threads);
+  return o;
+}
+
+}  // namespace weft::dist

@@ -1,0 +1,389 @@
+#include "core/dist/dist_session.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <random>
+
+#include "core/dist/remote_rendezvous.h"
+#include "core/graph/serialize.h"
+#include "core/runtime/run_rewrite.h"
+
+namespace weft::dist {
+
+struct DistSession::Prepared {
+  struct TaskPart {
+    Peer peer;
+    uint64_t handle = 0;
+    std::vector<int64_t> feeds;  // the _Arg indices its partitions hold
+  };
+  std::vector<TaskPart> tasks;
+  std::vector<std::string> feeds;  // sorted
+  std::vector<std::string> fetches;
+  std::vector<DType> feed_types;
+  std::vector<Shape> feed_shapes;
+};
+
+namespace {
+
+// Runs |call| for every index in parallel and waits; the statuses come
+// back by index.
+template <class Fn>
+std::vector<Status> ForAll(std::size_t n, Fn call) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::size_t remaining = n;
+  std::vector<Status> statuses(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    call(i, [&, i](Status s) {
+      std::lock_guard<std::mutex> lock(mutex);
+      statuses[i] = std::move(s);
+      if (--remaining == 0) cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(mutex);
+  cv.wait(lock, [&] { return remaining == 0; });
+  return statuses;
+}
+
+// The cause among |statuses|: the first error that is not a cancellation
+// it set off.
+Status FirstCause(const std::vector<Status>& statuses) {
+  for (const Status& s : statuses) {
+    if (!s.ok() && s.code() != Code::kCancelled) return s;
+  }
+  for (const Status& s : statuses) {
+    if (!s.ok()) return s;
+  }
+  return Status();
+}
+
+Expected<std::unique_ptr<RpcNode>> MakeClient(const DistSessionOptions& options, const plugin::PluginHost& plugins) {
+  RpcNode::Options o;
+  o.plugins = &plugins;
+  o.identity = options.identity;
+  o.cluster_fingerprint = options.cluster_fingerprint;
+  o.connect_timeout_ms = options.connect_timeout_ms;
+  std::random_device entropy;
+  o.incarnation = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
+  return RpcNode::Create(o, nullptr);
+}
+
+Expected<std::vector<DeviceInfo>> GetAllDevices(RpcNode& rpc, const DistSessionOptions& options) {
+  std::vector<std::vector<DeviceInfo>> per_task(options.tasks.size());
+  std::vector<Status> statuses = ForAll(options.tasks.size(), [&](std::size_t i, auto done) {
+    Request request;
+    request.method = Method::kGetDevices;
+    rpc.Call(options.tasks[i], std::move(request), options.rpc_timeout_ms,
+             [&per_task, i, done](Status s, Response r) {
+               per_task[i] = std::move(r.devices);
+               done(std::move(s));
+             });
+  });
+  WEFT_RETURN_IF_ERROR(FirstCause(statuses));
+  std::vector<DeviceInfo> all;
+  for (std::size_t i = 0; i < per_task.size(); ++i) {
+    if (per_task[i].empty()) return FailedPreconditionError("task ", options.tasks[i].name, " has no devices");
+    for (DeviceInfo& d : per_task[i]) {
+      if (TaskOfDevice(d.name) != options.tasks[i].name) {
+        return InternalError("task ", options.tasks[i].name, " reported a device named ", Quote(d.name));
+      }
+      all.push_back(std::move(d));
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
+Expected<std::vector<DeviceInfo>> DistSession::ListDevices(const DistSessionOptions& options,
+                                                           const plugin::PluginHost& plugins) {
+  WEFT_ASSIGN_OR_RETURN(auto rpc, MakeClient(options, plugins));
+  return GetAllDevices(*rpc, options);
+}
+
+Expected<std::unique_ptr<DistSession>> DistSession::Create(Graph graph, DistSessionOptions options,
+                                                           const plugin::PluginHost& plugins) {
+  if (options.tasks.empty()) return InvalidArgumentError("a distributed session needs a cluster with tasks");
+  std::unique_ptr<DistSession> session(new DistSession(std::move(graph), std::move(options)));
+  WEFT_RETURN_IF_ERROR(session->Connect(plugins));
+  return session;
+}
+
+Status DistSession::Connect(const plugin::PluginHost& plugins) {
+  WEFT_ASSIGN_OR_RETURN(rpc_, MakeClient(options_, plugins));
+  WEFT_ASSIGN_OR_RETURN(devices_, GetAllDevices(*rpc_, options_));
+  // Step ids unique across the clients of one cluster: a random start.
+  std::random_device entropy;
+  next_step_ = static_cast<int64_t>(((static_cast<uint64_t>(entropy()) << 31) ^ entropy()) & 0x3fffffffffffffffull) + 1;
+  return Status();
+}
+
+DistSession::~DistSession() {
+  std::vector<std::pair<Peer, uint64_t>> handles;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [key, prepared] : cache_) {
+      for (const auto& t : prepared->tasks) handles.emplace_back(t.peer, t.handle);
+    }
+  }
+  if (rpc_ == nullptr) return;
+  ForAll(handles.size(), [&](std::size_t i, auto done) {
+    Request request;
+    request.method = Method::kDeregisterGraph;
+    request.handle = handles[i].second;
+    rpc_->Call(handles[i].first, std::move(request), 2000, [done](Status s, Response) { done(std::move(s)); });
+  });
+}
+
+const Peer& DistSession::TaskOf(const std::string& device) const {
+  const std::string task = TaskOfDevice(device);
+  for (const Peer& p : options_.tasks) {
+    if (p.name == task) return p;
+  }
+  return options_.tasks.front();  // unreachable: devices come from the tasks
+}
+
+Expected<ClusterPlacement> DistSession::Place(const Graph& graph) {
+  const std::string bytes = SerializeGraphDef(graph.ToGraphDef(), GraphFormat::kBinary);
+  // Which device can run which node: each task answers for its own.
+  std::vector<std::vector<std::vector<DeviceSupport>>> support(options_.tasks.size());
+  std::vector<Status> statuses = ForAll(options_.tasks.size(), [&](std::size_t i, auto done) {
+    Request request;
+    request.method = Method::kQuerySupport;
+    request.graph = bytes;
+    rpc_->Call(options_.tasks[i], std::move(request), options_.rpc_timeout_ms,
+               [&support, i, done](Status s, Response r) {
+                 support[i] = std::move(r.support);
+                 done(std::move(s));
+               });
+  });
+  WEFT_RETURN_IF_ERROR(FirstCause(statuses));
+  // Device index -> (task, index within the task).
+  std::vector<std::pair<std::size_t, std::size_t>> where;
+  std::vector<placement::PlacementDevice> devices;
+  for (std::size_t t = 0; t < options_.tasks.size(); ++t) {
+    std::size_t local = 0;
+    for (const DeviceInfo& d : devices_) {
+      if (TaskOfDevice(d.name) != options_.tasks[t].name) continue;
+      placement::PlacementDevice p;
+      p.name = d.name;
+      p.type = d.type;
+      p.ordinal = d.ordinal;
+      p.host_to_device_gbps = d.host_to_device_gbps;
+      p.device_to_host_gbps = d.device_to_host_gbps;
+      p.host_visible = d.host_visible;
+      auto spec = placement::ParseDeviceSpec(d.name);
+      if (spec.ok()) {
+        p.job = spec->job;
+        p.task = spec->task;
+      }
+      devices.push_back(std::move(p));
+      where.emplace_back(t, local++);
+    }
+    if (support[t].size() != static_cast<std::size_t>(graph.num_nodes())) {
+      return InternalError("task ", options_.tasks[t].name, " answered for ", support[t].size(), " nodes of ",
+                           graph.num_nodes());
+    }
+  }
+  placement::SupportFn support_fn = [&](const Graph&, const Graph::Node& node, int d,
+                                        double* cost_ns) -> std::optional<std::string> {
+    const auto [t, local] = where[static_cast<std::size_t>(d)];
+    const auto& per_device = support[t][static_cast<std::size_t>(node.id)];
+    if (local >= per_device.size()) return std::string("the task did not answer for this device");
+    const DeviceSupport& s = per_device[local];
+    if (!s.supported) return s.reason;
+    *cost_ns = s.cost_ns;
+    return std::nullopt;
+  };
+  ClusterPlacement out;
+  placement::PlacementOptions options = options_.placement;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    options.fixed = stateful_placements_;
+  }
+  WEFT_ASSIGN_OR_RETURN(out.placement, placement::Place(graph, devices, support_fn, options));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Graph::Node& node : graph.nodes()) {
+      if (!node.op->stateful) continue;
+      stateful_placements_.emplace(node.name(),
+                                   devices[static_cast<std::size_t>(out.placement.device[static_cast<std::size_t>(node.id)])].name);
+    }
+  }
+  for (const placement::PlacementDevice& p : devices) {
+    for (const DeviceInfo& d : devices_) {
+      if (d.name == p.name) out.devices.push_back(d);
+    }
+  }
+  return out;
+}
+
+Expected<std::shared_ptr<DistSession::Prepared>> DistSession::Prepare(const std::vector<std::string>& feeds,
+                                                                      const std::vector<std::string>& fetches,
+                                                                      const std::vector<std::string>& targets) {
+  auto prepared = std::make_shared<Prepared>();
+  prepared->feeds = feeds;
+  prepared->fetches = fetches;
+  WEFT_ASSIGN_OR_RETURN(runtime::RunGraph rewritten, runtime::RewriteForRun(graph_, feeds, fetches, targets));
+  prepared->feed_types = std::move(rewritten.feed_types);
+  prepared->feed_shapes = std::move(rewritten.feed_shapes);
+  const Graph& graph = *rewritten.graph;
+  WEFT_ASSIGN_OR_RETURN(ClusterPlacement placed, Place(graph));
+
+  std::vector<placement::PartitionDevice> parts;
+  for (const DeviceInfo& d : placed.devices) parts.push_back({d.name, d.incarnation});
+  std::map<int, GraphDef> partitions;
+  bool one = true;
+  for (int d : placed.placement.device) one = one && d == placed.placement.device.front();
+  if (one) {
+    GraphDef def = graph.ToGraphDef();
+    const std::string& name = placed.devices[static_cast<std::size_t>(placed.placement.device.front())].name;
+    for (NodeDef& n : def.nodes) n.device = name;
+    partitions[placed.placement.device.front()] = std::move(def);
+  } else {
+    WEFT_ASSIGN_OR_RETURN(placement::Partitions cut, placement::Partition(graph, placed.placement.device, parts));
+    partitions = std::move(cut.graphs);
+  }
+  // Each task's partitions, registered with it.
+  std::map<std::string, std::size_t> task_index;
+  for (auto& [d, def] : partitions) {
+    const DeviceInfo& device = placed.devices[static_cast<std::size_t>(d)];
+    const Peer& peer = TaskOf(device.name);
+    auto [it, added] = task_index.emplace(peer.name, prepared->tasks.size());
+    if (added) prepared->tasks.push_back({peer, 0, {}});
+    for (const NodeDef& n : def.nodes) {
+      if (n.op == "_Arg") prepared->tasks[it->second].feeds.push_back(n.attrs.at("index").get<int64_t>());
+    }
+  }
+  std::vector<Request> requests(prepared->tasks.size());
+  for (auto& [d, def] : partitions) {
+    const DeviceInfo& device = placed.devices[static_cast<std::size_t>(d)];
+    Request& r = requests[task_index.at(TaskOf(device.name).name)];
+    r.method = Method::kRegisterGraph;
+    r.partitions.push_back({device.name, SerializeGraphDef(def, GraphFormat::kBinary)});
+  }
+  std::vector<Status> statuses = ForAll(prepared->tasks.size(), [&](std::size_t i, auto done) {
+    rpc_->Call(prepared->tasks[i].peer, std::move(requests[i]), options_.rpc_timeout_ms,
+               [&prepared, i, done](Status s, Response r) {
+                 prepared->tasks[i].handle = r.handle;
+                 done(std::move(s));
+               });
+  });
+  WEFT_RETURN_IF_ERROR(FirstCause(statuses).WithContext("registering the graph's partitions"));
+  return prepared;
+}
+
+Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                        const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                        std::vector<Tensor>* outputs, const runtime::RunOptions& options) {
+  std::vector<std::string> feed_names;
+  for (const auto& [name, value] : feeds) feed_names.push_back(name);
+  std::vector<std::string> sorted_feeds = feed_names;
+  std::sort(sorted_feeds.begin(), sorted_feeds.end());
+  if (std::adjacent_find(sorted_feeds.begin(), sorted_feeds.end()) != sorted_feeds.end()) {
+    return InvalidArgumentError("feed ", Quote(*std::adjacent_find(sorted_feeds.begin(), sorted_feeds.end())),
+                                " is given twice");
+  }
+  std::vector<std::string> sorted_fetches = fetches;
+  std::sort(sorted_fetches.begin(), sorted_fetches.end());
+  sorted_fetches.erase(std::unique(sorted_fetches.begin(), sorted_fetches.end()), sorted_fetches.end());
+  std::vector<std::string> sorted_targets = targets;
+  std::sort(sorted_targets.begin(), sorted_targets.end());
+  sorted_targets.erase(std::unique(sorted_targets.begin(), sorted_targets.end()), sorted_targets.end());
+  if (sorted_fetches.empty() && sorted_targets.empty()) {
+    return InvalidArgumentError("nothing to run: give at least one fetch or target");
+  }
+  const std::string key = StrCat(StrJoin(sorted_feeds, ","), "|", StrJoin(sorted_fetches, ","), "|",
+                                 StrJoin(sorted_targets, ","));
+  std::shared_ptr<Prepared> prepared;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) prepared = it->second;
+  }
+  if (prepared == nullptr) {
+    WEFT_ASSIGN_OR_RETURN(prepared, Prepare(sorted_feeds, sorted_fetches, sorted_targets));
+    std::lock_guard<std::mutex> lock(mutex_);
+    prepared = cache_.emplace(key, prepared).first->second;
+  }
+  std::vector<Tensor> args(sorted_feeds.size());
+  for (const auto& [name, value] : feeds) {
+    const std::size_t i = static_cast<std::size_t>(
+        std::lower_bound(sorted_feeds.begin(), sorted_feeds.end(), name) - sorted_feeds.begin());
+    if (value.dtype() != prepared->feed_types[i]) {
+      return InvalidArgumentError("feed ", Quote(name), " has dtype ", DTypeName(value.dtype()), "; the graph expects ",
+                                  DTypeName(prepared->feed_types[i]));
+    }
+    if (!prepared->feed_shapes[i].IsCompatibleWith(value.shape())) {
+      return InvalidArgumentError("feed ", Quote(name), " has shape ", value.shape().ToString(),
+                                  "; the graph expects ", prepared->feed_shapes[i].ToString());
+    }
+    if (!value.host_visible()) return InvalidArgumentError("feed ", Quote(name), " is not in host memory");
+    args[i] = value;
+  }
+
+  const int64_t step_id = next_step_.fetch_add(1);
+  int64_t timeout = options_.rpc_timeout_ms;
+  if (options.timeout_ms > 0) timeout = std::min(timeout, options.timeout_ms);
+  std::vector<Tensor> retvals(sorted_fetches.size());
+  std::mutex mutex;
+  std::atomic<bool> aborted{false};
+  auto abort_others = [&](std::size_t failed, const Status& why) {
+    if (aborted.exchange(true)) return;
+    for (std::size_t j = 0; j < prepared->tasks.size(); ++j) {
+      if (j == failed) continue;
+      Request abort;
+      abort.method = Method::kAbortStep;
+      abort.step_id = step_id;
+      abort.abort_status = Status(Code::kCancelled, StrCat("step ", step_id, " was aborted: ", why.message()));
+      rpc_->Notify(prepared->tasks[j].peer, std::move(abort));
+    }
+  };
+  std::vector<Status> statuses = ForAll(prepared->tasks.size(), [&](std::size_t i, auto done) {
+    const auto& task = prepared->tasks[i];
+    Request request;
+    request.method = Method::kRunGraph;
+    request.handle = task.handle;
+    request.step_id = step_id;
+    for (int64_t index : task.feeds) request.feeds.push_back({index, args[static_cast<std::size_t>(index)]});
+    rpc_->Call(task.peer, std::move(request), timeout, [&, i, done](Status s, Response r) {
+      if (s.ok()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (ArgMsg& retval : r.retvals) {
+          if (retval.index >= 0 && static_cast<std::size_t>(retval.index) < retvals.size()) {
+            retvals[static_cast<std::size_t>(retval.index)] = std::move(retval.tensor);
+          }
+        }
+      } else if (s.code() != Code::kCancelled) {
+        abort_others(i, s);
+      }
+      done(std::move(s));
+    });
+  });
+  for (const auto& task : prepared->tasks) {
+    Request cleanup;
+    cleanup.method = Method::kCleanupStep;
+    cleanup.step_id = step_id;
+    rpc_->Notify(task.peer, std::move(cleanup));
+  }
+  Status status = FirstCause(statuses);
+  if (!status.ok()) {
+    if (status.code() == Code::kDeadlineExceeded && options.timeout_ms > 0 && options.timeout_ms < options_.rpc_timeout_ms) {
+      return Status(Code::kDeadlineExceeded, StrCat("step ", step_id, " did not finish within ", options.timeout_ms,
+                                                    " ms (RunOptions::timeout_ms) and was cancelled: ", status.message()));
+    }
+    return status;
+  }
+  if (outputs != nullptr) {
+    outputs->clear();
+    for (const std::string& fetch : fetches) {
+      const std::size_t i = static_cast<std::size_t>(
+          std::lower_bound(sorted_fetches.begin(), sorted_fetches.end(), fetch) - sorted_fetches.begin());
+      if (!retvals[i].valid()) return InternalError("no task returned ", Quote(fetch));
+      outputs->push_back(retvals[i]);
+    }
+  }
+  return Status();
+}
+
+}  // namespace weft::dist

@@ -1,0 +1,96 @@
+// A session over a cluster: the client side of the distributed runtime.
+//
+// It asks every task for its devices, places a Run's graph on the union of
+// them with the same placer as one process (each task says which of its
+// devices can run each node), cuts it into one partition per device with
+// _Send/_Recv pairs at the cuts, registers each task's partitions with
+// that task, and runs steps: every task runs its partitions under the step
+// id, a _Recv whose sender is on another task pulls the tensor over the
+// transport, and the first error anywhere aborts the step on every task
+// and comes back here, naming the task. Variables live on the tasks, so
+// they persist from one Run to the next.
+//
+//   WEFT_ASSIGN_OR_RETURN(auto session, DistSession::Create(graph, options, plugins));
+//   WEFT_RETURN_IF_ERROR(session->Run({{"x", x}}, {"y"}, {}, &outputs));
+#ifndef WEFT_CORE_DIST_DIST_SESSION_H_
+#define WEFT_CORE_DIST_DIST_SESSION_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/dist/rpc.h"
+#include "core/graph/graph.h"
+#include "core/placement/partitioner.h"
+#include "core/placement/placer.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/session.h"
+
+namespace weft::dist {
+
+struct DistSessionOptions {
+  // Every task, the one unpinned nodes prefer first (placement breaks
+  // ties by device order).
+  std::vector<Peer> tasks;
+  uint64_t cluster_fingerprint = 0;
+  int64_t connect_timeout_ms = 10000;
+  int64_t rpc_timeout_ms = 60000;
+  placement::PlacementOptions placement;
+  // Who the client is, for the tasks' messages.
+  std::string identity = "client";
+};
+
+// A graph placed on a cluster: for `weft place --config`.
+struct ClusterPlacement {
+  placement::Placement placement;
+  std::vector<DeviceInfo> devices;  // what placement indices refer to
+  std::vector<placement::Transfer> transfers;
+};
+
+class DistSession {
+ public:
+  static Expected<std::unique_ptr<DistSession>> Create(Graph graph, DistSessionOptions options,
+                                                       const plugin::PluginHost& plugins);
+  // Deregisters its graphs from the tasks (best effort).
+  ~DistSession();
+
+  // As runtime::Session::Run.
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+             const runtime::RunOptions& options = {});
+
+  // Every device of the cluster, task by task.
+  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  // Places |graph| (all of it) on the cluster without running it.
+  Expected<ClusterPlacement> Place(const Graph& graph);
+
+  // Asks every task of |options| for its devices (`weft devices --config`).
+  static Expected<std::vector<DeviceInfo>> ListDevices(const DistSessionOptions& options,
+                                                       const plugin::PluginHost& plugins);
+
+ private:
+  struct Prepared;
+  DistSession(Graph graph, DistSessionOptions options) : graph_(std::move(graph)), options_(std::move(options)) {}
+  Status Connect(const plugin::PluginHost& plugins);
+  Expected<std::shared_ptr<Prepared>> Prepare(const std::vector<std::string>& feeds,
+                                              const std::vector<std::string>& fetches,
+                                              const std::vector<std::string>& targets);
+  const Peer& TaskOf(const std::string& device) const;
+
+  Graph graph_;
+  DistSessionOptions options_;
+  std::unique_ptr<RpcNode> rpc_;
+  std::vector<DeviceInfo> devices_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Prepared>> cache_;
+  // Where earlier steps placed stateful nodes (variables, queues): later
+  // placements keep them there, since their state lives on that device.
+  std::map<std::string, std::string> stateful_placements_;
+  std::atomic<int64_t> next_step_{0};
+};
+
+}  // namespace weft::dist
+
+#endif  // WEFT_CORE_DIST_DIST_SESSION_H_

@@ -1,0 +1,521 @@
+#include "core/dist/rpc.h"
+
+#include <algorithm>
+#include <future>
+
+#include "core/base/logging.h"
+
+namespace weft::dist {
+
+std::string SchemeOf(const std::string& address) {
+  const std::size_t colon = address.find("://");
+  return colon == std::string::npos ? std::string() : address.substr(0, colon);
+}
+
+struct RpcNode::Channel {
+  Peer peer;
+  enum class State { kIdle, kConnecting, kReady };
+  State state = State::kIdle;
+  std::shared_ptr<Connection> connection;
+  // Calls waiting for the connection.
+  std::vector<uint64_t> waiting;
+  uint64_t peer_incarnation = 0;
+  // Requests not yet sent, by call id.
+  std::unordered_map<uint64_t, Request> unsent;
+};
+
+namespace {
+
+std::string Describe(const Peer& peer) { return StrCat("task ", peer.name, " (", peer.address, ")"); }
+
+}  // namespace
+
+Expected<std::unique_ptr<RpcNode>> RpcNode::Create(Options options, Handler handler) {
+  if (options.plugins == nullptr) return InternalError("RpcNode needs the plugin host");
+  std::unique_ptr<RpcNode> node(new RpcNode(std::move(options)));
+  node->handler_ = std::move(handler);
+  node->pool_ = std::make_unique<ThreadPool>(std::max(1, node->options_.handler_threads), "rpc");
+  if (!node->options_.listen_address.empty()) {
+    WEFT_ASSIGN_OR_RETURN(Endpoint * endpoint, node->EndpointFor(node->options_.listen_address));
+    WEFT_ASSIGN_OR_RETURN(node->address_, endpoint->Address());
+  }
+  node->deadline_thread_ = std::thread([raw = node.get()] { raw->DeadlineLoop(); });
+  return node;
+}
+
+RpcNode::~RpcNode() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  deadline_cv_.notify_all();
+  if (deadline_thread_.joinable()) deadline_thread_.join();
+  // Every waiting call fails (a connecting thread waiting for its Hello
+  // too), then the connecting threads end.
+  std::unordered_map<uint64_t, PendingCall> pending;
+  std::vector<std::thread> connecting;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending.swap(pending_);
+    deadlines_.clear();
+  }
+  for (auto& [id, call] : pending) {
+    if (call.done) call.done(CancelledError(options_.identity, " is shutting down"), Response());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connecting.swap(connect_threads_);
+  }
+  for (std::thread& t : connecting) t.join();
+  // No transport callback after the endpoints are closed.
+  std::map<std::string, std::unique_ptr<Endpoint>> endpoints;
+  std::map<std::string, std::shared_ptr<Channel>> channels;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    endpoints.swap(endpoints_);
+    channels.swap(channels_);
+    accepted_.clear();
+  }
+  endpoints.clear();
+  channels.clear();
+  pool_.reset();
+}
+
+Expected<Endpoint*> RpcNode::EndpointFor(const std::string& address) {
+  const std::string scheme = SchemeOf(address);
+  if (scheme.empty()) {
+    return InvalidArgumentError("address ", Quote(address), " names no transport (expected e.g. tcp://host:port)");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = endpoints_.find(scheme);
+  if (it != endpoints_.end()) return it->second.get();
+  const plugin::TransportPlugin* transport = options_.plugins->transports().Find(scheme);
+  if (transport == nullptr) {
+    std::string why;
+    for (const plugin::PluginInfo& info : options_.plugins->plugins()) {
+      if (info.name == scheme) why = StrCat(" (the plugin is ", plugin::StateName(info.state), ": ", info.reason, ")");
+    }
+    return UnavailableError("no transport plugin for '", scheme, "://' is loaded", why,
+                            "; `weft plugins` lists the transports this machine has");
+  }
+  Endpoint::Handlers handlers;
+  handlers.on_message = [this](const std::shared_ptr<Connection>& c, ReceivedMessage m) { OnMessage(c, std::move(m)); };
+  handlers.on_closed = [this](const std::shared_ptr<Connection>& c, const Status& s) { OnClosed(c, s); };
+  handlers.on_accept = [this](const std::shared_ptr<Connection>& c) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    accepted_[c.get()] = {c, std::string()};
+  };
+  const bool listen = !options_.listen_address.empty() && SchemeOf(options_.listen_address) == scheme;
+  auto endpoint = Endpoint::Open(transport->table, listen ? options_.listen_address : std::string(), handlers);
+  if (!endpoint.ok()) {
+    return endpoint.status().WithContext(listen ? StrCat(options_.identity, ": listening on ", options_.listen_address)
+                                                : StrCat("opening a ", scheme, " endpoint"));
+  }
+  Endpoint* raw = endpoint->get();
+  endpoints_[scheme] = std::move(*endpoint);
+  return raw;
+}
+
+std::shared_ptr<RpcNode::Channel> RpcNode::ChannelFor(const Peer& peer) {
+  auto& channel = channels_[peer.name];
+  if (channel == nullptr || channel->peer.address != peer.address) {
+    channel = std::make_shared<Channel>();
+    channel->peer = peer;
+  }
+  return channel;
+}
+
+void RpcNode::Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done) {
+  std::shared_ptr<Channel> channel;
+  uint64_t id = 0;
+  bool connect = false, send = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) {
+      pool_->Schedule([done] { done(CancelledError("the caller is shutting down"), Response()); });
+      return;
+    }
+    channel = ChannelFor(peer);
+    id = next_call_id_++;
+    PendingCall call;
+    call.channel = channel;
+    call.method = request.method;
+    call.done = std::move(done);
+    if (timeout_ms > 0) {
+      call.has_deadline = true;
+      call.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+      deadlines_.emplace(call.deadline, id);
+    }
+    pending_.emplace(id, std::move(call));
+    channel->unsent.emplace(id, std::move(request));
+    switch (channel->state) {
+      case Channel::State::kReady: send = true; break;
+      case Channel::State::kIdle:
+        channel->state = Channel::State::kConnecting;
+        channel->waiting.push_back(id);
+        connect = true;
+        break;
+      case Channel::State::kConnecting: channel->waiting.push_back(id); break;
+    }
+  }
+  if (timeout_ms > 0) deadline_cv_.notify_all();
+  if (connect) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Threads of connections made earlier have ended: reap them.
+    connect_threads_.emplace_back([this, channel] { Connect(channel); });
+  }
+  if (send) SendCall(channel, id);
+}
+
+Expected<Response> RpcNode::CallSync(const Peer& peer, Request request, int64_t timeout_ms) {
+  std::promise<std::pair<Status, Response>> promise;
+  auto future = promise.get_future();
+  Call(peer, std::move(request), timeout_ms,
+       [&promise](Status s, Response r) { promise.set_value({std::move(s), std::move(r)}); });
+  auto [status, response] = future.get();
+  if (!status.ok()) return status;
+  return std::move(response);
+}
+
+void RpcNode::Notify(const Peer& peer, Request request) {
+  // A call whose answer nobody reads; it still gets a deadline so that it
+  // never lingers.
+  Call(peer, std::move(request), options_.connect_timeout_ms * 2, [](Status, Response) {});
+}
+
+void RpcNode::Disconnect(const std::string& peer_name) {
+  std::shared_ptr<Channel> channel;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = channels_.find(peer_name);
+    if (it == channels_.end()) return;
+    channel = it->second;
+  }
+  FailChannel(channel, UnavailableError("disconnected from ", Describe(channel->peer)));
+}
+
+void RpcNode::Connect(std::shared_ptr<Channel> channel) {
+  const Peer peer = channel->peer;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options_.connect_timeout_ms);
+  auto endpoint = EndpointFor(peer.address);
+  if (!endpoint.ok()) {
+    FailChannel(channel, endpoint.status().WithContext(StrCat("reaching ", Describe(peer))));
+    return;
+  }
+  Status last;
+  int attempts = 0;
+  std::shared_ptr<Connection> connection;
+  auto backoff = std::chrono::milliseconds(20);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    ++attempts;
+    // Attempts of at most a second, so that shutting down is never slow.
+    auto c = (*endpoint)->Connect(peer.address, std::clamp<int64_t>(left, 1, 1000));
+    if (c.ok()) {
+      connection = std::move(*c);
+      break;
+    }
+    last = c.status();
+    if (last.code() == Code::kInvalidArgument) break;  // a malformed address: retrying cannot help
+    std::this_thread::sleep_for(std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                      deadline - std::chrono::steady_clock::now())));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+  if (connection == nullptr) {
+    FailChannel(channel, Status(last.code() == Code::kInvalidArgument ? Code::kInvalidArgument : Code::kUnavailable,
+                                StrCat("cannot reach ", Describe(peer), " within ", options_.connect_timeout_ms,
+                                       " ms (", attempts, " attempt", attempts == 1 ? "" : "s", "): ", last.message(),
+                                       last.code() == Code::kInvalidArgument
+                                           ? ""
+                                           : ". Is the task started (`weft serve --config ... --job ... --task ...`)?")));
+    return;
+  }
+  // Hello: the first message on the connection.
+  uint64_t hello_id = 0;
+  std::promise<std::pair<Status, Response>> hello_done;
+  auto hello_future = hello_done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    channel->connection = connection;
+    hello_id = next_call_id_++;
+    PendingCall call;
+    call.channel = channel;
+    call.method = Method::kHello;
+    call.has_deadline = true;
+    call.deadline = std::max(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(1000));
+    call.done = [&hello_done](Status s, Response r) { hello_done.set_value({std::move(s), std::move(r)}); };
+    deadlines_.emplace(call.deadline, hello_id);
+    pending_.emplace(hello_id, std::move(call));
+    Request hello;
+    hello.method = Method::kHello;
+    hello.cluster_fingerprint = options_.cluster_fingerprint;
+    hello.caller = options_.identity;
+    hello.caller_incarnation = options_.incarnation;
+    hello.expected_task = peer.name;
+    channel->unsent.emplace(hello_id, std::move(hello));
+  }
+  deadline_cv_.notify_all();
+  SendCall(channel, hello_id);
+  auto [status, reply] = hello_future.get();
+  if (!status.ok()) {
+    if (status.code() == Code::kDeadlineExceeded) {
+      status = UnavailableError(Describe(peer), " accepted the connection but did not answer Weft's handshake in time",
+                                " (is another program listening on that port?)");
+    }
+    connection->Close();
+    FailChannel(channel, status.WithContext(StrCat("handshake with ", peer.name)));
+    return;
+  }
+  std::vector<uint64_t> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (channel->connection != connection) return;  // failed meanwhile
+    channel->state = Channel::State::kReady;
+    channel->peer_incarnation = reply.incarnation;
+    waiting.swap(channel->waiting);
+  }
+  for (uint64_t id : waiting) SendCall(channel, id);
+}
+
+void RpcNode::SendCall(const std::shared_ptr<Channel>& channel, uint64_t call_id) {
+  Envelope envelope;
+  std::shared_ptr<Connection> connection;
+  int64_t deadline_ms = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = channel->unsent.find(call_id);
+    if (it == channel->unsent.end()) return;  // finished meanwhile
+    envelope.request = std::move(it->second);
+    channel->unsent.erase(it);
+    connection = channel->connection;
+    auto call = pending_.find(call_id);
+    if (call == pending_.end()) return;
+    if (call->second.has_deadline) {
+      deadline_ms = std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             call->second.deadline - std::chrono::steady_clock::now())
+                                             .count());
+    }
+  }
+  if (connection == nullptr) {
+    Finish(call_id, UnavailableError("no connection to ", Describe(channel->peer)), Response());
+    return;
+  }
+  envelope.call_id = call_id;
+  envelope.deadline_ms = deadline_ms;
+  const Method method = envelope.request.method;
+  auto encoded = Encode(envelope);
+  if (!encoded.ok()) {
+    Finish(call_id, encoded.status().WithContext(StrCat(MethodName(method), " to ", channel->peer.name)), Response());
+    return;
+  }
+  Status sent = connection->Send(std::move(encoded->header), encoded->slices, encoded->keepalive,
+                                 [this, call_id, channel, method](Status s) {
+                                   if (!s.ok()) {
+                                     Finish(call_id,
+                                            s.WithContext(StrCat("sending ", MethodName(method), " to ",
+                                                                 Describe(channel->peer))),
+                                            Response());
+                                   }
+                                 });
+  if (!sent.ok()) {
+    Finish(call_id, sent.WithContext(StrCat("sending ", MethodName(method), " to ", Describe(channel->peer))),
+           Response());
+  }
+}
+
+void RpcNode::Finish(uint64_t call_id, Status status, Response response) {
+  std::function<void(Status, Response)> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pending_.find(call_id);
+    if (it == pending_.end()) return;
+    done = std::move(it->second.done);
+    if (it->second.has_deadline) {
+      auto range = deadlines_.equal_range(it->second.deadline);
+      for (auto d = range.first; d != range.second; ++d) {
+        if (d->second == call_id) {
+          deadlines_.erase(d);
+          break;
+        }
+      }
+    }
+    it->second.channel->unsent.erase(call_id);
+    pending_.erase(it);
+  }
+  if (!done) return;
+  pool_->Schedule([done = std::move(done), status = std::move(status), response = std::move(response)]() mutable {
+    done(std::move(status), std::move(response));
+  });
+}
+
+void RpcNode::FailChannel(const std::shared_ptr<Channel>& channel, const Status& status) {
+  std::vector<uint64_t> ids;
+  std::shared_ptr<Connection> connection;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    channel->state = Channel::State::kIdle;
+    connection = std::move(channel->connection);
+    channel->waiting.clear();
+    for (const auto& [id, call] : pending_) {
+      if (call.channel == channel) ids.push_back(id);
+    }
+    auto it = channels_.find(channel->peer.name);
+    if (it != channels_.end() && it->second == channel) channels_.erase(it);
+  }
+  if (connection != nullptr) connection->Close();
+  for (uint64_t id : ids) Finish(id, status, Response());
+}
+
+void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedMessage message) {
+  std::string from = StrCat("peer ", connection->peer());
+  std::shared_ptr<Channel> channel;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [name, c] : channels_) {
+      if (c->connection == connection) {
+        channel = c;
+        from = Describe(c->peer);
+      }
+    }
+  }
+  auto envelope = Decode(message, from);
+  if (!envelope.ok()) {
+    WEFT_LOG(WARNING) << envelope.status().message() << "; closing the connection";
+    if (channel != nullptr) {
+      FailChannel(channel, envelope.status());
+    } else {
+      connection->Close();
+      std::lock_guard<std::mutex> lock(mutex_);
+      accepted_.erase(connection.get());
+    }
+    return;
+  }
+  if (envelope->is_response) {
+    if (channel == nullptr) {
+      WEFT_LOG(WARNING) << "a response from " << from << ", which this process never called; ignored";
+      return;
+    }
+    Finish(envelope->call_id, envelope->status, std::move(envelope->response));
+    return;
+  }
+  pool_->Schedule([this, connection, e = std::move(*envelope)]() mutable { ServeRequest(connection, std::move(e)); });
+}
+
+void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelope envelope) {
+  const uint64_t call_id = envelope.call_id;
+  const Method method = envelope.request.method;
+  auto reply = [this, connection, call_id, method](Status status, Response response) {
+    if (call_id == 0) return;
+    Envelope out;
+    out.call_id = call_id;
+    out.is_response = true;
+    out.status = std::move(status);
+    out.response = std::move(response);
+    if (out.status.ok() && out.response.method == Method::kNone) out.response.method = Method::kNone;
+    auto encoded = Encode(out);
+    if (!encoded.ok()) {
+      // Tell the caller rather than leave it waiting.
+      Envelope error;
+      error.call_id = call_id;
+      error.is_response = true;
+      error.status = encoded.status().WithContext(StrCat(options_.identity, ": answering ", MethodName(method)));
+      encoded = Encode(error);
+      if (!encoded.ok()) return;
+    }
+    Status sent = connection->Send(std::move(encoded->header), encoded->slices, encoded->keepalive);
+    if (!sent.ok()) {
+      WEFT_LOG(DEBUG) << "answering " << MethodName(method) << ": " << sent.message();
+    }
+  };
+  std::string caller;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = accepted_.find(connection.get());
+    if (it != accepted_.end()) caller = it->second.second;
+  }
+  if (method == Method::kHello) {
+    const Request& hello = envelope.request;
+    if (hello.cluster_fingerprint != options_.cluster_fingerprint && hello.cluster_fingerprint != 0 &&
+        options_.cluster_fingerprint != 0) {
+      reply(FailedPreconditionError(options_.identity, " at ", address_, " belongs to another cluster (its config ",
+                                    "lists other tasks or addresses than the caller's): two clusters' configs use ",
+                                    "the same address"),
+            Response());
+      return;
+    }
+    if (hello.expected_task != options_.identity) {
+      reply(FailedPreconditionError(address_, " is ", options_.identity, ", not ", hello.expected_task,
+                                    ": the caller's cluster config does not match this task's"),
+            Response());
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      accepted_[connection.get()] = {connection, hello.caller.empty() ? std::string("client") : hello.caller};
+    }
+    Response r;
+    r.method = Method::kHello;
+    r.task = options_.identity;
+    r.incarnation = options_.incarnation;
+    reply(Status(), std::move(r));
+    return;
+  }
+  if (caller.empty()) {
+    reply(FailedPreconditionError("the first message on a connection to ", options_.identity, " must be Hello"),
+          Response());
+    return;
+  }
+  if (!handler_) {
+    reply(UnimplementedError(options_.identity, " serves no requests"), Response());
+    return;
+  }
+  handler_(caller, std::move(envelope.request), reply);
+}
+
+void RpcNode::OnClosed(const std::shared_ptr<Connection>& connection, const Status& status) {
+  std::shared_ptr<Channel> channel;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    accepted_.erase(connection.get());
+    for (const auto& [name, c] : channels_) {
+      if (c->connection == connection) channel = c;
+    }
+  }
+  if (channel == nullptr) return;
+  FailChannel(channel, UnavailableError(Describe(channel->peer), " closed the connection",
+                                        status.ok() ? std::string() : StrCat(": ", status.message())));
+}
+
+void RpcNode::DeadlineLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    if (deadlines_.empty()) {
+      deadline_cv_.wait(lock);
+      continue;
+    }
+    const auto next = deadlines_.begin()->first;
+    if (std::chrono::steady_clock::now() < next) {
+      deadline_cv_.wait_until(lock, next);
+      continue;
+    }
+    const uint64_t id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    it->second.has_deadline = false;  // already off the list
+    const std::string what = StrCat(MethodName(it->second.method), " to ", Describe(it->second.channel->peer));
+    lock.unlock();
+    Finish(id, Status(Code::kDeadlineExceeded, StrCat(what, " got no answer before its deadline")), Response());
+    lock.lock();
+  }
+}
+
+}  // namespace weft::dist

@@ -1,0 +1,130 @@
+// RPC between the tasks of a cluster: requests and responses (wire.h)
+// over transport plugins, with a deadline on every call.
+//
+// An RpcNode is one process's end: it listens on its task's address (when
+// it serves) and calls other tasks, opening one connection per peer on
+// first use. A new connection first exchanges Hello, which checks that
+// the peer is the task the caller expects, of the same cluster, speaking
+// the same wire version; only then do calls go out. Connecting retries
+// with backoff until the connect timeout, so tasks may start in any order.
+//
+//   RpcNode::Options o;  o.identity = "client";  ...
+//   WEFT_ASSIGN_OR_RETURN(auto node, RpcNode::Create(o, nullptr));
+//   node->Call(peer, request, 5000, [](Status s, Response r) { ... });
+//
+// Callbacks (responses and the server's handler) run on the node's own
+// thread pool, never on a transport thread, and may block briefly.
+#ifndef WEFT_CORE_DIST_RPC_H_
+#define WEFT_CORE_DIST_RPC_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/base/thread_pool.h"
+#include "core/dist/transport.h"
+#include "core/dist/wire.h"
+#include "core/plugin/plugin_host.h"
+
+namespace weft::dist {
+
+// Another task as a caller sees it.
+struct Peer {
+  std::string name;     // "/job:ps/task:0"
+  std::string address;  // with the transport's scheme: "tcp://127.0.0.1:7070"
+};
+
+class RpcNode {
+ public:
+  struct Options {
+    // Where transports come from (by the scheme of each address).
+    const plugin::PluginHost* plugins = nullptr;
+    // Listen here (with its scheme); empty for a node that only calls.
+    std::string listen_address;
+    // Who this node is: "/job:ps/task:0", or "client".
+    std::string identity = "client";
+    uint64_t incarnation = 0;
+    uint64_t cluster_fingerprint = 0;
+    // How long to keep trying to reach a peer (connect and Hello).
+    int64_t connect_timeout_ms = 10000;
+    int handler_threads = 4;
+  };
+  using Reply = std::function<void(Status, Response)>;
+  // Serves one request; calls |reply| exactly once, from any thread.
+  using Handler = std::function<void(const std::string& caller, Request request, Reply reply)>;
+
+  static Expected<std::unique_ptr<RpcNode>> Create(Options options, Handler handler);
+  // Stops listening and fails every call still waiting (CANCELLED).
+  ~RpcNode();
+
+  // The address it listens on, with the port chosen for ":0".
+  const std::string& address() const { return address_; }
+  const Options& options() const { return options_; }
+
+  // Calls |peer|; |done| runs once with the response or why there is
+  // none. |timeout_ms| <= 0 means no deadline (avoid).
+  void Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done);
+  // Call, waiting for the answer.
+  Expected<Response> CallSync(const Peer& peer, Request request, int64_t timeout_ms);
+  // Sends |request| to |peer| without waiting for an answer (best effort).
+  void Notify(const Peer& peer, Request request);
+
+  // Forgets |peer|'s connection (the next call reconnects).
+  void Disconnect(const std::string& peer_name);
+
+ private:
+  struct Channel;
+  struct PendingCall {
+    std::shared_ptr<Channel> channel;
+    Method method;
+    std::chrono::steady_clock::time_point deadline;
+    bool has_deadline = false;
+    std::function<void(Status, Response)> done;
+  };
+
+  explicit RpcNode(Options options) : options_(std::move(options)) {}
+  Expected<Endpoint*> EndpointFor(const std::string& address);
+  std::shared_ptr<Channel> ChannelFor(const Peer& peer);
+  void Connect(std::shared_ptr<Channel> channel);
+  void SendCall(const std::shared_ptr<Channel>& channel, uint64_t call_id);
+  void FailChannel(const std::shared_ptr<Channel>& channel, const Status& status);
+  void Finish(uint64_t call_id, Status status, Response response);
+  void OnMessage(const std::shared_ptr<Connection>& connection, ReceivedMessage message);
+  void OnClosed(const std::shared_ptr<Connection>& connection, const Status& status);
+  void ServeRequest(const std::shared_ptr<Connection>& connection, Envelope envelope);
+  void DeadlineLoop();
+
+  Options options_;
+  Handler handler_;
+  std::string address_;
+  std::unique_ptr<ThreadPool> pool_;
+
+  std::mutex mutex_;
+  std::condition_variable deadline_cv_;
+  bool stopping_ = false;
+  std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;  // by scheme
+  std::map<std::string, std::shared_ptr<Channel>> channels_;    // by peer name
+  std::unordered_map<uint64_t, PendingCall> pending_;
+  std::multimap<std::chrono::steady_clock::time_point, uint64_t> deadlines_;
+  // Accepted connections and who is on the other end (after Hello).
+  std::map<Connection*, std::pair<std::shared_ptr<Connection>, std::string>> accepted_;
+  uint64_t next_call_id_ = 1;
+  std::thread deadline_thread_;
+  // Threads connecting to peers (joined when the node goes).
+  std::vector<std::thread> connect_threads_;
+};
+
+// "tcp://127.0.0.1:7070" -> "tcp".
+std::string SchemeOf(const std::string& address);
+
+}  // namespace weft::dist
+
+#endif  // WEFT_CORE_DIST_RPC_H_

@@ -1,0 +1,389 @@
+#include "core/dist/task_service.h"
+
+#include <chrono>
+#include <random>
+
+#include "core/graph/serialize.h"
+#include "core/plugin/host_services.h"
+#include "core/runtime/op_kernel.h"
+#include "core/runtime/session.h"
+
+namespace weft::dist {
+
+// One step's state on this task. Created by the first RunGraph or
+// RecvTensor that names the step (a peer may pull before this task's part
+// started), dropped on CleanupStep.
+struct TaskService::Step {
+  int64_t id = 0;
+  std::unique_ptr<RemoteRendezvous> rendezvous;
+  runtime::StepInfo info;
+  std::vector<Tensor> args;
+  std::vector<Tensor> retvals;
+  runtime::CancellationManager::Token abort_token = runtime::CancellationManager::kInvalidToken;
+  bool ran = false;
+  std::chrono::steady_clock::time_point touched = std::chrono::steady_clock::now();
+};
+
+namespace {
+
+// Steps nobody cleaned up (their client died) are dropped after this long.
+constexpr auto kStaleStep = std::chrono::minutes(10);
+
+uint64_t NewIncarnation() {
+  std::random_device entropy;
+  uint64_t value = 0;
+  while (value == 0) value = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
+  return value;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const plugin::PluginHost& plugins,
+                                                          std::shared_ptr<runtime::DeviceSet> devices) {
+  if (devices == nullptr || devices->devices().empty()) {
+    return FailedPreconditionError(options.name, " has no devices: no device plugin loaded (see `weft plugins`)");
+  }
+  std::unique_ptr<TaskService> service(new TaskService(std::move(options)));
+  service->incarnation_ = NewIncarnation();
+  service->devices_ = std::move(devices);
+  runtime::SessionOptions session_options;
+  session_options.inter_op_threads = service->options_.inter_op_threads;
+  const auto [inter, intra] = runtime::ResolveThreads(session_options);
+  plugin::ConfigureHostServices(intra);
+  runtime::EnableKernelServices();
+  service->pool_ = std::make_unique<ThreadPool>(std::max(1, inter), "inter_op");
+  RpcNode::Options rpc;
+  rpc.plugins = &plugins;
+  rpc.listen_address = service->options_.listen_address;
+  rpc.identity = service->options_.name;
+  rpc.incarnation = service->incarnation_;
+  rpc.cluster_fingerprint = service->options_.cluster_fingerprint;
+  rpc.connect_timeout_ms = service->options_.connect_timeout_ms;
+  TaskService* raw = service.get();
+  WEFT_ASSIGN_OR_RETURN(service->rpc_, RpcNode::Create(rpc, [raw](const std::string& caller, Request request,
+                                                                   RpcNode::Reply reply) {
+                          raw->Handle(caller, std::move(request), std::move(reply));
+                        }));
+  return service;
+}
+
+TaskService::~TaskService() {
+  std::map<int64_t, std::shared_ptr<Step>> steps;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    steps = steps_;
+  }
+  for (auto& [id, step] : steps) {
+    step->info.cancelled.store(true);
+    step->info.cancellation.StartCancel();
+    step->rendezvous->Abort(CancelledError(options_.name, " is shutting down"));
+  }
+  // No request is served after this; replies still in flight go nowhere.
+  rpc_.reset();
+  pool_.reset();
+  std::lock_guard<std::mutex> lock(mutex_);
+  steps_.clear();
+  graphs_.clear();
+}
+
+std::vector<std::string> TaskService::DeviceNames() const {
+  std::vector<std::string> names;
+  for (const auto& d : devices_->devices()) names.push_back(options_.name + d->name());
+  return names;
+}
+
+const runtime::RuntimeDevice* TaskService::LocalDevice(const std::string& full_name) const {
+  if (full_name.rfind(options_.name + "/", 0) != 0) return nullptr;
+  return devices_->Find(full_name.substr(options_.name.size()));
+}
+
+Expected<std::shared_ptr<runtime::OpKernel>> TaskService::KernelFor(const Graph& graph, const Graph::Node& node,
+                                                                    const runtime::RuntimeDevice& device) {
+  if (!node.op->stateful) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::OpKernel> kernel, runtime::CreateKernel(graph, node, device));
+    return std::shared_ptr<runtime::OpKernel>(std::move(kernel));
+  }
+  // Stateful kernels (random ops) keep their state across the graphs
+  // clients register, as in one session.
+  std::lock_guard<std::mutex> lock(kernels_mutex_);
+  auto& slot = stateful_kernels_[{node.name(), device.name()}];
+  if (slot == nullptr) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::OpKernel> kernel, runtime::CreateKernel(graph, node, device));
+    slot = std::move(kernel);
+  }
+  return slot;
+}
+
+void TaskService::Handle(const std::string& caller, Request request, RpcNode::Reply reply) {
+  auto answer = [&](Expected<Response> r) {
+    if (!r.ok()) {
+      reply(r.status().WithContext(options_.name), Response());
+    } else {
+      reply(Status(), std::move(*r));
+    }
+  };
+  switch (request.method) {
+    case Method::kGetDevices: answer(GetDevices()); return;
+    case Method::kQuerySupport: answer(QuerySupport(request)); return;
+    case Method::kRegisterGraph: answer(RegisterGraph(request)); return;
+    case Method::kDeregisterGraph: {
+      std::lock_guard<std::mutex> lock(mutex_);
+      graphs_.erase(request.handle);
+      reply(Status(), Response());
+      return;
+    }
+    case Method::kRunGraph: RunGraph(std::move(request), std::move(reply)); return;
+    case Method::kRecvTensor: RecvTensor(request, std::move(reply)); return;
+    case Method::kAbortStep: {
+      if (std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true)) {
+        step->info.cancelled.store(true);
+        step->rendezvous->Abort(request.abort_status.ok() ? CancelledError("the client aborted the step")
+                                                          : request.abort_status);
+        step->info.cancellation.StartCancel();
+      }
+      reply(Status(), Response());
+      return;
+    }
+    case Method::kCleanupStep: {
+      std::shared_ptr<Step> step;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = steps_.find(request.step_id);
+        if (it != steps_.end()) {
+          step = it->second;
+          steps_.erase(it);
+        }
+      }
+      if (step != nullptr) step->rendezvous->Abort(CancelledError("step ", request.step_id, " was cleaned up"));
+      reply(Status(), Response());
+      return;
+    }
+    case Method::kHeartbeat: {
+      Response r;
+      r.method = Method::kHeartbeat;
+      r.incarnation = incarnation_;
+      reply(Status(), std::move(r));
+      return;
+    }
+    default: break;
+  }
+  reply(UnimplementedError(options_.name, " does not serve ", MethodName(request.method), " (from ", caller, ")"),
+        Response());
+}
+
+Response TaskService::GetDevices() const {
+  Response r;
+  r.method = Method::kGetDevices;
+  for (const auto& d : devices_->devices()) {
+    DeviceInfo info;
+    info.name = options_.name + d->name();
+    info.type = d->type();
+    info.ordinal = d->device().ordinal();
+    info.incarnation = d->incarnation();
+    info.host_visible = d->host_visible();
+    info.host_to_device_gbps = d->host_to_device_gbps();
+    info.device_to_host_gbps = d->device_to_host_gbps();
+    r.devices.push_back(std::move(info));
+  }
+  return r;
+}
+
+Expected<Response> TaskService::QuerySupport(const Request& request) const {
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, ParseGraphDef(request.graph, GraphFormat::kBinary, "the graph to place"));
+  WEFT_ASSIGN_OR_RETURN(Graph graph, Graph::FromGraphDef(std::move(def)));
+  Response r;
+  r.method = Method::kQuerySupport;
+  for (const Graph::Node& node : graph.nodes()) {
+    std::vector<DeviceSupport> per_device;
+    for (const auto& d : devices_->devices()) {
+      runtime::KernelSupport s = runtime::QueryKernelSupport(graph, node, *d);
+      per_device.push_back({s.supported, s.cost_ns, s.reason});
+    }
+    r.support.push_back(std::move(per_device));
+  }
+  return r;
+}
+
+Expected<Response> TaskService::RegisterGraph(const Request& request) {
+  auto registered = std::make_shared<Registered>();
+  for (const PartitionMsg& partition : request.partitions) {
+    const runtime::RuntimeDevice* device = LocalDevice(partition.device);
+    if (device == nullptr) {
+      return NotFoundError("a partition for device ", Quote(partition.device), ", which is not one of this task's (",
+                           StrJoin(DeviceNames(), ", "), ")");
+    }
+    const std::string what = StrCat("the partition for ", partition.device);
+    WEFT_ASSIGN_OR_RETURN(GraphDef def, ParseGraphDef(partition.graph, GraphFormat::kBinary, what));
+    auto graph = Graph::FromGraphDef(std::move(def));
+    if (!graph.ok()) return graph.status().WithContext(what);
+    Part part;
+    part.graph = std::make_shared<const Graph>(std::move(*graph));
+    part.device = device;
+    for (const Graph::Node& node : part.graph->nodes()) {
+      if (node.op_name() == "_Retval") {
+        registered->num_retvals =
+            std::max(registered->num_retvals, node.def.attrs.at("index").get<int64_t>() + 1);
+      }
+      if (!node.def.device.empty() && node.def.device != partition.device) {
+        return InvalidArgumentError(what, ": node ", Quote(node.name()), " is placed on ", Quote(node.def.device));
+      }
+    }
+    std::vector<const runtime::RuntimeDevice*> node_devices(static_cast<std::size_t>(part.graph->num_nodes()), device);
+    auto factory = [this](const Graph& g, const Graph::Node& node, const runtime::RuntimeDevice& d) {
+      return KernelFor(g, node, d);
+    };
+    auto executor = runtime::Executor::Create(part.graph, std::move(node_devices), pool_.get(), factory);
+    if (!executor.ok()) return executor.status().WithContext(what);
+    part.executor = std::move(*executor);
+    registered->parts.push_back(std::move(part));
+  }
+  Response r;
+  r.method = Method::kRegisterGraph;
+  std::lock_guard<std::mutex> lock(mutex_);
+  r.handle = next_handle_++;
+  graphs_[r.handle] = std::move(registered);
+  return r;
+}
+
+std::shared_ptr<TaskService::Step> TaskService::GetStep(int64_t step_id, bool create) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = steps_.find(step_id);
+  const auto now = std::chrono::steady_clock::now();
+  if (it != steps_.end()) {
+    it->second->touched = now;
+    return it->second;
+  }
+  if (!create) return nullptr;
+  // Drop steps whose client never cleaned them up.
+  for (auto s = steps_.begin(); s != steps_.end();) {
+    s = now - s->second->touched > kStaleStep ? steps_.erase(s) : std::next(s);
+  }
+  auto step = std::make_shared<Step>();
+  step->id = step_id;
+  step->info.step_id = step_id;
+  auto peers = options_.peers;
+  step->rendezvous = std::make_unique<RemoteRendezvous>(
+      step_id, options_.name, rpc_.get(),
+      [peers](const std::string& task) -> std::optional<Peer> {
+        auto p = peers.find(task);
+        if (p == peers.end()) return std::nullopt;
+        return Peer{p->first, p->second};
+      },
+      options_.rpc_timeout_ms);
+  step->info.rendezvous = step->rendezvous.get();
+  RemoteRendezvous* rendezvous = step->rendezvous.get();
+  step->abort_token = step->info.cancellation.Register(
+      [rendezvous] { rendezvous->Abort(CancelledError("another part of the step failed")); });
+  steps_[step_id] = step;
+  return step;
+}
+
+void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
+  std::shared_ptr<Registered> registered;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = graphs_.find(request.handle);
+    if (it != graphs_.end()) registered = it->second;
+  }
+  if (registered == nullptr) {
+    reply(NotFoundError(options_.name, " has no graph registered as ", request.handle,
+                        " (was the task restarted? the client registers its graphs again)"),
+          Response());
+    return;
+  }
+  std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true);
+  if (step->ran) {
+    reply(FailedPreconditionError(options_.name, ": step ", request.step_id, " was already run here"), Response());
+    return;
+  }
+  step->ran = true;
+  int64_t num_args = 0;
+  for (const ArgMsg& feed : request.feeds) num_args = std::max(num_args, feed.index + 1);
+  step->args.assign(static_cast<std::size_t>(num_args), Tensor());
+  for (ArgMsg& feed : request.feeds) {
+    if (feed.index < 0) {
+      reply(InvalidArgumentError("feed index ", feed.index), Response());
+      return;
+    }
+    step->args[static_cast<std::size_t>(feed.index)] = std::move(feed.tensor);
+  }
+  step->retvals.assign(static_cast<std::size_t>(registered->num_retvals), Tensor());
+  step->info.args = &step->args;
+  step->info.retvals = &step->retvals;
+
+  struct Join {
+    std::mutex mutex;
+    std::size_t remaining;
+    Status status;
+  };
+  auto join = std::make_shared<Join>();
+  join->remaining = registered->parts.size();
+  const std::string name = options_.name;
+  auto finish = [step, registered, reply, join, name]() {
+    Response r;
+    r.method = Method::kRunGraph;
+    Status status = join->status;
+    if (status.ok()) {
+      for (const Part& part : registered->parts) {
+        for (const Graph::Node& node : part.graph->nodes()) {
+          if (node.op_name() != "_Retval") continue;
+          const int64_t index = node.def.attrs.at("index").get<int64_t>();
+          auto host = part.device->CopyToHost(step->retvals[static_cast<std::size_t>(index)]);
+          if (!host.ok()) {
+            status = host.status().WithContext(StrCat("fetching output ", index));
+            break;
+          }
+          r.retvals.push_back({index, std::move(*host)});
+        }
+      }
+    }
+    step->info.cancellation.Deregister(step->abort_token);
+    reply(status.ok() ? Status() : status.WithContext(StrCat(name, ", step ", step->id)), std::move(r));
+  };
+  if (registered->parts.empty()) {
+    finish();
+    return;
+  }
+  for (const Part& part : registered->parts) {
+    part.executor->RunAsync(step->info, nullptr, [join, finish](Status status) {
+      bool last;
+      {
+        std::lock_guard<std::mutex> lock(join->mutex);
+        // The cause, rather than the cancellations it set off.
+        if (!status.ok() && (join->status.ok() || join->status.code() == Code::kCancelled)) {
+          join->status = std::move(status);
+        }
+        last = --join->remaining == 0;
+      }
+      if (last) finish();
+    });
+  }
+}
+
+void TaskService::RecvTensor(const Request& request, RpcNode::Reply reply) {
+  std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true);
+  const runtime::RendezvousKey key = request.key;
+  // The base class's receive: the key's sender is on this task.
+  step->rendezvous->runtime::Rendezvous::RecvAsync(
+      key, [step, reply, key, name = options_.name](const Status& status, runtime::Rendezvous::Item item) {
+        if (!status.ok()) {
+          reply(Status(status.code(), StrCat(name, ": ", key.ToString(), ": ", status.message())), Response());
+          return;
+        }
+        Response r;
+        r.method = Method::kRecvTensor;
+        if (item.device != nullptr && !item.value.host_visible()) {
+          auto host = item.device->CopyToHost(item.value);
+          if (!host.ok()) {
+            reply(host.status().WithContext(StrCat(name, ": copying ", key.ToString(), " to the host")), Response());
+            return;
+          }
+          r.tensor = std::move(*host);
+        } else {
+          r.tensor = std::move(item.value);
+        }
+        reply(Status(), std::move(r));
+      });
+}
+
+}  // namespace weft::dist

@@ -1,0 +1,99 @@
+// The task service: what `weft serve` runs. A generic worker of a cluster
+// (parameter servers need no code of their own): it lists its devices,
+// answers which of them can run each node of a graph, keeps graph
+// partitions registered by clients, runs them for a step, hands tensors to
+// the tasks that pull them, and cancels or cleans up a step on request.
+// Its devices are named "/job:<job>/task:<i>/device:CPU:0" and so on; its
+// variables live in its devices' resource managers, so they persist from
+// one step to the next.
+//
+//   TaskService::Options o;
+//   o.name = "/job:ps/task:0";  o.listen_address = "tcp://127.0.0.1:7070";  ...
+//   WEFT_ASSIGN_OR_RETURN(auto service, TaskService::Start(o, plugins, devices));
+#ifndef WEFT_CORE_DIST_TASK_SERVICE_H_
+#define WEFT_CORE_DIST_TASK_SERVICE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/base/thread_pool.h"
+#include "core/dist/remote_rendezvous.h"
+#include "core/dist/rpc.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/device_set.h"
+#include "core/runtime/executor.h"
+
+namespace weft::dist {
+
+class TaskService {
+ public:
+  struct Options {
+    std::string name;            // "/job:ps/task:0"
+    std::string listen_address;  // "tcp://127.0.0.1:7070"
+    // Every task of the cluster by name, with its address (for pulls).
+    std::map<std::string, std::string> peers;
+    uint64_t cluster_fingerprint = 0;
+    int64_t connect_timeout_ms = 10000;
+    int64_t rpc_timeout_ms = 60000;
+    // Threads running graph nodes (0: from the cores).
+    int inter_op_threads = 0;
+  };
+
+  static Expected<std::unique_ptr<TaskService>> Start(Options options, const plugin::PluginHost& plugins,
+                                                      std::shared_ptr<runtime::DeviceSet> devices);
+  // Stops serving: steps still running are cancelled.
+  ~TaskService();
+
+  const std::string& address() const { return rpc_->address(); }
+  const std::string& name() const { return options_.name; }
+  uint64_t incarnation() const { return incarnation_; }
+  // The full names of its devices.
+  std::vector<std::string> DeviceNames() const;
+
+ private:
+  struct Part {
+    std::shared_ptr<const Graph> graph;
+    std::unique_ptr<runtime::Executor> executor;
+    const runtime::RuntimeDevice* device = nullptr;
+  };
+  struct Registered {
+    std::vector<Part> parts;
+    int64_t num_retvals = 0;
+  };
+  struct Step;
+
+  explicit TaskService(Options options) : options_(std::move(options)) {}
+  void Handle(const std::string& caller, Request request, RpcNode::Reply reply);
+  Response GetDevices() const;
+  Expected<Response> QuerySupport(const Request& request) const;
+  Expected<Response> RegisterGraph(const Request& request);
+  void RunGraph(Request request, RpcNode::Reply reply);
+  void RecvTensor(const Request& request, RpcNode::Reply reply);
+  std::shared_ptr<Step> GetStep(int64_t step_id, bool create);
+  const runtime::RuntimeDevice* LocalDevice(const std::string& full_name) const;
+  Expected<std::shared_ptr<runtime::OpKernel>> KernelFor(const Graph& graph, const Graph::Node& node,
+                                                         const runtime::RuntimeDevice& device);
+
+  Options options_;
+  uint64_t incarnation_ = 0;
+  std::shared_ptr<runtime::DeviceSet> devices_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<RpcNode> rpc_;
+
+  std::mutex mutex_;
+  std::map<uint64_t, std::shared_ptr<Registered>> graphs_;
+  uint64_t next_handle_ = 1;
+  std::map<int64_t, std::shared_ptr<Step>> steps_;
+  std::mutex kernels_mutex_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<runtime::OpKernel>> stateful_kernels_;
+};
+
+}  // namespace weft::dist
+
+#endif  // WEFT_CORE_DIST_TASK_SERVICE_H_

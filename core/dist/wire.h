@@ -1,0 +1,139 @@
+// Control messages between tasks (core/dist/wire.capnp), as plain C++
+// values. Encode turns an Envelope into a transport message (Cap'n Proto
+// header, tensor bytes as payload slices, nothing copied); Decode turns a
+// received one back, checking everything: a truncated, oversized, garbage
+// or wrong-version message is an error naming the sender, never a crash
+// or an allocation the message's own size does not bound.
+#ifndef WEFT_CORE_DIST_WIRE_H_
+#define WEFT_CORE_DIST_WIRE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/dist/transport.h"
+#include "core/runtime/rendezvous.h"
+#include "core/tensor/tensor.h"
+
+namespace weft::dist {
+
+// The wire protocol's version (wire.capnp's wireVersion).
+inline constexpr uint32_t kWireVersion = 1;
+// The largest control message accepted (graphs travel in them).
+inline constexpr uint64_t kMaxHeaderBytes = uint64_t{64} << 20;
+
+enum class Method {
+  kNone,
+  kHello,
+  kGetDevices,
+  kQuerySupport,
+  kRegisterGraph,
+  kDeregisterGraph,
+  kRunGraph,
+  kRecvTensor,
+  kAbortStep,
+  kCleanupStep,
+  kHeartbeat,
+};
+// "RunGraph", ...
+std::string_view MethodName(Method method);
+
+struct DeviceInfo {
+  std::string name;  // "/job:ps/task:0/device:CPU:0"
+  std::string type;
+  int32_t ordinal = 0;
+  uint64_t incarnation = 0;
+  bool host_visible = true;
+  double host_to_device_gbps = 0;
+  double device_to_host_gbps = 0;
+};
+
+struct DeviceSupport {
+  bool supported = false;
+  double cost_ns = 0;
+  std::string reason;
+};
+
+struct PartitionMsg {
+  std::string device;  // full name
+  std::string graph;   // a binary .wg graph
+};
+
+struct ArgMsg {
+  int64_t index = 0;
+  Tensor tensor;  // host memory
+};
+
+struct Request {
+  Method method = Method::kNone;
+  // Hello
+  uint64_t cluster_fingerprint = 0;
+  std::string caller;
+  uint64_t caller_incarnation = 0;
+  std::string expected_task;
+  // QuerySupport: a .wg graph
+  std::string graph;
+  // RegisterGraph
+  std::vector<PartitionMsg> partitions;
+  // DeregisterGraph, RunGraph
+  uint64_t handle = 0;
+  // RunGraph, RecvTensor, AbortStep, CleanupStep
+  int64_t step_id = 0;
+  std::vector<ArgMsg> feeds;
+  runtime::RendezvousKey key;
+  Status abort_status;
+};
+
+struct Response {
+  Method method = Method::kNone;  // what it answers; kNone for "no body"
+  // Hello
+  std::string task;
+  uint64_t incarnation = 0;
+  // GetDevices
+  std::vector<DeviceInfo> devices;
+  // QuerySupport: per node of the graph, per device of the task
+  std::vector<std::vector<DeviceSupport>> support;
+  // RegisterGraph
+  uint64_t handle = 0;
+  // RunGraph
+  std::vector<ArgMsg> retvals;
+  // RecvTensor
+  Tensor tensor;
+};
+
+struct Envelope {
+  uint32_t version = kWireVersion;
+  uint64_t call_id = 0;  // 0: no response wanted
+  bool is_response = false;
+  int64_t deadline_ms = 0;
+  Status status;  // responses
+  Request request;
+  Response response;
+};
+
+// A message ready for Connection::Send.
+struct Encoded {
+  std::string header;
+  std::vector<Slice> slices;
+  // Holds the tensors the slices point into.
+  std::shared_ptr<const void> keepalive;
+  uint64_t payload_size = 0;
+};
+
+// Tensors must be in host memory. Each tensor's bytes start 64-byte
+// aligned in the payload, so the receiver can use them in place.
+Expected<Encoded> Encode(const Envelope& envelope);
+
+// |from| names the sender in messages ("task /job:ps/task:0 (tcp://...)").
+// Tensors in the result point into |message|'s payload and keep it alive.
+Expected<Envelope> Decode(const ReceivedMessage& message, std::string_view from);
+// The same, from raw bytes (the fuzz target; tests).
+Expected<Envelope> DecodeBytes(std::string_view header, const void* payload, uint64_t payload_size,
+                               std::shared_ptr<void> owner, std::string_view from);
+
+}  // namespace weft::dist
+
+#endif  // WEFT_CORE_DIST_WIRE_H_

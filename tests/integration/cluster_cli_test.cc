@@ -1,0 +1,347 @@
+// Clusters of real processes: tasks started with `weft serve` on loopback
+// ports chosen at run time, clients run with `weft run/devices/place
+// --config`, and the faults and bad input of docs/distributed.md, each with
+// its message. Every wait is bounded; every process is killed at the end.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/base/strings.h"
+#include "core/graph/builder.h"
+#include "core/graph/serialize.h"
+#include "core/tensor/npy.h"
+#include "tests/integration/subprocess.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::BackgroundProcess;
+using testing::ProcessResult;
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A raw listener on 127.0.0.1 that accepts and then either stays silent or
+// answers |reply| and closes; stops with the object.
+class FakeServer {
+ public:
+  explicit FakeServer(std::string reply) : reply_(std::move(reply)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    listen(fd_, 16);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        timeval tv{0, 100000};
+        fd_set set;
+        FD_ZERO(&set);
+        FD_SET(fd_, &set);
+        if (select(fd_ + 1, &set, nullptr, nullptr, &tv) <= 0) continue;
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) continue;
+        if (reply_.empty()) {
+          held_.push_back(c);  // silent: keep it open
+        } else {
+          char buffer[4096];
+          (void)!read(c, buffer, sizeof buffer);
+          (void)!write(c, reply_.data(), reply_.size());
+          close(c);
+        }
+      }
+    });
+  }
+  ~FakeServer() {
+    stop_ = true;
+    thread_.join();
+    for (int c : held_) close(c);
+    close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string reply_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::vector<int> held_;
+  std::thread thread_;
+};
+
+class Cluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           StrCat("weft_cluster_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    tasks_.clear();  // kills what still runs
+    fs::remove_all(dir_);
+  }
+
+  // A cluster config of one ps and one worker on the given ports.
+  std::string WriteConfig(const std::string& name, int ps_port, int worker_port, int64_t connect_ms = 20000,
+                          int64_t rpc_ms = 30000) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = " << connect_ms
+                        << "\nrpc_timeout_ms = " << rpc_ms << "\n[cluster.jobs]\nps = [\"127.0.0.1:" << ps_port
+                        << "\"]\nworker = [\"127.0.0.1:" << worker_port << "\"]\n";
+    return path;
+  }
+
+  ProcessResult Weft(std::vector<std::string> args) {
+    args.insert(args.begin(), WEFT_CLI);
+    return testing::Run(args, {{"WEFT_PLUGIN_PATH", ""}});
+  }
+
+  // Starts `weft serve` for one task and waits until it listens.
+  BackgroundProcess* Serve(const std::string& config, const std::string& job, int task) {
+    tasks_.push_back(std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{WEFT_CLI, "serve", "--config", config, "--job", job, "--task", std::to_string(task)},
+        std::map<std::string, std::string>{{"WEFT_PLUGIN_PATH", ""}}));
+    BackgroundProcess* p = tasks_.back().get();
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (p->Output().find("listening on") == std::string::npos) {
+      if (!p->running() || std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "weft serve --job " << job << " did not start:\n" << p->Output();
+        return p;
+      }
+      p->Wait(20);
+    }
+    return p;
+  }
+
+  std::string WriteGraph(const std::string& name, const GraphBuilder& b) {
+    auto g = b.Build();
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    const std::string path = (dir_ / name).string();
+    EXPECT_TRUE(WriteGraphFile(path, g->ToGraphDef()).ok());
+    return path;
+  }
+
+  std::string FeedForwardGraph() {
+    GraphBuilder b;
+    Output x = b.Placeholder(DType::kF32, Shape{2, 3}, "x");
+    Output h;
+    {
+      auto on_ps = b.DeviceScope("/job:ps/task:0");
+      h = b.Op("MatMul",
+               {x, b.Const(Tensor::FromVector<float>({0.5f, -1, 2, 0.25f, 3, -0.5f, 1.5f, 1, -2, 0.75f, 0.125f, 4},
+                                                     Shape{3, 4}),
+                           "w")},
+               {}, "matmul");
+    }
+    auto on_worker = b.DeviceScope("/job:worker/task:0");
+    b.Op("Tanh", {b.Op("BiasAdd", {h, b.Const(Tensor::FromVector<float>({0.1f, 0.2f, -0.3f, 0.4f}, Shape{4}))})}, {},
+         "y");
+    return WriteGraph("ff.wg", b);
+  }
+
+  std::string Read(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<BackgroundProcess>> tasks_;
+};
+
+TEST_F(Cluster, AGraphAcrossTwoServedTasksMatchesOneProcessBitForBit) {
+  const std::string config = WriteConfig("c.toml", FreePort(), FreePort());
+  BackgroundProcess* ps = Serve(config, "ps", 0);
+  Serve(config, "worker", 0);
+  const std::string graph = FeedForwardGraph();
+  ASSERT_TRUE(WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3}))
+                  .ok());
+  const std::string feed = "x=" + (dir_ / "x.npy").string();
+  ProcessResult remote = Weft({"run", graph, "--config", config, "--feed", feed, "--fetch", "y", "--fetch", "matmul",
+                               "--out", (dir_ / "remote").string()});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err << remote.out;
+  ProcessResult local =
+      Weft({"run", graph, "--feed", feed, "--fetch", "y", "--fetch", "matmul", "--out", (dir_ / "local").string()});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  for (const char* file : {"y.npy", "matmul.npy"}) {
+    const std::string a = Read(dir_ / "remote" / file), b = Read(dir_ / "local" / file);
+    EXPECT_FALSE(a.empty());
+    EXPECT_EQ(a, b) << file << " differs between the cluster and one process";
+  }
+  // `weft devices` and `weft place` see the cluster.
+  ProcessResult devices = Weft({"devices", "--config", config});
+  ASSERT_EQ(devices.exit_code, 0) << devices.err;
+  EXPECT_NE(devices.out.find("/job:ps/task:0/device:CPU:0"), std::string::npos) << devices.out;
+  EXPECT_NE(devices.out.find("/job:worker/task:0/device:CPU:0"), std::string::npos) << devices.out;
+  ProcessResult place = Weft({"place", graph, "--config", config, "--explain"});
+  ASSERT_EQ(place.exit_code, 0) << place.err;
+  EXPECT_NE(place.out.find("matmul"), std::string::npos);
+  EXPECT_NE(place.out.find("/job:ps/task:0/device:CPU:0"), std::string::npos) << place.out;
+  // SIGTERM stops a task cleanly.
+  ps->Kill(SIGTERM);
+  ASSERT_TRUE(ps->Wait(20000));
+  EXPECT_EQ(ps->exit_code(), 0) << ps->Output();
+  EXPECT_NE(ps->Output().find("stopping (SIGTERM)"), std::string::npos);
+}
+
+TEST_F(Cluster, ATaskThatIsNotUpIsRetriedThenNamed) {
+  const int port = FreePort();
+  const std::string config = WriteConfig("c.toml", port, FreePort(), /*connect_ms=*/700);
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult r = Weft({"devices", "--config", config});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot reach task"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tcp://127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("within 700 ms"), std::string::npos) << r.err;
+  EXPECT_LT(took, 30s);
+}
+
+TEST_F(Cluster, ATaskStartedLateIsWaitedFor) {
+  const int ps_port = FreePort(), worker_port = FreePort();
+  const std::string config = WriteConfig("c.toml", ps_port, worker_port);
+  Serve(config, "worker", 0);
+  // The ps comes up two seconds after the client started asking.
+  std::thread late([&] {
+    std::this_thread::sleep_for(2s);
+    Serve(config, "ps", 0);
+  });
+  ProcessResult r = Weft({"devices", "--config", config});
+  late.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("/job:ps/task:0/device:CPU:0"), std::string::npos);
+}
+
+TEST_F(Cluster, ASilentNonWeftListenerIsNamed) {
+  FakeServer silent("");
+  const std::string config = WriteConfig("c.toml", silent.port(), FreePort(), /*connect_ms=*/800);
+  ProcessResult r = Weft({"devices", "--config", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("did not answer Weft's handshake"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(StrCat("127.0.0.1:", silent.port())), std::string::npos) << r.err;
+}
+
+TEST_F(Cluster, ANonWeftServerThatAnswersIsRefused) {
+  FakeServer http("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+  const std::string config = WriteConfig("c.toml", http.port(), FreePort(), /*connect_ms=*/2000);
+  ProcessResult r = Weft({"devices", "--config", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/job:ps/task:0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a Weft tcp peer"), std::string::npos) << r.err;
+}
+
+TEST_F(Cluster, TwoClustersSharingAnAddressRefuseEachOther) {
+  const int ps_port = FreePort();
+  const std::string a = WriteConfig("a.toml", ps_port, FreePort());
+  Serve(a, "ps", 0);
+  const std::string b = WriteConfig("b.toml", ps_port, FreePort(), /*connect_ms=*/3000);
+  ProcessResult r = Weft({"devices", "--config", b});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("belongs to another cluster"), std::string::npos) << r.err;
+  // And a second task cannot listen on a taken port.
+  auto second = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{WEFT_CLI, "serve", "--config", b, "--job", "ps", "--task", "0"},
+      std::map<std::string, std::string>{{"WEFT_PLUGIN_PATH", ""}});
+  ASSERT_TRUE(second->Wait(30000));
+  EXPECT_EQ(second->exit_code(), 1);
+  EXPECT_NE(second->Output().find("address already in use"), std::string::npos) << second->Output();
+}
+
+TEST_F(Cluster, ATaskKilledMidStepFailsTheStepNamingIt) {
+  const std::string config = WriteConfig("c.toml", FreePort(), FreePort(), 20000, /*rpc_ms=*/60000);
+  BackgroundProcess* ps = Serve(config, "ps", 0);
+  Serve(config, "worker", 0);
+  // The ps part waits on a queue nobody fills: the step cannot finish.
+  GraphBuilder b;
+  Output dequeued;
+  {
+    auto on_ps = b.DeviceScope("/job:ps/task:0");
+    Output q = b.Op("FIFOQueue", {}, {{"component_types", AttrValue(std::vector<DType>{DType::kF32})},
+                                      {"shapes", AttrValue(std::vector<Shape>{Shape{}})}},
+                    "q");
+    dequeued = b.AddNode("QueueDequeueMany", {q, b.Scalar<int32_t>(1)},
+                         {{"component_types", AttrValue(std::vector<DType>{DType::kF32})}}, "dequeue")[0];
+  }
+  auto on_worker = b.DeviceScope("/job:worker/task:0");
+  b.Op("Neg", {dequeued}, {}, "y");
+  const std::string graph = WriteGraph("wait.wg", b);
+  std::atomic<bool> done{false};
+  ProcessResult r;
+  std::thread client([&] {
+    r = Weft({"run", graph, "--config", config, "--fetch", "y"});
+    done = true;
+  });
+  std::this_thread::sleep_for(3s);
+  EXPECT_FALSE(done.load()) << "the step should still wait: " << r.err;
+  ps->Kill(SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  client.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 20s) << "the step did not fail promptly";
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/job:ps/task:0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("closed the connection"), std::string::npos) << r.err;
+}
+
+TEST_F(Cluster, GarbageOnATasksPortLeavesItServing) {
+  const int ps_port = FreePort();
+  const std::string config = WriteConfig("c.toml", ps_port, FreePort());
+  BackgroundProcess* ps = Serve(config, "ps", 0);
+  Serve(config, "worker", 0);
+  // A well-framed tcp message whose header is garbage, then a truncated one.
+  for (const std::string& bytes : {std::string("WFT1") + std::string("\x10\0\0\0\0\0\0\0\0\0\0\0", 12) +
+                                       std::string(16, '\xab'),
+                                   std::string("WFT1\xff\xff\x00\x00", 8)}) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(ps_port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    std::this_thread::sleep_for(300ms);
+    close(fd);
+  }
+  ProcessResult r = Weft({"devices", "--config", config});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(ps->running());
+  EXPECT_NE(ps->Output().find("malformed message"), std::string::npos) << ps->Output();
+}
+
+TEST_F(Cluster, ServeExplainsWhatItNeeds) {
+  ProcessResult r = Weft({"serve"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("has no [cluster] section"), std::string::npos) << r.err;
+  const std::string config = WriteConfig("c.toml", FreePort(), FreePort());
+  r = Weft({"serve", "--config", config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--job"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,242 @@
+// The distributed runtime in one test process: real task services on
+// loopback ports, a client session placing graphs across them over the tcp
+// transport, compared with the same graph in a local session (bitwise).
+// Multi-process runs through `weft serve` are in cluster_cli_test.cc.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "core/dist/dist_session.h"
+#include "core/dist/task_service.h"
+#include "tests/integration/runtime_env.h"
+
+namespace weft::dist {
+namespace {
+
+// A loopback port nothing listens on right now.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+plugin::PluginHost& Plugins() {
+  static plugin::PluginHost* host = [] {
+    auto* h = new plugin::PluginHost(*config::DefaultConfig());
+    EXPECT_TRUE(h->LoadAll().ok());
+    return h;
+  }();
+  return *host;
+}
+
+// Two tasks, /job:ps/task:0 and /job:worker/task:0, serving in this process.
+class TwoTasks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (Plugins().transports().Find("tcp") == nullptr) GTEST_SKIP() << "the tcp transport is not built";
+    peers_ = {{"/job:ps/task:0", "tcp://127.0.0.1:" + std::to_string(FreePort())},
+              {"/job:worker/task:0", "tcp://127.0.0.1:" + std::to_string(FreePort())}};
+    for (const auto& [name, address] : peers_) {
+      TaskService::Options o;
+      o.name = name;
+      o.listen_address = address;
+      o.peers = peers_;
+      o.cluster_fingerprint = 1234;
+      o.rpc_timeout_ms = 20000;
+      auto devices = runtime::DeviceSet::Open(Plugins());
+      ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+      auto service = TaskService::Start(o, Plugins(), std::move(*devices));
+      ASSERT_TRUE(service.ok()) << service.status().ToString();
+      services_.push_back(std::move(*service));
+    }
+  }
+
+  DistSessionOptions Options() const {
+    DistSessionOptions o;
+    o.tasks = {{"/job:worker/task:0", peers_.at("/job:worker/task:0")}, {"/job:ps/task:0", peers_.at("/job:ps/task:0")}};
+    o.cluster_fingerprint = 1234;
+    o.rpc_timeout_ms = 20000;
+    return o;
+  }
+
+  std::map<std::string, std::string> peers_;
+  std::vector<std::unique_ptr<TaskService>> services_;
+};
+
+Graph FeedForward() {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{2, 3}, "x");
+  Output h;
+  {
+    auto on_ps = b.DeviceScope("/job:ps/task:0");
+    Output w = b.Const(Tensor::FromVector<float>({0.5f, -1, 2, 0.25f, 3, -0.5f, 1.5f, 1, -2, 0.75f, 0.125f, 4},
+                                                  Shape{3, 4}),
+                       "w");
+    h = b.Op("MatMul", {x, w}, {}, "matmul");
+  }
+  Output y;
+  {
+    auto on_worker = b.DeviceScope("/job:worker/task:0");
+    Output bias = b.Const(Tensor::FromVector<float>({0.1f, 0.2f, -0.3f, 0.4f}, Shape{4}), "bias");
+    y = b.Op("Relu", {b.Op("BiasAdd", {h, bias}, {}, "add")}, {}, "y");
+  }
+  auto g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return std::move(*g);
+}
+
+TEST_F(TwoTasks, ListsEveryTasksDevicesUnderItsName) {
+  auto devices = DistSession::ListDevices(Options(), Plugins());
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  bool ps_cpu = false, worker_cpu = false;
+  for (const DeviceInfo& d : *devices) {
+    ps_cpu = ps_cpu || d.name == "/job:ps/task:0/device:CPU:0";
+    worker_cpu = worker_cpu || d.name == "/job:worker/task:0/device:CPU:0";
+  }
+  EXPECT_TRUE(ps_cpu && worker_cpu);
+}
+
+TEST_F(TwoTasks, AFeedForwardGraphAcrossTasksMatchesOneProcessBitForBit) {
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3});
+  auto session = DistSession::Create(FeedForward(), Options(), Plugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<Tensor> remote;
+  Status s = (*session)->Run({{"x", x}}, {"y", "matmul"}, {}, &remote);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  testing::RuntimeEnv env;
+  auto local = env.Session(FeedForward());
+  std::vector<Tensor> expected;
+  ASSERT_TRUE(local->Run({{"x", x}}, {"y", "matmul"}, {}, &expected).ok());
+  ASSERT_EQ(remote.size(), 2u);
+  EXPECT_TRUE(remote[0].BitwiseEquals(expected[0])) << remote[0].DebugString() << " vs " << expected[0].DebugString();
+  EXPECT_TRUE(remote[1].BitwiseEquals(expected[1]));
+  // Second run through the cached registration.
+  ASSERT_TRUE((*session)->Run({{"x", x}}, {"y", "matmul"}, {}, &remote).ok());
+  EXPECT_TRUE(remote[0].BitwiseEquals(expected[0]));
+}
+
+TEST_F(TwoTasks, PlacesPinnedNodesOnTheirTasks) {
+  auto session = DistSession::Create(FeedForward(), Options(), Plugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Graph g = FeedForward();
+  auto placed = (*session)->Place(g);
+  ASSERT_TRUE(placed.ok()) << placed.status().ToString();
+  auto device_of = [&](const std::string& node) {
+    return placed->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(g.Find(node)->id)])]
+        .name;
+  };
+  EXPECT_EQ(device_of("matmul"), "/job:ps/task:0/device:CPU:0");
+  EXPECT_EQ(device_of("y"), "/job:worker/task:0/device:CPU:0");
+}
+
+TEST_F(TwoTasks, AVariableOnTheParameterServerKeepsItsValueAcrossRuns) {
+  GraphBuilder b;
+  Output var, init, add;
+  {
+    auto on_ps = b.DeviceScope("/job:ps/task:0");
+    var = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{2})}}, "v");
+    init = b.Op("Assign", {var, b.Const(Tensor::FromVector<float>({1, 2}, Shape{2}))}, {}, "init");
+  }
+  {
+    auto on_worker = b.DeviceScope("/job:worker/task:0");
+    Output delta = b.Op("Mul", {b.Const(Tensor::FromVector<float>({10, 100}, Shape{2})), b.Scalar<float>(0.5f)}, {},
+                        "delta");
+    auto on_ps = b.DeviceScope("/job:ps/task:0");
+    add = b.Op("AssignAdd", {var, delta}, {}, "add");
+  }
+  Output read;
+  {
+    auto on_worker = b.DeviceScope("/job:worker/task:0");
+    read = b.Op("ReadVariable", {var}, {{"dtype", AttrValue(DType::kF32)}}, "read");
+  }
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto session = DistSession::Create(std::move(*g), Options(), Plugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  ASSERT_TRUE((*session)->Run({}, {}, {"init"}, nullptr).ok());
+  for (int i = 0; i < 3; ++i) {
+    Status s = (*session)->Run({}, {}, {"add"}, nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  std::vector<Tensor> out;
+  Status s = (*session)->Run({}, {"read"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // 1 + 3 * 5 and 2 + 3 * 50, by hand.
+  EXPECT_EQ(out[0].data<float>()[0], 16.0f);
+  EXPECT_EQ(out[0].data<float>()[1], 152.0f);
+}
+
+TEST_F(TwoTasks, AnErrorOnOneTaskFailsTheStepNamingIt) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{-1}, "x");
+  Output bad;
+  {
+    auto on_ps = b.DeviceScope("/job:ps/task:0");
+    // Reshape to a shape of the wrong size fails at run time.
+    bad = b.Op("Reshape", {x, b.Const(Tensor::FromVector<int64_t>({5}, Shape{1}))}, {}, "reshape");
+  }
+  Output y;
+  {
+    auto on_worker = b.DeviceScope("/job:worker/task:0");
+    y = b.Op("Neg", {bad}, {}, "y");
+  }
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto session = DistSession::Create(std::move(*g), Options(), Plugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<Tensor> out;
+  Status s = (*session)->Run({{"x", Tensor::FromVector<float>({1, 2, 3}, Shape{3})}}, {"y"}, {}, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("/job:ps/task:0"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("reshape"), std::string::npos) << s.ToString();
+  // The session still works after a failed step.
+  s = (*session)->Run({{"x", Tensor::FromVector<float>({1, 2, 3, 4, 5}, Shape{5})}}, {"y"}, {}, &out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(DistSession, ATaskThatIsNotUpFailsNamingItsAddressAfterTheConnectTimeout) {
+  DistSessionOptions o;
+  const std::string address = "tcp://127.0.0.1:" + std::to_string(FreePort());
+  o.tasks = {{"/job:ps/task:0", address}};
+  o.connect_timeout_ms = 600;
+  const auto start = std::chrono::steady_clock::now();
+  auto devices = DistSession::ListDevices(o, Plugins());
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(devices.ok());
+  EXPECT_NE(devices.status().message().find("cannot reach task /job:ps/task:0 (" + address + ") within 600 ms"),
+            std::string::npos)
+      << devices.status().ToString();
+  EXPECT_NE(devices.status().message().find("weft serve"), std::string::npos);
+  EXPECT_GE(took, std::chrono::milliseconds(500));
+  EXPECT_LT(took, std::chrono::seconds(10));
+}
+
+TEST_F(TwoTasks, AClientOfAnotherClusterIsRefused) {
+  DistSessionOptions o = Options();
+  o.cluster_fingerprint = 999;
+  auto devices = DistSession::ListDevices(o, Plugins());
+  ASSERT_FALSE(devices.ok());
+  EXPECT_NE(devices.status().message().find("belongs to another cluster"), std::string::npos) << devices.status().ToString();
+}
+
+TEST_F(TwoTasks, ATaskReachedUnderAnotherNameSaysWhoItIs) {
+  DistSessionOptions o = Options();
+  o.tasks = {{"/job:worker/task:7", peers_.at("/job:ps/task:0")}};
+  auto devices = DistSession::ListDevices(o, Plugins());
+  ASSERT_FALSE(devices.ok());
+  EXPECT_NE(devices.status().message().find("is /job:ps/task:0, not /job:worker/task:7"), std::string::npos)
+      << devices.status().ToString();
+}
+
+}  // namespace
+}  // namespace weft::dist

@@ -1,0 +1,543 @@
+// Benchmarks of the distributed runtime, each against its peer in the same
+// invocation:
+//
+//   tensor_send_64m  GB/s of a 64 MiB tensor sent from one process to
+//                    another over loopback through each transport (the
+//                    receiver answers with a 1-byte acknowledgement), vs a
+//                    raw TCP socket pair doing the same with plain
+//                    send/recv: the physical limit here
+//   tensor_send_4k   microseconds per round trip of a 4 KiB tensor (sent,
+//                    echoed back) through each transport vs the raw socket
+//   null_step        the paper's null step: milliseconds per step of a
+//                    client ("worker") whose step reads one scalar variable
+//                    from each parameter server task (`weft serve`
+//                    processes), for 1, 2, 4 and 8 concurrent workers and
+//                    1 and 2 ps tasks. Its peer is one raw TCP round trip
+//                    per ps task (a 8-byte request and answer), the least
+//                    such a step could cost over the same network.
+//
+// Each prints BENCH lines: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
+// (speedup > 1: Weft ahead). On a 2-core machine the processes share the
+// cores: compare the ratios, not the absolute values, with other machines.
+//
+//   weft_dist_bench NAME [--repeats N]
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/dist/dist_session.h"
+#include "core/dist/transport.h"
+#include "core/graph/builder.h"
+#include "core/plugin/plugin_host.h"
+
+namespace weft::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_repeats = 0;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void Bench(const std::string& name, double weft, double peer, const std::string& unit, bool higher_is_better) {
+  const double speedup = higher_is_better ? weft / peer : peer / weft;
+  std::printf("BENCH %s weft=%.4g peer=%.4g unit=%s speedup=%.3f\n", name.c_str(), weft, peer, unit.c_str(), speedup);
+  std::fflush(stdout);
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "weft_dist_bench: %s\n", what.c_str());
+  std::exit(2);
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) Die(std::string(s.message()));
+}
+
+plugin::PluginHost& Plugins() {
+  static plugin::PluginHost* host = [] {
+    auto config = config::DefaultConfig();
+    if (!config.ok()) Die("no config");
+    auto* h = new plugin::PluginHost(*config);
+    Check(h->LoadAll());
+    return h;
+  }();
+  return *host;
+}
+
+// --- Raw sockets ------------------------------------------------------------------------------
+
+int Listener(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  listen(fd, 8);
+  return fd;
+}
+
+int ConnectTo(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Die("raw connect failed");
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+void SendAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    if (k <= 0) Die("raw send failed");
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+void RecvAll(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t k = recv(fd, p, n, 0);
+    if (k <= 0) Die("raw recv failed");
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+// --- The peer process -------------------------------------------------------------------------
+
+// What the peer does with each message: answer |ack| bytes (or echo the
+// payload when |ack| < 0).
+struct PeerSpec {
+  std::string scheme;  // "" for the raw socket
+  uint64_t size = 0;
+  int64_t ack = 1;
+};
+
+// Runs in a forked child: serves one connection, answering each message,
+// until the connection ends. Reports its address through |pipe_fd|.
+void PeerMain(const PeerSpec& spec, int pipe_fd) {
+  if (spec.scheme.empty()) {
+    int port = 0;
+    const int listener = Listener(&port);
+    (void)!write(pipe_fd, &port, sizeof port);
+    const int fd = accept(listener, nullptr, nullptr);
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::vector<char> buffer(spec.size);
+    for (;;) {
+      char* p = buffer.data();
+      size_t n = spec.size;
+      while (n > 0) {
+        const ssize_t k = recv(fd, p, n, 0);
+        if (k <= 0) std::_Exit(0);
+        p += k;
+        n -= static_cast<size_t>(k);
+      }
+      if (spec.ack < 0) {
+        SendAll(fd, buffer.data(), spec.size);
+      } else {
+        SendAll(fd, buffer.data(), static_cast<size_t>(spec.ack));
+      }
+    }
+  }
+  const plugin::TransportPlugin* transport = Plugins().transports().Find(spec.scheme);
+  if (transport == nullptr) Die("no transport " + spec.scheme);
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool closed = false;
+  std::shared_ptr<dist::Connection> accepted;
+  const std::string ack(spec.ack > 0 ? static_cast<size_t>(spec.ack) : 0, 'a');
+  dist::Endpoint::Handlers handlers;
+  handlers.on_accept = [&](const std::shared_ptr<dist::Connection>& c) {
+    std::lock_guard<std::mutex> lock(mutex);
+    accepted = c;
+  };
+  handlers.on_message = [&](const std::shared_ptr<dist::Connection>& c, dist::ReceivedMessage m) {
+    if (spec.ack < 0) {
+      auto keep = std::make_shared<dist::ReceivedMessage>(m);
+      Check(c->Send("", {{m.payload(), m.payload_size()}}, keep));
+    } else {
+      Check(c->Send(ack, {}, nullptr));
+    }
+  };
+  handlers.on_closed = [&](const std::shared_ptr<dist::Connection>&, const Status&) {
+    std::lock_guard<std::mutex> lock(mutex);
+    closed = true;
+    cv.notify_all();
+  };
+  auto endpoint = dist::Endpoint::Open(transport->table, spec.scheme + "://127.0.0.1:0", handlers);
+  Check(endpoint.status());
+  auto address = (*endpoint)->Address();
+  Check(address.status());
+  const uint32_t n = static_cast<uint32_t>(address->size());
+  (void)!write(pipe_fd, &n, sizeof n);
+  (void)!write(pipe_fd, address->data(), n);
+  std::unique_lock<std::mutex> lock(mutex);
+  cv.wait_for(lock, std::chrono::minutes(10), [&] { return closed; });
+  std::_Exit(0);
+}
+
+struct Peer {
+  pid_t pid = -1;
+  int port = 0;         // raw
+  std::string address;  // transport
+};
+
+Peer StartPeer(const PeerSpec& spec) {
+  int fds[2];
+  if (pipe(fds) != 0) Die("pipe");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    PeerMain(spec, fds[1]);
+  }
+  close(fds[1]);
+  Peer peer;
+  peer.pid = pid;
+  if (spec.scheme.empty()) {
+    if (read(fds[0], &peer.port, sizeof peer.port) != sizeof peer.port) Die("peer did not start");
+  } else {
+    uint32_t n = 0;
+    if (read(fds[0], &n, sizeof n) != sizeof n) Die("peer did not start");
+    peer.address.resize(n);
+    if (read(fds[0], peer.address.data(), n) != static_cast<ssize_t>(n)) Die("peer did not start");
+  }
+  close(fds[0]);
+  return peer;
+}
+
+void StopPeer(const Peer& peer) {
+  kill(peer.pid, SIGKILL);
+  waitpid(peer.pid, nullptr, 0);
+}
+
+// Seconds per exchange (send |size| bytes, wait for the answer), median of
+// |repeats| rounds of |per_round| exchanges, through the raw socket.
+double RawExchange(uint64_t size, int64_t ack, int repeats, int per_round) {
+  Peer peer = StartPeer({"", size, ack});
+  const int fd = ConnectTo(peer.port);
+  std::vector<char> data(size, 'x'), back(ack < 0 ? size : static_cast<size_t>(ack));
+  std::vector<double> times;
+  for (int r = 0; r < repeats + 1; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < per_round; ++i) {
+      SendAll(fd, data.data(), size);
+      RecvAll(fd, back.data(), back.size());
+    }
+    if (r > 0) times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / per_round);
+  }
+  close(fd);
+  StopPeer(peer);
+  return Median(times);
+}
+
+// The same through a transport plugin (the core's Endpoint over its C table).
+double TransportExchange(const std::string& scheme, uint64_t size, int64_t ack, int repeats, int per_round) {
+  Peer peer = StartPeer({scheme, size, ack});
+  const plugin::TransportPlugin* transport = Plugins().transports().Find(scheme);
+  std::mutex mutex;
+  std::condition_variable cv;
+  int64_t answers = 0;
+  dist::Endpoint::Handlers handlers;
+  handlers.on_message = [&](const std::shared_ptr<dist::Connection>&, dist::ReceivedMessage) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++answers;
+    cv.notify_all();
+  };
+  handlers.on_closed = [](const std::shared_ptr<dist::Connection>&, const Status& s) {
+    if (!s.ok()) Die("connection closed: " + std::string(s.message()));
+  };
+  auto endpoint = dist::Endpoint::Open(transport->table, "", handlers);
+  Check(endpoint.status());
+  auto connection = (*endpoint)->Connect(peer.address, 10000);
+  Check(connection.status());
+  auto data = std::make_shared<std::vector<char>>(size, 'x');
+  std::vector<double> times;
+  int64_t expected = 0;
+  for (int r = 0; r < repeats + 1; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < per_round; ++i) {
+      Check((*connection)->Send("", {{data->data(), size}}, data));
+      ++expected;
+      std::unique_lock<std::mutex> lock(mutex);
+      if (!cv.wait_for(lock, std::chrono::seconds(60), [&] { return answers >= expected; })) Die("no answer");
+    }
+    if (r > 0) times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / per_round);
+  }
+  (*connection)->Close();
+  endpoint->reset();
+  StopPeer(peer);
+  return Median(times);
+}
+
+std::vector<std::string> Transports() {
+  std::vector<std::string> out;
+  for (const char* scheme : {"tcp", "zmq"}) {
+    if (Plugins().transports().Find(scheme) != nullptr) out.push_back(scheme);
+  }
+  return out;
+}
+
+void TensorSend64M() {
+  const uint64_t size = uint64_t{64} << 20;
+  const int repeats = g_repeats > 0 ? g_repeats : 9;
+  for (const std::string& scheme : Transports()) {
+    // Alternate, so that both see the same machine.
+    std::vector<double> weft, raw;
+    for (int i = 0; i < 3; ++i) {
+      weft.push_back(TransportExchange(scheme, size, 1, repeats, 4));
+      raw.push_back(RawExchange(size, 1, repeats, 4));
+    }
+    const double gb = static_cast<double>(size) / 1e9;
+    Bench("tensor_send_64m_" + scheme, gb / Median(weft), gb / Median(raw), "GB/s", true);
+  }
+}
+
+void TensorSend4K() {
+  const int repeats = g_repeats > 0 ? g_repeats : 9;
+  for (const std::string& scheme : Transports()) {
+    std::vector<double> weft, raw;
+    for (int i = 0; i < 3; ++i) {
+      weft.push_back(TransportExchange(scheme, 4096, -1, repeats, 2000));
+      raw.push_back(RawExchange(4096, -1, repeats, 2000));
+    }
+    Bench("tensor_send_4k_" + scheme, Median(weft) * 1e6, Median(raw) * 1e6, "us", false);
+  }
+}
+
+// --- null_step --------------------------------------------------------------------------------
+
+std::string g_weft_cli;
+
+int FreePort() {
+  int port = 0;
+  const int fd = Listener(&port);
+  close(fd);
+  return port;
+}
+
+struct Tasks {
+  std::vector<pid_t> pids;
+  std::string config;
+  std::vector<dist::Peer> peers;
+};
+
+Tasks StartPs(int num_ps, const std::string& dir) {
+  Tasks t;
+  std::string list;
+  for (int i = 0; i < num_ps; ++i) {
+    const std::string address = "127.0.0.1:" + std::to_string(FreePort());
+    list += (i ? ", \"" : "\"") + address + "\"";
+    t.peers.push_back({"/job:ps/task:" + std::to_string(i), "tcp://" + address});
+  }
+  t.config = dir + "/null_step.toml";
+  std::ofstream(t.config) << "[runtime]\ninter_op_threads = 1\nintra_op_threads = 1\n[cluster]\ntransport = \"tcp\"\n"
+                             "[cluster.jobs]\nps = ["
+                          << list << "]\n";
+  for (int i = 0; i < num_ps; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string task = std::to_string(i);
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      execl(g_weft_cli.c_str(), g_weft_cli.c_str(), "serve", "--config", t.config.c_str(), "--job", "ps", "--task",
+            task.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    t.pids.push_back(pid);
+  }
+  return t;
+}
+
+void StopTasks(const Tasks& t) {
+  for (pid_t pid : t.pids) kill(pid, SIGTERM);
+  for (pid_t pid : t.pids) waitpid(pid, nullptr, 0);
+}
+
+Graph NullStepGraph(int num_ps) {
+  GraphBuilder b;
+  std::vector<Output> inits;
+  for (int p = 0; p < num_ps; ++p) {
+    auto on = b.DeviceScope("/job:ps/task:" + std::to_string(p));
+    Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}},
+                    "v" + std::to_string(p));
+    inits.push_back(b.Op("Assign", {v, b.Scalar<float>(1.0f)}, {}, "init" + std::to_string(p)));
+    b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, "read" + std::to_string(p));
+  }
+  auto g = b.Build();
+  Check(g.status());
+  return std::move(*g);
+}
+
+// Runs in a forked worker: |steps| null steps; writes ms per step (median
+// over rounds) to |fd|.
+void NullStepWorker(const Tasks& tasks, int num_ps, int steps, int fd) {
+  dist::DistSessionOptions o;
+  o.tasks = tasks.peers;
+  o.connect_timeout_ms = 30000;
+  auto session = dist::DistSession::Create(NullStepGraph(num_ps), o, Plugins());
+  Check(session.status());
+  std::vector<std::string> reads, inits;
+  for (int p = 0; p < num_ps; ++p) {
+    reads.push_back("read" + std::to_string(p));
+    inits.push_back("init" + std::to_string(p));
+  }
+  Check((*session)->Run({}, {}, inits, nullptr));
+  std::vector<Tensor> out;
+  for (int i = 0; i < 50; ++i) Check((*session)->Run({}, reads, {}, &out));  // warm up
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < steps; ++i) Check((*session)->Run({}, reads, {}, &out));
+    rounds.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() / steps);
+  }
+  const double ms = Median(rounds);
+  (void)!write(fd, &ms, sizeof ms);
+  std::_Exit(0);
+}
+
+// The peer: one raw round trip of 8 bytes to each of |num_ps| echo
+// processes per step, from |workers| processes at once.
+double RawNullStep(int num_ps, int workers, int steps) {
+  // One echo peer serves one connection: one set per worker.
+  std::vector<std::vector<Peer>> per_worker(static_cast<size_t>(workers));
+  for (auto& set : per_worker) {
+    for (int p = 0; p < num_ps; ++p) set.push_back(StartPeer({"", 8, -1}));
+  }
+  std::vector<int> fds(static_cast<size_t>(workers));
+  std::vector<pid_t> pids;
+  for (int w = 0; w < workers; ++w) {
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0) Die("pipe");
+    const pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<int> socks;
+      for (const Peer& p : per_worker[static_cast<size_t>(w)]) socks.push_back(ConnectTo(p.port));
+      char buffer[8] = {};
+      std::vector<double> rounds;
+      for (int r = 0; r < 5; ++r) {
+        const auto start = Clock::now();
+        for (int i = 0; i < steps; ++i) {
+          for (int s : socks) SendAll(s, buffer, 8);
+          for (int s : socks) RecvAll(s, buffer, 8);
+        }
+        rounds.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() / steps);
+      }
+      const double ms = Median(rounds);
+      (void)!write(pipe_fds[1], &ms, sizeof ms);
+      std::_Exit(0);
+    }
+    close(pipe_fds[1]);
+    fds[static_cast<size_t>(w)] = pipe_fds[0];
+    pids.push_back(pid);
+  }
+  std::vector<double> per;
+  for (int fd : fds) {
+    double ms = 0;
+    if (read(fd, &ms, sizeof ms) != sizeof ms) Die("a raw worker failed");
+    per.push_back(ms);
+    close(fd);
+  }
+  for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+  for (auto& set : per_worker) {
+    for (const Peer& p : set) StopPeer(p);
+  }
+  return Median(per);
+}
+
+void NullStep() {
+  const int steps = g_repeats > 0 ? g_repeats : 200;
+  const std::string dir = std::filesystem::temp_directory_path() / ("weft_null_step_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (int num_ps : {1, 2}) {
+    for (int workers : {1, 2, 4, 8}) {
+      Tasks tasks = StartPs(num_ps, dir);
+      std::vector<int> fds;
+      std::vector<pid_t> pids;
+      for (int w = 0; w < workers; ++w) {
+        int pipe_fds[2];
+        if (pipe(pipe_fds) != 0) Die("pipe");
+        const pid_t pid = fork();
+        if (pid == 0) {
+          close(pipe_fds[0]);
+          NullStepWorker(tasks, num_ps, steps, pipe_fds[1]);
+        }
+        close(pipe_fds[1]);
+        fds.push_back(pipe_fds[0]);
+        pids.push_back(pid);
+      }
+      std::vector<double> per;
+      for (int fd : fds) {
+        double ms = 0;
+        if (read(fd, &ms, sizeof ms) != sizeof ms) Die("a worker failed");
+        per.push_back(ms);
+        close(fd);
+      }
+      for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+      StopTasks(tasks);
+      const double raw = RawNullStep(num_ps, workers, steps * 5);
+      Bench("null_step_ps" + std::to_string(num_ps) + "_w" + std::to_string(workers), Median(per), raw, "ms", false);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace weft::bench
+
+int main(int argc, char** argv) {
+  using namespace weft::bench;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step [--repeats N]\n");
+    return 2;
+  }
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--repeats") g_repeats = std::atoi(argv[i + 1]);
+  }
+  g_weft_cli = (std::filesystem::path(argv[0]).parent_path() / "weft").string();
+  const std::string name = argv[1];
+  if (name == "tensor_send_64m") {
+    TensorSend64M();
+  } else if (name == "tensor_send_4k") {
+    TensorSend4K();
+  } else if (name == "null_step") {
+    NullStep();
+  } else {
+    std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", name.c_str());
+    return 2;
+  }
+  return 0;
+}
