@@ -123,7 +123,11 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
 void Endpoint::DrainDealerMonitor(const std::shared_ptr<Connection>& connection) {
   MonitorEvent event{};
   while (RecvMonitorEvent(*connection->monitor, &event)) {
-    if (event.event == ZMQ_EVENT_DISCONNECTED) connection->lost = true;
+    if (event.event == ZMQ_EVENT_DISCONNECTED) {
+      // Failed once what it sent is read (DrainDealer); its sends fail now.
+      connection->lost = true;
+      connection->tracker->MarkDead();
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -249,6 +250,8 @@ void Endpoint::Shutdown() {
     std::lock_guard<std::mutex> lock(core_->mutex);
     core_->closed = true;
   }
+  for (PendingClose& close : pending_closes_) sdk::host()->status_free(close.status);
+  pending_closes_.clear();
   // An orderly bye to every peer, so that they see on_closed without a
   // status; everything queued before it goes out first, within a bound.
   std::vector<std::shared_ptr<Latch>> byes;
@@ -339,8 +342,16 @@ void Endpoint::RunOnce() {
   }
   try {
     // Lost peers are closed once the ROUTER's queue is read: come back at
-    // once when that is still to do.
-    zmq::poll(items, milliseconds(lost_ids_.empty() ? -1 : 0));
+    // once when that is still to do, or when an on_closed stops waiting.
+    milliseconds timeout(-1);
+    if (!lost_ids_.empty()) {
+      timeout = milliseconds(0);
+    } else if (!pending_closes_.empty()) {
+      auto first = pending_closes_.front().deadline;
+      for (const PendingClose& close : pending_closes_) first = std::min(first, close.deadline);
+      timeout = std::max(milliseconds(0), std::chrono::ceil<milliseconds>(first - Clock::now()));
+    }
+    zmq::poll(items, timeout);
   } catch (const zmq::error_t& e) {
     if (e.num() == EINTR) return;
     throw;
@@ -349,22 +360,32 @@ void Endpoint::RunOnce() {
     uint64_t count = 0;
     [[maybe_unused]] ssize_t n = read(core_->wake_fd, &count, sizeof count);
   }
+  // Deaths first. ZeroMQ posts a DISCONNECTED event before it drops the
+  // frames still queued to that peer, so reading the monitors before the
+  // queued dones run makes those dones report failure, not success.
+  std::size_t at = 1;
+  if (router_) {
+    if (items[at].revents != 0) DrainRouterMonitor();
+    at += 2;
+  }
+  for (const auto& connection : outgoing) {
+    if (items[at].revents != 0 && Live(*connection)) DrainDealerMonitor(connection);
+    at += 2;
+  }
   ProcessCommands();
+  FlushPendingCloses();
   std::vector<std::pair<std::shared_ptr<Connection>, std::string>> failures;
   failures.swap(deferred_failures_);
   for (auto& [connection, message] : failures) Fail(connection, WEFT_UNAVAILABLE, message, /*tell_peer=*/false);
-  std::size_t at = 1;
+  at = 1;
   if (router_) {
-    if (!stop_ && items[at].revents != 0) DrainRouterMonitor();
     if (!stop_ && (items[at + 1].revents != 0 || !lost_ids_.empty())) DrainRouter();
     at += 2;
   }
   for (const auto& connection : outgoing) {
-    const bool monitor_ready = items[at].revents != 0;
     const bool dealer_ready = items[at + 1].revents != 0;
     at += 2;
     if (!Live(*connection)) continue;
-    if (monitor_ready) DrainDealerMonitor(connection);
     if (dealer_ready || connection->lost) DrainDealer(connection);
   }
 }
@@ -456,6 +477,9 @@ void Endpoint::DrainRouterMonitor() {
     // Accept reads only after draining these events).
     auto it = fd_ids_.find(event.value);
     if (it == fd_ids_.end()) continue;
+    // Failed once what it sent is read (DrainRouter); its sends fail now.
+    auto connection = accepted_.find(it->second);
+    if (connection != accepted_.end()) connection->second->tracker->MarkDead();
     lost_ids_.push_back(it->second);
     fd_ids_.erase(it);
   }
@@ -659,7 +683,29 @@ void Endpoint::Fail(const std::shared_ptr<Connection>& connection, weft_code_t c
   Detach(connection);
   if (stop_) return;
   weft_status_t status = code == WEFT_OK ? nullptr : sdk::MakeStatus(code, message.c_str());
-  callbacks_.on_closed(callbacks_.user, connection->handle, status);
+  if (connection->tracker->pending() == 0) {
+    callbacks_.on_closed(callbacks_.user, connection->handle, status);
+    return;
+  }
+  pending_closes_.push_back({connection, status, Clock::now() + kClosedAfterDones});
+}
+
+void Endpoint::FlushPendingCloses() {
+  if (pending_closes_.empty()) return;
+  std::vector<PendingClose> waiting;
+  waiting.swap(pending_closes_);
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < waiting.size(); ++i) {
+    PendingClose& close = waiting[i];
+    if (stop_ || close.connection->released) {
+      // The host closed it first: it hears nothing.
+      sdk::host()->status_free(close.status);
+    } else if (close.connection->tracker->pending() == 0 || now >= close.deadline) {
+      callbacks_.on_closed(callbacks_.user, close.connection->handle, close.status);
+    } else {
+      pending_closes_.push_back(std::move(close));
+    }
+  }
 }
 
 void Endpoint::CloseOnLoop(const std::shared_ptr<Connection>& connection) {

@@ -45,6 +45,7 @@
 #include <zmq.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -62,6 +63,8 @@
 #include "weft/weft_transport.h"
 
 namespace weft::zmq_transport {
+
+using Clock = std::chrono::steady_clock;
 
 struct Settings {
   // ZMQ_MAXMSGSIZE, and the bound on a whole message (header + payload).
@@ -233,6 +236,16 @@ class Endpoint {
   std::vector<std::shared_ptr<Connection>> outgoing_;
   std::vector<std::unique_ptr<zmq::socket_t>> graveyard_;
   std::vector<std::pair<std::shared_ptr<Connection>, std::string>> deferred_failures_;
+  // on_closed waits (bounded) until the dones of the connection's dropped
+  // sends have run, so the host hears of the failed sends first.
+  struct PendingClose {
+    std::shared_ptr<Connection> connection;
+    weft_status_t status;
+    Clock::time_point deadline;
+  };
+  std::vector<PendingClose> pending_closes_;
+  // Runs the on_closed whose sends are finished or whose wait is over.
+  void FlushPendingCloses();
   bool processing_ = false;  // inside ProcessCommands' batch
   bool stop_ = false;
   bool self_delete_ = false;

@@ -16,6 +16,11 @@ void SendTracker::Remove() {
   if (--pending_ == 0) idle_.notify_all();
 }
 
+int64_t SendTracker::pending() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_;
+}
+
 bool SendTracker::WaitIdle(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   return idle_.wait_for(lock, timeout, [&] { return pending_ == 0; });

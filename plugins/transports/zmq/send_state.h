@@ -38,6 +38,8 @@ class SendTracker {
 
   void Add();
   void Remove();
+  // Sends whose done has not run yet.
+  int64_t pending();
   // Waits until no send is pending; false when |timeout| passed first.
   bool WaitIdle(std::chrono::milliseconds timeout);
 

@@ -16,7 +16,6 @@
 
 namespace weft::zmq_transport {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // How long a close waits for its bye (and every message queued before it)
@@ -24,6 +23,9 @@ using std::chrono::milliseconds;
 // connection_close waits for the dones of its sends.
 inline constexpr milliseconds kByeFlush{2000};
 inline constexpr milliseconds kDoneWait{10000};
+// How long on_closed for a failed connection waits for the dones of the
+// sends ZeroMQ is dropping, so that they come first.
+inline constexpr milliseconds kClosedAfterDones{1000};
 // Messages read from one socket per loop iteration, so one busy peer does
 // not starve the others.
 inline constexpr int kBatch = 64;
