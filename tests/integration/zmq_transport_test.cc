@@ -496,6 +496,37 @@ TEST_F(ZmqTransport, ConnectingToAPeerThatNeverAnswersTimesOut) {
   EXPECT_LT(elapsed, milliseconds(2000));
 }
 
+TEST_F(ZmqTransport, ClosingTheEndpointEndsAConnectInProgress) {
+  // A TCP listener that never answers keeps connection_open waiting.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t length = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string url = "zmq+tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+
+  Recorder& b = NewRecorder();
+  weft_transport_callbacks_t callbacks = b.Callbacks();
+  weft_endpoint_t client = nullptr;
+  ASSERT_TRUE(TakeStatus(t_->endpoint_open(nullptr, &callbacks, &client)).ok());
+  Status connect_status;
+  weft_connection_t connection = nullptr;
+  const auto start = Clock::now();
+  std::thread connecting(
+      [&] { connect_status = TakeStatus(t_->connection_open(client, url.c_str(), 20000, &connection)); });
+  std::this_thread::sleep_for(milliseconds(200));
+  t_->endpoint_close(client);
+  connecting.join();
+  close(fd);
+  EXPECT_LT(Clock::now() - start, seconds(10));
+  EXPECT_EQ(connection, nullptr);
+  EXPECT_EQ(connect_status.code(), Code::kFailedPrecondition) << connect_status.ToString();
+  EXPECT_EQ(connect_status.message(), "zmq transport: cannot connect to " + url + ": the endpoint was closed");
+}
+
 TEST_F(ZmqTransport, APeerClosingItsEndpointClosesTheConnection) {
   Recorder& a = NewRecorder();
   Recorder& b = NewRecorder();
