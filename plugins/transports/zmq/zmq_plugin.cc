@@ -1,0 +1,159 @@
+// The zmq transport plugin: its description, its one option and the
+// transport table. Everything else is in endpoint.cc (see wire.h for the
+// protocol on top of ZeroMQ).
+//
+// Built against the Weft SDK alone; every entry point runs inside the
+// SDK's guard.
+#include <zmq.hpp>
+
+#include <optional>
+#include <string>
+
+#include "address.h"
+#include "endpoint.h"
+#include "weft/sdk/plugin.h"
+
+#ifndef WEFT_ZMQ_PLUGIN_VERSION
+#define WEFT_ZMQ_PLUGIN_VERSION "0.0.0"
+#endif
+
+namespace weft::zmq_transport {
+namespace {
+
+Settings g_settings;
+
+Endpoint* AsEndpoint(weft_endpoint_t endpoint) { return reinterpret_cast<Endpoint*>(endpoint); }
+ConnectionHandle* AsConnection(weft_connection_t connection) {
+  return reinterpret_cast<ConnectionHandle*>(connection);
+}
+
+weft_status_t Configure(const weft_options_t* options) {
+  return sdk::Guard([&] { g_settings.max_message_bytes = sdk::GetInt(options, "max_message_mb") << 20; });
+}
+
+weft_status_t EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
+                           weft_endpoint_t* out_endpoint) {
+  return sdk::Guard([&] {
+    if (out_endpoint == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: out_endpoint is NULL");
+    *out_endpoint = nullptr;
+    if (callbacks == nullptr || callbacks->struct_size < WEFT_TRANSPORT_CALLBACKS_SIZE_V1_0) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                       "zmq transport: the callbacks are NULL or smaller than weft_transport_callbacks_t of ABI 1.0");
+    }
+    if (callbacks->on_message == nullptr || callbacks->on_closed == nullptr) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: on_message and on_closed are required");
+    }
+    if (listen_address != nullptr && callbacks->on_accept == nullptr) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                       std::string("zmq transport: listening on ") + listen_address + " needs an on_accept callback");
+    }
+    std::optional<Address> listen;
+    if (listen_address != nullptr) listen = ParseAddress(listen_address);
+    auto copy = sdk::Make<weft_transport_callbacks_t>();
+    copy.user = callbacks->user;
+    copy.on_accept = callbacks->on_accept;
+    copy.on_message = callbacks->on_message;
+    copy.on_closed = callbacks->on_closed;
+    *out_endpoint = reinterpret_cast<weft_endpoint_t>(new Endpoint(listen, copy, g_settings));
+  });
+}
+
+void EndpointClose(weft_endpoint_t endpoint) {
+  sdk::GuardVoid("zmq transport: endpoint_close", [&] {
+    if (endpoint != nullptr) AsEndpoint(endpoint)->Close();
+  });
+}
+
+weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t size) {
+  return sdk::Guard([&] {
+    if (endpoint == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: endpoint_address: NULL endpoint");
+    const std::string& address = AsEndpoint(endpoint)->address();
+    if (buffer == nullptr || address.size() + 1 > size) {
+      throw sdk::Error(WEFT_RESOURCE_EXHAUSTED, "zmq transport: the address " + address + " needs " +
+                                                    std::to_string(address.size() + 1) + " bytes, the buffer has " +
+                                                    std::to_string(buffer == nullptr ? 0 : size));
+    }
+    address.copy(buffer, address.size());
+    buffer[address.size()] = '\0';
+  });
+}
+
+weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
+                             weft_connection_t* out_connection) {
+  return sdk::Guard([&] {
+    if (out_connection == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: out_connection is NULL");
+    *out_connection = nullptr;
+    if (endpoint == nullptr || address == nullptr) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connection_open: NULL endpoint or address");
+    }
+    const Address parsed = ParseAddress(address);
+    *out_connection = reinterpret_cast<weft_connection_t>(AsEndpoint(endpoint)->Connect(parsed, timeout_ms));
+  });
+}
+
+void ConnectionClose(weft_connection_t connection) {
+  sdk::GuardVoid("zmq transport: connection_close", [&] {
+    if (connection != nullptr) CloseConnection(AsConnection(connection));
+  });
+}
+
+weft_status_t Send(weft_connection_t connection, const weft_message_t* message, weft_done_fn done, void* user) {
+  return sdk::Guard([&]() -> weft_status_t {
+    if (connection == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send: NULL connection");
+    return SendMessage(AsConnection(connection), message, done, user);
+  });
+}
+
+const weft_transport_plugin_t& TransportTable() {
+  static const weft_transport_plugin_t table = [] {
+    auto t = sdk::Make<weft_transport_plugin_t>();
+    t.scheme = "zmq";
+    t.endpoint_open = EndpointOpen;
+    t.endpoint_close = EndpointClose;
+    t.endpoint_address = EndpointAddress;
+    t.connection_open = ConnectionOpen;
+    t.connection_close = ConnectionClose;
+    t.send = Send;
+    // TCP needs no registration.
+    t.memory_register = nullptr;
+    t.memory_unregister = nullptr;
+    return t;
+  }();
+  return table;
+}
+
+const weft_option_def_t kOptions[] = {
+    {sizeof(weft_option_def_t), "max_message_mb", WEFT_OPTION_INT, "2048",
+     "The largest message (header and payload) accepted, in MiB; a peer sending more is disconnected "
+     "with an error (ZMQ_MAXMSGSIZE per frame).",
+     1, 1, 1, 1 << 20, nullptr, 0},
+};
+
+const weft_plugin_t* Describe() {
+  static const std::string description = [] {
+    int major = 0, minor = 0, patch = 0;
+    zmq_version(&major, &minor, &patch);
+    return "ZeroMQ " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
+           " over TCP (zmq+tcp://HOST:PORT), zero-copy sends";
+  }();
+  static const weft_plugin_t plugin = [] {
+    auto p = sdk::Make<weft_plugin_t>();
+    p.abi_major = WEFT_ABI_VERSION_MAJOR;
+    p.abi_minor = WEFT_ABI_VERSION_MINOR;
+    p.name = "zmq";
+    p.version = WEFT_ZMQ_PLUGIN_VERSION;
+    p.description = description.c_str();
+    p.kind = WEFT_PLUGIN_TRANSPORT;
+    p.transport = &TransportTable();
+    p.options = kOptions;
+    p.num_options = sizeof kOptions / sizeof kOptions[0];
+    p.configure = Configure;
+    return p;
+  }();
+  return &plugin;
+}
+
+}  // namespace
+}  // namespace weft::zmq_transport
+
+WEFT_SDK_DEFINE_PLUGIN(weft::zmq_transport::Describe)
