@@ -170,12 +170,12 @@ class SplitAcrossTasks : public ::testing::Test {
 // h = tanh(h W + x_t) over the rows of xs, the MatMul on |device|; the loop
 // counts iterations on the worker. With the gradient of sum(h * h) with
 // respect to w, h0 and xs.
-std::vector<std::string> Recurrence(GraphBuilder& b, const std::string& device) {
+std::vector<std::string> Recurrence(GraphBuilder& b, const std::string& device, int parallel_iterations = 4) {
   Output xs = b.Placeholder(DType::kF32, Shape{12, 3, 4}, "xs");
   Output w = b.Placeholder(DType::kF32, Shape{4, 4}, "w");
   Output h0 = b.Placeholder(DType::kF32, Shape{3, 4}, "h0");
   WhileOptions options;
-  options.parallel_iterations = 4;
+  options.parallel_iterations = parallel_iterations;
   auto r = WhileLoop(
       b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int64_t>(12)}); },
       [&](const Outputs& v) -> Expected<Outputs> {
@@ -202,7 +202,8 @@ std::vector<std::string> Recurrence(GraphBuilder& b, const std::string& device) 
 
 TEST_F(SplitAcrossTasks, ALoopAndItsGradientMatchOneProcessBitForBit) {
   std::vector<std::string> fetches;
-  Graph g = Built(Recurrence, kPs, &fetches);
+  auto build = [](GraphBuilder& b, const std::string& device) { return Recurrence(b, device); };
+  Graph g = Built(build, kPs, &fetches);
   // The body's product is on the parameter server, the loop's condition
   // on the worker: the loop is split.
   EXPECT_EQ(DeviceOf(g, "while/product"), std::string(kPs) + "/device:CPU:0");
@@ -211,10 +212,68 @@ TEST_F(SplitAcrossTasks, ALoopAndItsGradientMatchOneProcessBitForBit) {
                        {"w", Wavy(Shape{4, 4}, 0.6f, 1.1f)},
                        {"h0", Wavy(Shape{3, 4}, 0.4f, 2.3f)}};
   std::vector<std::string> local_fetches;
-  Graph local = Built(Recurrence, "", &local_fetches);
+  Graph local = Built(build, "", &local_fetches);
   ASSERT_EQ(fetches.size(), 5u);  // h, the loss, and its gradients for w, h0, xs
   ASSERT_EQ(fetches, local_fetches);
   ExpectSameAsOneProcess(std::move(g), std::move(local), feeds, fetches);
+}
+
+// One iteration at a time: each task holds back its next iteration until
+// its current one is done, and neither waits for the other in a cycle.
+TEST_F(SplitAcrossTasks, ALoopRunningOneIterationAtATime) {
+  auto build = [](GraphBuilder& b, const std::string& device) { return Recurrence(b, device, 1); };
+  std::vector<std::string> fetches, local_fetches;
+  Graph g = Built(build, kPs, &fetches);
+  Graph local = Built(build, "", &local_fetches);
+  ASSERT_EQ(fetches, local_fetches);
+  const Feeds feeds = {{"xs", Wavy(Shape{12, 3, 4}, 0.7f, 0.9f)},
+                       {"w", Wavy(Shape{4, 4}, 0.5f, 0.3f)},
+                       {"h0", Wavy(Shape{3, 4}, 0.2f, 1.7f)}};
+  ExpectSameAsOneProcess(std::move(g), std::move(local), feeds, fetches);
+}
+
+// pred ? x : (while i < n: x = x * 1.5 (on |device|)): a split loop in a
+// branch that may not be taken. When it is not, every partition's part of
+// the loop is dead: the tasks' control loops receive a dead condition and
+// stop at once.
+std::vector<std::string> LoopInABranch(GraphBuilder& b, const std::string& device) {
+  Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
+  Output pred = b.Placeholder(DType::kBool, Shape{}, "pred");
+  auto c = Cond(
+      b, pred, [&]() -> Expected<Outputs> { return Outputs{b.Op("Identity", {x})}; },
+      [&]() -> Expected<Outputs> {
+        WEFT_ASSIGN_OR_RETURN(
+            Outputs r, WhileLoop(
+                           b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(3)}); },
+                           [&](const Outputs& v) -> Expected<Outputs> {
+                             std::optional<GraphBuilder::Scope> pin;
+                             if (!device.empty()) pin.emplace(b.DeviceScope(device));
+                             return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
+                                            b.Op("Mul", {v[1], b.Scalar<float>(1.5f)}, {}, "grow")};
+                           },
+                           {b.Scalar<int32_t>(0), x}));
+        return Outputs{r[1]};
+      });
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return {};
+  return {(*c)[0].name()};
+}
+
+TEST_F(SplitAcrossTasks, ASplitLoopInABranchTakenOrNot) {
+  std::vector<std::string> fetches;
+  Graph g = Built(LoopInABranch, kPs, &fetches);
+  EXPECT_EQ(DeviceOf(g, "cond/while/grow"), std::string(kPs) + "/device:CPU:0");
+  EXPECT_EQ(DeviceOf(g, "cond/while/LoopCond"), std::string(kWorker) + "/device:CPU:0");
+  for (bool pred : {true, false}) {
+    SCOPED_TRACE(pred ? "true: the loop is not run" : "false: the loop runs");
+    std::vector<std::string> names;
+    std::vector<Tensor> out =
+        RunSplit(Built(LoopInABranch, kPs, &names),
+                 {{"x", Tensor::FromVector<float>({2, -4})}, {"pred", Tensor::Scalar<bool>(pred)}}, names);
+    ASSERT_EQ(out.size(), 1u);
+    // By hand: 1.5^3 = 3.375.
+    EXPECT_EQ(Floats(out[0]), pred ? std::vector<float>({2, -4}) : std::vector<float>({6.75f, -13.5f}));
+  }
 }
 
 // pred ? x * 2 (on |device|) : x - 1, at the root: the branch not taken
