@@ -1,7 +1,7 @@
 #include "core/placement/partitioner.h"
 
+#include <algorithm>
 #include <set>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "core/ops/control_flow_ops.h"
