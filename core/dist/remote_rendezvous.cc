@@ -62,6 +62,7 @@ void RemoteRendezvous::RecvAsync(const runtime::RendezvousKey& key, DoneFn done)
                Item item;
                if (status.ok()) {
                  item.value = std::move(response.tensor);
+                 item.is_dead = response.is_dead;
                } else {
                  status = Status(status.code(), StrCat("pulling ", key.ToString(), " from ", peer.name, ": ",
                                                        status.message()));

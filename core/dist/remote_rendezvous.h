@@ -1,7 +1,8 @@
 // A step's rendezvous on one task of a cluster. _Send nodes leave their
 // tensors here as in one process; a _Recv whose sender is on another task
 // pulls the tensor from that task (RecvTensor) into a buffer of the right
-// size, under the step id. Aborting the step fails the pulls in flight at
+// size, under the step id; a dead value (a branch not taken) comes back as
+// a dead item without a tensor. Aborting the step fails the pulls in flight at
 // once; their late answers are dropped.
 #ifndef WEFT_CORE_DIST_REMOTE_RENDEZVOUS_H_
 #define WEFT_CORE_DIST_REMOTE_RENDEZVOUS_H_

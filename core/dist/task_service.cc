@@ -378,7 +378,9 @@ void TaskService::RecvTensor(const Request& request, RpcNode::Reply reply) {
         }
         Response r;
         r.method = Method::kRecvTensor;
-        if (item.device != nullptr && !item.value.host_visible()) {
+        if (item.is_dead) {
+          r.is_dead = true;
+        } else if (item.device != nullptr && !item.value.host_visible()) {
           auto host = item.device->CopyToHost(item.value);
           if (!host.ok()) {
             reply(host.status().WithContext(StrCat(name, ": copying ", key.ToString(), " to the host")), Response());

@@ -132,6 +132,9 @@ struct Response {
     retvals @5 :List(Arg);
     tensor @6 :TensorMeta;
   }
+  # RecvTensor: the sender's value is dead (a branch not taken, or a loop's
+  # last check); `tensor` is then empty and not read.
+  isDead @7 :Bool;
 }
 
 struct Envelope {

@@ -198,7 +198,13 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
     case Method::kRegisterGraph: out.setGraphHandle(r.handle); return Status();
     case Method::kRunGraph:
       return SetArgs(writer, r.retvals, out.initRetvals(static_cast<unsigned>(r.retvals.size())));
-    case Method::kRecvTensor: return writer.AddTensor(r.tensor, out.initTensor());
+    case Method::kRecvTensor:
+      if (r.is_dead) {
+        out.initTensor();
+        out.setIsDead(true);
+        return Status();
+      }
+      return writer.AddTensor(r.tensor, out.initTensor());
     default: out.setNone(); return Status();
   }
 }
@@ -385,6 +391,8 @@ Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r)
     }
     case w::Response::TENSOR: {
       r.method = Method::kRecvTensor;
+      r.is_dead = in.getIsDead();
+      if (r.is_dead) return Status();
       WEFT_ASSIGN_OR_RETURN(r.tensor, reader.ReadTensor(in.getTensor()));
       return Status();
     }

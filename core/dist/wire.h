@@ -104,6 +104,7 @@ struct Response {
   std::vector<ArgMsg> retvals;
   // RecvTensor
   Tensor tensor;
+  bool is_dead = false;  // then |tensor| is empty
 };
 
 struct Envelope {

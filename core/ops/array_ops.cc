@@ -534,9 +534,11 @@ Status RegisterArrayOps(OpRegistry& r) {
                                       .Attr("send_device: string")
                                       .Attr("send_device_incarnation: int")
                                       .Attr("recv_device: string")
+                                      .Attr("may_be_dead: bool = false")
                                       .Shape(PlaceholderShape)
                                       .Doc("Internal: the tensor its _Send sent, copied into this device's "
-                                           "memory.")));
+                                           "memory. may_be_dead: the graph has control flow, so the value may be "
+                                           "dead (then so is the output).")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("Placeholder")
           .Output("output: dtype")

@@ -1,7 +1,10 @@
 #include "core/placement/partitioner.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_set>
+
+#include "core/ops/control_flow_ops.h"
 
 namespace weft::placement {
 namespace {
@@ -50,7 +53,7 @@ NodeDef SendNode(const std::string& name, const std::string& input, DType dtype,
 }
 
 NodeDef RecvNode(const std::string& name, DType dtype, const Shape& shape, const std::string& tensor,
-                 const PartitionDevice& src, const PartitionDevice& dst) {
+                 const PartitionDevice& src, const PartitionDevice& dst, bool may_be_dead) {
   NodeDef recv;
   recv.name = name;
   recv.op = "_Recv";
@@ -61,8 +64,330 @@ NodeDef RecvNode(const std::string& name, DType dtype, const Shape& shape, const
                 {"send_device", AttrValue(src.name)},
                 {"send_device_incarnation", AttrValue(static_cast<int64_t>(src.incarnation))},
                 {"recv_device", AttrValue(dst.name)}};
+  if (may_be_dead) recv.attrs.emplace("may_be_dead", AttrValue(true));
   return recv;
 }
+
+
+// A loop of the graph, as the executor finds it (frame 0 is the root).
+struct FrameInfo {
+  std::string name;
+  int parent = -1;
+  int64_t parallel_iterations = 10;
+  int loop_cond = -1;  // its LoopCond node, -1 when none
+  int second_loop_cond = -1;
+};
+
+// Which frame every node runs in, and the frame its consumers run in (the
+// child frame for an Enter, the parent for an Exit), by the executor's
+// rules (control_flow_executor.cc BuildFrames). The executor checks the
+// graph; here, a node whose inputs disagree takes its first input's frame.
+struct ControlFlowInfo {
+  std::vector<FrameInfo> frames;
+  std::vector<int> frame_of;
+  std::vector<int> output_frame;
+};
+
+ControlFlowInfo BuildControlFlowInfo(const Graph& graph) {
+  ControlFlowInfo info;
+  info.frames.push_back(FrameInfo{});
+  const auto n = static_cast<std::size_t>(graph.num_nodes());
+  info.frame_of.assign(n, 0);
+  info.output_frame.assign(n, 0);
+  std::map<std::pair<int, std::string>, int> frame_ids;
+  for (int id : graph.topological_order()) {
+    const Graph::Node& node = graph.node(id);
+    int frame = -1;
+    auto consider = [&](int src) {
+      if (frame < 0 && graph.node(src).op_name() != "NextIteration") {
+        frame = info.output_frame[static_cast<std::size_t>(src)];
+      }
+    };
+    for (const Endpoint& e : node.inputs) consider(e.node);
+    for (int c : node.control_inputs) consider(c);
+    if (frame < 0) frame = 0;
+    const auto i = static_cast<std::size_t>(id);
+    info.frame_of[i] = frame;
+    info.output_frame[i] = frame;
+    const std::string& op = node.op_name();
+    if (op == "Enter") {
+      auto name = node.def.attrs.find("frame_name");
+      auto parallel = node.def.attrs.find("parallel_iterations");
+      const std::string frame_name = name != node.def.attrs.end() ? name->second.get<std::string>() : "";
+      auto [it, added] = frame_ids.emplace(std::make_pair(frame, frame_name), static_cast<int>(info.frames.size()));
+      if (added) {
+        FrameInfo f;
+        f.name = frame_name;
+        f.parent = frame;
+        if (parallel != node.def.attrs.end()) f.parallel_iterations = parallel->second.get<int64_t>();
+        info.frames.push_back(std::move(f));
+      } else if (parallel != node.def.attrs.end()) {
+        FrameInfo& f = info.frames[static_cast<std::size_t>(it->second)];
+        f.parallel_iterations = std::min(f.parallel_iterations, parallel->second.get<int64_t>());
+      }
+      info.output_frame[i] = it->second;
+    } else if (op == "Exit" && frame > 0) {
+      info.output_frame[i] = info.frames[static_cast<std::size_t>(frame)].parent;
+    } else if (op == "LoopCond" && frame > 0) {
+      FrameInfo& f = info.frames[static_cast<std::size_t>(frame)];
+      (f.loop_cond < 0 ? f.loop_cond : f.second_loop_cond) = id;
+    }
+  }
+  return info;
+}
+
+bool HasControlFlow(const Graph& graph) {
+  for (const Graph::Node& node : graph.nodes()) {
+    if (ops::IsControlFlowOp(node.op_name())) return true;
+  }
+  return false;
+}
+
+// Cuts a placed graph; see Partition.
+class Cutter {
+ public:
+  Cutter(const Graph& graph, const std::vector<int>& device_of, const std::vector<PartitionDevice>& devices)
+      : graph_(graph), device_of_(device_of), devices_(devices), namer_(graph), control_flow_(HasControlFlow(graph)) {
+    if (control_flow_) cf_ = BuildControlFlowInfo(graph);
+  }
+
+  Expected<Partitions> Run() {
+    for (const Graph::Node& node : graph_.nodes()) {
+      const int here = device_of_[static_cast<std::size_t>(node.id)];
+      if (here < 0 || static_cast<std::size_t>(here) >= devices_.size()) {
+        return InternalError("partition: ", node.Describe(), " has no device");
+      }
+      NodeDef def = node.def;
+      def.device = devices_[static_cast<std::size_t>(here)].name;
+      def.inputs.clear();
+      for (const Endpoint& e : node.inputs) {
+        const int there = device_of_[static_cast<std::size_t>(e.node)];
+        if (there == here) {
+          def.inputs.push_back(InputRefString(graph_.node(e.node).name(), e.index));
+        } else {
+          Transfer& t = TransferFor(e.node, e.index, here);
+          t.consumers.push_back(node.name());
+          def.inputs.push_back(t.recv_node);
+        }
+      }
+      for (int c : node.control_inputs) {
+        const int there = device_of_[static_cast<std::size_t>(c)];
+        if (there == here) {
+          def.inputs.push_back(InputRefString(graph_.node(c).name(), -1));
+        } else {
+          Transfer& t = TransferFor(c, -1, here);
+          t.consumers.push_back(node.name());
+          def.inputs.push_back(InputRefString(t.recv_node, -1));
+        }
+      }
+      out_.graphs[here].nodes.push_back(std::move(def));
+    }
+    if (control_flow_ && out_.graphs.size() > 1) WEFT_RETURN_IF_ERROR(AddControlLoops());
+    for (auto& [device, def] : out_.graphs) def.library = graph_.library();
+    return std::move(out_);
+  }
+
+ private:
+  // Where a transfer's _Recv sits, and what it carries.
+  struct RecvSite {
+    int frame = 0;  // the frame its consumers run in
+    int src = 0;    // the node whose output (or control edge) it carries
+    std::size_t index = 0;  // in its partition's nodes
+  };
+  // The control loop of one frame on one device.
+  struct ControlLoop {
+    std::string enter, merge, pivot, next_iteration;
+  };
+
+  Transfer& TransferFor(int src, int index, int dst_device) {
+    auto key = std::make_tuple(src, index, dst_device);
+    auto it = cut_.find(key);
+    if (it != cut_.end()) return out_.transfers[it->second];
+    const Graph::Node& node = graph_.node(src);
+    const int src_device = device_of_[static_cast<std::size_t>(src)];
+    const PartitionDevice& from = devices_[static_cast<std::size_t>(src_device)];
+    const PartitionDevice& to = devices_[static_cast<std::size_t>(dst_device)];
+    Transfer t;
+    t.src_device = src_device;
+    t.dst_device = dst_device;
+    GraphDef& src_graph = out_.graphs[src_device];
+    GraphDef& dst_graph = out_.graphs[dst_device];
+    if (index >= 0) {
+      t.tensor = InputRefString(node.name(), index);
+      t.dtype = node.output_types[static_cast<std::size_t>(index)];
+      t.shape = node.output_shapes[static_cast<std::size_t>(index)];
+      t.send_node = namer_.Unique(StrCat(node.name(), "/_send_", index, "_to_", Short(to.name)));
+      t.recv_node = namer_.Unique(StrCat(node.name(), "/_recv_", index, "_from_", Short(from.name)));
+      src_graph.nodes.push_back(SendNode(t.send_node, t.tensor, t.dtype, t.tensor, from, to));
+    } else {
+      // A control edge: send a one-element tensor made after the source ran.
+      t.tensor = StrCat("^", node.name());
+      t.dtype = DType::kBool;
+      t.shape = Shape{};
+      NodeDef token;
+      token.name = namer_.Unique(StrCat(node.name(), "/_control_token"));
+      token.op = "Const";
+      token.device = from.name;
+      token.inputs = {InputRefString(node.name(), -1)};
+      token.attrs = {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(true))}};
+      t.send_node = namer_.Unique(StrCat(node.name(), "/_send_control_to_", Short(to.name)));
+      t.recv_node = namer_.Unique(StrCat(node.name(), "/_recv_control_from_", Short(from.name)));
+      src_graph.nodes.push_back(SendNode(t.send_node, token.name, DType::kBool, t.tensor, from, to));
+      src_graph.nodes.push_back(std::move(token));
+    }
+    if (control_flow_) {
+      recv_sites_.push_back(RecvSite{cf_.output_frame[static_cast<std::size_t>(src)], src, dst_graph.nodes.size()});
+    }
+    dst_graph.nodes.push_back(RecvNode(t.recv_node, t.dtype, t.shape, t.tensor, from, to, control_flow_));
+    out_.transfers.push_back(std::move(t));
+    cut_.emplace(key, out_.transfers.size() - 1);
+    return out_.transfers.back();
+  }
+
+  // Keeps the frames of the partitions in step (DESIGN §7, "Partitions
+  // across processes"). Each partition runs its own executor, and an
+  // executor starts a loop iteration only when a NextIteration of its own
+  // partition fires. So every partition holding part of a loop frame gets a
+  // control loop of that frame:
+  //   Enter(a root Const, or the parent frame's control pivot)
+  //     -> Merge(Enter, NextIteration) -> Switch(Merge, pred)
+  //     -> pivot = Identity(Switch:1) -> NextIteration; Exit(Switch:0)
+  // where pred is the frame's LoopCond, received from its partition once
+  // per iteration (a _Recv inside the frame). It iterates exactly as the
+  // loop does, so every _Recv in the frame gets a control input from it and
+  // runs once per iteration, under the same frame and iteration as its
+  // _Send: from the Merge (every iteration, the last check included), or,
+  // when the value comes from an Enter that is not a loop invariant (only
+  // iteration 0), from the control Enter, or, from a NextIteration (every
+  // iteration but the first), from the control NextIteration.
+  Status AddControlLoops() {
+    const std::size_t num_frames = cf_.frames.size();
+    std::vector<std::set<int>> users(num_frames);
+    for (std::size_t id = 0; id < cf_.frame_of.size(); ++id) users[static_cast<std::size_t>(cf_.frame_of[id])].insert(device_of_[id]);
+    for (std::size_t k = 0; k < out_.transfers.size(); ++k) {
+      const auto f = static_cast<std::size_t>(recv_sites_[k].frame);
+      users[f].insert(out_.transfers[k].src_device);
+      users[f].insert(out_.transfers[k].dst_device);
+    }
+    // A control loop hangs from its parent's control loop: a partition in
+    // a frame is in all the frames around it.
+    for (std::size_t f = num_frames; f-- > 1;) {
+      const auto parent = static_cast<std::size_t>(cf_.frames[f].parent);
+      if (parent > 0) users[parent].insert(users[f].begin(), users[f].end());
+    }
+    // Parents come before their children (frames are found in topological order).
+    std::map<std::pair<int, int>, ControlLoop> loops;  // (frame, device)
+    for (std::size_t f = 1; f < num_frames; ++f) {
+      if (users[f].size() < 2) continue;
+      const FrameInfo& frame = cf_.frames[f];
+      if (frame.loop_cond < 0) {
+        return InvalidArgumentError("loop frame ", Quote(frame.name), " is split across devices (",
+                                    DeviceList(users[f]), ") but has no LoopCond to keep its parts in step; build "
+                                    "loops with WhileLoop, or pin the whole loop to one device");
+      }
+      if (frame.second_loop_cond >= 0) {
+        return InvalidArgumentError("loop frame ", Quote(frame.name), " is split across devices (",
+                                    DeviceList(users[f]), ") and has two LoopCond nodes, ",
+                                    Quote(graph_.node(frame.loop_cond).name()), " and ",
+                                    Quote(graph_.node(frame.second_loop_cond).name()),
+                                    "; give each loop a frame name of its own");
+      }
+      const int cond_device = device_of_[static_cast<std::size_t>(frame.loop_cond)];
+      for (int d : users[f]) {
+        const PartitionDevice& device = devices_[static_cast<std::size_t>(d)];
+        const std::string base = StrCat(frame.name, "/_control_loop_", Short(device.name));
+        std::vector<NodeDef> nodes;
+        std::string source;
+        if (frame.parent == 0) {
+          NodeDef start;
+          start.name = namer_.Unique(base + "/start");
+          start.op = "Const";
+          start.device = device.name;
+          start.attrs = {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(true))}};
+          source = start.name;
+          nodes.push_back(std::move(start));
+        } else {
+          source = loops.at({frame.parent, d}).pivot;
+        }
+        ControlLoop loop;
+        loop.enter = namer_.Unique(base + "/enter");
+        loop.merge = namer_.Unique(base + "/merge");
+        const std::string switch_name = namer_.Unique(base + "/switch");
+        std::string pred;
+        if (d == cond_device) {
+          pred = InputRefString(graph_.node(frame.loop_cond).name(), 0);
+        } else {
+          Transfer& t = TransferFor(frame.loop_cond, 0, d);
+          t.consumers.push_back(switch_name);
+          pred = t.recv_node;
+        }
+        loop.pivot = namer_.Unique(base + "/pivot");
+        loop.next_iteration = namer_.Unique(base + "/next_iteration");
+        const std::string exit = namer_.Unique(base + "/exit");
+        auto add = [&](const std::string& name, const std::string& op, std::vector<std::string> inputs, AttrMap attrs) {
+          NodeDef def;
+          def.name = name;
+          def.op = op;
+          def.device = device.name;
+          def.inputs = std::move(inputs);
+          attrs.emplace("T", AttrValue(DType::kBool));
+          def.attrs = std::move(attrs);
+          nodes.push_back(std::move(def));
+        };
+        add(loop.enter, "Enter", {source},
+            {{"frame_name", AttrValue(frame.name)},
+             {"is_constant", AttrValue(false)},
+             {"parallel_iterations", AttrValue(frame.parallel_iterations)}});
+        add(loop.merge, "Merge", {loop.enter, loop.next_iteration}, {{"N", AttrValue(int64_t{2})}});
+        add(switch_name, "Switch", {loop.merge, pred}, {});
+        add(loop.pivot, "Identity", {InputRefString(switch_name, 1)}, {});
+        add(loop.next_iteration, "NextIteration", {loop.pivot}, {});
+        add(exit, "Exit", {InputRefString(switch_name, 0)}, {});
+        GraphDef& part = out_.graphs[d];
+        for (NodeDef& def : nodes) part.nodes.push_back(std::move(def));
+        loops.emplace(std::make_pair(static_cast<int>(f), d), std::move(loop));
+      }
+    }
+    for (std::size_t k = 0; k < out_.transfers.size(); ++k) {
+      const RecvSite& site = recv_sites_[k];
+      if (site.frame == 0) continue;
+      const Transfer& t = out_.transfers[k];
+      auto loop = loops.find({site.frame, t.dst_device});
+      if (loop == loops.end()) {
+        return InternalError("partition: the transfer of ", Quote(t.tensor), " is in loop frame ",
+                             Quote(cf_.frames[static_cast<std::size_t>(site.frame)].name), ", which has no control loop on ",
+                             devices_[static_cast<std::size_t>(t.dst_device)].name);
+      }
+      const Graph::Node& src = graph_.node(site.src);
+      std::string from = loop->second.merge;
+      if (src.op_name() == "NextIteration") {
+        from = loop->second.next_iteration;
+      } else if (src.op_name() == "Enter") {
+        auto constant = src.def.attrs.find("is_constant");
+        if (constant == src.def.attrs.end() || !constant->second.get<bool>()) from = loop->second.enter;
+      }
+      out_.graphs[t.dst_device].nodes[site.index].inputs.push_back(InputRefString(from, -1));
+    }
+    return Status();
+  }
+
+  std::string DeviceList(const std::set<int>& ds) const {
+    std::vector<std::string> names;
+    for (int d : ds) names.push_back(devices_[static_cast<std::size_t>(d)].name);
+    return StrJoin(names, ", ");
+  }
+
+  const Graph& graph_;
+  const std::vector<int>& device_of_;
+  const std::vector<PartitionDevice>& devices_;
+  Namer namer_;
+  const bool control_flow_;
+  ControlFlowInfo cf_;
+  Partitions out_;
+  // (source node, output index or -1 for control, receiving device) -> transfer
+  std::map<std::tuple<int, int, int>, std::size_t> cut_;
+  std::vector<RecvSite> recv_sites_;  // by transfer, with control flow only
+};
 
 }  // namespace
 
@@ -71,85 +396,7 @@ Expected<Partitions> Partition(const Graph& graph, const std::vector<int>& devic
   if (device_of.size() != static_cast<std::size_t>(graph.num_nodes())) {
     return InternalError("partition: ", device_of.size(), " placements for ", graph.num_nodes(), " nodes");
   }
-  Partitions out;
-  Namer namer(graph);
-  // (source node, output index or -1 for control, receiving device) -> recv node name
-  std::map<std::tuple<int, int, int>, std::size_t> cut;
-
-  auto transfer_for = [&](int src, int index, int dst_device) -> Transfer& {
-    auto key = std::make_tuple(src, index, dst_device);
-    auto it = cut.find(key);
-    if (it != cut.end()) return out.transfers[it->second];
-    const Graph::Node& node = graph.node(src);
-    const int src_device = device_of[static_cast<std::size_t>(src)];
-    const PartitionDevice& from = devices[static_cast<std::size_t>(src_device)];
-    const PartitionDevice& to = devices[static_cast<std::size_t>(dst_device)];
-    Transfer t;
-    t.src_device = src_device;
-    t.dst_device = dst_device;
-    GraphDef& src_graph = out.graphs[src_device];
-    GraphDef& dst_graph = out.graphs[dst_device];
-    if (index >= 0) {
-      t.tensor = InputRefString(node.name(), index);
-      t.dtype = node.output_types[static_cast<std::size_t>(index)];
-      t.shape = node.output_shapes[static_cast<std::size_t>(index)];
-      t.send_node = namer.Unique(StrCat(node.name(), "/_send_", index, "_to_", Short(to.name)));
-      t.recv_node = namer.Unique(StrCat(node.name(), "/_recv_", index, "_from_", Short(from.name)));
-      src_graph.nodes.push_back(SendNode(t.send_node, t.tensor, t.dtype, t.tensor, from, to));
-    } else {
-      // A control edge: send a one-element tensor made after the source ran.
-      t.tensor = StrCat("^", node.name());
-      t.dtype = DType::kBool;
-      t.shape = Shape{};
-      NodeDef token;
-      token.name = namer.Unique(StrCat(node.name(), "/_control_token"));
-      token.op = "Const";
-      token.device = from.name;
-      token.inputs = {InputRefString(node.name(), -1)};
-      token.attrs = {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(true))}};
-      t.send_node = namer.Unique(StrCat(node.name(), "/_send_control_to_", Short(to.name)));
-      t.recv_node = namer.Unique(StrCat(node.name(), "/_recv_control_from_", Short(from.name)));
-      src_graph.nodes.push_back(SendNode(t.send_node, token.name, DType::kBool, t.tensor, from, to));
-      src_graph.nodes.push_back(std::move(token));
-    }
-    dst_graph.nodes.push_back(RecvNode(t.recv_node, t.dtype, t.shape, t.tensor, from, to));
-    out.transfers.push_back(std::move(t));
-    cut.emplace(key, out.transfers.size() - 1);
-    return out.transfers.back();
-  };
-
-  for (const Graph::Node& node : graph.nodes()) {
-    const int here = device_of[static_cast<std::size_t>(node.id)];
-    if (here < 0 || static_cast<std::size_t>(here) >= devices.size()) {
-      return InternalError("partition: ", node.Describe(), " has no device");
-    }
-    NodeDef def = node.def;
-    def.device = devices[static_cast<std::size_t>(here)].name;
-    def.inputs.clear();
-    for (const Endpoint& e : node.inputs) {
-      const int there = device_of[static_cast<std::size_t>(e.node)];
-      if (there == here) {
-        def.inputs.push_back(InputRefString(graph.node(e.node).name(), e.index));
-      } else {
-        Transfer& t = transfer_for(e.node, e.index, here);
-        t.consumers.push_back(node.name());
-        def.inputs.push_back(t.recv_node);
-      }
-    }
-    for (int c : node.control_inputs) {
-      const int there = device_of[static_cast<std::size_t>(c)];
-      if (there == here) {
-        def.inputs.push_back(InputRefString(graph.node(c).name(), -1));
-      } else {
-        Transfer& t = transfer_for(c, -1, here);
-        t.consumers.push_back(node.name());
-        def.inputs.push_back(InputRefString(t.recv_node, -1));
-      }
-    }
-    out.graphs[here].nodes.push_back(std::move(def));
-  }
-  for (auto& [device, def] : out.graphs) def.library = graph.library();
-  return out;
+  return Cutter(graph, device_of, devices).Run();
 }
 
 }  // namespace weft::placement

@@ -3,7 +3,17 @@
 // _Recv on the consumer's — one pair per tensor per receiving device, however
 // many consumers read it there — and every control edge between devices
 // becomes a _Send/_Recv of a one-element tensor. The pieces run side by side
-// as one step and meet in the step's rendezvous.
+// as one step, each under its own executor, and meet in the step's
+// rendezvous.
+//
+// A graph with loops or conds gets more (docs/graphs.md, "Loops and conds
+// across devices and tasks"): every partition holding part of a loop frame
+// gets a control loop of that frame (Enter/Merge/Switch/NextIteration/Exit
+// on a bool, named "<frame>/_control_loop_<DEVICE>/..."), driven by the
+// frame's LoopCond (sent to the other partitions once per iteration), and
+// every _Recv inside a frame takes a control input from it; each _Recv is
+// marked may_be_dead. A frame split across devices without exactly one
+// LoopCond is INVALID_ARGUMENT naming the frame and the devices.
 #ifndef WEFT_CORE_PLACEMENT_PARTITIONER_H_
 #define WEFT_CORE_PLACEMENT_PARTITIONER_H_
 

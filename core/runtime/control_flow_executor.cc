@@ -123,6 +123,7 @@ Status Executor::BuildFrames() {
                 : op == "NextIteration" ? Kind::kNextIteration
                 : op == "LoopCond"      ? Kind::kLoopCond
                                         : Kind::kKernel;
+    item.is_send = op == "_Send";
   }
   // The frame each node's consumers run in.
   auto output_frame = [&](int src) -> Expected<int> {
@@ -321,6 +322,21 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
         CfPropagate(state, t, nullptr, nullptr, nullptr);
         continue;
       }
+      if (item.is_send) {
+        // The receiver, in another partition, waits for this iteration's
+        // value: it is told that the value is dead.
+        if (lock.owns_lock()) lock.unlock();
+        OpKernelContext ctx(item.device, item.node, nullptr, 0, nullptr, state->info);
+        ctx.set_frame(t.frame->id, t.iter);
+        ctx.set_input_dead(true);
+        Status sent = item.kernel->Compute(ctx);
+        if (!sent.ok()) {
+          CfFail(state, t, sent);
+          lock.lock();
+          CfPropagate(state, t, nullptr, nullptr, nullptr);
+          continue;
+        }
+      }
       if (!lock.owns_lock()) lock.lock();
       CfPropagate(state, t, nullptr, nullptr, &ready);
     } else if (item.kind == Kind::kKernel && item.is_async) {
@@ -348,8 +364,9 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
           CfPropagate(state, t, nullptr, nullptr, nullptr);
         } else {
           {
+            // A _Recv of a dead value: its outputs are dead.
             std::lock_guard<std::mutex> guard(state->mutex);
-            CfPropagate(state, t, outputs->data(), nullptr, &newly_ready);
+            CfPropagate(state, t, ctx->output_dead() ? nullptr : outputs->data(), nullptr, &newly_ready);
           }
           std::vector<TaggedNode> local;
           CfDispatch(state, newly_ready, &local);

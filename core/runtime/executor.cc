@@ -52,7 +52,15 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
   }
   exec->total_inputs_ = slot;
   for (const Graph::Node& node : g.nodes()) {
+    // A part of a graph with control flow that was cut across devices may
+    // have no control-flow node of its own (a cond's branch on another
+    // device) but still receive dead values: the partitioner marks its
+    // _Recv nodes.
     if (ops::IsControlFlowOp(node.op_name())) exec->has_control_flow_ = true;
+    if (node.op_name() == "_Recv") {
+      auto dead = node.def.attrs.find("may_be_dead");
+      if (dead != node.def.attrs.end() && dead->second.get<bool>()) exec->has_control_flow_ = true;
+    }
   }
   for (const Graph::Node& node : g.nodes()) {
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
@@ -182,6 +190,12 @@ void Executor::Process(StepState* state, std::vector<int> stack) const {
         if (state->trace != nullptr) {
           state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
                                 state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
+        }
+        if (status.ok() && ctx->output_dead()) {
+          // Only a partition with control flow can receive a dead value, and
+          // those run on the frames' path.
+          status = InternalError("received a dead value, but this part of the graph has no control flow; a _Recv "
+                                 "that may receive one needs may_be_dead = true");
         }
         if (!status.ok()) {
           Fail(state, id, status);

@@ -85,6 +85,7 @@ class Executor {
     int local_input_start = 0;   // first input slot in its frame's slots
     int merge_dead_needed = 0;   // for a Merge: dead inputs that make it dead
     bool cf_inline = false;      // run on the thread that made it ready
+    bool is_send = false;        // a _Send: runs on a dead input too, to send it dead
   };
   // A loop of the graph (frame 0 is the root): what each of its instances
   // needs to start an iteration.

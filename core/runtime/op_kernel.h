@@ -66,6 +66,14 @@ class OpKernelContext {
   const Tensor& input(int i) const { return inputs_[i]; }
   Tensor& output(int i) { return outputs_[i]; }
   void set_output(int i, Tensor t) { outputs_[i] = std::move(t); }
+  // Dead values (control flow). The executor runs a _Send whose input is
+  // dead with |input_dead| set, so that it sends a dead marker; a _Recv
+  // that receives one sets |output_dead|, and the executor makes its
+  // outputs dead. Other kernels never see either.
+  bool input_dead() const { return input_dead_; }
+  void set_input_dead(bool dead) { input_dead_ = dead; }
+  bool output_dead() const { return output_dead_; }
+  void set_output_dead(bool dead) { output_dead_ = dead; }
 
   // Allocates output |i| (dtype from the node's signature) on the device.
   Expected<Tensor*> AllocateOutput(int i, const Shape& shape);
@@ -91,6 +99,8 @@ class OpKernelContext {
   StepInfo* step_;
   int64_t frame_id_ = 0;
   int64_t iteration_ = 0;
+  bool input_dead_ = false;
+  bool output_dead_ = false;
   // Stable addresses, and no allocation for a kernel that makes none
   // (a std::deque allocates when it is made).
   std::forward_list<Tensor> temps_;

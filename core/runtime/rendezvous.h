@@ -48,10 +48,13 @@ struct RendezvousKeyHash {
 
 class Rendezvous {
  public:
-  // What a sender hands over: the value, in its device's memory.
+  // What a sender hands over: the value, in its device's memory. A dead
+  // item (the sender's input was dead: a branch not taken, a loop's last
+  // check) has no value; its receiver's output is dead too.
   struct Item {
     Tensor value;
     const RuntimeDevice* device = nullptr;
+    bool is_dead = false;
   };
   using DoneFn = std::function<void(const Status&, Item)>;
 

@@ -38,7 +38,8 @@ class SendKernel : public OpKernel {
   Status Compute(OpKernelContext& ctx) override {
     Rendezvous* rendezvous = ctx.step().rendezvous;
     if (rendezvous == nullptr) return NoRendezvous(key_);
-    return rendezvous->Send(InFrame(key_, ctx), Rendezvous::Item{ctx.input(0), &ctx.device()});
+    if (ctx.input_dead()) return rendezvous->Send(InFrame(key_, ctx), Rendezvous::Item{Tensor(), &ctx.device(), true});
+    return rendezvous->Send(InFrame(key_, ctx), Rendezvous::Item{ctx.input(0), &ctx.device(), false});
   }
 
  private:
@@ -61,6 +62,11 @@ class RecvKernel : public OpKernel {
     rendezvous->RecvAsync(key, [c, key, done = std::move(done)](const Status& status, Rendezvous::Item item) {
       if (!status.ok()) {
         done(Status(status.code(), StrCat("receiving ", key.ToString(), ": ", status.message())));
+        return;
+      }
+      if (item.is_dead) {
+        c->set_output_dead(true);
+        done(Status());
         return;
       }
       TransferTensorAsync(item.value, item.device, c->device(), [c, key, done](Expected<Tensor> moved) {

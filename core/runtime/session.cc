@@ -7,33 +7,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/ops/control_flow_ops.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/placement_support.h"
 #include "core/runtime/run_rewrite.h"
 
 namespace weft::runtime {
 
-namespace {
-
-// Whether |graph| has loops or conds.
-bool HasControlFlow(const Graph& graph) {
-  for (const Graph::Node& node : graph.nodes()) {
-    if (ops::IsControlFlowOp(node.op_name())) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 struct Session::Prepared {
   // One per device that runs part of the step.
   struct Part {
     std::shared_ptr<const Graph> graph;
     std::unique_ptr<Executor> executor;
-    // Holds _Send/_Recv pairs of its own (the devices' parts of a graph
-    // with loops or conds, run by one executor): it needs a rendezvous.
-    bool transfers_within = false;
   };
   std::vector<Part> parts;
   // In the signature's (sorted) order.
@@ -149,49 +133,9 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     prepared->parts.push_back(std::move(part));
     return prepared;
   }
-  if (HasControlFlow(*shared)) {
-    // Loops and conds across devices: the devices' parts run as one graph
-    // under one executor, so each loop frame iterates once for all of them
-    // and every _Send/_Recv pair meets in the same frame and iteration (the
-    // rendezvous key carries both). A _Recv waits for its _Send by a control
-    // edge, through which a dead value (a branch not taken) reaches it too.
-    GraphDef merged;
-    std::vector<const RuntimeDevice*> node_devices;
-    for (auto& [d, part_def] : placed.partitions) {
-      if (merged.nodes.empty()) {
-        merged.producer = part_def.producer;
-        merged.min_consumer = part_def.min_consumer;
-        merged.library = part_def.library;
-      }
-      for (NodeDef& n : part_def.nodes) {
-        merged.nodes.push_back(std::move(n));
-        node_devices.push_back(placed.devices[static_cast<std::size_t>(d)]);
-      }
-    }
-    std::unordered_map<std::string, std::size_t> index;
-    for (std::size_t i = 0; i < merged.nodes.size(); ++i) index[merged.nodes[i].name] = i;
-    for (const placement::Transfer& t : placed.transfers) {
-      auto recv = index.find(t.recv_node);
-      if (recv == index.end() || index.count(t.send_node) == 0) {
-        return InternalError("transfer of ", Quote(t.tensor), ": no node ", Quote(t.send_node), " or ",
-                             Quote(t.recv_node));
-      }
-      merged.nodes[recv->second].inputs.push_back(InputRefString(t.send_node, -1));
-    }
-    auto merged_graph = Graph::FromGraphDef(std::move(merged));
-    if (!merged_graph.ok()) return merged_graph.status().WithContext("the graph split across devices");
-    // Node ids follow the order of the definition.
-    Prepared::Part part;
-    part.graph = std::make_shared<const Graph>(std::move(*merged_graph));
-    part.transfers_within = true;
-    if (static_cast<std::size_t>(part.graph->num_nodes()) != node_devices.size()) {
-      return InternalError("the graph split across devices has ", part.graph->num_nodes(), " nodes, but ",
-                           node_devices.size(), " were placed");
-    }
-    WEFT_ASSIGN_OR_RETURN(part.executor, Executor::Create(part.graph, std::move(node_devices), pool_.get(), factory));
-    prepared->parts.push_back(std::move(part));
-    return prepared;
-  }
+  // Every device's part runs under an executor of its own, also with loops
+  // and conds: the partitioner gave each part of a loop a control loop that
+  // keeps its frames in step with the others (docs/graphs.md).
   for (auto& [d, part_def] : placed.partitions) {
     const RuntimeDevice* device = placed.devices[static_cast<std::size_t>(d)];
     auto part_graph = Graph::FromGraphDef(std::move(part_def));
@@ -206,7 +150,7 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
 }
 
 Status Session::RunParts(const Prepared& prepared, StepInfo& step, TraceRecorder* trace) {
-  if (prepared.parts.size() == 1 && !prepared.parts.front().transfers_within) {
+  if (prepared.parts.size() == 1) {
     return prepared.parts.front().executor->Run(step, trace);
   }
   // The parts meet in one rendezvous; the first failure cancels the step,

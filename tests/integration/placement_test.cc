@@ -7,6 +7,7 @@
 
 #include "core/graph/serialize.h"
 #include "core/placement/placer.h"
+#include "core/runtime/executor.h"
 #include "core/runtime/placement_support.h"
 #include "core/runtime/rendezvous.h"
 #include "tests/integration/runtime_env.h"
@@ -633,6 +634,140 @@ TEST(PlacementConfig, BadPinsAreReportedWithTheirPositions) {
   auto typo = config::ParseConfig("[placement]\nsoftt = true\n", "t.toml", "/");
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.status().message().find("did you mean"), std::string::npos) << typo.status().message();
+}
+
+// Dead values across a cut (a branch not taken, a loop's last check): a
+// _Send of a dead input still runs and sends a dead marker; a _Recv that
+// gets one makes its output dead.
+class DeadValues : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // A session enables the kernels' host services.
+    GraphBuilder b;
+    b.Const(Tensor::Scalar<float>(1), "c");
+    session_ = env_.Session(b);
+    device_ = env_.devices()->Find("/device:CPU:0");
+    ASSERT_NE(device_, nullptr);
+  }
+
+  static NodeDef Def(std::string name, std::string op, std::vector<std::string> inputs, AttrMap attrs) {
+    NodeDef def;
+    def.name = std::move(name);
+    def.op = std::move(op);
+    def.inputs = std::move(inputs);
+    def.attrs = std::move(attrs);
+    return def;
+  }
+  static AttrMap Ends() {
+    return {{"tensor_name", AttrValue(std::string("x:0"))},
+            {"send_device", AttrValue(std::string("/device:CPU:0"))},
+            {"send_device_incarnation", AttrValue(int64_t{1})},
+            {"recv_device", AttrValue(std::string("/device:CPU:1"))}};
+  }
+  static runtime::RendezvousKey Key() {
+    return runtime::RendezvousKey::Make("/device:CPU:0", 1, "/device:CPU:1", "x:0");
+  }
+
+  // Runs |def| once, every node on CPU:0, meeting others in |rendezvous|.
+  Status Run(GraphDef def, runtime::Rendezvous& rendezvous) {
+    auto graph = Graph::FromGraphDef(std::move(def));
+    if (!graph.ok()) return graph.status();
+    auto shared = std::make_shared<const Graph>(std::move(*graph));
+    std::vector<const runtime::RuntimeDevice*> devices(static_cast<std::size_t>(shared->num_nodes()), device_);
+    auto executor = runtime::Executor::Create(
+        shared, devices, nullptr,
+        [](const Graph& g, const Graph::Node& node,
+           const runtime::RuntimeDevice& d) -> Expected<std::shared_ptr<runtime::OpKernel>> {
+          WEFT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::OpKernel> kernel, runtime::CreateKernel(g, node, d));
+          return std::shared_ptr<runtime::OpKernel>(std::move(kernel));
+        });
+    if (!executor.ok()) return executor.status();
+    std::vector<Tensor> args, retvals(1);
+    runtime::StepInfo step;
+    step.args = &args;
+    step.retvals = &retvals;
+    step.rendezvous = &rendezvous;
+    return (*executor)->Run(step, nullptr);
+  }
+
+  RuntimeEnv env_;
+  std::unique_ptr<runtime::Session> session_;
+  const runtime::RuntimeDevice* device_ = nullptr;
+};
+
+TEST_F(DeadValues, ASendOfADeadValueSendsADeadMarker) {
+  GraphDef def;
+  def.nodes.push_back(Def("x", "Const", {}, {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(2))}}));
+  def.nodes.push_back(Def("p", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(false))}}));
+  def.nodes.push_back(Def("s", "Switch", {"x", "p"}, {{"T", AttrValue(DType::kF32)}}));
+  AttrMap send = Ends();
+  send.emplace("T", AttrValue(DType::kF32));
+  def.nodes.push_back(Def("send", "_Send", {"s:1"}, send));  // the branch not taken
+  runtime::Rendezvous rendezvous;
+  Status s = Run(std::move(def), rendezvous);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  bool got = false;
+  rendezvous.RecvAsync(Key(), [&](const Status& status, runtime::Rendezvous::Item item) {
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    EXPECT_TRUE(item.is_dead);
+    EXPECT_FALSE(item.value.valid());
+    got = true;
+  });
+  EXPECT_TRUE(got);
+}
+
+GraphDef RecvToRetval(bool may_be_dead) {
+  AttrMap recv = {{"tensor_name", AttrValue(std::string("x:0"))},
+                  {"send_device", AttrValue(std::string("/device:CPU:0"))},
+                  {"send_device_incarnation", AttrValue(int64_t{1})},
+                  {"recv_device", AttrValue(std::string("/device:CPU:1"))},
+                  {"tensor_type", AttrValue(DType::kF32)},
+                  {"shape", AttrValue(Shape{})}};
+  if (may_be_dead) recv.emplace("may_be_dead", AttrValue(true));
+  GraphDef def;
+  NodeDef r;
+  r.name = "recv";
+  r.op = "_Recv";
+  r.attrs = std::move(recv);
+  def.nodes.push_back(std::move(r));
+  NodeDef id;
+  id.name = "id";
+  id.op = "Identity";
+  id.inputs = {"recv"};
+  id.attrs = {{"T", AttrValue(DType::kF32)}};
+  def.nodes.push_back(std::move(id));
+  NodeDef ret;
+  ret.name = "ret";
+  ret.op = "_Retval";
+  ret.inputs = {"id"};
+  ret.attrs = {{"T", AttrValue(DType::kF32)}, {"index", AttrValue(int64_t{0})}};
+  def.nodes.push_back(std::move(ret));
+  return def;
+}
+
+TEST_F(DeadValues, ARecvOfADeadMarkerGivesADeadOutput) {
+  runtime::Rendezvous rendezvous;
+  ASSERT_TRUE(rendezvous.Send(Key(), runtime::Rendezvous::Item{Tensor(), device_, true}).ok());
+  Status s = Run(RecvToRetval(/*may_be_dead=*/true), rendezvous);
+  // The dead value went on through the Identity to the fetch.
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("the fetched value is dead"), std::string::npos) << s.ToString();
+
+  runtime::Rendezvous live;
+  ASSERT_TRUE(live.Send(Key(), runtime::Rendezvous::Item{Tensor::Scalar<float>(3), device_, false}).ok());
+  s = Run(RecvToRetval(/*may_be_dead=*/true), live);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_F(DeadValues, ARecvNotMarkedMayBeDeadRefusesADeadMarker) {
+  runtime::Rendezvous rendezvous;
+  ASSERT_TRUE(rendezvous.Send(Key(), runtime::Rendezvous::Item{Tensor(), device_, true}).ok());
+  Status s = Run(RecvToRetval(/*may_be_dead=*/false), rendezvous);
+  EXPECT_EQ(s.code(), Code::kInternal) << s.ToString();
+  EXPECT_NE(s.message().find("received a dead value, but this part of the graph has no control flow; a _Recv that "
+                             "may receive one needs may_be_dead = true"),
+            std::string::npos)
+      << s.ToString();
 }
 
 }  // namespace

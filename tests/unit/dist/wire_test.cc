@@ -154,6 +154,16 @@ TEST(Wire, ResponsesRoundTripAndErrorsCarryNoBody) {
   out = RoundTrip(e);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_TRUE(out->response.tensor.BitwiseEquals(e.response.tensor));
+  EXPECT_FALSE(out->response.is_dead);
+
+  // A dead value (a branch not taken) travels as a marker without a tensor.
+  e.response.tensor = Tensor();
+  e.response.is_dead = true;
+  out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->response.method, Method::kRecvTensor);
+  EXPECT_TRUE(out->response.is_dead);
+  EXPECT_FALSE(out->response.tensor.valid());
 }
 
 // A raw envelope, for messages Encode would never write.
