@@ -117,7 +117,13 @@ CStatus EndpointHarness::Send(weft_connection_t connection, const std::string& h
     std::vector<uint64_t> sizes;
   };
   auto context = std::make_unique<Owned>();
-  context->done = std::move(done);
+  // Waiters hear of a finished send too (the endpoint finishes every send
+  // before it closes, so |this| is still here).
+  context->done = [this, done = std::move(done)](CStatus s) {
+    if (done) done(s);
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  };
   context->header = header;
   for (const auto& [p, n] : slices) {
     context->data.push_back(p);
