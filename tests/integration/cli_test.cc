@@ -675,7 +675,7 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-            "devices, config, run, train, place, inspect, dot, convert, ops, ckpt\nRun `weft --help` for usage.\n");
+            "devices, config, run, train, place, serve, inspect, dot, convert, ops, ckpt\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {
