@@ -5,10 +5,6 @@
 // control loops keep their frames in step, and dead values cross as
 // markers. Results are compared with the same graph in one process (bitwise:
 // the same CPU kernels run) and with values worked out by hand.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +18,7 @@
 #include "core/grad/gradients.h"
 #include "core/graph/control_flow.h"
 #include "core/graph/nn_builders.h"
+#include "tests/integration/loopback.h"
 #include "tests/integration/runtime_env.h"
 
 namespace weft::dist {
@@ -33,18 +30,7 @@ using Feeds = std::vector<std::pair<std::string, Tensor>>;
 constexpr char kPs[] = "/job:ps/task:0";
 constexpr char kWorker[] = "/job:worker/task:0";
 
-// A loopback port nothing listens on right now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using testing::FreePort;
 
 plugin::PluginHost& Plugins() {
   static plugin::PluginHost* host = [] {

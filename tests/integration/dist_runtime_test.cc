@@ -2,10 +2,6 @@
 // loopback ports, a client session placing graphs across them over the tcp
 // transport, compared with the same graph in a local session (bitwise).
 // Multi-process runs through `weft serve` are in cluster_cli_test.cc.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 

@@ -15,6 +15,13 @@
 //                    1 and 2 ps tasks. Its peer is one raw TCP round trip
 //                    per ps task (a 8-byte request and answer), the least
 //                    such a step could cost over the same network.
+//   remote_loop      microseconds per iteration of a 1000-iteration while
+//                    loop (s += i; i += 1 while i < n) whose "s += i" runs
+//                    on /job:ps/task:0 and the rest on /job:worker/task:0
+//                    (both `weft serve` processes), vs the same loop in one
+//                    process (a local session): the per-iteration cost of
+//                    keeping two tasks' frames in step (the loop predicate
+//                    and the loop values cross the network every iteration)
 //
 // Each prints BENCH lines: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // (speedup > 1: Weft ahead). On a 2-core machine the processes share the
@@ -41,6 +48,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +58,9 @@
 #include "core/dist/dist_session.h"
 #include "core/dist/transport.h"
 #include "core/graph/builder.h"
+#include "core/graph/control_flow.h"
+#include "core/runtime/device_set.h"
+#include "core/runtime/session.h"
 #include "core/plugin/plugin_host.h"
 
 namespace weft::bench {
@@ -516,13 +527,91 @@ void NullStep() {
   std::filesystem::remove_all(dir);
 }
 
+// --- remote_loop ------------------------------------------------------------------------------
+
+Graph LoopGraph(bool split) {
+  GraphBuilder b;
+  Output n = b.Placeholder(DType::kI64, Shape{}, "n");
+  auto r = WhileLoop(
+      b, [&](const std::vector<Output>& v) -> Expected<Output> { return b.Op("Less", {v[0], n}); },
+      [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
+        Output s;
+        {
+          std::optional<GraphBuilder::Scope> on_ps;
+          if (split) on_ps.emplace(b.DeviceScope("/job:ps/task:0"));
+          s = b.Op("Add", {v[1], v[0]}, {}, "s");
+        }
+        return std::vector<Output>{b.Op("Add", {v[0], b.Scalar<int64_t>(1)}), s};
+      },
+      {b.Scalar<int64_t>(0), b.Scalar<int64_t>(0)});
+  if (!r.ok()) Die(std::string(r.status().message()));
+  b.Op("Identity", {(*r)[1]}, {}, "sum");
+  auto g = b.Build();
+  Check(g.status());
+  return std::move(*g);
+}
+
+void RemoteLoop() {
+  const int64_t n = 1000;
+  const int repeats = g_repeats > 0 ? g_repeats : 9;
+  const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_remote_loop_", getpid());
+  std::filesystem::create_directories(dir);
+  Tasks tasks;
+  const std::string ps = StrCat("127.0.0.1:", FreePort()), worker = StrCat("127.0.0.1:", FreePort());
+  tasks.config = dir + "/remote_loop.toml";
+  std::ofstream(tasks.config) << "[cluster]\ntransport = \"tcp\"\n[cluster.jobs]\nps = [\"" << ps
+                              << "\"]\nworker = [\"" << worker << "\"]\n";
+  tasks.peers = {{"/job:worker/task:0", "tcp://" + worker}, {"/job:ps/task:0", "tcp://" + ps}};
+  for (const auto& [job, task] : {std::pair<const char*, const char*>{"ps", "0"}, {"worker", "0"}}) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      execl(g_weft_cli.c_str(), g_weft_cli.c_str(), "serve", "--config", tasks.config.c_str(), "--job", job, "--task",
+            task, static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    tasks.pids.push_back(pid);
+  }
+  dist::DistSessionOptions o;
+  o.tasks = tasks.peers;
+  o.connect_timeout_ms = 30000;
+  auto remote = dist::DistSession::Create(LoopGraph(true), o, Plugins());
+  Check(remote.status());
+  auto devices = runtime::DeviceSet::Open(Plugins());
+  Check(devices.status());
+  auto local = runtime::Session::Create(LoopGraph(false), std::move(*devices));
+  Check(local.status());
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"n", Tensor::Scalar<int64_t>(n)}};
+  std::vector<Tensor> out;
+  auto run_remote = [&] { Check((*remote)->Run(feeds, {"sum"}, {}, &out)); };
+  auto run_local = [&] { Check((*local)->Run(feeds, {"sum"}, {}, &out)); };
+  run_remote();
+  if (out[0].scalar<int64_t>() != n * (n - 1) / 2) Die("remote_loop computed a wrong sum");
+  run_local();
+  std::vector<double> remote_times, local_times;
+  for (int r = 0; r < repeats; ++r) {
+    auto time = [](const std::function<void()>& fn) {
+      const auto start = Clock::now();
+      fn();
+      return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    };
+    remote_times.push_back(time(run_remote) / static_cast<double>(n));
+    local_times.push_back(time(run_local) / static_cast<double>(n));
+  }
+  remote->reset();
+  StopTasks(tasks);
+  std::filesystem::remove_all(dir);
+  Bench("remote_loop", Median(remote_times), Median(local_times), "us", false);
+}
+
 }  // namespace
 }  // namespace weft::bench
 
 int main(int argc, char** argv) {
   using namespace weft::bench;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step [--repeats N]\n");
+    std::fprintf(stderr, "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop [--repeats N]\n");
     return 2;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -536,6 +625,8 @@ int main(int argc, char** argv) {
     TensorSend4K();
   } else if (name == "null_step") {
     NullStep();
+  } else if (name == "remote_loop") {
+    RemoteLoop();
   } else {
     std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", name.c_str());
     return 2;
