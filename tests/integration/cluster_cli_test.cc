@@ -19,6 +19,7 @@
 
 #include "core/base/strings.h"
 #include "core/graph/builder.h"
+#include "core/graph/control_flow.h"
 #include "core/graph/serialize.h"
 #include "core/tensor/npy.h"
 #include "tests/integration/loopback.h"
@@ -192,6 +193,95 @@ TEST_F(Cluster, AGraphAcrossTwoServedTasksMatchesOneProcessBitForBit) {
   ASSERT_TRUE(ps->Wait(20000));
   EXPECT_EQ(ps->exit_code(), 0) << ps->Output();
   EXPECT_NE(ps->Output().find("stopping (SIGTERM)"), std::string::npos);
+}
+
+TEST_F(Cluster, AWhileLoopSplitAcrossServedTasksMatchesOneProcessBitForBit) {
+  const std::string config = WriteConfig("c.toml", FreePort(), FreePort());
+  Serve(config, "ps", 0);
+  Serve(config, "worker", 0);
+  // h <- tanh(h W + 0.5) ten times; the MatMul runs on the ps, the rest on
+  // the worker, so every iteration crosses between the tasks both ways.
+  GraphBuilder b;
+  Output h0 = b.Placeholder(DType::kF32, Shape{2, 3}, "h0");
+  Output w = b.Const(Tensor::FromVector<float>({0.5f, -0.25f, 0.125f, 0.75f, 0.5f, -1, -0.5f, 0.25f, 1}, Shape{3, 3}),
+                     "w");
+  auto r = WhileLoop(
+      b, [&](const std::vector<Output>& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(10)}); },
+      [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
+        Output product;
+        {
+          auto on_ps = b.DeviceScope("/job:ps/task:0");
+          product = b.Op("MatMul", {v[1], w}, {}, "product");
+        }
+        return std::vector<Output>{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
+                                   b.Op("Tanh", {b.Op("Add", {product, b.Scalar<float>(0.5f)})})};
+      },
+      {b.Scalar<int32_t>(0), h0});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  {
+    auto on_worker = b.DeviceScope("/job:worker/task:0");
+    b.Op("Identity", {(*r)[1]}, {}, "h");
+  }
+  const std::string graph = WriteGraph("loop.wg", b);
+  ASSERT_TRUE(
+      WriteNpy((dir_ / "h0.npy").string(), Tensor::FromVector<float>({0.1f, -0.2f, 0.3f, 1, 2, -3}, Shape{2, 3})).ok());
+  const std::string feed = "h0=" + (dir_ / "h0.npy").string();
+  ProcessResult remote = Weft({"run", graph, "--config", config, "--feed", feed, "--fetch", "h", "--out",
+                               (dir_ / "remote").string(), "--quiet"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ProcessResult local = Weft({"run", graph, "--feed", feed, "--fetch", "h", "--out", (dir_ / "local").string(), "--quiet"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const std::string a = Read(dir_ / "remote" / "h.npy"), c = Read(dir_ / "local" / "h.npy");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, c) << "the split loop's result differs from one process";
+  ProcessResult place = Weft({"place", graph, "--config", config});
+  ASSERT_EQ(place.exit_code, 0) << place.err;
+  EXPECT_NE(place.out.find("/job:ps/task:0/device:CPU:0"), std::string::npos) << place.out;
+}
+
+TEST_F(Cluster, TasksWithDifferentHardwareRunOneGraph) {
+  // The ps loads no OpenCL plugin (CPU only); the worker's MatMul is pinned
+  // to its OpenCL device (PoCL). Each task reads its own config.
+  ProcessResult devices_here = Weft({"devices", "--local"});
+  if (devices_here.out.find("/device:OPENCL:0") == std::string::npos) GTEST_SKIP() << "no OpenCL device here";
+  const int ps_port = FreePort(), worker_port = FreePort();
+  const std::string worker_config = WriteConfig("worker.toml", ps_port, worker_port);
+  const std::string ps_config = (dir_ / "ps.toml").string();
+  {
+    std::ifstream in(worker_config);
+    std::ofstream out(ps_config);
+    out << "[plugins]\ndisable = [\"opencl\"]\n" << in.rdbuf();
+  }
+  Serve(ps_config, "ps", 0);
+  Serve(worker_config, "worker", 0);
+  ProcessResult devices = Weft({"devices", "--config", worker_config});
+  ASSERT_EQ(devices.exit_code, 0) << devices.err;
+  EXPECT_EQ(devices.out.find("/job:ps/task:0/device:OPENCL"), std::string::npos) << devices.out;
+  EXPECT_NE(devices.out.find("/job:worker/task:0/device:OPENCL:0"), std::string::npos) << devices.out;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{2, 3}, "x");
+  Output h;
+  {
+    auto on_ps = b.DeviceScope("/job:ps/task:0");
+    h = b.Op("Tanh", {x}, {}, "tanh");
+  }
+  {
+    auto on_opencl = b.DeviceScope("/job:worker/task:0/device:OPENCL:0");
+    h = b.Op("MatMul", {h, b.Const(Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{3, 2}))}, {}, "matmul");
+  }
+  b.Op("Neg", {h}, {}, "y");
+  const std::string graph = WriteGraph("mixed.wg", b);
+  ASSERT_TRUE(WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, -2, 3, 0.5f, 0.25f, -1}, Shape{2, 3}))
+                  .ok());
+  const std::string feed = "x=" + (dir_ / "x.npy").string();
+  ProcessResult remote = Weft({"run", graph, "--config", worker_config, "--feed", feed, "--fetch", "y", "--out",
+                               (dir_ / "remote").string(), "--quiet"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ProcessResult local = Weft({"run", graph, "--feed", feed, "--fetch", "y", "--out", (dir_ / "local").string(), "--quiet"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(Read(dir_ / "remote" / "y.npy"), Read(dir_ / "local" / "y.npy"));
+  ProcessResult place = Weft({"place", graph, "--config", worker_config, "--explain"});
+  EXPECT_NE(place.out.find("/job:worker/task:0/device:OPENCL:0"), std::string::npos) << place.out;
 }
 
 TEST_F(Cluster, ATaskThatIsNotUpIsRetriedThenNamed) {
