@@ -53,7 +53,7 @@ RpcNode::~RpcNode() {
   // Every waiting call fails (a connecting thread waiting for its Hello
   // too), then the connecting threads end.
   std::unordered_map<uint64_t, PendingCall> pending;
-  std::vector<std::thread> connecting;
+  std::vector<ConnectThread> connecting;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending.swap(pending_);
@@ -66,7 +66,7 @@ RpcNode::~RpcNode() {
     std::lock_guard<std::mutex> lock(mutex_);
     connecting.swap(connect_threads_);
   }
-  for (std::thread& t : connecting) t.join();
+  for (ConnectThread& t : connecting) t.thread.join();
   // No transport callback after the endpoints are closed.
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints;
   std::map<std::string, std::shared_ptr<Channel>> channels;
@@ -161,8 +161,20 @@ void RpcNode::Call(const Peer& peer, Request request, int64_t timeout_ms, std::f
   if (timeout_ms > 0) deadline_cv_.notify_all();
   if (connect) {
     std::lock_guard<std::mutex> lock(mutex_);
-    // Threads of connections made earlier have ended: reap them.
-    connect_threads_.emplace_back([this, channel] { Connect(channel); });
+    for (auto it = connect_threads_.begin(); it != connect_threads_.end();) {
+      if (it->finished->load()) {
+        it->thread.join();
+        it = connect_threads_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto finished = std::make_shared<std::atomic<bool>>(false);
+    connect_threads_.push_back({std::thread([this, channel, finished] {
+                                  Connect(channel);
+                                  finished->store(true);
+                                }),
+                                finished});
   }
   if (send) SendCall(channel, id);
 }

@@ -17,6 +17,7 @@
 #ifndef WEFT_CORE_DIST_RPC_H_
 #define WEFT_CORE_DIST_RPC_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -118,8 +119,14 @@ class RpcNode {
   std::map<Connection*, std::pair<std::shared_ptr<Connection>, std::string>> accepted_;
   uint64_t next_call_id_ = 1;
   std::thread deadline_thread_;
-  // Threads connecting to peers (joined when the node goes).
-  std::vector<std::thread> connect_threads_;
+  // Threads connecting to peers, each with a flag it sets when it ends:
+  // finished ones are joined when the next starts, the rest when the node
+  // goes, so reconnections do not pile up threads.
+  struct ConnectThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  std::vector<ConnectThread> connect_threads_;
 };
 
 // "tcp://127.0.0.1:7070" -> "tcp".
