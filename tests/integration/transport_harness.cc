@@ -21,6 +21,7 @@ bool WasReleased(const void* harness, weft_connection_t c) {
 }
 
 struct SendContext {
+  virtual ~SendContext() = default;
   std::function<void(CStatus)> done;
 };
 

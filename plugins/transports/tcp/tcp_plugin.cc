@@ -581,8 +581,14 @@ void EndpointClose(weft_endpoint_t endpoint) {
       // Closed from one of its own callbacks: the thread ends when the
       // callback returns.
       state->thread.detach();
-    } else if (state->thread.joinable()) {
-      state->thread.join();
+    } else {
+      if (state->thread.joinable()) state->thread.join();
+      // Handlers still queued hold their connections, and through them
+      // this state: run them out here (their sockets are closed, so they
+      // only end, and a send posted before the close finishes with an
+      // error), before endpoint_close returns.
+      state->io.restart();
+      state->io.poll();
     }
     state->stopped = true;
     delete endpoint;
