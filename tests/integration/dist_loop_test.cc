@@ -20,6 +20,7 @@
 #include "core/graph/nn_builders.h"
 #include "tests/integration/loopback.h"
 #include "tests/integration/runtime_env.h"
+#include "tests/integration/two_tasks.h"
 
 namespace weft::dist {
 namespace {
@@ -27,19 +28,10 @@ namespace {
 using Outputs = std::vector<Output>;
 using Feeds = std::vector<std::pair<std::string, Tensor>>;
 
-constexpr char kPs[] = "/job:ps/task:0";
-constexpr char kWorker[] = "/job:worker/task:0";
+constexpr const char* kPs = testing::kPsTask;
+constexpr const char* kWorker = testing::kWorkerTask;
 
-using testing::FreePort;
-
-plugin::PluginHost& Plugins() {
-  static plugin::PluginHost* host = [] {
-    auto* h = new plugin::PluginHost(*config::DefaultConfig());
-    EXPECT_TRUE(h->LoadAll().ok());
-    return h;
-  }();
-  return *host;
-}
+plugin::PluginHost& Plugins() { return testing::BuiltPlugins(); }
 
 std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
 
@@ -64,35 +56,8 @@ Graph Built(const BuildFn& build, const std::string& device, std::vector<std::st
 
 // Two tasks, /job:ps/task:0 and /job:worker/task:0, serving in this
 // process; unpinned nodes go to the worker.
-class SplitAcrossTasks : public ::testing::Test {
+class SplitAcrossTasks : public testing::TwoTasksTest {
  protected:
-  void SetUp() override {
-    if (Plugins().transports().Find("tcp") == nullptr) GTEST_SKIP() << "the tcp transport is not built";
-    peers_ = {{kPs, "tcp://127.0.0.1:" + std::to_string(FreePort())},
-              {kWorker, "tcp://127.0.0.1:" + std::to_string(FreePort())}};
-    for (const auto& [name, address] : peers_) {
-      TaskService::Options o;
-      o.name = name;
-      o.listen_address = address;
-      o.peers = peers_;
-      o.cluster_fingerprint = 99;
-      o.rpc_timeout_ms = 20000;
-      auto devices = runtime::DeviceSet::Open(Plugins());
-      ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-      auto service = TaskService::Start(o, Plugins(), std::move(*devices));
-      ASSERT_TRUE(service.ok()) << service.status().ToString();
-      services_.push_back(std::move(*service));
-    }
-  }
-
-  DistSessionOptions Options() const {
-    DistSessionOptions o;
-    o.tasks = {{kWorker, peers_.at(kWorker)}, {kPs, peers_.at(kPs)}};
-    o.cluster_fingerprint = 99;
-    o.rpc_timeout_ms = 20000;
-    return o;
-  }
-
   // Runs |graph| across the two tasks.
   std::vector<Tensor> RunSplit(Graph graph, const Feeds& feeds, const std::vector<std::string>& fetches) {
     auto session = DistSession::Create(std::move(graph), Options(), Plugins());
@@ -149,8 +114,6 @@ class SplitAcrossTasks : public ::testing::Test {
     }
   }
 
-  std::map<std::string, std::string> peers_;
-  std::vector<std::unique_ptr<TaskService>> services_;
 };
 
 // h = tanh(h W + x_t) over the rows of xs, the MatMul on |device|; the loop

@@ -9,54 +9,16 @@
 #include "core/dist/task_service.h"
 #include "tests/integration/loopback.h"
 #include "tests/integration/runtime_env.h"
+#include "tests/integration/two_tasks.h"
 
 namespace weft::dist {
 namespace {
 
 using testing::FreePort;
+using TwoTasks = testing::TwoTasksTest;
 
-plugin::PluginHost& Plugins() {
-  static plugin::PluginHost* host = [] {
-    auto* h = new plugin::PluginHost(*config::DefaultConfig());
-    EXPECT_TRUE(h->LoadAll().ok());
-    return h;
-  }();
-  return *host;
-}
+plugin::PluginHost& Plugins() { return testing::BuiltPlugins(); }
 
-// Two tasks, /job:ps/task:0 and /job:worker/task:0, serving in this process.
-class TwoTasks : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (Plugins().transports().Find("tcp") == nullptr) GTEST_SKIP() << "the tcp transport is not built";
-    peers_ = {{"/job:ps/task:0", "tcp://127.0.0.1:" + std::to_string(FreePort())},
-              {"/job:worker/task:0", "tcp://127.0.0.1:" + std::to_string(FreePort())}};
-    for (const auto& [name, address] : peers_) {
-      TaskService::Options o;
-      o.name = name;
-      o.listen_address = address;
-      o.peers = peers_;
-      o.cluster_fingerprint = 1234;
-      o.rpc_timeout_ms = 20000;
-      auto devices = runtime::DeviceSet::Open(Plugins());
-      ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-      auto service = TaskService::Start(o, Plugins(), std::move(*devices));
-      ASSERT_TRUE(service.ok()) << service.status().ToString();
-      services_.push_back(std::move(*service));
-    }
-  }
-
-  DistSessionOptions Options() const {
-    DistSessionOptions o;
-    o.tasks = {{"/job:worker/task:0", peers_.at("/job:worker/task:0")}, {"/job:ps/task:0", peers_.at("/job:ps/task:0")}};
-    o.cluster_fingerprint = 1234;
-    o.rpc_timeout_ms = 20000;
-    return o;
-  }
-
-  std::map<std::string, std::string> peers_;
-  std::vector<std::unique_ptr<TaskService>> services_;
-};
 
 Graph FeedForward() {
   GraphBuilder b;
@@ -209,7 +171,7 @@ TEST(DistSession, ATaskThatIsNotUpFailsNamingItsAddressAfterTheConnectTimeout) {
 
 TEST_F(TwoTasks, AClientOfAnotherClusterIsRefused) {
   DistSessionOptions o = Options();
-  o.cluster_fingerprint = 999;
+  o.cluster_fingerprint = TwoTasks::kFingerprint + 1;
   auto devices = DistSession::ListDevices(o, Plugins());
   ASSERT_FALSE(devices.ok());
   EXPECT_NE(devices.status().message().find("belongs to another cluster"), std::string::npos) << devices.status().ToString();
