@@ -762,7 +762,9 @@ TEST_F(ZmqTransport, ClosingDuringALargeSendRunsItsDoneOnce) {
   CloseConnection(out);
   const auto elapsed = Clock::now() - start;
   EXPECT_EQ(from_client.calls, 1);
-  EXPECT_LT(elapsed, seconds(5));
+  // Bounded (it does not wait for the whole 256 MiB to go out, nor hang),
+  // generously: this is not a speed check, and CI machines are loaded.
+  EXPECT_LT(elapsed, kWait);
   // The listener hears that the client left, with or without a status
   // (whether the bye got out before the socket closed), and its own send
   // finishes, sent or failed.
