@@ -37,6 +37,7 @@ packages=(
   libzmq3-dev cppzmq-dev   # the zmq transport
   libibverbs-dev           # the rdma transport (builds here; UNAVAILABLE without a device)
   iproute2                 # cluster tests in network namespaces (ip netns, veth)
+  openmpi-bin              # mpirun: the test of a cluster launched by Open MPI
   libtomlplusplus-dev      # TOML configuration
   libcli11-dev             # the weft command line
   libgtest-dev libgmock-dev

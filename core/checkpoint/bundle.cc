@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "core/base/crc32c.h"
 #include "core/checkpoint/internal/file_util.h"
@@ -101,6 +102,21 @@ Status CheckTensors(const std::string& prefix, const std::vector<std::pair<std::
   return Status();
 }
 
+// Checks |tensors| and the directory of |prefix|; the tensors by name.
+Expected<std::vector<const std::pair<std::string, Tensor>*>> SortedForSave(
+    const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  WEFT_RETURN_IF_ERROR(CheckTensors(prefix, tensors));
+  const std::string dir = DirectoryOf(prefix);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return NotFoundError("cannot save checkpoint ", prefix, ": directory ", dir, " does not exist");
+  }
+  std::vector<const std::pair<std::string, Tensor>*> sorted;
+  for (const auto& item : tensors) sorted.push_back(&item);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  return sorted;
+}
+
 // Writes the shard and fills in |index|'s entries and shard size.
 Status WriteShard(const std::string& path, const std::vector<const std::pair<std::string, Tensor>*>& sorted,
                   BundleIndex* index, const WriteOptions& options) {
@@ -162,8 +178,7 @@ Status MissingIndex(const std::string& prefix) {
   const std::string base = fs::path(prefix).filename().string();
   const std::string hint = config::ClosestMatch(base, candidates);
   return NotFoundError("checkpoint ", prefix, " not found: ", IndexPath(prefix), " does not exist",
-                       hint.empty() ? std::string()
-                                    : StrCat("; did you mean ", (fs::path(dir) / hint).string(), "?"));
+                       hint.empty() ? std::string() : StrCat("; did you mean ", (fs::path(dir) / hint).string(), "?"));
 }
 
 }  // namespace
@@ -192,15 +207,8 @@ std::string_view WriteStageName(WriteStage stage) {
 
 Status WriteBundle(const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors,
                    const std::map<std::string, std::string>& metadata, const WriteOptions& options) {
-  WEFT_RETURN_IF_ERROR(CheckTensors(prefix, tensors));
+  WEFT_ASSIGN_OR_RETURN(auto sorted, SortedForSave(prefix, tensors));
   const std::string dir = DirectoryOf(prefix);
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return NotFoundError("cannot save checkpoint ", prefix, ": directory ", dir, " does not exist");
-  }
-  std::vector<const std::pair<std::string, Tensor>*> sorted;
-  for (const auto& item : tensors) sorted.push_back(&item);
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
 
   const std::string suffix = internal::TempSuffix();
   const std::string shard = ShardPath(prefix, 0, 1);
@@ -251,7 +259,146 @@ Status WriteBundle(const std::string& prefix, const std::vector<std::pair<std::s
   return Status();
 }
 
-// --- BundleReader ---------------------------------------------------------------
+Expected<BundleIndex> WriteDataShard(const std::string& prefix, int shard, int num_shards,
+                                     const std::vector<std::pair<std::string, Tensor>>& tensors,
+                                     const WriteOptions& options) {
+  if (num_shards < 1 || shard < 0 || shard >= num_shards) {
+    return InvalidArgumentError("cannot save checkpoint ", prefix, ": shard ", shard, " of ", num_shards,
+                                " is out of range");
+  }
+  WEFT_ASSIGN_OR_RETURN(auto sorted, SortedForSave(prefix, tensors));
+  const std::string dir = DirectoryOf(prefix);
+  const std::string path = ShardPath(prefix, shard, num_shards);
+  const std::string temp = path + internal::TempSuffix();
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      if (!path.empty()) ::unlink(path.c_str());
+    }
+  } cleanup{temp};
+  BundleIndex part;
+  part.metadata = {{"shard", std::to_string(shard)}, {"num_shards", std::to_string(num_shards)}};
+  const std::string context = StrCat("cannot save shard ", shard, " of checkpoint ", prefix);
+  Status s = WriteShard(temp, sorted, &part, options);
+  if (!s.ok()) return s.WithContext(context);
+  const std::string index_path = IndexPath(prefix);
+  if (::unlink(index_path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoStatus(StrCat(context, ": removing the old ", index_path));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) return ErrnoStatus(StrCat(context, ": renaming ", temp, " to ", path));
+  cleanup.path.clear();
+  WEFT_RETURN_IF_ERROR(FsyncDirectory(dir).WithContext(context));
+  return part;
+}
+
+Status CommitShardedBundle(const std::string& prefix, const std::vector<BundleIndex>& parts,
+                           const std::map<std::string, std::string>& metadata, const WriteOptions& options) {
+  const std::string context = StrCat("cannot commit checkpoint ", prefix);
+  if (parts.empty()) return InvalidArgumentError(context, ": no shards");
+  BundleIndex index;
+  index.metadata = metadata;
+  const int n = static_cast<int>(parts.size());
+  index.shard_sizes.assign(parts.size(), 0);
+  std::vector<bool> seen(parts.size(), false);
+  std::set<std::string> names;
+  for (const BundleIndex& part : parts) {
+    auto number = [&](const char* key) -> int64_t {
+      auto it = part.metadata.find(key);
+      if (it == part.metadata.end()) return -1;
+      try {
+        return std::stoll(it->second);
+      } catch (...) {
+        return -1;
+      }
+    };
+    const int64_t shard = number("shard");
+    const int64_t of = number("num_shards");
+    if (of != n || shard < 0 || shard >= n || part.shard_sizes.size() != 1) {
+      return InvalidArgumentError(context, ": a part says it is shard ", shard, " of ", of, ", but ", n,
+                                  " parts were given");
+    }
+    if (seen[static_cast<std::size_t>(shard)])
+      return InvalidArgumentError(context, ": shard ", shard, " is given twice");
+    seen[static_cast<std::size_t>(shard)] = true;
+    index.shard_sizes[static_cast<std::size_t>(shard)] = part.shard_sizes[0];
+    for (TensorEntry e : part.entries) {
+      if (!names.insert(e.name).second) {
+        return InvalidArgumentError(context, ": tensor ", Quote(e.name), " is in two shards");
+      }
+      e.shard = static_cast<int>(shard);
+      index.entries.push_back(std::move(e));
+    }
+  }
+  std::sort(index.entries.begin(), index.entries.end(),
+            [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
+  // Every shard must be on disk with the size its writer reported.
+  for (int i = 0; i < n; ++i) {
+    const std::string path = ShardPath(prefix, i, n);
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec) return DataLossError(context, ": its data shard ", path, " is missing");
+    if (size != index.shard_sizes[static_cast<std::size_t>(i)]) {
+      return DataLossError(context, ": its data shard ", path, " has ", size, " bytes, its writer reported ",
+                           index.shard_sizes[static_cast<std::size_t>(i)]);
+    }
+  }
+  const std::string index_path = IndexPath(prefix);
+  const std::string temp = index_path + internal::TempSuffix();
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      if (!path.empty()) ::unlink(path.c_str());
+    }
+  } cleanup{temp};
+  {
+    auto fd = ScopedFd::Create(temp);
+    if (!fd.ok()) return fd.status().WithContext(context);
+    Status s = fd->WriteAll(SerializeIndex(index));
+    if (s.ok()) s = fd->Sync();
+    if (s.ok()) s = fd->Close();
+    if (!s.ok()) return s.WithContext(context);
+  }
+  Observe(options, WriteStage::kIndexSynced);
+  if (::rename(temp.c_str(), index_path.c_str()) != 0) {
+    return ErrnoStatus(StrCat(context, ": renaming ", temp, " to ", index_path));
+  }
+  cleanup.path.clear();
+  WEFT_RETURN_IF_ERROR(FsyncDirectory(DirectoryOf(prefix)).WithContext(context));
+  Observe(options, WriteStage::kIndexRenamed);
+  return Status();
+}
+
+std::string EncodeIndexPart(const BundleIndex& part) {
+  static const char kHex[] = "0123456789abcdef";
+  const std::string bytes = SerializeIndex(part);
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+Expected<BundleIndex> DecodeIndexPart(std::string_view text, std::string_view from) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  if (text.size() % 2 != 0) return DataLossError(from, ": a checkpoint shard's index part has odd length");
+  std::string bytes(text.size() / 2, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const int hi = digit(text[2 * i]);
+    const int lo = digit(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return DataLossError(from, ": a checkpoint shard's index part is not hex");
+    bytes[i] = static_cast<char>(hi * 16 + lo);
+  }
+  return ParseIndex(bytes, from);
+}
+
+// --- BundleReader
+// ---------------------------------------------------------------
 
 Expected<std::unique_ptr<BundleReader>> BundleReader::Open(const std::string& prefix) {
   const std::string index_path = IndexPath(prefix);
@@ -279,7 +426,7 @@ Expected<std::unique_ptr<BundleReader>> BundleReader::Open(const std::string& pr
       return ErrnoStatus(StrCat("cannot open checkpoint ", prefix, ": opening ", path));
     }
     fds.push_back(fd);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0) {
       const Status error = ErrnoStatus(StrCat("cannot open checkpoint ", prefix, ": reading the size of ", path));
       close_all();
@@ -290,7 +437,8 @@ Expected<std::unique_ptr<BundleReader>> BundleReader::Open(const std::string& pr
     if (size != expected) {
       close_all();
       return DataLossError("checkpoint ", prefix, ": data shard ", path, " has ", size, " bytes but the index says ",
-                           expected, size < expected ? " (the shard is truncated)" : " (the shard does not match its index)");
+                           expected,
+                           size < expected ? " (the shard is truncated)" : " (the shard does not match its index)");
     }
   }
   return std::unique_ptr<BundleReader>(new BundleReader(prefix, std::move(index), std::move(fds)));
@@ -334,7 +482,7 @@ Expected<Tensor> BundleReader::Read(std::string_view name) const {
     for (const TensorEntry& entry : index_.entries) names.push_back(entry.name);
     const std::string hint = config::ClosestMatch(name, names);
     return NotFoundError("checkpoint ", prefix_, " has no tensor ", Quote(name),
-                         !hint.empty()    ? StrCat("; did you mean ", Quote(hint), "?")
+                         !hint.empty()   ? StrCat("; did you mean ", Quote(hint), "?")
                          : names.empty() ? std::string(" (it holds no tensors)")
                                          : StrCat(" (it has ", Describe(names), ")"));
   }

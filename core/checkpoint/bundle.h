@@ -2,8 +2,9 @@
 // a prefix P as an index, P.index (see index.h), and data shards,
 // P.data-00000-of-00001, each tensor checksummed with CRC32C.
 //
-//   WEFT_RETURN_IF_ERROR(checkpoint::WriteBundle("run/ckpt-100", {{"dense/w", w}}, {{"step", "100"}}));
-//   WEFT_ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open("run/ckpt-100"));
+//   WEFT_RETURN_IF_ERROR(checkpoint::WriteBundle("run/ckpt-100", {{"dense/w",
+//   w}}, {{"step", "100"}})); WEFT_ASSIGN_OR_RETURN(auto reader,
+//   checkpoint::BundleReader::Open("run/ckpt-100"));
 //   WEFT_ASSIGN_OR_RETURN(Tensor w2, reader->Read("dense/w"));
 //
 // Writing is crash-safe: every file is written under a temporary name
@@ -42,12 +43,15 @@ std::string ShardPath(std::string_view prefix, int shard, int num_shards);
 // by CheckpointManager, whose own stages follow the bundle's). Tests use
 // them to interrupt a save at a chosen moment.
 enum class WriteStage {
-  kTensorWritten,    // one tensor's bytes are in the temporary shard (once per tensor)
+  kTensorWritten,    // one tensor's bytes are in the temporary shard (once per
+                     // tensor)
   kShardsSynced,     // every temporary shard is written and fsynced
-  kShardsRenamed,    // the shards have their final names; the index does not exist yet
+  kShardsRenamed,    // the shards have their final names; the index does not exist
+                     // yet
   kIndexSynced,      // the temporary index is written and fsynced
   kIndexRenamed,     // the index has its final name: the bundle exists
-  kManifestSynced,   // CheckpointManager: the temporary manifest is written and fsynced
+  kManifestSynced,   // CheckpointManager: the temporary manifest is written and
+                     // fsynced
   kManifestRenamed,  // CheckpointManager: the manifest names the new bundle
   kPruned,           // CheckpointManager: bundles beyond `keep` are deleted
 };
@@ -69,6 +73,34 @@ struct WriteOptions {
 // write (temporary files are removed).
 Status WriteBundle(const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors,
                    const std::map<std::string, std::string>& metadata, const WriteOptions& options = {});
+
+// Sharded bundles, written by several processes and committed by one (the
+// ps tasks of a cluster each write their own variables; the chief commits):
+//
+//   // on each writer k of n:
+//   WEFT_ASSIGN_OR_RETURN(BundleIndex part, WriteDataShard(prefix, k, n,
+//   tensors));
+//   // on the committer, with every writer's part:
+//   WEFT_RETURN_IF_ERROR(CommitShardedBundle(prefix, parts, metadata));
+//
+// WriteDataShard writes P.data-<k>-of-<n> crash-safely (temporary file,
+// fsync, rename) and returns its part of the index: its entries (with
+// shard 0), its size as the only shard size, and "shard" and "num_shards"
+// in the metadata (SerializeIndex carries it between processes). A stale
+// index of |prefix| is removed first, so the bundle does not exist until
+// it is committed. CommitShardedBundle checks that the parts are shards
+// 0..n-1 of one bundle, each once, with no name twice, and writes P.index,
+// which makes the bundle exist; a shard a writer did not finish is never
+// named by an index.
+Expected<BundleIndex> WriteDataShard(const std::string& prefix, int shard, int num_shards,
+                                     const std::vector<std::pair<std::string, Tensor>>& tensors,
+                                     const WriteOptions& options = {});
+Status CommitShardedBundle(const std::string& prefix, const std::vector<BundleIndex>& parts,
+                           const std::map<std::string, std::string>& metadata, const WriteOptions& options = {});
+// A part as text (hex of SerializeIndex), to travel as a string tensor,
+// and back (DATA_LOSS for anything that is not such a part).
+std::string EncodeIndexPart(const BundleIndex& part);
+Expected<BundleIndex> DecodeIndexPart(std::string_view text, std::string_view from);
 
 // Reads a bundle. Open checks the index and the sizes of the shards; Read
 // and Verify check each tensor's CRC32C. The shard files stay open for the

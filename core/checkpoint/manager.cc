@@ -117,9 +117,10 @@ Expected<CheckpointManager::Manifest> CheckpointManager::ReadManifest() const {
 }
 
 Status CheckpointManager::WriteManifest(const Manifest& manifest) const {
-  std::string text =
-      StrCat("# weft checkpoint manifest: the newest bundle of this directory and those kept, oldest first.\n",
-             "format ", kManifestFormat, "\nlatest ", manifest.latest, "\n");
+  std::string text = StrCat(
+      "# weft checkpoint manifest: the newest bundle of this directory "
+      "and those kept, oldest first.\n",
+      "format ", kManifestFormat, "\nlatest ", manifest.latest, "\n");
   for (const std::string& name : manifest.kept) text += StrCat("kept ", name, "\n");
   return internal::WriteFileAtomically(ManifestPath(), text, [this] {
     if (options_.observer) options_.observer(WriteStage::kManifestSynced);
@@ -174,8 +175,8 @@ Expected<std::optional<std::string>> CheckpointManager::Latest() const {
     return std::optional<std::string>(prefix);
   }
   if (manifest.status().code() != Code::kNotFound || !names.empty()) {
-    WEFT_LOG(WARNING) << "checkpoint manifest " << ManifestPath() << " " << reason << ", and no checkpoint in "
-                      << dir_ << " opens";
+    WEFT_LOG(WARNING) << "checkpoint manifest " << ManifestPath() << " " << reason << ", and no checkpoint in " << dir_
+                      << " opens";
   }
   return std::optional<std::string>();
 }
@@ -254,7 +255,8 @@ void CheckpointManager::Prune(const std::vector<std::string>& kept) const {
 
 Expected<std::string> CheckpointManager::Save(int64_t step, const std::vector<std::pair<std::string, Tensor>>& tensors,
                                               const std::map<std::string, std::string>& metadata) {
-  if (step < 0) return InvalidArgumentError("cannot save a checkpoint of step ", step, " in ", dir_, ": steps are >= 0");
+  if (step < 0)
+    return InvalidArgumentError("cannot save a checkpoint of step ", step, " in ", dir_, ": steps are >= 0");
   std::map<std::string, std::string> meta = metadata;
   const std::string step_text = StrCat(step);
   if (auto it = meta.find("step"); it != meta.end() && it->second != step_text) {
@@ -262,15 +264,24 @@ Expected<std::string> CheckpointManager::Save(int64_t step, const std::vector<st
                                 Quote(it->second));
   }
   meta["step"] = step_text;
+  WEFT_ASSIGN_OR_RETURN(const std::string prefix, BeginSave(step));
+  WEFT_RETURN_IF_ERROR(WriteBundle(prefix, tensors, meta, options_));
+  return FinishSave(step);
+}
+
+Expected<std::string> CheckpointManager::BeginSave(int64_t step) {
+  if (step < 0)
+    return InvalidArgumentError("cannot save a checkpoint of step ", step, " in ", dir_, ": steps are >= 0");
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return UnavailableError("cannot create checkpoint directory ", dir_, ": ", ec.message());
   RemoveStaleTemporaries();
+  return PrefixFor(step);
+}
 
+Expected<std::string> CheckpointManager::FinishSave(int64_t step) {
   const std::string name = StrCat(kBundlePrefix, step);
   const std::string prefix = PrefixFor(step);
-  WEFT_RETURN_IF_ERROR(WriteBundle(prefix, tensors, meta, options_));
-
   Manifest manifest;
   if (auto previous = ReadManifest(); previous.ok()) {
     manifest.kept = previous->kept;
@@ -293,7 +304,8 @@ Expected<std::string> CheckpointManager::Save(int64_t step, const std::vector<st
   return prefix;
 }
 
-// --- SavePolicy -------------------------------------------------------------------
+// --- SavePolicy
+// -------------------------------------------------------------------
 
 SavePolicy::SavePolicy(int64_t every_steps, double every_seconds)
     : every_steps_(every_steps), every_seconds_(every_seconds) {}

@@ -72,6 +72,15 @@ class CheckpointManager {
   Expected<std::string> Save(int64_t step, const std::vector<std::pair<std::string, Tensor>>& tensors,
                              const std::map<std::string, std::string>& metadata);
 
+  // Save in two halves, for a bundle written by other means (a sharded
+  // bundle, written by the ps tasks of a cluster and committed with
+  // CommitShardedBundle): BeginSave creates the directory, removes the
+  // temporaries of writers that died, and returns the prefix to write;
+  // FinishSave names that bundle, which must exist by then, in the
+  // manifest as the newest and prunes, as Save does after writing.
+  Expected<std::string> BeginSave(int64_t step);
+  Expected<std::string> FinishSave(int64_t step);
+
   // The newest bundle to restore from: the manifest's newest when it opens
   // (BundleReader::Open). When the manifest is missing, unreadable, or names
   // a bundle that does not open, the bundle of the highest step that opens,

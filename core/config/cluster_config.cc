@@ -84,7 +84,8 @@ Expected<std::string> CheckHost(std::string_view host, bool bracketed) {
   }
   if (!IsHostname(host)) {
     return InvalidArgumentError(Quote(host),
-                                " is not a hostname (letters, digits, '-' and '_', in labels joined by '.')");
+                                " is not a hostname (letters, digits, '-' and "
+                                "'_', in labels joined by '.')");
   }
   return Lower(host);
 }
@@ -102,8 +103,9 @@ Expected<std::string> ParseHost(std::string_view text) {
 Expected<HostPort> ParseHostPort(std::string_view text) {
   if (text.empty()) return InvalidArgumentError("it is empty");
   if (text.find("://") != std::string_view::npos) {
-    return InvalidArgumentError("write host:port without a scheme; the transport comes from "
-                                "cluster.transport or [cluster.transports]");
+    return InvalidArgumentError(
+        "write host:port without a scheme; the transport comes from "
+        "cluster.transport or [cluster.transports]");
   }
   std::string_view host;
   std::string_view port;
@@ -182,33 +184,53 @@ OptionSpec MakeSpec(std::string key, OptionType type, std::string default_text, 
 
 std::vector<OptionSpec> ClusterSpecs() {
   OptionSpec transport = MakeSpec("transport", OptionType::kString, "\"tcp\"",
-                                  "The transport every job speaks unless [cluster.transports] says otherwise: "
-                                  "\"tcp\", \"zmq\", \"rdma\", or the scheme of a loaded transport plugin.");
+                                  "The transport every job speaks unless "
+                                  "[cluster.transports] says otherwise: "
+                                  "\"tcp\", \"zmq\", \"rdma\", or the scheme "
+                                  "of a loaded transport plugin.");
   OptionSpec connect = MakeSpec("connect_timeout_ms", OptionType::kInt, "10000",
-                                "Keep trying to connect to a task (with backoff) for this long before failing.");
+                                "Keep trying to connect to a task (with "
+                                "backoff) for this long before failing.");
   connect.min = 1;
   OptionSpec rpc = MakeSpec("rpc_timeout_ms", OptionType::kInt, "60000", "The deadline of every RPC.");
   rpc.min = 1;
   OptionSpec job = MakeSpec("job", OptionType::kString, "",
-                            "The job of this process (static membership); --job overrides it. Unset: from --job.");
+                            "The job of this process (static membership); "
+                            "--job overrides it. Unset: from --job.");
   OptionSpec task = MakeSpec("task", OptionType::kInt, "",
-                             "The task index of this process in its job; --task overrides it. Unset: from "
+                             "The task index of this process in its job; "
+                             "--task overrides it. Unset: from "
                              "--task, or 0 when the job has one task.");
   task.min = 0;
   OptionSpec membership = MakeSpec("membership", OptionType::kString, "\"static\"",
-                                   "Where the tasks come from: \"static\" ([cluster.jobs]), \"mpi\" (mpirun's "
+                                   "Where the tasks come from: \"static\" ([cluster.jobs]), \"mpi\" "
+                                   "(mpirun's "
                                    "OMPI_COMM_WORLD_* variables) or \"slurm\" (srun's SLURM_* variables).");
   membership.choices = {"static", "mpi", "slurm"};
   OptionSpec base_port = MakeSpec("base_port", OptionType::kInt, "7070",
-                                  "mpi, slurm: a task listens on base_port + its index among the tasks of its host.");
+                                  "mpi, slurm: a task listens on base_port + "
+                                  "its index among the tasks of its host.");
   base_port.min = 1;
   base_port.max = 65535;
   OptionSpec mpi_host = MakeSpec("mpi_host", OptionType::kString, "\"127.0.0.1\"",
                                  "mpi: the host of every task when mpirun starts all ranks on one host.");
   OptionSpec hosts = MakeSpec("hosts", OptionType::kStringList, "[]",
-                              "mpi: the hosts mpirun fills in order, OMPI_COMM_WORLD_LOCAL_SIZE ranks each, "
+                              "mpi: the hosts mpirun fills in order, "
+                              "OMPI_COMM_WORLD_LOCAL_SIZE ranks each, "
                               "when the ranks span hosts.");
-  return {transport, connect, rpc, job, task, membership, base_port, mpi_host, hosts};
+  OptionSpec variable_placement = MakeSpec("variable_placement", OptionType::kString, "\"greedy_bytes\"",
+                                           "weft train: how variables (with their optimizer slots and "
+                                           "updates) are spread over the ps "
+                                           "tasks: \"greedy_bytes\" (largest first, each to the ps holding "
+                                           "the fewest bytes, then the fewest "
+                                           "reading ops) or \"round_robin\" (in name order).");
+  variable_placement.choices = {"greedy_bytes", "round_robin"};
+  OptionSpec init_timeout = MakeSpec("init_timeout_s", OptionType::kInt, "300",
+                                     "weft train: how long a worker other than the chief (worker 0) "
+                                     "waits for the "
+                                     "chief to initialise or restore the variables.");
+  init_timeout.min = 1;
+  return {transport, connect, rpc, job, task, membership, base_port, mpi_host, hosts, variable_placement, init_timeout};
 }
 
 std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {
@@ -217,7 +239,8 @@ std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {
   OptionSpec transports = MakeSpec("transports.<job>", OptionType::kString, "",
                                    "The transport of <job>'s tasks, overriding cluster.transport.");
   OptionSpec tasks = MakeSpec("tasks.<job>", OptionType::kInt, "",
-                              "mpi, slurm: how many ranks <job> gets, in file order, or \"rest\" (one job).");
+                              "mpi, slurm: how many ranks <job> gets, in file "
+                              "order, or \"rest\" (one job).");
   tasks.min = 1;
   return {{"cluster.jobs.<job>", jobs}, {"cluster.transports.<job>", transports}, {"cluster.tasks.<job>", tasks}};
 }
@@ -292,7 +315,8 @@ const toml::table* ClusterParser::Table(const toml::table& cluster, std::string_
 bool ClusterParser::CheckJobName(const Entry& entry, std::string_view table) {
   if (IsSnakeCaseName(entry.key)) return true;
   Error(entry.key_pos, StrCat("cluster.", table, ".", entry.key),
-        "job names are lower_snake_case (letters, digits and '_', starting with a letter), as in "
+        "job names are lower_snake_case (letters, digits and '_', starting "
+        "with a letter), as in "
         "/job:<name>");
   return false;
 }
@@ -321,7 +345,9 @@ std::vector<ClusterJobConfig> ClusterParser::ParseJobs(const toml::table& jobs) 
     job.pos = entry.key_pos;
     if (array->empty()) {
       Error(PosOf(entry.node->source(), file_), path,
-            StrCat("job '", entry.key, "' has no tasks; give the \"host:port\" of at least one, or remove it"));
+            StrCat("job '", entry.key,
+                   "' has no tasks; give the \"host:port\" of at least one, or "
+                   "remove it"));
     }
     for (size_t i = 0; i < array->size(); ++i) {
       const Value element = ConvertNode(*array->get(i), file_, entry.key_pos);
@@ -394,13 +420,17 @@ std::string ClusterParser::JobListText() const {
 void ClusterParser::CheckScheme(const Value& value, std::string path) {
   if (value.kind != Value::Kind::kString) {
     Error(value.pos, std::move(path),
-          StrCat("expected a transport scheme such as \"tcp\", \"zmq\" or \"rdma\", got ", value.text));
+          StrCat("expected a transport scheme such as \"tcp\", \"zmq\" or "
+                 "\"rdma\", got ",
+                 value.text));
     return;
   }
   if (IsTransportScheme(value.s)) return;
-  std::string message = StrCat("expected a transport scheme such as \"tcp\", \"zmq\" or \"rdma\" (lower-case "
-                               "letters, digits, '+', '-' and '.'), got ",
-                               value.text);
+  std::string message = StrCat(
+      "expected a transport scheme such as \"tcp\", "
+      "\"zmq\" or \"rdma\" (lower-case "
+      "letters, digits, '+', '-' and '.'), got ",
+      value.text);
   const std::string lower = Lower(value.s);
   for (std::string_view builtin : kBuiltinTransports) {
     if (lower == builtin) message += StrCat("; did you mean \"", builtin, "\"?");
@@ -443,19 +473,21 @@ void ClusterParser::CheckMembership(const toml::table& cluster) {
   };
   for (const auto& [key, value] : written_) {
     if (!launcher && (key == "base_port" || key == "mpi_host" || key == "hosts")) {
-      wrong(value.key_pos, StrCat("cluster.", key),
-            key == "base_port" ? "\"mpi\" or \"slurm\"" : "\"mpi\"");
+      wrong(value.key_pos, StrCat("cluster.", key), key == "base_port" ? "\"mpi\" or \"slurm\"" : "\"mpi\"");
     } else if (out_.membership == Membership::kSlurm && (key == "mpi_host" || key == "hosts")) {
       wrong(value.key_pos, StrCat("cluster.", key), "\"mpi\"");
     } else if (launcher && (key == "job" || key == "task")) {
       Error(value.key_pos, StrCat("cluster.", key),
-            StrCat(MembershipText(), ": every process's job and task come from its rank; remove this key"));
+            StrCat(MembershipText(),
+                   ": every process's job and task come from "
+                   "its rank; remove this key"));
     }
   }
   if (out_.membership == Membership::kMpi && written_.count("mpi_host") && written_.count("hosts") &&
       !written_.at("hosts").elements.empty()) {
     Error(written_.at("hosts").key_pos, "cluster.hosts",
-          "set either mpi_host (all ranks on one host) or hosts (ranks across hosts), not both");
+          "set either mpi_host (all ranks on one host) or hosts (ranks across "
+          "hosts), not both");
   }
   if (auto it = written_.find("mpi_host"); it != written_.end()) {
     if (auto host = ParseHost(it->second.s); !host.ok()) {
@@ -482,7 +514,8 @@ void ClusterParser::CheckMembership(const toml::table& cluster) {
   if (launcher && jobs != nullptr) {
     Error(PosOf(jobs->source(), file_), "cluster.jobs",
           StrCat("static addresses do not apply: ", MembershipText(),
-                 ", so ranks and hosts come from the launcher; say how many ranks each job gets in "
+                 ", so ranks and hosts come from the launcher; say how many "
+                 "ranks each job gets in "
                  "[cluster.tasks] instead"));
   }
   if (!launcher && tasks != nullptr) {
@@ -491,13 +524,15 @@ void ClusterParser::CheckMembership(const toml::table& cluster) {
   if (launcher && tasks == nullptr) {
     Error(out_.pos, "cluster",
           StrCat("membership = \"", MembershipName(out_.membership),
-                 "\" needs [cluster.tasks]: how many ranks each job gets, in order, e.g. ps = 1 and "
+                 "\" needs [cluster.tasks]: how many ranks each job gets, in "
+                 "order, e.g. ps = 1 and "
                  "worker = \"rest\""));
   }
   if (!launcher && jobs == nullptr) {
     Error(out_.pos, "cluster",
           StrCat("membership = \"static\"", written_.count("membership") ? "" : " (the default)",
-                 " needs [cluster.jobs] with the \"host:port\" of every task, e.g. ps = [\"127.0.0.1:7070\"] "
+                 " needs [cluster.jobs] with the \"host:port\" of every task, "
+                 "e.g. ps = [\"127.0.0.1:7070\"] "
                  "and worker = [\"127.0.0.1:7071\"]"));
   }
 }
@@ -561,6 +596,8 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
   if (auto it = written_.find("job"); it != written_.end()) out_.job = it->second.s;
   if (auto it = written_.find("task"); it != written_.end()) out_.task = it->second.i;
   if (auto it = written_.find("base_port"); it != written_.end()) out_.base_port = it->second.i;
+  if (auto it = written_.find("variable_placement"); it != written_.end()) out_.variable_placement = it->second.s;
+  if (auto it = written_.find("init_timeout_s"); it != written_.end()) out_.init_timeout_s = it->second.i;
   if (auto it = written_.find("membership"); it != written_.end()) {
     out_.membership = it->second.s == "mpi"     ? Membership::kMpi
                       : it->second.s == "slurm" ? Membership::kSlurm

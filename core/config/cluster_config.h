@@ -111,6 +111,11 @@ struct ClusterConfig {
   std::vector<std::string> hosts;
   // The jobs, in the order of the file.
   std::vector<ClusterJobConfig> jobs;
+  // weft train: "greedy_bytes" or "round_robin"
+  // (core/dist/variable_placement.h).
+  std::string variable_placement = "greedy_bytes";
+  // weft train: how long a non-chief worker waits for the variables.
+  int64_t init_timeout_s = 300;
 
   // The job named |name|, or nullptr.
   const ClusterJobConfig* FindJob(std::string_view name) const;

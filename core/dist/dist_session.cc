@@ -76,11 +76,10 @@ Expected<std::vector<DeviceInfo>> GetAllDevices(RpcNode& rpc, const DistSessionO
   std::vector<Status> statuses = ForAll(options.tasks.size(), [&](std::size_t i, auto done) {
     Request request;
     request.method = Method::kGetDevices;
-    rpc.Call(options.tasks[i], std::move(request), options.rpc_timeout_ms,
-             [&per_task, i, done](Status s, Response r) {
-               per_task[i] = std::move(r.devices);
-               done(std::move(s));
-             });
+    rpc.Call(options.tasks[i], std::move(request), options.rpc_timeout_ms, [&per_task, i, done](Status s, Response r) {
+      per_task[i] = std::move(r.devices);
+      done(std::move(s));
+    });
   });
   WEFT_RETURN_IF_ERROR(FirstCause(statuses));
   std::vector<DeviceInfo> all;
@@ -209,8 +208,8 @@ Expected<ClusterPlacement> DistSession::Place(const Graph& graph) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const Graph::Node& node : graph.nodes()) {
       if (!node.op->stateful) continue;
-      stateful_placements_.emplace(node.name(),
-                                   devices[static_cast<std::size_t>(out.placement.device[static_cast<std::size_t>(node.id)])].name);
+      stateful_placements_.emplace(
+          node.name(), devices[static_cast<std::size_t>(out.placement.device[static_cast<std::size_t>(node.id)])].name);
     }
   }
   for (const placement::PlacementDevice& p : devices) {
@@ -348,9 +347,11 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
   }
   Status status = FirstCause(statuses);
   if (!status.ok()) {
-    if (status.code() == Code::kDeadlineExceeded && options.timeout_ms > 0 && options.timeout_ms < options_.rpc_timeout_ms) {
-      return Status(Code::kDeadlineExceeded, StrCat("step ", step_id, " did not finish within ", options.timeout_ms,
-                                                    " ms (RunOptions::timeout_ms) and was cancelled: ", status.message()));
+    if (status.code() == Code::kDeadlineExceeded && options.timeout_ms > 0 &&
+        options.timeout_ms < options_.rpc_timeout_ms) {
+      return Status(Code::kDeadlineExceeded,
+                    StrCat("step ", step_id, " did not finish within ", options.timeout_ms,
+                           " ms (RunOptions::timeout_ms) and was cancelled: ", status.message()));
     }
     return status;
   }
@@ -363,6 +364,27 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     }
   }
   return Status();
+}
+
+Status DistSession::StopTasks(const std::vector<std::string>& task_names, const std::string& reason) {
+  std::vector<std::string> failed;
+  for (const std::string& name : task_names) {
+    const Peer* peer = nullptr;
+    for (const Peer& p : options_.tasks) {
+      if (p.name == name) peer = &p;
+    }
+    if (peer == nullptr) {
+      failed.push_back(StrCat(name, ": not a task of the cluster"));
+      continue;
+    }
+    Request request;
+    request.method = Method::kShutdown;
+    request.reason = reason;
+    auto r = rpc_->CallSync(*peer, std::move(request), std::min<int64_t>(options_.rpc_timeout_ms, 10000));
+    if (!r.ok()) failed.push_back(r.status().message());
+  }
+  if (failed.empty()) return Status();
+  return UnavailableError("stopping the tasks: ", StrJoin(failed, "; "));
 }
 
 }  // namespace weft::dist

@@ -10,8 +10,9 @@
 // and comes back here, naming the task. Variables live on the tasks, so
 // they persist from one Run to the next.
 //
-//   WEFT_ASSIGN_OR_RETURN(auto session, DistSession::Create(graph, options, plugins));
-//   WEFT_RETURN_IF_ERROR(session->Run({{"x", x}}, {"y"}, {}, &outputs));
+//   WEFT_ASSIGN_OR_RETURN(auto session, DistSession::Create(graph, options,
+//   plugins)); WEFT_RETURN_IF_ERROR(session->Run({{"x", x}}, {"y"}, {},
+//   &outputs));
 #ifndef WEFT_CORE_DIST_DIST_SESSION_H_
 #define WEFT_CORE_DIST_DIST_SESSION_H_
 
@@ -60,6 +61,11 @@ class DistSession {
   Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
              const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
              const runtime::RunOptions& options = {});
+
+  // Asks each task of |task_names| ("/job:ps/task:0") to stop, saying
+  // |reason|: tasks serving one training run stop; `weft serve` refuses.
+  // Errors name the tasks that did not agree.
+  Status StopTasks(const std::vector<std::string>& task_names, const std::string& reason);
 
   // Every device of the cluster, task by task.
   const std::vector<DeviceInfo>& devices() const { return devices_; }

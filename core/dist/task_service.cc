@@ -60,8 +60,8 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   rpc.cluster_fingerprint = service->options_.cluster_fingerprint;
   rpc.connect_timeout_ms = service->options_.connect_timeout_ms;
   TaskService* raw = service.get();
-  WEFT_ASSIGN_OR_RETURN(service->rpc_, RpcNode::Create(rpc, [raw](const std::string& caller, Request request,
-                                                                   RpcNode::Reply reply) {
+  WEFT_ASSIGN_OR_RETURN(service->rpc_,
+                        RpcNode::Create(rpc, [raw](const std::string& caller, Request request, RpcNode::Reply reply) {
                           raw->Handle(caller, std::move(request), std::move(reply));
                         }));
   return service;
@@ -86,6 +86,14 @@ TaskService::~TaskService() {
   graphs_.clear();
 }
 
+Status TaskService::Ping(const std::string& name, int64_t timeout_ms) {
+  auto it = options_.peers.find(name);
+  if (it == options_.peers.end()) return NotFoundError(name, " is not a task of the cluster");
+  Request request;
+  request.method = Method::kHeartbeat;
+  return rpc_->CallSync(Peer{name, it->second}, std::move(request), timeout_ms).status();
+}
+
 std::vector<std::string> TaskService::DeviceNames() const {
   std::vector<std::string> names;
   for (const auto& d : devices_->devices()) names.push_back(options_.name + d->name());
@@ -106,7 +114,9 @@ Expected<std::shared_ptr<runtime::OpKernel>> TaskService::KernelFor(const Graph&
   // Stateful kernels (random ops) keep their state across the graphs
   // clients register, as in one session.
   std::lock_guard<std::mutex> lock(kernels_mutex_);
-  auto& slot = stateful_kernels_[{node.name(), device.name()}];
+  std::string definition = StrCat(device.name(), "|", node.op_name());
+  for (const auto& [attr, value] : node.def.attrs) definition += StrCat("|", attr, "=", value.ToString());
+  auto& slot = stateful_kernels_[{node.name(), definition}];
   if (slot == nullptr) {
     WEFT_ASSIGN_OR_RETURN(std::unique_ptr<runtime::OpKernel> kernel, runtime::CreateKernel(graph, node, device));
     slot = std::move(kernel);
@@ -165,6 +175,19 @@ void TaskService::Handle(const std::string& caller, Request request, RpcNode::Re
       reply(Status(), std::move(r));
       return;
     }
+    case Method::kShutdown: {
+      if (!options_.on_shutdown) {
+        reply(FailedPreconditionError(options_.name,
+                                      " was started with `weft serve` and stops only on SIGINT or "
+                                      "SIGTERM, not when ",
+                                      caller, " asks (", request.reason, ")"),
+              Response());
+        return;
+      }
+      reply(Status(), Response());
+      options_.on_shutdown(caller, request.reason);
+      return;
+    }
     default: break;
   }
   reply(UnimplementedError(options_.name, " does not serve ", MethodName(request.method), " (from ", caller, ")"),
@@ -221,8 +244,7 @@ Expected<Response> TaskService::RegisterGraph(const Request& request) {
     part.device = device;
     for (const Graph::Node& node : part.graph->nodes()) {
       if (node.op_name() == "_Retval") {
-        registered->num_retvals =
-            std::max(registered->num_retvals, node.def.attrs.at("index").get<int64_t>() + 1);
+        registered->num_retvals = std::max(registered->num_retvals, node.def.attrs.at("index").get<int64_t>() + 1);
       }
       if (!node.def.device.empty() && node.def.device != partition.device) {
         return InvalidArgumentError(what, ": node ", Quote(node.name()), " is placed on ", Quote(node.def.device));

@@ -9,11 +9,13 @@
 //
 //   TaskService::Options o;
 //   o.name = "/job:ps/task:0";  o.listen_address = "tcp://127.0.0.1:7070";  ...
-//   WEFT_ASSIGN_OR_RETURN(auto service, TaskService::Start(o, plugins, devices));
+//   WEFT_ASSIGN_OR_RETURN(auto service, TaskService::Start(o, plugins,
+//   devices));
 #ifndef WEFT_CORE_DIST_TASK_SERVICE_H_
 #define WEFT_CORE_DIST_TASK_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +45,10 @@ class TaskService {
     int64_t rpc_timeout_ms = 60000;
     // Threads running graph nodes (0: from the cores).
     int inter_op_threads = 0;
+    // When set, a Shutdown request is answered and then passed here (the
+    // caller, its reason): a task started for one training run stops when
+    // the chief ends it. Unset (`weft serve`): Shutdown is refused.
+    std::function<void(const std::string& caller, const std::string& reason)> on_shutdown;
   };
 
   static Expected<std::unique_ptr<TaskService>> Start(Options options, const plugin::PluginHost& plugins,
@@ -55,6 +61,9 @@ class TaskService {
   uint64_t incarnation() const { return incarnation_; }
   // The full names of its devices.
   std::vector<std::string> DeviceNames() const;
+  // Whether task |name| of the cluster answers a Heartbeat within
+  // |timeout_ms|; the error names it.
+  Status Ping(const std::string& name, int64_t timeout_ms);
 
  private:
   struct Part {
@@ -91,6 +100,9 @@ class TaskService {
   uint64_t next_handle_ = 1;
   std::map<int64_t, std::shared_ptr<Step>> steps_;
   std::mutex kernels_mutex_;
+  // By (node name, device, op and attrs): a node of the same name defined
+  // otherwise by another client's graph (a variable of another shape) gets
+  // a kernel of its own, and so the resource's own check.
   std::map<std::pair<std::string, std::string>, std::shared_ptr<runtime::OpKernel>> stateful_kernels_;
 };
 

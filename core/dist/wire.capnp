@@ -100,6 +100,9 @@ struct Request {
     abortStep @7 :AbortStep;
     cleanupStep @8 :Int64;         # a step id
     heartbeat @9 :Void;
+    # Asks a task that was started to serve one training run (`weft train`
+    # on a ps task) to stop; the text says why. Others refuse.
+    shutdown @10 :Text;
   }
 }
 

@@ -33,7 +33,8 @@ struct Keep {
   std::vector<Tensor> tensors;
 };
 
-// --- Encoding -------------------------------------------------------------------------------------
+// --- Encoding
+// -------------------------------------------------------------------------------------
 
 class Writer {
  public:
@@ -154,6 +155,7 @@ Status EncodeRequest(Writer& writer, const Request& r, w::Request::Builder out) 
     }
     case Method::kCleanupStep: out.setCleanupStep(r.step_id); return Status();
     case Method::kHeartbeat: out.setHeartbeat(); return Status();
+    case Method::kShutdown: out.setShutdown(r.reason); return Status();
     case Method::kNone: break;
   }
   return InternalError("a request without a method");
@@ -196,8 +198,7 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
       return Status();
     }
     case Method::kRegisterGraph: out.setGraphHandle(r.handle); return Status();
-    case Method::kRunGraph:
-      return SetArgs(writer, r.retvals, out.initRetvals(static_cast<unsigned>(r.retvals.size())));
+    case Method::kRunGraph: return SetArgs(writer, r.retvals, out.initRetvals(static_cast<unsigned>(r.retvals.size())));
     case Method::kRecvTensor:
       if (r.is_dead) {
         out.initTensor();
@@ -209,7 +210,8 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
   }
 }
 
-// --- Decoding -------------------------------------------------------------------------------------
+// --- Decoding
+// -------------------------------------------------------------------------------------
 
 class Reader {
  public:
@@ -352,9 +354,12 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
       r.step_id = in.getCleanupStep();
       return Status();
     case w::Request::HEARTBEAT: r.method = Method::kHeartbeat; return Status();
+    case w::Request::SHUTDOWN:
+      r.method = Method::kShutdown;
+      r.reason = Str(in.getShutdown());
+      return Status();
   }
-  return InvalidArgumentError("a request of unknown kind ", static_cast<int>(in.which()),
-                              " (from a newer Weft?)");
+  return InvalidArgumentError("a request of unknown kind ", static_cast<int>(in.which()), " (from a newer Weft?)");
 }
 
 Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r) {
@@ -397,8 +402,7 @@ Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r)
       return Status();
     }
   }
-  return InvalidArgumentError("a response of unknown kind ", static_cast<int>(in.which()),
-                              " (from a newer Weft?)");
+  return InvalidArgumentError("a response of unknown kind ", static_cast<int>(in.which()), " (from a newer Weft?)");
 }
 
 std::string Describe(const kj::Exception& e) {
@@ -423,6 +427,7 @@ std::string_view MethodName(Method method) {
     case Method::kAbortStep: return "AbortStep";
     case Method::kCleanupStep: return "CleanupStep";
     case Method::kHeartbeat: return "Heartbeat";
+    case Method::kShutdown: return "Shutdown";
   }
   return "(unknown)";
 }
@@ -448,10 +453,9 @@ Expected<Encoded> Encode(const Envelope& envelope) {
     }
     Encoded e = writer.Finish(message);
     if (e.header.size() > kMaxHeaderBytes) {
-      return ResourceExhaustedError("a ", MethodName(envelope.is_response ? envelope.response.method
-                                                                           : envelope.request.method),
-                                    " message of ", e.header.size(), " bytes exceeds the limit of ", kMaxHeaderBytes,
-                                    " bytes for control messages");
+      return ResourceExhaustedError(
+          "a ", MethodName(envelope.is_response ? envelope.response.method : envelope.request.method), " message of ",
+          e.header.size(), " bytes exceeds the limit of ", kMaxHeaderBytes, " bytes for control messages");
     }
     return e;
   } catch (const kj::Exception& e) {
@@ -461,9 +465,7 @@ Expected<Encoded> Encode(const Envelope& envelope) {
 
 Expected<Envelope> DecodeBytes(std::string_view header, const void* payload, uint64_t payload_size,
                                std::shared_ptr<void> owner, std::string_view from) {
-  auto bad = [&](const auto&... what) {
-    return InvalidArgumentError("malformed message from ", from, ": ", what...);
-  };
+  auto bad = [&](const auto&... what) { return InvalidArgumentError("malformed message from ", from, ": ", what...); };
   if (header.size() > kMaxHeaderBytes) return bad("its header of ", header.size(), " bytes exceeds ", kMaxHeaderBytes);
   if (header.size() < sizeof(capnp::word) || header.size() % sizeof(capnp::word) != 0) {
     return bad("its header of ", header.size(), " bytes is not a whole number of 8-byte words (truncated?)");

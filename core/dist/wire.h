@@ -37,6 +37,7 @@ enum class Method {
   kAbortStep,
   kCleanupStep,
   kHeartbeat,
+  kShutdown,
 };
 // "RunGraph", ...
 std::string_view MethodName(Method method);
@@ -87,6 +88,8 @@ struct Request {
   bool last_use = false;
   runtime::RendezvousKey key;
   Status abort_status;
+  // Shutdown: why.
+  std::string reason;
 };
 
 struct Response {

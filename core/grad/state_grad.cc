@@ -28,6 +28,7 @@ void RegisterStateGradients(GradRegistry& r) {
   r.NotDifferentiable("VarIsInitialized");
   // Checkpoint I/O: values read from a file have no inputs to flow back to.
   r.NotDifferentiable("Save");
+  r.NotDifferentiable("SaveShard");
   r.NotDifferentiable("Restore");
   // Queues move data between steps; no gradient flows through them.
   r.NotDifferentiable("QueueDequeueMany");

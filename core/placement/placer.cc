@@ -58,7 +58,8 @@ struct Request {
   bool present = false;
   DeviceSpec spec;
   std::string text;    // "/device:OPENCL:0"
-  std::string source;  // "pinned by placement.pins \"dense1/*\"" or "requested in the graph"
+  std::string source;  // "pinned by placement.pins \"dense1/*\"" or "requested
+                       // in the graph"
 };
 
 std::vector<int> TopologicalOrder(const Graph& g) {
@@ -107,7 +108,8 @@ Expected<DeviceSpec> ParseDeviceSpec(std::string_view text) {
   DeviceSpec spec;
   auto bad = [&](std::string_view why) {
     return InvalidArgumentError(Quote(text), " is not a device name (", why,
-                                "); write /device:<TYPE>:<N>, /device:<TYPE>:* or <TYPE>:<N>, e.g. /device:CPU:0");
+                                "); write /device:<TYPE>:<N>, /device:<TYPE>:* "
+                                "or <TYPE>:<N>, e.g. /device:CPU:0");
   };
   // "<TYPE>" or "<TYPE>:<N>" or "<TYPE>:*" into spec.type and spec.ordinal;
   // empty when fine, else why not.
@@ -206,7 +208,8 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
     for (const auto& d : devices) any = any || SpecMatches(*spec, d);
     if (!any) {
       return InvalidArgumentError(what, ": this process has no such device (devices: ", DeviceList(devices),
-                                  "); check the device type and count ([devices.<plugin>] count), or `weft devices`");
+                                  "); check the device type and count ([devices.<plugin>] count), or "
+                                  "`weft devices`");
     }
     pin_specs.push_back(*spec);
   }
@@ -221,7 +224,8 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
         r.present = true;
         r.spec = pin_specs[p];
         r.text = options.pins[p].device;
-        r.source = StrCat("pinned by placement.pins ", Quote(options.pins[p].pattern));
+        r.source = options.pins[p].source.empty() ? StrCat("pinned by placement.pins ", Quote(options.pins[p].pattern))
+                                                  : options.pins[p].source;
         pin_used[p] = true;
         break;
       }
@@ -329,18 +333,20 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
       std::string s;
       for (int d = 0; d < nd; ++d) {
         if (which[static_cast<std::size_t>(d)] && !why_not[static_cast<std::size_t>(d)].empty()) {
-          s += StrCat("\n  ", devices[static_cast<std::size_t>(d)].name, " cannot: ", why_not[static_cast<std::size_t>(d)]);
+          s += StrCat("\n  ", devices[static_cast<std::size_t>(d)].name,
+                      " cannot: ", why_not[static_cast<std::size_t>(d)]);
         }
       }
       return s;
     };
     if (std::none_of(allowed.begin(), allowed.end(), [](bool b) { return b; })) {
       std::vector<bool> all(static_cast<std::size_t>(nd), true);
-      return InvalidArgumentError("cannot place ", group.size() == 1 ? graph.node(group[0]).Describe()
-                                                                     : StrCat("a group of ", group.size(), " nodes that must share a device"),
-                                  ": no device can run ", group.size() == 1 ? "it" : "all of them", ".",
-                                  group.size() == 1 ? std::string() : StrCat("\nThe group:", describe_group()),
-                                  describe_why_not(all));
+      return InvalidArgumentError(
+          "cannot place ",
+          group.size() == 1 ? graph.node(group[0]).Describe()
+                            : StrCat("a group of ", group.size(), " nodes that must share a device"),
+          ": no device can run ", group.size() == 1 ? "it" : "all of them", ".",
+          group.size() == 1 ? std::string() : StrCat("\nThe group:", describe_group()), describe_why_not(all));
     }
 
     // A member an earlier step placed (it holds state) decides for all.
@@ -354,11 +360,10 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
         if (devices[static_cast<std::size_t>(d)].name == it->second) fixed_device = d;
       }
       if (fixed_device < 0 || !allowed[static_cast<std::size_t>(fixed_device)]) {
-        return FailedPreconditionError(graph.node(m).Describe(), " holds state on ", it->second,
-                                       ", where an earlier step placed it, but ",
-                                       fixed_device < 0 ? "that device is gone" : "cannot run there now",
-                                       group.size() > 1 ? StrCat("\nThe group that must share a device:", describe_group())
-                                                        : "");
+        return FailedPreconditionError(
+            graph.node(m).Describe(), " holds state on ", it->second, ", where an earlier step placed it, but ",
+            fixed_device < 0 ? "that device is gone" : "cannot run there now",
+            group.size() > 1 ? StrCat("\nThe group that must share a device:", describe_group()) : "");
       }
       candidates.assign(static_cast<std::size_t>(nd), false);
       candidates[static_cast<std::size_t>(fixed_device)] = true;
@@ -384,26 +389,30 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
       std::vector<bool> want(static_cast<std::size_t>(nd));
       bool any_want = false, any_requested = false;
       for (int d = 0; d < nd; ++d) {
-        want[static_cast<std::size_t>(d)] = requested[static_cast<std::size_t>(d)] && allowed[static_cast<std::size_t>(d)];
+        want[static_cast<std::size_t>(d)] =
+            requested[static_cast<std::size_t>(d)] && allowed[static_cast<std::size_t>(d)];
         any_want = any_want || want[static_cast<std::size_t>(d)];
         any_requested = any_requested || requested[static_cast<std::size_t>(d)];
       }
-      const std::string asked = StrCat(r.text, " (", r.source,
-                                       requester == id || group.size() == 1 ? "" : StrCat(" for ", Quote(graph.node(requester).name())), ")");
+      const std::string asked =
+          StrCat(r.text, " (", r.source,
+                 requester == id || group.size() == 1 ? "" : StrCat(" for ", Quote(graph.node(requester).name())), ")");
       if (any_want) {
         candidates = want;
         reason = StrCat(r.source, ": ", r.text);
       } else {
-        std::string problem =
-            !any_requested
-                ? StrCat("no device of this process matches ", group.size() > 1 ? "the group's requests" : Quote(r.text),
-                         " (devices: ", DeviceList(devices), ")")
-                : StrCat("the requested device cannot run it:", describe_why_not(requested));
+        std::string problem = !any_requested
+                                  ? StrCat("no device of this process matches ",
+                                           group.size() > 1 ? "the group's requests" : Quote(r.text),
+                                           " (devices: ", DeviceList(devices), ")")
+                                  : StrCat("the requested device cannot run it:", describe_why_not(requested));
         if (!options.soft) {
-          return InvalidArgumentError("cannot place ", graph.node(id).Describe(), " on ", asked, ": ", problem,
-                                      group.size() > 1 ? StrCat("\nThe group that must share a device:", describe_group()) : "",
-                                      "\nSoft placement is off (placement.soft = false); turn it on to let the "
-                                      "placer choose another device.");
+          return InvalidArgumentError(
+              "cannot place ", graph.node(id).Describe(), " on ", asked, ": ", problem,
+              group.size() > 1 ? StrCat("\nThe group that must share a device:", describe_group()) : "",
+              "\nSoft placement is off (placement.soft = false); turn it on to "
+              "let the "
+              "placer choose another device.");
         }
         reason = StrCat("soft placement: wanted ", asked, ", but ", problem);
       }
@@ -424,14 +433,20 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
         int64_t elements = 1;
         bool known = shape.rank() >= 0;
         for (int k = 0; known && k < shape.rank(); ++k) {
-          if (shape.dim(k) < 0) known = false; else elements *= shape.dim(k);
+          if (shape.dim(k) < 0)
+            known = false;
+          else
+            elements *= shape.dim(k);
         }
-        const double bytes = known ? static_cast<double>(elements) * static_cast<double>(DTypeSize(src.output_types[static_cast<std::size_t>(e.index)]))
-                                   : 0.0;
+        const double bytes =
+            known ? static_cast<double>(elements) *
+                        static_cast<double>(DTypeSize(src.output_types[static_cast<std::size_t>(e.index)]))
+                  : 0.0;
         for (int d = 0; d < nd; ++d) {
           if (d == at) continue;
-          const double gbps = devices[static_cast<std::size_t>(d)].host_visible ? devices[static_cast<std::size_t>(at)].device_to_host_gbps
-                                                                                : devices[static_cast<std::size_t>(d)].host_to_device_gbps;
+          const double gbps = devices[static_cast<std::size_t>(d)].host_visible
+                                  ? devices[static_cast<std::size_t>(at)].device_to_host_gbps
+                                  : devices[static_cast<std::size_t>(d)].host_to_device_gbps;
           move_ns[static_cast<std::size_t>(d)] += bytes / (gbps > 0 ? gbps : 10.0);  // bytes / (GB/s) = ns
         }
       }
@@ -456,9 +471,12 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
       const PlacementDevice& dev = devices[static_cast<std::size_t>(best)];
       int available = 0;
       for (int d = 0; d < nd; ++d) available += candidates[static_cast<std::size_t>(d)] ? 1 : 0;
-      reason = available == 1 ? StrCat("the only device that can run it")
-                              : StrCat("default: ", dev.type, " comes first in placement.priority among the devices that can run it",
-                                       inputs_on[static_cast<std::size_t>(best)] > 0 ? ", and it holds its inputs" : "");
+      reason = available == 1
+                   ? StrCat("the only device that can run it")
+                   : StrCat("default: ", dev.type,
+                            " comes first in placement.priority among the "
+                            "devices that can run it",
+                            inputs_on[static_cast<std::size_t>(best)] > 0 ? ", and it holds its inputs" : "");
     } else if (StartsWith(reason, "soft placement")) {
       reason += StrCat("; fell back to ", devices[static_cast<std::size_t>(best)].name);
       placement.fallbacks.push_back(StrCat(graph.node(id).Describe(), ": ", reason));

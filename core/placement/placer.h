@@ -47,8 +47,8 @@ struct PlacementDevice {
 
 // Whether device |d| can run |node|: nullopt when it can, else why not.
 // |cost_ns| is set to an estimate when one is known.
-using SupportFn = std::function<std::optional<std::string>(const Graph& graph, const Graph::Node& node, int d,
-                                                           double* cost_ns)>;
+using SupportFn =
+    std::function<std::optional<std::string>(const Graph& graph, const Graph::Node& node, int d, double* cost_ns)>;
 
 // A config pin: nodes whose name matches |pattern| ('*' matches any run of
 // characters) go to |device|.
@@ -56,6 +56,9 @@ struct Pin {
   std::string pattern;
   std::string device;
   std::string where;  // "train.toml:12:1", for messages
+  // What placed it, when not the config: the reason `weft place --explain`
+  // shows (else "pinned by placement.pins <pattern>").
+  std::string source = {};
 };
 
 struct PlacementOptions {

@@ -14,26 +14,54 @@ Expected<std::string> Prefix(const OpKernelContext& ctx) {
   return std::string(prefix.string_at(0));
 }
 
+// Inputs 1.. of a save, named by |names| and copied to the host.
+Expected<std::vector<std::pair<std::string, Tensor>>> HostInputs(const OpKernelContext& ctx,
+                                                                 const std::vector<std::string>& names,
+                                                                 const std::string& prefix) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    auto host = ctx.device().CopyToHost(ctx.input(static_cast<int>(i) + 1));
+    if (!host.ok()) {
+      return host.status().WithContext(
+          StrCat("checkpoint ", prefix, ": copying tensor ", Quote(names[i]), " to the host"));
+    }
+    tensors.emplace_back(names[i], std::move(*host));
+  }
+  return tensors;
+}
+
 class SaveKernel : public OpKernel {
  public:
   explicit SaveKernel(std::vector<std::string> names) : names_(std::move(names)) {}
 
   Status Compute(OpKernelContext& ctx) override {
     WEFT_ASSIGN_OR_RETURN(std::string prefix, Prefix(ctx));
-    std::vector<std::pair<std::string, Tensor>> tensors;
-    for (std::size_t i = 0; i < names_.size(); ++i) {
-      auto host = ctx.device().CopyToHost(ctx.input(static_cast<int>(i) + 1));
-      if (!host.ok()) {
-        return host.status().WithContext(StrCat("checkpoint ", prefix, ": copying tensor ", Quote(names_[i]),
-                                                " to the host"));
-      }
-      tensors.emplace_back(names_[i], std::move(*host));
-    }
+    WEFT_ASSIGN_OR_RETURN(auto tensors, HostInputs(ctx, names_, prefix));
     return checkpoint::WriteBundle(prefix, tensors, {});
   }
 
  private:
   std::vector<std::string> names_;
+};
+
+class SaveShardKernel : public OpKernel {
+ public:
+  SaveShardKernel(std::vector<std::string> names, int shard, int num_shards)
+      : names_(std::move(names)), shard_(shard), num_shards_(num_shards) {}
+
+  Status Compute(OpKernelContext& ctx) override {
+    WEFT_ASSIGN_OR_RETURN(std::string prefix, Prefix(ctx));
+    WEFT_ASSIGN_OR_RETURN(auto tensors, HostInputs(ctx, names_, prefix));
+    WEFT_ASSIGN_OR_RETURN(checkpoint::BundleIndex part,
+                          checkpoint::WriteDataShard(prefix, shard_, num_shards_, tensors));
+    ctx.set_output(0, Tensor::Strings({checkpoint::EncodeIndexPart(part)}, Shape{}));
+    return Status();
+  }
+
+ private:
+  std::vector<std::string> names_;
+  int shard_;
+  int num_shards_;
 };
 
 class RestoreKernel : public OpKernel {
@@ -83,6 +111,11 @@ Expected<std::unique_ptr<OpKernel>> CreateCheckpointKernel(const Graph::Node& no
   // The graph checked the attrs against the op definitions (io_ops.cc).
   auto names = Attr<std::vector<std::string>>(node, "tensor_names");
   if (node.op_name() == "Save") return std::unique_ptr<OpKernel>(new SaveKernel(std::move(names)));
+  if (node.op_name() == "SaveShard") {
+    return std::unique_ptr<OpKernel>(new SaveShardKernel(std::move(names),
+                                                         static_cast<int>(Attr<int64_t>(node, "shard")),
+                                                         static_cast<int>(Attr<int64_t>(node, "num_shards"))));
+  }
   if (node.op_name() == "Restore") {
     return std::unique_ptr<OpKernel>(new RestoreKernel(std::move(names), Attr<std::vector<DType>>(node, "dtypes"),
                                                        Attr<std::vector<Shape>>(node, "shapes")));

@@ -66,7 +66,8 @@ Expected<const T*> TypedAttr(const weft_kernel_init_t* init, const char* name, s
   return &value->get<T>();
 }
 
-// --- weft_kernel_api_t ---------------------------------------------------------
+// --- weft_kernel_api_t
+// ---------------------------------------------------------
 
 const char* InitNodeName(const weft_kernel_init_t* init) { return FromC(init)->node->name().c_str(); }
 const char* InitOp(const weft_kernel_init_t* init) { return FromC(init)->node->op_name().c_str(); }
@@ -74,13 +75,15 @@ int32_t InitNumInputs(const weft_kernel_init_t* init) { return static_cast<int32
 int32_t InitNumOutputs(const weft_kernel_init_t* init) { return FromC(init)->node->num_outputs(); }
 weft_dtype_t InitInputDtype(const weft_kernel_init_t* init, int32_t i) {
   const auto& types = FromC(init)->node->input_types;
-  return i >= 0 && static_cast<std::size_t>(i) < types.size() ? static_cast<weft_dtype_t>(types[static_cast<std::size_t>(i)])
-                                                              : WEFT_DTYPE_INVALID;
+  return i >= 0 && static_cast<std::size_t>(i) < types.size()
+             ? static_cast<weft_dtype_t>(types[static_cast<std::size_t>(i)])
+             : WEFT_DTYPE_INVALID;
 }
 weft_dtype_t InitOutputDtype(const weft_kernel_init_t* init, int32_t i) {
   const auto& types = FromC(init)->node->output_types;
-  return i >= 0 && static_cast<std::size_t>(i) < types.size() ? static_cast<weft_dtype_t>(types[static_cast<std::size_t>(i)])
-                                                              : WEFT_DTYPE_INVALID;
+  return i >= 0 && static_cast<std::size_t>(i) < types.size()
+             ? static_cast<weft_dtype_t>(types[static_cast<std::size_t>(i)])
+             : WEFT_DTYPE_INVALID;
 }
 weft_status_t InitInputShape(const weft_kernel_init_t* init, int32_t i, int32_t* out_rank, const int64_t** out_dims) {
   const KernelInit* k = FromC(init);
@@ -270,7 +273,8 @@ weft_kernel_api_t BuildApi() {
   return api;
 }
 
-// --- Plugin kernels ------------------------------------------------------------
+// --- Plugin kernels
+// ------------------------------------------------------------
 
 class PluginKernel : public OpKernel {
  public:
@@ -289,13 +293,14 @@ class PluginKernel : public OpKernel {
       return;
     }
     auto* callback = new std::function<void(Status)>(std::move(done));
-    def_->compute_async(state_, AsC(&ctx),
-                        [](void* user, weft_status_t status) {
-                          auto* fn = static_cast<std::function<void(Status)>*>(user);
-                          (*fn)(plugin::TakeStatus(status));
-                          delete fn;
-                        },
-                        callback);
+    def_->compute_async(
+        state_, AsC(&ctx),
+        [](void* user, weft_status_t status) {
+          auto* fn = static_cast<std::function<void(Status)>*>(user);
+          (*fn)(plugin::TakeStatus(status));
+          delete fn;
+        },
+        callback);
   }
 
  private:
@@ -322,7 +327,8 @@ bool Matches(const weft_kernel_def_t& def, const Graph::Node& node) {
   return true;
 }
 
-// --- Runtime kernels -----------------------------------------------------------
+// --- Runtime kernels
+// -----------------------------------------------------------
 
 class PlaceholderKernel : public OpKernel {
  public:
@@ -455,7 +461,8 @@ class SqueezeKernel : public OpKernel {
     const Tensor& in = ctx.input(0);
     std::vector<bool> drop(static_cast<std::size_t>(in.rank()), false);
     for (int64_t a : axes_) {
-      if (a < -in.rank() || a >= in.rank()) return InvalidArgumentError("axis ", a, " is out of range for ", in.TypeString());
+      if (a < -in.rank() || a >= in.rank())
+        return InvalidArgumentError("axis ", a, " is out of range for ", in.TypeString());
       const int axis = static_cast<int>(a < 0 ? a + in.rank() : a);
       if (in.dim(axis) != 1) {
         return InvalidArgumentError("cannot squeeze axis ", a, " of ", in.TypeString(), ": its size is ", in.dim(axis));
@@ -588,13 +595,12 @@ class ControlFlowKernel : public OpKernel {
 const std::vector<std::string>& RuntimeOpList() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> list = {
-        "Assign", "Const",   "ExpandDims", "Identity", "NoOp",         "Placeholder",      "Rank",       "ReadVariable",
-        "Reshape", "Shape",  "Size",       "Squeeze",  "StopGradient", "VarHandle",        "VarIsInitialized",
-        "_Arg",   "_Recv",   "_Retval", "_Send",
+        "Assign", "Const", "ExpandDims", "Identity", "NoOp", "Placeholder", "Rank", "ReadVariable", "Reshape", "Shape",
+        "Size", "Squeeze", "StopGradient", "VarHandle", "VarIsInitialized", "_Arg", "_Recv", "_Retval", "_Send",
         // the control-flow primitives, run by the executor itself
         "Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch",
         // checkpoint_kernels.cc
-        "Restore", "Save",
+        "Restore", "Save", "SaveShard",
         // queue_kernels.cc
         "FIFOQueue", "QueueClose", "QueueDequeueMany", "QueueEnqueueMany", "QueueSize", "RandomShuffleQueue",
         // stack_kernels.cc
@@ -626,18 +632,17 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
     return std::unique_ptr<OpKernel>(new SqueezeKernel(Attr(node, "axis").get<std::vector<int64_t>>()));
   }
   if (op == "Shape" || op == "Size") {
-    return std::unique_ptr<OpKernel>(new ShapeInfoKernel(op == "Shape" ? ShapeInfoKernel::What::kShape
-                                                                       : ShapeInfoKernel::What::kSize,
-                                                         Attr(node, "out_type").get<DType>()));
+    return std::unique_ptr<OpKernel>(
+        new ShapeInfoKernel(op == "Shape" ? ShapeInfoKernel::What::kShape : ShapeInfoKernel::What::kSize,
+                            Attr(node, "out_type").get<DType>()));
   }
   if (op == "Rank") return std::unique_ptr<OpKernel>(new ShapeInfoKernel(ShapeInfoKernel::What::kRank, DType::kI32));
   if (op == "VarHandle") {
     std::string name = Attr(node, "shared_name").get<std::string>();
     if (name.empty()) name = node.name();
-    WEFT_ASSIGN_OR_RETURN(auto variable,
-                          device.resources().LookupOrCreate(Attr(node, "container").get<std::string>(), name,
-                                                            Attr(node, "dtype").get<DType>(),
-                                                            Attr(node, "shape").get<Shape>()));
+    WEFT_ASSIGN_OR_RETURN(auto variable, device.resources().LookupOrCreate(Attr(node, "container").get<std::string>(),
+                                                                           name, Attr(node, "dtype").get<DType>(),
+                                                                           Attr(node, "shape").get<Shape>()));
     return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(variable))));
   }
   if (op == "ReadVariable") {
@@ -645,7 +650,7 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
   }
   if (op == "Assign") return std::unique_ptr<OpKernel>(new AssignKernel());
   if (op == "VarIsInitialized") return std::unique_ptr<OpKernel>(new VarIsInitializedKernel());
-  if (op == "Save" || op == "Restore") return CreateCheckpointKernel(node);
+  if (op == "Save" || op == "SaveShard" || op == "Restore") return CreateCheckpointKernel(node);
   if (op == "_Send" || op == "_Recv") return CreateSendRecvKernel(node, device);
   if (ops::IsControlFlowOp(op)) return std::unique_ptr<OpKernel>(new ControlFlowKernel());
   return InternalError("no runtime kernel for ", op);
@@ -653,7 +658,8 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
 
 }  // namespace
 
-// --- OpKernelContext ------------------------------------------------------------
+// --- OpKernelContext
+// ------------------------------------------------------------
 
 OpKernelContext::~OpKernelContext() = default;
 
@@ -673,7 +679,8 @@ Expected<Tensor*> OpKernelContext::LockVariable(int i, bool exclusive) {
   Variable* v = HandleVariable(inputs_[i]);
   if (v == nullptr) return InvalidArgumentError("input ", i, " is not a variable handle");
   for (const auto& held : locks_) {
-    if (held->variable == v) return InvalidArgumentError("variable ", Quote(v->name()), " is locked twice in one compute");
+    if (held->variable == v)
+      return InvalidArgumentError("variable ", Quote(v->name()), " is locked twice in one compute");
   }
   auto held = std::make_unique<HeldLock>();
   held->variable = v;
@@ -684,7 +691,8 @@ Expected<Tensor*> OpKernelContext::LockVariable(int i, bool exclusive) {
   }
   if (!v->initialized()) {
     return FailedPreconditionError("variable ", Quote(v->name()), " (", DTypeName(v->dtype()),
-                                   v->declared_shape().ToString(), ") is read before it was assigned a value; run its "
+                                   v->declared_shape().ToString(),
+                                   ") is read before it was assigned a value; run its "
                                    "initializer first");
   }
   if (exclusive && v->value().buffer().use_count() > 1) {
@@ -696,7 +704,8 @@ Expected<Tensor*> OpKernelContext::LockVariable(int i, bool exclusive) {
   return const_cast<Tensor*>(&v->value());
 }
 
-// --- Kernel creation -----------------------------------------------------------
+// --- Kernel creation
+// -----------------------------------------------------------
 
 bool IsRuntimeOp(std::string_view op) {
   const auto& ops = RuntimeOpList();

@@ -52,7 +52,7 @@ placement::PlacementOptions PlacementOptionsFromConfig(const config::Config& con
   placement::PlacementOptions options;
   options.soft = config.placement.soft;
   if (!config.placement.priority.empty()) options.priority = config.placement.priority;
-  for (const auto& pin : config.placement.pins) options.pins.push_back({pin.pattern, pin.device, pin.where});
+  for (const auto& pin : config.placement.pins) options.pins.push_back({pin.pattern, pin.device, pin.where, ""});
   return options;
 }
 

@@ -1,7 +1,9 @@
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -10,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/base/logging.h"
 #include "core/base/strings.h"
@@ -18,6 +21,11 @@
 #include "core/config/value.h"
 #include "core/data/pipeline.h"
 #include "core/data/readers.h"
+#include "core/dist/cluster_runtime.h"
+#include "core/dist/dist_session.h"
+#include "core/dist/task_service.h"
+#include "core/dist/variable_placement.h"
+#include "core/graph/builder.h"
 #include "core/graph/serialize.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/placement_support.h"
@@ -57,7 +65,92 @@ std::string Where(const config::Config& config, const std::string& section, cons
   return StrCat(section, ".", key, ": ");
 }
 
-// --- Configuration checks -------------------------------------------------------
+// --- What runs the steps
+// ----------------------------------------------------------
+
+using Feeds = std::vector<std::pair<std::string, Tensor>>;
+
+// A session in this process, or a distributed session over a cluster.
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  virtual Status Run(const Feeds& feeds, const std::vector<std::string>& fetches,
+                     const std::vector<std::string>& targets, std::vector<Tensor>* outputs) = 0;
+  // For the first progress line: "2 threads".
+  virtual std::string Describe() const = 0;
+};
+
+class LocalRunner : public StepRunner {
+ public:
+  explicit LocalRunner(std::unique_ptr<runtime::Session> session) : session_(std::move(session)) {}
+  Status Run(const Feeds& feeds, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs) override {
+    return session_->Run(feeds, fetches, targets, outputs);
+  }
+  std::string Describe() const override { return StrCat(session_->intra_op_threads(), " threads"); }
+
+ private:
+  std::unique_ptr<runtime::Session> session_;
+};
+
+// A worker of a cluster: it serves its own task (the parameter servers
+// pull gradients from it) and runs its steps through a distributed session
+// whose variables live on the ps tasks.
+class ClusterRunner : public StepRunner {
+ public:
+  ClusterRunner(std::unique_ptr<dist::TaskService> service, std::unique_ptr<dist::DistSession> session,
+                std::string description)
+      : service_(std::move(service)), session_(std::move(session)), description_(std::move(description)) {}
+  ~ClusterRunner() override {
+    session_.reset();  // deregisters its graphs while this task still serves
+    service_.reset();
+  }
+  Status Run(const Feeds& feeds, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs) override {
+    return session_->Run(feeds, fetches, targets, outputs);
+  }
+  std::string Describe() const override { return description_; }
+  Status StopTasks(const std::vector<std::string>& names, const std::string& reason) {
+    return session_->StopTasks(names, reason);
+  }
+  Status Ping(const std::string& name, int64_t timeout_ms) { return service_->Ping(name, timeout_ms); }
+
+ private:
+  std::unique_ptr<dist::TaskService> service_;
+  std::unique_ptr<dist::DistSession> session_;
+  std::string description_;
+};
+
+// The examples of worker |index| of |count|: those whose index modulo
+// |count| is |index| (docs/distributed.md, "Input").
+Expected<std::shared_ptr<const data::Examples>> ShardExamples(const data::Examples& all, int64_t index, int64_t count) {
+  auto shard_of = [&](const Tensor& t, const char* what) -> Expected<Tensor> {
+    if (t.rank() < 1) return InvalidArgumentError("cannot shard the ", what, ": they have no example dimension");
+    if (t.dtype() == DType::kString) {
+      return UnimplementedError("cannot shard string ", what, " across workers; convert them to numbers");
+    }
+    const int64_t n = t.dim(0);
+    const int64_t rows = n > index ? (n - index + count - 1) / count : 0;
+    std::vector<int64_t> dims = t.shape().dims();
+    dims[0] = rows;
+    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype(), Shape(dims)));
+    const uint64_t row_bytes = n == 0 ? 0 : t.byte_size() / static_cast<uint64_t>(n);
+    const char* from = static_cast<const char*>(t.raw_data());
+    char* to = static_cast<char*>(out.raw_data());
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(to + static_cast<uint64_t>(r) * row_bytes,
+                  from + static_cast<uint64_t>(index + r * count) * row_bytes, row_bytes);
+    }
+    return out;
+  };
+  auto shard = std::make_shared<data::Examples>();
+  WEFT_ASSIGN_OR_RETURN(shard->features, shard_of(all.features, "features"));
+  WEFT_ASSIGN_OR_RETURN(shard->labels, shard_of(all.labels, "labels"));
+  return std::shared_ptr<const data::Examples>(std::move(shard));
+}
+
+// --- Configuration checks
+// -------------------------------------------------------
 
 Status CheckDataFile(const config::Config& config, const std::string& key, const std::string& path, bool required) {
   if (path.empty()) {
@@ -85,14 +178,18 @@ Expected<OptimizerChoice> ChooseOptimizer(const config::Config& config, const pl
   for (const plugin::OptimizerPlugin* p : host.optimizers().All()) loaded.push_back(p->table->name);
   const std::string loaded_list = loaded.empty() ? "none" : StrJoin(loaded, ", ");
   if (!config.optimizer.has_value()) {
-    return InvalidArgumentError(config.source, ": no [optimizer] section; add one, e.g. [optimizer] name = \"sgd\" "
-                                "learning_rate = 0.01 (loaded optimizers: ", loaded_list, ")");
+    return InvalidArgumentError(config.source,
+                                ": no [optimizer] section; add one, e.g. [optimizer] name = \"sgd\" "
+                                "learning_rate = 0.01 (loaded optimizers: ",
+                                loaded_list, ")");
   }
   const config::Section& section = *config.optimizer;
   auto name_value = section.values.find("name");
   if (name_value == section.values.end() || name_value->second.kind != config::Value::Kind::kString) {
-    return InvalidArgumentError(section.pos.ToString(), ": optimizer.name: expected the name of an optimizer "
-                                "plugin (loaded: ", loaded_list, ")");
+    return InvalidArgumentError(section.pos.ToString(),
+                                ": optimizer.name: expected the name of an optimizer "
+                                "plugin (loaded: ",
+                                loaded_list, ")");
   }
   const std::string name = name_value->second.s;
   OptimizerChoice choice;
@@ -119,7 +216,8 @@ Expected<OptimizerChoice> ChooseOptimizer(const config::Config& config, const pl
   specs.push_back(lr);
   WEFT_ASSIGN_OR_RETURN(config::OptionValues all, config::ValidateOptions(&section, "optimizer", specs));
   if (!all.Has("learning_rate")) {
-    return InvalidArgumentError(section.pos.ToString(), ": optimizer.learning_rate: not set; every optimizer needs "
+    return InvalidArgumentError(section.pos.ToString(),
+                                ": optimizer.learning_rate: not set; every optimizer needs "
                                 "a base learning rate");
   }
   WEFT_ASSIGN_OR_RETURN(choice.learning_rate, all.GetFloat("learning_rate"));
@@ -130,14 +228,17 @@ Expected<OptimizerChoice> ChooseOptimizer(const config::Config& config, const pl
   return choice;
 }
 
-// --- Reporting ------------------------------------------------------------------
+// --- Reporting
+// ------------------------------------------------------------------
 
 std::string FormatEta(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
   std::ostringstream out;
-  if (s >= 3600) out << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60;
-  else out << s / 60;
+  if (s >= 3600)
+    out << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60;
+  else
+    out << s / 60;
   out << ":" << std::setw(2) << std::setfill('0') << s % 60;
   return out.str();
 }
@@ -202,9 +303,9 @@ class Reporter {
     Line(StrCat("final: step=", r.step, " loss=", Fixed(r.loss, 4), " test_accuracy=", Fixed(r.test_accuracy, 4),
                 " examples_per_sec=", Fixed(r.examples_per_sec, 1)),
          false);
-    Metric(StrCat("{\"final\":true,\"step\":", r.step, ",\"loss\":", Json(r.loss), ",\"test_loss\":",
-                  Json(r.test_loss), ",\"test_accuracy\":", Json(r.test_accuracy), ",\"examples_per_sec\":",
-                  Json(r.examples_per_sec), ",\"input_wait_fraction\":", Json(r.input_wait_fraction), "}"));
+    Metric(StrCat("{\"final\":true,\"step\":", r.step, ",\"loss\":", Json(r.loss), ",\"test_loss\":", Json(r.test_loss),
+                  ",\"test_accuracy\":", Json(r.test_accuracy), ",\"examples_per_sec\":", Json(r.examples_per_sec),
+                  ",\"input_wait_fraction\":", Json(r.input_wait_fraction), "}"));
   }
 
  private:
@@ -240,7 +341,8 @@ class Reporter {
   bool metrics_ok_ = false;
 };
 
-// --- Checkpoints ----------------------------------------------------------------
+// --- Checkpoints
+// ----------------------------------------------------------------
 
 constexpr const char* kFormatKey = "weft.trainer";
 
@@ -255,8 +357,8 @@ Status CheckCompatible(const std::string& prefix, const checkpoint::BundleReader
     const DType dtype = node->def.attrs.at("dtype").get<DType>();
     const Shape shape = node->def.attrs.at("shape").get<Shape>();
     if (entry == nullptr) {
-      problems.push_back(StrCat("the model's variable ", Quote(name), " (", Describe(dtype, shape),
-                                ") is not in the checkpoint"));
+      problems.push_back(
+          StrCat("the model's variable ", Quote(name), " (", Describe(dtype, shape), ") is not in the checkpoint"));
     } else if (entry->dtype != dtype || !shape.IsCompatibleWith(entry->shape)) {
       problems.push_back(StrCat("variable ", Quote(name), " is ", Describe(entry->dtype, entry->shape),
                                 " in the checkpoint but ", Describe(dtype, shape), " in the model"));
@@ -286,7 +388,8 @@ int64_t MetaInt(const std::map<std::string, std::string>& meta, const std::strin
   }
 }
 
-// --- The run --------------------------------------------------------------------
+// --- The run
+// --------------------------------------------------------------------
 
 struct Evaluation {
   double loss = kNaN, accuracy = kNaN;
@@ -296,10 +399,13 @@ struct Evaluation {
 class Run {
  public:
   Run(const config::Config& config, const plugin::PluginHost& host, const TrainerOptions& options)
-      : config_(config), host_(host), options_(options),
+      : config_(config),
+        host_(host),
+        options_(options),
         reporter_(options.out, options.interactive, config.training.metrics) {}
 
   Expected<TrainResult> Go();
+  Expected<TrainingPlacementPlan> Plan();
 
  private:
   Status Prepare();
@@ -308,6 +414,25 @@ class Run {
   Expected<std::string> Save(int64_t step);
   // How the training examples are batched (from [data] and [training]).
   data::PipelineOptions TrainingInput() const;
+  // The optimizer, the model and the training graph; on a cluster, where
+  // each variable goes.
+  Status BuildGraph();
+  // Cluster mode: the SaveShard node of each ps task (BuildGraph).
+  Status AddShardedSave();
+  // Cluster mode: which worker this is, checked against the cluster.
+  Status CheckClusterRole();
+  // Cluster mode: places the variables on the ps tasks, starts this
+  // worker's own task and the distributed session.
+  Status StartCluster();
+  // Cluster mode, workers but the chief: waits until every variable has a
+  // value (the chief initialises or restores them), saying so.
+  Status WaitForChief();
+  // Cluster mode, at the end: a worker says it finished; the chief waits
+  // for the others (up to cluster.init_timeout_s) and stops the tasks of
+  // the other jobs that serve this run.
+  Status FinishCluster();
+  bool distributed() const { return cluster_ != nullptr; }
+  bool chief() const { return worker_ == 0; }
 
   const config::Config& config_;
   const plugin::PluginHost& host_;
@@ -318,7 +443,16 @@ class Run {
   std::unique_ptr<Optimizer> optimizer_;
   std::shared_ptr<runtime::DeviceSet> devices_;
   TrainingGraph tg_;
-  std::unique_ptr<runtime::Session> session_;
+  std::unique_ptr<StepRunner> session_;
+  // Cluster mode (weft train --job worker --task i); null in one process.
+  const dist::ClusterSpec* cluster_ = nullptr;
+  int64_t worker_ = 0;
+  int64_t num_workers_ = 1;
+  std::vector<dist::VariableAssignment> variable_placement_;
+  // Cluster mode: the sharded save (AddShardedSave).
+  std::string save_prefix_;
+  std::vector<std::string> save_parts_;
+  std::vector<placement::Pin> save_pins_;
   Shape example_shape_;
   std::string images_, labels_, accuracy_;
   std::shared_ptr<const data::Examples> train_, test_;
@@ -343,87 +477,16 @@ Status Run::Prepare() {
     return InvalidArgumentError("--resume needs a checkpoint directory: set [checkpoint] dir in ", config_.source);
   }
   WEFT_RETURN_IF_ERROR(reporter_.status(config_.training.metrics));
+  WEFT_RETURN_IF_ERROR(CheckClusterRole());
 
-  WEFT_ASSIGN_OR_RETURN(optimizer_choice_, ChooseOptimizer(config_, host_));
-  WEFT_ASSIGN_OR_RETURN(optimizer_, Optimizer::Create(*optimizer_choice_.plugin, optimizer_choice_.hyperparameters));
-
-  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(options_.model_path));
-  auto model = Graph::FromGraphDef(std::move(def));
-  if (!model.ok()) return model.status().WithContext(options_.model_path);
-  const config::ModelConfig& m = config_.model;
-  for (const auto& [key, name] : {std::pair<const char*, const std::string*>{"images", &m.images},
-                                  std::pair<const char*, const std::string*>{"labels", &m.labels}}) {
-    const Graph::Node* node = model->Find(*name);
-    if (node == nullptr || node->op_name() != "Placeholder") {
-      return InvalidArgumentError(options_.model_path, ": the model has no Placeholder ", Quote(*name),
-                                  " to feed the ", key, " into (set [model] ", key, " to the right node; `weft "
-                                  "inspect ", options_.model_path, "` lists the inputs)");
-    }
+  WEFT_RETURN_IF_ERROR(BuildGraph());
+  if (distributed()) {
+    WEFT_RETURN_IF_ERROR(StartCluster());
+  } else {
+    WEFT_ASSIGN_OR_RETURN(auto session,
+                          runtime::Session::Create(tg_.graph, devices_, runtime::SessionOptions::FromConfig(config_)));
+    session_ = std::make_unique<LocalRunner>(std::move(session));
   }
-  const Graph::Node* images = model->Find(m.images);
-  const Shape images_shape = images->output_shapes[0];
-  if (images_shape.unknown_rank() || images_shape.rank() < 1) {
-    return InvalidArgumentError(options_.model_path, ": Placeholder ", Quote(m.images),
-                                " needs a known rank with the batch first, e.g. f32[?,784]; it is ",
-                                images_shape.ToString());
-  }
-  example_shape_ = Shape(std::vector<int64_t>(images_shape.dims().begin() + 1, images_shape.dims().end()));
-  if (!example_shape_.IsFullyDefined()) {
-    return InvalidArgumentError(options_.model_path, ": Placeholder ", Quote(m.images),
-                                " must fix every dimension but the batch; it is ", images_shape.ToString());
-  }
-  images_ = m.images;
-  labels_ = m.labels;
-  if (!m.accuracy.empty()) {
-    if (!model->ResolveTensor(m.accuracy).ok()) {
-      return InvalidArgumentError(options_.model_path, ": the model has no tensor ", Quote(m.accuracy),
-                                  " (set by [model] accuracy; set it to \"\" for none)");
-    }
-    accuracy_ = m.accuracy;
-  }
-
-  WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(host_));
-  devices_ = std::move(devices);
-  // A variable's update runs on the variable's device: place the model to
-  // learn where each variable goes, so the optimizer emits the fused apply
-  // op only where that device has it.
-  WEFT_ASSIGN_OR_RETURN(runtime::PlacedGraph model_placement,
-                        runtime::PlaceAndPartition(*model, *devices_, runtime::PlacementOptionsFromConfig(config_)));
-  std::map<std::string, const runtime::KernelTable*> variable_kernels;
-  for (const Graph::Node& node : model->nodes()) {
-    if (node.op_name() != "VarHandle") continue;
-    const int d = model_placement.placement.device[static_cast<std::size_t>(node.id)];
-    variable_kernels[node.name()] = &model_placement.devices[static_cast<std::size_t>(d)]->kernels();
-  }
-  const runtime::KernelTable* default_kernels = &devices_->default_device()->kernels();
-  TrainingGraphOptions tgo;
-  tgo.loss = m.loss;
-  tgo.init = m.init;
-  tgo.seed = config_.training.seed;
-  tgo.clip_global_norm = config_.training.clip_global_norm;
-  tgo.variable_has_kernel = [variable_kernels, default_kernels](
-                                std::string_view variable, std::string_view op,
-                                const std::vector<std::pair<std::string, DType>>& types) {
-    auto it = variable_kernels.find(std::string(variable));
-    const runtime::KernelTable* kernels = it != variable_kernels.end() ? it->second : default_kernels;
-    for (const weft_kernel_def_t* kernel : kernels->ForOp(op)) {
-      bool fits = true;
-      for (std::size_t i = 0; i < kernel->num_constraints; ++i) {
-        for (const auto& [attr, dtype] : types) {
-          if (attr == kernel->constraint_attrs[i] && static_cast<weft_dtype_t>(dtype) != kernel->constraint_dtypes[i]) {
-            fits = false;
-          }
-        }
-      }
-      if (fits) return true;
-    }
-    return false;
-  };
-  auto tg = BuildTrainingGraph(*model, tgo, *optimizer_);
-  if (!tg.ok()) return tg.status().WithContext(options_.model_path);
-  tg_ = std::move(*tg);
-  WEFT_ASSIGN_OR_RETURN(session_,
-                        runtime::Session::Create(tg_.graph, devices_, runtime::SessionOptions::FromConfig(config_)));
 
   // Data.
   auto load = [&](const std::string& images_path, const std::string& labels_path,
@@ -432,10 +495,10 @@ Status Run::Prepare() {
                         ? data::LoadText(images_path, example_shape_.num_elements())
                         : data::LoadExamples(data.format, images_path, labels_path, data.csv_label_column);
     if (!examples.ok()) return examples.status().WithContext(StrCat("loading the ", what, " data"));
-    const int64_t per_example = examples->features.shape().rank() == 0
-                                    ? 1
-                                    : examples->features.num_elements() /
-                                          std::max<int64_t>(1, examples->features.shape().dim(0));
+    const int64_t per_example =
+        examples->features.shape().rank() == 0
+            ? 1
+            : examples->features.num_elements() / std::max<int64_t>(1, examples->features.shape().dim(0));
     if (per_example != example_shape_.num_elements()) {
       return InvalidArgumentError("the ", what, " examples of ", images_path, " have ", per_example,
                                   " values each, but the model's ", Quote(images_), " takes ",
@@ -444,7 +507,13 @@ Status Run::Prepare() {
     return std::shared_ptr<const data::Examples>(std::make_shared<data::Examples>(std::move(*examples)));
   };
   WEFT_ASSIGN_OR_RETURN(train_, load(data.train_images, data.train_labels, "training"));
-  if (!data.test_images.empty()) {
+  if (num_workers_ > 1) {
+    auto shard = ShardExamples(*train_, worker_, num_workers_);
+    if (!shard.ok()) return shard.status().WithContext(StrCat("worker ", worker_, "'s share of the training data"));
+    train_ = std::move(*shard);
+  }
+  // On a cluster the chief evaluates; the other workers only train.
+  if (!data.test_images.empty() && chief()) {
     WEFT_ASSIGN_OR_RETURN(test_, load(data.test_images, data.test_labels, "test"));
   }
   const int64_t n = train_->labels.num_elements();
@@ -453,13 +522,14 @@ Status Run::Prepare() {
     return InvalidArgumentError(Where(config_, "training", "batch_size"), "the batch (", config_.training.batch_size,
                                 ") is larger than the training data (", n, " examples)");
   }
-  total_steps_ = options_.steps > 0                 ? options_.steps
-                 : config_.training.steps > 0       ? config_.training.steps
-                                                    : config_.training.epochs * steps_per_epoch_;
+  total_steps_ = options_.steps > 0           ? options_.steps
+                 : config_.training.steps > 0 ? config_.training.steps
+                                              : config_.training.epochs * steps_per_epoch_;
   if (total_steps_ <= 0) {
     return InvalidArgumentError(config_.source, ": nothing to train: [training] epochs and steps are both 0");
   }
-  if (!config_.checkpoint.dir.empty()) {
+  // On a cluster the chief writes the checkpoints.
+  if (!config_.checkpoint.dir.empty() && chief()) {
     checkpoints_ = std::make_unique<checkpoint::CheckpointManager>(config_.checkpoint.dir,
                                                                    static_cast<int>(config_.checkpoint.keep));
   }
@@ -502,8 +572,7 @@ Expected<Evaluation> Run::Evaluate() {
     }
     const int64_t count = batch->labels.num_elements();
     std::vector<Tensor> out;
-    WEFT_RETURN_IF_ERROR(
-        session_->Run({{images_, batch->features}, {labels_, batch->labels}}, fetches, {}, &out));
+    WEFT_RETURN_IF_ERROR(session_->Run({{images_, batch->features}, {labels_, batch->labels}}, fetches, {}, &out));
     loss_sum += ScalarValue(out[0]) * static_cast<double>(count);
     if (!accuracy_.empty()) accuracy_sum += ScalarValue(out[1]) * static_cast<double>(count);
     e.examples += count;
@@ -538,11 +607,337 @@ Status Run::Restore(const std::string& prefix) {
   return Status();
 }
 
+Status Run::BuildGraph() {
+  WEFT_ASSIGN_OR_RETURN(optimizer_choice_, ChooseOptimizer(config_, host_));
+  WEFT_ASSIGN_OR_RETURN(optimizer_, Optimizer::Create(*optimizer_choice_.plugin, optimizer_choice_.hyperparameters));
+
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(options_.model_path));
+  auto model = Graph::FromGraphDef(std::move(def));
+  if (!model.ok()) return model.status().WithContext(options_.model_path);
+  const config::ModelConfig& m = config_.model;
+  for (const auto& [key, name] : {std::pair<const char*, const std::string*>{"images", &m.images},
+                                  std::pair<const char*, const std::string*>{"labels", &m.labels}}) {
+    const Graph::Node* node = model->Find(*name);
+    if (node == nullptr || node->op_name() != "Placeholder") {
+      return InvalidArgumentError(options_.model_path, ": the model has no Placeholder ", Quote(*name), " to feed the ",
+                                  key, " into (set [model] ", key,
+                                  " to the right node; `weft "
+                                  "inspect ",
+                                  options_.model_path, "` lists the inputs)");
+    }
+  }
+  const Graph::Node* images = model->Find(m.images);
+  const Shape images_shape = images->output_shapes[0];
+  if (images_shape.unknown_rank() || images_shape.rank() < 1) {
+    return InvalidArgumentError(options_.model_path, ": Placeholder ", Quote(m.images),
+                                " needs a known rank with the batch first, e.g. f32[?,784]; it is ",
+                                images_shape.ToString());
+  }
+  example_shape_ = Shape(std::vector<int64_t>(images_shape.dims().begin() + 1, images_shape.dims().end()));
+  if (!example_shape_.IsFullyDefined()) {
+    return InvalidArgumentError(options_.model_path, ": Placeholder ", Quote(m.images),
+                                " must fix every dimension but the batch; it is ", images_shape.ToString());
+  }
+  images_ = m.images;
+  labels_ = m.labels;
+  if (!m.accuracy.empty()) {
+    if (!model->ResolveTensor(m.accuracy).ok()) {
+      return InvalidArgumentError(options_.model_path, ": the model has no tensor ", Quote(m.accuracy),
+                                  " (set by [model] accuracy; set it to \"\" for none)");
+    }
+    accuracy_ = m.accuracy;
+  }
+
+  WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(host_));
+  devices_ = std::move(devices);
+  // A variable's update runs on the variable's device: place the model to
+  // learn where each variable goes, so the optimizer emits the fused apply
+  // op only where that device has it. On a cluster the variables go to the
+  // ps tasks, whose CPU kernels are taken to be this process's.
+  std::map<std::string, const runtime::KernelTable*> variable_kernels;
+  if (!distributed()) {
+    WEFT_ASSIGN_OR_RETURN(runtime::PlacedGraph model_placement,
+                          runtime::PlaceAndPartition(*model, *devices_, runtime::PlacementOptionsFromConfig(config_)));
+    for (const Graph::Node& node : model->nodes()) {
+      if (node.op_name() != "VarHandle") continue;
+      const int d = model_placement.placement.device[static_cast<std::size_t>(node.id)];
+      variable_kernels[node.name()] = &model_placement.devices[static_cast<std::size_t>(d)]->kernels();
+    }
+  }
+  const runtime::KernelTable* default_kernels = &devices_->default_device()->kernels();
+  TrainingGraphOptions tgo;
+  tgo.loss = m.loss;
+  tgo.init = m.init;
+  tgo.seed = config_.training.seed;
+  tgo.clip_global_norm = config_.training.clip_global_norm;
+  tgo.variable_has_kernel = [variable_kernels, default_kernels](
+                                std::string_view variable, std::string_view op,
+                                const std::vector<std::pair<std::string, DType>>& types) {
+    auto it = variable_kernels.find(std::string(variable));
+    const runtime::KernelTable* kernels = it != variable_kernels.end() ? it->second : default_kernels;
+    for (const weft_kernel_def_t* kernel : kernels->ForOp(op)) {
+      bool fits = true;
+      for (std::size_t i = 0; i < kernel->num_constraints; ++i) {
+        for (const auto& [attr, dtype] : types) {
+          if (attr == kernel->constraint_attrs[i] && static_cast<weft_dtype_t>(dtype) != kernel->constraint_dtypes[i]) {
+            fits = false;
+          }
+        }
+      }
+      if (fits) return true;
+    }
+    return false;
+  };
+  auto tg = BuildTrainingGraph(*model, tgo, *optimizer_);
+  if (!tg.ok()) return tg.status().WithContext(options_.model_path);
+  tg_ = std::move(*tg);
+  if (distributed()) {
+    // How many workers other than the chief have finished: the chief waits
+    // for them before it stops the ps tasks. Not training state: never
+    // checkpointed; on ps task 0.
+    GraphBuilder b;
+    WEFT_RETURN_IF_ERROR(b.Import(tg_.graph));
+    {
+      auto scope = b.NameScope("cluster");
+      Output counter =
+          b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kI64)}, {"shape", AttrValue(Shape{})}}, "workers_done");
+      b.Op("Assign", {counter, b.Scalar<int64_t>(0)}, {}, "workers_done/init");
+      b.Op("AssignAdd", {counter, b.Scalar<int64_t>(1)}, {}, "worker_done");
+      b.Op("ReadVariable", {counter}, {{"dtype", AttrValue(DType::kI64)}}, "workers_done/read");
+    }
+    WEFT_ASSIGN_OR_RETURN(tg_.graph, b.Build());
+    // A model variable with its optimizer slots; every other state variable
+    // (the global step, statistics) on its own.
+    std::vector<dist::VariableGroup> groups;
+    std::set<std::string> grouped;
+    for (const TrainedVariable& v : tg_.variables) {
+      dist::VariableGroup g{v.name, {v.name}};
+      for (const std::string& slot : v.slots) g.members.push_back(slot);
+      grouped.insert(g.members.begin(), g.members.end());
+      groups.push_back(std::move(g));
+    }
+    for (const std::string& name : tg_.state) {
+      if (grouped.count(name) == 0) groups.push_back({name, {name}});
+    }
+    const std::string strategy = config_.cluster ? config_.cluster->variable_placement : "greedy_bytes";
+    WEFT_ASSIGN_OR_RETURN(
+        variable_placement_,
+        dist::AssignVariables(tg_.graph, groups, static_cast<int>(cluster_->FindJob("ps")->tasks.size()), strategy));
+    WEFT_RETURN_IF_ERROR(AddShardedSave());
+  }
+  return Status();
+}
+
+Status Run::AddShardedSave() {
+  // Each ps task saves the variables it holds, as one data shard of the
+  // checkpoint, in one step with the others; the chief commits the index.
+  const int num_ps = static_cast<int>(cluster_->FindJob("ps")->tasks.size());
+  std::map<std::string, int> task_of;
+  for (const dist::VariableAssignment& a : variable_placement_) {
+    for (const std::string& m : a.group.members) task_of[m] = a.task;
+  }
+  GraphBuilder b;
+  WEFT_RETURN_IF_ERROR(b.Import(tg_.graph));
+  auto scope = b.NameScope("cluster/save");
+  Output prefix = b.Placeholder(DType::kString, Shape{}, "prefix");
+  save_prefix_ = prefix.name();
+  save_parts_.clear();
+  for (int k = 0; k < num_ps; ++k) {
+    std::vector<Output> inputs = {prefix};
+    std::vector<std::string> names;
+    std::vector<DType> types;
+    for (std::size_t i = 0; i < tg_.state.size(); ++i) {
+      if (task_of[tg_.state[i]] != k) continue;
+      Output read = b.Find(tg_.state_reads[i].substr(0, tg_.state_reads[i].find(':')));
+      inputs.push_back(read);
+      names.push_back(tg_.state[i]);
+      types.push_back(read.dtype());
+    }
+    Output part = b.Op("SaveShard", inputs,
+                       {{"tensor_names", AttrValue(names)},
+                        {"T", AttrValue(types)},
+                        {"shard", AttrValue(int64_t{k})},
+                        {"num_shards", AttrValue(int64_t{num_ps})}},
+                       StrCat("ps", k));
+    save_parts_.push_back(part.name());
+    save_pins_.push_back({part.node_name(), StrCat("/job:ps/task:", k), "weft train",
+                          StrCat("saves the variables of ps task ", k, " as shard ", k, " of the checkpoint")});
+  }
+  WEFT_ASSIGN_OR_RETURN(tg_.graph, b.Build());
+  return Status();
+}
+
+Expected<TrainingPlacementPlan> Run::Plan() {
+  const dist::ClusterSpec* c = options_.cluster;
+  if (c != nullptr && c->distributed()) {
+    const dist::JobSpec* ps = c->FindJob("ps");
+    if (ps == nullptr || ps->tasks.empty()) {
+      return InvalidArgumentError(config_.source,
+                                  ": weft train on a cluster keeps the variables on the tasks of a "
+                                  "job named \"ps\", and [cluster] has none");
+    }
+    cluster_ = c;
+  }
+  WEFT_RETURN_IF_ERROR(BuildGraph());
+  TrainingPlacementPlan plan;
+  plan.graph = tg_.graph;
+  if (distributed()) {
+    plan.pins = dist::VariablePins(variable_placement_, "ps");
+    plan.pins.push_back(
+        {"cluster/workers_done", "/job:ps/task:0", "weft train", "the count of workers that finished, on ps task 0"});
+    plan.pins.insert(plan.pins.end(), save_pins_.begin(), save_pins_.end());
+  }
+  return plan;
+}
+
+Status Run::CheckClusterRole() {
+  const dist::ClusterSpec* c = options_.cluster;
+  if (c == nullptr || !c->distributed()) return Status();
+  const dist::JobSpec* workers = c->FindJob("worker");
+  const dist::JobSpec* ps = c->FindJob("ps");
+  auto jobs = [&] {
+    std::vector<std::string> names;
+    for (const dist::JobSpec& j : c->jobs) names.push_back(StrCat(j.name, " (", j.tasks.size(), ")"));
+    return StrJoin(names, ", ");
+  };
+  if (workers == nullptr || workers->tasks.empty()) {
+    return InvalidArgumentError(config_.source,
+                                ": weft train on a cluster runs on the tasks of a job named "
+                                "\"worker\", and [cluster] has none (jobs: ",
+                                jobs(), ")");
+  }
+  if (!c->self) {
+    return InvalidArgumentError("weft train on a cluster runs one worker: give --job worker --task I (", config_.source,
+                                " has ", workers->tasks.size(), " worker", workers->tasks.size() == 1 ? "" : "s",
+                                "; worker 0 is the chief)");
+  }
+  if (c->self->job != "worker") {
+    return InvalidArgumentError("weft train runs the worker tasks of a cluster, not ", c->self->ToString(),
+                                ": start it with `weft serve --config ", config_.source, " --job ", c->self->job,
+                                " --task ", c->self->task, "`, and each worker with `weft train MODEL --config ",
+                                config_.source, " --job worker --task I`");
+  }
+  if (ps == nullptr || ps->tasks.empty()) {
+    return InvalidArgumentError(config_.source,
+                                ": weft train on a cluster keeps the variables on the tasks of a job "
+                                "named \"ps\", and [cluster] has none (jobs: ",
+                                jobs(), ")");
+  }
+  cluster_ = c;
+  worker_ = c->self->task;
+  num_workers_ = static_cast<int64_t>(workers->tasks.size());
+  return Status();
+}
+
+Status Run::StartCluster() {
+  const dist::ClusterSpec& c = *cluster_;
+  const dist::JobSpec& ps = *c.FindJob("ps");
+  dist::DistSessionOptions so = dist::SessionOptionsFor(c, config_);
+  // This worker and the tasks of the other jobs, not the other workers: a
+  // worker's steps involve only itself and the parameter servers, so one
+  // worker that is late or gone does not hold up another. Itself first:
+  // what is left unpinned (the model's compute, the gradients) runs here.
+  const std::string me = c.self->ToString();
+  std::erase_if(so.tasks, [&](const dist::Peer& p) { return p.name != me && p.name.rfind("/job:worker/", 0) == 0; });
+  std::stable_partition(so.tasks.begin(), so.tasks.end(), [&](const dist::Peer& p) { return p.name == me; });
+  for (placement::Pin& pin : dist::VariablePins(variable_placement_, "ps")) so.placement.pins.push_back(std::move(pin));
+  so.placement.pins.push_back(
+      {"cluster/workers_done", "/job:ps/task:0", "weft train", "the count of workers that finished, on ps task 0"});
+  so.placement.pins.insert(so.placement.pins.end(), save_pins_.begin(), save_pins_.end());
+  WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
+  auto service = dist::TaskService::Start(service_options, host_, devices_);
+  if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
+  auto session = dist::DistSession::Create(tg_.graph, so, host_);
+  if (!session.ok()) return session.status();
+  session_ = std::make_unique<ClusterRunner>(
+      std::move(*service), std::move(*session),
+      StrCat("worker ", worker_, " of ", num_workers_, (chief() ? " (the chief)" : ""), ", variables on ",
+             ps.tasks.size(), " ps task", ps.tasks.size() == 1 ? "" : "s"));
+  return Status();
+}
+
+Status Run::WaitForChief() {
+  const Clock::time_point start = Clock::now();
+  const int64_t timeout_s = config_.cluster ? config_.cluster->init_timeout_s : 300;
+  const Clock::time_point deadline = start + std::chrono::seconds(timeout_s);
+  Clock::time_point next_note = start + std::chrono::seconds(2);
+  const std::size_t n = tg_.state_ready.size();
+  while (true) {
+    std::vector<Tensor> ready;
+    WEFT_RETURN_IF_ERROR(session_->Run({}, tg_.state_ready, {}, &ready)
+                             .WithContext("asking the ps tasks whether the variables have values"));
+    std::size_t count = 0;
+    for (const Tensor& t : ready) count += *static_cast<const uint8_t*>(t.raw_data()) != 0 ? 1 : 0;
+    if (count == n) {
+      if (Clock::now() > start + std::chrono::seconds(2)) {
+        reporter_.Note(StrCat("the chief initialised the variables after ", Fixed(Seconds(Clock::now() - start), 1),
+                              " s; training"));
+      }
+      return Status();
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      return Status(Code::kDeadlineExceeded, StrCat("worker ", worker_, " waited ", timeout_s,
+                                                    " s for the chief (/job:worker/task:0) to "
+                                                    "initialise the variables, and ",
+                                                    count, " of ", n,
+                                                    " have a value: is the chief running? (the wait is "
+                                                    "cluster.init_timeout_s)"));
+    }
+    if (now >= next_note) {
+      reporter_.Note(
+          StrCat("waiting for the chief (/job:worker/task:0) to "
+                 "initialise the variables: ",
+                 count, " of ", n, " have a value (", Fixed(Seconds(now - start), 0), " s of ", timeout_s, ")"));
+      next_note = now + std::chrono::seconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+Status Run::FinishCluster() {
+  if (!chief()) {
+    return session_->Run({}, {}, {"cluster/worker_done"}, nullptr)
+        .WithContext("telling the chief this worker finished");
+  }
+  const Clock::time_point start = Clock::now();
+  const int64_t timeout_s = config_.cluster ? config_.cluster->init_timeout_s : 300;
+  Clock::time_point next_note = start;
+  const int64_t others = num_workers_ - 1;
+  while (others > 0) {
+    std::vector<Tensor> done;
+    WEFT_RETURN_IF_ERROR(session_->Run({}, {"cluster/workers_done/read"}, {}, &done)
+                             .WithContext("asking ps task 0 how many workers finished"));
+    const int64_t count = done[0].scalar<int64_t>();
+    if (count >= others) break;
+    const Clock::time_point now = Clock::now();
+    if (now >= start + std::chrono::seconds(timeout_s)) {
+      reporter_.Note(StrCat("note: ", others - count, " of the other ", others, " workers did not finish within ",
+                            timeout_s, " s (cluster.init_timeout_s); ending the run without them"));
+      break;
+    }
+    if (now >= next_note) {
+      reporter_.Note(StrCat("waiting for the other workers to finish: ", count, " of ", others, " done"));
+      next_note = now + std::chrono::seconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::vector<std::string> servers;
+  for (const dist::JobSpec& job : cluster_->jobs) {
+    if (job.name == "worker") continue;
+    for (const dist::TaskSpec& t : job.tasks) servers.push_back(dist::TaskPrefix(job.name, t.index));
+  }
+  auto* runner = static_cast<ClusterRunner*>(session_.get());
+  Status stopped = runner->StopTasks(servers, StrCat("the chief ended the training run at step ", step_));
+  if (stopped.ok()) {
+    reporter_.Note(StrCat("stopped ", StrJoin(servers, ", "), ": the run is over"));
+  } else {
+    reporter_.Note(StrCat("note: ", stopped.message(), " (tasks started with `weft serve` keep serving)"));
+  }
+  return Status();
+}
+
 Expected<std::string> Run::Save(int64_t step) {
-  std::vector<Tensor> values;
-  WEFT_RETURN_IF_ERROR(session_->Run({}, tg_.state_reads, {}, &values));
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (std::size_t i = 0; i < tg_.state.size(); ++i) tensors.emplace_back(tg_.state[i], std::move(values[i]));
   const data::Position position = pipeline_->position();
   std::map<std::string, std::string> meta = {
       {kFormatKey, "1"},
@@ -553,6 +948,32 @@ Expected<std::string> Run::Save(int64_t step) {
       {"model", options_.model_path},
       {"optimizer", optimizer_->name()},
   };
+  if (distributed()) {
+    // Every ps task writes its own shard in the same step, which also
+    // reads the global step they all belong to; then the index is
+    // committed here, and only then the manifest names the checkpoint.
+    WEFT_ASSIGN_OR_RETURN(const std::string prefix, checkpoints_->BeginSave(step));
+    std::vector<std::string> fetches = save_parts_;
+    const auto gs = std::find(tg_.state.begin(), tg_.state.end(), tg_.global_step);
+    fetches.push_back(tg_.state_reads[static_cast<std::size_t>(gs - tg_.state.begin())]);
+    std::vector<Tensor> out;
+    WEFT_RETURN_IF_ERROR(session_->Run({{save_prefix_, Tensor::Strings({prefix}, Shape{})}}, fetches, {}, &out)
+                             .WithContext(StrCat("saving checkpoint ", prefix, " on the ps tasks")));
+    std::vector<checkpoint::BundleIndex> parts;
+    for (std::size_t k = 0; k < save_parts_.size(); ++k) {
+      WEFT_ASSIGN_OR_RETURN(checkpoint::BundleIndex part,
+                            checkpoint::DecodeIndexPart(out[k].string_at(0), StrCat("ps task ", k)));
+      parts.push_back(std::move(part));
+    }
+    meta["global_step"] = std::to_string(out.back().scalar<int64_t>());
+    meta["ps_tasks"] = std::to_string(save_parts_.size());
+    WEFT_RETURN_IF_ERROR(checkpoint::CommitShardedBundle(prefix, parts, meta));
+    return checkpoints_->FinishSave(step);
+  }
+  std::vector<Tensor> values;
+  WEFT_RETURN_IF_ERROR(session_->Run({}, tg_.state_reads, {}, &values));
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (std::size_t i = 0; i < tg_.state.size(); ++i) tensors.emplace_back(tg_.state[i], std::move(values[i]));
   return checkpoints_->Save(step, tensors, meta);
 }
 
@@ -561,11 +982,25 @@ Expected<TrainResult> Run::Go() {
   reporter_.Note(StrCat("training ", options_.model_path, ": ", total_steps_, " steps (", steps_per_epoch_,
                         " per epoch) of batch ", config_.training.batch_size, ", ", optimizer_->name(), " at ",
                         optimizer_choice_.learning_rate, ", ", tg_.variables.size(), " variables, ",
-                        session_->intra_op_threads(), " threads"));
-  WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.init}, nullptr).WithContext("initialising the variables"));
+                        session_->Describe()));
+  if (!chief()) {
+    if (options_.resume)
+      reporter_.Note(
+          "note: --resume is the chief's (worker 0) to act on; this "
+          "worker waits for it");
+    WEFT_RETURN_IF_ERROR(WaitForChief());
+  } else {
+    // The counter first: a worker starts once every variable of tg_.init
+    // has a value, and must find the counter set by then.
+    if (distributed()) {
+      WEFT_RETURN_IF_ERROR(
+          session_->Run({}, {}, {"cluster/workers_done/init"}, nullptr).WithContext("initialising the variables"));
+    }
+    WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.init}, nullptr).WithContext("initialising the variables"));
+  }
   TrainResult result;
   bool restored = false;
-  if (options_.resume) {
+  if (options_.resume && chief()) {
     WEFT_ASSIGN_OR_RETURN(std::optional<std::string> latest, checkpoints_->Latest());
     if (latest.has_value()) {
       WEFT_RETURN_IF_ERROR(Restore(*latest));
@@ -598,16 +1033,29 @@ Expected<TrainResult> Run::Go() {
   int64_t interval_steps = 0;
   Clock::time_point interval_start = Clock::now();
   int64_t saved_step = -1;
+  // A worker other than the chief checks every few seconds that the chief
+  // is still there (automatic recovery is not implemented: it stops).
+  Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);
   while (step_ < total_steps_) {
+    if (distributed() && !chief() && Clock::now() >= next_chief_check) {
+      Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
+      if (!alive.ok()) {
+        return FailedPreconditionError("the chief (/job:worker/task:0) is gone at step ", step_, ": ", alive.message(),
+                                       "; this worker stops (start the chief again with --resume, "
+                                       "then the workers)");
+      }
+      next_chief_check = Clock::now() + std::chrono::seconds(5);
+    }
     const Clock::time_point t0 = Clock::now();
     auto batch = pipeline_->Next();
     if (!batch.ok()) return batch.status().WithContext(StrCat("reading training batch ", step_ + 1));
     const double lr = LearningRateAt(config_.schedule, optimizer_choice_.learning_rate, step_, total_steps_);
     std::vector<Tensor> out;
-    WEFT_RETURN_IF_ERROR(session_->Run({{images_, batch->features},
-                                        {labels_, batch->labels},
-                                        {tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}},
-                                       fetches, {tg_.train}, &out)
+    WEFT_RETURN_IF_ERROR(session_
+                             ->Run({{images_, batch->features},
+                                    {labels_, batch->labels},
+                                    {tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}},
+                                   fetches, {tg_.train}, &out)
                              .WithContext(StrCat("training step ", step_ + 1)));
     ++step_;
     train_seconds += Seconds(Clock::now() - t0);
@@ -660,6 +1108,7 @@ Expected<TrainResult> Run::Go() {
   result.input_wait_fraction = train_seconds > 0 ? (pipeline_->wait_seconds() - wait_at_start) / train_seconds : 0;
   reporter_.Note(StrCat("trained ", trained, " steps in ", Fixed(train_seconds, 1), " s; waiting for input took ",
                         Fixed(100 * result.input_wait_fraction, 1), "% of it"));
+  if (distributed()) WEFT_RETURN_IF_ERROR(FinishCluster());
   reporter_.Final(result);
   return result;
 }
@@ -675,6 +1124,12 @@ Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHo
                             const TrainerOptions& options) {
   Run run(config, host, options);
   return run.Go();
+}
+
+Expected<TrainingPlacementPlan> PlanTrainingPlacement(const config::Config& config, const plugin::PluginHost& host,
+                                                      const TrainerOptions& options) {
+  Run run(config, host, options);
+  return run.Plan();
 }
 
 }  // namespace weft::train

@@ -15,7 +15,13 @@
 #include <string>
 
 #include "core/config/config.h"
+#include "core/graph/graph.h"
+#include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
+
+namespace weft::dist {
+struct ClusterSpec;
+}  // namespace weft::dist
 
 namespace weft::train {
 
@@ -32,16 +38,21 @@ struct TrainerOptions {
   // Redraw one progress line in place (a terminal) instead of printing a
   // line per report.
   bool interactive = false;
+  // Train as one worker of this cluster (`weft train --config C --job
+  // worker --task i`): the variables live on its ps tasks, this worker
+  // reads its share of the data, and worker 0, the chief, initialises,
+  // evaluates and checkpoints. Null or not distributed: one process.
+  const dist::ClusterSpec* cluster = nullptr;
 };
 
 struct TrainResult {
-  int64_t step = 0;               // steps completed
-  double loss = 0;                // mean training loss over the last report interval
-  double test_loss = 0;           // NaN without test data
-  double test_accuracy = 0;       // NaN without test data or an accuracy tensor
-  double examples_per_sec = 0;    // training examples per second of training
-  double input_wait_fraction = 0; // of training time spent waiting for input
-  std::string checkpoint;         // the last checkpoint written, if any
+  int64_t step = 0;                // steps completed
+  double loss = 0;                 // mean training loss over the last report interval
+  double test_loss = 0;            // NaN without test data
+  double test_accuracy = 0;        // NaN without test data or an accuracy tensor
+  double examples_per_sec = 0;     // training examples per second of training
+  double input_wait_fraction = 0;  // of training time spent waiting for input
+  std::string checkpoint;          // the last checkpoint written, if any
 };
 
 // Checks [optimizer] of |config| against the optimizer plugins |host|
@@ -51,6 +62,16 @@ Status CheckOptimizerSection(const config::Config& config, const plugin::PluginH
 
 Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHost& host,
                             const TrainerOptions& options);
+
+// What `weft place --train` shows: the training graph `weft train` builds
+// for options.model_path under |config| and, with options.cluster, the pins
+// that put its variables on the ps tasks (each with its reason).
+struct TrainingPlacementPlan {
+  Graph graph;
+  std::vector<placement::Pin> pins;
+};
+Expected<TrainingPlacementPlan> PlanTrainingPlacement(const config::Config& config, const plugin::PluginHost& host,
+                                                      const TrainerOptions& options);
 
 }  // namespace weft::train
 

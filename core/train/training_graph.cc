@@ -93,7 +93,8 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
   }
   if (handles.empty()) {
     return InvalidArgumentError("the loss ", Quote(options.loss),
-                                " depends on no float variable, so there is nothing to train (the model's "
+                                " depends on no float variable, so there is nothing to train (the "
+                                "model's "
                                 "weights must be VarHandle variables, not constants)");
   }
 
@@ -116,8 +117,7 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
   {
     auto scope = b.NameScope("train");
     learning_rate = b.Placeholder(DType::kF32, Shape{}, "learning_rate");
-    step_var = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kI64)}, {"shape", AttrValue(Shape{})}},
-                    "global_step");
+    step_var = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kI64)}, {"shape", AttrValue(Shape{})}}, "global_step");
     inits.push_back(b.Op("Assign", {step_var, b.Scalar<int64_t>(0, "zero")}, {}, "global_step/init"));
     Output completed = b.Op("ReadVariable", {step_var}, {{"dtype", AttrValue(DType::kI64)}}, "global_step/read");
     // The update being built is step completed + 1 (1-based, as Adam's
@@ -143,8 +143,8 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
                                : b.Op("Cast", {learning_rate}, {{"DstT", AttrValue(v.dtype)}}, "learning_rate");
       WEFT_ASSIGN_OR_RETURN(std::vector<SlotDef> slots, optimizer.Slots(v.dtype, v.shape));
       for (const SlotDef& slot : slots) {
-        Output handle = b.Op("VarHandle", {}, {{"dtype", AttrValue(v.dtype)}, {"shape", AttrValue(v.shape)}},
-                             slot.name);
+        Output handle =
+            b.Op("VarHandle", {}, {{"dtype", AttrValue(v.dtype)}, {"shape", AttrValue(v.shape)}}, slot.name);
         Output value = b.Op("Fill", {b.Const(Tensor::FromVector<int64_t>(v.shape.dims()), StrCat(slot.name, "/shape")),
                                      b.Op("Cast", {b.Scalar<double>(slot.initial_value, StrCat(slot.name, "/value"))},
                                           {{"DstT", AttrValue(v.dtype)}})});
@@ -203,6 +203,7 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
       Output read = b.Op("ReadVariable", {handle}, {{"dtype", AttrValue(dtype)}}, StrCat(name, "/read"));
       Output feed = b.Placeholder(dtype, shape, StrCat(name, "/value"));
       assigns.push_back(b.Op("Assign", {handle, feed}, {}, StrCat(name, "/assign")));
+      tg.state_ready.push_back(b.Op("VarIsInitialized", {handle}, {}, StrCat(name, "/ready")).name());
       tg.state_reads.push_back(read.name());
       tg.state_feeds.push_back(feed.name());
     }

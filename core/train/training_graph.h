@@ -3,10 +3,11 @@
 // every variable it depends on, optional clipping by global norm, one
 // optimizer update per variable next to it, and a global step.
 //
-//   WEFT_ASSIGN_OR_RETURN(TrainingGraph tg, BuildTrainingGraph(model, options, optimizer));
-//   session->Run({}, {}, {tg.init}, nullptr);                       // once
+//   WEFT_ASSIGN_OR_RETURN(TrainingGraph tg, BuildTrainingGraph(model, options,
+//   optimizer)); session->Run({}, {}, {tg.init}, nullptr); // once
 //   session->Run({{tg.learning_rate, lr}, {"images", x}, {"labels", y}},
-//                {tg.loss}, {tg.train}, &out);                        // each step
+//                {tg.loss}, {tg.train}, &out);                        // each
+//                step
 #ifndef WEFT_CORE_TRAIN_TRAINING_GRAPH_H_
 #define WEFT_CORE_TRAIN_TRAINING_GRAPH_H_
 
@@ -61,6 +62,9 @@ struct TrainingGraph {
   std::vector<std::string> state;
   std::vector<std::string> state_reads;
   std::vector<std::string> state_feeds;
+  // Fetching state_ready[i] says whether state[i] has a value (bool): how a
+  // worker of a cluster knows the chief has initialised the variables.
+  std::vector<std::string> state_ready;
   std::string restore;
 };
 

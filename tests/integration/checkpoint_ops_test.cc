@@ -30,7 +30,9 @@ Output Var(GraphBuilder& b, DType dtype, const Shape& shape, std::string_view na
   return b.Op("VarHandle", {}, {{"dtype", AttrValue(dtype)}, {"shape", AttrValue(shape)}}, name);
 }
 
-Output Read(GraphBuilder& b, Output var, DType dtype) { return b.Op("ReadVariable", {var}, {{"dtype", AttrValue(dtype)}}); }
+Output Read(GraphBuilder& b, Output var, DType dtype) {
+  return b.Op("ReadVariable", {var}, {{"dtype", AttrValue(dtype)}});
+}
 
 Output Save(GraphBuilder& b, Output prefix, const std::vector<Output>& tensors, const std::vector<std::string>& names,
             std::string_view node = "save") {
@@ -52,8 +54,8 @@ Output Prefix(GraphBuilder& b, const std::string& prefix) { return b.Const(Tenso
 class CheckpointOps : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_ckpt_ops_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / StrCat("weft_ckpt_ops_test_", getpid(), "_",
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -154,9 +156,9 @@ TEST_F(CheckpointOps, RestoresIntoAFreshProcessStateAndAcceptsPartialShapes) {
   Status missing = session->Run({}, {}, {"restore_w"}, nullptr);
   // "names" is not in the checkpoint: the whole Restore fails first.
   EXPECT_EQ(missing.code(), Code::kNotFound);
-  EXPECT_TRUE(Contains(missing.message(),
-                       StrCat("node 'restore' (Restore) on /device:CPU:0: checkpoint ", P("ckpt-2"),
-                              " has no tensor \"names\" (it has \"dense/b\", \"dense/w\", \"global_step\")")));
+  EXPECT_TRUE(Contains(missing.message(), StrCat("node 'restore' (Restore) on /device:CPU:0: checkpoint ", P("ckpt-2"),
+                                                 " has no tensor \"names\" (it has \"dense/b\", "
+                                                 "\"dense/w\", \"global_step\")")));
 
   GraphBuilder b2;
   Output w2 = Var(b2, DType::kF32, Shape{2, 3}, "dense/w");
@@ -192,10 +194,10 @@ TEST_F(CheckpointOps, SavesStringsAndTakesAFedPrefix) {
 }
 
 TEST_F(CheckpointOps, RestoreReportsWhatDiffers) {
-  ASSERT_TRUE(checkpoint::WriteBundle(P("c"), {{"dense/w", *Tensor::Zeros(DType::kF32, Shape{784, 512})},
-                                               {"step", Tensor::Scalar<int64_t>(3)}},
-                                      {})
-                  .ok());
+  ASSERT_TRUE(
+      checkpoint::WriteBundle(
+          P("c"), {{"dense/w", *Tensor::Zeros(DType::kF32, Shape{784, 512})}, {"step", Tensor::Scalar<int64_t>(3)}}, {})
+          .ok());
   RuntimeEnv env;
   auto run_restore = [&](const std::vector<std::string>& names, const std::vector<DType>& dtypes,
                          const std::vector<Shape>& shapes, const std::string& prefix) {
@@ -208,7 +210,8 @@ TEST_F(CheckpointOps, RestoreReportsWhatDiffers) {
   const std::string at = "node 'restore' (Restore) on /device:CPU:0: ";
   EXPECT_EQ(run_restore({"dense/w"}, {DType::kF32}, {Shape{784, 256}}, P("c")),
             InvalidArgumentError(at, "checkpoint ", P("c"),
-                                 ": tensor \"dense/w\" has shape [784,512], the graph expects [784,256]"));
+                                 ": tensor \"dense/w\" has shape [784,512], "
+                                 "the graph expects [784,256]"));
   EXPECT_EQ(run_restore({"dense/w"}, {DType::kF32}, {Shape{784}}, P("c")),
             InvalidArgumentError(at, "checkpoint ", P("c"),
                                  ": tensor \"dense/w\" has shape [784,512], the graph expects [784]"));
@@ -253,16 +256,19 @@ TEST_F(CheckpointOps, GraphRejectsInconsistentAttrs) {
     build(b);
     return b.status();
   };
-  EXPECT_EQ(error([](GraphBuilder& b) { Save(b, Prefix(b, "p"), {b.Scalar<float>(1), b.Scalar<float>(2)}, {"a"}); }),
+  EXPECT_EQ(error([](GraphBuilder& b) {
+              Save(b, Prefix(b, "p"), {b.Scalar<float>(1), b.Scalar<float>(2)}, {"a"});
+            }),
             InvalidArgumentError("node 'save' (Save): tensor_names has 1 name for 2 tensors"));
-  EXPECT_EQ(error([](GraphBuilder& b) { Save(b, Prefix(b, "p"), {b.Scalar<float>(1), b.Scalar<float>(2)}, {"a", "a"}); }),
+  EXPECT_EQ(error([](GraphBuilder& b) {
+              Save(b, Prefix(b, "p"), {b.Scalar<float>(1), b.Scalar<float>(2)}, {"a", "a"});
+            }),
             InvalidArgumentError("node 'save' (Save): tensor_names has \"a\" twice"));
   EXPECT_EQ(error([](GraphBuilder& b) { Save(b, Prefix(b, "p"), {b.Scalar<float>(1)}, {""}); }),
             InvalidArgumentError("node 'save' (Save): tensor_names has an empty name"));
-  EXPECT_EQ(error([](GraphBuilder& b) {
-              Save(b, Prefix(b, "p"), {Var(b, DType::kF32, Shape{}, "v")}, {"v"});
-            }),
-            InvalidArgumentError("node 'save' (Save): tensor \"v\" is a resource handle; save the variable's value "
+  EXPECT_EQ(error([](GraphBuilder& b) { Save(b, Prefix(b, "p"), {Var(b, DType::kF32, Shape{}, "v")}, {"v"}); }),
+            InvalidArgumentError("node 'save' (Save): tensor \"v\" is a "
+                                 "resource handle; save the variable's value "
                                  "(ReadVariable) instead"));
   EXPECT_EQ(error([](GraphBuilder& b) {
               Save(b, b.Const(Tensor::Strings({"a", "b"}, Shape{2})), {b.Scalar<float>(1)}, {"x"});
@@ -272,16 +278,21 @@ TEST_F(CheckpointOps, GraphRejectsInconsistentAttrs) {
               Output not_a_string = b.Scalar<float>(1);
               Save(b, not_a_string, {b.Scalar<float>(2)}, {"x"});
             }),
-            InvalidArgumentError("node 'save' (Save): input 0 \"Const\" is f32, but 'prefix' must be string"));
+            InvalidArgumentError("node 'save' (Save): input 0 \"Const\" is "
+                                 "f32, but 'prefix' must be string"));
   EXPECT_EQ(error([](GraphBuilder& b) {
               Restore(b, Prefix(b, "p"), {"a", "b"}, {DType::kF32, DType::kF32}, {Shape{1}});
             }),
-            InvalidArgumentError("node 'restore' (Restore): shapes has 1 entries for 2 tensors (give one per tensor, or "
+            InvalidArgumentError("node 'restore' (Restore): shapes has 1 entries for "
+                                 "2 tensors (give one per tensor, or "
                                  "none)"));
-  EXPECT_EQ(error([](GraphBuilder& b) { Restore(b, Prefix(b, "p"), {"a"}, {DType::kF32, DType::kI32}); }),
+  EXPECT_EQ(error([](GraphBuilder& b) {
+              Restore(b, Prefix(b, "p"), {"a"}, {DType::kF32, DType::kI32});
+            }),
             InvalidArgumentError("node 'restore' (Restore): tensor_names has 1 name for 2 tensors"));
   EXPECT_EQ(error([](GraphBuilder& b) { Restore(b, Prefix(b, "p"), {"h"}, {DType::kResource}); }),
-            InvalidArgumentError("node 'restore' (Restore): dtypes lists resource, which a checkpoint cannot hold"));
+            InvalidArgumentError("node 'restore' (Restore): dtypes lists "
+                                 "resource, which a checkpoint cannot hold"));
   // An explicit T that disagrees with the inputs.
   EXPECT_EQ(error([](GraphBuilder& b) {
               b.Op("Save", {Prefix(b, "p"), b.Scalar<float>(1)},
@@ -289,7 +300,41 @@ TEST_F(CheckpointOps, GraphRejectsInconsistentAttrs) {
                     {"T", AttrValue(std::vector<DType>{DType::kI32})}},
                    "save");
             }),
-            InvalidArgumentError("node 'save' (Save): input 1 \"Const_1\" is f32, but 'tensors' must be i32 (attr T)"));
+            InvalidArgumentError("node 'save' (Save): input 1 \"Const_1\" is "
+                                 "f32, but 'tensors' must be i32 (attr T)"));
+}
+
+// SaveShard through a session: two shards written by two nodes, committed
+// by CommitShardedBundle, read back as one bundle; and its attrs checked.
+TEST_F(CheckpointOps, SaveShardWritesOneShardOfABundle) {
+  auto shard = [](GraphBuilder& b, Output prefix, Output value, const std::string& name, int64_t k, int64_t n) {
+    return b.Op("SaveShard", {prefix, value},
+                {{"tensor_names", AttrValue(std::vector<std::string>{name})},
+                 {"shard", AttrValue(k)},
+                 {"num_shards", AttrValue(n)}},
+                StrCat("shard", k));
+  };
+  RuntimeEnv env;
+  const std::string prefix = P("sharded");
+  GraphBuilder b;
+  Output p = Prefix(b, prefix);
+  shard(b, p, b.Const(kW), "w", 0, 2);
+  shard(b, p, b.Const(kStep), "step", 1, 2);
+  auto session = env.Session(b);
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> parts;
+  ASSERT_TRUE(session->Run({}, {"shard0", "shard1"}, {}, &parts).ok());
+  std::vector<checkpoint::BundleIndex> decoded;
+  for (const Tensor& part : parts) decoded.push_back(*checkpoint::DecodeIndexPart(part.string_at(0), "test"));
+  ASSERT_TRUE(checkpoint::CommitShardedBundle(prefix, decoded, {}).ok());
+  auto reader = checkpoint::BundleReader::Open(prefix);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->Read("step")->scalar<int64_t>(), 1234567890123);
+  EXPECT_EQ((*reader)->Read("w")->data<float>()[3], 4.25f);
+
+  GraphBuilder bad;
+  shard(bad, Prefix(bad, "p"), bad.Scalar<float>(1), "x", 2, 2);
+  EXPECT_EQ(bad.status(), InvalidArgumentError("node 'shard2' (SaveShard): shard 2 of 2 is out of range"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/graph/serialize.h"
 #include "core/placement/partitioner.h"
 #include "core/runtime/placement_support.h"
+#include "core/train/trainer.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"
 
@@ -21,6 +22,7 @@ struct PlaceArgs {
   bool explain = false;
   bool json = false;
   bool local = false;
+  bool train = false;
 };
 
 // A placement, in one process or on a cluster, as this command prints it.
@@ -44,10 +46,13 @@ Expected<Placed> PlaceLocally(Context& ctx, const Graph& graph) {
 
 // On the devices of every task of the config's [cluster], asked of the
 // running tasks.
-Expected<Placed> PlaceOnCluster(Context& ctx, const dist::ClusterSpec& cluster, const Graph& graph) {
+// |pins| come after the config's (the variable placement of --train).
+Expected<Placed> PlaceOnCluster(Context& ctx, const dist::ClusterSpec& cluster, const Graph& graph,
+                                const std::vector<placement::Pin>& pins) {
   WEFT_ASSIGN_OR_RETURN(plugin::PluginHost * host, ctx.Plugins());
-  WEFT_ASSIGN_OR_RETURN(auto session,
-                        dist::DistSession::Create(Graph(graph), dist::SessionOptionsFor(cluster, ctx.config()), *host));
+  dist::DistSessionOptions options = dist::SessionOptionsFor(cluster, ctx.config());
+  options.placement.pins.insert(options.placement.pins.end(), pins.begin(), pins.end());
+  WEFT_ASSIGN_OR_RETURN(auto session, dist::DistSession::Create(Graph(graph), options, *host));
   WEFT_ASSIGN_OR_RETURN(dist::ClusterPlacement placed, session->Place(graph));
   Placed out;
   out.placement = std::move(placed.placement);
@@ -66,20 +71,36 @@ Expected<Placed> PlaceOnCluster(Context& ctx, const dist::ClusterSpec& cluster, 
 }
 
 int Run(Context& ctx, const PlaceArgs& args) {
-  auto def = ReadGraphFile(args.graph);
-  if (!def.ok()) return ReportError(def.status());
-  auto graph = Graph::FromGraphDef(std::move(*def));
-  if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
   const dist::ClusterSpec* cluster = nullptr;
   if (!args.local) {
     auto spec = ctx.Cluster();
     if (!spec.ok()) return ReportError(spec.status());
     if ((*spec)->distributed()) cluster = *spec;
   }
-  auto placed = cluster != nullptr ? PlaceOnCluster(ctx, *cluster, *graph) : PlaceLocally(ctx, *graph);
+  Expected<Graph> graph = Graph();
+  std::vector<placement::Pin> pins;
+  if (args.train) {
+    auto host = ctx.Plugins();
+    if (!host.ok()) return ReportError(host.status());
+    train::TrainerOptions options;
+    options.model_path = args.graph;
+    options.cluster = cluster;
+    auto plan = train::PlanTrainingPlacement(ctx.config(), **host, options);
+    if (!plan.ok()) return ReportError(plan.status());
+    graph = std::move(plan->graph);
+    pins = std::move(plan->pins);
+  } else {
+    auto def = ReadGraphFile(args.graph);
+    if (!def.ok()) return ReportError(def.status());
+    graph = Graph::FromGraphDef(std::move(*def));
+    if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
+  }
+  auto placed = cluster != nullptr ? PlaceOnCluster(ctx, *cluster, *graph, pins) : PlaceLocally(ctx, *graph);
   if (!placed.ok()) return ReportError(placed.status().WithContext(StrCat("placing ", args.graph)));
   const auto& p = placed->placement;
-  auto device_of = [&](int id) { return placed->device_names[static_cast<std::size_t>(p.device[static_cast<std::size_t>(id)])]; };
+  auto device_of = [&](int id) {
+    return placed->device_names[static_cast<std::size_t>(p.device[static_cast<std::size_t>(id)])];
+  };
   auto device_name = [&](int d) { return placed->device_names[static_cast<std::size_t>(d)]; };
 
   if (args.json) {
@@ -133,7 +154,8 @@ int Run(Context& ctx, const PlaceArgs& args) {
     std::cout << "\nNodes:\n";
     Table table({"  node", "op", "device", "why"});
     for (const Graph::Node& node : graph->nodes()) {
-      table.AddRow({"  " + node.name(), node.op_name(), device_of(node.id), p.reason[static_cast<std::size_t>(node.id)]});
+      table.AddRow(
+          {"  " + node.name(), node.op_name(), device_of(node.id), p.reason[static_cast<std::size_t>(node.id)]});
     }
     table.Print(std::cout);
   }
@@ -160,14 +182,23 @@ int Run(Context& ctx, const PlaceArgs& args) {
 
 void AddPlaceCommand(CLI::App& app, Runner& run) {
   auto args = std::make_shared<PlaceArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "place", "Show where each node of a graph runs on this machine's devices, and the Send/Recv pairs between them");
+  CLI::App* cmd = app.add_subcommand("place",
+                                     "Show where each node of a graph runs on this machine's "
+                                     "devices, and the Send/Recv pairs between them");
   cmd->add_option("GRAPH", args->graph, "A .wg or .wgt graph file")->required();
   cmd->add_flag("--explain", args->explain, "List every node with its device and the reason it went there");
   cmd->add_flag("--json", args->json, "Print nodes and transfers as JSON");
   cmd->add_flag("--local", args->local, "Place on this machine's devices even when the config has a [cluster]");
-  cmd->footer("Placement follows the config's [placement] section: soft, priority and [placement.pins]. With a "
-              "[cluster], the graph is placed on the devices of every task (started with `weft serve`).");
+  cmd->add_flag("--train", args->train,
+                "Place the training graph `weft train` builds from GRAPH and "
+                "the config's training sections "
+                "(on a cluster: the variables on the ps tasks by [cluster] "
+                "variable_placement)");
+  cmd->footer(
+      "Placement follows the config's [placement] section: soft, "
+      "priority and [placement.pins]. With a "
+      "[cluster], the graph is placed on the devices of every task "
+      "(started with `weft serve`).");
   cmd->callback([&run, args] { run = [args](Context& ctx) { return Run(ctx, *args); }; });
 }
 

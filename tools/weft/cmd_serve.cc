@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
 
 #include "core/dist/cluster_runtime.h"
 #include "core/dist/task_service.h"
@@ -15,6 +19,8 @@ namespace weft::cli {
 namespace {
 
 int g_signal_pipe[2] = {-1, -1};
+std::mutex g_shutdown_mutex;
+std::string g_shutdown_reason;
 
 void OnSignal(int signal) {
   const char c = static_cast<char>(signal);
@@ -22,66 +28,106 @@ void OnSignal(int signal) {
   (void)ignored;
 }
 
-// Waits for SIGINT or SIGTERM; returns the signal.
-int WaitForStopSignal() {
-  if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) return 0;
+// Routes SIGINT and SIGTERM to the pipe WaitForStop reads.
+bool InstallStopHandlers() {
+  if (pipe2(g_signal_pipe, O_CLOEXEC) != 0) return false;
   struct sigaction action {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  return true;
+}
+
+// Waits for SIGINT, SIGTERM or a Shutdown request ('S'); returns which.
+int WaitForStop() {
+  if (g_signal_pipe[0] < 0) return 0;
   char c = 0;
   while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
   }
   return c;
 }
 
-int Serve(Context& ctx) {
+}  // namespace
+
+int ServeTask(Context& ctx, const char* command, bool stop_when_told) {
   auto cluster = ctx.Cluster();
   if (!cluster.ok()) return ReportError(cluster.status());
   const dist::ClusterSpec& spec = **cluster;
   if (!spec.distributed()) {
-    return ReportError(InvalidArgumentError(
-        "weft serve runs a task of a cluster, but ", ctx.config().source,
-        " has no [cluster] section (see configs/cluster_local.toml and docs/distributed.md)"));
+    return ReportError(InvalidArgumentError("weft serve runs a task of a cluster, but ", ctx.config().source,
+                                            " has no [cluster] section (see configs/cluster_local.toml and "
+                                            "docs/distributed.md)"));
   }
   if (!spec.self) {
-    return ReportError(InvalidArgumentError("which task is this? give --job and --task (the jobs of ",
-                                            ctx.config().source, " are ", [&] {
-                                              std::vector<std::string> names;
-                                              for (const auto& j : spec.jobs) {
-                                                names.push_back(StrCat(j.name, " (", j.tasks.size(), " task",
-                                                                       j.tasks.size() == 1 ? "" : "s", ")"));
-                                              }
-                                              return StrJoin(names, ", ");
-                                            }(),
-                                            ")"));
+    return ReportError(InvalidArgumentError(
+        "which task is this? give --job and --task (the jobs of ", ctx.config().source, " are ",
+        [&] {
+          std::vector<std::string> names;
+          for (const auto& j : spec.jobs) {
+            names.push_back(StrCat(j.name, " (", j.tasks.size(), " task", j.tasks.size() == 1 ? "" : "s", ")"));
+          }
+          return StrJoin(names, ", ");
+        }(),
+        ")"));
   }
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
   auto options = dist::ServiceOptionsFor(spec, *spec.self, ctx.config());
   if (!options.ok()) return ReportError(options.status());
+  if (stop_when_told) {
+    options->on_shutdown = [](const std::string& caller, const std::string& reason) {
+      {
+        std::lock_guard<std::mutex> lock(g_shutdown_mutex);
+        g_shutdown_reason = StrCat(caller, ": ", reason);
+      }
+      const char c = 'S';
+      const ssize_t ignored = write(g_signal_pipe[1], &c, 1);
+      (void)ignored;
+    };
+  }
+  if (!InstallStopHandlers()) return ReportError(InternalError("cannot make a pipe for the stop signals"));
   auto devices = runtime::DeviceSet::Open(**host);
   if (!devices.ok()) return ReportError(devices.status());
   auto service = dist::TaskService::Start(*options, **host, std::move(*devices));
   if (!service.ok()) return ReportError(service.status());
-  std::cout << "weft serve: " << (*service)->name() << " listening on " << (*service)->address() << " with "
+  std::cout << command << ": " << (*service)->name() << " listening on " << (*service)->address() << " with "
             << StrJoin((*service)->DeviceNames(), ", ") << std::endl;
-  const int signal = WaitForStopSignal();
-  std::cout << "weft serve: " << (*service)->name() << " stopping (" << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
-            << ")" << std::endl;
+  if (stop_when_told) {
+    std::cout << command << ": " << (*service)->name()
+              << " serves this training run's variables; it stops when the "
+                 "chief (/job:worker/task:0) ends the run"
+              << std::endl;
+  }
+  const int signal = WaitForStop();
+  std::string why = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "";
+  if (signal == 'S') {
+    std::lock_guard<std::mutex> lock(g_shutdown_mutex);
+    why = g_shutdown_reason;
+    // The reply to the Shutdown is on its way out: let it leave before the
+    // connections close, so the chief hears "done", not a lost task.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  std::cout << command << ": " << (*service)->name() << " stopping (" << why << ")" << std::endl;
   service->reset();
   return kExitOk;
 }
+
+namespace {
+
+int Serve(Context& ctx) { return ServeTask(ctx, "weft serve", false); }
 
 }  // namespace
 
 void AddServeCommand(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("serve", "Run one task of a cluster (a parameter server or a worker)");
   cmd->footer(
-      "Example: weft serve --config configs/cluster_local.toml --job ps --task 0\n"
-      "The task listens on its address from [cluster] and runs the graph partitions clients register with it,\n"
-      "until SIGINT or SIGTERM. Clients: weft run GRAPH --config C; docs/distributed.md explains the rest.");
+      "Example: weft serve --config configs/cluster_local.toml --job "
+      "ps --task 0\n"
+      "The task listens on its address from [cluster] and runs the "
+      "graph partitions clients register with it,\n"
+      "until SIGINT or SIGTERM. Clients: weft run GRAPH --config C; "
+      "docs/distributed.md explains the rest.");
   cmd->callback([&run] { run = [](Context& ctx) { return Serve(ctx); }; });
 }
 

@@ -26,6 +26,12 @@ void AddGraphCommands(CLI::App& app, Runner& run);
 // ckpt ls, ckpt inspect
 void AddCheckpointCommands(CLI::App& app, Runner& run);
 
+// Serves this process's task of the config's cluster until SIGINT or
+// SIGTERM, or, with |stop_when_told|, until the chief of a training run
+// asks it to stop (a ps task of `weft train`). |command| prefixes what it
+// prints ("weft serve").
+int ServeTask(Context& ctx, const char* command, bool stop_when_told);
+
 }  // namespace weft::cli
 
 #endif  // WEFT_TOOLS_WEFT_COMMANDS_H_

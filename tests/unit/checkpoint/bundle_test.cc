@@ -89,11 +89,13 @@ TEST_F(Bundle, WritesTheDocumentedBytes) {
   // u64 0; "x" = three little-endian binary32 values; names sorted.
   EXPECT_EQ(ReadAll(Prefix("b") + ".data-00000-of-00001"),
             FromHex("0200000000000000686900000000000000000000803f0000004000004040"));
-  EXPECT_EQ(ReadAll(Prefix("b") + ".index"),
-            FromHex("57454654434b505401000000000000007b00000000000000010000001e0000000000000001000000040000007374"
-                    "6570010000003702000000010000006107000000010000000200000000000000000000000000000000000000120000"
-                    "000000000052751a920100000078010000000100000003000000000000000000000012000000000000000c00000000"
-                    "000000735b8971b7e43a51"));
+  EXPECT_EQ(ReadAll(Prefix("b") + ".index"), FromHex("57454654434b505401000000000000007b00000000000000010000001e"
+                                                     "0000000000000001000000040000007374"
+                                                     "6570010000003702000000010000006107000000010000000200000000"
+                                                     "000000000000000000000000000000120000"
+                                                     "000000000052751a920100000078010000000100000003000000000000"
+                                                     "000000000012000000000000000c00000000"
+                                                     "000000735b8971b7e43a51"));
   auto reader = BundleReader::Open(Prefix("b"));
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   ASSERT_EQ((*reader)->entries().size(), 2u);
@@ -143,7 +145,8 @@ TEST_F(Bundle, AnEmptyBundleIsValid) {
   auto reader = BundleReader::Open(Prefix("none"));
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   EXPECT_TRUE((*reader)->entries().empty());
-  EXPECT_EQ((*reader)->Read("x").status(), NotFoundError("checkpoint ", Prefix("none"), " has no tensor \"x\" (it holds no tensors)"));
+  EXPECT_EQ((*reader)->Read("x").status(),
+            NotFoundError("checkpoint ", Prefix("none"), " has no tensor \"x\" (it holds no tensors)"));
 }
 
 TEST_F(Bundle, ReplacingABundleLeavesOnlyTheNewOne) {
@@ -174,7 +177,8 @@ TEST_F(Bundle, ReportsTheStagesInOrder) {
                                               "index-synced", "index-renamed"}));
 }
 
-// --- Errors of WriteBundle --------------------------------------------------------
+// --- Errors of WriteBundle
+// --------------------------------------------------------
 
 TEST_F(Bundle, RejectsBadTensorsAndNames) {
   const std::string p = Prefix("b");
@@ -186,11 +190,11 @@ TEST_F(Bundle, RejectsBadTensorsAndNames) {
             InvalidArgumentError("cannot save checkpoint ", p, ": tensor \"v\" is an empty (invalid) tensor"));
   EXPECT_EQ(WriteBundle(p, {{"h", *Tensor::Allocate(DType::kResource, Shape{})}}, {}),
             InvalidArgumentError("cannot save checkpoint ", p,
-                                 ": tensor \"h\" is a resource handle; save the variable's value instead"));
+                                 ": tensor \"h\" is a resource handle; save the "
+                                 "variable's value instead"));
   const std::string missing = (dir_ / "no" / "such" / "b").string();
-  EXPECT_EQ(WriteBundle(missing, Small(), {}),
-            NotFoundError("cannot save checkpoint ", missing, ": directory ", (dir_ / "no" / "such").string(),
-                          " does not exist"));
+  EXPECT_EQ(WriteBundle(missing, Small(), {}), NotFoundError("cannot save checkpoint ", missing, ": directory ",
+                                                             (dir_ / "no" / "such").string(), " does not exist"));
   EXPECT_TRUE(Files().empty());
 }
 
@@ -200,13 +204,14 @@ TEST_F(Bundle, AFailedWriteLeavesNoTemporaryFiles) {
   fs::create_directories(Prefix("b") + ".index/inside");
   Status s = WriteBundle(Prefix("b"), Small(), {});
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
-  EXPECT_TRUE(StartsWith(s.message(), StrCat("cannot save checkpoint ", Prefix("b"), ": removing the old ",
-                                             Prefix("b"), ".index: ")))
+  EXPECT_TRUE(StartsWith(
+      s.message(), StrCat("cannot save checkpoint ", Prefix("b"), ": removing the old ", Prefix("b"), ".index: ")))
       << s.ToString();
   EXPECT_EQ(Files(), (std::vector<std::string>{"b.index"}));
 }
 
-// --- Errors of BundleReader -------------------------------------------------------
+// --- Errors of BundleReader
+// -------------------------------------------------------
 
 TEST_F(Bundle, MissingIndexIsNotFoundWithAHint) {
   ASSERT_TRUE(WriteBundle(Prefix("ckpt-100"), Small(), {}).ok());
@@ -219,9 +224,8 @@ TEST_F(Bundle, MissingIndexIsNotFoundWithAHint) {
             NotFoundError("checkpoint ", dir_.string(), " not found: it is a directory, not a bundle prefix (list its ",
                           "checkpoints with `weft ckpt ls ", dir_.string(), "`)"));
   const std::string nowhere = (dir_ / "gone" / "b").string();
-  EXPECT_EQ(BundleReader::Open(nowhere).status(),
-            NotFoundError("checkpoint ", nowhere, " not found: directory ", (dir_ / "gone").string(),
-                          " does not exist"));
+  EXPECT_EQ(BundleReader::Open(nowhere).status(), NotFoundError("checkpoint ", nowhere, " not found: directory ",
+                                                                (dir_ / "gone").string(), " does not exist"));
 }
 
 TEST_F(Bundle, TruncatedIndexSaysSo) {
@@ -261,12 +265,15 @@ TEST_F(Bundle, CorruptIndexIsDataLoss) {
   WriteAll(index, bytes + "xyz");
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", index,
-                          " is corrupt: 3 unexpected bytes follow the checksum (the file has 154 bytes, its header says "
+                          " is corrupt: 3 unexpected bytes follow the checksum "
+                          "(the file has 154 bytes, its header says "
                           "151)"));
 
   WriteAll(index, "PK\x03\x04 this is a zip file, not an index");
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
-            DataLossError("checkpoint ", index, " is not a weft checkpoint index: it does not start with \"WEFTCKPT\""));
+            DataLossError("checkpoint ", index,
+                          " is not a weft checkpoint index: it does not start "
+                          "with \"WEFTCKPT\""));
 }
 
 TEST_F(Bundle, NewerFormatVersionAsksForAnUpgrade) {
@@ -277,7 +284,8 @@ TEST_F(Bundle, NewerFormatVersionAsksForAnUpgrade) {
   WriteAll(index, bytes);
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             FailedPreconditionError("checkpoint ", index,
-                                    " has format version 2, newer than this weft reads (1): it was written by a newer "
+                                    " has format version 2, newer than this "
+                                    "weft reads (1): it was written by a newer "
                                     "weft; upgrade weft to read it"));
   bytes[8] = 0;
   WriteAll(index, bytes);
@@ -299,7 +307,8 @@ TEST_F(Bundle, MissingOrShortShardIsDataLoss) {
   WriteAll(shard, data + "!");
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", Prefix("b"), ": data shard ", shard,
-                          " has 31 bytes but the index says 30 (the shard does not match its index)"));
+                          " has 31 bytes but the index says 30 (the shard does "
+                          "not match its index)"));
 }
 
 TEST_F(Bundle, FlippedDataByteNamesTheTensorAndTheShard) {
@@ -310,8 +319,9 @@ TEST_F(Bundle, FlippedDataByteNamesTheTensorAndTheShard) {
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   // The corrupt bytes' CRC, from the Python model: bytes 18..30 with byte 20
   // xor 0x5a.
-  const Status expected = DataLossError("checkpoint ", Prefix("b"), ": tensor \"x\" is corrupt: its 12 bytes at offset 18 of ",
-                                        shard, " have CRC32C 0x5d6deeb8 but the index says 0x384de783");
+  const Status expected =
+      DataLossError("checkpoint ", Prefix("b"), ": tensor \"x\" is corrupt: its 12 bytes at offset 18 of ", shard,
+                    " have CRC32C 0x5d6deeb8 but the index says 0x384de783");
   EXPECT_EQ((*reader)->Read("x").status(), expected);
   EXPECT_EQ((*reader)->Verify(*(*reader)->Find("x")), expected);
   EXPECT_EQ((*reader)->VerifyAll(), expected);
@@ -320,22 +330,24 @@ TEST_F(Bundle, FlippedDataByteNamesTheTensorAndTheShard) {
 
   FlipByte(shard, 9);  // inside "a" too
   EXPECT_EQ((*reader)->VerifyAll().code(), Code::kDataLoss);
-  EXPECT_TRUE(StartsWith((*reader)->VerifyAll().message(),
-                         StrCat("checkpoint ", Prefix("b"), ": tensor \"a\" is corrupt: its 18 bytes at offset 0 of ")));
+  EXPECT_TRUE(
+      StartsWith((*reader)->VerifyAll().message(),
+                 StrCat("checkpoint ", Prefix("b"), ": tensor \"a\" is corrupt: its 18 bytes at offset 0 of ")));
   EXPECT_TRUE(EndsWith((*reader)->VerifyAll().message(), " (2 tensors fail in all)"));
 }
 
 TEST_F(Bundle, UnknownTensorSuggestsTheClosestName) {
-  ASSERT_TRUE(WriteBundle(Prefix("b"), {{"dense/w", Tensor::Scalar<float>(1)}, {"dense/b", Tensor::Scalar<float>(2)}},
-                          {})
-                  .ok());
+  ASSERT_TRUE(
+      WriteBundle(Prefix("b"), {{"dense/w", Tensor::Scalar<float>(1)}, {"dense/b", Tensor::Scalar<float>(2)}}, {})
+          .ok());
   auto reader = BundleReader::Open(Prefix("b"));
   ASSERT_TRUE(reader.ok());
   EXPECT_EQ((*reader)->Find("dense/ww"), nullptr);
   EXPECT_EQ((*reader)->Read("dense/ww").status(),
             NotFoundError("checkpoint ", Prefix("b"), " has no tensor \"dense/ww\"; did you mean \"dense/w\"?"));
-  EXPECT_EQ((*reader)->Read("conv1/kernel").status(),
-            NotFoundError("checkpoint ", Prefix("b"), " has no tensor \"conv1/kernel\" (it has \"dense/b\", \"dense/w\")"));
+  EXPECT_EQ(
+      (*reader)->Read("conv1/kernel").status(),
+      NotFoundError("checkpoint ", Prefix("b"), " has no tensor \"conv1/kernel\" (it has \"dense/b\", \"dense/w\")"));
 }
 
 TEST_F(Bundle, ShardTruncatedAfterOpenIsDataLoss) {
@@ -344,9 +356,88 @@ TEST_F(Bundle, ShardTruncatedAfterOpenIsDataLoss) {
   ASSERT_TRUE(reader.ok());
   const std::string shard = Prefix("b") + ".data-00000-of-00001";
   ASSERT_EQ(::truncate(shard.c_str(), 20), 0);
-  EXPECT_EQ((*reader)->Read("x").status(),
-            DataLossError("checkpoint ", Prefix("b"), ": tensor \"x\": ", shard,
-                          " ends at byte 20, before byte 30 (the file was truncated after it was opened)"));
+  EXPECT_EQ((*reader)->Read("x").status(), DataLossError("checkpoint ", Prefix("b"), ": tensor \"x\": ", shard,
+                                                         " ends at byte 20, before byte 30 (the file was "
+                                                         "truncated after it was opened)"));
+}
+
+}  // namespace
+}  // namespace weft::checkpoint
+
+// --- Sharded bundles (the ps tasks of a cluster write, the chief commits)
+// ------
+
+namespace weft::checkpoint {
+namespace {
+
+TEST_F(Bundle, ShardsWrittenApartReadAsOneBundle) {
+  const std::string p = Prefix("s");
+  auto part1 = WriteDataShard(p, 1, 2, {{"b", Tensor::FromVector<float>({4, 5})}});
+  ASSERT_TRUE(part1.ok()) << part1.status().ToString();
+  auto part0 = WriteDataShard(p, 0, 2, Small());
+  ASSERT_TRUE(part0.ok()) << part0.status().ToString();
+  // No index yet: the bundle does not exist until it is committed.
+  EXPECT_EQ(BundleReader::Open(p).status().code(), Code::kNotFound);
+  // The parts travel as text.
+  auto decoded = DecodeIndexPart(EncodeIndexPart(*part1), "ps task 1");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_TRUE(CommitShardedBundle(p, {*decoded, *part0}, {{"step", "7"}}).ok());
+  EXPECT_EQ(Files(), (std::vector<std::string>{"s.data-00000-of-00002", "s.data-00001-of-00002", "s.index"}));
+  auto reader = BundleReader::Open(p);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->num_shards(), 2);
+  EXPECT_EQ((*reader)->metadata().at("step"), "7");
+  auto b = (*reader)->Read("b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->data<float>()[1], 5.0f);
+  EXPECT_EQ((*reader)->Read("a")->string_at(0), "hi");
+  EXPECT_TRUE((*reader)->VerifyAll().ok());
+}
+
+TEST_F(Bundle, ACommitChecksItsParts) {
+  const std::string p = Prefix("c");
+  auto part0 = WriteDataShard(p, 0, 2, {{"x", Tensor::FromVector<float>({1})}});
+  auto part1 = WriteDataShard(p, 1, 2, {{"x", Tensor::FromVector<float>({2})}});
+  ASSERT_TRUE(part0.ok() && part1.ok());
+  const std::string context = "cannot commit checkpoint " + p;
+  EXPECT_EQ(CommitShardedBundle(p, {}, {}), InvalidArgumentError(context, ": no shards"));
+  EXPECT_EQ(CommitShardedBundle(p, {*part0}, {}),
+            InvalidArgumentError(context, ": a part says it is shard 0 of 2, but 1 parts were given"));
+  EXPECT_EQ(CommitShardedBundle(p, {*part0, *part0}, {}), InvalidArgumentError(context, ": shard 0 is given twice"));
+  EXPECT_EQ(CommitShardedBundle(p, {*part0, *part1}, {}),
+            InvalidArgumentError(context, ": tensor \"x\" is in two shards"));
+  auto part1b = WriteDataShard(p, 1, 2, {{"y", Tensor::FromVector<float>({2, 3})}});
+  ASSERT_TRUE(part1b.ok());
+  // A shard whose file is gone, or not the size its writer reported.
+  const std::string shard1 = ShardPath(p, 1, 2);
+  const std::string bytes = ReadAll(shard1);
+  fs::remove(shard1);
+  EXPECT_EQ(CommitShardedBundle(p, {*part0, *part1b}, {}),
+            DataLossError(context, ": its data shard ", shard1, " is missing"));
+  WriteAll(shard1, bytes + "x");
+  EXPECT_EQ(CommitShardedBundle(p, {*part0, *part1b}, {}),
+            DataLossError(context, ": its data shard ", shard1, " has 9 bytes, its writer reported 8"));
+  EXPECT_EQ(BundleReader::Open(p).status().code(),
+            Code::kNotFound);  // nothing committed
+}
+
+TEST_F(Bundle, ShardWritesAndPartsRefuseBadInput) {
+  const std::string p = Prefix("w");
+  EXPECT_EQ(WriteDataShard(p, 2, 2, Small()).status(),
+            InvalidArgumentError("cannot save checkpoint ", p, ": shard 2 of 2 is out of range"));
+  const std::string missing = (dir_ / "nope" / "w").string();
+  EXPECT_EQ(
+      WriteDataShard(missing, 0, 1, Small()).status(),
+      NotFoundError("cannot save checkpoint ", missing, ": directory ", (dir_ / "nope").string(), " does not exist"));
+  EXPECT_EQ(DecodeIndexPart("abc", "ps task 3").status(),
+            DataLossError("ps task 3: a checkpoint shard's index part has odd length"));
+  EXPECT_EQ(DecodeIndexPart("zz", "ps task 3").status(),
+            DataLossError("ps task 3: a checkpoint shard's index part is not hex"));
+  EXPECT_EQ(DecodeIndexPart("00ff", "ps task 3").status().code(), Code::kDataLoss);
+  // Writing a shard removes a stale index of the same prefix first.
+  ASSERT_TRUE(WriteBundle(p, Small(), {}).ok());
+  ASSERT_TRUE(WriteDataShard(p, 0, 1, Small()).ok());
+  EXPECT_EQ(BundleReader::Open(p).status().code(), Code::kNotFound);
 }
 
 }  // namespace

@@ -5,13 +5,12 @@
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
+#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
-
-#include <gtest/gtest.h>
 
 #include "core/dist/wire.capnp.h"
 
@@ -116,6 +115,15 @@ TEST(Wire, EveryRequestKindRoundTrips) {
   out = RoundTrip(e);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->request.abort_status, e.request.abort_status);
+
+  e = Envelope();
+  e.request.method = Method::kShutdown;
+  e.request.reason = "the chief ended the training run at step 40";
+  out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->request.method, Method::kShutdown);
+  EXPECT_EQ(out->request.reason, e.request.reason);
+  EXPECT_EQ(MethodName(Method::kShutdown), "Shutdown");
 
   for (Method m : {Method::kGetDevices, Method::kCleanupStep, Method::kHeartbeat, Method::kDeregisterGraph,
                    Method::kQuerySupport}) {
@@ -259,7 +267,8 @@ TEST(Wire, WritesFuzzSeedsOnRequest) {
   samples[0].request.feeds.push_back({0, Tensor::FromVector<float>({1, 2, 3}, Shape{3})});
   samples[0].request.feeds.push_back({1, Tensor::Strings({"ab"}, Shape{1})});
   samples[1].request.method = Method::kRecvTensor;
-  samples[1].request.key = runtime::RendezvousKey::Make("/job:ps/task:0/device:CPU:0", 1, "/job:worker/task:0/device:CPU:0", "x:0");
+  samples[1].request.key =
+      runtime::RendezvousKey::Make("/job:ps/task:0/device:CPU:0", 1, "/job:worker/task:0/device:CPU:0", "x:0");
   samples[2].is_response = true;
   samples[2].response.method = Method::kGetDevices;
   samples[2].response.devices = {{"/job:ps/task:0/device:CPU:0", "CPU", 0, 1, true, 0, 0}};

@@ -1,0 +1,490 @@
+// Training on a cluster of real processes: parameter servers started with
+// `weft serve`, workers with `weft train --job worker --task i`, on
+// loopback ports chosen at run time. The accuracy test trains the sample
+// MLP asynchronously with 1 ps + 2 workers; the others are the bad input
+// and faults of docs/distributed.md ("Training on a cluster"), each with
+// its message. Every wait is bounded; every process is killed at the end.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <thread>
+
+#include "core/base/strings.h"
+#include "tests/integration/loopback.h"
+#include "tests/integration/subprocess.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::BackgroundProcess;
+using testing::ProcessResult;
+
+const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+const std::string kModels = WEFT_SOURCE_DIR "/configs/models/";
+
+bool DataPresent() { return fs::exists(kFashion + "train-images-idx3-ubyte.gz"); }
+
+// The value of "name=<number>" in a `final:` line, or NaN.
+double FinalValue(const std::string& out, const std::string& name) {
+  std::smatch m;
+  const std::regex re("final: .*\\b" + name + "=([-+0-9.eE]+|nan)");
+  if (!std::regex_search(out, m, re)) return std::nan("");
+  return std::stod(m[1]);
+}
+
+class PsTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / StrCat("weft_ps_train_test_", getpid(), "_",
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    workers_.clear();
+    tasks_.clear();  // kills what still runs
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  struct Layout {
+    int ps = 1;
+    int workers = 2;
+    bool ps_job = true;
+    std::string cluster_extra;  // more [cluster] keys
+    std::string more;           // more sections, at the end
+  };
+
+  // A training config for fashion_mlp on Fashion-MNIST with a [cluster] of
+  // |layout| on free loopback ports; |training| is the [training] section.
+  std::string WriteConfig(const std::string& name, const Layout& layout, const std::string& training,
+                          int64_t connect_ms = 30000) {
+    const fs::path path = dir_ / name;
+    std::ofstream out(path);
+    out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = " << connect_ms << "\nrpc_timeout_ms = 60000\n"
+        << layout.cluster_extra << "[cluster.jobs]\n";
+    auto ports = [&](int n) {
+      std::vector<std::string> list;
+      for (int i = 0; i < n; ++i) list.push_back(StrCat("\"127.0.0.1:", testing::FreePort(), "\""));
+      return StrCat("[", StrJoin(list, ", "), "]");
+    };
+    if (layout.ps_job) out << "ps = " << ports(layout.ps) << "\n";
+    out << "worker = " << ports(layout.workers) << "\n\n";
+    out << "[model]\nloss = \"loss\"\nimages = \"images\"\nlabels = "
+           "\"labels\"\naccuracy = \"accuracy\"\n"
+        << "init = \"init\"\n\n"
+        << "[data]\nformat = \"idx\"\n"
+        << "train_images = \"" << kFashion << "train-images-idx3-ubyte.gz\"\n"
+        << "train_labels = \"" << kFashion << "train-labels-idx1-ubyte.gz\"\n"
+        << "test_images = \"" << kFashion << "t10k-images-idx3-ubyte.gz\"\n"
+        << "test_labels = \"" << kFashion << "t10k-labels-idx1-ubyte.gz\"\n"
+        << "scale = 0.00392156862745098\nshuffle = true\n\n"
+        << "[training]\n"
+        << training << "\n"
+        << "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n"
+        << layout.more;
+    return path.string();
+  }
+
+  static std::map<std::string, std::string> Env() { return {{"WEFT_PLUGIN_PATH", ""}}; }
+
+  ProcessResult Weft(std::vector<std::string> args) {
+    args.insert(args.begin(), WEFT_CLI);
+    return testing::Run(args, Env());
+  }
+
+  // Starts ps task |task| with `weft serve` (or, with |train|, `weft
+  // train`, which serves until the chief ends the run) and waits until it
+  // listens.
+  BackgroundProcess* ServePs(const std::string& config, int task, bool train = false) {
+    std::vector<std::string> argv = {WEFT_CLI, "serve", "--config", config,
+                                     "--job",  "ps",    "--task",   std::to_string(task)};
+    if (train)
+      argv = {WEFT_CLI, "train",  kModels + "fashion_mlp.wgt", "--config", config, "--job",
+              "ps",     "--task", std::to_string(task)};
+    tasks_.push_back(std::make_unique<BackgroundProcess>(argv, Env()));
+    BackgroundProcess* p = tasks_.back().get();
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (p->Output().find("listening on") == std::string::npos) {
+      if (!p->running() || std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "ps task " << task << " did not start:\n" << p->Output();
+        return p;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return p;
+  }
+
+  // Starts `weft train` as worker |task| in the background.
+  BackgroundProcess* StartWorker(const std::string& config, int task, const std::string& model = "fashion_mlp.wgt",
+                                 const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {WEFT_CLI, "train",  kModels + model, "--config",          config,
+                                     "--job",  "worker", "--task",        std::to_string(task)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    workers_.push_back(std::make_unique<BackgroundProcess>(argv, Env()));
+    return workers_.back().get();
+  }
+
+  // Runs a cluster of |layout.ps| ps tasks (`weft train`) and one worker
+  // to its end; returns the worker's output.
+  std::string TrainOnCluster(const std::string& config, int num_ps, const std::vector<std::string>& extra = {}) {
+    std::vector<BackgroundProcess*> ps;
+    for (int k = 0; k < num_ps; ++k) ps.push_back(ServePs(config, k, /*train=*/true));
+    BackgroundProcess* chief = StartWorker(config, 0, "fashion_mlp.wgt", extra);
+    EXPECT_TRUE(chief->Wait(300000)) << chief->Output();
+    EXPECT_EQ(chief->exit_code(), 0) << chief->Output();
+    for (BackgroundProcess* p : ps) {
+      EXPECT_TRUE(p->Wait(30000)) << p->Output();
+    }
+    return chief->Output();
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<BackgroundProcess>> tasks_;
+  std::vector<std::unique_ptr<BackgroundProcess>> workers_;
+};
+
+// The acceptance run: the sample MLP, 1 ps + 2 workers, asynchronous Adam
+// with a cosine schedule, four passes over each worker's half of the data;
+// the chief evaluates.
+TEST_F(PsTraining, OnePsAndTwoWorkersTrainTheMlpToTheAccuracy) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config = WriteConfig("async.toml", {},
+                                         "batch_size = 128\nepochs = 4\nseed = 1\nlog_every = 100\n\n[schedule]\n"
+                                         "kind = \"cosine\"\nmin_learning_rate = 0.0001\n");
+  // Every task runs `weft train`, as under mpirun: the ps task serves
+  // until the chief ends the run.
+  BackgroundProcess* ps = ServePs(config, 0, /*train=*/true);
+  BackgroundProcess* chief = StartWorker(config, 0);
+  BackgroundProcess* other = StartWorker(config, 1);
+  ASSERT_TRUE(chief->Wait(600000)) << chief->Output();
+  ASSERT_TRUE(other->Wait(600000)) << other->Output();
+  const std::string out0 = chief->Output();
+  const std::string out1 = other->Output();
+  EXPECT_EQ(chief->exit_code(), 0) << out0;
+  EXPECT_EQ(other->exit_code(), 0) << out1;
+  // Each worker trains on its half: 30,000 examples, 234 steps of 128 an
+  // epoch.
+  EXPECT_NE(out0.find("936 steps (234 per epoch)"), std::string::npos) << out0;
+  EXPECT_NE(out0.find("worker 0 of 2 (the chief), variables on 1 ps task"), std::string::npos) << out0;
+  EXPECT_NE(out1.find("worker 1 of 2, variables on 1 ps task"), std::string::npos) << out1;
+  const double accuracy = FinalValue(out0, "test_accuracy");
+  EXPECT_GE(accuracy, 0.85) << out0;
+  // The other worker does not evaluate.
+  EXPECT_NE(out1.find("final: step=936"), std::string::npos) << out1;
+  std::cout << "chief's test accuracy: " << accuracy << "\n";
+  // The chief stopped the ps task, which exits cleanly.
+  EXPECT_NE(out0.find("stopped /job:ps/task:0: the run is over"), std::string::npos) << out0;
+  ASSERT_TRUE(ps->Wait(30000)) << ps->Output();
+  EXPECT_EQ(ps->exit_code(), 0) << ps->Output();
+  EXPECT_NE(ps->Output().find("weft train: /job:ps/task:0 stopping "
+                              "(/job:worker/task:0: the chief ended the training "
+                              "run at step 936)"),
+            std::string::npos)
+      << ps->Output();
+}
+
+// A checkpoint of a 2-ps cluster: each ps task writes its own shard in the
+// same step and the chief commits the index. It restores into a new 2-ps
+// cluster and into one process, both evaluating exactly as the chief did
+// (the same variables); a missing shard, or a shard of another step, is an
+// error naming the shard file, and nothing is restored.
+TEST_F(PsTraining, ACheckpointOfTwoPsTasksRestoresIntoAClusterAndIntoOneProcess) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string ckpt = (dir_ / "ckpt").string();
+  Layout layout;
+  layout.ps = 2;
+  layout.workers = 1;
+  layout.more = "\n[checkpoint]\ndir = \"" + ckpt + "\"\nevery_steps = 20\nkeep = 5\n";
+  const std::string config = WriteConfig("ckpt.toml", layout, "batch_size = 64\nsteps = 40\nlog_every = 20\n");
+  const std::string trained = TrainOnCluster(config, 2);
+  for (const char* file :
+       {"ckpt-40.index", "ckpt-40.data-00000-of-00002", "ckpt-40.data-00001-of-00002", "ckpt-20.data-00001-of-00002"}) {
+    EXPECT_TRUE(fs::exists(fs::path(ckpt) / file)) << file << "\n" << trained;
+  }
+  auto eval_line = [](const std::string& out) {
+    const std::size_t at = out.find("eval at step 40:");
+    return at == std::string::npos ? std::string("(no eval line)") : out.substr(at, out.find('\n', at) - at);
+  };
+  const std::string expected = eval_line(trained);
+  ASSERT_NE(expected, "(no eval line)") << trained;
+  // The index records the global step every shard belongs to.
+  ProcessResult inspect = Weft({"ckpt", "inspect", ckpt + "/ckpt-40"});
+  EXPECT_NE(inspect.out.find("global_step"), std::string::npos) << inspect.out << inspect.err;
+  EXPECT_NE(inspect.out.find("ps_tasks"), std::string::npos) << inspect.out << inspect.err;
+
+  // Into one process: resume at step 40, train nothing more, evaluate.
+  ProcessResult local = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--local", "--resume"});
+  EXPECT_EQ(local.exit_code, 0) << local.out << local.err;
+  EXPECT_NE(local.out.find("resumed from " + ckpt + "/ckpt-40 at step 40"), std::string::npos) << local.out;
+  EXPECT_EQ(eval_line(local.out), expected) << local.out;
+
+  // Into a new cluster of two ps tasks.
+  const std::string again = TrainOnCluster(config, 2, {"--resume"});
+  EXPECT_NE(again.find("resumed from " + ckpt + "/ckpt-40 at step 40"), std::string::npos) << again;
+  EXPECT_EQ(eval_line(again), expected) << again;
+
+  // A shard of another step in its place, then a missing shard.
+  const fs::path shard = fs::path(ckpt) / "ckpt-40.data-00001-of-00002";
+  fs::copy_file(fs::path(ckpt) / "ckpt-20.data-00001-of-00002", shard, fs::copy_options::overwrite_existing);
+  ProcessResult stale = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--local", "--resume"});
+  EXPECT_EQ(stale.exit_code, 1) << stale.out << stale.err;
+  EXPECT_NE(stale.err.find(shard.string()), std::string::npos) << stale.err;
+  // A checkpoint missing a shard does not open: as for any checkpoint that
+  // does not open, --resume takes the newest one that does (docs/
+  // checkpoints.md), saying which shard is missing; nothing of ckpt-40 is
+  // loaded.
+  fs::remove(shard);
+  ProcessResult missing =
+      Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--local", "--resume", "--steps", "20"});
+  EXPECT_EQ(missing.exit_code, 0) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("its data shard " + shard.string() + " is missing"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.out.find("resumed from " + ckpt + "/ckpt-20 at step 20"), std::string::npos) << missing.out;
+}
+
+// --- Bad input and faults
+// --------------------------------------------------------------------
+
+TEST_F(PsTraining, WithoutJobAndTaskTheMessageSaysWhatToGive) {
+  const std::string config = WriteConfig("nojob.toml", {}, "steps = 1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("weft train on a cluster runs one worker: give --job "
+                       "worker --task I"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("has 2 workers; worker 0 is the chief"), std::string::npos) << r.err;
+}
+
+TEST_F(PsTraining, AWorkerIndexTheClusterDoesNotHaveIsRefused) {
+  const std::string config = WriteConfig("range.toml", {}, "steps = 1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--job", "worker", "--task", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("task 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 tasks"), std::string::npos) << r.err;
+}
+
+TEST_F(PsTraining, AClusterWithoutAPsJobIsRefused) {
+  Layout layout;
+  layout.ps_job = false;
+  const std::string config = WriteConfig("nops.toml", layout, "steps = 1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("keeps the variables on the tasks of a job named "
+                       "\"ps\", and [cluster] has none (jobs: "
+                       "worker (2))"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(PsTraining, AnUnknownVariablePlacementIsRefusedWithItsPosition) {
+  Layout layout;
+  layout.cluster_extra = "variable_placement = \"by_size\"\n";
+  const std::string config = WriteConfig("strategy.toml", layout, "steps = 1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("strategy.toml:5:22: cluster.variable_placement: expected one "
+                       "of \"greedy_bytes\", \"round_robin\", got \"by_size\""),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("cluster.variable_placement"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("greedy_bytes"), std::string::npos) << r.err;
+}
+
+// A worker other than the chief waits for the variables, saying so, and
+// gives up at cluster.init_timeout_s naming the chief.
+TEST_F(PsTraining, AWorkerWithoutAChiefWaitsThenNamesIt) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.cluster_extra = "init_timeout_s = 5\n";
+  const std::string config = WriteConfig("nochief.toml", layout, "steps = 10\n");
+  ServePs(config, 0);
+  BackgroundProcess* w = StartWorker(config, 1);
+  ASSERT_TRUE(w->Wait(120000)) << w->Output();
+  const std::string out = w->Output();
+  EXPECT_EQ(w->exit_code(), 1) << out;
+  EXPECT_NE(out.find("waiting for the chief (/job:worker/task:0) to initialise "
+                     "the variables: 0 of "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("worker 1 waited 5 s for the chief (/job:worker/task:0) "
+                     "to initialise the variables"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("is the chief running? (the wait is cluster.init_timeout_s)"), std::string::npos) << out;
+}
+
+// The chief waits for a ps task that is not up yet, up to
+// connect_timeout_ms, and then names it.
+TEST_F(PsTraining, AChiefWithoutItsPsTaskNamesIt) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config = WriteConfig("nops_up.toml", {}, "steps = 10\n", 1500);
+  BackgroundProcess* w = StartWorker(config, 0);
+  ASSERT_TRUE(w->Wait(120000)) << w->Output();
+  const std::string out = w->Output();
+  EXPECT_EQ(w->exit_code(), 1) << out;
+  EXPECT_NE(out.find("/job:ps/task:0"), std::string::npos) << out;
+}
+
+// Two workers that disagree on the model: the second is refused, naming
+// the variable whose shape differs; the chief goes on.
+TEST_F(PsTraining, WorkersThatDisagreeOnTheModelAreRefusedNamingTheVariable) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config = WriteConfig("disagree.toml", {}, "batch_size = 64\nsteps = 3000\nlog_every = 50\n");
+  ServePs(config, 0);
+  BackgroundProcess* chief = StartWorker(config, 0);
+  // Wait until the chief trains (the variables exist on the ps).
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (chief->Output().find("step 50/") == std::string::npos &&
+         chief->Output().find("step=50 ") == std::string::npos) {
+    ASSERT_TRUE(chief->running()) << chief->Output();
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << chief->Output();
+    std::this_thread::sleep_for(50ms);
+  }
+  BackgroundProcess* other = StartWorker(config, 1, "fashion_cnn.wgt");
+  ASSERT_TRUE(other->Wait(120000)) << other->Output();
+  const std::string out = other->Output();
+  EXPECT_EQ(other->exit_code(), 1) << out;
+  EXPECT_NE(out.find("dense1/kernel"), std::string::npos) << out;
+  EXPECT_TRUE(chief->running()) << chief->Output();
+}
+
+// A ps task started with `weft serve` is not stopped by the chief: the run
+// ends with a note, and the task keeps serving.
+TEST_F(PsTraining, APsTaskOfWeftServeKeepsServingAfterTheRun) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.workers = 1;
+  const std::string config = WriteConfig("serve_ps.toml", layout, "batch_size = 64\nsteps = 10\n");
+  BackgroundProcess* ps = ServePs(config, 0);
+  BackgroundProcess* chief = StartWorker(config, 0);
+  ASSERT_TRUE(chief->Wait(120000)) << chief->Output();
+  const std::string out = chief->Output();
+  EXPECT_EQ(chief->exit_code(), 0) << out;
+  EXPECT_NE(out.find("/job:ps/task:0 was started with `weft serve` and stops "
+                     "only on SIGINT or SIGTERM, not when "
+                     "/job:worker/task:0 asks (the chief ended the training "
+                     "run at step 10)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("(tasks started with `weft serve` keep serving)"), std::string::npos) << out;
+  EXPECT_TRUE(ps->running()) << ps->Output();
+}
+
+// `weft place --train --explain` on a cluster of two ps tasks: every
+// variable and its Adam slots on one ps task, with the reason.
+TEST_F(PsTraining, PlaceExplainsWhereEachVariableWent) {
+  Layout layout;
+  layout.ps = 2;
+  layout.workers = 1;
+  const std::string config = WriteConfig("place.toml", layout, "steps = 1\n");
+  ServePs(config, 0);
+  ServePs(config, 1);
+  tasks_.push_back(std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{WEFT_CLI, "serve", "--config", config, "--job", "worker", "--task", "0"}, Env()));
+  ProcessResult r = Weft({"place", kModels + "fashion_mlp.wgt", "--config", config, "--train", "--explain"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // fashion_mlp: dense1/kernel (784x512), dense2/kernel (512x512), dense3
+  // (512x10) and the biases; with Adam each counts three times. Largest
+  // first to the emptier task: dense1/kernel to ps 0, dense2/kernel to ps 1,
+  // then everything else to ps 1, which holds less; the slots go with
+  // their variable.
+  EXPECT_NE(r.out.find("cluster.variable_placement = \"greedy_bytes\": 4.6 MiB "
+                       "with its 2 slots, read by 1 op, to "
+                       "ps task 0 of 2, which held the fewest (0 B)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cluster.variable_placement = \"greedy_bytes\": 3.0 MiB "
+                       "with its 2 slots, read by 1 op, to "
+                       "ps task 1 of 2, which held the fewest (0 B)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("saves the variables of ps task 1 as shard 1 of the checkpoint"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/job:ps/task:0/device:CPU:0: 24 nodes"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("dense1/kernel/adam/m +VarHandle +/job:ps/task:0/device:CPU:0")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("dense2/kernel/adam/v +VarHandle +/job:ps/task:1/device:CPU:0")))
+      << r.out;
+}
+
+// Waits until |p| printed |text| (a progress line); false when it exits
+// first or after two minutes.
+bool WaitForOutput(BackgroundProcess* p, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (p->Output().find(text) == std::string::npos) {
+    if (!p->running() || std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+// Workers are expendable: the chief trains on when another worker is
+// killed, and ends the run without it (after init_timeout_s).
+TEST_F(PsTraining, LosingAWorkerLeavesTheChiefTraining) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.cluster_extra = "init_timeout_s = 3\n";
+  const std::string config = WriteConfig("lose_worker.toml", layout, "batch_size = 64\nsteps = 300\nlog_every = 20\n");
+  BackgroundProcess* ps = ServePs(config, 0, /*train=*/true);
+  BackgroundProcess* chief = StartWorker(config, 0);
+  BackgroundProcess* other = StartWorker(config, 1);
+  ASSERT_TRUE(WaitForOutput(other, "step 20/")) << other->Output();
+  other->Kill(SIGKILL);
+  ASSERT_TRUE(chief->Wait(300000)) << chief->Output();
+  const std::string out = chief->Output();
+  EXPECT_EQ(chief->exit_code(), 0) << out;
+  EXPECT_NE(out.find("final: step=300 "), std::string::npos) << out;
+  EXPECT_NE(out.find("1 of the other 1 workers did not finish within 3 s "
+                     "(cluster.init_timeout_s); ending the run "
+                     "without them"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(ps->Wait(30000)) << ps->Output();
+}
+
+// Losing the chief stops the other workers, naming it.
+TEST_F(PsTraining, LosingTheChiefStopsTheOtherWorkersNamingIt) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config = WriteConfig("lose_chief.toml", {}, "batch_size = 64\nsteps = 100000\nlog_every = 20\n");
+  ServePs(config, 0, /*train=*/true);
+  BackgroundProcess* chief = StartWorker(config, 0);
+  BackgroundProcess* other = StartWorker(config, 1);
+  ASSERT_TRUE(WaitForOutput(other, "step 20/")) << other->Output();
+  chief->Kill(SIGKILL);
+  ASSERT_TRUE(other->Wait(120000)) << other->Output();
+  const std::string out = other->Output();
+  EXPECT_EQ(other->exit_code(), 1) << out;
+  EXPECT_NE(out.find("the chief (/job:worker/task:0) is gone at step "), std::string::npos) << out;
+  EXPECT_NE(out.find("this worker stops (start the chief again with --resume, "
+                     "then the workers)"),
+            std::string::npos)
+      << out;
+}
+
+// Losing a ps task fails the workers' steps, naming it.
+TEST_F(PsTraining, LosingAPsTaskFailsTheStepNamingIt) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.workers = 1;
+  const std::string config = WriteConfig("lose_ps.toml", layout, "batch_size = 64\nsteps = 100000\nlog_every = 20\n");
+  BackgroundProcess* ps = ServePs(config, 0, /*train=*/true);
+  BackgroundProcess* chief = StartWorker(config, 0);
+  ASSERT_TRUE(WaitForOutput(chief, "step 20/")) << chief->Output();
+  ps->Kill(SIGKILL);
+  ASSERT_TRUE(chief->Wait(120000)) << chief->Output();
+  const std::string out = chief->Output();
+  EXPECT_EQ(chief->exit_code(), 1) << out;
+  EXPECT_NE(out.find("training step "), std::string::npos) << out;
+  EXPECT_NE(out.find("/job:ps/task:0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace weft
