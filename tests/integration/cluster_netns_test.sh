@@ -4,8 +4,10 @@
 # server in one and a worker in the other, each a `weft serve` process on
 # its own interface; the client runs in the first namespace. The sample
 # MLP split across them (dense1 on the ps) must give the bytes one process
-# gives. Then, in a namespace whose resolver is its own loopback (nothing
-# answers there), an address that does not resolve must be named.
+# gives. Then 1 ps + 2 workers train the sample MLP across the namespaces
+# (the chief in the second, the others in the first) and end by themselves.
+# Then, in a namespace whose resolver is its own loopback (nothing answers
+# there), an address that does not resolve must be named.
 #
 #   cluster_netns_test.sh WEFT_BINARY SOURCE_DIR
 #
@@ -93,6 +95,44 @@ ip netns exec "$a" timeout 60 "$weft" place "$model" --config "$work/cluster.tom
 grep -q "/job:ps/task:0/device:CPU:0" "$work/place.out" || { echo "FAIL: nothing placed on the ps"; cat "$work/place.out"; exit 1; }
 grep -q "/job:worker/task:0/device:CPU:0" "$work/place.out" || { echo "FAIL: nothing on the worker"; exit 1; }
 echo "ok: the MLP split across two namespaces over veth matches one process bit for bit"
+
+# Training across the namespaces: the ps and worker 1 in one, the chief in
+# the other, every task running `weft train` (the ps task serves until the
+# chief ends the run). 40 steps each; both workers and the ps must end by
+# themselves.
+if [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+  cat >"$work/train.toml" <<EOF
+[cluster]
+transport = "tcp"
+connect_timeout_ms = 20000
+rpc_timeout_ms = 30000
+[cluster.jobs]
+ps = ["192.0.2.1:7080"]
+worker = ["192.0.2.2:7081", "192.0.2.1:7082"]
+EOF
+  cat "$source/tests/integration/fashion_mlp_40_steps.toml" >>"$work/train.toml"
+  mlp="$source/configs/models/fashion_mlp.wgt"
+  train_pids=()
+  for spec in "$a ps 0" "$b worker 0" "$a worker 1"; do
+    read -r ns job task <<<"$spec"
+    ip netns exec "$ns" timeout 300 "$weft" train "$mlp" --config "$work/train.toml" --job "$job" --task "$task" \
+      >"$work/train-$job-$task.log" 2>&1 &
+    train_pids+=($!)
+    pids+=($!)
+  done
+  for i in 0 1 2; do
+    wait "${train_pids[$i]}" || { echo "FAIL: training task $i exited $?:"; cat "$work"/train-*.log; exit 1; }
+  done
+  grep -q "^final: step=40 .*test_accuracy=0\." "$work/train-worker-0.log" ||
+    { echo "FAIL: the chief's final line:"; cat "$work/train-worker-0.log"; exit 1; }
+  grep -q "^final: step=40 " "$work/train-worker-1.log" ||
+    { echo "FAIL: worker 1's final line:"; cat "$work/train-worker-1.log"; exit 1; }
+  grep -q "stopping (/job:worker/task:0: the chief ended the training run at step 40)" "$work/train-ps-0.log" ||
+    { echo "FAIL: the ps task was not stopped by the chief:"; cat "$work/train-ps-0.log"; exit 1; }
+  echo "ok: 1 ps + 2 workers trained across the namespaces: $(grep '^final:' "$work/train-worker-0.log")"
+else
+  echo "note: dataset-fashion-mnist is not installed; the training across namespaces was skipped"
+fi
 
 # An address that does not resolve: the namespace's resolver is its own
 # loopback, where nothing answers, so the lookup fails at once.

@@ -22,6 +22,13 @@
 //                    process (a local session): the per-iteration cost of
 //                    keeping two tasks' frames in step (the loop predicate
 //                    and the loop values cross the network every iteration)
+//   ps_train_mlp     the sample MLP (configs/models/fashion_mlp.wgt, 2.7 MB
+//                    of parameters) trained with Adam, batch 128, by
+//                    `weft train` processes: milliseconds per step through
+//                    1 ps + 1 worker (the parameters read from the ps and
+//                    the gradients sent back every step) vs the same steps
+//                    in one process; and examples per second of 1 ps + 2
+//                    workers (asynchronous) vs one process
 //
 // Each prints BENCH lines: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // (speedup > 1: Weft ahead). On a 2-core machine the processes share the
@@ -59,9 +66,9 @@
 #include "core/dist/transport.h"
 #include "core/graph/builder.h"
 #include "core/graph/control_flow.h"
+#include "core/plugin/plugin_host.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/session.h"
-#include "core/plugin/plugin_host.h"
 
 namespace weft::bench {
 namespace {
@@ -404,8 +411,8 @@ Graph NullStepGraph(int num_ps) {
   std::vector<Output> inits;
   for (int p = 0; p < num_ps; ++p) {
     auto on = b.DeviceScope(StrCat("/job:ps/task:", p));
-    Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}},
-                    StrCat("v", p));
+    Output v =
+        b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}}, StrCat("v", p));
     inits.push_back(b.Op("Assign", {v, b.Scalar<float>(1.0f)}, {}, StrCat("init", p)));
     b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, StrCat("read", p));
   }
@@ -533,7 +540,10 @@ Graph LoopGraph(bool split) {
   GraphBuilder b;
   Output n = b.Placeholder(DType::kI64, Shape{}, "n");
   auto r = WhileLoop(
-      b, [&](const std::vector<Output>& v) -> Expected<Output> { return b.Op("Less", {v[0], n}); },
+      b,
+      [&](const std::vector<Output>& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], n});
+      },
       [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
         Output s;
         {
@@ -559,8 +569,8 @@ void RemoteLoop() {
   Tasks tasks;
   const std::string ps = StrCat("127.0.0.1:", FreePort()), worker = StrCat("127.0.0.1:", FreePort());
   tasks.config = dir + "/remote_loop.toml";
-  std::ofstream(tasks.config) << "[cluster]\ntransport = \"tcp\"\n[cluster.jobs]\nps = [\"" << ps
-                              << "\"]\nworker = [\"" << worker << "\"]\n";
+  std::ofstream(tasks.config) << "[cluster]\ntransport = \"tcp\"\n[cluster.jobs]\nps = [\"" << ps << "\"]\nworker = [\""
+                              << worker << "\"]\n";
   tasks.peers = {{"/job:worker/task:0", "tcp://" + worker}, {"/job:ps/task:0", "tcp://" + ps}};
   for (const auto& [job, task] : {std::pair<const char*, const char*>{"ps", "0"}, {"worker", "0"}}) {
     const pid_t pid = fork();
@@ -605,13 +615,122 @@ void RemoteLoop() {
   Bench("remote_loop", Median(remote_times), Median(local_times), "us", false);
 }
 
+// --- ps_train_mlp ---------------------------------------------------------------------------
+
+// Runs `weft <args>` to its end; its stdout.
+std::string RunWeft(const std::vector<std::string>& args) {
+  int fds[2];
+  if (pipe(fds) != 0) Check(InternalError("pipe"));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    std::vector<char*> argv = {const_cast<char*>(g_weft_cli.c_str())};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(g_weft_cli.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "weft %s failed:\n%s\n", args.empty() ? "" : args[0].c_str(), out.c_str());
+    std::exit(1);
+  }
+  return out;
+}
+
+// Seconds of training in "trained N steps in X s".
+double TrainedSeconds(const std::string& out) {
+  const std::size_t at = out.find("trained ");
+  const std::size_t in = out.find(" steps in ", at);
+  if (at == std::string::npos || in == std::string::npos) {
+    std::fprintf(stderr, "no 'trained N steps in X s' line in:\n%s\n", out.c_str());
+    std::exit(1);
+  }
+  return std::atof(out.c_str() + in + 10);
+}
+
+std::string TrainingConfig(const std::string& path, int workers, int steps) {
+  std::ofstream out(path);
+  if (workers > 0) {
+    out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = 30000\n[cluster.jobs]\nps = [\"127.0.0.1:"
+        << FreePort() << "\"]\nworker = [";
+    for (int w = 0; w < workers; ++w) out << (w ? ", " : "") << "\"127.0.0.1:" << FreePort() << "\"";
+    out << "]\n";
+  }
+  const std::string fashion = "/usr/share/datasets/fashion-mnist/";
+  out << "[model]\nloss = \"loss\"\nimages = \"images\"\nlabels = \"labels\"\naccuracy = \"accuracy\"\ninit = "
+         "\"init\"\n"
+      << "[data]\nformat = \"idx\"\ntrain_images = \"" << fashion << "train-images-idx3-ubyte.gz\"\ntrain_labels = \""
+      << fashion << "train-labels-idx1-ubyte.gz\"\nscale = 0.00392156862745098\nshuffle = true\n"
+      << "[training]\nbatch_size = 128\nlog_every = 1000\nsteps = " << steps << "\n"
+      << "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n";
+  return path;
+}
+
+// One cluster run of |workers| workers (and one ps, also `weft train`);
+// the seconds of training of each worker.
+std::vector<double> ClusterTrain(const std::string& config, const std::string& model, int workers) {
+  std::vector<std::future<std::string>> runs;
+  runs.push_back(std::async(std::launch::async, [&] {
+    return RunWeft({"train", model, "--config", config, "--job", "ps", "--task", "0"});
+  }));
+  for (int w = 0; w < workers; ++w) {
+    runs.push_back(std::async(std::launch::async, [&, w] {
+      return RunWeft({"train", model, "--config", config, "--job", "worker", "--task", std::to_string(w)});
+    }));
+  }
+  std::vector<double> seconds;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string out = runs[i].get();
+    if (i > 0) seconds.push_back(TrainedSeconds(out));
+  }
+  return seconds;
+}
+
+void PsTrainMlp() {
+  const std::string model =
+      (std::filesystem::path(g_weft_cli).parent_path() / ".." / ".." / "configs" / "models" / "fashion_mlp.wgt")
+          .lexically_normal()
+          .string();
+  const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_ps_train_bench_", getpid());
+  std::filesystem::create_directories(dir);
+  constexpr int kSteps = 300;
+  const int repeats = g_repeats > 0 ? g_repeats : 3;
+  std::vector<double> local_ms, one_ms, local_eps, two_eps;
+  for (int r = 0; r < repeats; ++r) {
+    const double local =
+        TrainedSeconds(RunWeft({"train", model, "--config", TrainingConfig(dir + "/local.toml", 0, kSteps)}));
+    local_ms.push_back(1000 * local / kSteps);
+    local_eps.push_back(kSteps * 128 / local);
+    const std::vector<double> one = ClusterTrain(TrainingConfig(dir + "/one.toml", 1, kSteps), model, 1);
+    one_ms.push_back(1000 * one[0] / kSteps);
+    // Two workers run concurrently: the cluster's examples per second is
+    // all the examples over the longer of the two.
+    const std::vector<double> two = ClusterTrain(TrainingConfig(dir + "/two.toml", 2, kSteps), model, 2);
+    two_eps.push_back(2.0 * kSteps * 128 / std::max(two[0], two[1]));
+  }
+  std::filesystem::remove_all(dir);
+  Bench("ps_train_mlp_1ps_1worker", Median(one_ms), Median(local_ms), "ms/step", false);
+  Bench("ps_train_mlp_1ps_2workers", Median(two_eps), Median(local_eps), "examples/s", true);
+}
+
 }  // namespace
 }  // namespace weft::bench
 
 int main(int argc, char** argv) {
   using namespace weft::bench;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop [--repeats N]\n");
+    std::fprintf(
+        stderr,
+        "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp [--repeats N]\n");
     return 2;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -627,6 +746,8 @@ int main(int argc, char** argv) {
     NullStep();
   } else if (name == "remote_loop") {
     RemoteLoop();
+  } else if (name == "ps_train_mlp") {
+    PsTrainMlp();
   } else {
     std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", name.c_str());
     return 2;
