@@ -861,6 +861,7 @@ Status Run::WaitForChief() {
   const int64_t timeout_s = config_.cluster ? config_.cluster->init_timeout_s : 300;
   const Clock::time_point deadline = start + std::chrono::seconds(timeout_s);
   Clock::time_point next_note = start + std::chrono::seconds(2);
+  bool noted = false;
   const std::size_t n = tg_.state_ready.size();
   while (true) {
     std::vector<Tensor> ready;
@@ -876,19 +877,20 @@ Status Run::WaitForChief() {
       return Status();
     }
     const Clock::time_point now = Clock::now();
+    auto note = [&] {
+      reporter_.Note(StrCat("waiting for the chief (/job:worker/task:0) to initialise the variables: ", count, " of ",
+                            n, " have a value (", Fixed(Seconds(now - start), 0), " s of ", timeout_s, ")"));
+      noted = true;
+    };
     if (now >= deadline) {
-      return Status(Code::kDeadlineExceeded, StrCat("worker ", worker_, " waited ", timeout_s,
-                                                    " s for the chief (/job:worker/task:0) to "
-                                                    "initialise the variables, and ",
-                                                    count, " of ", n,
-                                                    " have a value: is the chief running? (the wait is "
-                                                    "cluster.init_timeout_s)"));
+      if (!noted) note();  // said at least once, however slow the first asking was
+      return Status(Code::kDeadlineExceeded,
+                    StrCat("worker ", worker_, " waited ", timeout_s,
+                           " s for the chief (/job:worker/task:0) to initialise the variables, and ", count, " of ", n,
+                           " have a value: is the chief running? (the wait is cluster.init_timeout_s)"));
     }
     if (now >= next_note) {
-      reporter_.Note(
-          StrCat("waiting for the chief (/job:worker/task:0) to "
-                 "initialise the variables: ",
-                 count, " of ", n, " have a value (", Fixed(Seconds(now - start), 0), " s of ", timeout_s, ")"));
+      note();
       next_note = now + std::chrono::seconds(10);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
