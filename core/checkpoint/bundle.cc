@@ -102,6 +102,15 @@ Status CheckTensors(const std::string& prefix, const std::vector<std::pair<std::
   return Status();
 }
 
+// Files removed when it goes out of scope, unless |paths| was cleared:
+// no temporary file outlives a failed save.
+struct TemporaryFiles {
+  std::vector<std::string> paths;
+  ~TemporaryFiles() {
+    for (const std::string& p : paths) ::unlink(p.c_str());
+  }
+};
+
 // Checks |tensors| and the directory of |prefix|; the tensors by name.
 Expected<std::vector<const std::pair<std::string, Tensor>*>> SortedForSave(
     const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors) {
@@ -216,12 +225,7 @@ Status WriteBundle(const std::string& prefix, const std::vector<std::pair<std::s
   const std::string shard_temp = shard + suffix;
   const std::string index_temp = index_path + suffix;
   // Whatever happens below, no temporary file outlives a failed save.
-  struct Cleanup {
-    std::vector<std::string> paths;
-    ~Cleanup() {
-      for (const std::string& p : paths) ::unlink(p.c_str());
-    }
-  } cleanup{{shard_temp, index_temp}};
+  TemporaryFiles cleanup{{shard_temp, index_temp}};
 
   BundleIndex index;
   index.metadata = metadata;
@@ -270,12 +274,7 @@ Expected<BundleIndex> WriteDataShard(const std::string& prefix, int shard, int n
   const std::string dir = DirectoryOf(prefix);
   const std::string path = ShardPath(prefix, shard, num_shards);
   const std::string temp = path + internal::TempSuffix();
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      if (!path.empty()) ::unlink(path.c_str());
-    }
-  } cleanup{temp};
+  TemporaryFiles cleanup{{temp}};
   BundleIndex part;
   part.metadata = {{"shard", std::to_string(shard)}, {"num_shards", std::to_string(num_shards)}};
   const std::string context = StrCat("cannot save shard ", shard, " of checkpoint ", prefix);
@@ -286,7 +285,7 @@ Expected<BundleIndex> WriteDataShard(const std::string& prefix, int shard, int n
     return ErrnoStatus(StrCat(context, ": removing the old ", index_path));
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) return ErrnoStatus(StrCat(context, ": renaming ", temp, " to ", path));
-  cleanup.path.clear();
+  cleanup.paths.clear();
   WEFT_RETURN_IF_ERROR(FsyncDirectory(dir).WithContext(context));
   return part;
 }
@@ -344,12 +343,7 @@ Status CommitShardedBundle(const std::string& prefix, const std::vector<BundleIn
   }
   const std::string index_path = IndexPath(prefix);
   const std::string temp = index_path + internal::TempSuffix();
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      if (!path.empty()) ::unlink(path.c_str());
-    }
-  } cleanup{temp};
+  TemporaryFiles cleanup{{temp}};
   {
     auto fd = ScopedFd::Create(temp);
     if (!fd.ok()) return fd.status().WithContext(context);
@@ -362,7 +356,7 @@ Status CommitShardedBundle(const std::string& prefix, const std::vector<BundleIn
   if (::rename(temp.c_str(), index_path.c_str()) != 0) {
     return ErrnoStatus(StrCat(context, ": renaming ", temp, " to ", index_path));
   }
-  cleanup.path.clear();
+  cleanup.paths.clear();
   WEFT_RETURN_IF_ERROR(FsyncDirectory(DirectoryOf(prefix)).WithContext(context));
   Observe(options, WriteStage::kIndexRenamed);
   return Status();

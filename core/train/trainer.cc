@@ -419,6 +419,9 @@ class Run {
   Status BuildGraph();
   // Cluster mode: the SaveShard node of each ps task (BuildGraph).
   Status AddShardedSave();
+  // Cluster mode: where the variables, the finished-workers counter and
+  // the SaveShard nodes go (after the config's own pins).
+  std::vector<placement::Pin> ClusterPins() const;
   // Cluster mode: which worker this is, checked against the cluster.
   Status CheckClusterRole();
   // Cluster mode: places the variables on the ps tasks, starts this
@@ -782,12 +785,17 @@ Expected<TrainingPlacementPlan> Run::Plan() {
   TrainingPlacementPlan plan;
   plan.graph = tg_.graph;
   if (distributed()) {
-    plan.pins = dist::VariablePins(variable_placement_, "ps");
-    plan.pins.push_back(
-        {"cluster/workers_done", "/job:ps/task:0", "weft train", "the count of workers that finished, on ps task 0"});
-    plan.pins.insert(plan.pins.end(), save_pins_.begin(), save_pins_.end());
+    plan.pins = ClusterPins();
   }
   return plan;
+}
+
+std::vector<placement::Pin> Run::ClusterPins() const {
+  std::vector<placement::Pin> pins = dist::VariablePins(variable_placement_, "ps");
+  pins.push_back(
+      {"cluster/workers_done", "/job:ps/task:0", "weft train", "the count of workers that finished, on ps task 0"});
+  pins.insert(pins.end(), save_pins_.begin(), save_pins_.end());
+  return pins;
 }
 
 Status Run::CheckClusterRole() {
@@ -840,10 +848,7 @@ Status Run::StartCluster() {
   const std::string me = c.self->ToString();
   std::erase_if(so.tasks, [&](const dist::Peer& p) { return p.name != me && p.name.rfind("/job:worker/", 0) == 0; });
   std::stable_partition(so.tasks.begin(), so.tasks.end(), [&](const dist::Peer& p) { return p.name == me; });
-  for (placement::Pin& pin : dist::VariablePins(variable_placement_, "ps")) so.placement.pins.push_back(std::move(pin));
-  so.placement.pins.push_back(
-      {"cluster/workers_done", "/job:ps/task:0", "weft train", "the count of workers that finished, on ps task 0"});
-  so.placement.pins.insert(so.placement.pins.end(), save_pins_.begin(), save_pins_.end());
+  for (placement::Pin& pin : ClusterPins()) so.placement.pins.push_back(std::move(pin));
   WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
   auto service = dist::TaskService::Start(service_options, host_, devices_);
   if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
