@@ -40,6 +40,29 @@ Output SliceBack(GradContext& c, const Output& x, const Output& g, const std::ve
 }  // namespace
 
 void RegisterArrayGradients(GradRegistry& r) {
+  // Row routing (core/ops/sparse_ops.cc). Each stitched slice's gradient is
+  // the rows of the merged gradient it was written to; a partitioned
+  // slice's gradient goes back to the position it came from.
+  r.Register("DynamicStitch", [](GradContext& c, Dx& dx) {
+    const int n = static_cast<int>(c.Int("N"));
+    for (int m = 0; m < n; ++m) dx[static_cast<std::size_t>(n + m)] = c.Op("Gather", {c.grad(0), c.input(m)});
+    return Status();
+  });
+  r.Register("DynamicPartition", [](GradContext& c, Dx& dx) {
+    const Output data = c.input(0), partitions = c.input(1);
+    const int n = static_cast<int>(c.Int("num_partitions"));
+    Output count = c.Op("Size", {partitions}, {{"out_type", AttrValue(DType::kI32)}});
+    Output positions = c.Op("Reshape", {c.Op("Range", {c.b().Const(Tensor::Scalar<int32_t>(0)), count,
+                                                       c.b().Const(Tensor::Scalar<int32_t>(1))}),
+                                        c.ShapeOf(partitions)});
+    std::vector<Output> routed = c.Node("DynamicPartition", {positions, partitions}, {{"num_partitions", AttrValue(int64_t{n})}});
+    std::vector<Output> stitch_inputs = routed;
+    for (int p = 0; p < n; ++p) stitch_inputs.push_back(c.grad_or_zeros(p));
+    Output merged = c.Op("DynamicStitch", stitch_inputs, {{"N", AttrValue(int64_t{n})}});
+    dx[0] = c.Op("Reshape", {merged, c.ShapeOf(data)});
+    return Status();
+  });
+  r.NotDifferentiable("Unique");
   for (const char* op : {"Reshape", "ExpandDims", "Squeeze"}) {
     r.Register(op, [](GradContext& c, Dx& dx) {
       dx[0] = c.Op("Reshape", {c.grad(0), c.ShapeOf(c.input(0))});

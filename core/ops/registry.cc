@@ -17,6 +17,7 @@ Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterGradSupportOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterIoOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterDataFlowOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterSparseOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterControlFlowOps(registry));
   return Status();
 }

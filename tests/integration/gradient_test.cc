@@ -309,6 +309,13 @@ std::vector<Case> Cases() {
   add({"ScatterNd", "ScatterNd", {In::Fixed(I64({1, 3, 1}, Shape{3, 1})), In::F(Shape{3, 2})},
        A({{"shape", AttrValue(L({4, 2}))}})});
   add({"Fill", "Fill", {In::Fixed(I64({2, 3}, Shape{2})), In::F(Shape{})}});
+  add({"DynamicPartition", "DynamicPartition", {In::F(Shape{5, 2}), In::Fixed(I32({1, 0, 2, 1, 0}, Shape{5}))},
+       A({{"num_partitions", AttrValue(int64_t{3})}})});
+  add({"DynamicPartition/one-used", "DynamicPartition", {In::F(Shape{2, 3, 2}), In::Fixed(I32({1, 0, 1, 1, 0, 1}, Shape{2, 3}))},
+       A({{"num_partitions", AttrValue(int64_t{2})}}), {1}});
+  add({"DynamicStitch", "DynamicStitch",
+       {In::Fixed(I32({0, 3}, Shape{2})), In::Fixed(I32({2, 1, 4, 5}, Shape{2, 2})), In::F(Shape{2, 3}), In::F(Shape{2, 2, 3})},
+       A({{"N", AttrValue(int64_t{2})}})});
   // Neural-network ops.
   for (const char* format : {"NHWC", "NCHW"}) {
     const bool nhwc = std::string(format) == "NHWC";

@@ -172,6 +172,7 @@ const KernelRegistry& Kernels() {
     RegisterStateKernels(r);
     RegisterTrainingKernels(r);
     RegisterGradSupportKernels(r);
+    RegisterSparseKernels(r);
     return r;
   }();
   return registry;

@@ -228,6 +228,7 @@ void RegisterRandomKernels(KernelRegistry& r);
 void RegisterStateKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterGradSupportKernels(KernelRegistry& r);
+void RegisterSparseKernels(KernelRegistry& r);
 
 }  // namespace weft::cpu
 
