@@ -45,6 +45,7 @@ packages=(
   libdnnl-dev              # oneDNN: the CPU plugin's matmul, convolution, ...
   libopenblas-dev          # the matmul benchmark's peer
   python3-numpy            # independent reference values in the tests
+  python3-matplotlib       # tools/bench/scale_model.py: the scaling plot in docs/distributed.md
   zlib1g-dev               # reading .gz datasets (IDX files)
   dataset-fashion-mnist    # the training demo's data (/usr/share/datasets/fashion-mnist)
   # The OpenCL device plugin: headers and the ICD loader to build it, PoCL

@@ -230,7 +230,13 @@ std::vector<OptionSpec> ClusterSpecs() {
                                      "waits for the "
                                      "chief to initialise or restore the variables.");
   init_timeout.min = 1;
-  return {transport, connect, rpc, job, task, membership, base_port, mpi_host, hosts, variable_placement, init_timeout};
+  OptionSpec partition_mb = MakeSpec("partition_mb", OptionType::kFloat, "64.0",
+                                     "weft train: a variable larger than this many MiB is split along "
+                                     "dimension 0 across the ps tasks, and a gather of it moves only "
+                                     "the rows it reads (core/dist/variable_partition.h).");
+  partition_mb.min = 0;
+  return {transport,  connect,  rpc,      job,      task, membership, base_port, mpi_host, hosts, variable_placement,
+          init_timeout, partition_mb};
 }
 
 std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {
@@ -598,6 +604,9 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
   if (auto it = written_.find("base_port"); it != written_.end()) out_.base_port = it->second.i;
   if (auto it = written_.find("variable_placement"); it != written_.end()) out_.variable_placement = it->second.s;
   if (auto it = written_.find("init_timeout_s"); it != written_.end()) out_.init_timeout_s = it->second.i;
+  if (auto it = written_.find("partition_mb"); it != written_.end()) {
+    out_.partition_mb = it->second.kind == Value::Kind::kInt ? static_cast<double>(it->second.i) : it->second.f;
+  }
   if (auto it = written_.find("membership"); it != written_.end()) {
     out_.membership = it->second.s == "mpi"     ? Membership::kMpi
                       : it->second.s == "slurm" ? Membership::kSlurm

@@ -116,6 +116,9 @@ struct ClusterConfig {
   std::string variable_placement = "greedy_bytes";
   // weft train: how long a non-chief worker waits for the variables.
   int64_t init_timeout_s = 300;
+  // weft train: variables above this many MiB are split across the ps
+  // tasks (core/dist/variable_partition.h).
+  double partition_mb = 64;
 
   // The job named |name|, or nullptr.
   const ClusterJobConfig* FindJob(std::string_view name) const;

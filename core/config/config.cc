@@ -134,6 +134,9 @@ std::vector<OptionSpec> TrainingSpecs() {
           Int("eval_every", 0, 0, "Steps between evaluations on the test data; 0: at the end only."),
           Float("clip_global_norm", "0.0", 0,
                 "Scale the gradients down to this global L2 norm when they exceed it; 0: no clipping."),
+          Bool("sparse_updates", true,
+               "Update a variable read only through gathers (an embedding) from the rows read, with the "
+               "optimizer's sparse rule; false: a dense gradient of the whole variable."),
           Str("metrics", "", "Append one JSON object per report to this file; empty: none.")};
 }
 
@@ -275,6 +278,7 @@ void ApplyTraining(const OptionValues& v, std::string_view base_dir, TrainingCon
   out.log_every = GetI(v, "log_every");
   out.eval_every = GetI(v, "eval_every");
   out.clip_global_norm = GetF(v, "clip_global_norm");
+  out.sparse_updates = GetB(v, "sparse_updates");
   out.metrics = ResolvePath(GetStr(v, "metrics"), base_dir);
 }
 

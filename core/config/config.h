@@ -93,6 +93,7 @@ struct TrainingConfig {
   int64_t log_every = 100;
   int64_t eval_every = 0;  // 0: evaluate at the end only
   double clip_global_norm = 0;  // 0: no clipping
+  bool sparse_updates = true;   // sparse gradients for variables read by gathers only
   std::string metrics;     // JSONL file, resolved; empty for none
 };
 

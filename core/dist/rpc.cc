@@ -257,6 +257,7 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return;
     channel->connection = connection;
+    if (peer.name == options_.identity) connection->MarkSelf();
     hello_id = next_call_id_++;
     PendingCall call;
     call.channel = channel;
@@ -473,6 +474,7 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
       std::lock_guard<std::mutex> lock(mutex_);
       accepted_[connection.get()] = {connection, hello.caller.empty() ? std::string("client") : hello.caller};
     }
+    if (hello.caller == options_.identity) connection->MarkSelf();
     Response r;
     r.method = Method::kHello;
     r.task = options_.identity;

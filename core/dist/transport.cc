@@ -1,5 +1,6 @@
 #include "core/dist/transport.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "core/plugin/host_services.h"
@@ -56,6 +57,19 @@ ReceivedMessage ReceivedMessage::Keep(const weft_received_t* message) {
 
 Connection::~Connection() { Close(); }
 
+namespace {
+std::atomic<uint64_t> g_sent_bytes{0}, g_sent_messages{0}, g_received_bytes{0}, g_received_messages{0};
+}  // namespace
+
+WireCounters ReadWireCounters() {
+  WireCounters c;
+  c.sent_bytes = g_sent_bytes.load(std::memory_order_relaxed);
+  c.sent_messages = g_sent_messages.load(std::memory_order_relaxed);
+  c.received_bytes = g_received_bytes.load(std::memory_order_relaxed);
+  c.received_messages = g_received_messages.load(std::memory_order_relaxed);
+  return c;
+}
+
 Status Connection::Send(std::string header, const std::vector<Slice>& slices, std::shared_ptr<const void> keepalive,
                         std::function<void(Status)> done) {
   auto context = std::make_unique<SendContext>();
@@ -80,9 +94,18 @@ Status Connection::Send(std::string header, const std::vector<Slice>& slices, st
     handle = handle_;
   }
   if (handle == nullptr) return UnavailableError("the connection to ", peer_, " is closed");
+  uint64_t bytes = context->header.size();
+  for (uint64_t size : context->sizes) bytes += size;
   SendContext* raw = context.release();
   Status sent = plugin::TakeStatus(table_->send(handle, &message, OnSendDone, raw));
-  if (!sent.ok()) delete raw;
+  if (!sent.ok()) {
+    delete raw;
+    return sent;
+  }
+  if (!self()) {
+    g_sent_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    g_sent_messages.fetch_add(1, std::memory_order_relaxed);
+  }
   return sent;
 }
 
@@ -161,6 +184,10 @@ void Endpoint::OnAccept(void* user, weft_connection_t connection, const char* pe
 void Endpoint::OnMessage(void* user, const weft_received_t* message) {
   auto* self = static_cast<Endpoint*>(user);
   std::shared_ptr<Connection> c = self->Lookup(message->connection);
+  if (c == nullptr || !c->self()) {
+    g_received_bytes.fetch_add(message->header_size + message->payload_size, std::memory_order_relaxed);
+    g_received_messages.fetch_add(1, std::memory_order_relaxed);
+  }
   if (c == nullptr || !self->handlers_.on_message) return;
   self->handlers_.on_message(c, ReceivedMessage::Keep(message));
 }

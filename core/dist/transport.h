@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <atomic>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +56,18 @@ struct Slice {
   uint64_t size;
 };
 
+// What this process has put on and taken off the wire through every
+// transport since it started (headers and payloads; not the transport's
+// own framing), leaving out connections to itself (Connection::MarkSelf):
+// how `weft train` reports bytes per step on a cluster.
+struct WireCounters {
+  uint64_t sent_bytes = 0;
+  uint64_t sent_messages = 0;
+  uint64_t received_bytes = 0;
+  uint64_t received_messages = 0;
+};
+WireCounters ReadWireCounters();
+
 class Endpoint;
 class Connection;
 
@@ -84,10 +97,15 @@ class Connection {
   void Close();
   // The peer's address as the transport reported it.
   const std::string& peer() const { return peer_; }
+  // Marks a connection from this process's client to its own task: what it
+  // carries never leaves the machine, and ReadWireCounters leaves it out.
+  void MarkSelf() { self_.store(true, std::memory_order_relaxed); }
+  bool self() const { return self_.load(std::memory_order_relaxed); }
   // Whether the peer or network ended it (on_closed ran) or Close was called.
   bool closed() const;
 
  private:
+  std::atomic<bool> self_{false};
   friend class Endpoint;
   Connection(std::shared_ptr<internal::ConnectionRegistry> registry, const weft_transport_plugin_t* table,
              weft_connection_t handle, std::string peer)

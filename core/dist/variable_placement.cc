@@ -38,6 +38,14 @@ Expected<std::vector<VariableAssignment>> AssignVariables(const Graph& graph, co
         if (index >= 0 && ReadsVariable(reader.op_name()) && reader.name().rfind("checkpoint/", 0) != 0) ++a.readers;
       }
     }
+    if (group.fixed_task >= num_tasks) {
+      return InvalidArgumentError("variable placement: ", Quote(group.variable), " must go to ps task ",
+                                  group.fixed_task, ", but there are ", num_tasks);
+    }
+    if (group.fixed_task >= 0) {
+      a.task = group.fixed_task;
+      a.reason = group.fixed_reason;
+    }
     out.push_back(std::move(a));
   }
   const std::string key = StrCat("cluster.variable_placement = ", Quote(strategy));
@@ -52,6 +60,7 @@ Expected<std::vector<VariableAssignment>> AssignVariables(const Graph& graph, co
               [&](std::size_t a, std::size_t b) { return out[a].group.variable < out[b].group.variable; });
     for (std::size_t k = 0; k < order.size(); ++k) {
       VariableAssignment& a = out[order[k]];
+      if (a.group.fixed_task >= 0) continue;
       a.task = static_cast<int>(k % static_cast<std::size_t>(num_tasks));
       a.reason = StrCat(key, ": variable ", k + 1, " of ", order.size(), " in name order", with_slots(a), " (",
                         HumanBytes(static_cast<uint64_t>(a.bytes)), ") to ps task ", a.task, " of ", num_tasks);
@@ -69,8 +78,15 @@ Expected<std::vector<VariableAssignment>> AssignVariables(const Graph& graph, co
   });
   std::vector<int64_t> bytes(static_cast<std::size_t>(num_tasks), 0);
   std::vector<int64_t> readers(static_cast<std::size_t>(num_tasks), 0);
+  for (VariableAssignment& a : out) {
+    if (a.group.fixed_task < 0) continue;
+    const auto ut = static_cast<std::size_t>(a.group.fixed_task);
+    bytes[ut] += a.bytes;
+    readers[ut] += a.readers;
+  }
   for (std::size_t i : order) {
     VariableAssignment& a = out[i];
+    if (a.group.fixed_task >= 0) continue;
     int best = 0;
     for (int t = 1; t < num_tasks; ++t) {
       const auto ut = static_cast<std::size_t>(t);

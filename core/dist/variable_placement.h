@@ -33,6 +33,10 @@ namespace weft::dist {
 struct VariableGroup {
   std::string variable;              // the VarHandle the group is named after
   std::vector<std::string> members;  // every VarHandle of the group, |variable| first
+  // >= 0: the group goes to this task whatever the strategy (a part of a
+  // partitioned variable), with |fixed_reason| as the reason.
+  int fixed_task = -1;
+  std::string fixed_reason = {};
 };
 
 struct VariableAssignment {

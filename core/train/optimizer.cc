@@ -240,6 +240,13 @@ Status Optimizer::CheckArgs(const GraphBuilder& b, const UpdateArgs& args) const
   if (args.variable_name.empty()) return InvalidArgumentError("the variable has no name");
   WEFT_RETURN_IF_ERROR(check(args.variable, "the variable handle", DType::kResource, true));
   WEFT_RETURN_IF_ERROR(check(args.gradient, "the gradient", args.dtype, false));
+  if (args.indices.valid()) {
+    WEFT_RETURN_IF_ERROR(check(args.indices, "the gradient's row indices", DType::kI64, false));
+    if (!args.indices.shape().unknown_rank() && args.indices.shape().rank() != 1) {
+      return InvalidArgumentError("the gradient's row indices '", args.indices.name(), "' must be a vector, got shape ",
+                                  args.indices.shape().ToString());
+    }
+  }
   WEFT_RETURN_IF_ERROR(check(args.learning_rate, "the learning rate", args.dtype, true));
   WEFT_RETURN_IF_ERROR(check(args.step, "the step", DType::kI64, true));
   const NodeDef& handle = b.node_def(args.variable.node());
@@ -252,10 +259,19 @@ Status Optimizer::CheckArgs(const GraphBuilder& b, const UpdateArgs& args) const
   const auto& handle_shapes = b.node_types(args.variable.node()).output_handle_shapes;
   const auto index = static_cast<std::size_t>(args.variable.index());
   const Shape shape = index < handle_shapes.size() ? handle_shapes[index] : Shape::UnknownRank();
-  if (!shape.IsCompatibleWith(args.gradient.shape())) {
+  Shape expected = shape;
+  if (args.indices.valid() && !shape.unknown_rank()) {
+    if (shape.rank() == 0) {
+      return InvalidArgumentError("the variable '", handle.name, "' is a scalar; a sparse gradient needs rows");
+    }
+    std::vector<int64_t> dims = shape.dims();
+    dims[0] = Shape::kUnknownDim;
+    expected = Shape(dims);
+  }
+  if (!expected.IsCompatibleWith(args.gradient.shape())) {
     return InvalidArgumentError("the gradient '", args.gradient.name(), "' has shape ",
                                 args.gradient.shape().ToString(), " but the variable '", handle.name,
-                                "' has shape ", shape.ToString());
+                                "' has shape ", shape.ToString(), args.indices.valid() ? " (a sparse gradient has its rows)" : "");
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<SlotDef> slots, Slots(args.dtype, shape));
   if (slots.size() != args.slots.size()) {
@@ -270,9 +286,14 @@ Status Optimizer::CheckArgs(const GraphBuilder& b, const UpdateArgs& args) const
   return Status();
 }
 
+bool Optimizer::has_sparse_update() const {
+  return table_->struct_size >= WEFT_OPTIMIZER_PLUGIN_SIZE_V1_1 && table_->build_sparse_update != nullptr;
+}
+
 Expected<Output> Optimizer::BuildUpdate(GraphBuilder& b, const UpdateArgs& args, const HasKernelFn& has_kernel) const {
   WEFT_RETURN_IF_ERROR(
       CheckArgs(b, args).WithContext(StrCat("optimizer '", name_, "', update of variable '", args.variable_name, "'")));
+  const bool sparse = args.indices.valid();
   weft_graph_builder_s graph;
   graph.b = &b;
   graph.has_kernel = &has_kernel;
@@ -292,7 +313,30 @@ Expected<Output> Optimizer::BuildUpdate(GraphBuilder& b, const UpdateArgs& args,
   Status status;
   {
     auto scope = b.NameScope(StrCat(args.variable_name, "/", name_));
-    status = plugin::TakeStatus(table_->build_update(state_, &graph, &abi, &update));
+    if (sparse && has_sparse_update()) {
+      abi.indices = graph.Hold(args.indices);
+      status = plugin::TakeStatus(table_->build_sparse_update(state_, &graph, &abi, &update));
+    }
+    if (status.ok() && update == nullptr && sparse) {
+      // No sparse rule, or it declined: the rows added into zeros of the
+      // variable's shape, made next to the variable (under its update's
+      // scope), so only the rows travel to it.
+      const auto& handle_shapes = b.node_types(args.variable.node()).output_handle_shapes;
+      const auto index = static_cast<std::size_t>(args.variable.index());
+      const Shape shape = index < handle_shapes.size() ? handle_shapes[index] : Shape::UnknownRank();
+      if (shape.unknown_rank() || shape.rank() == 0 || shape.dim(0) < 0) {
+        return InvalidArgumentError("optimizer '", name_, "', update of variable '", args.variable_name,
+                                    "': a sparse gradient of a variable whose number of rows is unknown (",
+                                    shape.ToString(), ") cannot be made dense");
+      }
+      Output rows = b.Const(Tensor::Scalar<int64_t>(shape.dim(0)), "dense_gradient/rows");
+      Output dense = b.Op("UnsortedSegmentSum", {args.gradient, args.indices, rows}, {}, "dense_gradient");
+      abi.indices = nullptr;
+      abi.gradient = graph.Hold(dense);
+    }
+    if (status.ok() && update == nullptr) {
+      status = plugin::TakeStatus(table_->build_update(state_, &graph, &abi, &update));
+    }
   }
   if (!status.ok()) {
     return status.WithContext(StrCat("optimizer '", name_, "', update of variable '", args.variable_name, "'"));

@@ -43,7 +43,11 @@ struct UpdateArgs {
   std::string variable_name;
   DType dtype = DType::kF32;
   Output variable;       // the VarHandle's resource output
-  Output gradient;       // dense, the variable's dtype and shape (after clipping)
+  // Dense: the variable's dtype and shape (after clipping). Sparse (when
+  // |indices| is valid): the rows |indices| names, [n] + shape[1:].
+  Output gradient;
+  // Invalid for a dense gradient; else an i64 vector of distinct rows.
+  Output indices;
   Output learning_rate;  // a scalar of dtype
   Output step;           // an i64 scalar, 1-based: the number of this update
   std::vector<Output> slots;  // resource handles, in Slots() order
@@ -85,7 +89,15 @@ class Optimizer {
   // when an argument is missing or of the wrong dtype or shape, when
   // |args.slots| does not match Slots(), or when the plugin refuses the
   // variable (only f32 and f64 variables can be trained).
+  //
+  // With args.indices the gradient is sparse: the plugin's sparse rule
+  // updates those rows only (see build_sparse_update in weft_optimizer.h);
+  // a plugin without one, or declining these hyper-parameters, gets a dense
+  // gradient made next to the variable (the rows added into zeros).
   Expected<Output> BuildUpdate(GraphBuilder& b, const UpdateArgs& args, const HasKernelFn& has_kernel) const;
+  // Whether the plugin has a sparse rule (it may still decline some
+  // hyper-parameters).
+  bool has_sparse_update() const;
 
  private:
   Optimizer() = default;

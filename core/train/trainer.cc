@@ -25,6 +25,7 @@
 #include "core/dist/dist_session.h"
 #include "core/dist/task_service.h"
 #include "core/dist/variable_placement.h"
+#include "core/dist/variable_partition.h"
 #include "core/graph/builder.h"
 #include "core/graph/serialize.h"
 #include "core/runtime/device_set.h"
@@ -301,11 +302,14 @@ class Reporter {
 
   void Final(const TrainResult& r) {
     Line(StrCat("final: step=", r.step, " loss=", Fixed(r.loss, 4), " test_accuracy=", Fixed(r.test_accuracy, 4),
-                " examples_per_sec=", Fixed(r.examples_per_sec, 1)),
+                " examples_per_sec=", Fixed(r.examples_per_sec, 1),
+                r.wire_bytes_per_step > 0 ? StrCat(" wire_bytes_per_step=", Fixed(r.wire_bytes_per_step, 0)) : ""),
          false);
     Metric(StrCat("{\"final\":true,\"step\":", r.step, ",\"loss\":", Json(r.loss), ",\"test_loss\":", Json(r.test_loss),
                   ",\"test_accuracy\":", Json(r.test_accuracy), ",\"examples_per_sec\":", Json(r.examples_per_sec),
-                  ",\"input_wait_fraction\":", Json(r.input_wait_fraction), "}"));
+                  ",\"input_wait_fraction\":", Json(r.input_wait_fraction),
+                  r.wire_bytes_per_step > 0 ? StrCat(",\"wire_bytes_per_step\":", Json(r.wire_bytes_per_step)) : "",
+                  "}"));
   }
 
  private:
@@ -349,24 +353,134 @@ constexpr const char* kFormatKey = "weft.trainer";
 std::string Describe(DType dtype, const Shape& shape) { return StrCat(DTypeName(dtype), shape.ToString()); }
 
 // What differs between a checkpoint and the training graph's state, or OK.
+// A checkpoint as the graph's state reads it. A variable split across ps
+// tasks is saved as its parts ("emb/part_0", "emb/part_1/adam/m"); the
+// graph may want it whole (one process), split the same way, or split in
+// another number of parts: the parts are joined along dimension 0 and cut
+// again as SplitRows cuts them (core/dist/variable_partition.h).
+class CheckpointView {
+ public:
+  CheckpointView(const checkpoint::BundleReader& reader, const TrainingGraph& tg) : reader_(reader) {
+    for (const checkpoint::TensorEntry& e : reader.entries()) {
+      const dist::PartName pn = dist::ParsePartName(e.name);
+      if (pn.part >= 0) saved_parts_[pn.whole][pn.part] = &e;
+    }
+    for (const std::string& name : tg.state) {
+      const dist::PartName pn = dist::ParsePartName(name);
+      if (pn.part >= 0) ++wanted_parts_[pn.whole];
+    }
+  }
+
+  // The dtype and shape |name| would read as; false when the checkpoint
+  // has nothing for it.
+  bool Describe(const std::string& name, DType* dtype, Shape* shape) const {
+    if (const checkpoint::TensorEntry* e = reader_.Find(name)) {
+      *dtype = e->dtype;
+      *shape = e->shape;
+      return true;
+    }
+    const dist::PartName pn = dist::ParsePartName(name);
+    if (!WholeShape(pn.whole, dtype, shape)) return false;
+    if (pn.part < 0) return true;
+    if (shape->rank() < 1) return false;
+    const auto parts = dist::SplitRows(pn.whole, shape->dim(0), wanted_parts_.at(pn.whole));
+    if (pn.part >= static_cast<int>(parts.size())) return false;
+    std::vector<int64_t> dims = shape->dims();
+    dims[0] = parts[static_cast<std::size_t>(pn.part)].rows;
+    *shape = Shape(dims);
+    return true;
+  }
+
+  // Whether the checkpoint's tensor |name| has a variable of the graph to
+  // go to (itself, or the whole or parts of its variable).
+  bool Used(const std::string& name, const std::set<std::string>& state) const {
+    if (state.count(name) != 0) return true;
+    const dist::PartName pn = dist::ParsePartName(name);
+    return pn.part >= 0 && (state.count(pn.whole) != 0 || wanted_parts_.count(pn.whole) != 0);
+  }
+
+  Expected<Tensor> Read(const std::string& name) const {
+    if (reader_.Find(name) != nullptr) return reader_.Read(name);
+    const dist::PartName pn = dist::ParsePartName(name);
+    WEFT_ASSIGN_OR_RETURN(Tensor whole, ReadWhole(pn.whole));
+    if (pn.part < 0) return whole;
+    const auto parts = dist::SplitRows(pn.whole, whole.dim(0), wanted_parts_.at(pn.whole));
+    const dist::VariablePart& part = parts[static_cast<std::size_t>(pn.part)];
+    std::vector<int64_t> dims = whole.shape().dims();
+    dims[0] = part.rows;
+    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(whole.dtype(), Shape(dims)));
+    const uint64_t row = whole.dim(0) == 0 ? 0 : whole.byte_size() / static_cast<uint64_t>(whole.dim(0));
+    std::memcpy(out.raw_data(), static_cast<const char*>(whole.raw_data()) + row * static_cast<uint64_t>(part.offset),
+                row * static_cast<uint64_t>(part.rows));
+    return out;
+  }
+
+ private:
+  bool WholeShape(const std::string& whole, DType* dtype, Shape* shape) const {
+    if (const checkpoint::TensorEntry* e = reader_.Find(whole)) {
+      *dtype = e->dtype;
+      *shape = e->shape;
+      return true;
+    }
+    auto it = saved_parts_.find(whole);
+    if (it == saved_parts_.end() || it->second.empty()) return false;
+    int64_t rows = 0;
+    int expect = 0;
+    for (const auto& [k, e] : it->second) {
+      if (k != expect++ || e->shape.rank() < 1) return false;  // a part missing
+      rows += e->shape.dim(0);
+      *dtype = e->dtype;
+      *shape = e->shape;
+    }
+    std::vector<int64_t> dims = shape->dims();
+    dims[0] = rows;
+    *shape = Shape(dims);
+    return true;
+  }
+
+  Expected<Tensor> ReadWhole(const std::string& whole) const {
+    if (reader_.Find(whole) != nullptr) return reader_.Read(whole);
+    DType dtype = DType::kInvalid;
+    Shape shape;
+    if (!WholeShape(whole, &dtype, &shape)) {
+      return NotFoundError("checkpoint ", reader_.prefix(), " has neither ", Quote(whole), " nor all of its parts");
+    }
+    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(dtype, shape));
+    uint64_t at = 0;
+    for (const auto& [k, e] : saved_parts_.at(whole)) {
+      WEFT_ASSIGN_OR_RETURN(Tensor part, reader_.Read(e->name));
+      std::memcpy(static_cast<char*>(out.raw_data()) + at, part.raw_data(), part.byte_size());
+      at += part.byte_size();
+    }
+    return out;
+  }
+
+  const checkpoint::BundleReader& reader_;
+  std::map<std::string, std::map<int, const checkpoint::TensorEntry*>> saved_parts_;
+  std::map<std::string, int> wanted_parts_;
+};
+
 Status CheckCompatible(const std::string& prefix, const checkpoint::BundleReader& reader, const TrainingGraph& tg) {
   std::vector<std::string> problems;
+  const CheckpointView view(reader, tg);
   for (const std::string& name : tg.state) {
-    const checkpoint::TensorEntry* entry = reader.Find(name);
+    DType saved_dtype = DType::kInvalid;
+    Shape saved_shape;
+    const bool found = view.Describe(name, &saved_dtype, &saved_shape);
     const Graph::Node* node = tg.graph.Find(name);
     const DType dtype = node->def.attrs.at("dtype").get<DType>();
     const Shape shape = node->def.attrs.at("shape").get<Shape>();
-    if (entry == nullptr) {
+    if (!found) {
       problems.push_back(
           StrCat("the model's variable ", Quote(name), " (", Describe(dtype, shape), ") is not in the checkpoint"));
-    } else if (entry->dtype != dtype || !shape.IsCompatibleWith(entry->shape)) {
-      problems.push_back(StrCat("variable ", Quote(name), " is ", Describe(entry->dtype, entry->shape),
+    } else if (saved_dtype != dtype || !shape.IsCompatibleWith(saved_shape)) {
+      problems.push_back(StrCat("variable ", Quote(name), " is ", Describe(saved_dtype, saved_shape),
                                 " in the checkpoint but ", Describe(dtype, shape), " in the model"));
     }
   }
   std::set<std::string> known(tg.state.begin(), tg.state.end());
   for (const checkpoint::TensorEntry& entry : reader.entries()) {
-    if (known.count(entry.name) == 0) {
+    if (!view.Used(entry.name, known)) {
       problems.push_back(StrCat("the checkpoint's tensor ", Quote(entry.name), " is not a variable of the model"));
     }
   }
@@ -452,6 +566,8 @@ class Run {
   int64_t worker_ = 0;
   int64_t num_workers_ = 1;
   std::vector<dist::VariableAssignment> variable_placement_;
+  // Cluster mode: the variables split across the ps tasks.
+  std::vector<dist::PartitionedVariable> partitioned_;
   // Cluster mode: the sharded save (AddShardedSave).
   std::string save_prefix_;
   std::vector<std::string> save_parts_;
@@ -590,9 +706,10 @@ Expected<Evaluation> Run::Evaluate() {
 Status Run::Restore(const std::string& prefix) {
   WEFT_ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(prefix));
   WEFT_RETURN_IF_ERROR(CheckCompatible(prefix, *reader, tg_));
+  const CheckpointView view(*reader, tg_);
   std::vector<std::pair<std::string, Tensor>> feeds;
   for (std::size_t i = 0; i < tg_.state.size(); ++i) {
-    WEFT_ASSIGN_OR_RETURN(Tensor value, reader->Read(tg_.state[i]));
+    WEFT_ASSIGN_OR_RETURN(Tensor value, view.Read(tg_.state[i]));
     feeds.emplace_back(tg_.state_feeds[i], std::move(value));
   }
   WEFT_RETURN_IF_ERROR(session_->Run(feeds, {}, {tg_.restore}, nullptr).WithContext(StrCat("restoring ", prefix)));
@@ -673,6 +790,7 @@ Status Run::BuildGraph() {
   tgo.init = m.init;
   tgo.seed = config_.training.seed;
   tgo.clip_global_norm = config_.training.clip_global_norm;
+  tgo.sparse_updates = config_.training.sparse_updates;
   tgo.variable_has_kernel = [variable_kernels, default_kernels](
                                 std::string_view variable, std::string_view op,
                                 const std::vector<std::pair<std::string, DType>>& types) {
@@ -691,7 +809,21 @@ Status Run::BuildGraph() {
     }
     return false;
   };
-  auto tg = BuildTrainingGraph(*model, tgo, *optimizer_);
+  // On a cluster, variables above [cluster] partition_mb are split across
+  // the ps tasks first, so each part gets its own slots and update.
+  const Graph* to_train = &*model;
+  dist::PartitionedModel partitioned;
+  if (distributed()) {
+    const int num_ps = static_cast<int>(cluster_->FindJob("ps")->tasks.size());
+    const double mb = config_.cluster ? config_.cluster->partition_mb : 64.0;
+    auto split = dist::PartitionVariables(*model, num_ps, static_cast<int64_t>(mb * 1048576.0),
+                                          StrCat("/job:worker/task:", worker_));
+    if (!split.ok()) return split.status().WithContext(options_.model_path);
+    partitioned = std::move(*split);
+    partitioned_ = partitioned.variables;
+    to_train = &partitioned.graph;
+  }
+  auto tg = BuildTrainingGraph(*to_train, tgo, *optimizer_);
   if (!tg.ok()) return tg.status().WithContext(options_.model_path);
   tg_ = std::move(*tg);
   if (distributed()) {
@@ -713,19 +845,35 @@ Status Run::BuildGraph() {
     // (the global step, statistics) on its own.
     std::vector<dist::VariableGroup> groups;
     std::set<std::string> grouped;
+    const int num_ps = static_cast<int>(cluster_->FindJob("ps")->tasks.size());
+    // A part of a split variable goes to ps task (part mod tasks).
+    auto fix = [&](dist::VariableGroup& g) {
+      const dist::PartName pn = dist::ParsePartName(g.variable);
+      for (const dist::PartitionedVariable& pv : partitioned_) {
+        if (pn.part < 0 || pv.name != pn.whole || pn.part >= static_cast<int>(pv.parts.size())) continue;
+        const dist::VariablePart& part = pv.parts[static_cast<std::size_t>(pn.part)];
+        g.fixed_task = pn.part % num_ps;
+        g.fixed_reason = StrCat("cluster.partition_mb = ", config_.cluster ? config_.cluster->partition_mb : 64.0, ": ",
+                                Quote(pv.name), " ", pv.shape.ToString(), " is split in ", pv.parts.size(),
+                                " along dimension 0; part ", part.index, " (rows ", part.offset, " to ",
+                                part.offset + part.rows - 1, ") to ps task ", g.fixed_task, " of ", num_ps);
+      }
+    };
     for (const TrainedVariable& v : tg_.variables) {
       dist::VariableGroup g{v.name, {v.name}};
       for (const std::string& slot : v.slots) g.members.push_back(slot);
       grouped.insert(g.members.begin(), g.members.end());
+      fix(g);
       groups.push_back(std::move(g));
     }
     for (const std::string& name : tg_.state) {
-      if (grouped.count(name) == 0) groups.push_back({name, {name}});
+      if (grouped.count(name) != 0) continue;
+      dist::VariableGroup g{name, {name}};
+      fix(g);
+      groups.push_back(std::move(g));
     }
     const std::string strategy = config_.cluster ? config_.cluster->variable_placement : "greedy_bytes";
-    WEFT_ASSIGN_OR_RETURN(
-        variable_placement_,
-        dist::AssignVariables(tg_.graph, groups, static_cast<int>(cluster_->FindJob("ps")->tasks.size()), strategy));
+    WEFT_ASSIGN_OR_RETURN(variable_placement_, dist::AssignVariables(tg_.graph, groups, num_ps, strategy));
     WEFT_RETURN_IF_ERROR(AddShardedSave());
   }
   return Status();
@@ -792,6 +940,19 @@ Expected<TrainingPlacementPlan> Run::Plan() {
 
 std::vector<placement::Pin> Run::ClusterPins() const {
   std::vector<placement::Pin> pins = dist::VariablePins(variable_placement_, "ps");
+  // A variable's update (the optimizer's ops, and a sparse gradient made
+  // dense) runs where the variable lives, so only its gradient travels.
+  std::set<std::string> trained;
+  for (const TrainedVariable& v : tg_.variables) trained.insert(v.name);
+  for (const dist::VariableAssignment& a : variable_placement_) {
+    if (trained.count(a.group.variable) == 0) continue;
+    // The update's name scope is "<variable>/<optimizer>", made unique
+    // ("adam_1") when the slots took it first.
+    for (const char* suffix : {"/*", "_*/*"}) {
+      pins.push_back({StrCat(a.group.variable, "/", optimizer_->name(), suffix), StrCat("/job:ps/task:", a.task),
+                      "weft train", StrCat("the update of ", Quote(a.group.variable), ", next to it")});
+    }
+  }
   pins.push_back(
       {"cluster/workers_done", "/job:ps/task:0", "weft train", "the count of workers that finished, on ps task 0"});
   pins.insert(pins.end(), save_pins_.begin(), save_pins_.end());
@@ -1043,6 +1204,7 @@ Expected<TrainResult> Run::Go() {
   // A worker other than the chief checks every few seconds that the chief
   // is still there (automatic recovery is not implemented: it stops).
   Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);
+  const dist::WireCounters wire_before = dist::ReadWireCounters();
   while (step_ < total_steps_) {
     if (distributed() && !chief() && Clock::now() >= next_chief_check) {
       Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
@@ -1101,6 +1263,21 @@ Expected<TrainResult> Run::Go() {
     }
   }
   if (interval_steps > 0) result.loss = interval_loss / static_cast<double>(interval_steps);
+  if (distributed() && step_ > first_step) {
+    // What this worker moved per step: the parameters it read and the
+    // gradients it sent, with the requests around them.
+    const dist::WireCounters wire = dist::ReadWireCounters();
+    const double steps = static_cast<double>(step_ - first_step);
+    const double sent = static_cast<double>(wire.sent_bytes - wire_before.sent_bytes) / steps;
+    const double received = static_cast<double>(wire.received_bytes - wire_before.received_bytes) / steps;
+    const double messages = static_cast<double>(wire.sent_messages - wire_before.sent_messages +
+                                                wire.received_messages - wire_before.received_messages) /
+                            steps;
+    result.wire_bytes_per_step = sent + received;
+    reporter_.Note(StrCat("on the wire: ", HumanBytes(static_cast<uint64_t>(sent + received)), " per step (sent ",
+                          HumanBytes(static_cast<uint64_t>(sent)), ", received ",
+                          HumanBytes(static_cast<uint64_t>(received)), ", ", Fixed(messages, 1), " messages)"));
+  }
   if (checkpoints_ != nullptr && config_.checkpoint.at_end && saved_step != step_) {
     WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
     reporter_.Note(StrCat("saved ", result.checkpoint));

@@ -53,6 +53,8 @@ struct TrainResult {
   double examples_per_sec = 0;     // training examples per second of training
   double input_wait_fraction = 0;  // of training time spent waiting for input
   std::string checkpoint;          // the last checkpoint written, if any
+  // On a cluster: bytes this worker sent and received per training step.
+  double wire_bytes_per_step = 0;
 };
 
 // Checks [optimizer] of |config| against the optimizer plugins |host|

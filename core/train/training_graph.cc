@@ -23,6 +23,10 @@ bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF64 || t == DTyp
 struct Reached {
   std::map<std::string, int> variables;
   std::map<int, std::vector<Output>> reads;
+  // Per variable, the ResourceGather nodes reading it, and whether another
+  // op (not ReadVariable) uses its handle.
+  std::map<int, std::vector<int>> gathers;
+  std::set<int> other_uses;
 };
 
 Reached ReachedVariables(const GraphBuilder& b, const Output& loss) {
@@ -35,8 +39,14 @@ Reached ReachedVariables(const GraphBuilder& b, const Output& loss) {
     const NodeDef& def = b.node_def(id);
     if (def.op == "VarHandle") r.variables.emplace(def.name, id);
     for (const Output& in : b.Inputs(id)) {
-      if (def.op == "ReadVariable" && b.node_def(in.node()).op == "VarHandle") {
-        r.reads[in.node()].push_back(Output(&b, id, -1));
+      if (b.node_def(in.node()).op == "VarHandle") {
+        if (def.op == "ReadVariable") {
+          r.reads[in.node()].push_back(Output(&b, id, -1));
+        } else if (def.op == "ResourceGather" && in.index() == 0 && b.Inputs(id)[0].node() == in.node()) {
+          r.gathers[in.node()].push_back(id);
+        } else {
+          r.other_uses.insert(in.node());
+        }
       }
       if (seen.insert(in.node()).second) stack.push_back(in.node());
     }
@@ -98,11 +108,59 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
                                 "weights must be VarHandle variables, not constants)");
   }
 
-  std::vector<Output> grads;
+  // A variable read only through gathers gets the gradients of the gathered
+  // rows (xs are the gathers' outputs), not one of its whole shape.
+  std::vector<Output> xs;
+  std::vector<std::pair<std::size_t, std::size_t>> x_range;  // per variable: [first, end) in xs
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    const int id = handles[i].node();
+    const auto gathers = reached.gathers.find(id);
+    const bool sparse = options.sparse_updates && gathers != reached.gathers.end() && reached.reads.count(id) == 0 &&
+                        reached.other_uses.count(id) == 0 && !tg.variables[i].shape.unknown_rank() &&
+                        tg.variables[i].shape.rank() >= 1;
+    tg.variables[i].sparse = sparse;
+    const std::size_t first = xs.size();
+    if (sparse) {
+      for (int g : gathers->second) xs.push_back(Output(&b, g, 0));
+    } else {
+      xs.push_back(handles[i]);
+    }
+    x_range.emplace_back(first, xs.size());
+  }
+  std::vector<Output> grads;       // per variable: dense, or the rows of |row_ids|
+  std::vector<Output> row_ids(handles.size());
   {
     grad::GradientOptions gopts;
     gopts.scope = "gradients";
-    WEFT_ASSIGN_OR_RETURN(grads, grad::AddGradients(b, {*loss}, handles, {}, gopts));
+    WEFT_ASSIGN_OR_RETURN(std::vector<Output> x_grads, grad::AddGradients(b, {*loss}, xs, {}, gopts));
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      const auto [first, end] = x_range[i];
+      if (!tg.variables[i].sparse) {
+        grads.push_back(x_grads[first]);
+        continue;
+      }
+      // The rows' gradients of every gather, flattened to [n] + row shape,
+      // then summed per distinct row: what the variable's device receives.
+      auto scope = b.NameScope(StrCat("gradients/", tg.variables[i].name, "/rows"));
+      std::vector<int64_t> row_shape = tg.variables[i].shape.dims();
+      row_shape[0] = -1;
+      std::vector<Output> ids, rows;
+      for (std::size_t k = first; k < end; ++k) {
+        Output gathered_ids = b.Inputs(xs[k].node())[1];
+        Output flat = b.Op("Reshape", {gathered_ids, b.Const(Tensor::FromVector<int64_t>({-1}))});
+        if (flat.dtype() != DType::kI64) flat = b.Op("Cast", {flat}, {{"DstT", AttrValue(DType::kI64)}});
+        ids.push_back(flat);
+        rows.push_back(b.Op("Reshape", {x_grads[k], b.Const(Tensor::FromVector<int64_t>(row_shape))}));
+      }
+      Output all_ids = ids.size() == 1 ? ids[0]
+                                       : b.Op("Concat", ids, {{"axis", AttrValue(int64_t{0})}}, "ids");
+      Output all_rows = rows.size() == 1 ? rows[0]
+                                         : b.Op("Concat", rows, {{"axis", AttrValue(int64_t{0})}}, "values");
+      std::vector<Output> unique = b.AddNode("Unique", {all_ids}, {{"out_idx", AttrValue(DType::kI32)}}, "unique");
+      Output count = b.Op("Size", {unique[0]}, {{"out_type", AttrValue(DType::kI32)}}, "count");
+      grads.push_back(b.Op("UnsortedSegmentSum", {all_rows, unique[1], count}, {}, "sum"));
+      row_ids[i] = unique[0];
+    }
   }
   if (options.clip_global_norm > 0) {
     auto scope = b.NameScope("clip");
@@ -135,6 +193,7 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     args.dtype = v.dtype;
     args.variable = handles[i];
     args.gradient = grads[i];
+    args.indices = row_ids[i];
     args.step = step;
     {
       auto scope = b.NameScope(StrCat(v.name, "/", optimizer.name()));

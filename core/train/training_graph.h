@@ -26,6 +26,11 @@ struct TrainingGraphOptions {
   // Clip the gradients to this global norm first (torch's
   // clip_grad_norm_); 0: no clipping.
   double clip_global_norm = 0;
+  // Whether a variable the loss reads only through ResourceGather (an
+  // embedding) gets a sparse gradient: the rows read, summed per row, sent
+  // to the variable's device and applied by the optimizer's sparse rule.
+  // Off: a dense gradient of the variable's shape, as for any variable.
+  bool sparse_updates = true;
   // When > 0, random ops of the model with seed 0 get this seed, so one
   // number makes a run reproducible.
   int64_t seed = 0;
@@ -44,6 +49,7 @@ struct TrainedVariable {
   DType dtype = DType::kF32;
   Shape shape;
   std::vector<std::string> slots;  // the slot variables' VarHandle nodes
+  bool sparse = false;             // updated from a sparse gradient (rows)
 };
 
 struct TrainingGraph {

@@ -1,5 +1,7 @@
 // Adagrad (Duchi et al., 2011), as torch.optim.Adagrad: accum += g^2;
 // var -= lr_t * g / (sqrt(accum) + eps), lr_t = lr / (1 + (t - 1) lr_decay).
+// Its sparse form updates the gradient's rows of var and accum only: without
+// weight decay exactly the dense rule (a zero gradient changes neither).
 #include "rule.h"
 
 namespace weft::optimizers {
@@ -35,6 +37,26 @@ class Adagrad : public Rule {
     weft_value_t saved = u.SaveSlot(0, accum, "accum_update");
     weft_value_t delta = g.Mul(lr, g.Div(grad, g.Add(g.Sqrt(accum), eps, "std")), "delta");
     return u.Group({saved, u.Subtract(delta)});
+  }
+  weft_value_t BuildSparse(Update& u) {
+    sdk::Graph& g = u.g;
+    weft_value_t grad = u.args.gradient;
+    if (weight_decay_ != 0) {
+      grad = g.Add(grad, g.Mul(u.Scalar(weight_decay_), u.Rows(u.var(), "decay_rows"), "decay"), "decayed_grad");
+    }
+    weft_value_t lr = u.lr();
+    if (lr_decay_ != 0) {
+      weft_value_t decay = g.Add(u.Scalar(1), g.Mul(g.Sub(u.StepAsFloat(), u.Scalar(1)), u.Scalar(lr_decay_)), "decay");
+      lr = g.Div(lr, decay, "decayed_lr");
+    }
+    weft_value_t squared = g.Square(grad);
+    weft_value_t accum = g.Add(u.Rows(u.slot(0), "accum_rows"), squared, "accum");
+    // Written after the rows above are read.
+    weft_value_t saved = g.Op("ResourceScatterAdd", "accum_update", {u.slot(0), u.args.indices, squared},
+                              {sdk::Attr::Type("dtype", u.dtype())}, {accum});
+    weft_value_t delta = g.Mul(g.Op("Neg", "neg_lr", {lr}), g.Div(grad, g.Add(g.Sqrt(accum), u.Scalar(epsilon_), "std")),
+                               "delta");
+    return u.Group({saved, u.AddRows(u.var(), delta, "apply")});
   }
 
  private:

@@ -34,6 +34,37 @@ class AdamRule : public Rule {
     Require(beta2_ < 1, "beta2 must be below 1 (1 - beta2^step would be 0), got " + Number(beta2_));
   }
 
+  // The lazy rule of torch.optim.SparseAdam: the moments and the variable
+  // change in the gradient's rows only, with the bias corrections of the
+  // global step. Rows not read this step keep their moments (the dense rule
+  // would decay them). Weight decay has no sparse form here (nor in torch):
+  // with it, the host's dense fallback runs.
+  weft_value_t BuildSparse(Update& u) {
+    if (weight_decay_ != 0) return nullptr;
+    sdk::Graph& g = u.g;
+    weft_value_t grad = u.args.gradient;
+    weft_value_t old_m = u.Rows(u.slot(0), "m_rows");
+    weft_value_t old_v = u.Rows(u.slot(1), "v_rows");
+    // m += (1 - b1)(g - m); v += (1 - b2)(g^2 - v), on the rows.
+    weft_value_t dm = g.Mul(u.Scalar(1 - beta1_), g.Sub(grad, old_m), "m_delta");
+    weft_value_t dv = g.Mul(u.Scalar(1 - beta2_), g.Sub(g.Square(grad), old_v), "v_delta");
+    weft_value_t m = g.Add(old_m, dm, "m");
+    weft_value_t v = g.Add(old_v, dv, "v");
+    weft_value_t saved_m = u.AddRows(u.slot(0), dm, "m_update");
+    weft_value_t saved_v = u.AddRows(u.slot(1), dv, "v_update");
+    // var -= lr sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)
+    weft_value_t t = u.StepAsFloat();
+    weft_value_t one = u.Scalar(1);
+    weft_value_t bc1 = g.Sub(one, g.Op("Pow", "b1_power", {u.Scalar(beta1_), t}), "bias_correction1");
+    weft_value_t bc2 = g.Sub(one, g.Op("Pow", "b2_power", {u.Scalar(beta2_), t}), "bias_correction2");
+    weft_value_t step_size = g.Div(g.Mul(u.lr(), g.Sqrt(bc2)), bc1, "step_size");
+    weft_value_t delta = g.Mul(g.Op("Neg", "neg_step_size", {step_size}),
+                               g.Div(m, g.Add(g.Sqrt(v), u.Scalar(epsilon_), "denom")), "delta");
+    weft_value_t apply = g.Op("ResourceScatterAdd", "apply", {u.var(), u.args.indices, delta},
+                              {sdk::Attr::Type("dtype", u.dtype())}, {saved_m, saved_v});
+    return u.Group({saved_m, saved_v, apply});
+  }
+
   weft_value_t Build(Update& u) override {
     sdk::Graph& g = u.g;
     weft_value_t grad = decoupled_ ? u.args.gradient : WithWeightDecay(u, weight_decay_);

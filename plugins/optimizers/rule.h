@@ -100,6 +100,15 @@ struct Update {
   weft_value_t SaveSlot(std::size_t i, weft_value_t value, const char* name) {
     return g.Assign(slot(i), value, args.dtype, name);
   }
+  // For a sparse update (build_sparse_update): the rows named by
+  // args.indices of |variable| (the variable or a slot).
+  weft_value_t Rows(weft_value_t variable, const char* name) {
+    return g.Op("ResourceGather", name, {variable, args.indices}, {sdk::Attr::Type("dtype", args.dtype)});
+  }
+  // variable[indices] += delta, rows of the update's indices.
+  weft_value_t AddRows(weft_value_t variable, weft_value_t delta, const char* name) {
+    return g.Op("ResourceScatterAdd", name, {variable, args.indices, delta}, {sdk::Attr::Type("dtype", args.dtype)});
+  }
   // var -= delta.
   weft_value_t Subtract(weft_value_t delta) {
     return g.Op("AssignSub", "apply", {args.variable, delta}, {sdk::Attr::Type("dtype", args.dtype)});
@@ -127,6 +136,14 @@ inline weft_value_t WithWeightDecay(Update& u, double weight_decay) {
 // A rule: constructed from the validated hyper-parameters (throwing
 // sdk::Error for a combination it cannot run), it lists its slots and
 // emits one variable's update.
+//
+// A rule that can update only some rows of a variable (a sparse gradient,
+// see build_sparse_update in weft_optimizer.h) also defines
+//
+//   weft_value_t BuildSparse(Update& u);  // nullptr: not with these hyper-parameters
+//
+// reading u.args.indices and the gradient's rows; the plugin table then
+// offers build_sparse_update.
 class Rule {
  public:
   explicit Rule(std::vector<weft_slot_def_t> slots = {}) : slots_(std::move(slots)) {}
@@ -185,6 +202,34 @@ inline weft_status_t BuildUpdate(void* state, weft_graph_builder_t* graph, const
   });
 }
 
+// Whether rule |R| has a sparse form.
+template <class R>
+constexpr bool kHasSparse = requires(R& r, Update& u) { r.BuildSparse(u); };
+
+template <class R>
+weft_status_t BuildSparseUpdate(void* state, weft_graph_builder_t* graph, const weft_update_args_t* args,
+                                weft_value_t* out_update) {
+  return sdk::Guard([&] {
+    if (args->struct_size < WEFT_UPDATE_ARGS_SIZE_V1_1 || args->indices == nullptr) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, "a sparse update needs weft_update_args_t.indices (ABI 1.1)");
+    }
+    if (args->dtype != WEFT_DTYPE_F32 && args->dtype != WEFT_DTYPE_F64) {
+      const char* name = weft_dtype_name(args->dtype);
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string("cannot train a variable of dtype ") +
+                                                  (name != nullptr ? name : "(unknown)") +
+                                                  "; the update rules take f32 or f64");
+    }
+    R* rule = static_cast<R*>(state);
+    if (args->num_slots != rule->Slots().size()) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, "expected " + std::to_string(rule->Slots().size()) +
+                                                  " slot variables, got " + std::to_string(args->num_slots));
+    }
+    sdk::Graph g(graph);
+    Update u{g, *args};
+    *out_update = rule->BuildSparse(u);
+  });
+}
+
 }  // namespace weft::optimizers
 
 // Defines the plugin entry point for rule |R| named |NAME|, with the
@@ -201,6 +246,9 @@ inline weft_status_t BuildUpdate(void* state, weft_graph_builder_t* graph, const
       t.destroy = ::weft::optimizers::Destroy<R>;                                          \
       t.slots = ::weft::optimizers::SlotsOf;                                               \
       t.build_update = ::weft::optimizers::BuildUpdate;                                    \
+      if constexpr (::weft::optimizers::kHasSparse<R>) {                                   \
+        t.build_sparse_update = ::weft::optimizers::BuildSparseUpdate<R>;                  \
+      }                                                                                    \
       return t;                                                                            \
     }();                                                                                   \
     static const weft_plugin_t plugin = [] {                                               \

@@ -98,11 +98,11 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
   // Columns are as wide as their widest cell, so spaces are matched as runs.
   EXPECT_TRUE(StartsWith(r.out, "NAME ")) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"NAME", "KIND", "ABI", "VERSION", "STATUS", "PATH"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.0", "0.1.0", "loaded", WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"}))
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded", WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"}))
       << r.out;
   // The optimizer plugins built with the tree are listed too.
   for (const char* name : {"sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad"}) {
-    EXPECT_TRUE(HasRow(r.out, {name, "optimizer", "1.0", "0.1.0", "loaded"}))
+    EXPECT_TRUE(HasRow(r.out, {name, "optimizer", "1.1", "0.1.0", "loaded"}))
         << name << "\n" << r.out;
   }
   EXPECT_EQ(r.err, "");
@@ -111,7 +111,7 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
 TEST_F(Cli, PluginsAsJson) {
   ProcessResult r = Weft({"plugins", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("{\"name\":\"cpu\",\"kind\":\"device\",\"abi\":\"1.0\""), std::string::npos)
+  EXPECT_NE(r.out.find("{\"name\":\"cpu\",\"kind\":\"device\",\"abi\":\"1.1\""), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\"status\":\"loaded\""), std::string::npos);
 }
@@ -396,7 +396,7 @@ TEST_F(Cli, RefusedPluginsAreListedWithTheirReason) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(v2 + ": refused: built for plugin ABI v2"), std::string::npos) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.0", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded"})) << r.out;
   EXPECT_NE(r.err.find("plugin " + garbage + " refused: not a loadable shared library"),
             std::string::npos)
       << r.err;
@@ -407,7 +407,7 @@ TEST_F(Cli, UnavailablePluginsAreListedNotFatal) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("frob: unavailable: no frobnicator found on this machine\n"), std::string::npos)
       << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.0", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded"})) << r.out;
 }
 
 TEST_F(Cli, StrictModeMakesARefusalFatal) {
@@ -643,7 +643,7 @@ TEST_F(Cli, VersionNamesReleaseAndAbi) {
   ProcessResult r = Weft({"version"});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_TRUE(StartsWith(r.out, "weft 0.1.0 (commit ")) << r.out;
-  EXPECT_NE(r.out.find("\nplugin ABI 1.0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nplugin ABI 1.1\n"), std::string::npos) << r.out;
   r = Weft({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "weft 0.1.0\n");

@@ -322,8 +322,8 @@ TEST_P(GpuPluginTest, WeftPluginsListsItWithTheReason) {
   ProcessResult r = Weft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string state = probe_.has_gpu() ? "loaded" : "unavailable";
-  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.0", "0.1.0", state, p.file()})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.0", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.1", "0.1.0", state, p.file()})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded"})) << r.out;
   if (probe_.has_gpu()) return;
   // Below the table, one line per plugin that is not loaded: its reason.
   const std::string prefix = StrCat("\n", p.name, ": unavailable: ");

@@ -70,7 +70,7 @@ TEST(PluginHost, LoadsTheCpuPlugin) {
   EXPECT_EQ(info.kind, PluginKind::kDevice);
   EXPECT_EQ(info.state, PluginState::kLoaded);
   EXPECT_EQ(info.abi_major, 1u);
-  EXPECT_EQ(info.abi_minor, 0u);
+  EXPECT_EQ(info.abi_minor, 1u);
   EXPECT_FALSE(info.version.empty());
   ASSERT_EQ(info.options.size(), 2u);
   EXPECT_EQ(info.options[0].key, "count");
@@ -98,15 +98,15 @@ TEST(PluginHost, RefusesAnotherMajorVersionNamingBoth) {
   const std::string file = PluginFile("abi_v2", "weft_device_abi_v2.so");
   EXPECT_EQ(RefusalOf(file), "plugin " + file +
                                  " refused: built for plugin ABI v2 (it exports "
-                                 "weft_plugin_init_v2), but this weft speaks ABI v1.0; rebuild "
+                                 "weft_plugin_init_v2), but this weft speaks ABI v1.1; rebuild "
                                  "the plugin against a matching Weft SDK");
 }
 
 TEST(PluginHost, RefusesADeclaredMajorVersionMismatch) {
   const std::string file = PluginFile("abi_major_field", "weft_device_testdev.so");
   EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: built for plugin ABI v2.0, but this weft speaks ABI "
-                                 "v1.0; rebuild the plugin against a matching Weft SDK");
+                                 " refused: built for plugin ABI v2.1, but this weft speaks ABI "
+                                 "v1.1; rebuild the plugin against a matching Weft SDK");
 }
 
 TEST(PluginHost, RefusesATableSmallerThanTheAbi) {

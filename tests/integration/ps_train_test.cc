@@ -274,6 +274,97 @@ TEST_F(PsTraining, ACheckpointOfTwoPsTasksRestoresIntoAClusterAndIntoOneProcess)
   EXPECT_NE(missing.out.find("resumed from " + ckpt + "/ckpt-20 at step 20"), std::string::npos) << missing.out;
 }
 
+// The sparse model (configs/models/debian_bow.wgt: a 1,048,576 x 64 f32
+// embedding, 256 MiB) on 2 ps tasks + 1 worker. Its data is made so that
+// the rows a step reads are known exactly: 64 examples of 64 ids each, all
+// 4096 ids distinct, one batch of all 64 per step (the order shuffled), so
+// every step reads 4096 distinct rows of 64 f32 = 1 MiB, and its gradient
+// sends the same 1 MiB back. The worker reports the bytes it moved per
+// step (dist::ReadWireCounters): they must be those 2 MiB, within the 1.2x
+// the benchmark targets (ids, the dense layer and the requests are the
+// rest), nowhere near the 256 MiB of the whole embedding. The labels are
+// fixed per example, so the loss falls as the model learns them. Then the
+// checkpoint (each part and its accumulator in its ps task's shard)
+// restores into one process, where the embedding is whole.
+TEST_F(PsTraining, TheEmbeddingModelSplitOverTwoPsTasksMovesOnlyTheRowsItReads) {
+  const std::string data = (dir_ / "data").string();
+  fs::create_directories(data);
+  ProcessResult made = testing::Run(
+      {"/usr/bin/python3", "-c",
+       "import numpy as np, sys\n"
+       "r = np.random.default_rng(7)\n"
+       "ids = (r.choice(1048575, 64 * 64, replace=False) + 1).reshape(64, 64).astype(np.float32)\n"
+       "labels = (np.arange(64) % 16).astype(np.int64)\n"
+       "for part in ('train', 'test'):\n"
+       "    np.save(sys.argv[1] + '/' + part + '_ids.npy', ids)\n"
+       "    np.save(sys.argv[1] + '/' + part + '_labels.npy', labels)\n",
+       data},
+      {});
+  if (made.exit_code != 0) GTEST_SKIP() << "cannot write the data with /usr/bin/python3 and numpy: " << made.err;
+  const std::string ckpt = (dir_ / "ckpt").string();
+  const fs::path path = dir_ / "bow.toml";
+  {
+    std::ofstream out(path);
+    out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = 30000\nrpc_timeout_ms = 60000\npartition_mb = 64\n"
+        << "[cluster.jobs]\nps = [\"127.0.0.1:" << testing::FreePort() << "\", \"127.0.0.1:" << testing::FreePort()
+        << "\"]\nworker = [\"127.0.0.1:" << testing::FreePort() << "\"]\n\n"
+        << "[model]\nloss = \"loss\"\nimages = \"images\"\nlabels = \"labels\"\naccuracy = \"accuracy\"\n"
+        << "init = \"init\"\n\n[data]\nformat = \"npy\"\n"
+        << "train_images = \"" << data << "/train_ids.npy\"\ntrain_labels = \"" << data << "/train_labels.npy\"\n"
+        << "test_images = \"" << data << "/test_ids.npy\"\ntest_labels = \"" << data << "/test_labels.npy\"\n\n"
+        << "[training]\nbatch_size = 64\nsteps = 30\nseed = 1\nlog_every = 1\n\n"
+        << "[optimizer]\nname = \"adagrad\"\nlearning_rate = 0.5\n\n"
+        << "[checkpoint]\ndir = \"" << ckpt << "\"\nkeep = 1\n";
+  }
+  const std::string config = path.string();
+  std::vector<BackgroundProcess*> ps;
+  for (int k = 0; k < 2; ++k) {
+    tasks_.push_back(std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{WEFT_CLI, "train", kModels + "debian_bow.wgt", "--config", config, "--job", "ps",
+                                 "--task", std::to_string(k)},
+        Env()));
+    ps.push_back(tasks_.back().get());
+  }
+  BackgroundProcess* chief = StartWorker(config, 0, "debian_bow.wgt");
+  ASSERT_TRUE(chief->Wait(300000)) << chief->Output();
+  const std::string out = chief->Output();
+  ASSERT_EQ(chief->exit_code(), 0) << out;
+  for (BackgroundProcess* p : ps) EXPECT_TRUE(p->Wait(30000)) << p->Output();
+
+  const double rows_bytes = 2.0 * 4096 * 64 * 4;  // the rows read, and their gradient
+  const double wire = FinalValue(out, "wire_bytes_per_step");
+  EXPECT_GE(wire, rows_bytes) << out;
+  EXPECT_LE(wire, 1.2 * rows_bytes) << out;
+  // The loss of the first step (about ln 16 = 2.77: nothing learnt yet)
+  // and of the last.
+  const std::size_t first = out.find("step 1/30  loss ");
+  const std::size_t last = out.find("step 30/30  loss ");
+  ASSERT_NE(first, std::string::npos) << out;
+  ASSERT_NE(last, std::string::npos) << out;
+  const double loss_first = std::stod(out.substr(first + 16));
+  const double loss_last = std::stod(out.substr(last + 17));
+  EXPECT_GT(loss_first, 2.0) << out;
+  EXPECT_LT(loss_last, 0.5) << out;
+
+  // Each ps task saved its part: rows 0-524287 and 524288-1048575, with
+  // their accumulators.
+  ProcessResult inspect = Weft({"ckpt", "inspect", ckpt + "/ckpt-30"});
+  for (const char* name : {"embedding/part_0", "embedding/part_1", "embedding/part_1/adagrad/accumulator"}) {
+    EXPECT_NE(inspect.out.find(name), std::string::npos) << name << "\n" << inspect.out << inspect.err;
+  }
+  EXPECT_NE(inspect.out.find("[524288,64]"), std::string::npos) << inspect.out;
+  // In one process the embedding is whole: the parts are joined, and the
+  // evaluation of step 30 is the cluster's.
+  auto eval_line = [](const std::string& text) {
+    const std::size_t at = text.find("eval at step 30:");
+    return at == std::string::npos ? std::string("(no eval line)") : text.substr(at, text.find('\n', at) - at);
+  };
+  ProcessResult local = Weft({"train", kModels + "debian_bow.wgt", "--config", config, "--local", "--resume"});
+  EXPECT_EQ(local.exit_code, 0) << local.out << local.err;
+  EXPECT_NE(local.out.find("resumed from " + ckpt + "/ckpt-30 at step 30"), std::string::npos) << local.out;
+  EXPECT_EQ(eval_line(local.out), eval_line(out)) << local.out << "\n" << out;
+}
+
 // --- Bad input and faults
 // --------------------------------------------------------------------
 
@@ -432,7 +523,10 @@ TEST_F(PsTraining, PlaceExplainsWhereEachVariableWent) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("saves the variables of ps task 1 as shard 1 of the checkpoint"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("/job:ps/task:0/device:CPU:0: 24 nodes"), std::string::npos) << r.out;
+  // A variable's update runs next to it: only the gradient travels.
+  EXPECT_TRUE(HasLineWith(r.out, {"dense1/kernel/adam_1/", " /job:ps/task:0/device:CPU:0",
+                                  "the update of \"dense1/kernel\", next to it"}))
+      << r.out;
   EXPECT_TRUE(HasLineWith(r.out, {"dense1/kernel/adam/m ", " VarHandle ", " /job:ps/task:0/device:CPU:0"})) << r.out;
   EXPECT_TRUE(HasLineWith(r.out, {"dense2/kernel/adam/v ", " VarHandle ", " /job:ps/task:1/device:CPU:0"})) << r.out;
 }

@@ -100,9 +100,15 @@ typedef struct weft_update_args_t {
    * NULL when num_slots is 0. */
   const weft_value_t* slots;
   size_t num_slots;
+  /* ABI 1.1. NULL for build_update. For build_sparse_update: the rows to
+   * update, an i64 vector of distinct row numbers (dimension 0 of the
+   * variable, in no particular order); |gradient| then holds the gradient
+   * of those rows only, shaped [len(indices)] + the variable's shape[1:]. */
+  weft_value_t indices;
 } weft_update_args_t;
 
 #define WEFT_UPDATE_ARGS_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_update_args_t, num_slots)
+#define WEFT_UPDATE_ARGS_SIZE_V1_1 WEFT_STRUCT_SIZE_THROUGH(weft_update_args_t, indices)
 
 /* The table an optimizer plugin provides (weft_plugin_t.optimizer). */
 typedef struct weft_optimizer_plugin_t {
@@ -136,10 +142,24 @@ typedef struct weft_optimizer_plugin_t {
   weft_status_t (*build_update)(void* state, weft_graph_builder_t* graph,
                                 const weft_update_args_t* args,
                                 weft_value_t* out_update);
+  /* ABI 1.1, optional. The update of only the rows args->indices names, for
+   * a variable the model reads through gathers only (an embedding), whose
+   * gradient is sparse: the host sends those rows to the variable's device
+   * instead of a gradient of the variable's whole shape. Rows not named
+   * must be left as they are, slots included (a "lazy" rule, as
+   * torch.optim.SparseAdam); otherwise the contract of build_update. NULL:
+   * the host scatters the rows into a dense gradient next to the variable
+   * and calls build_update, which gives the dense rule's result at the
+   * cost of reading and writing the whole variable each step. */
+  weft_status_t (*build_sparse_update)(void* state, weft_graph_builder_t* graph,
+                                       const weft_update_args_t* args,
+                                       weft_value_t* out_update);
 } weft_optimizer_plugin_t;
 
 #define WEFT_OPTIMIZER_PLUGIN_SIZE_V1_0 \
   WEFT_STRUCT_SIZE_THROUGH(weft_optimizer_plugin_t, build_update)
+#define WEFT_OPTIMIZER_PLUGIN_SIZE_V1_1 \
+  WEFT_STRUCT_SIZE_THROUGH(weft_optimizer_plugin_t, build_sparse_update)
 
 WEFT_EXTERN_C_END
 
