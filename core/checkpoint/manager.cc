@@ -1,11 +1,14 @@
 #include "core/checkpoint/manager.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -321,6 +324,39 @@ bool SavePolicy::Due(int64_t step, Clock::time_point now) {
 void SavePolicy::Saved(int64_t step, Clock::time_point now) {
   last_step_ = step;
   last_time_ = now;
+}
+
+Expected<std::unique_ptr<DirectoryLock>> DirectoryLock::Acquire(const std::string& dir, const std::string& owner) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return UnavailableError("cannot create the checkpoint directory ", dir, ": ", ec.message());
+  const std::string path = (fs::path(dir) / "weft.lock").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return UnavailableError("cannot open ", path, ": ", std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    std::string holder(512, '\0');
+    const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
+    holder.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    ::close(fd);
+    if (error == EWOULDBLOCK) {
+      return FailedPreconditionError("the checkpoint directory ", dir, " is in use by another training run (",
+                                     holder.empty() ? std::string("its holder wrote nothing") : holder,
+                                     "): two runs writing one directory would mix their checkpoints; give each "
+                                     "run its own [checkpoint] dir, or stop the other run first");
+    }
+    return UnavailableError("cannot lock ", path, ": ", std::strerror(error));
+  }
+  std::string record = owner + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, record.data(), record.size(), 0) < 0) {
+    WEFT_LOG(WARNING) << "cannot record the owner in " << path << ": " << std::strerror(errno);
+  }
+  return std::unique_ptr<DirectoryLock>(new DirectoryLock(fd));
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace weft::checkpoint

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,6 +111,28 @@ class CheckpointManager {
   std::string dir_;
   int keep_;
   WriteOptions options_;
+};
+
+// One training run's claim on a checkpoint directory: an exclusive flock
+// on <dir>/weft.lock, which also records who holds it. Two runs writing one
+// directory (two clusters given the same [checkpoint] dir) would mix their
+// checkpoints in one manifest; the second is refused instead. The lock
+// goes when the holder does, however it ends (kill -9 included): nothing
+// to clean up after a crash.
+class DirectoryLock {
+ public:
+  // Creates |dir| if needed and takes the lock, writing |owner| (who is
+  // asking: "pid 42 on host-a: weft train ...") into the file.
+  // FAILED_PRECONDITION naming the directory and the holder's record when
+  // another process holds it; the error of the file system otherwise.
+  static Expected<std::unique_ptr<DirectoryLock>> Acquire(const std::string& dir, const std::string& owner);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  explicit DirectoryLock(int fd) : fd_(fd) {}
+  int fd_;
 };
 
 // When to save: every |every_steps| steps and/or every |every_seconds|

@@ -1,9 +1,12 @@
 #include "core/train/trainer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -577,6 +580,7 @@ class Run {
   std::shared_ptr<const data::Examples> train_, test_;
   std::unique_ptr<data::Pipeline> pipeline_;
   std::unique_ptr<checkpoint::CheckpointManager> checkpoints_;
+  std::unique_ptr<checkpoint::DirectoryLock> dir_lock_;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
   int64_t step_ = 0;
@@ -597,6 +601,22 @@ Status Run::Prepare() {
   }
   WEFT_RETURN_IF_ERROR(reporter_.status(config_.training.metrics));
   WEFT_RETURN_IF_ERROR(CheckClusterRole());
+  if (!config_.checkpoint.dir.empty() && chief()) {
+    // One run per directory: a second cluster (or process) given the same
+    // [checkpoint] dir is refused, naming this one.
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    const std::time_t now = std::time(nullptr);
+    char since[32] = {};
+    std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const std::string owner =
+        StrCat("pid ", ::getpid(), " on ", host, ": weft train ", options_.model_path,
+               distributed() ? StrCat(" as the chief of the cluster of ", config_.source) : std::string(" in one process"),
+               ", since ", since);
+    auto lock = checkpoint::DirectoryLock::Acquire(config_.checkpoint.dir, owner);
+    if (!lock.ok()) return Status(lock.status().code(), StrCat(Where(config_, "checkpoint", "dir"), lock.status().message()));
+    dir_lock_ = std::move(*lock);
+  }
 
   WEFT_RETURN_IF_ERROR(BuildGraph());
   if (distributed()) {

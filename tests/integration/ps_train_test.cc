@@ -65,6 +65,8 @@ bool HasLineWith(const std::string& out, const std::vector<std::string>& parts) 
   return false;
 }
 
+bool WaitForOutput(BackgroundProcess* p, const std::string& text);
+
 class PsTraining : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -412,6 +414,68 @@ TEST_F(PsTraining, AnUnknownVariablePlacementIsRefusedWithItsPosition) {
       << r.err;
   EXPECT_NE(r.err.find("cluster.variable_placement"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("greedy_bytes"), std::string::npos) << r.err;
+}
+
+// Two clusters given one checkpoint directory: the second chief is refused
+// before it starts, naming the first run (its pid and config); once that
+// run is gone (killed: nothing to clean up), the directory is free.
+TEST_F(PsTraining, TwoClustersGivenOneCheckpointDirectoryAreRefused) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string ckpt = (dir_ / "shared").string();
+  Layout layout;
+  layout.workers = 1;
+  layout.more = "\n[checkpoint]\ndir = \"" + ckpt + "\"\n";
+  const std::string first = WriteConfig("first.toml", layout, "batch_size = 64\nsteps = 100000\nlog_every = 5\n");
+  const std::string second = WriteConfig("second.toml", layout, "batch_size = 64\nsteps = 5\nlog_every = 5\n");
+  ServePs(first, 0);
+  BackgroundProcess* running = StartWorker(first, 0);
+  ASSERT_TRUE(WaitForOutput(running, "step 5/")) << running->Output();
+
+  ProcessResult refused =
+      Weft({"train", kModels + "fashion_mlp.wgt", "--config", second, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("second.toml:"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("checkpoint.dir: the checkpoint directory " + ckpt +
+                             " is in use by another training run (pid " + std::to_string(running->pid())),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("as the chief of the cluster of " + first), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("give each run its own [checkpoint] dir"), std::string::npos) << refused.err;
+
+  running->Kill(SIGKILL);
+  ASSERT_TRUE(running->Wait(30000));
+  ProcessResult local = Weft({"train", kModels + "fashion_mlp.wgt", "--config", second, "--local", "--steps", "2"});
+  EXPECT_EQ(local.exit_code, 0) << local.out << local.err;
+}
+
+// A chief started again without --resume initialises the variables again,
+// although the ps task (weft serve) kept the first run's values: with the
+// same seed, the second run's first step has the first run's first loss,
+// not a loss of the trained model.
+TEST_F(PsTraining, AChiefStartedAgainWithoutResumeInitialisesThePsVariables) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.workers = 1;
+  const std::string config = WriteConfig("again.toml", layout, "batch_size = 64\nsteps = 30\nseed = 3\nlog_every = 1\n");
+  ServePs(config, 0);
+  auto first_loss = [](const std::string& out) {
+    const std::size_t at = out.find("step 1/30  loss ");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find("  accuracy", at) - at);
+  };
+  auto last_loss = [](const std::string& out) {
+    const std::size_t at = out.find("step 30/30  loss ");
+    return at == std::string::npos ? std::nan("") : std::stod(out.substr(at + 17));
+  };
+  std::vector<std::string> outputs;
+  for (int run = 0; run < 2; ++run) {
+    ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--job", "worker", "--task", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    outputs.push_back(r.out);
+  }
+  EXPECT_NE(first_loss(outputs[0]), "(none)") << outputs[0];
+  EXPECT_EQ(first_loss(outputs[1]), first_loss(outputs[0])) << outputs[1];
+  // And the first run had trained: its last loss is well below its first.
+  EXPECT_LT(last_loss(outputs[0]), std::stod(first_loss(outputs[0]).substr(16)) - 0.5) << outputs[0];
 }
 
 // A worker other than the chief waits for the variables, saying so, and

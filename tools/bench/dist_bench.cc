@@ -29,6 +29,14 @@
 //                    the gradients sent back every step) vs the same steps
 //                    in one process; and examples per second of 1 ps + 2
 //                    workers (asynchronous) vs one process
+//   sparse_step      the sparse model (configs/models/debian_bow.wgt: a
+//                    1,048,576 x 64 embedding split over 2 ps tasks, Debian
+//                    package descriptions, batch 64, Adagrad) through 2 ps +
+//                    1 worker: the bytes the worker moves per step vs the
+//                    bytes of the distinct rows a batch reads, both ways
+//                    (the mean over random batches of the data); ms per
+//                    step vs one process; and the sparse bytes vs the same
+//                    steps with sparse_updates = false
 //
 // Each prints BENCH lines: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // (speedup > 1: Weft ahead). On a 2-core machine the processes share the
@@ -56,6 +64,8 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +79,7 @@
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/session.h"
+#include "core/tensor/npy.h"
 
 namespace weft::bench {
 namespace {
@@ -722,6 +733,110 @@ void PsTrainMlp() {
   Bench("ps_train_mlp_1ps_2workers", Median(two_eps), Median(local_eps), "examples/s", true);
 }
 
+// --- sparse_step -----------------------------------------------------------------------
+
+// The value of "name=" in the final line of |out|.
+double FinalField(const std::string& out, const std::string& name) {
+  const std::size_t line = out.rfind("final: ");
+  const std::size_t at = line == std::string::npos ? line : out.find(" " + name + "=", line);
+  if (at == std::string::npos) Die(StrCat("no ", name, "= in the final line of:\n", out));
+  return std::atof(out.c_str() + at + name.size() + 2);
+}
+
+std::string BowConfig(const std::string& path, const std::string& data, int num_ps, int steps, bool sparse) {
+  std::ofstream out(path);
+  if (num_ps > 0) {
+    out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = 30000\nrpc_timeout_ms = 120000\npartition_mb = 64\n"
+        << "[cluster.jobs]\nps = [";
+    for (int k = 0; k < num_ps; ++k) out << (k ? ", " : "") << "\"127.0.0.1:" << FreePort() << "\"";
+    out << "]\nworker = [\"127.0.0.1:" << FreePort() << "\"]\n";
+  }
+  out << "[model]\nloss = \"loss\"\nimages = \"images\"\nlabels = \"labels\"\naccuracy = \"accuracy\"\ninit = "
+         "\"init\"\n"
+      << "[data]\nformat = \"npy\"\ntrain_images = \"" << data << "/train_ids.npy\"\ntrain_labels = \"" << data
+      << "/train_labels.npy\"\nshuffle = true\n"
+      << "[training]\nbatch_size = 64\nseed = 1\nlog_every = 1000\nsteps = " << steps
+      << "\nsparse_updates = " << (sparse ? "true" : "false") << "\n"
+      << "[optimizer]\nname = \"adagrad\"\nlearning_rate = 0.3\n";
+  return path;
+}
+
+// The mean number of distinct ids (rows of the embedding) in a batch of
+// 64 of |ids| (f32 [n, 64]), over random batches as the shuffled input
+// makes them.
+double MeanDistinctRows(const std::string& ids_path) {
+  auto ids = ReadNpy(ids_path);
+  if (!ids.ok()) Die(ids.status().ToString());
+  const int64_t n = ids->dim(0), width = ids->dim(1);
+  const float* p = ids->data<float>();
+  std::vector<int64_t> order(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::mt19937_64 rng(1);
+  double total = 0;
+  int batches = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int64_t b = 0; b + 64 <= n; b += 64, ++batches) {
+      std::set<float> distinct;
+      for (int64_t e = b; e < b + 64; ++e) {
+        const float* row = p + order[static_cast<std::size_t>(e)] * width;
+        distinct.insert(row, row + width);
+      }
+      total += static_cast<double>(distinct.size());
+    }
+  }
+  return total / batches;
+}
+
+// One run of |num_ps| ps tasks and one worker; the worker's output.
+std::string BowCluster(const std::string& config, const std::string& model, int num_ps) {
+  std::vector<std::future<std::string>> ps;
+  for (int k = 0; k < num_ps; ++k) {
+    ps.push_back(std::async(std::launch::async, [&, k] {
+      return RunWeft({"train", model, "--config", config, "--job", "ps", "--task", std::to_string(k)});
+    }));
+  }
+  const std::string out = RunWeft({"train", model, "--config", config, "--job", "worker", "--task", "0"});
+  for (auto& p : ps) p.get();
+  return out;
+}
+
+void SparseStep() {
+  const std::filesystem::path repo =
+      (std::filesystem::path(g_weft_cli).parent_path() / ".." / "..").lexically_normal();
+  const std::string model = (repo / "configs" / "models" / "debian_bow.wgt").string();
+  const std::string data = (repo / "build" / "data" / "debian_sections").string();
+  if (!std::filesystem::exists(data + "/train_ids.npy")) {
+    const std::string make = StrCat("/usr/bin/python3 ", (repo / "tools" / "data" / "debian_sections.py").string(),
+                                    " -o ", data, " >&2");
+    if (std::system(make.c_str()) != 0) Die("cannot make the data: " + make);
+  }
+  const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_sparse_step_bench_", getpid());
+  std::filesystem::create_directories(dir);
+  const double rows = MeanDistinctRows(data + "/train_ids.npy");
+  // The rows a step reads, to the worker, and their gradients, back.
+  const double rows_bytes = 2 * rows * 64 * 4;
+  constexpr int kSteps = 300, kDenseSteps = 10;
+  const int repeats = g_repeats > 0 ? g_repeats : 3;
+  std::vector<double> wire, cluster_ms, local_ms, dense_wire;
+  for (int r = 0; r < repeats; ++r) {
+    const std::string out = BowCluster(BowConfig(dir + "/two.toml", data, 2, kSteps, true), model, 2);
+    wire.push_back(FinalField(out, "wire_bytes_per_step"));
+    cluster_ms.push_back(1000 * TrainedSeconds(out) / kSteps);
+    const std::string local = RunWeft({"train", model, "--config", BowConfig(dir + "/one.toml", data, 0, kSteps, true)});
+    local_ms.push_back(1000 * TrainedSeconds(local) / kSteps);
+  }
+  // What the same steps move with a dense gradient (sparse_updates = false).
+  dense_wire.push_back(FinalField(BowCluster(BowConfig(dir + "/dense.toml", data, 2, kDenseSteps, false), model, 2),
+                                  "wire_bytes_per_step"));
+  std::filesystem::remove_all(dir);
+  std::fprintf(stderr, "sparse_step: %.1f distinct rows per batch of 64 (%.0f bytes each way)\n", rows,
+               rows_bytes / 2);
+  Bench("sparse_step_bytes", Median(wire), rows_bytes, "bytes/step", false);
+  Bench("sparse_step_ms_2ps", Median(cluster_ms), Median(local_ms), "ms/step", false);
+  Bench("sparse_step_dense_bytes", Median(wire), Median(dense_wire), "bytes/step", false);
+}
+
 }  // namespace
 }  // namespace weft::bench
 
@@ -730,7 +845,8 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
         stderr,
-        "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp [--repeats N]\n");
+        "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp|sparse_step "
+        "[--repeats N]\n");
     return 2;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -748,6 +864,8 @@ int main(int argc, char** argv) {
     RemoteLoop();
   } else if (name == "ps_train_mlp") {
     PsTrainMlp();
+  } else if (name == "sparse_step") {
+    SparseStep();
   } else {
     std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", name.c_str());
     return 2;
