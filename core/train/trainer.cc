@@ -1195,6 +1195,17 @@ Expected<TrainResult> Run::Go() {
       restored = true;
       reporter_.Note(StrCat("resumed from ", *latest, " at step ", step_));
     } else {
+      // Checkpoints that exist but none of which opens (a shard missing or
+      // of another step): starting over would overwrite them. Stop instead,
+      // naming what is wrong with the newest.
+      auto listed = checkpoints_->List();
+      if (listed.ok() && !listed->empty()) {
+        auto reader = checkpoint::BundleReader::Open(listed->back());
+        return FailedPreconditionError(
+            "--resume: no checkpoint in ", config_.checkpoint.dir, " opens, so nothing was loaded; the newest, ",
+            listed->back(), ", ", reader.ok() ? std::string("opens now") : std::string(reader.status().message()),
+            ". Restore the missing or damaged files, or move the directory away to start over");
+      }
       reporter_.Note(StrCat("no checkpoint in ", config_.checkpoint.dir, " yet; starting at step 0"));
     }
   }
@@ -1220,7 +1231,8 @@ Expected<TrainResult> Run::Go() {
   double interval_loss = 0, interval_accuracy = 0;
   int64_t interval_steps = 0;
   Clock::time_point interval_start = Clock::now();
-  int64_t saved_step = -1;
+  // A resumed run has its starting step saved already.
+  int64_t saved_step = restored ? step_ : -1;
   // A worker other than the chief checks every few seconds that the chief
   // is still there (automatic recovery is not implemented: it stops).
   Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);

@@ -365,6 +365,19 @@ TEST_F(PsTraining, TheEmbeddingModelSplitOverTwoPsTasksMovesOnlyTheRowsItReads) 
   EXPECT_EQ(local.exit_code, 0) << local.out << local.err;
   EXPECT_NE(local.out.find("resumed from " + ckpt + "/ckpt-30 at step 30"), std::string::npos) << local.out;
   EXPECT_EQ(eval_line(local.out), eval_line(out)) << local.out << "\n" << out;
+
+  // A part's shard missing, and no other checkpoint: --resume stops naming
+  // the shard; nothing is loaded and nothing is overwritten.
+  const fs::path shard = fs::path(ckpt) / "ckpt-30.data-00001-of-00002";
+  fs::remove(shard);
+  ProcessResult missing = Weft({"train", kModels + "debian_bow.wgt", "--config", config, "--local", "--resume"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("--resume: no checkpoint in " + ckpt + " opens, so nothing was loaded"),
+            std::string::npos)
+      << missing.err;
+  EXPECT_NE(missing.err.find("its data shard " + shard.string() + " is missing"), std::string::npos) << missing.err;
+  EXPECT_TRUE(fs::exists(fs::path(ckpt) / "ckpt-30.data-00000-of-00002"));
+  EXPECT_FALSE(fs::exists(fs::path(ckpt) / "ckpt-1.index"));
 }
 
 // --- Bad input and faults
