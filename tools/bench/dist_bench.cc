@@ -802,8 +802,9 @@ std::string BowCluster(const std::string& config, const std::string& model, int 
 }
 
 void SparseStep() {
+  // Absolute: the config's relative paths would be taken from its own folder.
   const std::filesystem::path repo =
-      (std::filesystem::path(g_weft_cli).parent_path() / ".." / "..").lexically_normal();
+      std::filesystem::absolute(std::filesystem::path(g_weft_cli).parent_path() / ".." / "..").lexically_normal();
   const std::string model = (repo / "configs" / "models" / "debian_bow.wgt").string();
   const std::string data = (repo / "build" / "data" / "debian_sections").string();
   if (!std::filesystem::exists(data + "/train_ids.npy")) {
