@@ -1033,6 +1033,31 @@ Status Run::StartCluster() {
   WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
   auto service = dist::TaskService::Start(service_options, host_, devices_);
   if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
+  // The other tasks may not be up yet: wait for each (cluster.
+  // connect_timeout_ms in all), saying what this worker waits for.
+  const int64_t connect_ms = config_.cluster ? config_.cluster->connect_timeout_ms : 10000;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point next_note = start + std::chrono::seconds(2);
+  for (const dist::Peer& peer : so.tasks) {
+    if (peer.name == me) continue;
+    while (true) {
+      Status answered = (*service)->Ping(peer.name, 1000);
+      if (answered.ok()) break;
+      const Clock::time_point now = Clock::now();
+      const double waited = Seconds(now - start);
+      if (waited * 1000 >= static_cast<double>(connect_ms)) {
+        return Status(Code::kUnavailable,
+                      StrCat("task ", peer.name, " (", peer.address, ") did not answer within ", connect_ms,
+                             " ms (cluster.connect_timeout_ms): ", answered.message()));
+      }
+      if (now >= next_note) {
+        reporter_.Note(StrCat("waiting for ", peer.name, " (", peer.address, ") to start: ", Fixed(waited, 0), " s of ",
+                              Fixed(static_cast<double>(connect_ms) / 1000, 0), " (cluster.connect_timeout_ms)"));
+        next_note = now + std::chrono::seconds(5);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
   auto session = dist::DistSession::Create(tg_.graph, so, host_);
   if (!session.ok()) return session.status();
   session_ = std::make_unique<ClusterRunner>(

@@ -516,14 +516,19 @@ TEST_F(PsTraining, AWorkerWithoutAChiefWaitsThenNamesIt) {
 
 // The chief waits for a ps task that is not up yet, up to
 // connect_timeout_ms, and then names it.
+// A chief whose ps task is not up waits for it (cluster.connect_timeout_ms),
+// saying what it waits for, then names it.
 TEST_F(PsTraining, AChiefWithoutItsPsTaskNamesIt) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  const std::string config = WriteConfig("nops_up.toml", {}, "steps = 10\n", 1500);
+  const std::string config = WriteConfig("nops_up.toml", {}, "steps = 10\n", 4000);
   BackgroundProcess* w = StartWorker(config, 0);
   ASSERT_TRUE(w->Wait(120000)) << w->Output();
   const std::string out = w->Output();
   EXPECT_EQ(w->exit_code(), 1) << out;
-  EXPECT_NE(out.find("/job:ps/task:0"), std::string::npos) << out;
+  EXPECT_TRUE(HasLineWith(out, {"waiting for /job:ps/task:0 (tcp://127.0.0.1:", ") to start: ", " s of 4 (cluster.connect_timeout_ms)"}))
+      << out;
+  EXPECT_TRUE(HasLineWith(out, {"task /job:ps/task:0 (tcp://127.0.0.1:", ") did not answer within 4000 ms (cluster.connect_timeout_ms): "}))
+      << out;
 }
 
 // Two workers that disagree on the model: the second is refused, naming
