@@ -175,27 +175,35 @@ inline weft_status_t SlotsOf(void* state, weft_dtype_t, int32_t, const int64_t*,
   });
 }
 
+// The checks every update makes of what the host passed: the struct's
+// version (|sparse|: ABI 1.1 with indices), the dtype, the slot count.
+inline void CheckUpdateArgs(const weft_update_args_t* args, const Rule& rule, bool sparse) {
+  if (args->struct_size < WEFT_UPDATE_ARGS_SIZE_V1_0) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "weft_update_args_t.struct_size is " + std::to_string(args->struct_size) +
+                                                ", smaller than ABI 1.0's");
+  }
+  if (sparse && (args->struct_size < WEFT_UPDATE_ARGS_SIZE_V1_1 || args->indices == nullptr)) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "a sparse update needs weft_update_args_t.indices (ABI 1.1)");
+  }
+  if (args->dtype != WEFT_DTYPE_F32 && args->dtype != WEFT_DTYPE_F64) {
+    const char* name = weft_dtype_name(args->dtype);
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string("cannot train a variable of dtype ") +
+                                                (name != nullptr ? name : "(unknown)") +
+                                                "; the update rules take f32 or f64");
+  }
+  // The rules index args->slots by position: a short list would be read
+  // past its end.
+  if (args->num_slots != rule.Slots().size()) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "expected " + std::to_string(rule.Slots().size()) +
+                                                " slot variables, got " + std::to_string(args->num_slots));
+  }
+}
+
 inline weft_status_t BuildUpdate(void* state, weft_graph_builder_t* graph, const weft_update_args_t* args,
                                  weft_value_t* out_update) {
   return sdk::Guard([&] {
-    if (args->struct_size < WEFT_UPDATE_ARGS_SIZE_V1_0) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "weft_update_args_t.struct_size is " +
-                                                  std::to_string(args->struct_size) +
-                                                  ", smaller than ABI 1.0's");
-    }
-    if (args->dtype != WEFT_DTYPE_F32 && args->dtype != WEFT_DTYPE_F64) {
-      const char* name = weft_dtype_name(args->dtype);
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string("cannot train a variable of dtype ") +
-                                                  (name != nullptr ? name : "(unknown)") +
-                                                  "; the update rules take f32 or f64");
-    }
     Rule* rule = static_cast<Rule*>(state);
-    // The rules index args->slots by position: a short list would be read
-    // past its end.
-    if (args->num_slots != rule->Slots().size()) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "expected " + std::to_string(rule->Slots().size()) +
-                                                  " slot variables, got " + std::to_string(args->num_slots));
-    }
+    CheckUpdateArgs(args, *rule, false);
     sdk::Graph g(graph);
     Update u{g, *args};
     *out_update = rule->Build(u);
@@ -210,20 +218,8 @@ template <class R>
 weft_status_t BuildSparseUpdate(void* state, weft_graph_builder_t* graph, const weft_update_args_t* args,
                                 weft_value_t* out_update) {
   return sdk::Guard([&] {
-    if (args->struct_size < WEFT_UPDATE_ARGS_SIZE_V1_1 || args->indices == nullptr) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "a sparse update needs weft_update_args_t.indices (ABI 1.1)");
-    }
-    if (args->dtype != WEFT_DTYPE_F32 && args->dtype != WEFT_DTYPE_F64) {
-      const char* name = weft_dtype_name(args->dtype);
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string("cannot train a variable of dtype ") +
-                                                  (name != nullptr ? name : "(unknown)") +
-                                                  "; the update rules take f32 or f64");
-    }
     R* rule = static_cast<R*>(state);
-    if (args->num_slots != rule->Slots().size()) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "expected " + std::to_string(rule->Slots().size()) +
-                                                  " slot variables, got " + std::to_string(args->num_slots));
-    }
+    CheckUpdateArgs(args, *rule, true);
     sdk::Graph g(graph);
     Update u{g, *args};
     *out_update = rule->BuildSparse(u);

@@ -7,27 +7,10 @@ rows in order into a NumPy array (later writes win, as the op documents).
 """
 import numpy as np
 
+from .array import NP, rng, values
+
 FLOATS = ["f32", "f64", "f16", "bf16"]
 INTS = ["i8", "i16", "i32", "i64", "u8"]
-NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32,
-      "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
-
-
-def rng(seed):
-    return np.random.default_rng(seed)
-
-
-def values(g, r, shape, dtype):
-    if dtype == "bool":
-        return r.integers(0, 2, shape).astype(np.bool_)
-    if dtype == "u8":
-        return r.integers(0, 250, shape).astype(np.uint8)
-    if dtype in ("i8", "i16", "i32", "i64"):
-        return r.integers(-100, 100, shape).astype(NP[dtype])
-    x = r.standard_normal(shape) * 10
-    if dtype == "bf16":
-        return g.to_bf16(x.astype(np.float32))
-    return x.astype(NP[dtype])
 
 
 def unique_reference(x):
