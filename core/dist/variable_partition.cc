@@ -298,7 +298,8 @@ PartName ParsePartName(const std::string& name) {
     std::size_t end = at + 6;
     std::size_t digits = end;
     while (digits < name.size() && name[digits] >= '0' && name[digits] <= '9') ++digits;
-    if (digits > end && (digits == name.size() || name[digits] == '/')) {
+    // At most 9 digits: a part number fits an int (a longer one is not a part).
+    if (digits > end && digits - end <= 9 && (digits == name.size() || name[digits] == '/')) {
       return {name.substr(0, at) + name.substr(digits), std::stoi(name.substr(end, digits - end))};
     }
     at = end;

@@ -429,8 +429,14 @@ class CheckpointView {
     if (it == saved_parts_.end() || it->second.empty()) return false;
     int64_t rows = 0;
     int expect = 0;
+    const checkpoint::TensorEntry* first = it->second.begin()->second;
     for (const auto& [k, e] : it->second) {
-      if (k != expect++ || e->shape.rank() < 1) return false;  // a part missing
+      if (k != expect++ || e->shape.rank() < 1 || !e->shape.IsFullyDefined()) return false;  // a part missing
+      // Parts of one variable: one dtype, rows of one shape.
+      if (e->dtype != first->dtype || e->shape.rank() != first->shape.rank()) return false;
+      for (int d = 1; d < e->shape.rank(); ++d) {
+        if (e->shape.dim(d) != first->shape.dim(d)) return false;
+      }
       rows += e->shape.dim(0);
       *dtype = e->dtype;
       *shape = e->shape;

@@ -229,6 +229,7 @@ TEST(PartitionedVariables, ParsePartNameFindsThePartComponent) {
   EXPECT_EQ(dist::ParsePartName("emb/part_x").part, -1);
   EXPECT_EQ(dist::ParsePartName("emb/partial_1").part, -1);
   EXPECT_EQ(dist::ParsePartName("emb").whole, "emb");
+  EXPECT_EQ(dist::ParsePartName("emb/part_99999999999999999999").part, -1);
 }
 
 TEST(PartitionedVariables, SmallVariablesStayWhole) {
