@@ -38,7 +38,12 @@ std::vector<OptionSpec> RuntimeSpecs() {
                           "Threads one kernel may use (oneDNN, parallel loops). "
                           "Unset: derived from the number of cores.");
   intra.min = 1;
-  return {inter, intra};
+  OptionSpec max_tensor = Spec("max_tensor_mb", OptionType::kInt,
+                               "The largest tensor this process allocates, in MiB; a bigger one is refused "
+                               "(RESOURCE_EXHAUSTED, naming the node and shape) before any memory is taken. "
+                               "Unset: this machine's physical memory.");
+  max_tensor.min = 1;
+  return {inter, intra, max_tensor};
 }
 
 std::vector<OptionSpec> PluginsSpecs() {
@@ -219,6 +224,7 @@ std::string ResolvePath(const std::string& path, std::string_view base_dir) {
 void ApplyRuntime(const OptionValues& values, RuntimeConfig& out) {
   if (auto v = values.GetInt("inter_op_threads"); v.ok()) out.inter_op_threads = *v;
   if (auto v = values.GetInt("intra_op_threads"); v.ok()) out.intra_op_threads = *v;
+  if (auto v = values.GetInt("max_tensor_mb"); v.ok()) out.max_tensor_mb = *v;
 }
 
 void ApplyPlugins(const OptionValues& values, std::string_view base_dir, PluginsConfig& out) {

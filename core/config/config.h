@@ -38,6 +38,8 @@ namespace weft::config {
 struct RuntimeConfig {
   std::optional<int64_t> inter_op_threads;
   std::optional<int64_t> intra_op_threads;
+  // The largest tensor allocated, in MiB (core/tensor/size.h).
+  std::optional<int64_t> max_tensor_mb;
 };
 
 // [plugins]: where plugins come from.

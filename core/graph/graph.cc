@@ -5,6 +5,7 @@
 
 #include "core/config/value.h"
 #include "core/graph/shape_inference.h"
+#include "core/tensor/size.h"
 
 namespace weft {
 namespace {
@@ -38,6 +39,9 @@ std::vector<std::string> AttrNames(const OpDef& op) {
 }
 
 // The number of tensors arg |arg| stands for under |attrs|.
+// The most tensors one list arg (N inputs, num_split outputs) may have.
+constexpr int64_t kMaxListArgs = int64_t{1} << 20;
+
 int ArgCount(const ArgDef& arg, const AttrMap& attrs) {
   if (!arg.type_list_attr.empty()) {
     auto it = attrs.find(arg.type_list_attr);
@@ -47,7 +51,9 @@ int ArgCount(const ArgDef& arg, const AttrMap& attrs) {
   }
   if (!arg.is_list()) return 1;
   auto it = attrs.find(arg.number_attr);
-  return it == attrs.end() || !it->second.holds<int64_t>() ? -1 : static_cast<int>(it->second.get<int64_t>());
+  if (it == attrs.end() || !it->second.holds<int64_t>()) return -1;
+  const int64_t n = it->second.get<int64_t>();
+  return n < 0 || n > kMaxListArgs ? -1 : static_cast<int>(n);
 }
 
 // The dtype of tensor |j| of arg |arg| under |attrs|; kInvalid when its
@@ -156,6 +162,17 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
                                   "; it must be >= ", *attr.minimum);
     }
   }
+  // A count of inputs or outputs is bounded before anything is made per item.
+  for (const auto* args : {&op.inputs, &op.outputs}) {
+    for (const ArgDef& arg : *args) {
+      if (arg.number_attr.empty()) continue;
+      const int64_t n = attrs.find(arg.number_attr)->second.get<int64_t>();
+      if (n > kMaxListArgs) {
+        return InvalidArgumentError(where, ": attr ", Quote(arg.number_attr), " is ", n, "; '", arg.name,
+                                    "' may hold at most ", kMaxListArgs, " tensors");
+      }
+    }
+  }
 
   // Input count and dtypes against the signature.
   NodeTypes types;
@@ -202,6 +219,11 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
   Status shaped = op.shape_fn(ctx);
   if (!shaped.ok()) return shaped.WithContext(where);
   types.output_shapes = ctx.output_shapes();
+  // No shape that no tensor can have gets past inference (core/tensor/size.h).
+  for (std::size_t i = 0; i < types.output_shapes.size(); ++i) {
+    Status fits = CheckShapeFits(types.output_shapes[i], types.output_types[i]);
+    if (!fits.ok()) return fits.WithContext(StrCat(where, ": output ", i));
+  }
   // Resource handles carry their variable's declared shape along.
   types.output_handle_shapes.assign(types.output_types.size(), Shape::UnknownRank());
   if (def.op == "VarHandle") {

@@ -210,27 +210,13 @@ Status SliceShape(InferenceContext& c) {
     const int64_t b = begin[static_cast<std::size_t>(i)], s = size[static_cast<std::size_t>(i)];
     const int64_t d = in.dim(i);
     if (b < 0 || s < -1) return c.Error("begin ", b, " / size ", s, " in dimension ", i, " are invalid");
-    if (d >= 0 && (b > d || (s >= 0 && b + s > d))) {
-      return c.Error("slice [", b, ", ", s < 0 ? d : b + s, ") is outside dimension ", i, " of ", in.ToString());
+    if (d >= 0 && (b > d || s > d - b)) {
+      return c.Error("a slice of size ", s, " from ", b, " is outside dimension ", i, " of ", in.ToString());
     }
     dims.push_back(s >= 0 ? s : (d >= 0 ? d - b : -1));
   }
   c.set_output(0, Shape(dims));
   return Status();
-}
-
-// Normalises one dimension of a StridedSlice like NumPy basic indexing;
-// returns the number of elements it selects.
-int64_t SliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked, bool end_masked) {
-  auto clamp = [&](int64_t v, bool masked, bool is_begin) -> int64_t {
-    if (masked) return stride > 0 ? (is_begin ? 0 : dim) : (is_begin ? dim - 1 : -1);
-    if (v < 0) v += dim;
-    return stride > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
-  };
-  const int64_t b = clamp(begin, begin_masked, true);
-  const int64_t e = clamp(end, end_masked, false);
-  if (stride > 0) return e > b ? (e - b + stride - 1) / stride : 0;
-  return b > e ? (b - e + (-stride) - 1) / (-stride) : 0;
 }
 
 Status StridedSliceShape(InferenceContext& c) {
@@ -281,7 +267,7 @@ Status StridedSliceShape(InferenceContext& c) {
       ++dim;
       continue;
     }
-    dims.push_back(d < 0 ? -1 : SliceLength(d, begin[i], end[i], strides[i], (begin_mask >> i) & 1, (end_mask >> i) & 1));
+    dims.push_back(d < 0 ? -1 : StridedSliceLength(d, begin[i], end[i], strides[i], (begin_mask >> i) & 1, (end_mask >> i) & 1));
     ++dim;
   }
   while (dim < in.rank()) dims.push_back(in.dim(dim++));
@@ -310,7 +296,10 @@ Status PadShape(InferenceContext& c) {
                        before, ", ", after);
       }
     }
-    dims.push_back(d < 0 ? -1 : d + before + after);
+    const auto padded = CheckedAdd(before, after);
+    const auto size = padded ? CheckedAdd(std::max<int64_t>(d, 0), *padded) : std::nullopt;
+    if (!size) return c.Error("padding dimension ", i, " by ", before, " and ", after, " does not fit in 64 bits");
+    dims.push_back(d < 0 ? -1 : *size);
   }
   c.set_output(0, Shape(dims));
   return Status();
@@ -326,7 +315,9 @@ Status TileShape(InferenceContext& c) {
   for (std::size_t i = 0; i < multiples.size(); ++i) {
     if (multiples[i] < 0) return c.Error("multiples must be >= 0, got ", multiples[i]);
     const int64_t d = in.unknown_rank() ? -1 : in.dim(static_cast<int>(i));
-    dims.push_back(d < 0 ? -1 : d * multiples[i]);
+    const auto tiled = CheckedMul(std::max<int64_t>(d, 0), multiples[i]);
+    if (!tiled) return c.Error("dimension ", i, " (", d, ") times ", multiples[i], " does not fit in 64 bits");
+    dims.push_back(d < 0 ? -1 : *tiled);
   }
   c.set_output(0, Shape(dims));
   return Status();
@@ -479,9 +470,18 @@ Status RangeShape(InferenceContext& c) {
     const uint64_t span = id > 0 ? static_cast<uint64_t>(il) - static_cast<uint64_t>(is)
                                  : static_cast<uint64_t>(is) - static_cast<uint64_t>(il);
     const uint64_t step = id > 0 ? static_cast<uint64_t>(id) : 0 - static_cast<uint64_t>(id);
-    n = static_cast<int64_t>(span / step + (span % step != 0 ? 1 : 0));
+    const uint64_t count = span / step + (span % step != 0 ? 1 : 0);
+    if (count > static_cast<uint64_t>(INT64_MAX)) return c.Error("Range from ", is, " to ", il, " has more than 2^63 elements");
+    n = static_cast<int64_t>(count);
   } else {
-    n = static_cast<int64_t>(std::ceil(std::abs((l - s) / d)));
+    if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) {
+      return c.Error("start, limit and delta must be finite, got ", s, ", ", l, ", ", d);
+    }
+    const double count = std::ceil(std::abs((l - s) / d));
+    if (!(count < 9223372036854775808.0)) {
+      return c.Error("Range from ", s, " to ", l, " by ", d, " has 2^63 elements or more");
+    }
+    n = static_cast<int64_t>(count);
   }
   c.set_output(0, Shape{n});
   return Status();

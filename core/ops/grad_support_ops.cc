@@ -231,16 +231,7 @@ Expected<std::vector<int64_t>> StridedSliceDims(const std::vector<int64_t>& dims
       ++dim;
       continue;
     }
-    const int64_t stride = strides[i];
-    auto clamp = [&](int64_t v, bool masked, bool is_begin) -> int64_t {
-      if (masked) return stride > 0 ? (is_begin ? 0 : d) : (is_begin ? d - 1 : -1);
-      if (v < 0) v += d;
-      return stride > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, -1, d - 1);
-    };
-    const int64_t b = clamp(begin[i], bit(begin_mask, i), true);
-    const int64_t e = clamp(end[i], bit(end_mask, i), false);
-    out.push_back(stride > 0 ? (e > b ? (e - b + stride - 1) / stride : 0)
-                             : (b > e ? (b - e - stride - 1) / -stride : 0));
+    out.push_back(StridedSliceLength(d, begin[i], end[i], strides[i], bit(begin_mask, i), bit(end_mask, i)));
     ++dim;
   }
   while (dim < rank) out.push_back(dims[static_cast<std::size_t>(dim++)]);

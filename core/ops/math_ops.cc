@@ -57,10 +57,10 @@ constexpr Binary kBinary[] = {
     {"Add", "{numeric}", "x + y, elementwise, with NumPy broadcasting. Integers wrap on overflow."},
     {"Sub", "{numeric}", "x - y, elementwise, with NumPy broadcasting. Integers wrap on overflow."},
     {"Mul", "{numeric}", "x * y, elementwise, with NumPy broadcasting. Integers wrap on overflow."},
-    {"Div", "{numeric}", "x / y, elementwise, with NumPy broadcasting. Integer division truncates toward zero (as C); dividing an integer by zero is an error."},
+    {"Div", "{numeric}", "x / y, elementwise, with NumPy broadcasting. Differs from NumPy on purpose for integers: division truncates toward zero (as C and TensorFlow; NumPy's // floors, see FloorDiv), and dividing by zero is an error (NumPy gives 0 with a warning)."},
     {"RealDiv", "{float}", "x / y for floating-point tensors, elementwise, with NumPy broadcasting."},
-    {"FloorDiv", "{numeric}", "floor(x / y), elementwise, with NumPy broadcasting (Python's //). Integer division by zero is an error."},
-    {"FloorMod", "{numeric}", "The remainder of floor division, with the sign of y (Python's %), elementwise, with NumPy broadcasting. Integer division by zero is an error."},
+    {"FloorDiv", "{numeric}", "floor(x / y), elementwise, with NumPy broadcasting (Python's //, numpy.floor_divide). Floats divided by +-0 give +-inf, and 0 / 0 NaN, as in NumPy. Differs from NumPy on purpose for integers: division by zero is an error (NumPy gives 0)."},
+    {"FloorMod", "{numeric}", "The remainder of floor division, with the sign of y (Python's %, numpy.mod), elementwise, with NumPy broadcasting: a zero remainder too takes y's sign (4.0 % -2.0 is -0.0), and a float remainder by 0 is NaN. Differs from NumPy on purpose for integers: division by zero is an error (NumPy gives 0)."},
     {"Pow", "{float, i32, i64}", "x raised to y, elementwise, with NumPy broadcasting. A negative integer exponent of an integer base is an error, as in NumPy."},
     {"Maximum", "{numeric}", "The larger of x and y, elementwise, with NumPy broadcasting; NaN if either is NaN (as NumPy's maximum)."},
     {"Minimum", "{numeric}", "The smaller of x and y, elementwise, with NumPy broadcasting; NaN if either is NaN (as NumPy's minimum)."},
@@ -272,7 +272,10 @@ Status RegisterMathOps(OpRegistry& r) {
           .Shape(UnchangedShape)
           .Doc("Converts x to DstT elementwise. Floats to integers truncate toward zero, saturating at the "
                "integer's range, with NaN giving 0; integers to narrower integers wrap; anything to bool "
-               "is x != 0; f16 and bf16 round to nearest even.")));
+               "is x != 0; to f16 and bf16 a value rounds once, to nearest even, from its exact value (as "
+               "NumPy's astype). "
+               "Differs from NumPy on purpose: float to integer saturates and NaN gives 0 (NumPy's result is "
+               "undefined there).")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("ClipByValue")
           .Input("t: T")

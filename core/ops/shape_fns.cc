@@ -94,14 +94,35 @@ std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, in
 
 Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation, const std::string& padding) {
   if (in < 0 || window < 0) return int64_t{-1};
-  const int64_t effective = (window - 1) * dilation + 1;
+  const auto dilated = CheckedMul(window - 1, dilation);
+  if (!dilated || *dilated == INT64_MAX) {
+    return InvalidArgumentError(window - 1, " x ", dilation, " does not fit in 64 bits");
+  }
+  const int64_t effective = *dilated + 1;
   if (padding == "VALID") {
     if (in < effective) {
       return InvalidArgumentError("the window (", effective, " with dilation) is larger than the input (", in, ")");
     }
     return (in - effective) / stride + 1;
   }
-  return (in + stride - 1) / stride;
+  return in / stride + (in % stride != 0 ? 1 : 0);
+}
+
+// Normalises one dimension of a StridedSlice like NumPy basic indexing;
+// returns the number of elements it selects.
+int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked, bool end_masked) {
+  auto clamp = [&](int64_t v, bool masked, bool is_begin) -> int64_t {
+    if (masked) return stride > 0 ? (is_begin ? 0 : dim) : (is_begin ? dim - 1 : -1);
+    if (v < 0) v += dim;
+    return stride > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
+  };
+  const int64_t b = clamp(begin, begin_masked, true);
+  const int64_t e = clamp(end, end_masked, false);
+  // In unsigned arithmetic: -stride overflows for INT64_MIN.
+  if (stride > 0 ? e <= b : b <= e) return 0;
+  const uint64_t distance = stride > 0 ? static_cast<uint64_t>(e - b) : static_cast<uint64_t>(b - e);
+  const uint64_t magnitude = stride > 0 ? static_cast<uint64_t>(stride) : 0 - static_cast<uint64_t>(stride);
+  return static_cast<int64_t>(1 + (distance - 1) / magnitude);
 }
 
 Layout LayoutOf(const std::string& format) { return format == "NHWC" ? Layout{0, 1, 2, 3} : Layout{0, 2, 3, 1}; }
@@ -138,7 +159,11 @@ Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& fi
   auto w = WindowOutput(in.dim(l.w), filter.dim(1), strides[static_cast<std::size_t>(l.w)], dilations[static_cast<std::size_t>(l.w)], padding);
   if (!w.ok()) return c.Error("width: ", w.status().message());
   int64_t out_c = filter.dim(3);
-  if (depthwise) out_c = filter.dim(2) < 0 || filter.dim(3) < 0 ? -1 : filter.dim(2) * filter.dim(3);
+  if (depthwise) {
+    const auto product = CheckedMul(filter.dim(2), filter.dim(3));
+    if (!product) return c.Error("the depthwise filter's ", filter.dim(2), " x ", filter.dim(3), " channels do not fit in 64 bits");
+    out_c = filter.dim(2) < 0 || filter.dim(3) < 0 ? -1 : *product;
+  }
   std::vector<int64_t> dims(4);
   dims[static_cast<std::size_t>(l.n)] = in.dim(l.n);
   dims[static_cast<std::size_t>(l.h)] = *h;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/graph/shape_inference.h"
+#include "core/tensor/size.h"
 
 namespace weft::ops {
 
@@ -29,6 +30,13 @@ Expected<std::vector<int>> ReductionAxes(const std::vector<int64_t>& axis, int r
 
 // The values of a constant 1-D integer input, or nullopt when unknown.
 std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, int input);
+
+// The number of elements one dimension of size |dim| gives in a
+// StridedSlice (NumPy basic indexing: begin and end clamped, or replaced
+// when masked); StridedSlice's and StridedSliceGrad's shape functions share
+// it.
+int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked,
+                           bool end_masked);
 
 // --- Windows (convolutions and pooling) ---------------------------------------
 

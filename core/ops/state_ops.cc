@@ -40,7 +40,11 @@ Status RegisterStateOps(OpRegistry& r) {
           .Attr("container: string = ''")
           .Attr("shared_name: string = ''")
           .Stateful()
-          .Shape(ScalarShape)
+          .Shape([](InferenceContext& c) -> Status {
+            Status fits = CheckShapeFits(c.ShapeAttr("shape"), c.Type("dtype"));
+            if (!fits.ok()) return fits.WithContext("attr shape");
+            return ScalarShape(c);
+          })
           .Doc("A handle to the variable (container, shared_name) on its device, created empty the first "
                "time; shared_name defaults to the node's name. Every run of a session, and every session of "
                "one process, sees the same variable.")));

@@ -6,6 +6,7 @@
 
 #include "core/base/logging.h"
 #include "core/plugin/host_services.h"
+#include "core/tensor/size.h"
 #include "weft/sdk/struct.h"
 
 namespace weft::runtime {
@@ -79,8 +80,7 @@ void RuntimeDevice::Release() const {
 
 Expected<Tensor> RuntimeDevice::Allocate(DType dtype, const Shape& shape) const {
   if (dtype == DType::kString || dtype == DType::kResource) return Tensor::Allocate(dtype, shape);
-  WEFT_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape.dims()));
-  const uint64_t bytes = static_cast<uint64_t>(n) * DTypeSize(dtype);
+  WEFT_ASSIGN_OR_RETURN(const uint64_t bytes, TensorBytes(dtype, shape));
   WEFT_ASSIGN_OR_RETURN(weft_buffer_t handle, device_->Allocate(bytes));
   return Tensor(dtype, shape, std::make_shared<DeviceBuffer>(device_.get(), handle, bytes));
 }

@@ -664,7 +664,9 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
 OpKernelContext::~OpKernelContext() = default;
 
 Expected<Tensor*> OpKernelContext::AllocateOutput(int i, const Shape& shape) {
-  WEFT_ASSIGN_OR_RETURN(outputs_[i], device_->Allocate(node_->output_types[static_cast<std::size_t>(i)], shape));
+  auto t = device_->Allocate(node_->output_types[static_cast<std::size_t>(i)], shape);
+  if (!t.ok()) return t.status().WithContext(StrCat("output ", i));
+  outputs_[i] = std::move(*t);
   return &outputs_[i];
 }
 

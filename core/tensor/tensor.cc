@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/tensor/size.h"
 #include "weft/sdk/half.h"
 
 namespace weft {
@@ -51,16 +52,12 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, uint64_
 }
 
 Expected<Tensor> Tensor::Allocate(DType dtype, const Shape& shape) {
-  if (!shape.IsFullyDefined()) {
-    return InvalidArgumentError("cannot allocate a tensor of partial shape ", shape.ToString());
+  if (DTypeSize(dtype) == 0 && dtype != DType::kString) {
+    return InvalidArgumentError("cannot allocate a tensor of dtype ", DTypeName(dtype));
   }
+  WEFT_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(dtype, shape));
   if (dtype == DType::kString) return Strings(std::vector<std::string>(shape.num_elements()), shape);
-  if (DTypeSize(dtype) == 0) return InvalidArgumentError("cannot allocate a tensor of dtype ", DTypeName(dtype));
-  WEFT_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape.dims()));
-  if (static_cast<uint64_t>(n) > UINT64_MAX / DTypeSize(dtype)) {
-    return InvalidArgumentError("tensor of shape ", shape.ToString(), " is too large");
-  }
-  WEFT_ASSIGN_OR_RETURN(auto buffer, HostBuffer::Allocate(static_cast<uint64_t>(n) * DTypeSize(dtype)));
+  WEFT_ASSIGN_OR_RETURN(auto buffer, HostBuffer::Allocate(bytes));
   return Tensor(dtype, shape, std::move(buffer));
 }
 

@@ -32,6 +32,8 @@ struct Case {
   std::string error;
   double rtol = 0;
   double atol = 0;
+  // Zeros must carry the sign NumPy gives them (where IEEE defines it).
+  bool signed_zeros = false;
   const toml::table* attrs = nullptr;
 };
 
@@ -119,7 +121,8 @@ double AsDouble(const Tensor& t, int64_t i) {
 }
 
 // Empty when |got| matches |want| within tolerance; else what differs.
-std::string Compare(const Tensor& got, const Tensor& want, DType want_dtype, double rtol, double atol) {
+std::string Compare(const Tensor& got, const Tensor& want, DType want_dtype, double rtol, double atol,
+                    bool signed_zeros = false) {
   if (got.dtype() != want_dtype) return StrCat("dtype ", DTypeName(got.dtype()), ", expected ", DTypeName(want_dtype));
   if (got.shape() != want.shape())
     return StrCat("shape ", got.shape().ToString(), ", expected ", want.shape().ToString());
@@ -138,6 +141,8 @@ std::string Compare(const Tensor& got, const Tensor& want, DType want_dtype, dou
       ok = std::isnan(g);
     } else if (std::isinf(w)) {
       ok = g == w;
+    } else if (signed_zeros && w == 0) {
+      ok = g == 0 && std::signbit(g) == std::signbit(w);
     } else if (integral) {
       ok = g == w;
     } else {
@@ -240,7 +245,8 @@ void RunOpCases(const std::string& op) {
       for (std::size_t i = 0; i < c.outputs.size(); ++i) {
         auto want = ReadNpy(g_dir + "/" + c.outputs[i].file);
         ASSERT_TRUE(want.ok()) << want.status().ToString();
-        const std::string diff = Compare((*out)[i], *want, ExpectedDType(*want, c.outputs[i]), c.rtol, c.atol);
+        const std::string diff =
+            Compare((*out)[i], *want, ExpectedDType(*want, c.outputs[i]), c.rtol, c.atol, c.signed_zeros);
         EXPECT_EQ(diff, "") << "output " << i;
       }
       results.push_back(std::move(*out));
@@ -335,6 +341,7 @@ int main(int argc, char** argv) {
     c.error = t["error"].value_or(std::string());
     c.rtol = t["rtol"].value_or(0.0);
     c.atol = t["atol"].value_or(0.0);
+    c.signed_zeros = t["signed_zeros"].value_or(false);
     c.attrs = t["attrs"].as_table();
     weft::g_cases[c.op].push_back(std::move(c));
   }

@@ -82,11 +82,12 @@ class Generator:
         return file
 
     def add(self, name, op, inputs, attrs=None, outputs=None, error=None, rtol=None, atol=None,
-            input_dtypes=None, output_dtypes=None):
+            input_dtypes=None, output_dtypes=None, signed_zeros=False):
         """One case.
 
         inputs: NumPy arrays (bf16 given as float32 and named in input_dtypes).
         outputs: expected NumPy arrays, or None with error='message substring'.
+        signed_zeros: a zero expected must come out with the same sign.
         """
         if name in self.names:
             raise ValueError(f"duplicate case {name}")
@@ -119,6 +120,8 @@ class Generator:
                 self.lines.append(f"rtol = {toml_value(float(rtol))}")
             if atol is not None:
                 self.lines.append(f"atol = {toml_value(float(atol))}")
+            if signed_zeros:
+                self.lines.append("signed_zeros = true")
         if attrs:
             self.lines.append("[case.attrs]")
             for key, value in attrs.items():

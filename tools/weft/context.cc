@@ -4,6 +4,7 @@
 
 #include "core/base/logging.h"
 #include "core/plugin/host_services.h"
+#include "core/tensor/size.h"
 
 namespace weft::cli {
 
@@ -47,6 +48,10 @@ Status Context::Init() {
                            .WithContext(StrCat(config_->source, ": logging.file")));
   if (config_->runtime.intra_op_threads) {
     plugin::ConfigureHostServices(static_cast<int>(*config_->runtime.intra_op_threads));
+  }
+  if (config_->runtime.max_tensor_mb) {
+    const uint64_t mb = static_cast<uint64_t>(*config_->runtime.max_tensor_mb);
+    SetMaxTensorBytes(mb > (uint64_t{1} << 43) ? uint64_t{1} << 63 : mb << 20);
   }
   return Status();
 }

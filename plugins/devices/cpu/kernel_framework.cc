@@ -25,6 +25,39 @@ Tensor FromView(const weft_tensor_t& v) {
   return t;
 }
 
+#if defined(WEFT_PARALLEL_FOR_ON_HOST_POOL)
+// The tsan build's ParallelFor: the host's pool runs the blocks; a loop
+// inside a block runs inline, and the first exception is kept for the
+// caller (none may cross the C ABI).
+thread_local bool t_in_parallel = false;
+
+struct HostLoop {
+  const std::function<void(int64_t, int64_t)>* fn;
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  std::exception_ptr error;
+};
+
+void RunHostBlock(void* user, int64_t begin, int64_t end) {
+  auto* loop = static_cast<HostLoop*>(user);
+  if (loop->failed.load(std::memory_order_relaxed)) return;
+  const bool outer = t_in_parallel;
+  t_in_parallel = true;
+  try {
+    (*loop->fn)(begin, end);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(loop->mutex);
+    if (loop->error == nullptr) loop->error = std::current_exception();
+    loop->failed.store(true, std::memory_order_relaxed);
+  }
+  t_in_parallel = outer;
+}
+
+bool InParallel() { return t_in_parallel; }
+#else
+bool InParallel() { return omp_in_parallel() != 0; }
+#endif
+
 }  // namespace
 
 std::string DimsString(const Dims& dims) {
@@ -118,10 +151,17 @@ void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int6
     return;
   }
   const int64_t shards = std::min<int64_t>({sdk::host()->intra_op_threads(), n, total / kMinShardCost});
-  if (shards <= 1 || omp_in_parallel()) {
+  if (shards <= 1 || InParallel()) {
     fn(0, n);
     return;
   }
+#if defined(WEFT_PARALLEL_FOR_ON_HOST_POOL)
+  HostLoop loop;
+  loop.fn = &fn;
+  sdk::host()->parallel_for(n, std::max<int64_t>(cost_per_unit, 1), RunHostBlock, &loop);
+  if (loop.error != nullptr) std::rethrow_exception(loop.error);
+  return;
+#endif
   // The loops run on the calling thread's OpenMP team, the one oneDNN uses,
   // not on the host's intra-op pool: OpenMP workers spin for a while after
   // a parallel region ends, so with two sets of threads a oneDNN kernel

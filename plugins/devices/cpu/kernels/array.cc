@@ -241,8 +241,8 @@ class SliceKernel {
     for (int i = 0; i < x.rank(); ++i) {
       const int64_t b = begin_[ToSize(i)], s = size_[ToSize(i)], d = x.dim(i);
       if (b < 0 || s < -1) Fail("begin ", b, " / size ", s, " in dimension ", i, " are invalid");
-      if (b > d || (s >= 0 && b + s > d)) {
-        Fail("slice [", b, ", ", s < 0 ? d : b + s, ") is outside dimension ", i, " of ", DimsString(x.dims));
+      if (b > d || s > d - b) {
+        Fail("a slice of size ", s, " from ", b, " is outside dimension ", i, " of ", DimsString(x.dims));
       }
       view.lens.push_back(s >= 0 ? s : d - b);
       view.offset += b * strides[ToSize(i)];
@@ -315,13 +315,13 @@ class StridedSliceKernel {
         continue;
       }
       const int64_t step = strides_[i];
-      const int64_t b = Clamp(d, begin_[i], step, bit(begin_mask_, i), true);
-      const int64_t e = Clamp(d, end_[i], step, bit(end_mask_, i), false);
-      const int64_t len = step > 0 ? (e > b ? (e - b + step - 1) / step : 0)
-                                   : (b > e ? (b - e - step - 1) / -step : 0);
+      const int64_t b = ClampSliceIndex(d, begin_[i], step, bit(begin_mask_, i), true);
+      const int64_t e = ClampSliceIndex(d, end_[i], step, bit(end_mask_, i), false);
+      const int64_t len = StridedSliceLength(b, e, step);
       if (len > 0) view.offset += b * stride;
       view.lens.push_back(len);
-      view.steps.push_back(step * stride);
+      // With two or more elements |step| is below d, so this cannot overflow.
+      view.steps.push_back(len > 1 ? step * stride : 0);
       out_dims.push_back(len);
       ++dim;
     }
@@ -330,13 +330,6 @@ class StridedSliceKernel {
   }
 
  private:
-  // A begin or end of a dimension of size |dim|, as NumPy clamps it.
-  static int64_t Clamp(int64_t dim, int64_t v, int64_t stride, bool masked, bool is_begin) {
-    if (masked) return stride > 0 ? (is_begin ? 0 : dim) : (is_begin ? dim - 1 : -1);
-    if (v < 0) v += dim;
-    return stride > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
-  }
-
   const std::vector<int64_t> begin_, end_, strides_;
   const int64_t begin_mask_, end_mask_, ellipsis_mask_, new_axis_mask_, shrink_mask_;
 };
@@ -359,7 +352,7 @@ class TileKernel {
       if (m < 0) Fail("multiples must be >= 0, got ", m);
       view.lens.insert(view.lens.end(), {m, x.dim(i)});
       view.steps.insert(view.steps.end(), {0, strides[ToSize(i)]});
-      out_dims.push_back(m * x.dim(i));
+      out_dims.push_back(sdk::MulSize(m, x.dim(i), "tiled size"));
     }
     WriteView(ctx, x, out_dims, view);
   }
@@ -646,7 +639,7 @@ class PadKernel {
                ") must be at most ", limit, ", got ", before, ", ", after);
         }
       }
-      out_dims.push_back(d + before + after);
+      out_dims.push_back(sdk::AddSize(sdk::AddSize(d, before, "padded size"), after, "padded size"));
     }
     Tensor out = ctx.allocate_output(0, out_dims);
     if (out.num_elements == 0) return;
@@ -815,9 +808,16 @@ class RangeKernel {
       const auto ud = static_cast<uint64_t>(static_cast<int64_t>(d));
       const uint64_t span = d > 0 ? ul - us : us - ul;
       const uint64_t step = d > 0 ? ud : 0 - ud;
-      n = static_cast<int64_t>(span / step + (span % step != 0 ? 1 : 0));
+      const uint64_t count = span / step + (span % step != 0 ? 1 : 0);
+      if (count > static_cast<uint64_t>(INT64_MAX)) Fail("Range from ", s, " to ", l, " has more than 2^63 elements");
+      n = static_cast<int64_t>(count);
     } else {
-      n = static_cast<int64_t>(std::ceil(std::abs((dl - ds) / dd)));
+      if (!std::isfinite(ds) || !std::isfinite(dl) || !std::isfinite(dd)) {
+        Fail("start, limit and delta must be finite, got ", ds, ", ", dl, ", ", dd);
+      }
+      const double count = std::ceil(std::abs((dl - ds) / dd));
+      if (!(count < 9223372036854775808.0)) Fail("Range from ", ds, " to ", dl, " by ", dd, " has 2^63 elements or more");
+      n = static_cast<int64_t>(count);
     }
     Tensor out = ctx.allocate_output(0, {n});
     T* o = out.as<T>();

@@ -34,9 +34,11 @@ C WrapMul(C a, C b) {
 
 // Python's (and NumPy's) float floor division, through divmod: exact for
 // the quotients floor(x / y) gets wrong by one, and NaN for an infinite
-// dividend, as CPython's float_floor_div computes it.
+// dividend, as CPython's float_floor_div computes it. By a zero divisor it
+// is x / y (+-inf, or NaN for 0 / 0), as NumPy's floor_divide gives.
 template <class C>
 C PythonFloorDiv(C x, C y) {
+  if (y == 0) return x / y;
   C mod = std::fmod(x, y);
   C div = (x - mod) / y;
   if (mod != 0) {
@@ -48,6 +50,15 @@ C PythonFloorDiv(C x, C y) {
     return floordiv;
   }
   return std::copysign(C(0), x / y);
+}
+
+// Python's (and NumPy's) float remainder: the sign of the divisor, a zero
+// result included (4.0 % -2.0 is -0.0); NaN for a zero divisor.
+template <class C>
+C PythonFloorMod(C x, C y) {
+  const C mod = std::fmod(x, y);
+  if (mod == 0) return std::copysign(C(0), y);
+  return (mod < 0) != (y < 0) ? mod + y : mod;
 }
 
 // --- Unary -----------------------------------------------------------------------
@@ -341,7 +352,7 @@ WEFT_BINARY(DivOp, 2, x / y, (y == -1 ? WrapSub<T>(0, x) : x / y), y == 0)
 WEFT_BINARY(RealDivOp, 2, x / y, x / y, y == 0)
 WEFT_BINARY(FloorDivOp, 4, PythonFloorDiv(x, y),
             (y == -1 ? WrapSub<T>(0, x) : (x / y - ((x % y != 0) && ((x < 0) != (y < 0))))), y == 0)
-WEFT_BINARY(FloorModOp, 4, (std::fmod(x, y) != 0 && ((std::fmod(x, y) < 0) != (y < 0)) ? std::fmod(x, y) + y : std::fmod(x, y)),
+WEFT_BINARY(FloorModOp, 4, PythonFloorMod(x, y),
             (y == -1 ? 0 : ((x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y)), y == 0)
 WEFT_BINARY(MaximumOp, 1, (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<C>::quiet_NaN() : (x > y ? x : y),
             x > y ? x : y, false)
@@ -505,6 +516,19 @@ To CastOne(From v) {
     return Load(v) != 0;
   } else if constexpr (std::is_same_v<From, bool>) {
     return StoreAs<To>(static_cast<typename ComputeType<To>::type>(v ? 1 : 0));
+  } else if constexpr ((std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) &&
+                       (std::is_same_v<From, double> || std::is_same_v<From, int32_t> ||
+                        std::is_same_v<From, int64_t>)) {
+    // One rounding from the exact source value (weft/sdk/half.h), not two
+    // through float.
+    const float odd = [&] {
+      if constexpr (std::is_same_v<From, double>) {
+        return sdk::DoubleToFloatRoundToOdd(v);
+      } else {
+        return sdk::Int64ToFloatRoundToOdd(v);
+      }
+    }();
+    return StoreAs<To>(odd);
   } else if constexpr (kIsFloat<To>) {
     return StoreAs<To>(static_cast<typename ComputeType<To>::type>(Load(v)));
   } else if constexpr (kIsFloat<From>) {

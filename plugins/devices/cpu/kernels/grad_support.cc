@@ -704,12 +704,12 @@ class StridedSliceGradKernel {
         continue;
       }
       const int64_t step = strides[i];
-      const int64_t b = Clamp(d, begin[i], step, bit(begin_mask_, i), true);
-      const int64_t e = Clamp(d, end[i], step, bit(end_mask_, i), false);
-      const int64_t len = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e - step - 1) / -step : 0);
+      const int64_t b = ClampSliceIndex(d, begin[i], step, bit(begin_mask_, i), true);
+      const int64_t e = ClampSliceIndex(d, end[i], step, bit(end_mask_, i), false);
+      const int64_t len = StridedSliceLength(b, e, step);
       if (len > 0) offset += b * stride;
       lens.push_back(len);
-      steps.push_back(step * stride);
+      steps.push_back(len > 1 ? step * stride : 0);
       sliced.push_back(len);
       ++dim;
     }
@@ -748,13 +748,6 @@ class StridedSliceGradKernel {
   }
 
  private:
-  // A begin or end of a dimension of size |dim|, as NumPy clamps it.
-  static int64_t Clamp(int64_t dim, int64_t v, int64_t stride, bool masked, bool is_begin) {
-    if (masked) return stride > 0 ? (is_begin ? 0 : dim) : (is_begin ? dim - 1 : -1);
-    if (v < 0) v += dim;
-    return stride > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
-  }
-
   const int64_t begin_mask_, end_mask_, ellipsis_mask_, new_axis_mask_, shrink_mask_;
 };
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../kernel_framework.h"
+#include "weft/sdk/size.h"
 
 namespace weft::cpu {
 
@@ -93,6 +94,23 @@ inline int NormalizeAxis(int64_t axis, int rank, const char* what = "axis") {
     Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// A begin or end of a strided slice of a dimension of size |dim|, as NumPy
+// clamps it (StridedSlice and StridedSliceGrad read their spec alike).
+inline int64_t ClampSliceIndex(int64_t dim, int64_t v, int64_t stride, bool masked, bool is_begin) {
+  if (masked) return stride > 0 ? (is_begin ? 0 : dim) : (is_begin ? dim - 1 : -1);
+  if (v < 0) v += dim;
+  return stride > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
+}
+
+// The elements from b towards e (both clamped) by |step|: in unsigned
+// arithmetic, since -step overflows for INT64_MIN.
+inline int64_t StridedSliceLength(int64_t b, int64_t e, int64_t step) {
+  if (step > 0 ? e <= b : b <= e) return 0;
+  const uint64_t distance = step > 0 ? static_cast<uint64_t>(e - b) : static_cast<uint64_t>(b - e);
+  const uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  return static_cast<int64_t>(1 + (distance - 1) / magnitude);
 }
 
 // --- Parallel loops -------------------------------------------------------------------

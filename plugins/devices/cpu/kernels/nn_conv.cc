@@ -236,15 +236,21 @@ class DnnlPool {
 template <class T, bool kMax>
 void DirectPool(const Geometry& g, const T* input, T* output) {
   const int64_t row_size = g.out_w * g.channels;
-  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w / 4, 1);
+  // Windows are clipped to the input, so a window never costs more than it.
+  const int64_t cost = std::max<int64_t>(row_size * std::min(g.window_h, g.in_h) * std::min(g.window_w, g.in_w) / 4, 1);
+  // The end of a window starting at |start|, clipped to |in| (a window may
+  // be far larger than the input; start + window could overflow).
+  auto clipped_end = [](int64_t start, int64_t window, int64_t in) {
+    return window >= in - start ? in : start + window;
+  };
   ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t n = row / g.out_h, oh = row % g.out_h;
       const int64_t h0 = oh * g.stride_h - g.pad_top;
-      const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + g.window_h, g.in_h);
+      const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = clipped_end(h0, g.window_h, g.in_h);
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
         const int64_t w0 = ow * g.stride_w - g.pad_left;
-        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min(w0 + g.window_w, g.in_w);
+        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = clipped_end(w0, g.window_w, g.in_w);
         T* acc = output + row * row_size + ow * g.channels;
         std::fill(acc, acc + g.channels, kMax ? -std::numeric_limits<T>::infinity() : T(0));
         for (int64_t ih = h_begin; ih < h_end; ++ih) {
@@ -280,10 +286,20 @@ class PoolKernel {
     const Geometry g = PoolGeometry(attrs_, input.dims, window_h_, window_w_);
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     if (output.num_elements == 0) return;
+    // oneDNN for the usual windows; one larger than the input (SAME) or a
+    // stride past it goes to the direct loops, which clip each window.
+    const bool usual = g.window_h <= g.in_h && g.window_w <= g.in_w && g.stride_h <= g.in_h && g.stride_w <= g.in_w;
     if constexpr (std::is_same_v<T, float>) {
-      if (const DnnlPool<kMax>* pool = cache_.Get(input.dims, g, attrs_.nchw)) {
+      if (const DnnlPool<kMax>* pool = usual ? cache_.Get(input.dims, g, attrs_.nchw) : nullptr) {
         pool->Run(input.data, output.data);
-        return;
+        // oneDNN's max starts from the lowest finite float, so a window of
+        // -inf comes out as -3.4e38; such outputs (rare) are redone by the
+        // direct loops, which start from -inf.
+        const float* out = output.as<float>();
+        if (!kMax || std::find(out, out + output.num_elements, std::numeric_limits<float>::lowest()) ==
+                         out + output.num_elements) {
+          return;
+        }
       }
     }
     DirectPool<T, kMax>(attrs_.nchw ? g.PlanesAsImages() : g, input.as<T>(), output.as<T>());

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../kernel_framework.h"
+#include "weft/sdk/size.h"
 
 namespace weft::cpu {
 
@@ -81,15 +82,19 @@ struct Geometry {
 // Output size and padding of one spatial dimension |dim| ("height").
 inline void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
                           int64_t& out, int64_t& pad_before, int64_t& pad_after) {
-  const int64_t effective = (window - 1) * dilation + 1;
+  const int64_t effective = sdk::AddSize(sdk::MulSize(window - 1, dilation, dim), 1, dim);
   if (!same) {
     if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
     out = (in - effective) / stride + 1;
     pad_before = pad_after = 0;
     return;
   }
-  out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
+  // ceil(in / stride), and the padding that lets the last window end at the
+  // input's end, written so that no step can overflow: (out - 1) * stride
+  // is below in.
+  out = in / stride + (in % stride != 0 ? 1 : 0);
+  const int64_t covered = in - (out - 1) * stride;  // in (0, stride] when in > 0
+  const int64_t total = std::max<int64_t>(effective - covered, 0);
   pad_before = total / 2;
   pad_after = total - pad_before;
 }

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "matmul.h"
+#include "weft/sdk/size.h"
 
 namespace weft::opencl {
 namespace {
@@ -76,15 +77,16 @@ struct Geometry {
 
 void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
                    int64_t& out, int64_t& pad_before) {
-  const int64_t effective = (window - 1) * dilation + 1;
+  const int64_t effective = sdk::AddSize(sdk::MulSize(window - 1, dilation, dim), 1, dim);
   if (!same) {
     if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
     out = (in - effective) / stride + 1;
     pad_before = 0;
     return;
   }
-  out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
+  // ceil(in / stride) and its padding, with no step that can overflow.
+  out = in / stride + (in % stride != 0 ? 1 : 0);
+  const int64_t total = std::max<int64_t>(effective - (in - (out - 1) * stride), 0);
   pad_before = total / 2;
 }
 

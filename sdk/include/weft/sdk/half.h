@@ -4,6 +4,14 @@
 //   uint16_t h = weft::sdk::FloatToHalf(1.5f);     // round to nearest even
 //   float f = weft::sdk::HalfToFloat(h);
 //   uint16_t b = weft::sdk::FloatToBfloat16(x);    // round to nearest even
+//   uint16_t d = weft::sdk::DoubleToHalf(0.1);     // one rounding, from the double
+//
+// Narrowing a double or a 64-bit integer to f16 or bf16 through float would
+// round twice (to float, then to 16 bits), and a value just past a halfway
+// point of the 16-bit type can land on it after the first rounding and go
+// the wrong way. The Double*/Int64* conversions round once: to float "to
+// odd" first (inexact results keep a sticky low bit), which float's 13 or
+// 16 extra bits make exact for the second rounding.
 #ifndef WEFT_SDK_HALF_H_
 #define WEFT_SDK_HALF_H_
 
@@ -71,6 +79,39 @@ inline uint16_t FloatToBfloat16(float f) {
   const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
+
+// |d| rounded to float "to odd": exact values stay, inexact ones are
+// truncated toward zero with the lowest mantissa bit set. Rounding that to
+// nearest-even at 16 bits equals rounding |d| once.
+inline float DoubleToFloatRoundToOdd(double d) {
+  const float f = static_cast<float>(d);
+  if (d != d || static_cast<double>(f) == d) return f;  // NaN or exact
+  uint32_t bits = FloatBits(f);
+  if ((bits & 0x7fffffffu) != 0 && (f > 0 ? static_cast<double>(f) > d : static_cast<double>(f) < d)) {
+    --bits;  // rounded away from zero: step back toward it
+  }
+  return BitsToFloat(bits | 1u);
+}
+
+// |v| rounded to float "to odd", from its exact integer value.
+inline float Int64ToFloatRoundToOdd(int64_t v) {
+  const bool negative = v < 0;
+  uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  if (magnitude >= (uint64_t{1} << 24)) {
+    int shift = 0;
+    while ((magnitude >> shift) >= (uint64_t{1} << 24)) ++shift;
+    const uint64_t kept = magnitude >> shift;
+    const bool sticky = (magnitude & ((uint64_t{1} << shift) - 1)) != 0;
+    magnitude = (kept | (sticky ? 1u : 0u)) << shift;  // 24 significant bits: exact in float
+  }
+  const float f = static_cast<float>(magnitude);
+  return negative ? -f : f;
+}
+
+inline uint16_t DoubleToHalf(double d) { return FloatToHalf(DoubleToFloatRoundToOdd(d)); }
+inline uint16_t DoubleToBfloat16(double d) { return FloatToBfloat16(DoubleToFloatRoundToOdd(d)); }
+inline uint16_t Int64ToHalf(int64_t v) { return FloatToHalf(Int64ToFloatRoundToOdd(v)); }
+inline uint16_t Int64ToBfloat16(int64_t v) { return FloatToBfloat16(Int64ToFloatRoundToOdd(v)); }
 
 }  // namespace weft::sdk
 
