@@ -35,32 +35,9 @@ Status ReshapeShape(InferenceContext& c) {
                                                    : Shape::UnknownRank());
     return Status();
   }
-  std::vector<int64_t> dims = *target;
-  int infer = -1;
-  int64_t known = 1;
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == -1) {
-      if (infer >= 0) return c.Error("shape ", ListString(dims), " has more than one -1");
-      infer = static_cast<int>(i);
-    } else if (dims[i] < 0) {
-      return c.Error("shape ", ListString(*target), " has a negative dimension");
-    } else {
-      known *= dims[i];
-    }
-  }
-  const int64_t n = in.num_elements();
-  if (infer >= 0) {
-    if (n >= 0) {
-      if (known == 0 || n % known != 0) {
-        return c.Error("cannot reshape ", in.ToString(), " (", n, " elements) to ", ListString(*target));
-      }
-      dims[static_cast<std::size_t>(infer)] = n / known;
-    }
-  } else if (n >= 0 && n != known) {
-    return c.Error("cannot reshape ", in.ToString(), " (", n, " elements) to ", ListString(dims), " (",
-                   known, " elements)");
-  }
-  c.set_output(0, Shape(dims));
+  auto dims = ResolveReshape(*target, in.num_elements(), in.ToString());
+  if (!dims.ok()) return dims.status();
+  c.set_output(0, Shape(*dims));
   return Status();
 }
 

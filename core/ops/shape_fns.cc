@@ -125,6 +125,39 @@ int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stri
   return static_cast<int64_t>(1 + (distance - 1) / magnitude);
 }
 
+Expected<std::vector<int64_t>> ResolveReshape(std::vector<int64_t> target, int64_t num_elements,
+                                              const std::string& what) {
+  if (static_cast<int>(target.size()) > kMaxRank) {
+    return InvalidArgumentError("shape ", ListString(target), " has rank ", target.size(), ", above the maximum of ",
+                                kMaxRank);
+  }
+  int infer = -1;
+  int64_t known = 1;
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == -1) {
+      if (infer >= 0) return InvalidArgumentError("shape ", ListString(target), " has more than one -1");
+      infer = static_cast<int>(i);
+    } else if (target[i] < 0) {
+      return InvalidArgumentError("shape ", ListString(target), " has a negative dimension");
+    } else {
+      const auto product = CheckedMul(known, target[i]);
+      if (!product) return InvalidArgumentError("shape ", ListString(target), " has more than 2^63 elements");
+      known = *product;
+    }
+  }
+  if (num_elements < 0) return target;
+  if (infer >= 0) {
+    if (known == 0 || num_elements % known != 0) {
+      return InvalidArgumentError("cannot reshape ", what, " (", num_elements, " elements) to ", ListString(target));
+    }
+    target[static_cast<std::size_t>(infer)] = num_elements / known;
+  } else if (num_elements != known) {
+    return InvalidArgumentError("cannot reshape ", what, " (", num_elements, " elements) to ", ListString(target),
+                                " (", known, " elements)");
+  }
+  return target;
+}
+
 Layout LayoutOf(const std::string& format) { return format == "NHWC" ? Layout{0, 1, 2, 3} : Layout{0, 2, 3, 1}; }
 
 Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<int64_t>& v, const Layout& l) {

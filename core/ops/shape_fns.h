@@ -38,6 +38,14 @@ std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, in
 int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked,
                            bool end_masked);
 
+// Reshape's target |target| (one entry may be -1) for a tensor of
+// |num_elements| elements (-1 when unknown; the -1 entry then stays),
+// described as |what| in errors. Refuses a second -1, a negative entry, a
+// rank above kMaxRank, a product past int64 and a count that differs. The
+// shape function and the runtime's Reshape kernel share it.
+Expected<std::vector<int64_t>> ResolveReshape(std::vector<int64_t> target, int64_t num_elements,
+                                              const std::string& what);
+
 // --- Windows (convolutions and pooling) ---------------------------------------
 
 // The output size of a window op over |in| (-1 when |in| or |window| is

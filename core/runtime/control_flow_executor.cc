@@ -345,7 +345,7 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
       Iteration* it = t.it;
       auto outputs = std::make_shared<std::vector<Tensor>>(static_cast<std::size_t>(item.num_outputs));
       auto ctx = std::make_shared<OpKernelContext>(item.device, item.node,
-                                                   &it->inputs[static_cast<std::size_t>(item.local_input_start)],
+                                                   it->inputs.data() + item.local_input_start,
                                                    item.num_inputs, outputs->data(), state->info);
       ctx->set_frame(t.frame->id, t.iter);
       const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
@@ -398,7 +398,7 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
     lock.unlock();
   }
   Iteration* it = t.it;
-  Tensor* inputs = &it->inputs[static_cast<std::size_t>(item.local_input_start)];
+  Tensor* inputs = it->inputs.data() + item.local_input_start;
   // Most nodes have few outputs: no allocation for them.
   Tensor few[4];
   std::vector<Tensor> many;

@@ -178,7 +178,7 @@ void Executor::Process(StepState* state, std::vector<int> stack) const {
     if (item.is_async) {
       state->outstanding.fetch_add(1);
       auto outputs = std::make_shared<std::vector<Tensor>>(static_cast<std::size_t>(item.num_outputs));
-      auto ctx = std::make_shared<OpKernelContext>(item.device, item.node, &state->inputs[static_cast<std::size_t>(item.input_start)],
+      auto ctx = std::make_shared<OpKernelContext>(item.device, item.node, state->inputs.data() + item.input_start,
                                                    item.num_inputs, outputs->data(), state->info);
       const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
       // The callback owns the context and outputs, and drops them before
@@ -228,7 +228,7 @@ bool Executor::RunNode(StepState* state, int id, std::vector<int>* ready) const 
   Status status;
   const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
   {
-    OpKernelContext ctx(item.device, item.node, &state->inputs[static_cast<std::size_t>(item.input_start)],
+    OpKernelContext ctx(item.device, item.node, state->inputs.data() + item.input_start,
                         item.num_inputs, outputs.data(), state->info);
     status = item.kernel->Compute(ctx);
   }

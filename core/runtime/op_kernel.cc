@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/ops/control_flow_ops.h"
+#include "core/ops/shape_fns.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/checkpoint_kernels.h"
 #include "core/runtime/queue_kernels.h"
@@ -405,26 +406,9 @@ class ReshapeKernel : public OpKernel {
     if (ctx.input(1).rank() != 1) {
       return InvalidArgumentError("shape must be 1-D, got ", ctx.input(1).shape().ToString());
     }
-    WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, HostInts(ctx, ctx.input(1)));
-    int infer = -1;
-    int64_t known = 1;
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] == -1) {
-        if (infer >= 0) return InvalidArgumentError("shape ", ListString(dims), " has more than one -1");
-        infer = static_cast<int>(i);
-      } else if (dims[i] < 0) {
-        return InvalidArgumentError("shape ", ListString(dims), " has a negative dimension");
-      } else {
-        known *= dims[i];
-      }
-    }
-    if (infer >= 0) {
-      if (known == 0 || in.num_elements() % known != 0) {
-        return InvalidArgumentError("cannot reshape ", in.TypeString(), " (", in.num_elements(), " elements) to ",
-                                    ListString(dims));
-      }
-      dims[static_cast<std::size_t>(infer)] = in.num_elements() / known;
-    }
+    WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> target, HostInts(ctx, ctx.input(1)));
+    WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ops::ResolveReshape(std::move(target), in.num_elements(),
+                                                                         in.TypeString()));
     auto out = in.Reshaped(Shape(dims));
     if (!out.ok()) return out.status();
     ctx.set_output(0, *out);
@@ -663,9 +647,19 @@ Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node,
 
 OpKernelContext::~OpKernelContext() = default;
 
+namespace {
+std::atomic<bool> g_poison_outputs{false};
+}  // namespace
+
+void SetPoisonOutputs(bool on) { g_poison_outputs.store(on, std::memory_order_relaxed); }
+
 Expected<Tensor*> OpKernelContext::AllocateOutput(int i, const Shape& shape) {
   auto t = device_->Allocate(node_->output_types[static_cast<std::size_t>(i)], shape);
   if (!t.ok()) return t.status().WithContext(StrCat("output ", i));
+  if (g_poison_outputs.load(std::memory_order_relaxed) && t->dtype() != DType::kString &&
+      t->dtype() != DType::kResource && t->host_visible() && t->byte_size() > 0) {
+    std::memset(t->raw_data(), 0xA5, t->byte_size());
+  }
   outputs_[i] = std::move(*t);
   return &outputs_[i];
 }

@@ -24,6 +24,12 @@
 
 namespace weft::runtime {
 
+// For tests: when on, every output a kernel allocates in host-visible memory
+// is first filled with the byte 0xA5, so an element a kernel leaves
+// unwritten shows as a wrong value instead of a lucky zero (the edge-case
+// suite runs every op this way). Off by default; costs a memset per output.
+void SetPoisonOutputs(bool on);
+
 // What one step shares with its kernels.
 struct StepInfo {
   int64_t step_id = 0;

@@ -49,6 +49,20 @@ TEST(Session, MatMulOfConstants) {
   EXPECT_EQ(Floats(out[1]), (std::vector<float>{14, 32, 32, 77}));
 }
 
+// A step in which no node has an input (a lone NoOp target): the executor
+// once took the address of element 0 of its empty input array (UBSan; found
+// by op_fuzzer).
+TEST(Session, AStepWithoutAnyInputRuns) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  b.Op("NoOp", {}, {}, "nothing");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({}, {}, {"nothing"}, &out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(Session, ExecutorCacheIgnoresArgumentOrder) {
   RuntimeEnv env;
   GraphBuilder b;

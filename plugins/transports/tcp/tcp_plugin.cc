@@ -45,10 +45,12 @@ using asio::ip::tcp;
 
 constexpr uint64_t kPayloadAlignment = 64;
 
-// Options, set once by configure before any endpoint exists.
+// Options, set by configure. One process may load the plugin for more than
+// one host (each configures it), while endpoints of the first already run,
+// so they are atomics: a value is read whole, never torn (found by TSan).
 struct Options {
-  uint64_t max_message_bytes = uint64_t{4096} << 20;
-  int socket_buffer_bytes = 0;  // 0: the kernel's autotuning
+  std::atomic<uint64_t> max_message_bytes{uint64_t{4096} << 20};
+  std::atomic<int> socket_buffer_bytes{0};  // 0: the kernel's autotuning
 };
 Options g_options;
 
@@ -294,9 +296,9 @@ struct Conn : std::enable_shared_from_this<Conn> {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     socket.set_option(asio::socket_base::keep_alive(true), ignored);
-    if (g_options.socket_buffer_bytes > 0) {
-      socket.set_option(asio::socket_base::send_buffer_size(g_options.socket_buffer_bytes), ignored);
-      socket.set_option(asio::socket_base::receive_buffer_size(g_options.socket_buffer_bytes), ignored);
+    if (const int buffer = g_options.socket_buffer_bytes.load(std::memory_order_relaxed); buffer > 0) {
+      socket.set_option(asio::socket_base::send_buffer_size(buffer), ignored);
+      socket.set_option(asio::socket_base::receive_buffer_size(buffer), ignored);
     }
   }
 
@@ -378,7 +380,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
 
   void OnPreamble() {
     Preamble p;
-    const std::string bad = DecodePreamble(preamble, g_options.max_message_bytes, &p);
+    const std::string bad = DecodePreamble(preamble, g_options.max_message_bytes.load(std::memory_order_relaxed), &p);
     if (!bad.empty()) {
       Close(NewStatus(WEFT_DATA_LOSS, "malformed message from " + peer + ": " + bad), true);
       return;
@@ -714,19 +716,19 @@ weft_status_t Send(weft_connection_t connection, const weft_message_t* message, 
       Fail(WEFT_INVALID_ARGUMENT, "send: slices are null");
     }
     uint64_t payload = 0;
+    const uint64_t limit = g_options.max_message_bytes.load(std::memory_order_relaxed);
     for (size_t i = 0; i < message->num_slices; ++i) {
       const uint64_t n = message->slice_sizes[i];
       if (n > 0 && message->slice_data[i] == nullptr) {
         Fail(WEFT_INVALID_ARGUMENT, "send: slice " + std::to_string(i) + " is null");
       }
-      if (n > g_options.max_message_bytes - payload) {
-        Fail(WEFT_INVALID_ARGUMENT, "send: the payload exceeds the limit of " +
-                                        std::to_string(g_options.max_message_bytes) +
+      if (n > limit - payload) {
+        Fail(WEFT_INVALID_ARGUMENT, "send: the payload exceeds the limit of " + std::to_string(limit) +
                                         " bytes ([transports.tcp] max_message_mb)");
       }
       payload += n;
     }
-    if (message->header_size > g_options.max_message_bytes - payload || message->header_size > UINT32_MAX) {
+    if (message->header_size > limit - payload || message->header_size > UINT32_MAX) {
       Fail(WEFT_INVALID_ARGUMENT, "send: the header of " + std::to_string(message->header_size) +
                                       " bytes makes the message exceed the limit");
     }
@@ -764,8 +766,10 @@ const weft_option_def_t kOptions[] = {
 
 weft_status_t Configure(const weft_options_t* options) {
   return sdk::Guard([&] {
-    g_options.max_message_bytes = static_cast<uint64_t>(sdk::GetInt(options, "max_message_mb")) << 20;
-    g_options.socket_buffer_bytes = static_cast<int>(sdk::GetInt(options, "socket_buffer_kb") * 1024);
+    g_options.max_message_bytes.store(static_cast<uint64_t>(sdk::GetInt(options, "max_message_mb")) << 20,
+                                      std::memory_order_relaxed);
+    g_options.socket_buffer_bytes.store(static_cast<int>(sdk::GetInt(options, "socket_buffer_kb") * 1024),
+                                        std::memory_order_relaxed);
   });
 }
 
