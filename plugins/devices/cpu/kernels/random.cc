@@ -229,7 +229,7 @@ class RandomKernel {
     int64_t n = 0;
     const Dims dims = OutputDims(ctx.input(0), &n);
     constexpr int64_t kN = kPerBlock<T>;
-    const int64_t blocks = (n + kN - 1) / kN;
+    const int64_t blocks = n / kN + (n % kN != 0 ? 1 : 0);  // n + kN - 1 could overflow
     if (blocks > int64_t{1} << 32) {
       Fail("cannot draw ", n, " random values at once: the stream of one run holds 2^32 blocks of ", kN);
     }
