@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <string>
 
 #include "core/base/strings.h"
 
@@ -18,7 +19,10 @@ uint64_t PhysicalMemory() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
 
+// What one element costs in memory: a string element is a std::string on
+// the host and the weft_string_t that points into it.
 uint64_t ElementBytes(DType dtype) {
+  if (dtype == DType::kString) return sizeof(std::string) + sizeof(weft_string_t);
   const uint64_t size = DTypeSize(dtype);
   return size == 0 ? 1 : size;
 }

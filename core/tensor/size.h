@@ -35,7 +35,8 @@ Status CheckShapeFits(const Shape& shape, DType dtype);
 // For allocation: the byte size of a tensor of |dtype| and the fully defined
 // |shape|. INVALID_ARGUMENT when a dimension is negative, the rank is above
 // kMaxRank or the size does not fit int64; RESOURCE_EXHAUSTED when it is
-// above MaxTensorBytes(). Strings and resources count one byte per element.
+// above MaxTensorBytes(). A string element counts what it costs on the host
+// (a std::string and its weft_string_t); resources count one byte.
 Expected<uint64_t> TensorBytes(DType dtype, const Shape& shape);
 
 // The largest tensor the process allocates, in bytes: runtime.max_tensor_mb

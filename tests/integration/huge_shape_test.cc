@@ -315,6 +315,19 @@ TEST_F(HugeShapeTest, TheAllocationLimitIsNamed) {
   EXPECT_NE(s.message().find("node 'op' (Fill)"), std::string::npos) << s.ToString();
 }
 
+// Strings count what they cost on the host (a std::string and a view, 48
+// bytes here), not one byte each: 2^27 of them are 6 GiB.
+TEST_F(HugeShapeTest, StringsCountWhatTheyCost) {
+  auto bytes = TensorBytes(DType::kString, Shape{int64_t{1} << 27});
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(bytes.status().message().find("string[134217728] needs 6.0 GiB"), std::string::npos)
+      << bytes.status().ToString();
+  // And a tensor of strings is refused before it is made.
+  auto t = Tensor::Allocate(DType::kString, Shape{int64_t{1} << 27});
+  EXPECT_EQ(t.status().code(), Code::kResourceExhausted) << t.status().ToString();
+}
+
 // A shape no tensor can have is refused while building, naming the output.
 TEST_F(HugeShapeTest, AnImpossibleShapeIsRefusedWhileBuilding) {
   Builder g;
