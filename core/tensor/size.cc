@@ -68,9 +68,9 @@ Expected<uint64_t> TensorBytes(DType dtype, const Shape& shape) {
   if (!shape.IsFullyDefined()) {
     return InvalidArgumentError("cannot allocate a tensor of partial shape ", shape.ToString());
   }
+  // Fully defined and fitting: the plain product below cannot overflow.
   WEFT_RETURN_IF_ERROR(CheckShapeFits(shape, dtype));
-  WEFT_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape.dims()));
-  const uint64_t bytes = static_cast<uint64_t>(n) * ElementBytes(dtype);
+  const uint64_t bytes = static_cast<uint64_t>(shape.num_elements()) * ElementBytes(dtype);
   const uint64_t limit = MaxTensorBytes();
   if (bytes > limit) {
     return ResourceExhaustedError(DTypeName(dtype), shape.ToString(), " needs ", HumanBytes(bytes),
