@@ -285,7 +285,7 @@ Status RegisterMathOps(OpRegistry& r) {
           .Attr("T: {numeric}")
           .Shape(BroadcastShape)
           .Doc("min(max(t, clip_value_min), clip_value_max), elementwise, with NumPy broadcasting of the "
-               "bounds; NaN stays NaN.")));
+               "bounds; a NaN in t or in a bound gives NaN (as numpy.clip).")));
   for (const Unary& u : kReduce) {
     WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder(u.name)
                                         .Input("input: T")

@@ -183,8 +183,8 @@ Status RegisterNnOps(OpRegistry& r) {
             .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
             .Shape(PoolShape)
             .Doc(max ? "Maximum over each window of a 4-D input; ksize and strides have 4 entries in "
-                       "data_format order. Padding never wins the maximum. Which value a window "
-                       "containing NaN gives is not specified."
+                       "data_format order. Padding never wins the maximum; a window containing NaN "
+                       "gives NaN (as NumPy's max)."
                      : "Average over each window of a 4-D input; ksize and strides have 4 entries in "
                        "data_format order. With SAME padding the average is over the window's elements "
                        "inside the input only, as in TensorFlow.")));

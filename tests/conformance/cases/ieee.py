@@ -55,6 +55,13 @@ def max_pool_cases(g):
         g.add(f"MaxPool/minus_inf_same_{dtype}", "MaxPool", [xs],
               {"T": dtype, "ksize": [1, 2, 2, 1], "strides": [1, 1, 1, 1], "padding": "SAME"},
               [np.array([[-inf, 2.0, 2.0], [-inf, 2.0, 2.0]]).reshape(1, 2, 3, 1).astype(xs.dtype)])
+    # A window holding NaN gives NaN (NumPy's max), wherever the NaN is.
+    nan = np.nan
+    xs = np.array([1.0, nan, 3.0, 2.0, -inf, 5.0, nan, 0.0, 4.0], np.float32).reshape(1, 3, 3, 1)
+    for dtype in ["f32", "f64"]:
+        g.add(f"MaxPool/nan_window_{dtype}", "MaxPool", [xs.astype(NP[dtype])],
+              {"T": dtype, "ksize": [1, 2, 2, 1], "strides": [1, 1, 1, 1], "padding": "SAME"},
+              [np.array([nan, nan, 5.0, nan, 5.0, 5.0, nan, 4.0, 4.0]).reshape(1, 3, 3, 1).astype(NP[dtype])])
     # The lowest finite value stays itself.
     lowest = np.finfo(np.float32).min
     xs = np.array([lowest, -inf, -inf, -inf], np.float32).reshape(1, 2, 2, 1)
@@ -80,9 +87,12 @@ def round_bf16(v):
         value = sign * q * 2.0 ** shift
     else:
         mantissa, exponent = math.frexp(v)              # v = mantissa * 2^exponent, 0.5 <= |mantissa| < 1
+        if exponent > 128:                              # at least 2^128: beyond bf16's range
+            return np.float32(math.copysign(np.inf, v))
         quantum = max(exponent - 8, -133)               # 8 significant bits; subnormals step by 2^-133
         scaled = math.ldexp(v, -quantum)                # exact: a power-of-two scaling
-        value = math.ldexp(round(scaled), quantum)      # round() is exact and ties to even
+        # round() is exact and ties to even; a value that rounds to zero keeps its sign.
+        value = math.copysign(math.ldexp(round(scaled), quantum), v)
     biggest = float.fromhex("0x1.fep127")
     if abs(value) > biggest:
         return np.float32(math.copysign(np.inf, value))
@@ -136,7 +146,30 @@ def strided_slice_cases(g):
           {"T": "f32", "Index": "i64", "end_mask": 1}, [want])
 
 
+def limit_cases(g):
+    """What the edge-case suite found: Gelu and its gradient at +-inf give
+    their limits (not -inf * 0 = NaN); a NaN bound of ClipByValue gives NaN
+    (numpy.clip); Range starting at -0.0 starts with -0.0 (numpy.arange)."""
+    inf, nan = np.inf, np.nan
+    x = np.array([-inf, inf, nan, -30.0, 30.0, 1.0], np.float32)
+    for approximate in (False, True):
+        g.add(f"Gelu/limits_approx{int(approximate)}", "Gelu", [x], {"T": "f32", "approximate": approximate},
+              [np.array([0.0, inf, nan, 0.0, 30.0, 0.8411920 if approximate else 0.8413447], np.float32)],
+              rtol=1e-3, atol=1e-6)
+        grad = np.array([2.0, 2.0, 2.0, 2.0, 2.0, inf], np.float32)
+        g.add(f"GeluGrad/limits_approx{int(approximate)}", "GeluGrad", [grad, x],
+              {"T": "f32", "approximate": approximate},
+              [np.array([0.0, 2.0, nan, 0.0, 2.0, inf], np.float32)], rtol=1e-5, atol=1e-6)
+    t = np.array([1.0, 1.0, 5.0, nan], np.float32)
+    lo = np.array([nan, 0.0, 0.0, 0.0], np.float32)
+    hi = np.array([2.0, nan, 2.0, 2.0], np.float32)
+    g.add("ClipByValue/nan_bounds", "ClipByValue", [t, lo, hi], {"T": "f32"}, [np.clip(t, lo, hi)])
+    g.add("Range/minus_zero_start", "Range", [np.float32(-0.0), np.float32(2.0), np.float32(1.0)],
+          {"Tidx": "f32"}, [np.arange(-0.0, 2.0, 1.0).astype(np.float32)], signed_zeros=True)
+
+
 def cases(g):
+    limit_cases(g)
     floor_cases(g)
     max_pool_cases(g)
     cast_cases(g)

@@ -827,7 +827,8 @@ class RangeKernel {
           using U = std::make_unsigned_t<T>;  // wraps past the type's range
           o[i] = static_cast<T>(static_cast<U>(s) + static_cast<U>(i) * static_cast<U>(d));
         } else {
-          o[i] = static_cast<T>(ds + static_cast<double>(i) * dd);
+          // The first element is start itself (-0.0 stays -0.0, as NumPy's arange).
+          o[i] = i == 0 ? s : static_cast<T>(ds + static_cast<double>(i) * dd);
         }
       }
     });

@@ -126,6 +126,8 @@ struct GeluOp {
   T Apply(T v) const {
     using C = typename ComputeType<T>::type;
     const C x = Load(v);
+    // The limits at +-inf (the formulas would give -inf * 0 = NaN at -inf).
+    if (std::isinf(x)) return StoreAs<T>(x > 0 ? x : C(0));
     if (approximate_) {
       const C k = C(0.7978845608028654);  // sqrt(2/pi)
       return StoreAs<T>(C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x))));
@@ -469,6 +471,10 @@ class ClipKernel {
         const auto h = Load(ph[off[2] + i * s[2]]);
         auto r = v < l ? l : v;  // NaN compares false: stays NaN
         r = r > h ? h : r;
+        if constexpr (std::is_floating_point_v<decltype(r)>) {
+          if (l != l) r = l;  // a NaN bound gives NaN, as numpy.clip
+          if (h != h) r = h;
+        }
         po[o + i] = StoreAs<T>(r);
       }
     });

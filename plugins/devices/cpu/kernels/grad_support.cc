@@ -181,7 +181,12 @@ struct GeluGradOp {
   T Apply(T vg, T vx) const {
     using C = typename ComputeType<T>::type;
     const C g = Load(vg), x = Load(vx);
+    // The derivative's limits: 1 at +inf, 0 at -inf.
+    if (std::isinf(x)) return StoreAs<T>(g * C(x > 0 ? 1 : 0));
     if (approximate_) {
+      // Beyond |x| = 20 tanh(u) is +-1 in every precision and the
+      // derivative 1 or 0; computing it would overflow x^3 into inf * 0.
+      if (std::abs(x) > C(20)) return StoreAs<T>(g * C(x > 0 ? 1 : 0));
       // d/dx 0.5 x (1 + tanh(u)), u = k (x + c x^3).
       const C k = C(0.7978845608028654), c = C(0.044715);  // sqrt(2/pi)
       const C t = std::tanh(k * (x + c * x * x * x));

@@ -258,7 +258,8 @@ void DirectPool(const Geometry& g, const T* input, T* output) {
             const T* pixel = input + ((n * g.in_h + ih) * g.in_w + iw) * g.channels;
             for (int64_t c = 0; c < g.channels; ++c) {
               if constexpr (kMax) {
-                acc[c] = std::max(acc[c], pixel[c]);
+                // NaN wins, as NumPy's max: once acc is NaN no comparison replaces it.
+                if (pixel[c] > acc[c] || pixel[c] != pixel[c]) acc[c] = pixel[c];
               } else {
                 acc[c] += pixel[c];
               }
@@ -290,7 +291,14 @@ class PoolKernel {
     // stride past it goes to the direct loops, which clip each window.
     const bool usual = g.window_h <= g.in_h && g.window_w <= g.in_w && g.stride_h <= g.in_h && g.stride_w <= g.in_w;
     if constexpr (std::is_same_v<T, float>) {
-      if (const DnnlPool<kMax>* pool = usual ? cache_.Get(input.dims, g, attrs_.nchw) : nullptr) {
+      // oneDNN's max may drop a NaN; an input with one goes to the direct
+      // loops, where NaN wins (a NaN average needs nothing: sums keep it).
+      bool has_nan = false;
+      if constexpr (kMax) {
+        const float* in = input.as<float>();
+        for (int64_t i = 0; i < input.num_elements; ++i) has_nan |= in[i] != in[i];
+      }
+      if (const DnnlPool<kMax>* pool = usual && !has_nan ? cache_.Get(input.dims, g, attrs_.nchw) : nullptr) {
         pool->Run(input.data, output.data);
         // oneDNN's max starts from the lowest finite float, so a window of
         // -inf comes out as -3.4e38; such outputs (rare) are redone by the

@@ -121,7 +121,7 @@ __kernel void pool(__global const T* x, __global T* y, const int16 g, const ulon
       if (iw < 0 || iw >= g.s2) continue;
       const T v = x[in_at(g, o.x, ih, iw, o.w)];
       if (want_max) {
-        if (v > acc) acc = v;
+        if (v > acc || isnan(v)) acc = v;  // NaN wins, as NumPy's max
       } else {
         acc += v;
       }

@@ -86,7 +86,7 @@ UNARY(logical_not, (uchar)!x)
 
 // --- Arithmetic: numbers ------------------------------------------------------------
 
-// min(max(t, lo), hi) over three broadcast operands; NaN stays NaN.
+// min(max(t, lo), hi) over three broadcast operands; NaN (in t or a bound) gives NaN.
 __kernel void clip(__global const T* ts, __global const T* los, __global const T* his, __global T* zs,
                    const ulong n, const int rank, const long8 dims, const long8 st, const long8 sl,
                    const long8 sh) {
@@ -97,6 +97,10 @@ __kernel void clip(__global const T* ts, __global const T* los, __global const T
   const T hi = his[plan_offset(i, rank, dims, sh)];
   T r = v < lo ? lo : v;
   r = r > hi ? hi : r;
+#if defined(WEFT_FLOAT)
+  if (isnan(lo)) r = lo;  // a NaN bound gives NaN, as numpy.clip
+  if (isnan(hi)) r = hi;
+#endif
   zs[i] = r;
 }
 
@@ -130,8 +134,10 @@ UNARY(erf_, erf(x))
 UNARY(floor_, floor(x))
 UNARY(ceil_, ceil(x))
 UNARY(round_, rint(x))
-UNARY(gelu_erf, (T)0.5 * x * ((T)1 + erf(x * (T)0.7071067811865476)))
-UNARY(gelu_tanh, (T)0.5 * x * ((T)1 + tanh_of((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x))))
+// At +-inf, the limits (the formulas would give -inf * 0 = NaN at -inf).
+UNARY(gelu_erf, isinf(x) ? (x > (T)0 ? x : (T)0) : (T)0.5 * x * ((T)1 + erf(x * (T)0.7071067811865476)))
+UNARY(gelu_tanh, isinf(x) ? (x > (T)0 ? x : (T)0)
+                          : (T)0.5 * x * ((T)1 + tanh_of((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x))))
 UNARY_OUT(is_nan, uchar, (uchar)(isnan(x) ? 1 : 0))
 UNARY_OUT(is_inf, uchar, (uchar)(isinf(x) ? 1 : 0))
 
@@ -157,11 +163,14 @@ BINARY(rsqrt_grad, (T)-0.5 * y * (x * x * x))
 BINARY(reciprocal_grad, -y * (x * x))
 
 inline T gelu_grad_erf_of(T g, T x) {
+  if (isinf(x)) return g * (x > (T)0 ? (T)1 : (T)0);  // the derivative's limits
   const T cdf = (T)0.5 * ((T)1 + erf(x * (T)0.7071067811865476));
   const T pdf = (T)0.3989422804014327 * exp((T)-0.5 * x * x);
   return g * (cdf + x * pdf);
 }
 inline T gelu_grad_tanh_of(T g, T x) {
+  // Beyond |x| = 20 the derivative is 1 or 0 (x^3 would overflow into inf * 0).
+  if (fabs(x) > (T)20) return g * (x > (T)0 ? (T)1 : (T)0);
   const T k = (T)0.7978845608028654, c = (T)0.044715;
   const T t = tanh_of(k * (x + c * x * x * x));
   const T du = k * ((T)1 + (T)3 * c * x * x);
