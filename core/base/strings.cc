@@ -1,5 +1,6 @@
 #include "core/base/strings.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace weft {
@@ -63,6 +64,45 @@ std::string HumanBytes(uint64_t bytes) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f %s", value, kUnits[unit]);
   return buffer;
+}
+
+namespace {
+
+// Optimal string alignment distance: insertions, deletions, substitutions
+// and transpositions of adjacent characters ("cuont" -> "count") each cost
+// one.
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = 0;
+  for (const std::string& candidate : candidates) {
+    const std::size_t distance = EditDistance(word, candidate);
+    if (best.empty() || distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  // A typo changes a few characters; more than a third of the word is a
+  // different word.
+  const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
+  return best_distance <= limit ? best : std::string();
 }
 
 }  // namespace weft

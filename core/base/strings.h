@@ -77,6 +77,11 @@ std::vector<std::string> StrSplit(std::string_view text, char separator);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 
+// The candidate closest to |word| by edit distance (optimal string
+// alignment) when it is close enough to be a likely typo, else empty: the
+// "did you mean" hints of config keys, op names and node names.
+std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
+
 // A byte count for people: "512 B", "1.5 KiB", "23.4 GiB".
 std::string HumanBytes(uint64_t bytes);
 

@@ -13,8 +13,7 @@
 #include <set>
 
 #include "core/base/crc32c.h"
-#include "core/checkpoint/internal/file_util.h"
-#include "core/config/value.h"
+#include "core/base/file_util.h"
 
 namespace weft::checkpoint {
 
@@ -25,9 +24,6 @@ static_assert(std::endian::native == std::endian::little, "checkpoint I/O assume
 namespace {
 
 namespace fs = std::filesystem;
-using internal::ErrnoStatus;
-using internal::FsyncDirectory;
-using internal::ScopedFd;
 
 std::string Hex(uint32_t v) {
   char buffer[16];
@@ -185,7 +181,7 @@ Status MissingIndex(const std::string& prefix) {
     if (EndsWith(name, ".index")) candidates.push_back(name.substr(0, name.size() - 6));
   }
   const std::string base = fs::path(prefix).filename().string();
-  const std::string hint = config::ClosestMatch(base, candidates);
+  const std::string hint = ClosestMatch(base, candidates);
   return NotFoundError("checkpoint ", prefix, " not found: ", IndexPath(prefix), " does not exist",
                        hint.empty() ? std::string() : StrCat("; did you mean ", (fs::path(dir) / hint).string(), "?"));
 }
@@ -219,7 +215,7 @@ Status WriteBundle(const std::string& prefix, const std::vector<std::pair<std::s
   WEFT_ASSIGN_OR_RETURN(auto sorted, SortedForSave(prefix, tensors));
   const std::string dir = DirectoryOf(prefix);
 
-  const std::string suffix = internal::TempSuffix();
+  const std::string suffix = TempSuffix();
   const std::string shard = ShardPath(prefix, 0, 1);
   const std::string index_path = IndexPath(prefix);
   const std::string shard_temp = shard + suffix;
@@ -273,7 +269,7 @@ Expected<BundleIndex> WriteDataShard(const std::string& prefix, int shard, int n
   WEFT_ASSIGN_OR_RETURN(auto sorted, SortedForSave(prefix, tensors));
   const std::string dir = DirectoryOf(prefix);
   const std::string path = ShardPath(prefix, shard, num_shards);
-  const std::string temp = path + internal::TempSuffix();
+  const std::string temp = path + TempSuffix();
   TemporaryFiles cleanup{{temp}};
   BundleIndex part;
   part.metadata = {{"shard", std::to_string(shard)}, {"num_shards", std::to_string(num_shards)}};
@@ -342,7 +338,7 @@ Status CommitShardedBundle(const std::string& prefix, const std::vector<BundleIn
     }
   }
   const std::string index_path = IndexPath(prefix);
-  const std::string temp = index_path + internal::TempSuffix();
+  const std::string temp = index_path + TempSuffix();
   TemporaryFiles cleanup{{temp}};
   {
     auto fd = ScopedFd::Create(temp);
@@ -396,7 +392,7 @@ Expected<BundleIndex> DecodeIndexPart(std::string_view text, std::string_view fr
 
 Expected<std::unique_ptr<BundleReader>> BundleReader::Open(const std::string& prefix) {
   const std::string index_path = IndexPath(prefix);
-  auto bytes = internal::ReadFile(index_path);
+  auto bytes = ReadFile(index_path);
   if (!bytes.ok()) {
     if (bytes.status().code() == Code::kNotFound) return MissingIndex(prefix);
     return bytes.status().WithContext(StrCat("cannot open checkpoint ", prefix));
@@ -462,7 +458,7 @@ Status BundleReader::CorruptError(const TensorEntry& e, uint32_t actual) const {
 
 Status BundleReader::ReadBytes(const TensorEntry& e, char* out) const {
   const std::string path = ShardPath(prefix_, e.shard, num_shards());
-  WEFT_RETURN_IF_ERROR(internal::PreadAll(fds_[static_cast<std::size_t>(e.shard)], out, e.bytes, e.offset, path)
+  WEFT_RETURN_IF_ERROR(PreadAll(fds_[static_cast<std::size_t>(e.shard)], out, e.bytes, e.offset, path)
                            .WithContext(StrCat("checkpoint ", prefix_, ": tensor ", Quote(e.name))));
   const uint32_t actual = Crc32c(out, e.bytes);
   if (actual != e.crc32c) return CorruptError(e, actual);
@@ -474,7 +470,7 @@ Expected<Tensor> BundleReader::Read(std::string_view name) const {
   if (e == nullptr) {
     std::vector<std::string> names;
     for (const TensorEntry& entry : index_.entries) names.push_back(entry.name);
-    const std::string hint = config::ClosestMatch(name, names);
+    const std::string hint = ClosestMatch(name, names);
     return NotFoundError("checkpoint ", prefix_, " has no tensor ", Quote(name),
                          !hint.empty()   ? StrCat("; did you mean ", Quote(hint), "?")
                          : names.empty() ? std::string(" (it holds no tensors)")
@@ -500,7 +496,7 @@ Status BundleReader::Verify(const TensorEntry& e) const {
   for (uint64_t done = 0; done < e.bytes;) {
     const uint64_t n = std::min(kChunk, e.bytes - done);
     WEFT_RETURN_IF_ERROR(
-        internal::PreadAll(fds_[static_cast<std::size_t>(e.shard)], buffer.data(), n, e.offset + done, path)
+        PreadAll(fds_[static_cast<std::size_t>(e.shard)], buffer.data(), n, e.offset + done, path)
             .WithContext(StrCat("checkpoint ", prefix_, ": tensor ", Quote(e.name))));
     crc = Crc32cExtend(crc, buffer.data(), static_cast<std::size_t>(n));
     done += n;

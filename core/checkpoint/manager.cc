@@ -13,7 +13,7 @@
 #include <set>
 
 #include "core/base/logging.h"
-#include "core/checkpoint/internal/file_util.h"
+#include "core/base/file_util.h"
 
 namespace weft::checkpoint {
 namespace {
@@ -38,7 +38,7 @@ std::optional<int64_t> ParseBundleName(std::string_view name) {
 // "ckpt-7.index" and "ckpt-7.data-00000-of-00001"); nullopt for temporary
 // files and anything else.
 std::optional<std::string> BundleOfFile(std::string_view file) {
-  if (internal::TempFileOwner(file)) return std::nullopt;
+  if (TempFileOwner(file)) return std::nullopt;
   std::string_view base;
   if (EndsWith(file, ".index")) {
     base = file.substr(0, file.size() - 6);
@@ -84,7 +84,7 @@ std::optional<int64_t> CheckpointManager::StepOf(std::string_view prefix) {
 
 Expected<CheckpointManager::Manifest> CheckpointManager::ReadManifest() const {
   const std::string path = ManifestPath();
-  WEFT_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path));
+  WEFT_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   Manifest manifest;
   bool has_format = false;
   int line_number = 0;
@@ -125,7 +125,7 @@ Status CheckpointManager::WriteManifest(const Manifest& manifest) const {
       "and those kept, oldest first.\n",
       "format ", kManifestFormat, "\nlatest ", manifest.latest, "\n");
   for (const std::string& name : manifest.kept) text += StrCat("kept ", name, "\n");
-  return internal::WriteFileAtomically(ManifestPath(), text, [this] {
+  return WriteFileAtomically(ManifestPath(), text, [this] {
     if (options_.observer) options_.observer(WriteStage::kManifestSynced);
   });
 }
@@ -135,7 +135,7 @@ Expected<std::vector<std::string>> CheckpointManager::ScanBundles() const {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::string file = entry.path().filename().string();
-    if (!EndsWith(file, ".index") || internal::TempFileOwner(file)) continue;
+    if (!EndsWith(file, ".index") || TempFileOwner(file)) continue;
     const std::string name = file.substr(0, file.size() - 6);
     if (auto step = ParseBundleName(name)) found.emplace_back(*step, name);
   }
@@ -215,7 +215,7 @@ void CheckpointManager::RemoveStaleTemporaries() const {
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::string file = entry.path().filename().string();
     if (!StartsWith(file, kBundlePrefix) && !StartsWith(file, kManifestName)) continue;
-    const std::optional<int64_t> owner = internal::TempFileOwner(file);
+    const std::optional<int64_t> owner = TempFileOwner(file);
     if (!owner || *owner == self) continue;
     // Only the files of writers that are gone: a live one may be mid-save.
     if (::kill(static_cast<pid_t>(*owner), 0) == 0 || errno != ESRCH) continue;

@@ -57,10 +57,6 @@ struct ConfigError {
 // |errors| is empty).
 Status ErrorsToStatus(const std::vector<ConfigError>& errors);
 
-// The candidate closest to |word| by edit distance when it is close enough
-// to be a likely typo, else empty. Used for "did you mean" hints.
-std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
-
 // Parses |text| as a single TOML value ("1", "0.5", "true", "\"auto\"").
 // Used for the defaults plugins declare as text.
 Expected<Value> ParseTomlValue(std::string_view text);

@@ -376,7 +376,7 @@ Status ResolveStaticSelf(const config::Config& config, const std::optional<std::
   if (found == nullptr) {
     std::vector<std::string> names;
     for (const JobSpec& j : spec.jobs) names.push_back(j.name);
-    const std::string hint = config::ClosestMatch(*job, names);
+    const std::string hint = ClosestMatch(*job, names);
     return InvalidArgumentError(job_source, " names job ", Quote(*job), ", which [cluster.jobs] of ", config.source,
                                 " does not have",
                                 hint.empty() ? StrCat(" (the jobs: ", JobNames(cluster), ")")
@@ -453,7 +453,7 @@ TransportCheck CheckTransports(const ClusterConfig& cluster, const std::vector<s
                                                        "plugins` says why); tasks started here cannot use it")});
       return;
     }
-    const std::string hint = config::ClosestMatch(scheme, known);
+    const std::string hint = ClosestMatch(scheme, known);
     out.errors.push_back({pos, std::move(path),
                           StrCat("unknown transport \"", scheme, "\": not built in (tcp, zmq, rdma) and no loaded "
                                                                  "plugin serves it",

@@ -1,24 +1,17 @@
 #include "core/dist/cluster_runtime.h"
 
+#include "core/base/hash.h"
 #include "core/runtime/placement_support.h"
 
 namespace weft::dist {
 
 uint64_t ClusterFingerprint(const ClusterSpec& cluster) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::string_view s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-    h ^= 0xff;
-    h *= 1099511628211ull;
-  };
+  Fnv1a h;
   for (const JobSpec& job : cluster.jobs) {
-    mix(job.name);
-    for (const TaskSpec& task : job.tasks) mix(task.Url());
+    h.AddField(job.name);
+    for (const TaskSpec& task : job.tasks) h.AddField(task.Url());
   }
-  return h == 0 ? 1 : h;
+  return h.value() == 0 ? 1 : h.value();
 }
 
 std::vector<Peer> ClusterPeers(const ClusterSpec& cluster) {

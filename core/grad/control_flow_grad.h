@@ -1,4 +1,4 @@
-// Gradients through dynamic control flow (DESIGN §3), used by
+// Gradients through dynamic control flow (docs/architecture.md, "Control flow"), used by
 // AddGradients (gradients.cc):
 //
 // - A cond's Switch and Merge have ordinary gradient functions: the

@@ -1,6 +1,5 @@
 #include "core/graph/builder.h"
 
-#include "core/config/value.h"
 
 namespace weft {
 
@@ -336,7 +335,7 @@ Expected<Output> GraphBuilder::Resolve(std::string_view tensor) const {
     std::vector<std::string> names;
     names.reserve(def_.nodes.size());
     for (const NodeDef& n : def_.nodes) names.push_back(n.name);
-    const std::string hint = config::ClosestMatch(ref.node, names);
+    const std::string hint = ClosestMatch(ref.node, names);
     return NotFoundError("the graph has no node ", Quote(ref.node),
                          hint.empty() ? std::string() : StrCat("; did you mean ", Quote(hint), "?"));
   }

@@ -1,4 +1,4 @@
-// Builders of dynamic control flow (DESIGN §3): conditionals and loops as
+// Builders of dynamic control flow (docs/architecture.md, "Control flow"): conditionals and loops as
 // Switch/Merge/Enter/Exit/NextIteration/LoopCond structures that the
 // executor runs without unrolling.
 //

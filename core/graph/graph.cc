@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <deque>
 
-#include "core/config/value.h"
 #include "core/graph/shape_inference.h"
 #include "core/tensor/size.h"
 
@@ -92,7 +91,7 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
     // ("_colocate", a list of node names to share a device with).
     if (name.empty() || name[0] == '_') continue;
     if (op.FindAttr(name) == nullptr) {
-      const std::string hint = config::ClosestMatch(name, AttrNames(op));
+      const std::string hint = ClosestMatch(name, AttrNames(op));
       return InvalidArgumentError(where, ": unknown attr ", Quote(name),
                                   hint.empty() ? StrCat("; ", op.name, " takes ",
                                                         op.attrs.empty() ? std::string("none")
@@ -266,7 +265,7 @@ Expected<Endpoint> Graph::ResolveTensor(std::string_view name) const {
   if (node == nullptr) {
     std::vector<std::string> names;
     for (const Node& n : nodes_) names.push_back(n.name());
-    const std::string hint = config::ClosestMatch(ref.node, names);
+    const std::string hint = ClosestMatch(ref.node, names);
     return NotFoundError("the graph has no node ", Quote(ref.node),
                          hint.empty() ? std::string() : StrCat("; did you mean ", Quote(hint), "?"));
   }
@@ -305,7 +304,7 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
       if (op_names.empty()) {
         for (const OpDef* op : registry.All()) op_names.push_back(op->name);
       }
-      const std::string hint = config::ClosestMatch(node.def.op, op_names);
+      const std::string hint = ClosestMatch(node.def.op, op_names);
       return InvalidArgumentError(DescribeNode(node.def), ": unknown op ", Quote(node.def.op),
                                   hint.empty() ? "" : StrCat("; did you mean ", Quote(hint), "?"),
                                   " (`weft ops` lists them)");

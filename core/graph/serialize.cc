@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/base/file_util.h"
 #include "core/graph/graph.capnp.h"
 
 namespace weft {
@@ -413,22 +414,9 @@ Expected<GraphDef> ReadGraphFile(const std::string& path) {
 Status WriteGraphFile(const std::string& path, const GraphDef& def) {
   WEFT_ASSIGN_OR_RETURN(GraphFormat format, FormatForPath(path));
   const std::string bytes = SerializeGraphDef(def, format);
-  const std::string temp = StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgumentError("cannot write ", Quote(path), ": ", std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      std::remove(temp.c_str());
-      return InvalidArgumentError("cannot write ", Quote(path), ": ", std::strerror(errno));
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temp.c_str());
-    return InvalidArgumentError("cannot write ", Quote(path), ": ", reason);
-  }
-  return Status();
+  // Atomically (temporary file, fsync, rename, directory fsync): a reader
+  // never sees half a file, and a crash leaves the old one.
+  return WriteFileAtomically(path, bytes).WithContext(StrCat("writing ", path));
 }
 
 }  // namespace weft

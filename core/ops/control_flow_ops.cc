@@ -1,4 +1,4 @@
-// The control-flow primitives of DESIGN §3: with them, conditionals and
+// The control-flow primitives (docs/architecture.md, "Control flow"): with them, conditionals and
 // loops live inside the dataflow graph (the builders of
 // core/graph/control_flow.h emit them; the executor gives them meaning).
 //

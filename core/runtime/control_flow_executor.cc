@@ -1,4 +1,4 @@
-// The executor's control-flow path (DESIGN §3): frames, iterations and dead
+// The executor's control-flow path (docs/architecture.md, "Control flow"): frames, iterations and dead
 // values. Graphs without Switch/Merge/Enter/Exit/NextIteration/LoopCond
 // never come here.
 //
@@ -22,6 +22,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/base/hash.h"
 #include "core/runtime/executor.h"
 
 namespace weft::runtime {
@@ -92,14 +93,6 @@ namespace {
 
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
-
-
-
-uint64_t HashString(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
   return h;
 }
 
@@ -635,7 +628,7 @@ struct Executor::Propagator {
     child->parent = frame;
     child->parent_iter = iter;
     child->id = static_cast<int64_t>(
-        Mix(Mix(static_cast<uint64_t>(frame->id), static_cast<uint64_t>(iter)), HashString(sf.name)));
+        Mix(Mix(static_cast<uint64_t>(frame->id), static_cast<uint64_t>(iter)), Fnv1aHash(sf.name)));
     child->parallel = sf.parallel_iterations;
     child->num_pending_inputs = sf.num_enters;
     AddIteration(child);

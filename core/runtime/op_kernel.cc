@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
-#include "core/ops/control_flow_ops.h"
 #include "core/ops/shape_fns.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/checkpoint_kernels.h"
@@ -576,68 +576,112 @@ class ControlFlowKernel : public OpKernel {
   }
 };
 
-const std::vector<std::string>& RuntimeOpList() {
-  static const std::vector<std::string> ops = [] {
-    std::vector<std::string> list = {
-        "Assign", "Const", "ExpandDims", "Identity", "NoOp", "Placeholder", "Rank", "ReadVariable", "Reshape", "Shape",
-        "Size", "Squeeze", "StopGradient", "VarHandle", "VarIsInitialized", "_Arg", "_Recv", "_Retval", "_Send",
-        // the control-flow primitives, run by the executor itself
-        "Enter", "Exit", "LoopCond", "Merge", "NextIteration", "Switch",
-        // checkpoint_kernels.cc
-        "Restore", "Save", "SaveShard",
-        // queue_kernels.cc
-        "FIFOQueue", "QueueClose", "QueueDequeueMany", "QueueEnqueueMany", "QueueSize", "RandomShuffleQueue",
-        // stack_kernels.cc
-        "Stack", "StackPop", "StackPush"};
-    std::sort(list.begin(), list.end());
-    return list;
-  }();
-  return ops;
-}
-
 const AttrValue& Attr(const Graph::Node& node, const char* name) { return node.def.attrs.find(name)->second; }
 
-Expected<std::unique_ptr<OpKernel>> CreateRuntimeKernel(const Graph::Node& node, const RuntimeDevice& device) {
+using KernelPtr = Expected<std::unique_ptr<OpKernel>>;
+using RuntimeFactory = KernelPtr (*)(const Graph::Node&, const RuntimeDevice&);
+
+template <class K>
+KernelPtr Make(const Graph::Node&, const RuntimeDevice&) {
+  return std::unique_ptr<OpKernel>(new K());
+}
+KernelPtr MakeQueue(const Graph::Node& node, const RuntimeDevice& device) { return CreateQueueKernel(node, device); }
+KernelPtr MakeStack(const Graph::Node& node, const RuntimeDevice&) { return CreateStackKernel(node); }
+KernelPtr MakeCheckpoint(const Graph::Node& node, const RuntimeDevice&) { return CreateCheckpointKernel(node); }
+KernelPtr MakeSendRecv(const Graph::Node& node, const RuntimeDevice& device) {
+  return CreateSendRecvKernel(node, device);
+}
+KernelPtr MakeShapeInfo(const Graph::Node& node, const RuntimeDevice&) {
   const std::string& op = node.op_name();
-  if (IsQueueOp(op)) return CreateQueueKernel(node, device);
-  if (IsStackOp(op)) return CreateStackKernel(node);
-  if (op == "Const") {
-    WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
-    return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(value)));
-  }
-  if (op == "Placeholder") return std::unique_ptr<OpKernel>(new PlaceholderKernel());
-  if (op == "_Arg") return std::unique_ptr<OpKernel>(new ArgKernel(Attr(node, "index").get<int64_t>()));
-  if (op == "_Retval") return std::unique_ptr<OpKernel>(new RetvalKernel(Attr(node, "index").get<int64_t>()));
-  if (op == "Identity" || op == "StopGradient") return std::unique_ptr<OpKernel>(new ForwardKernel());
-  if (op == "NoOp") return std::unique_ptr<OpKernel>(new NoOpKernel());
-  if (op == "Reshape") return std::unique_ptr<OpKernel>(new ReshapeKernel());
-  if (op == "ExpandDims") return std::unique_ptr<OpKernel>(new ExpandDimsKernel(Attr(node, "axis").get<int64_t>()));
-  if (op == "Squeeze") {
-    return std::unique_ptr<OpKernel>(new SqueezeKernel(Attr(node, "axis").get<std::vector<int64_t>>()));
-  }
-  if (op == "Shape" || op == "Size") {
-    return std::unique_ptr<OpKernel>(
-        new ShapeInfoKernel(op == "Shape" ? ShapeInfoKernel::What::kShape : ShapeInfoKernel::What::kSize,
-                            Attr(node, "out_type").get<DType>()));
-  }
   if (op == "Rank") return std::unique_ptr<OpKernel>(new ShapeInfoKernel(ShapeInfoKernel::What::kRank, DType::kI32));
-  if (op == "VarHandle") {
-    std::string name = Attr(node, "shared_name").get<std::string>();
-    if (name.empty()) name = node.name();
-    WEFT_ASSIGN_OR_RETURN(auto variable, device.resources().LookupOrCreate(Attr(node, "container").get<std::string>(),
-                                                                           name, Attr(node, "dtype").get<DType>(),
-                                                                           Attr(node, "shape").get<Shape>()));
-    return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(variable))));
-  }
-  if (op == "ReadVariable") {
-    return std::unique_ptr<OpKernel>(new ReadVariableKernel(Attr(node, "dtype").get<DType>()));
-  }
-  if (op == "Assign") return std::unique_ptr<OpKernel>(new AssignKernel());
-  if (op == "VarIsInitialized") return std::unique_ptr<OpKernel>(new VarIsInitializedKernel());
-  if (op == "Save" || op == "SaveShard" || op == "Restore") return CreateCheckpointKernel(node);
-  if (op == "_Send" || op == "_Recv") return CreateSendRecvKernel(node, device);
-  if (ops::IsControlFlowOp(op)) return std::unique_ptr<OpKernel>(new ControlFlowKernel());
-  return InternalError("no runtime kernel for ", op);
+  return std::unique_ptr<OpKernel>(new ShapeInfoKernel(
+      op == "Shape" ? ShapeInfoKernel::What::kShape : ShapeInfoKernel::What::kSize, Attr(node, "out_type").get<DType>()));
+}
+
+// Every op the runtime runs itself, with what makes its kernel: the one
+// list (IsRuntimeOp and RuntimeOps read it, so it cannot fall out of step
+// with kernel creation).
+const std::map<std::string, RuntimeFactory, std::less<>>& RuntimeKernels() {
+  static const std::map<std::string, RuntimeFactory, std::less<>> table = {
+      {"Const",
+       [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
+         WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
+         return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(value)));
+       }},
+      {"Placeholder", Make<PlaceholderKernel>},
+      {"_Arg",
+       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+         return std::unique_ptr<OpKernel>(new ArgKernel(Attr(node, "index").get<int64_t>()));
+       }},
+      {"_Retval",
+       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+         return std::unique_ptr<OpKernel>(new RetvalKernel(Attr(node, "index").get<int64_t>()));
+       }},
+      {"Identity", Make<ForwardKernel>},
+      {"StopGradient", Make<ForwardKernel>},
+      {"NoOp", Make<NoOpKernel>},
+      {"Reshape", Make<ReshapeKernel>},
+      {"ExpandDims",
+       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+         return std::unique_ptr<OpKernel>(new ExpandDimsKernel(Attr(node, "axis").get<int64_t>()));
+       }},
+      {"Squeeze",
+       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+         return std::unique_ptr<OpKernel>(new SqueezeKernel(Attr(node, "axis").get<std::vector<int64_t>>()));
+       }},
+      {"Shape", MakeShapeInfo},
+      {"Size", MakeShapeInfo},
+      {"Rank", MakeShapeInfo},
+      {"VarHandle",
+       [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
+         std::string name = Attr(node, "shared_name").get<std::string>();
+         if (name.empty()) name = node.name();
+         WEFT_ASSIGN_OR_RETURN(auto variable,
+                               device.resources().LookupOrCreate(Attr(node, "container").get<std::string>(), name,
+                                                                 Attr(node, "dtype").get<DType>(),
+                                                                 Attr(node, "shape").get<Shape>()));
+         return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(variable))));
+       }},
+      {"ReadVariable",
+       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+         return std::unique_ptr<OpKernel>(new ReadVariableKernel(Attr(node, "dtype").get<DType>()));
+       }},
+      {"Assign", Make<AssignKernel>},
+      {"VarIsInitialized", Make<VarIsInitializedKernel>},
+      // checkpoint_kernels.cc
+      {"Save", MakeCheckpoint},
+      {"SaveShard", MakeCheckpoint},
+      {"Restore", MakeCheckpoint},
+      // send_recv: the edges a partition cut
+      {"_Send", MakeSendRecv},
+      {"_Recv", MakeSendRecv},
+      // the control-flow primitives, run by the executor itself
+      {"Enter", Make<ControlFlowKernel>},
+      {"Exit", Make<ControlFlowKernel>},
+      {"LoopCond", Make<ControlFlowKernel>},
+      {"Merge", Make<ControlFlowKernel>},
+      {"NextIteration", Make<ControlFlowKernel>},
+      {"Switch", Make<ControlFlowKernel>},
+      // queue_kernels.cc
+      {"FIFOQueue", MakeQueue},
+      {"RandomShuffleQueue", MakeQueue},
+      {"QueueClose", MakeQueue},
+      {"QueueDequeueMany", MakeQueue},
+      {"QueueEnqueueMany", MakeQueue},
+      {"QueueSize", MakeQueue},
+      // stack_kernels.cc
+      {"Stack", MakeStack},
+      {"StackPop", MakeStack},
+      {"StackPush", MakeStack},
+  };
+  return table;
+}
+
+KernelPtr CreateRuntimeKernel(const Graph::Node& node, const RuntimeDevice& device) {
+  const auto& table = RuntimeKernels();
+  auto it = table.find(node.op_name());
+  if (it == table.end()) return InternalError("no runtime kernel for ", node.op_name());
+  return it->second(node, device);
 }
 
 }  // namespace
@@ -703,12 +747,13 @@ Expected<Tensor*> OpKernelContext::LockVariable(int i, bool exclusive) {
 // --- Kernel creation
 // -----------------------------------------------------------
 
-bool IsRuntimeOp(std::string_view op) {
-  const auto& ops = RuntimeOpList();
-  return std::binary_search(ops.begin(), ops.end(), std::string(op));
-}
+bool IsRuntimeOp(std::string_view op) { return RuntimeKernels().count(op) != 0; }
 
-std::vector<std::string> RuntimeOps() { return RuntimeOpList(); }
+std::vector<std::string> RuntimeOps() {
+  std::vector<std::string> ops;
+  for (const auto& entry : RuntimeKernels()) ops.push_back(entry.first);
+  return ops;
+}
 
 const weft_kernel_api_t* KernelApi() {
   static const weft_kernel_api_t api = BuildApi();

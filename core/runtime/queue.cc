@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/base/hash.h"
 #include "core/base/seeded_random.h"
 
 namespace weft::runtime {
@@ -21,15 +22,8 @@ std::string ShapesText(const std::vector<Shape>& shapes) {
 
 std::string Elements(int64_t n) { return StrCat(n, n == 1 ? " element" : " elements"); }
 
-// FNV-1a: a fixed hash of the queue's name for unseeded queues.
-uint64_t NameSeed(const std::string& name) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+// A fixed hash of the queue's name for unseeded queues.
+uint64_t NameSeed(const std::string& name) { return Fnv1aHash(name); }
 
 }  // namespace
 

@@ -2,26 +2,20 @@
 
 #include <vector>
 
+#include "core/base/hash.h"
+
 namespace weft::runtime {
 namespace {
 
 // FNV-1a over the key's parts, each followed by a separator byte so that
 // ("ab", "c") and ("a", "bc") differ.
 struct Hasher {
-  uint64_t h = 1469598103934665603ull;
-  void Bytes(const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      h ^= p[i];
-      h *= 1099511628211ull;
-    }
-    h ^= 0xff;
-    h *= 1099511628211ull;
-  }
-  void Str(const std::string& s) { Bytes(s.data(), s.size()); }
+  Fnv1a h;
+  void Str(const std::string& s) { h.AddField(s); }
   template <class T>
   void Pod(T v) {
-    Bytes(&v, sizeof v);
+    h.Add(&v, sizeof v);
+    h.AddByte(0xff);
   }
 };
 
@@ -43,7 +37,7 @@ RendezvousKey RendezvousKey::Make(std::string src_device, uint64_t src_incarnati
   h.Str(key.edge_name);
   h.Pod(key.frame);
   h.Pod(key.iteration);
-  key.hash = static_cast<std::size_t>(h.h);
+  key.hash = static_cast<std::size_t>(h.h.value());
   return key;
 }
 

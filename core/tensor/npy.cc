@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/base/file_util.h"
+
 namespace weft {
 namespace {
 
@@ -273,22 +275,9 @@ Expected<std::string> SerializeNpy(const Tensor& tensor) {
 
 Status WriteNpy(const std::string& path, const Tensor& tensor) {
   WEFT_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(tensor));
-  const std::string temp = StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgumentError("cannot write ", Quote(path), ": ", std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      std::remove(temp.c_str());
-      return InvalidArgumentError("cannot write ", Quote(path), ": ", std::strerror(errno));
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temp.c_str());
-    return InvalidArgumentError("cannot write ", Quote(path), ": ", reason);
-  }
-  return Status();
+  // Atomically (temporary file, fsync, rename, directory fsync): a reader
+  // never sees half a file, and a crash leaves the old one.
+  return WriteFileAtomically(path, bytes).WithContext(StrCat("writing ", path));
 }
 
 }  // namespace weft

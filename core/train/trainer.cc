@@ -169,6 +169,28 @@ Status CheckDataFile(const config::Config& config, const std::string& key, const
   return Status();
 }
 
+}  // namespace
+
+Status CheckDataSection(const config::Config& config) {
+  const auto values = config.values.find("data");
+  if (values == config.values.end()) return Status();
+  const config::DataConfig& data = config.data;
+  std::vector<std::string> problems;
+  for (const auto& [key, path] : {std::pair<std::string, const std::string*>{"train_images", &data.train_images},
+                                  {"train_labels", &data.train_labels},
+                                  {"test_images", &data.test_images},
+                                  {"test_labels", &data.test_labels}}) {
+    if (values->second.PositionOf(key) == nullptr) continue;  // not set here
+    Status s = path->empty() ? InvalidArgumentError(Where(config, "data", key), "is empty; name a file")
+                             : CheckDataFile(config, key, *path, true);
+    if (!s.ok()) problems.emplace_back(s.message());
+  }
+  if (problems.empty()) return Status();
+  return InvalidArgumentError(StrJoin(problems, "\n"));
+}
+
+namespace {
+
 struct OptimizerChoice {
   const plugin::OptimizerPlugin* plugin = nullptr;
   double learning_rate = 0;
@@ -201,7 +223,7 @@ Expected<OptimizerChoice> ChooseOptimizer(const config::Config& config, const pl
     if (name == p->table->name) choice.plugin = p;
   }
   if (choice.plugin == nullptr) {
-    const std::string hint = config::ClosestMatch(name, loaded);
+    const std::string hint = ClosestMatch(name, loaded);
     return NotFoundError(name_value->second.pos.ToString(), ": optimizer.name: no optimizer plugin ", Quote(name),
                          " is loaded", hint.empty() ? "" : StrCat("; did you mean ", Quote(hint), "?"),
                          " (loaded: ", loaded_list, "; `weft plugins` shows what was found and why)");
@@ -1231,11 +1253,14 @@ Expected<TrainResult> Run::Go() {
       // naming what is wrong with the newest.
       auto listed = checkpoints_->List();
       if (listed.ok() && !listed->empty()) {
-        auto reader = checkpoint::BundleReader::Open(listed->back());
+        std::string why;
+        for (auto it = listed->rbegin(); it != listed->rend(); ++it) {  // newest first
+          auto reader = checkpoint::BundleReader::Open(*it);
+          why += StrCat("\n  ", *it, ": ", reader.ok() ? std::string("opens now") : std::string(reader.status().message()));
+        }
         return FailedPreconditionError(
-            "--resume: no checkpoint in ", config_.checkpoint.dir, " opens, so nothing was loaded; the newest, ",
-            listed->back(), ", ", reader.ok() ? std::string("opens now") : std::string(reader.status().message()),
-            ". Restore the missing or damaged files, or move the directory away to start over");
+            "--resume: no checkpoint in ", config_.checkpoint.dir, " opens, so nothing was loaded and nothing was ",
+            "changed; restore the missing or damaged files, or move the directory away to start over:", why);
       }
       reporter_.Note(StrCat("no checkpoint in ", config_.checkpoint.dir, " yet; starting at step 0"));
     }

@@ -62,6 +62,12 @@ struct TrainResult {
 // it, so a misspelt optimizer or hyper-parameter shows up before training.
 Status CheckOptimizerSection(const config::Config& config, const plugin::PluginHost& host);
 
+// Checks the files of [data] that |config| sets: each must name a file that
+// exists (an empty string or a directory is an error), with the key's
+// file:line:col; every problem is listed, one per line. OK without [data].
+// `weft config check` uses it; `weft train` checks the same before reading.
+Status CheckDataSection(const config::Config& config);
+
 Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHost& host,
                             const TrainerOptions& options);
 

@@ -217,6 +217,26 @@ TEST_F(Cli, ConfigCheckWarnsAboutSectionsNobodyReads) {
                        ":1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored\nOK\n");
 }
 
+TEST_F(Cli, ConfigCheckReportsDataFilesThatAreEmptyOrMissing) {
+  const std::string config = Write("data.toml", "[data]\ntrain_images = \"\"\ntrain_labels = \"nowhere.idx\"\n"
+                                                "test_images = \"sub\"\n");
+  const std::string dir = fs::path(config).parent_path().string();
+  fs::create_directories(dir + "/sub");
+  ProcessResult r = Weft({"config", "check", config});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, config + ":2:16: data.train_images: is empty; name a file\n" + config +
+                       ":3:16: data.train_labels: no such file: " + dir + "/nowhere.idx\n" + config +
+                       ":4:15: data.test_images: " + dir + "/sub is a directory\n");
+}
+
+TEST_F(Cli, ConfigCheckAcceptsDataFilesThatExist) {
+  ASSERT_FALSE(Write("images.idx", "x").empty());
+  const std::string config = Write("data_ok.toml", "[data]\ntrain_images = \"images.idx\"\n");
+  ProcessResult r = Weft({"config", "check", config});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "OK\n");
+}
+
 TEST_F(Cli, ConfigCheckReportsEveryClusterErrorWithItsPosition) {
   const std::string config = Write("cluster.toml", R"([cluster]
 transport = "tcp"

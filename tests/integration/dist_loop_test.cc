@@ -1,5 +1,5 @@
-// Loops and conds split across tasks (DESIGN §7, "Partitions across
-// processes"): two task services on loopback ports in this process, a
+// Loops and conds split across tasks (docs/distributed.md, "How a graph is
+// split across tasks"): two task services on loopback ports in this process, a
 // client session placing one part of each graph on the other task. Each
 // task runs its partition under its own executor; the partitioner's
 // control loops keep their frames in step, and dead values cross as

@@ -7,6 +7,10 @@
 #include <thread>
 
 #include "core/base/thread_pool.h"
+#include "core/ops/control_flow_ops.h"
+#include "core/runtime/op_kernel.h"
+#include "core/runtime/queue_kernels.h"
+#include "core/runtime/stack_kernels.h"
 
 #include "tests/integration/runtime_env.h"
 
@@ -299,4 +303,19 @@ TEST(Session, TraceRecordsEveryNode) {
 }
 
 }  // namespace
+// The runtime's own kernels are one table: every op in it is a registered
+// op, and every op the executor runs itself (control flow) or that needs
+// the runtime's state (queues, stacks, the partition edges) is in it.
+TEST(RuntimeOps, TheTableAndTheRegistryAgree) {
+  const std::vector<std::string> ops = runtime::RuntimeOps();
+  for (const std::string& op : ops) EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
+  for (const OpDef* op : OpRegistry::Global().All()) {
+    if (ops::IsControlFlowOp(op->name) || runtime::IsQueueOp(op->name) || runtime::IsStackOp(op->name) ||
+        op->name[0] == '_') {
+      EXPECT_TRUE(runtime::IsRuntimeOp(op->name)) << op->name << " has no runtime kernel";
+    }
+  }
+  EXPECT_FALSE(runtime::IsRuntimeOp("MatMul"));
+}
+
 }  // namespace weft

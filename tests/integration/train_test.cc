@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <cstdio>
 #include <thread>
 
@@ -242,6 +243,62 @@ TEST_F(Train, AKilledRunResumesToTheSameParametersBitForBit) {
   }
   // 3 dense layers x (kernel, bias) x (variable, m, v) + the global step.
   EXPECT_EQ(compared, 19);
+}
+
+// --resume over a directory whose checkpoints all fail to open stops with
+// exit 1, naming each checkpoint and why, and changes no file (a fresh start
+// would rotate the damaged checkpoints away: that is the user's choice).
+TEST_F(Train, ResumeWithOnlyDamagedCheckpointsNamesEachAndTouchesNothing) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string config = Config("damaged.toml", RealData(), "batch_size = 32\nsteps = 3\n",
+                                    "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.01\n\n[checkpoint]\n"
+                                    "dir = \"ckpt\"\nevery_steps = 1\nkeep = 2\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path ckpt = dir_ / "ckpt";
+  ASSERT_TRUE(fs::exists(ckpt / "ckpt-2.index") && fs::exists(ckpt / "ckpt-3.index"));
+  // ckpt-3: its index overwritten with garbage; ckpt-2: its data file gone.
+  std::ofstream(ckpt / "ckpt-3.index", std::ios::trunc) << "not an index";
+  fs::path data2;
+  for (const auto& entry : fs::directory_iterator(ckpt)) {
+    if (entry.path().filename().string().rfind("ckpt-2.data", 0) == 0) data2 = entry.path();
+  }
+  ASSERT_FALSE(data2.empty());
+  fs::remove(data2);
+  std::map<std::string, std::string> before;
+  for (const auto& entry : fs::directory_iterator(ckpt)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    before[entry.path().filename().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--resume"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("--resume: no checkpoint in " + ckpt.string() + " opens, so nothing was loaded and nothing "
+                       "was changed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find((ckpt / "ckpt-3").string() + ": checkpoint " + (ckpt / "ckpt-3.index").string() +
+                       " is not a weft checkpoint index"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find((ckpt / "ckpt-2").string() + ": checkpoint " + (ckpt / "ckpt-2").string() + " is incomplete"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(data2.string()), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("step 1/"), std::string::npos) << "it trained: " << r.out;
+  std::map<std::string, std::string> after;
+  for (const auto& entry : fs::directory_iterator(ckpt)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    after[entry.path().filename().string()] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // weft.lock, the directory's writer lock, names the process holding it;
+  // every checkpoint file and the manifest must be as they were.
+  before.erase("weft.lock");
+  after.erase("weft.lock");
+  for (const auto& [name, bytes] : before) {
+    EXPECT_TRUE(after.count(name) == 1 && after[name] == bytes) << name << " was changed or removed";
+  }
+  for (const auto& [name, bytes] : after) EXPECT_EQ(before.count(name), 1u) << name << " was created";
 }
 
 TEST_F(Train, ACheckpointOfAnotherModelIsRefusedNamingTheDifference) {

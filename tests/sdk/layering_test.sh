@@ -46,7 +46,7 @@ for so in "$plugin_dir"/*.so; do
 done
 if [ "$count" -eq 0 ]; then echo "FAIL: no plugins in $plugin_dir"; exit 1; fi
 if [ -n "$violations" ]; then
-  echo "FAIL: plugins must see the SDK only (DESIGN.md §1, §5):"
+  echo "FAIL: plugins must see the SDK only (docs/architecture.md, "Plugins see the SDK only"):"
   echo "$violations"
   exit 1
 fi

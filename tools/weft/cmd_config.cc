@@ -97,6 +97,10 @@ int Check(const std::string& path, const GlobalOptions& options) {
     std::cout << optimizer.message() << '\n';
     return ExitCodeFor(optimizer);
   }
+  if (Status data = train::CheckDataSection(*config); !data.ok()) {
+    std::cout << data.message() << '\n';
+    return ExitCodeFor(data);
+  }
   for (const config::ConfigError& warning : host.UnusedSections()) {
     std::cout << "warning: " << warning.ToString() << '\n';
   }

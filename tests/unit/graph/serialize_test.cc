@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "core/graph/graph.h"
@@ -161,6 +162,31 @@ TEST(Serialize, FilesByExtension) {
             "cannot read graph file \"" + base + ".missing.wg\": No such file or directory");
   std::remove((base + ".wg").c_str());
   std::remove((base + ".wgt").c_str());
+}
+
+// Writing is atomic (graph files share core/base/file_util.h's writer), and
+// an I/O failure is reported as one, with the path and the system's words.
+TEST(Serialize, WriteFailuresAreIoErrorsNamingThePath) {
+  const std::string base = "/tmp/weft_serialize_test_io_" + std::to_string(getpid());
+  GraphDef def = EveryAttrKind();
+  Status missing = WriteGraphFile(base + "/no/such/dir/g.wg", def);
+  EXPECT_EQ(missing.code(), Code::kNotFound) << missing.ToString();
+  EXPECT_EQ(missing.message().rfind("writing " + base + "/no/such/dir/g.wg: creating " + base + "/no/such/dir/g.wg.tmp-", 0),
+            0u)
+      << missing.message();
+  EXPECT_NE(missing.message().find(": No such file or directory"), std::string::npos) << missing.message();
+  // A path through a regular file.
+  ASSERT_TRUE(WriteGraphFile(base + ".wg", def).ok());
+  Status not_dir = WriteGraphFile(base + ".wg/g.wg", def);
+  EXPECT_EQ(not_dir.code(), Code::kUnavailable) << not_dir.ToString();
+  EXPECT_NE(not_dir.message().find("Not a directory"), std::string::npos) << not_dir.message();
+  // No temporary file is left beside the graph.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp")) {
+    if (entry.path().filename().string().rfind("weft_serialize_test_io_" + std::to_string(getpid()), 0) == 0) ++files;
+  }
+  EXPECT_EQ(files, 1);
+  std::remove((base + ".wg").c_str());
 }
 
 }  // namespace

@@ -62,6 +62,14 @@ TEST(Npy, RoundTripsThroughAFile) {
   std::remove(path.c_str());
 }
 
+TEST(Npy, WriteFailuresAreIoErrorsNamingThePath) {
+  const std::string path = "/tmp/weft_npy_test_missing_" + std::to_string(getpid()) + "/x.npy";
+  Status s = WriteNpy(path, Tensor::Scalar<float>(1));
+  EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
+  EXPECT_EQ(s.message().rfind("writing " + path + ": creating " + path + ".tmp-", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find(": No such file or directory"), std::string::npos) << s.message();
+}
+
 TEST(Npy, RefusesWhatItCannotRepresent) {
   EXPECT_EQ(ReadNpy(kDir + "f32_fortran.npy").status().message(),
             kDir + "f32_fortran.npy: Fortran-order arrays are not supported; save it in C order "

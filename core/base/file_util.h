@@ -1,8 +1,9 @@
-// POSIX file helpers for checkpoints: writes that report the file and the
-// system's reason, fsync of files and directories, and reads that never
-// return short. Not API: only core/checkpoint uses them.
-#ifndef WEFT_CORE_CHECKPOINT_INTERNAL_FILE_UTIL_H_
-#define WEFT_CORE_CHECKPOINT_INTERNAL_FILE_UTIL_H_
+// POSIX file helpers of the core: the one atomic file writer (graph files,
+// .npy outputs, checkpoints), writes that report the file and the system's
+// reason with a code that fits it, fsync of files and directories, and reads
+// that never return short.
+#ifndef WEFT_CORE_BASE_FILE_UTIL_H_
+#define WEFT_CORE_BASE_FILE_UTIL_H_
 
 #include <cstdint>
 #include <functional>
@@ -12,7 +13,7 @@
 
 #include "core/base/status.h"
 
-namespace weft::checkpoint::internal {
+namespace weft {
 
 // |context| and strerror(errno), with a code that fits errno: NOT_FOUND,
 // PERMISSION_DENIED, RESOURCE_EXHAUSTED (disk full), ALREADY_EXISTS, or
@@ -65,6 +66,6 @@ std::optional<int64_t> TempFileOwner(std::string_view name);
 Status WriteFileAtomically(const std::string& path, std::string_view contents,
                            const std::function<void()>& after_sync = {});
 
-}  // namespace weft::checkpoint::internal
+}  // namespace weft
 
-#endif  // WEFT_CORE_CHECKPOINT_INTERNAL_FILE_UTIL_H_
+#endif  // WEFT_CORE_BASE_FILE_UTIL_H_

@@ -1,4 +1,4 @@
-#include "core/checkpoint/internal/file_util.h"
+#include "core/base/file_util.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace weft::checkpoint::internal {
+namespace weft {
 
 Status ErrnoStatus(std::string_view context) {
   const int error = errno;
@@ -152,4 +152,4 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents,
   return FsyncDirectory(parent.empty() ? std::string(".") : parent.string());
 }
 
-}  // namespace weft::checkpoint::internal
+}  // namespace weft
