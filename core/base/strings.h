@@ -74,9 +74,6 @@ std::string ListString(const std::vector<Int>& values) {
 // Splits |text| at every |separator|; empty pieces are kept.
 std::vector<std::string> StrSplit(std::string_view text, char separator);
 
-bool StartsWith(std::string_view text, std::string_view prefix);
-bool EndsWith(std::string_view text, std::string_view suffix);
-
 // The candidate closest to |word| by edit distance (optimal string
 // alignment) when it is close enough to be a likely typo, else empty: the
 // "did you mean" hints of config keys, op names and node names.

@@ -178,7 +178,7 @@ Status MissingIndex(const std::string& prefix) {
   std::vector<std::string> candidates;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (EndsWith(name, ".index")) candidates.push_back(name.substr(0, name.size() - 6));
+    if (name.ends_with(".index")) candidates.push_back(name.substr(0, name.size() - 6));
   }
   const std::string base = fs::path(prefix).filename().string();
   const std::string hint = ClosestMatch(base, candidates);

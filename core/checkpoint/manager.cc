@@ -26,7 +26,7 @@ constexpr int kManifestFormat = 1;
 
 // The step of a bundle name "ckpt-<digits>" (no directory), or nullopt.
 std::optional<int64_t> ParseBundleName(std::string_view name) {
-  if (!StartsWith(name, kBundlePrefix) || name.size() == kBundlePrefix.size()) return std::nullopt;
+  if (!name.starts_with(kBundlePrefix) || name.size() == kBundlePrefix.size()) return std::nullopt;
   const std::string_view digits = name.substr(kBundlePrefix.size());
   int64_t step = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
@@ -40,7 +40,7 @@ std::optional<int64_t> ParseBundleName(std::string_view name) {
 std::optional<std::string> BundleOfFile(std::string_view file) {
   if (TempFileOwner(file)) return std::nullopt;
   std::string_view base;
-  if (EndsWith(file, ".index")) {
+  if (file.ends_with(".index")) {
     base = file.substr(0, file.size() - 6);
   } else if (const auto data = file.find(".data-"); data != std::string_view::npos) {
     base = file.substr(0, data);
@@ -135,7 +135,7 @@ Expected<std::vector<std::string>> CheckpointManager::ScanBundles() const {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::string file = entry.path().filename().string();
-    if (!EndsWith(file, ".index") || TempFileOwner(file)) continue;
+    if (!file.ends_with(".index") || TempFileOwner(file)) continue;
     const std::string name = file.substr(0, file.size() - 6);
     if (auto step = ParseBundleName(name)) found.emplace_back(*step, name);
   }
@@ -214,7 +214,7 @@ void CheckpointManager::RemoveStaleTemporaries() const {
   const int64_t self = ::getpid();
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const std::string file = entry.path().filename().string();
-    if (!StartsWith(file, kBundlePrefix) && !StartsWith(file, kManifestName)) continue;
+    if (!file.starts_with(kBundlePrefix) && !file.starts_with(kManifestName)) continue;
     const std::optional<int64_t> owner = TempFileOwner(file);
     if (!owner || *owner == self) continue;
     // Only the files of writers that are gone: a live one may be mid-save.
@@ -238,7 +238,7 @@ void CheckpointManager::Prune(const std::vector<std::string>& kept) const {
     if (!bundle || keep.count(*bundle) != 0) continue;
     // The index goes first, so a bundle is never visible without its data.
     auto& files = doomed[*bundle];
-    if (EndsWith(file, ".index")) {
+    if (file.ends_with(".index")) {
       files.insert(files.begin(), entry.path());
     } else {
       files.push_back(entry.path());

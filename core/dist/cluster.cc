@@ -48,7 +48,7 @@ Expected<TaskDeviceName> ParseTaskDeviceName(std::string_view name) {
                                 "); write /job:<job>/task:<n>, optionally followed by /device:<TYPE>:<n>, as in "
                                 "/job:worker/task:1/device:CPU:0");
   };
-  if (!StartsWith(name, "/job:")) return bad("it does not start with /job:");
+  if (!name.starts_with("/job:")) return bad("it does not start with /job:");
   std::string_view rest = name.substr(5);
   size_t slash = rest.find('/');
   TaskDeviceName out;
@@ -58,7 +58,7 @@ Expected<TaskDeviceName> ParseTaskDeviceName(std::string_view name) {
   }
   if (slash == std::string_view::npos) return bad("no /task:<n> after the job");
   rest = rest.substr(slash);
-  if (!StartsWith(rest, "/task:")) return bad("expected /task:<n> after the job");
+  if (!rest.starts_with("/task:")) return bad("expected /task:<n> after the job");
   rest = rest.substr(6);
   slash = rest.find('/');
   if (!ParseSmall(rest.substr(0, slash), &out.task)) {
@@ -66,7 +66,7 @@ Expected<TaskDeviceName> ParseTaskDeviceName(std::string_view name) {
   }
   if (slash == std::string_view::npos) return out;
   rest = rest.substr(slash);
-  if (!StartsWith(rest, "/device:")) {
+  if (!rest.starts_with("/device:")) {
     return bad(StrCat("expected /device:<TYPE>:<n> after the task, got ", Quote(rest)));
   }
   const std::string_view device = rest.substr(8);

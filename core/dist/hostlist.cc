@@ -133,7 +133,7 @@ Expected<std::vector<int64_t>> ParseTasksPerNode(std::string_view text) {
     uint64_t repeat = 1;
     const bool ok = paren == std::string::npos
                         ? ParseDigits(entry, &count)
-                        : ParseDigits(entry.substr(0, paren), &count) && EndsWith(entry, ")") &&
+                        : ParseDigits(entry.substr(0, paren), &count) && entry.ends_with(")") &&
                               entry.compare(paren, 2, "(x") == 0 &&
                               ParseDigits(std::string_view(entry).substr(paren + 2, entry.size() - paren - 3), &repeat);
     if (!ok) return InvalidArgumentError("entry ", Quote(entry), " is not a count N or N(xM) (M nodes of N tasks)");

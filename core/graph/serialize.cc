@@ -390,8 +390,8 @@ Expected<GraphDef> ParseGraphDef(std::string_view bytes, GraphFormat format, std
 }
 
 Expected<GraphFormat> FormatForPath(const std::string& path) {
-  if (EndsWith(path, ".wg")) return GraphFormat::kBinary;
-  if (EndsWith(path, ".wgt")) return GraphFormat::kText;
+  if (path.ends_with(".wg")) return GraphFormat::kBinary;
+  if (path.ends_with(".wgt")) return GraphFormat::kText;
   return InvalidArgumentError(Quote(path), ": graph files end in .wg (binary) or .wgt (text)");
 }
 

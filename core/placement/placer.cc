@@ -191,15 +191,9 @@ bool GlobMatch(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
-Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>& devices, const SupportFn& support,
-                          const PlacementOptions& options) {
-  if (devices.empty()) return FailedPreconditionError("no devices to place the graph on");
-  const int n = graph.num_nodes();
-  const int nd = static_cast<int>(devices.size());
-
-  // Pins first: each must parse and name a device of this process.
-  std::vector<DeviceSpec> pin_specs;
-  for (const Pin& pin : options.pins) {
+Expected<std::vector<DeviceSpec>> CheckPins(const std::vector<Pin>& pins, const std::vector<PlacementDevice>& devices) {
+  std::vector<DeviceSpec> specs;
+  for (const Pin& pin : pins) {
     const std::string what = StrCat("placement.pins ", Quote(pin.pattern), " = ", Quote(pin.device),
                                     pin.where.empty() ? "" : StrCat(" (", pin.where, ")"));
     auto spec = ParseDeviceSpec(pin.device);
@@ -211,8 +205,19 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
                                   "); check the device type and count ([devices.<plugin>] count), or "
                                   "`weft devices`");
     }
-    pin_specs.push_back(*spec);
+    specs.push_back(*spec);
   }
+  return specs;
+}
+
+Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>& devices, const SupportFn& support,
+                          const PlacementOptions& options) {
+  if (devices.empty()) return FailedPreconditionError("no devices to place the graph on");
+  const int n = graph.num_nodes();
+  const int nd = static_cast<int>(devices.size());
+
+  // Pins first: each must parse and name a device of this process.
+  WEFT_ASSIGN_OR_RETURN(std::vector<DeviceSpec> pin_specs, CheckPins(options.pins, devices));
 
   // Requests.
   std::vector<Request> requests(static_cast<std::size_t>(n));
@@ -477,7 +482,7 @@ Expected<Placement> Place(const Graph& graph, const std::vector<PlacementDevice>
                             " comes first in placement.priority among the "
                             "devices that can run it",
                             inputs_on[static_cast<std::size_t>(best)] > 0 ? ", and it holds its inputs" : "");
-    } else if (StartsWith(reason, "soft placement")) {
+    } else if (reason.starts_with("soft placement")) {
       reason += StrCat("; fell back to ", devices[static_cast<std::size_t>(best)].name);
       placement.fallbacks.push_back(StrCat(graph.node(id).Describe(), ": ", reason));
       WEFT_LOG_FROM(DEBUG, kLogSource) << graph.node(id).Describe() << ": " << reason;

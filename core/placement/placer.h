@@ -94,6 +94,12 @@ struct DeviceSpec {
 Expected<DeviceSpec> ParseDeviceSpec(std::string_view text);
 bool SpecMatches(const DeviceSpec& spec, const PlacementDevice& device);
 
+// Each pin's device parsed, or the first pin that does not parse or names
+// no device of |devices| (naming the pin, where it was written and the
+// devices there are). Place checks its pins with it; `weft config check`
+// too, against the devices the configured plugins open.
+Expected<std::vector<DeviceSpec>> CheckPins(const std::vector<Pin>& pins, const std::vector<PlacementDevice>& devices);
+
 // Whether |name| matches |pattern|, where '*' matches any run of characters.
 bool GlobMatch(std::string_view pattern, std::string_view name);
 

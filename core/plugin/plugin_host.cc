@@ -101,7 +101,7 @@ std::string DlopenReason(const std::string& path) {
   std::string text = reason != nullptr ? reason : "unknown reason";
   // dlerror repeats the path first; the caller already names the file.
   const std::string prefix = path + ": ";
-  if (StartsWith(text, prefix)) text = text.substr(prefix.size());
+  if (text.starts_with(prefix)) text = text.substr(prefix.size());
   return text;
 }
 
@@ -118,14 +118,14 @@ FileNameInfo InfoFromFileName(const std::string& path) {
   const std::string stem = fs::path(path).stem().string();
   for (PluginKind kind : {PluginKind::kDevice, PluginKind::kTransport, PluginKind::kOptimizer}) {
     const std::string prefix = StrCat("weft_", KindName(kind), "_");
-    if (StartsWith(stem, prefix)) return {kind, stem.substr(prefix.size())};
+    if (stem.starts_with(prefix)) return {kind, stem.substr(prefix.size())};
   }
   return {};
 }
 
 bool IsPluginFileName(const fs::path& path) {
   const std::string name = path.filename().string();
-  return StartsWith(name, "weft_") && EndsWith(name, ".so");
+  return name.starts_with("weft_") && name.ends_with(".so");
 }
 
 Status ValidateTransportTable(const weft_transport_plugin_t* t) {

@@ -235,7 +235,7 @@ TEST(ApplyOps, ThreeStepsMatchTheReferenceInF32) {
 TEST(ApplyOps, EveryOpIsCovered) {
   std::vector<std::string> ops;
   for (const OpDef* op : OpRegistry::Global().All()) {
-    if (StartsWith(op->name, "ResourceApply")) ops.push_back(op->name);
+    if (op->name.starts_with("ResourceApply")) ops.push_back(op->name);
   }
   EXPECT_EQ(ops.size(), 7u);
   for (const std::string& op : ops) {

@@ -83,7 +83,7 @@ class Child {
   // Reads lines until one starts with |prefix|; returns it ("" if none).
   std::string WaitFor(const std::string& prefix) {
     for (std::string line = ReadLine(); !line.empty(); line = ReadLine()) {
-      if (StartsWith(line, prefix)) return line;
+      if (line.starts_with(prefix)) return line;
     }
     return "";
   }
@@ -240,14 +240,14 @@ TEST_F(CheckpointFault, KilledAtArbitraryMoments) {
     const int saves = 1 + static_cast<int>(random() % 3);
     for (int i = 0; i < saves; ++i) {
       const std::string line = writer.ReadLine();
-      ASSERT_TRUE(StartsWith(line, "saved ")) << line;
+      ASSERT_TRUE(line.starts_with("saved ")) << line;
       last_saved = std::stoll(line.substr(6));
     }
     usleep(static_cast<useconds_t>(random() % 20000));
     writer.Kill();
     // What the writer printed before it died, read or not.
     for (std::string line = writer.ReadLine(); !line.empty(); line = writer.ReadLine()) {
-      ASSERT_TRUE(StartsWith(line, "saved ")) << line;
+      ASSERT_TRUE(line.starts_with("saved ")) << line;
       last_saved = std::stoll(line.substr(6));
     }
     // "saved N" is printed after Save returned, when the manifest already
@@ -282,7 +282,7 @@ TEST_F(CheckpointFault, DamagedLatestBundleIsNamedAndSkipped) {
   // dense/bias (f64[65536], 524288 bytes) sorts first and holds byte 4096.
   const Status corrupt = (*reader)->VerifyAll();
   EXPECT_EQ(corrupt.code(), Code::kDataLoss);
-  EXPECT_TRUE(StartsWith(corrupt.message(), StrCat("checkpoint ", p3, ": tensor \"dense/bias\" is corrupt: its 524288 "
+  EXPECT_TRUE(corrupt.message().starts_with(StrCat("checkpoint ", p3, ": tensor \"dense/bias\" is corrupt: its 524288 "
                                                                      "bytes at offset 0 of ",
                                                    shard, " have CRC32C 0x")))
       << corrupt.ToString();
@@ -300,7 +300,7 @@ TEST_F(CheckpointFault, DamagedLatestBundleIsNamedAndSkipped) {
   fs::resize_file(index, fs::file_size(index) - 10);
   const Status truncated = BundleReader::Open(p3).status();
   EXPECT_EQ(truncated.code(), Code::kDataLoss);
-  EXPECT_TRUE(StartsWith(truncated.message(), StrCat("checkpoint ", index, " is truncated: its header promises ")))
+  EXPECT_TRUE(truncated.message().starts_with(StrCat("checkpoint ", index, " is truncated: its header promises ")))
       << truncated.ToString();
   EXPECT_EQ(*CheckpointManager(dir_.string(), kKeep).Latest(), std::optional<std::string>(p2));
   r = testing::Run({WEFT_CLI, "ckpt", "inspect", p3}, {{"WEFT_PLUGIN_PATH", ""}});

@@ -167,10 +167,10 @@ TEST_F(CkptCli, HelpDescribesBothCommands) {
 
   r = Weft({"ckpt"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(StartsWith(r.err, "weft: error: ")) << r.err;
+  EXPECT_TRUE(r.err.starts_with("weft: error: ")) << r.err;
   r = Weft({"ckpt", "inspect"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(StartsWith(r.err, "weft: error: ")) << r.err;
+  EXPECT_TRUE(r.err.starts_with("weft: error: ")) << r.err;
   EXPECT_NE(r.err.find("PREFIX"), std::string::npos) << r.err;
 }
 

@@ -61,7 +61,7 @@ class Cli : public ::testing::Test {
     std::istringstream lines(err);
     std::string kept;
     for (std::string line; std::getline(lines, line);) {
-      if (StartsWith(line, "[I ") && line.find(") is unavailable: ") != std::string::npos) continue;
+      if (line.starts_with("[I ") && line.find(") is unavailable: ") != std::string::npos) continue;
       kept += line + "\n";
     }
     if (!err.empty() && err.back() != '\n' && !kept.empty()) kept.pop_back();
@@ -74,7 +74,7 @@ class Cli : public ::testing::Test {
     std::istringstream lines(out);
     std::string kept;
     for (std::string line; std::getline(lines, line);) {
-      if (StartsWith(line, "warning: ") && line.find(" transport plugin is not loaded on this machine") !=
+      if (line.starts_with("warning: ") && line.find(" transport plugin is not loaded on this machine") !=
                                                std::string::npos) {
         continue;
       }
@@ -96,7 +96,7 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
   ProcessResult r = Weft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Columns are as wide as their widest cell, so spaces are matched as runs.
-  EXPECT_TRUE(StartsWith(r.out, "NAME ")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("NAME ")) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"NAME", "KIND", "ABI", "VERSION", "STATUS", "PATH"})) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded", WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"}))
       << r.out;
@@ -127,7 +127,7 @@ TEST_F(Cli, PluginsOptionsListsDeclaredKeys) {
 TEST_F(Cli, DevicesShowsTheCpuDevice) {
   ProcessResult r = Weft({"devices"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(StartsWith(r.out, "/device:CPU:0  (plugin cpu)\n")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("/device:CPU:0  (plugin cpu)\n")) << r.out;
   EXPECT_NE(r.out.find("  alignment      64 B\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  host visible   yes\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  memory         "), std::string::npos) << r.out;
@@ -217,6 +217,21 @@ TEST_F(Cli, ConfigCheckWarnsAboutSectionsNobodyReads) {
                        ":1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored\nOK\n");
 }
 
+TEST_F(Cli, ConfigCheckReportsAPinToADeviceThatDoesNotExist) {
+  const std::string config = Write("pins.toml", "[placement.pins]\n\"dense1/*\" = \"/device:CPU:7\"\n");
+  ProcessResult r = Weft({"config", "check", config});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("placement.pins \"dense1/*\" = \"/device:CPU:7\" (" + config +
+                            ":2:1): this process has no such device (devices: /device:CPU:0",
+                        0),
+            0u)
+      << r.out;
+  const std::string good = Write("pins_ok.toml", "[placement.pins]\n\"dense1/*\" = \"/device:CPU:0\"\n");
+  r = Weft({"config", "check", good});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "OK\n");
+}
+
 TEST_F(Cli, ConfigCheckReportsDataFilesThatAreEmptyOrMissing) {
   const std::string config = Write("data.toml", "[data]\ntrain_images = \"\"\ntrain_labels = \"nowhere.idx\"\n"
                                                 "test_images = \"sub\"\n");
@@ -268,7 +283,7 @@ TEST_F(Cli, ConfigCheckSummarisesTheShippedCluster) {
   EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:0", "127.0.0.1:7071", "tcp"})) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:1", "127.0.0.1:7072", "tcp"})) << r.out;
   EXPECT_EQ(r.out.find("this task"), std::string::npos) << r.out;
-  EXPECT_TRUE(EndsWith(r.out, "OK\n")) << r.out;
+  EXPECT_TRUE(r.out.ends_with("OK\n")) << r.out;
 }
 
 TEST_F(Cli, JobAndTaskFlagsNameThisTask) {
@@ -323,13 +338,13 @@ disable = ["zmq"]
 )");
   ProcessResult r = Weft({"config", "check", config}, {{"WEFT_PLUGIN_PATH", kRoot + "/kinds"}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_TRUE(StartsWith(r.out, "warning: " + config +
+  EXPECT_TRUE(r.out.starts_with("warning: " + config +
                                     ":7:10: cluster.transports.worker: the \"zmq\" transport plugin is not loaded on "
                                     "this machine (`weft plugins` says why); tasks started here cannot use it\n"))
       << r.out;
   EXPECT_TRUE(HasRow(r.out, {"/job:ps/task:0", "127.0.0.1:7070", "null"})) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:0", "127.0.0.1:7071", "zmq"})) << r.out;
-  EXPECT_TRUE(EndsWith(r.out, "OK\n")) << r.out;
+  EXPECT_TRUE(r.out.ends_with("OK\n")) << r.out;
   // Without the plugin, "null" is no transport at all.
   r = Weft({"config", "check", config});
   EXPECT_EQ(r.exit_code, 1);
@@ -560,7 +575,7 @@ TEST_F(Cli, DotDrawsScopesAsClusters) {
   const std::string graph = Write("add.wgt", kAddGraph);
   ProcessResult r = Weft({"dot", graph});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(StartsWith(r.out, "digraph weft {")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("digraph weft {")) << r.out;
   EXPECT_NE(r.out.find("subgraph cluster_0 {\n    label=\"scope\";"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"scope/sum\" -> \"scope/neg\" [label=\"f32[?,3]\"];"), std::string::npos) << r.out;
 }
@@ -662,7 +677,7 @@ TEST_F(Cli, OpsListsEveryOpWithItsDevices) {
 TEST_F(Cli, VersionNamesReleaseAndAbi) {
   ProcessResult r = Weft({"version"});
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(StartsWith(r.out, "weft 0.1.0 (commit ")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("weft 0.1.0 (commit ")) << r.out;
   EXPECT_NE(r.out.find("\nplugin ABI 1.1\n"), std::string::npos) << r.out;
   r = Weft({"--version"});
   EXPECT_EQ(r.exit_code, 0);

@@ -145,7 +145,7 @@ class GpuPluginTest : public ::testing::TestWithParam<GpuPlugin> {
   // runtime and from the plugin's advice.
   void ExpectTheRuntimesReason(const std::string& reason) {
     const GpuPlugin& p = GetParam();
-    EXPECT_TRUE(StartsWith(reason, StrCat("no usable ", p.device_type, " device: ", p.count_call)))
+    EXPECT_TRUE(reason.starts_with(StrCat("no usable ", p.device_type, " device: ", p.count_call)))
         << reason;
     EXPECT_NE(reason.find(probe_.name), std::string::npos) << reason;
     EXPECT_NE(reason.find(probe_.text), std::string::npos) << reason;
@@ -344,7 +344,7 @@ TEST_P(GpuPluginTest, WeftDevicesStillListsTheCpu) {
   const GpuPlugin& p = GetParam();
   ProcessResult r = Weft({"devices"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(StartsWith(r.out, "/device:CPU:0  (plugin cpu)\n")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("/device:CPU:0  (plugin cpu)\n")) << r.out;
   const std::string gpu = StrCat("/device:", p.device_type, ":0  (plugin ", p.name, ")\n");
   if (probe_.has_gpu()) {
     EXPECT_NE(r.out.find(gpu), std::string::npos) << r.out;

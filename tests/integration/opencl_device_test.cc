@@ -271,10 +271,10 @@ TEST_F(OpenClDevice, NoMatchingPlatformMakesThePluginUnavailable) {
     if (info.name != "opencl") continue;
     listed = true;
     EXPECT_EQ(info.state, plugin::PluginState::kUnavailable);
-    EXPECT_TRUE(StartsWith(info.reason, "no OpenCL platform matches devices.opencl.platform = \"no-such-platform\" "
+    EXPECT_TRUE(info.reason.starts_with("no OpenCL platform matches devices.opencl.platform = \"no-such-platform\" "
                                         "(the platforms are \""))
         << info.reason;
-    EXPECT_TRUE(EndsWith(info.reason, "); set it to part of one of those names, or remove it")) << info.reason;
+    EXPECT_TRUE(info.reason.ends_with("); set it to part of one of those names, or remove it")) << info.reason;
   }
   EXPECT_TRUE(listed);
 
@@ -301,7 +301,7 @@ TEST_F(OpenClDevice, NoDeviceOfTheTypeMakesThePluginUnavailable) {
   const plugin::PluginInfo* info = host_->FindPlugin("opencl");
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->state, plugin::PluginState::kUnavailable);
-  if (StartsWith(info->reason, "no OpenCL platform matches")) GTEST_SKIP() << "PoCL is not installed: " << info->reason;
+  if (info->reason.starts_with("no OpenCL platform matches")) GTEST_SKIP() << "PoCL is not installed: " << info->reason;
   EXPECT_EQ(info->reason,
             "no available OpenCL device of type accelerator on platform \"Portable Computing Language\" "
             "(devices.opencl.device_type = \"accelerator\"); choose another type, or \"all\"");
@@ -351,7 +351,7 @@ TEST(OpenClKernels, ASourceThatDoesNotBuildNamesProgramDeviceAndCompilerLog) {
     ASSERT_FALSE(s.ok());
     const std::string m = s.message();
     EXPECT_EQ(s.code(), Code::kInternal) << m;
-    EXPECT_TRUE(StartsWith(m, "node 'relu' (Relu) on /device:OPENCL:0: OpenCL program 'elementwise' (-DT=float "))
+    EXPECT_TRUE(m.starts_with("node 'relu' (Relu) on /device:OPENCL:0: OpenCL program 'elementwise' (-DT=float "))
         << m;
     EXPECT_NE(m.find(StrCat(") from ", dir.string(), "/elementwise.cl failed to build on ")), std::string::npos) << m;
     EXPECT_NE(m.find(" (/device:OPENCL:0): clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11); the compiler says:\n"),

@@ -90,7 +90,7 @@ class RdmaPluginTest : public ::testing::Test {
   // The reason must carry what verbs said: the call's errno and its text
   // when the call failed, the device count when it returned none.
   void ExpectVerbsReason(const std::string& reason) {
-    EXPECT_TRUE(StartsWith(reason, "no RDMA device found (ibv_get_device_list ")) << reason;
+    EXPECT_TRUE(reason.starts_with("no RDMA device found (ibv_get_device_list ")) << reason;
     if (!probe_.listed) {
       EXPECT_NE(reason.find(StrCat("ibv_get_device_list failed with ", ErrnoText(probe_.error))), std::string::npos)
           << reason;

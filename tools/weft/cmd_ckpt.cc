@@ -75,7 +75,7 @@ int List(const std::string& dir) {
 
 int Inspect(std::string prefix) {
   // Accept the index file itself, as shells complete it.
-  if (EndsWith(prefix, ".index")) prefix.resize(prefix.size() - 6);
+  if (prefix.ends_with(".index")) prefix.resize(prefix.size() - 6);
   auto reader = checkpoint::BundleReader::Open(prefix);
   if (!reader.ok()) return ReportError(reader.status());
   const checkpoint::BundleReader& r = **reader;

@@ -4,7 +4,10 @@
 
 #include "core/config/config.h"
 #include "core/dist/cluster.h"
+#include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
+#include "core/runtime/device_set.h"
+#include "core/runtime/placement_support.h"
 #include "core/train/trainer.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"
@@ -101,6 +104,19 @@ int Check(const std::string& path, const GlobalOptions& options) {
     std::cout << data.message() << '\n';
     return ExitCodeFor(data);
   }
+  // Pins name devices of this process (a cluster's pins name other tasks'
+  // devices too: those are checked when the cluster runs).
+  if (!config->placement.pins.empty() && !config->cluster.has_value()) {
+    auto devices = runtime::DeviceSet::Open(host);
+    Status pins = devices.ok() ? placement::CheckPins(runtime::PlacementOptionsFromConfig(*config).pins,
+                                                      runtime::PlacementDevices(**devices))
+                                     .status()
+                               : devices.status();
+    if (!pins.ok()) {
+      std::cout << pins.message() << '\n';
+      return ExitCodeFor(pins);
+    }
+  }
   for (const config::ConfigError& warning : host.UnusedSections()) {
     std::cout << "warning: " << warning.ToString() << '\n';
   }
@@ -146,7 +162,7 @@ void AddConfigCommand(CLI::App& app, Runner& run) {
       for (const auto& [key, spec] : config::CoreKeys()) {
         table.AddRow({key, config::DescribeExpected(spec),
                       spec.default_value               ? spec.default_value->text
-                      : StartsWith(key, "cluster.") ? "(unset)"
+                      : key.starts_with("cluster.") ? "(unset)"
                                                     : "(derived)",
                       spec.doc});
       }

@@ -50,7 +50,12 @@ typedef struct weft_device_properties_t {
   const char* driver;
   /* Memory this device can allocate, in bytes. */
   uint64_t memory_bytes;
-  /* The alignment, in bytes, of every buffer buffer_alloc returns. */
+  /* The alignment, in bytes, of every buffer buffer_alloc returns: a
+   * power of two of at least 8. The host reads and writes host-visible
+   * buffers in place as arrays of any dtype (8 bytes is the widest
+   * element), and kernels for vector units want more (the CPU plugin
+   * gives 64). A tensor's offset into its buffer is a multiple of its
+   * element size. */
   uint64_t alignment;
   /* Whether buffers are addressable by the host (buffer_host_pointer
    * works). */

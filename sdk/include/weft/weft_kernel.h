@@ -14,13 +14,21 @@
  *   weft_kernel_context_t  during one compute: inputs, outputs, temporaries,
  *                          the stream, cancellation.
  *
- * A minimal elementwise kernel:
+ * A minimal elementwise kernel for a device whose memory is host-visible
+ * (weft_device_properties_t.host_visible, as the CPU's is), where
+ * weft_tensor_t.data is the address of the first element. On memory the
+ * host cannot address, |data| is NULL: a kernel works on |buffer| (the
+ * plugin's own handle, from its buffer_alloc) at byte |offset| instead, on
+ * its device's stream.
+ *
+ *   static const weft_host_t* g_host;  // saved by weft_plugin_init_v1
  *
  *   static weft_status_t neg_f32(void* state, weft_kernel_context_t* ctx) {
  *     const weft_kernel_api_t* k = g_host->kernel;
  *     weft_tensor_t x = {.struct_size = sizeof x};
  *     weft_tensor_t y = {.struct_size = sizeof y};
  *     weft_status_t s = k->input(ctx, 0, &x);
+ *     (void)state;
  *     if (s) return s;
  *     s = k->allocate_output(ctx, 0, x.rank, x.dims, &y);
  *     if (s) return s;

@@ -39,12 +39,5 @@ TEST(HumanBytes, UsesBinaryUnits) {
   EXPECT_EQ(HumanBytes(uint64_t{24} << 30), "24.0 GiB");
 }
 
-TEST(Affixes, StartsAndEndsWith) {
-  EXPECT_TRUE(StartsWith("weft_device_cpu.so", "weft_"));
-  EXPECT_FALSE(StartsWith("we", "weft"));
-  EXPECT_TRUE(EndsWith("x.so", ".so"));
-  EXPECT_FALSE(EndsWith("so", ".so"));
-}
-
 }  // namespace
 }  // namespace weft

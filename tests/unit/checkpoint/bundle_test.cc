@@ -204,8 +204,8 @@ TEST_F(Bundle, AFailedWriteLeavesNoTemporaryFiles) {
   fs::create_directories(Prefix("b") + ".index/inside");
   Status s = WriteBundle(Prefix("b"), Small(), {});
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
-  EXPECT_TRUE(StartsWith(
-      s.message(), StrCat("cannot save checkpoint ", Prefix("b"), ": removing the old ", Prefix("b"), ".index: ")))
+  EXPECT_TRUE(
+      s.message().starts_with(StrCat("cannot save checkpoint ", Prefix("b"), ": removing the old ", Prefix("b"), ".index: ")))
       << s.ToString();
   EXPECT_EQ(Files(), (std::vector<std::string>{"b.index"}));
 }
@@ -258,7 +258,7 @@ TEST_F(Bundle, CorruptIndexIsDataLoss) {
   FlipByte(index, 52);
   Status s = BundleReader::Open(Prefix("b")).status();
   EXPECT_EQ(s.code(), Code::kDataLoss);
-  EXPECT_TRUE(StartsWith(s.message(), StrCat("checkpoint ", index, " is corrupt: its checksum says 0x")))
+  EXPECT_TRUE(s.message().starts_with(StrCat("checkpoint ", index, " is corrupt: its checksum says 0x")))
       << s.ToString();
   EXPECT_NE(s.message().find(" but its contents hash to 0x"), std::string::npos) << s.ToString();
 
@@ -330,10 +330,10 @@ TEST_F(Bundle, FlippedDataByteNamesTheTensorAndTheShard) {
 
   FlipByte(shard, 9);  // inside "a" too
   EXPECT_EQ((*reader)->VerifyAll().code(), Code::kDataLoss);
-  EXPECT_TRUE(
-      StartsWith((*reader)->VerifyAll().message(),
-                 StrCat("checkpoint ", Prefix("b"), ": tensor \"a\" is corrupt: its 18 bytes at offset 0 of ")));
-  EXPECT_TRUE(EndsWith((*reader)->VerifyAll().message(), " (2 tensors fail in all)"));
+  const Status all = (*reader)->VerifyAll();
+  EXPECT_TRUE(all.message().starts_with(
+      StrCat("checkpoint ", Prefix("b"), ": tensor \"a\" is corrupt: its 18 bytes at offset 0 of ")));
+  EXPECT_TRUE(all.message().ends_with(" (2 tensors fail in all)"));
 }
 
 TEST_F(Bundle, UnknownTensorSuggestsTheClosestName) {

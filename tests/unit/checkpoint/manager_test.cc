@@ -170,7 +170,7 @@ TEST_F(Manager, UnreadableManifestFallsBack) {
   logs_.clear();
   EXPECT_EQ(*m.Latest(), std::nullopt);
   ASSERT_EQ(logs_.size(), 1u);
-  EXPECT_TRUE(EndsWith(logs_[0], StrCat(", and no checkpoint in ", dir_.string(), " opens"))) << logs_[0];
+  EXPECT_TRUE(logs_[0].ends_with(StrCat(", and no checkpoint in ", dir_.string(), " opens"))) << logs_[0];
 }
 
 TEST_F(Manager, TemporaryFilesAreNeverBundlesAndStaleOnesAreRemoved) {
