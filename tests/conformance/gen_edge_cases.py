@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from gen_cases import NUMPY_DTYPE, TOLERANCE, open_generator, to_bf16, write_cases  # noqa: E402
-from cases import conv, nn_grad, reduction_nn, rnn, sparse  # noqa: E402
+from cases import conv, grad_support, nn_grad, reduction_nn, rnn, sparse  # noqa: E402
 from cases.ieee import round_bf16  # noqa: E402
 
 FLOATS = ("f16", "bf16", "f32", "f64")
@@ -544,18 +544,9 @@ def gen_scan(edge, op, binding):
 
 
 def grad_scan(op, x, axis, exclusive, reverse, d):
-    wide = objects(x) if d in INTS else np.asarray(x, np.float64)
-    if reverse:
-        wide = np.flip(wide, axis)
-    fn = np.cumsum if op == "Cumsum" else np.cumprod
-    y = fn(wide, axis=axis)
-    if exclusive:
-        ident = 0 if op == "Cumsum" else 1
-        pad = np.full_like(np.take(y, [0], axis=axis), ident)
-        y = np.concatenate([pad, np.delete(y, -1, axis=axis)], axis=axis) if y.shape[axis] else y
-    if reverse:
-        y = np.flip(y, axis)
-    return out_int(y, d) if d in INTS else out_float(y, d)
+    """The conformance suite's running sum or product, rounded to |d|."""
+    y = grad_support.scan_ref(op, np.asarray(x), axis, exclusive, reverse, d)
+    return y if d in INTS else out_float(y, d)
 
 
 # --- data movement --------------------------------------------------------------------
