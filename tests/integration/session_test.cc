@@ -254,6 +254,36 @@ TEST(Session, AsyncKernelsCompleteThroughCallbacks) {
   EXPECT_EQ(Floats(out[1]), (std::vector<float>{0, 0, 0}));
 }
 
+// tests/sdk/add_device: a device with its own memory and one kernel on
+// the SDK's kernel layer (weft/sdk/kernel.h). Inputs go to its memory
+// through its copies, the sum comes back; its shape check reaches the
+// caller as an error naming the node.
+TEST(Session, SdkKernelRunsOnADeviceWithItsOwnMemory) {
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/add_device"});
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{-1, 3}, "x");
+  Output y = b.Placeholder(DType::kF32, Shape{-1, 3}, "y");
+  {
+    auto device = b.DeviceScope("/device:ADD:0");
+    b.Op("Add", {x, y}, {}, "sum");
+  }
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  Tensor a = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  Tensor c = Tensor::FromVector<float>({10, 20, 30, 40, 50, 60}, Shape{2, 3});
+  Status s = session->Run({{"x", a}, {"y", c}}, {"sum"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{11, 22, 33, 44, 55, 66}));
+
+  Tensor row = Tensor::FromVector<float>({1, 2, 3}, Shape{1, 3});
+  s = session->Run({{"x", a}, {"y", row}}, {"sum"}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "node 'sum' (Add) on /device:ADD:0: Add on the ADD device (no broadcasting): shapes [2,3] and [1,3] "
+            "differ");
+}
+
 TEST(Session, AsyncKernelErrorsCancelTheStep) {
   RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
   GraphBuilder b;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every SDK C header compiles on its own, as strict C99 and as C++20, with
-# warnings as errors; and a C file using the struct macros compiles too.
+# warnings as errors; a C file using the struct macros compiles too; and
+# every C++ helper header compiles on its own as C++17 and C++20.
 # Usage: c_headers_test.sh <sdk include dir> <C compiler> <C++ compiler>
 set -euo pipefail
 include_dir=$1
@@ -43,5 +44,25 @@ if ! "$cc" -std=c99 -Wall -Wextra -Werror -pedantic -I"$include_dir" -c "$work/u
   echo "FAIL: the SDK macros do not compile in C99 code"; failed=1
 fi
 
+# The C++ helpers (weft/sdk/*.h) promise C++17: each compiles alone as
+# C++17 and as C++20, twice in one file (include guards).
+helpers=("$include_dir"/weft/sdk/*.h)
+[ ${#helpers[@]} -ge 10 ] || { echo "expected at least 10 SDK C++ headers, found ${#helpers[@]}"; exit 1; }
+for header in "${helpers[@]}"; do
+  name=$(basename "$header")
+  printf '#include "weft/sdk/%s"
+#include "weft/sdk/%s"
+int weft_probe() { return 0; }
+' "$name" "$name" \
+    > "$work/helper.cc"
+  for std in c++17 c++20; do
+    if ! "$cxx" -std=$std -Wall -Wextra -Wshadow -Werror -pedantic -I"$include_dir" -c "$work/helper.cc" \
+         -o "$work/helper.o"; then
+      echo "FAIL: weft/sdk/$name does not compile alone as $std"; failed=1
+    fi
+  done
+done
+
 if [ "$failed" -ne 0 ]; then exit 1; fi
-echo "OK: ${#headers[@]} headers compile alone as C99 and C++20 with -Wall -Wextra -Werror -pedantic"
+echo "OK: ${#headers[@]} headers compile alone as C99 and C++20, ${#helpers[@]} C++ helpers as C++17 and C++20," \
+  "with -Wall -Wextra -Werror -pedantic"

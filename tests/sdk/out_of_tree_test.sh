@@ -2,11 +2,14 @@
 # A third party's view: install Weft to a prefix, build
 # tests/sdk/example_device out of tree with find_package(Weft), and check
 # that the installed `weft` lists and opens its device.
-# Usage: out_of_tree_test.sh <source dir> <build dir> <make program>
+# Then run the sample MLP with its dense layers pinned to the example
+# device and compare the logits with the CPU's.
+# Usage: out_of_tree_test.sh <source dir> <build dir> <make program> [python3 with numpy]
 set -euo pipefail
 src=$1
 build=$2
 make_program=$3
+python=${4:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -35,4 +38,38 @@ devices=$(WEFT_PLUGIN_PATH="$(dirname "$plugin")" "$work/prefix/bin/weft" device
 echo "$devices"
 echo "$devices" | grep -q "^/device:EXAMPLE:0  (plugin example)$" \
   || { echo "FAIL: the example device does not open"; exit 1; }
-echo "OK: built out of tree against $work/prefix and loaded by the installed weft"
+
+# Its kernels: the sample MLP with its dense layers pinned to the example
+# device (inputs and weights copied to its own memory, results back) gives
+# what the CPU gives. The reference is the CPU plugin, a separate
+# implementation (oneDNN); the example's loops sum in another order, so the
+# logits agree to float rounding, not bit for bit.
+cat > "$work/pinned.toml" <<EOF
+[placement]
+soft = false
+[placement.pins]
+"dense*/MatMul" = "/device:EXAMPLE:0"
+"dense*/BiasAdd" = "/device:EXAMPLE:0"
+"dense1/Relu" = "/device:EXAMPLE:0"
+EOF
+weft="$work/prefix/bin/weft"
+model="$src/configs/models/mnist_mlp.wgt"
+images="$src/configs/models/sample_digits_784.npy"
+placement=$(WEFT_PLUGIN_PATH="$(dirname "$plugin")" "$weft" --config "$work/pinned.toml" place --explain "$model")
+echo "$placement" | grep -E "dense1/MatMul.*EXAMPLE:0" >/dev/null \
+  || { echo "FAIL: dense1/MatMul is not placed on the example device:"; echo "$placement"; exit 1; }
+mkdir -p "$work/example" "$work/cpu"
+WEFT_PLUGIN_PATH="$(dirname "$plugin")" "$weft" --config "$work/pinned.toml" run "$model" \
+  --feed "images=$images" --fetch logits --out "$work/example" -q
+"$weft" run "$model" --feed "images=$images" --fetch logits --out "$work/cpu" -q
+"$python" - "$work/example/logits.npy" "$work/cpu/logits.npy" <<'PYEOF2'
+import sys
+import numpy as np
+got, want = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert got.shape == want.shape and got.shape[1] == 10, (got.shape, want.shape)
+err = float(np.max(np.abs(got - want) / (np.abs(want) + 1e-3)))
+print(f"MLP logits {got.shape} on the example device vs the CPU: max relative error {err:.2e}")
+assert err < 1e-4, err
+assert (got.argmax(1) == want.argmax(1)).all()
+PYEOF2
+echo "OK: built out of tree against $work/prefix and loaded by the installed weft; its kernels run the MLP"

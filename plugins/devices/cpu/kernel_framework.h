@@ -1,6 +1,6 @@
-// The CPU plugin's kernel framework: C++ kernels over the SDK's C kernel
-// ABI. A kernel is a class constructed once per node from its attrs and
-// called once per step:
+// The CPU plugin's kernels: C++ classes over the SDK's kernel layer. A
+// kernel is a class constructed once per node from its attrs and called
+// once per step:
 //
 //   template <class T>
 //   class NegKernel {
@@ -14,98 +14,32 @@
 //   };
 //   registry.Add<NegKernel<float>>("Neg", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
 //
+// The registry, contexts and tensors are the SDK's (weft/sdk/kernel.h);
+// this header adds what only the CPU's kernels need: ParallelFor on the
+// OpenMP team oneDNN uses, and element types with their arithmetic.
 // Everything throws weft::sdk::Error on failure; the registry runs every
 // entry point inside the SDK's guard, so errors reach the host as statuses.
-// This header sees the SDK only.
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <initializer_list>
-#include <memory>
-#include <sstream>
-#include <string>
-#include <utility>
-#include <vector>
 
-#include "weft/sdk/guard.h"
 #include "weft/sdk/half.h"
-#include "weft/sdk/host.h"
-#include "weft/sdk/status.h"
-#include "weft/weft_plugin.h"
+#include "weft/sdk/kernel.h"
 
 namespace weft::cpu {
 
-using Dims = std::vector<int64_t>;
-
-// Formats its arguments with operator<< (for error messages).
-template <class... Args>
-std::string Str(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
-}
-
-std::string DimsString(const Dims& dims);
-
-// Throws an INVALID_ARGUMENT error made of |args|.
-template <class... Args>
-[[noreturn]] void Fail(const Args&... args) {
-  throw sdk::Error(WEFT_INVALID_ARGUMENT, Str(args...));
-}
-
-// A tensor lent by the host: its dtype, shape and host address.
-struct Tensor {
-  weft_dtype_t dtype = WEFT_DTYPE_INVALID;
-  Dims dims;
-  int64_t num_elements = 0;
-  void* data = nullptr;
-
-  int rank() const { return static_cast<int>(dims.size()); }
-  int64_t dim(int i) const { return dims[static_cast<std::size_t>(i)]; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(data);
-  }
-};
-
-// Construction time: the node's name and attrs.
-class InitContext {
- public:
-  explicit InitContext(const weft_kernel_init_t* init) : init_(init) {}
-  const char* node_name() const;
-  int64_t Int(const char* name) const;
-  double Float(const char* name) const;
-  bool Bool(const char* name) const;
-  weft_dtype_t Type(const char* name) const;
-  std::string String(const char* name) const;
-  std::vector<int64_t> Ints(const char* name) const;
-  weft_dtype_t input_dtype(int i) const;
-  weft_dtype_t output_dtype(int i) const;
-
- private:
-  const weft_kernel_init_t* init_;
-};
-
-// One compute: inputs, outputs, variables.
-class Context {
- public:
-  explicit Context(weft_kernel_context_t* ctx) : ctx_(ctx) {}
-  int num_inputs() const;
-  Tensor input(int i) const;
-  Tensor allocate_output(int i, const Dims& dims);
-  void forward(int input, int output);
-  Tensor allocate_temp(weft_dtype_t dtype, const Dims& dims);
-  // The variable behind resource input |i|, locked (see weft_kernel.h).
-  Tensor lock_variable(int i, bool exclusive);
-  std::string variable_name(int i) const;
-  const char* node_name() const;
-
- private:
-  weft_kernel_context_t* ctx_;
-};
+// The SDK's kernel layer (weft/sdk/kernel.h): the CPU's memory is
+// host-visible, so a Tensor's |data| is the address of its first element.
+using Dims = sdk::Dims;
+using InitContext = sdk::KernelInit;
+using Context = sdk::KernelContext;
+using KernelRegistry = sdk::KernelRegistry;
+using sdk::DimsString;
+using sdk::Fail;
+using sdk::Str;
+using sdk::Tensor;
 
 // Runs fn(begin, end) over disjoint ranges covering [0, n) on the host's
 // intra-op thread count, as OpenMP threads (those oneDNN runs on), and
@@ -119,46 +53,6 @@ class Context {
 constexpr int64_t kMinShardCost = 20000;
 constexpr int64_t kInlineCost = 2 * kMinShardCost;
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
-
-// Kernel definitions handed to the host, with storage for their strings.
-class KernelRegistry {
- public:
-  using Constraints = std::initializer_list<std::pair<const char*, weft_dtype_t>>;
-
-  template <class K>
-  void Add(const char* op, Constraints constraints, uint32_t flags = 0,
-           std::initializer_list<const char*> host_memory_args = {}) {
-    AddRaw(op, constraints, flags, host_memory_args, &Create<K>, &Destroy<K>, &Compute<K>);
-  }
-
-  const weft_kernel_def_t* data() const { return defs_.data(); }
-  std::size_t size() const { return defs_.size(); }
-
- private:
-  template <class K>
-  static weft_status_t Create(weft_device_t, const weft_kernel_init_t* init, void** out) {
-    return sdk::Guard([&] { *out = new K(InitContext(init)); });
-  }
-  template <class K>
-  static void Destroy(void* state) {
-    delete static_cast<K*>(state);
-  }
-  template <class K>
-  static weft_status_t Compute(void* state, weft_kernel_context_t* ctx) {
-    return sdk::Guard([&] {
-      Context context(ctx);
-      static_cast<K*>(state)->Compute(context);
-    });
-  }
-
-  void AddRaw(const char* op, Constraints constraints, uint32_t flags, std::initializer_list<const char*> host_args,
-              weft_status_t (*create)(weft_device_t, const weft_kernel_init_t*, void**), void (*destroy)(void*),
-              weft_status_t (*compute)(void*, weft_kernel_context_t*));
-
-  std::vector<weft_kernel_def_t> defs_;
-  std::deque<std::vector<const char*>> names_;
-  std::deque<std::vector<weft_dtype_t>> dtypes_;
-};
 
 // Element types: C++ type <-> dtype, and f16/bf16 through float.
 struct Half {
@@ -210,7 +104,7 @@ void DispatchNumeric(weft_dtype_t dtype, Fn&& fn) {
     case WEFT_DTYPE_I32: fn.template operator()<int32_t>(); return;
     case WEFT_DTYPE_I64: fn.template operator()<int64_t>(); return;
     case WEFT_DTYPE_U8: fn.template operator()<uint8_t>(); return;
-    default: Fail("unsupported dtype ", weft_dtype_name(dtype) ? weft_dtype_name(dtype) : "?");
+    default: Fail("unsupported dtype ", sdk::DtypeName(dtype));
   }
 }
 

@@ -1,6 +1,6 @@
-// The kernel framework of the cuda and hip device plugins: C++ kernel
-// classes over the SDK's C kernel ABI whose work is enqueued on the node's
-// stream.
+// The kernels of the cuda and hip device plugins: C++ classes over the
+// SDK's kernel layer (weft/sdk/kernel.h) whose work is enqueued on the
+// node's stream.
 //
 //   template <class T>
 //   class ReluKernel {
@@ -19,8 +19,8 @@
 // Kernels only enqueue work: inputs, outputs and temporaries stay valid
 // until the stream has run it (weft_kernel.h). A kernel that needs a value
 // on the host (a shape, a step count) reads it with Context::Read*, which
-// waits for the stream. Everything throws weft::sdk::Error; the registry
-// runs every entry point inside the SDK's guard.
+// waits for the stream. Everything throws weft::sdk::Error; the SDK's
+// registry runs every entry point inside its guard.
 //
 // This header is host code, compiled by the C++ compiler and, for the
 // files that launch kernels, by nvcc or hipcc; the index plans below are
@@ -29,39 +29,20 @@
 #define WEFT_PLUGINS_DEVICES_GPU_KERNEL_FRAMEWORK_H_
 
 #include <cstdint>
-#include <deque>
-#include <initializer_list>
-#include <sstream>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_runtime.h"
-#include "weft/sdk/guard.h"
-#include "weft/sdk/host.h"
-#include "weft/sdk/status.h"
-#include "weft/weft_plugin.h"
+#include "weft/sdk/kernel.h"
 
 namespace weft::gpu {
 
-using Dims = std::vector<int64_t>;
-
-template <class... Args>
-std::string Str(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
-}
-
-std::string DimsString(const Dims& dims);
-const char* DtypeName(weft_dtype_t dtype);
-
-// Throws an INVALID_ARGUMENT error made of |args|.
-template <class... Args>
-[[noreturn]] void Fail(const Args&... args) {
-  throw sdk::Error(WEFT_INVALID_ARGUMENT, Str(args...));
-}
+using Dims = sdk::Dims;
+using sdk::BroadcastDims;
+using sdk::DimsString;
+using sdk::DtypeName;
+using sdk::Fail;
+using sdk::Str;
 
 // Throws INTERNAL when the last kernel launch failed (a bad launch
 // configuration, a kernel image that does not fit the device), naming
@@ -79,6 +60,8 @@ struct Tensor {
   void* ptr = nullptr;
   const void* host = nullptr;
 
+  Tensor() = default;
+  explicit Tensor(const weft_tensor_t& v);
   int rank() const { return static_cast<int>(dims.size()); }
   int64_t dim(int i) const { return dims[static_cast<std::size_t>(i)]; }
   template <class T>
@@ -87,41 +70,23 @@ struct Tensor {
   }
 };
 
-class InitContext {
+// The SDK's creation context, with the device made current.
+class InitContext : public sdk::KernelInit {
  public:
-  InitContext(Device* device, const weft_kernel_init_t* init) : device_(device), init_(init) {}
-  Device& device() const { return *device_; }
-  const char* node_name() const;
-  const char* op() const;
-  int64_t Int(const char* name) const;
-  double Float(const char* name) const;
-  bool Bool(const char* name) const;
-  weft_dtype_t Type(const char* name) const;
-  std::string String(const char* name) const;
-  std::vector<int64_t> Ints(const char* name) const;
-  weft_dtype_t input_dtype(int i) const;
-  weft_dtype_t output_dtype(int i) const;
-
- private:
-  Device* device_;
-  const weft_kernel_init_t* init_;
+  InitContext(weft_device_t device, const weft_kernel_init_t* init) : sdk::KernelInit(device, init) {
+    this->device().MakeCurrent();
+  }
+  Device& device() const { return device_as<Device>(); }
 };
 
-class Context {
+// The SDK's compute context, with the device made current, its stream,
+// and reads of small values (shapes, scalars) back to the host.
+class Context : public sdk::BasicKernelContext<Tensor> {
  public:
-  Context(Device* device, weft_kernel_context_t* ctx);
-  Device& device() const { return *device_; }
+  Context(weft_device_t device, weft_kernel_context_t* ctx);
+  Device& device() const { return device_as<Device>(); }
   Stream& stream_object() const { return *stream_; }
   rt::Stream stream() const { return stream_->stream; }
-  int num_inputs() const;
-  Tensor input(int i) const;
-  Tensor allocate_output(int i, const Dims& dims);
-  void forward(int input, int output);
-  Tensor allocate_temp(weft_dtype_t dtype, const Dims& dims);
-  // The variable behind resource input |i|, locked (see weft_kernel.h).
-  Tensor lock_variable(int i, bool exclusive);
-  std::string variable_name(int i) const;
-  const char* node_name() const;
 
   // Copies |t| (t.byte_size bytes) into |dst| once the stream's work so
   // far has run, and waits for it.
@@ -134,61 +99,10 @@ class Context {
   double ReadFloat(const Tensor& t);
 
  private:
-  Device* device_;
   Stream* stream_;
-  weft_kernel_context_t* ctx_;
 };
 
-// Kernel definitions handed to the host, with storage for their strings.
-class KernelRegistry {
- public:
-  using Constraints = std::initializer_list<std::pair<const char*, weft_dtype_t>>;
-
-  template <class K>
-  void Add(const char* op, Constraints constraints, uint32_t flags = 0,
-           std::initializer_list<const char*> host_memory_args = {}) {
-    AddRaw(op, constraints, flags, host_memory_args, &Create<K>, &Destroy<K>, &Compute<K>);
-  }
-
-  const weft_kernel_def_t* data() const { return defs_.data(); }
-  std::size_t size() const { return defs_.size(); }
-
- private:
-  template <class K>
-  struct Holder {
-    Device* device;
-    K kernel;
-  };
-  template <class K>
-  static weft_status_t Create(weft_device_t device, const weft_kernel_init_t* init, void** out) {
-    return sdk::Guard([&] {
-      Device* d = reinterpret_cast<Device*>(device);
-      d->MakeCurrent();
-      *out = new Holder<K>{d, K(InitContext(d, init))};
-    });
-  }
-  template <class K>
-  static void Destroy(void* state) {
-    delete static_cast<Holder<K>*>(state);
-  }
-  template <class K>
-  static weft_status_t Compute(void* state, weft_kernel_context_t* ctx) {
-    return sdk::Guard([&] {
-      auto* holder = static_cast<Holder<K>*>(state);
-      holder->device->MakeCurrent();
-      Context context(holder->device, ctx);
-      holder->kernel.Compute(context);
-    });
-  }
-
-  void AddRaw(const char* op, Constraints constraints, uint32_t flags, std::initializer_list<const char*> host_args,
-              weft_status_t (*create)(weft_device_t, const weft_kernel_init_t*, void**), void (*destroy)(void*),
-              weft_status_t (*compute)(void*, weft_kernel_context_t*));
-
-  std::vector<weft_kernel_def_t> defs_;
-  std::deque<std::vector<const char*>> names_;
-  std::deque<std::vector<weft_dtype_t>> dtypes_;
-};
+using KernelRegistry = sdk::BasicKernelRegistry<InitContext, Context>;
 
 // --- Index plans -----------------------------------------------------------------
 
@@ -203,8 +117,6 @@ struct BroadcastPlan {
   int64_t strides[N][kMaxDims] = {};
 };
 
-// The NumPy broadcast of |a| and |b|; throws naming both.
-Dims BroadcastDims(const Dims& a, const Dims& b);
 // A plan for |inputs| broadcast onto |out|, with adjacent dimensions merged
 // where every operand allows it. Each input must broadcast to |out|.
 BroadcastPlan<1> PlanBroadcast1(const Dims& out, const Dims& a);

@@ -11,10 +11,13 @@
 #include <vector>
 
 #include "gpu/gpu_runtime.h"
+#include "weft/sdk/kernel.h"
 
 namespace weft::gpu {
 
-class KernelRegistry;
+class InitContext;
+class Context;
+using KernelRegistry = sdk::BasicKernelRegistry<InitContext, Context>;
 
 struct VendorInfo {
   // The plugin's name ("cuda") and device type ("CUDA").

@@ -6,59 +6,9 @@
 namespace weft::opencl {
 namespace {
 
-const weft_kernel_api_t* Api() {
-  const weft_kernel_api_t* api = sdk::host()->kernel;
-  if (api == nullptr) throw sdk::Error(WEFT_FAILED_PRECONDITION, "the host offers no kernel services");
-  return api;
-}
-
-Tensor FromView(const weft_tensor_t& v) {
-  Tensor t;
-  t.dtype = v.dtype;
-  t.dims.assign(v.dims, v.dims + v.rank);
-  t.num_elements = v.num_elements;
-  t.byte_size = v.byte_size;
-  t.mem = v.buffer != nullptr ? reinterpret_cast<const Buffer*>(v.buffer)->mem : nullptr;
-  t.offset = v.offset;
-  t.host = v.data;
-  if (t.byte_size == 0) t.mem = nullptr;
-  return t;
-}
-
-// f64 kernels need cl_khr_fp64; every other kernel runs anywhere.
-weft_status_t QueryFp64(weft_device_t device, const weft_kernel_init_t* init, weft_kernel_query_t* out) {
-  return sdk::Guard([&] {
-    const Device* d = reinterpret_cast<const Device*>(device);
-    if (d->has_fp64()) return;
-    const weft_kernel_api_t* api = Api();
-    bool uses_f64 = false;
-    for (int32_t i = 0; i < api->init_num_inputs(init); ++i) uses_f64 |= api->init_input_dtype(init, i) == WEFT_DTYPE_F64;
-    for (int32_t i = 0; i < api->init_num_outputs(init); ++i) uses_f64 |= api->init_output_dtype(init, i) == WEFT_DTYPE_F64;
-    if (uses_f64) {
-      out->unsupported = 1;
-      out->reason = "the OpenCL device has no cl_khr_fp64 (double precision)";
-    }
-  });
-}
-
-// Merges adjacent (dim, stride) pairs that walk memory as one dimension,
-// and drops dimensions of size 1.
-void Collapse(std::vector<std::pair<int64_t, int64_t>>& dims) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (const auto& [d, s] : dims) {
-    if (d == 1) continue;
-    if (!out.empty() && out.back().second == s * d) {
-      out.back().first *= d;
-      out.back().second = s;
-    } else {
-      out.emplace_back(d, s);
-    }
-  }
-  if (out.empty()) out.emplace_back(1, 0);
-  dims = std::move(out);
-}
-
-void Pack(const std::vector<std::pair<int64_t, int64_t>>& dims, cl_int* rank, cl_long8* d, cl_long8* s) {
+// Up to 8 (dim, stride) pairs as a kernel's cl_long8 arguments; unused
+// entries are dimension 1, stride 0.
+void Pack(const Dims& dims, const Dims& strides, cl_int* rank, cl_long8* d, cl_long8* s) {
   if (dims.size() > 8) throw sdk::Error(WEFT_INTERNAL, "more than 8 dimensions after collapsing");
   *rank = static_cast<cl_int>(dims.size());
   for (int k = 0; k < 8; ++k) {
@@ -66,148 +16,46 @@ void Pack(const std::vector<std::pair<int64_t, int64_t>>& dims, cl_int* rank, cl
     s->s[k] = 0;
   }
   for (std::size_t k = 0; k < dims.size(); ++k) {
-    d->s[k] = dims[k].first;
-    s->s[k] = dims[k].second;
+    d->s[k] = dims[k];
+    s->s[k] = strides[k];
   }
 }
 
 template <std::size_t N>
-BroadcastPlan<N> Plan(const Dims& out, const std::array<const Dims*, N>& ins) {
-  const std::size_t rank = out.size();
-  std::array<std::vector<int64_t>, N> full;
-  for (std::size_t k = 0; k < N; ++k) {
-    full[k].assign(rank, 0);
-    const Dims& in = *ins[k];
-    int64_t stride = 1;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const std::size_t d = in.size() - 1 - i;
-      const std::size_t o = rank - 1 - i;
-      full[k][o] = in[d] == 1 && out[o] != 1 ? 0 : stride;
-      stride *= in[d];
-    }
-  }
-  // Collapse dimensions where every operand walks on in step.
-  std::vector<int64_t> dims;
-  std::array<std::vector<int64_t>, N> strides;
-  for (std::size_t o = 0; o < rank; ++o) {
-    if (out[o] == 1) continue;
-    bool merge = !dims.empty();
-    for (std::size_t k = 0; k < N && merge; ++k) {
-      const int64_t prev = strides[k].back();
-      const int64_t cur = full[k][o];
-      merge = (prev == 0 && cur == 0) || (cur != 0 && prev == cur * out[o]);
-    }
-    if (merge) {
-      dims.back() *= out[o];
-      for (std::size_t k = 0; k < N; ++k) strides[k].back() = full[k][o];
-    } else {
-      dims.push_back(out[o]);
-      for (std::size_t k = 0; k < N; ++k) strides[k].push_back(full[k][o]);
-    }
-  }
-  if (dims.empty()) {
-    dims.push_back(1);
-    for (std::size_t k = 0; k < N; ++k) strides[k].push_back(0);
-  }
+BroadcastPlan<N> Plan(const Dims& out, const std::vector<const Dims*>& operands) {
+  const sdk::BroadcastLayout layout = sdk::PlanBroadcast(out, operands);
   BroadcastPlan<N> plan;
-  plan.rank = static_cast<cl_int>(dims.size());
-  for (int j = 0; j < 8; ++j) {
-    plan.dims.s[j] = 1;
-    for (std::size_t k = 0; k < N; ++k) plan.strides[k].s[j] = 0;
-  }
-  for (std::size_t j = 0; j < dims.size(); ++j) {
-    plan.dims.s[j] = dims[j];
-    for (std::size_t k = 0; k < N; ++k) plan.strides[k].s[j] = strides[k][j];
-  }
+  for (std::size_t k = 0; k < N; ++k) Pack(layout.dims, layout.strides[k], &plan.rank, &plan.dims, &plan.strides[k]);
   return plan;
 }
 
 }  // namespace
 
-std::string DimsString(const Dims& dims) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out.append(std::to_string(dims[i]));
-  }
-  return out + "]";
+Tensor::Tensor(const weft_tensor_t& v)
+    : dtype(v.dtype),
+      dims(v.dims, v.dims + v.rank),
+      num_elements(v.num_elements),
+      byte_size(v.byte_size),
+      mem(v.buffer != nullptr && v.byte_size != 0 ? reinterpret_cast<const Buffer*>(v.buffer)->mem : nullptr),
+      offset(v.offset),
+      host(v.data) {}
+
+weft_status_t QueryFp64(weft_device_t device, const weft_kernel_init_t* init, weft_kernel_query_t* out) {
+  return sdk::Guard([&] {
+    const Device* d = reinterpret_cast<const Device*>(device);
+    if (d->has_fp64()) return;
+    const sdk::KernelInit node(device, init);
+    bool uses_f64 = false;
+    for (int i = 0; i < node.num_inputs(); ++i) uses_f64 |= node.input_dtype(i) == WEFT_DTYPE_F64;
+    for (int i = 0; i < node.num_outputs(); ++i) uses_f64 |= node.output_dtype(i) == WEFT_DTYPE_F64;
+    if (uses_f64) {
+      out->unsupported = 1;
+      out->reason = "the OpenCL device has no cl_khr_fp64 (double precision)";
+    }
+  });
 }
 
-// --- InitContext, Context ------------------------------------------------------------
-
-const char* InitContext::node_name() const { return Api()->init_node_name(init_); }
-const char* InitContext::op() const { return Api()->init_op(init_); }
-
-int64_t InitContext::Int(const char* name) const {
-  int64_t v = 0;
-  sdk::ThrowIfError(Api()->attr_int(init_, name, &v));
-  return v;
-}
-double InitContext::Float(const char* name) const {
-  double v = 0;
-  sdk::ThrowIfError(Api()->attr_float(init_, name, &v));
-  return v;
-}
-bool InitContext::Bool(const char* name) const {
-  weft_bool_t v = 0;
-  sdk::ThrowIfError(Api()->attr_bool(init_, name, &v));
-  return v != 0;
-}
-weft_dtype_t InitContext::Type(const char* name) const {
-  weft_dtype_t v = 0;
-  sdk::ThrowIfError(Api()->attr_dtype(init_, name, &v));
-  return v;
-}
-std::string InitContext::String(const char* name) const {
-  const char* data = nullptr;
-  size_t size = 0;
-  sdk::ThrowIfError(Api()->attr_string(init_, name, &data, &size));
-  return std::string(data, size);
-}
-std::vector<int64_t> InitContext::Ints(const char* name) const {
-  const int64_t* data = nullptr;
-  size_t count = 0;
-  sdk::ThrowIfError(Api()->attr_int_list(init_, name, &data, &count));
-  return std::vector<int64_t>(data, data + count);
-}
-weft_dtype_t InitContext::input_dtype(int i) const { return Api()->init_input_dtype(init_, i); }
-weft_dtype_t InitContext::output_dtype(int i) const { return Api()->init_output_dtype(init_, i); }
-
-cl_command_queue Context::queue() const { return reinterpret_cast<Stream*>(Api()->stream(ctx_))->queue; }
-int Context::num_inputs() const { return Api()->num_inputs(ctx_); }
-
-Tensor Context::input(int i) const {
-  weft_tensor_t v{};
-  v.struct_size = sizeof v;
-  sdk::ThrowIfError(Api()->input(ctx_, i, &v));
-  return FromView(v);
-}
-
-Tensor Context::allocate_output(int i, const Dims& dims) {
-  weft_tensor_t v{};
-  v.struct_size = sizeof v;
-  sdk::ThrowIfError(Api()->allocate_output(ctx_, i, static_cast<int32_t>(dims.size()), dims.data(), &v));
-  return FromView(v);
-}
-
-void Context::forward(int input, int output) { sdk::ThrowIfError(Api()->forward_input(ctx_, input, output)); }
-
-Tensor Context::allocate_temp(weft_dtype_t dtype, const Dims& dims) {
-  weft_tensor_t v{};
-  v.struct_size = sizeof v;
-  sdk::ThrowIfError(Api()->allocate_temp(ctx_, dtype, static_cast<int32_t>(dims.size()), dims.data(), &v));
-  return FromView(v);
-}
-
-Tensor Context::lock_variable(int i, bool exclusive) {
-  weft_tensor_t v{};
-  v.struct_size = sizeof v;
-  sdk::ThrowIfError(Api()->variable_lock(ctx_, i, exclusive ? 1 : 0, &v));
-  return FromView(v);
-}
-
-std::string Context::variable_name(int i) const { return Api()->variable_name(ctx_, i); }
-const char* Context::node_name() const { return Api()->node_name(ctx_); }
+// --- Context ----------------------------------------------------------------------
 
 void Context::Read(const Tensor& t, void* dst) {
   if (t.byte_size == 0) return;
@@ -216,7 +64,7 @@ void Context::Read(const Tensor& t, void* dst) {
     return;
   }
   // Blocking: the in-order stream runs everything enqueued before first.
-  device_->Check(clEnqueueReadBuffer(queue(), t.mem, CL_TRUE, t.offset, t.byte_size, dst, 0, nullptr, nullptr),
+  device().Check(clEnqueueReadBuffer(queue(), t.mem, CL_TRUE, t.offset, t.byte_size, dst, 0, nullptr, nullptr),
                  "clEnqueueReadBuffer");
 }
 
@@ -229,7 +77,7 @@ std::vector<int64_t> Context::ReadInts(const Tensor& t) {
     Read(t, narrow.data());
     std::copy(narrow.begin(), narrow.end(), out.begin());
   } else {
-    Fail("expected an i32 or i64 tensor, got ", weft_dtype_name(t.dtype) ? weft_dtype_name(t.dtype) : "?");
+    Fail("expected an i32 or i64 tensor, got ", sdk::DtypeName(t.dtype));
   }
   return out;
 }
@@ -371,20 +219,6 @@ Program& ProgramFor(Device& device, const char* name, weft_dtype_t dtype) {
 
 // --- Plans -----------------------------------------------------------------------
 
-Dims BroadcastDims(const Dims& a, const Dims& b) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Dims out(rank);
-  for (std::size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      Fail("shapes ", DimsString(a), " and ", DimsString(b), " cannot be broadcast together");
-    }
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 BroadcastPlan<1> PlanBroadcast1(const Dims& out, const Dims& in) { return Plan<1>(out, {&in}); }
 BroadcastPlan<2> PlanBroadcast2(const Dims& out, const Dims& a, const Dims& b) { return Plan<2>(out, {&a, &b}); }
 BroadcastPlan<3> PlanBroadcast3(const Dims& out, const Dims& a, const Dims& b, const Dims& c) {
@@ -392,52 +226,13 @@ BroadcastPlan<3> PlanBroadcast3(const Dims& out, const Dims& a, const Dims& b, c
 }
 
 ReducePlan PlanReduce(const Dims& in, const std::vector<bool>& reduce) {
-  std::vector<std::pair<int64_t, int64_t>> kept, reduced;
-  int64_t stride = 1;
-  std::vector<int64_t> strides(in.size());
-  for (std::size_t i = in.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= in[i];
-  }
+  const sdk::ReduceLayout layout = sdk::PlanReduce(in, reduce);
   ReducePlan plan;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    (reduce[i] ? reduced : kept).emplace_back(in[i], strides[i]);
-    (reduce[i] ? plan.num_reduced : plan.num_out) *= in[i];
-  }
-  Collapse(kept);
-  Collapse(reduced);
-  Pack(kept, &plan.kept_rank, &plan.kept_dims, &plan.kept_strides);
-  Pack(reduced, &plan.red_rank, &plan.red_dims, &plan.red_strides);
+  Pack(layout.kept_dims, layout.kept_strides, &plan.kept_rank, &plan.kept_dims, &plan.kept_strides);
+  Pack(layout.reduced_dims, layout.reduced_strides, &plan.red_rank, &plan.red_dims, &plan.red_strides);
+  plan.num_out = layout.num_out;
+  plan.num_reduced = layout.num_reduced;
   return plan;
-}
-
-// --- Registry --------------------------------------------------------------------
-
-void KernelRegistry::AddRaw(const char* op, Constraints constraints, uint32_t flags,
-                            std::initializer_list<const char*> host_args,
-                            weft_status_t (*create)(weft_device_t, const weft_kernel_init_t*, void**),
-                            void (*destroy)(void*), weft_status_t (*compute)(void*, weft_kernel_context_t*)) {
-  auto& names = names_.emplace_back();
-  auto& dtypes = dtypes_.emplace_back();
-  for (const auto& [attr, dtype] : constraints) {
-    names.push_back(attr);
-    dtypes.push_back(dtype);
-  }
-  auto& hosts = names_.emplace_back(host_args);
-  weft_kernel_def_t def{};
-  def.struct_size = sizeof def;
-  def.op = op;
-  def.constraint_attrs = names.empty() ? nullptr : names.data();
-  def.constraint_dtypes = dtypes.empty() ? nullptr : dtypes.data();
-  def.num_constraints = names.size();
-  def.host_memory_args = hosts.empty() ? nullptr : hosts.data();
-  def.num_host_memory_args = hosts.size();
-  def.flags = flags;
-  def.create = create;
-  def.destroy = destroy;
-  def.compute = compute;
-  def.query = QueryFp64;
-  defs_.push_back(def);
 }
 
 }  // namespace weft::opencl

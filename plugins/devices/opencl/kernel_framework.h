@@ -1,5 +1,6 @@
-// The opencl plugin's kernel framework: C++ kernel classes over the SDK's C
-// kernel ABI whose work is OpenCL kernels enqueued on the node's stream.
+// The opencl plugin's kernels: C++ classes over the SDK's kernel layer
+// (weft/sdk/kernel.h) whose work is OpenCL kernels enqueued on the node's
+// stream.
 //
 //   class ReluKernel {
 //    public:
@@ -18,8 +19,8 @@
 //
 // Programs are built when a kernel is created (graph preparation), so a
 // source that does not compile fails there, naming the node. Everything
-// throws weft::sdk::Error; the registry runs every entry point inside the
-// SDK's guard. Tensors live in device memory: a kernel that needs a value
+// throws weft::sdk::Error; the SDK's registry runs every entry point inside
+// its guard. Tensors live in device memory: a kernel that needs a value
 // on the host (a shape, a learning rate) reads it with Context::Read*,
 // which waits for the stream.
 #ifndef WEFT_PLUGINS_DEVICES_OPENCL_KERNEL_FRAMEWORK_H_
@@ -27,37 +28,19 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
-#include <initializer_list>
-#include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "opencl_device.h"
-#include "weft/sdk/guard.h"
-#include "weft/sdk/host.h"
-#include "weft/sdk/status.h"
-#include "weft/weft_plugin.h"
+#include "weft/sdk/kernel.h"
 
 namespace weft::opencl {
 
-using Dims = std::vector<int64_t>;
-
-template <class... Args>
-std::string Str(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
-}
-
-std::string DimsString(const Dims& dims);
-
-// Throws an INVALID_ARGUMENT error made of |args|.
-template <class... Args>
-[[noreturn]] void Fail(const Args&... args) {
-  throw sdk::Error(WEFT_INVALID_ARGUMENT, Str(args...));
-}
+using Dims = sdk::Dims;
+using sdk::BroadcastDims;
+using sdk::DimsString;
+using sdk::Fail;
+using sdk::Str;
 
 // A tensor lent by the host: dtype, shape, and where its elements are (a
 // cl_mem and a byte offset; |host| for a tensor the host keeps in its own
@@ -71,44 +54,25 @@ struct Tensor {
   uint64_t offset = 0;
   const void* host = nullptr;
 
+  Tensor() = default;
+  explicit Tensor(const weft_tensor_t& v);
   int rank() const { return static_cast<int>(dims.size()); }
   int64_t dim(int i) const { return dims[static_cast<std::size_t>(i)]; }
 };
 
-class InitContext {
+class InitContext : public sdk::KernelInit {
  public:
-  InitContext(Device* device, const weft_kernel_init_t* init) : device_(device), init_(init) {}
-  Device& device() const { return *device_; }
-  const char* node_name() const;
-  const char* op() const;
-  int64_t Int(const char* name) const;
-  double Float(const char* name) const;
-  bool Bool(const char* name) const;
-  weft_dtype_t Type(const char* name) const;
-  std::string String(const char* name) const;
-  std::vector<int64_t> Ints(const char* name) const;
-  weft_dtype_t input_dtype(int i) const;
-  weft_dtype_t output_dtype(int i) const;
-
- private:
-  Device* device_;
-  const weft_kernel_init_t* init_;
+  using sdk::KernelInit::KernelInit;
+  Device& device() const { return device_as<Device>(); }
 };
 
-class Context {
+// The SDK's compute context, with the stream's command queue and reads of
+// small values (shapes, scalars) back to the host.
+class Context : public sdk::BasicKernelContext<Tensor> {
  public:
-  Context(Device* device, weft_kernel_context_t* ctx) : device_(device), ctx_(ctx) {}
-  Device& device() const { return *device_; }
-  cl_command_queue queue() const;
-  int num_inputs() const;
-  Tensor input(int i) const;
-  Tensor allocate_output(int i, const Dims& dims);
-  void forward(int input, int output);
-  Tensor allocate_temp(weft_dtype_t dtype, const Dims& dims);
-  // The variable behind resource input |i|, locked (see weft_kernel.h).
-  Tensor lock_variable(int i, bool exclusive);
-  std::string variable_name(int i) const;
-  const char* node_name() const;
+  using sdk::BasicKernelContext<Tensor>::BasicKernelContext;
+  Device& device() const { return device_as<Device>(); }
+  cl_command_queue queue() const { return stream_as<Stream>().queue; }
 
   // Copies |t| into |dst| (t.byte_size bytes) once the stream's work so far
   // has run; for shapes and scalars the host needs.
@@ -119,11 +83,13 @@ class Context {
   double ReadFloat(const Tensor& t);
   // A shape input named |what|: 1-D, without negative entries.
   Dims ReadShape(const Tensor& t, const char* what);
-
- private:
-  Device* device_;
-  weft_kernel_context_t* ctx_;
 };
+
+// Kernels that use f64 need cl_khr_fp64: the registry's query for every
+// kernel, so the placer puts such nodes elsewhere on a device without it.
+weft_status_t QueryFp64(weft_device_t device, const weft_kernel_init_t* init, weft_kernel_query_t* out);
+
+using KernelRegistry = sdk::BasicKernelRegistry<InitContext, Context>;
 
 // One kernel launch: borrows a kernel object from |program|, takes its
 // arguments in order and enqueues it on the context's stream.
@@ -182,7 +148,6 @@ struct BroadcastPlan {
   cl_long8 dims{};
   std::array<cl_long8, N> strides{};
 };
-Dims BroadcastDims(const Dims& a, const Dims& b);
 BroadcastPlan<1> PlanBroadcast1(const Dims& out, const Dims& in);
 BroadcastPlan<2> PlanBroadcast2(const Dims& out, const Dims& a, const Dims& b);
 BroadcastPlan<3> PlanBroadcast3(const Dims& out, const Dims& a, const Dims& b, const Dims& c);
@@ -201,55 +166,6 @@ struct ReducePlan {
   int64_t num_reduced = 1;
 };
 ReducePlan PlanReduce(const Dims& in, const std::vector<bool>& reduce);
-
-// Kernel definitions handed to the host, with storage for their strings.
-class KernelRegistry {
- public:
-  using Constraints = std::initializer_list<std::pair<const char*, weft_dtype_t>>;
-
-  template <class K>
-  void Add(const char* op, Constraints constraints, uint32_t flags = 0,
-           std::initializer_list<const char*> host_memory_args = {}) {
-    AddRaw(op, constraints, flags, host_memory_args, &Create<K>, &Destroy<K>, &Compute<K>);
-  }
-
-  const weft_kernel_def_t* data() const { return defs_.data(); }
-  std::size_t size() const { return defs_.size(); }
-
- private:
-  template <class K>
-  struct Holder {
-    Device* device;
-    K kernel;
-  };
-  template <class K>
-  static weft_status_t Create(weft_device_t device, const weft_kernel_init_t* init, void** out) {
-    return sdk::Guard([&] {
-      Device* d = reinterpret_cast<Device*>(device);
-      *out = new Holder<K>{d, K(InitContext(d, init))};
-    });
-  }
-  template <class K>
-  static void Destroy(void* state) {
-    delete static_cast<Holder<K>*>(state);
-  }
-  template <class K>
-  static weft_status_t Compute(void* state, weft_kernel_context_t* ctx) {
-    return sdk::Guard([&] {
-      auto* holder = static_cast<Holder<K>*>(state);
-      Context context(holder->device, ctx);
-      holder->kernel.Compute(context);
-    });
-  }
-
-  void AddRaw(const char* op, Constraints constraints, uint32_t flags, std::initializer_list<const char*> host_args,
-              weft_status_t (*create)(weft_device_t, const weft_kernel_init_t*, void**), void (*destroy)(void*),
-              weft_status_t (*compute)(void*, weft_kernel_context_t*));
-
-  std::vector<weft_kernel_def_t> defs_;
-  std::deque<std::vector<const char*>> names_;
-  std::deque<std::vector<weft_dtype_t>> dtypes_;
-};
 
 // The kernel families, each in kernels/<family>.cc with its .cl source.
 void RegisterElementwiseKernels(KernelRegistry& r);

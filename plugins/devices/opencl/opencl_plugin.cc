@@ -291,6 +291,7 @@ weft_status_t BufferMemset(weft_device_t device, weft_stream_t stream, weft_buff
 const KernelRegistry& Kernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
+    r.set_query(QueryFp64);
     RegisterElementwiseKernels(r);
     RegisterReductionKernels(r);
     RegisterMatMulKernels(r);

@@ -8,62 +8,33 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "../kernel_framework.h"
 
 namespace weft::cpu {
 
 // The broadcast of |a| and |b|; throws when they do not broadcast.
-Dims BroadcastDims(const Dims& a, const Dims& b);
+using sdk::BroadcastDims;
 
 template <std::size_t N>
 struct BroadcastPlan {
-  Dims out;                                  // collapsed output dims
+  Dims out;                                     // collapsed output dims
   std::array<std::vector<int64_t>, N> strides;  // element strides per operand (0 = broadcast)
   int64_t total = 1;
 };
 
-// Plans a loop over |out| reading operands of |ins| dims.
+// Plans a loop over |out| reading operands of |ins| dims (the SDK's
+// PlanBroadcast, in arrays).
 template <std::size_t N>
 BroadcastPlan<N> PlanBroadcast(const Dims& out, const std::array<Dims, N>& ins) {
-  const std::size_t rank = out.size();
-  // Per operand, per output dim: the stride, 0 where broadcast.
-  std::array<std::vector<int64_t>, N> full;
-  for (std::size_t k = 0; k < N; ++k) {
-    full[k].assign(rank, 0);
-    const Dims& in = ins[k];
-    int64_t stride = 1;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const std::size_t d = in.size() - 1 - i;
-      const std::size_t o = rank - 1 - i;
-      full[k][o] = in[d] == 1 && out[o] != 1 ? 0 : stride;
-      stride *= in[d];
-    }
-  }
+  std::vector<const Dims*> operands;
+  for (const Dims& in : ins) operands.push_back(&in);
+  sdk::BroadcastLayout layout = sdk::PlanBroadcast(out, operands);
   BroadcastPlan<N> plan;
-  for (std::size_t k = 0; k < N; ++k) plan.strides[k].clear();
-  for (std::size_t o = 0; o < rank; ++o) {
-    if (out[o] == 1) continue;  // contributes nothing
-    bool merge = !plan.out.empty();
-    for (std::size_t k = 0; k < N && merge; ++k) {
-      // Mergeable with the previous kept dim when each operand's stride there
-      // equals this stride times this extent (or both are broadcast).
-      const int64_t prev = plan.strides[k].back();
-      const int64_t cur = full[k][o];
-      merge = (prev == 0 && cur == 0) || (cur != 0 && prev == cur * out[o]);
-    }
-    if (merge) {
-      plan.out.back() *= out[o];
-      for (std::size_t k = 0; k < N; ++k) plan.strides[k].back() = full[k][o];
-    } else {
-      plan.out.push_back(out[o]);
-      for (std::size_t k = 0; k < N; ++k) plan.strides[k].push_back(full[k][o]);
-    }
-  }
-  if (plan.out.empty()) {
-    plan.out.push_back(1);
-    for (std::size_t k = 0; k < N; ++k) plan.strides[k].push_back(0);
-  }
+  plan.out = std::move(layout.dims);
+  for (std::size_t k = 0; k < N; ++k) plan.strides[k] = std::move(layout.strides[k]);
   for (int64_t d : plan.out) plan.total *= d;
   return plan;
 }

@@ -658,18 +658,4 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
    casts.template operator()<bool>());
 }
 
-Dims BroadcastDims(const Dims& a, const Dims& b) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Dims out(rank);
-  for (std::size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      Fail("shapes ", DimsString(a), " and ", DimsString(b), " cannot be broadcast together");
-    }
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 }  // namespace weft::cpu
