@@ -32,8 +32,9 @@
 
 #include "core/graph/builder.h"
 #include "core/runtime/op_kernel.h"
-#include "tests/conformance/case_io.h"
+#include "tests/conformance/op_tests.h"
 #include "tests/integration/runtime_env.h"
+#include "tools/conformance/case_io.h"
 
 namespace weft {
 namespace {
@@ -321,7 +322,12 @@ int main(int argc, char** argv) {
   static Source conformance{WEFT_CONFORMANCE_DIR, "conformance", {}};
   if (weft::Setup(edge.dir) != 0 || !weft::Load(edge) || !weft::Load(conformance)) return 1;
   for (const Source* source : {&edge, &conformance}) {
-    for (weft::cases::Case& c : weft::cases::ReadCases(source->document)) {
+    auto cases = weft::cases::ReadCases(source->document);
+    if (!cases.ok()) {
+      std::fprintf(stderr, "%s: %s\n", source->dir.c_str(), cases.status().ToString().c_str());
+      return 1;
+    }
+    for (weft::cases::Case& c : *cases) {
       if (source == &conformance && !weft::CpuSupports(c)) continue;
       auto& op = weft::g_ops[c.op];
       ++weft::g_count[c.op][source == &edge ? 0 : 1];

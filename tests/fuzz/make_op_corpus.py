@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the op fuzzer's seed corpus from the conformance cases.
 
-Usage: make_op_corpus.py BUILD/tests/conformance_cases/cases.toml OUT_DIR [OPS_JSON]
+Usage: make_op_corpus.py BUILD/share/weft/conformance/cases.toml OUT_DIR [OPS_JSON]
 
 One seed per op that has conformance cases (up to three, from different
 cases): the op's name, a NUL byte, then the raw bytes of the case's first

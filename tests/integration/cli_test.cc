@@ -710,7 +710,7 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-            "devices, config, run, train, place, serve, inspect, dot, convert, ops, ckpt\nRun `weft --help` for usage.\n");
+            "devices, config, run, train, place, serve, inspect, dot, convert, ops, ckpt, conformance\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {
@@ -733,6 +733,105 @@ TEST_F(Cli, MissingConfigFileIsAUserError) {
   EXPECT_EQ(r.err,
             "weft: error: cannot read config file \"/nonexistent/site.toml\": No such file or "
             "directory\n");
+}
+
+
+// --- weft conformance --------------------------------------------------------
+
+// tests/sdk/add_device: a plugin with one kernel (f32 Add of one shape,
+// refusing others at placement) passes the ABI checks and every case it
+// takes; the runtime's own ops run on it too.
+TEST_F(Cli, ConformancePassesTheAddDevice) {
+  ProcessResult r = Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* check : {"properties", "allocation", "copies", "streams", "error", "work"}) {
+    EXPECT_TRUE(HasRow(r.out, {"pass", check})) << check << "\n" << r.out;
+  }
+  EXPECT_TRUE(HasRow(r.out, {"pass", "allocation", "too", "large", "/device:ADD:0", "4", "EiB"})) << r.out;
+  // Three f32 cases of one shape (the broadcasting ones are refused by its
+  // query, so not counted).
+  EXPECT_TRUE(HasRow(r.out, {"Add", "/device:ADD:0", "3", "0"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"Identity", "/device:ADD:0"})) << r.out;
+  EXPECT_NE(r.out.find("\nPASS: 7 of 7 ABI checks, 10 of 10 ops"), std::string::npos) << r.out;
+}
+
+// The same plugin with Add deliberately wrong (it subtracts): the kit
+// fails, naming the op, the case and what differs, and exits 1.
+TEST_F(Cli, ConformanceNamesAWrongKernel) {
+  ProcessResult r = Weft({"conformance", "--plugin", kRoot + "/add_device_wrong/weft_device_add.so"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(HasRow(r.out, {"Add", "/device:ADD:0", "1", "2"})) << r.out;
+  EXPECT_NE(r.out.find("Add on /device:ADD:0: Add/same_f32: output 0: 12 of 12 elements differ: [0] got "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nFAIL: 7 of 7 ABI checks, 9 of 10 ops"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ConformanceOpsPatternAndSkipAbi) {
+  ProcessResult r = Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so", "--ops", "Ad?,Sha*",
+                          "--skip-abi"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("Device ABI checks"), std::string::npos) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"Add", "/device:ADD:0"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"Shape", "/device:ADD:0"})) << r.out;
+  EXPECT_FALSE(HasRow(r.out, {"Identity", "/device:ADD:0"})) << r.out;
+  EXPECT_NE(r.out.find("\nPASS: 0 of 0 ABI checks, 2 of 2 ops"), std::string::npos) << r.out;
+
+  r = Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so", "--ops", "Conv*", "--skip-abi"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no op matching \"Conv*\" has both cases and a kernel on the device"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(Cli, ConformanceErrors) {
+  const std::string add = kRoot + "/add_device/weft_device_add.so";
+  ProcessResult r = Weft({"conformance", "--plugin", (dir_ / "missing.so").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, StrCat("weft: error: --plugin \"", (dir_ / "missing.so").string(), "\": no such file\n"));
+
+  r = Weft({"conformance", "--plugin", kRoot + "/kinds/weft_optimizer_nullopt.so"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("weft_optimizer_nullopt.so is a plugin of kind optimizer, not a device plugin; the conformance kit"),
+            std::string::npos)
+      << r.err;
+
+  r = Weft({"conformance", "--plugin", kRoot + "/garbage/weft_device_garbage.so"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("weft_device_garbage.so refused: not a loadable shared library"), std::string::npos) << r.err;
+
+  r = Weft({"conformance", "--plugin", add, "--device", "/device:ADD:3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "weft: error: --device \"/device:ADD:3\": plugin add opened /device:ADD:0\n");
+
+  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(StrCat("no conformance cases at \"", dir_.string(), "\"")), std::string::npos) << r.err;
+
+  // Damaged reference files name the file and what is wrong.
+  std::ofstream(dir_ / "cases.toml") << "[[case]]\nop = \"Add\"\n";
+  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cases.toml: case 0 needs a name and an op"), std::string::npos) << r.err;
+
+  std::ofstream(dir_ / "cases.toml") << "[[case]]\nname = \"x\"\nop = \"Add\"\ninputs = [{file = \"../etc\"}]\n";
+  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("case x inputs[0] needs a file: a plain file name in the cases' folder"), std::string::npos)
+      << r.err;
+
+  std::ofstream(dir_ / "cases.toml") << "[[case]\n";
+  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find((dir_ / "cases.toml").string() + ":1:"), std::string::npos) << r.err;
+
+  // A case whose .npy is missing fails that case, naming the file.
+  std::ofstream(dir_ / "cases.toml")
+      << "[[case]]\nname = \"Add/lost\"\nop = \"Add\"\ninputs = [{file = \"a.npy\"}, {file = \"a.npy\"}]\n"
+         "outputs = [{file = \"b.npy\"}]\nattrs = {T = \"f32\"}\n";
+  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string(), "--skip-abi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("Add on /device:ADD:0: Add/lost: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a.npy"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -14,7 +14,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cmake -S "$src/tests/sdk/example_device" -B "$work/build" -G Ninja \
+# The examples come with the install: build the installed copy.
+examples="$work/prefix/share/weft/sdk/examples"
+for f in example_device/example_device.cc example_device/CMakeLists.txt add_device/add_device.cc \
+         add_device/CMakeLists.txt; do
+  [ -f "$examples/$f" ] || { echo "FAIL: the install has no $examples/$f"; exit 1; }
+done
+[ -f "$work/prefix/share/weft/sdk/docs/plugins.md" ] || { echo "FAIL: the install has no docs/plugins.md"; exit 1; }
+[ -f "$work/prefix/share/weft/conformance/cases.toml" ] || { echo "FAIL: the install has no conformance cases"; exit 1; }
+cmake -S "$examples/example_device" -B "$work/build" -G Ninja \
   -DCMAKE_MAKE_PROGRAM="$make_program" -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" >/dev/null
@@ -72,4 +80,19 @@ print(f"MLP logits {got.shape} on the example device vs the CPU: max relative er
 assert err < 1e-4, err
 assert (got.argmax(1) == want.argmax(1)).all()
 PYEOF2
-echo "OK: built out of tree against $work/prefix and loaded by the installed weft; its kernels run the MLP"
+
+# The conformance kit, as the author would run it before shipping: the
+# installed weft with its installed cases (no Python, no source tree).
+report=$("$weft" conformance --plugin "$plugin") || { echo "$report"; echo "FAIL: weft conformance failed"; exit 1; }
+echo "$report" | tail -n 1
+echo "$report" | grep -E "^  (MatMul|BiasAdd|Relu|Mul|Add) +/device:EXAMPLE:0 +[1-9][0-9]* +0 " | wc -l | grep -qx 5 \
+  || { echo "$report"; echo "FAIL: the kit did not pass Add, Mul, Relu, MatMul and BiasAdd on the example"; exit 1; }
+
+# The smallest device (add_device), from the installed copy, through the kit too.
+cmake -S "$examples/add_device" -B "$work/add" -G Ninja -DCMAKE_MAKE_PROGRAM="$make_program" \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/add" >/dev/null
+"$weft" conformance --plugin "$work/add/weft_device_add.so" | tail -n 1
+
+echo "OK: built out of tree against $work/prefix and loaded by the installed weft; its kernels run the MLP" \
+  "and pass the conformance kit"

@@ -25,6 +25,8 @@ void AddServeCommand(CLI::App& app, Runner& run);
 void AddGraphCommands(CLI::App& app, Runner& run);
 // ckpt ls, ckpt inspect
 void AddCheckpointCommands(CLI::App& app, Runner& run);
+// conformance --plugin PATH
+void AddConformanceCommand(CLI::App& app, Runner& run);
 
 // Serves this process's task of the config's cluster until SIGINT or
 // SIGTERM, or, with |stop_when_told|, until the chief of a training run

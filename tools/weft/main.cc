@@ -61,6 +61,7 @@ int Main(int argc, char** argv) {
   weft::cli::AddServeCommand(app, run);
   weft::cli::AddGraphCommands(app, run);
   weft::cli::AddCheckpointCommands(app, run);
+  weft::cli::AddConformanceCommand(app, run);
 
   try {
     app.parse(argc, argv);

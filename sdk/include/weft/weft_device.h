@@ -4,11 +4,11 @@
  * number of devices of that type, named /device:<TYPE>:<ordinal>. Its table
  * covers what the runtime needs from a device and nothing more:
  *
- *   devices   count, open, close, properties
- *   memory    buffers (alloc, free, host pointer when host-visible)
- *   streams   ordered queues of work, and events that mark a point in one
- *   copies    asynchronous host<->device and device<->device copies
- *   kernels   a static list of (op, dtypes) implementations (weft_kernel.h)
+ *  devices   count, open, close, properties
+ *  memory    buffers (alloc, free, host pointer when host-visible)
+ *  streams   ordered queues of work, and events that mark a point in one
+ *  copies    asynchronous host<->device and device<->device copies
+ *  kernels   a static list of (op, dtypes) implementations (weft_kernel.h)
  *
  * Threading: every function may be called from any thread, concurrently,
  * except that one stream is never used by two threads at once and a

@@ -9,10 +9,10 @@
  * host's kernel services table (weft_kernel_api_t, reached as
  * weft_host_t.kernel):
  *
- *   weft_kernel_init_t     at creation: the node's name, attrs, dtypes and
- *                          (when known) input shapes;
- *   weft_kernel_context_t  during one compute: inputs, outputs, temporaries,
- *                          the stream, cancellation.
+ *  weft_kernel_init_t     at creation: the node's name, attrs, dtypes and
+ *                         (when known) input shapes;
+ *  weft_kernel_context_t  during one compute: inputs, outputs, temporaries,
+ *                         the stream, cancellation.
  *
  * A minimal elementwise kernel for a device whose memory is host-visible
  * (weft_device_properties_t.host_visible, as the CPU's is), where

@@ -5,9 +5,11 @@
  * host cannot free. NULL is OK. The codes are the canonical ones used by
  * gRPC, Abseil and TensorFlow, with the same numbers, and never change.
  *
- *   weft_status_t s = host->status_new(WEFT_INVALID_ARGUMENT,
- *                                      "MatMul: inner dimensions differ");
- *   return s;  // the caller owns it now
+ *   static weft_status_t check_inner(const weft_host_t* host, int64_t k, int64_t k2) {
+ *     if (k == k2) return NULL;  // OK
+ *     return host->status_new(WEFT_INVALID_ARGUMENT,
+ *                             "MatMul: inner dimensions differ");  // the caller owns it
+ *   }
  */
 #ifndef WEFT_STATUS_H_
 #define WEFT_STATUS_H_

@@ -5,10 +5,10 @@
  * control messages, RPC, authentication, deadlines and retries live in the
  * core (core/dist), so a transport stays small:
  *
- *   endpoint    a local communication point; listens when given an address
- *   connection  a bidirectional, ordered, reliable link to one peer
- *   message     a small header plus payload slices, sent without copying
- *               the payload where the transport can (scatter/gather)
+ *  endpoint    a local communication point; listens when given an address
+ *  connection  a bidirectional, ordered, reliable link to one peer
+ *  message     a small header plus payload slices, sent without copying
+ *              the payload where the transport can (scatter/gather)
  *
  * Addresses are URLs whose scheme names the transport:
  * "tcp://10.0.0.5:7070", "zmq+tcp://host:7071", "rdma://mlx5_0/10.0.0.5:7072".

@@ -31,6 +31,15 @@ weft_status_t Copy(void* dst, const void* src, uint64_t size) {
 class AddF32 {
  public:
   explicit AddF32(const weft::sdk::KernelInit&) {}
+  // Refuses, at placement, inputs the graph knows to differ in shape, so
+  // the placer runs such a node elsewhere.
+  static void Query(const weft::sdk::KernelInit& init, weft_kernel_query_t& out) {
+    weft::sdk::Dims a, b;
+    if (init.input_shape(0, &a) && init.input_shape(1, &b) && a != b) {
+      out.unsupported = 1;
+      out.reason = "the ADD device adds tensors of one shape only";
+    }
+  }
   void Compute(weft::sdk::KernelContext& ctx) {
     const weft::sdk::Tensor a = ctx.input(0), b = ctx.input(1);
     weft::sdk::RequireSameShape(a, b, "Add on the ADD device (no broadcasting)");
@@ -62,9 +71,12 @@ const weft_device_plugin_t kDevice = [] {
   auto t = weft::sdk::Make<weft_device_plugin_t>();
   t.device_type = "ADD";
   t.device_count = [](int32_t* n) { return Guard([&] { *n = 1; }); };
-  t.device_open = [](int32_t, weft_device_t* out) {
+  t.device_open = [](int32_t ordinal, weft_device_t* out) {
     static char device;
-    return Guard([&] { *out = reinterpret_cast<weft_device_t>(&device); });
+    return Guard([&] {
+      if (ordinal != 0) throw weft::sdk::Error(WEFT_NOT_FOUND, "only /device:ADD:0 exists");
+      *out = reinterpret_cast<weft_device_t>(&device);
+    });
   };
   t.device_close = [](weft_device_t) {};
   t.device_properties = [](weft_device_t, weft_device_properties_t* out) {

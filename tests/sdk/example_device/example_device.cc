@@ -206,7 +206,7 @@ class MatMulKernel {
 class BiasAddKernel {
  public:
   explicit BiasAddKernel(const KernelInit&) {}
-  static void Query(const KernelInit& init, weft_kernel_query_t& out) {
+  static void Query(const weft::sdk::KernelInit& init, weft_kernel_query_t& out) {
     if (init.String("data_format") != "NHWC") {
       out.unsupported = 1;
       out.reason = "the example device's BiasAdd supports data_format NHWC only";

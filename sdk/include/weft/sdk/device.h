@@ -9,11 +9,14 @@
 //
 //   const weft_device_plugin_t kDevice = [] {
 //     auto t = weft::sdk::Make<weft_device_plugin_t>();
-//     t.device_type = "MYDEV";
-//     ...                              // count, open, memory, copies
-//     weft::sdk::SetInlineStreams(t);
+//     t.device_type = "ADD";
+//     ...                              // count, open, memory
+//     weft::sdk::SetInlineStreams(t);  // copies and kernels finish before returning
+//     ...                              // copies, kernels
 //     return t;
 //   }();
+//
+// (tests/sdk/add_device/add_device.cc, whole.)
 //
 // A device that queues work (a GPU) implements the members itself: the host
 // relies on them to order work across streams (weft/weft_device.h).

@@ -1,11 +1,12 @@
 // Weft SDK for C++ optimizer plugins: building update ops through the
 // host's graph services (weft_host_t.graph) with exceptions for errors.
 //
-//   weft::sdk::Graph g(graph);
-//   weft_value_t m = args->slots[0];
-//   weft_value_t m_read = g.Op("ReadVariable", "m_read", {m}, {Attr::Type("dtype", args->dtype)});
-//   weft_value_t done = g.Op("AssignSub", "update", {args->variable, delta},
-//                            {Attr::Type("dtype", args->dtype)});
+//   weft_value_t Update(weft_graph_builder_t* graph, const weft_update_args_t* args, weft_value_t delta) {
+//     weft::sdk::Graph g(graph);
+//     const weft::sdk::Attr dtype = weft::sdk::Attr::Type("dtype", args->dtype);
+//     weft_value_t m_read = g.Op("ReadVariable", "m_read", {args->slots[0]}, {dtype});
+//     return g.Op("AssignSub", "update", {args->variable, g.Mul(m_read, delta)}, {dtype});
+//   }
 //
 // Every call throws weft::sdk::Error when the host reports a problem (an
 // unknown op, a wrong attr, mismatched shapes), with the host's message,

@@ -4,14 +4,13 @@
 // the host runs its body inside Guard, which returns the body's status (or
 // NULL when it returns void) and turns anything thrown into a status:
 //
-//   weft::sdk::Error(code, msg)  -> that code and message
-//   std::bad_alloc               -> RESOURCE_EXHAUSTED
-//   other std::exception         -> INTERNAL, with what()
-//   anything else                -> UNKNOWN
+//  weft::sdk::Error(code, msg)  -> that code and message
+//  std::bad_alloc               -> RESOURCE_EXHAUSTED
+//  other std::exception         -> INTERNAL, with what()
+//  anything else                -> UNKNOWN
 //
-//   static weft_status_t BufferAlloc(weft_device_t d, uint64_t size,
-//                                    weft_buffer_t* out) {
-//     return weft::sdk::Guard([&] { *out = AsDevice(d)->Allocate(size); });
+//   static weft_status_t BufferAlloc(weft_device_t, uint64_t size, weft_buffer_t* out) {
+//     return weft::sdk::Guard([&] { *out = reinterpret_cast<weft_buffer_t>(new char[size + 1]); });
 //   }
 //
 // For entry points that return nothing (buffer_free, destroy), GuardVoid

@@ -3,7 +3,7 @@
 //
 //   uint16_t h = weft::sdk::FloatToHalf(1.5f);     // round to nearest even
 //   float f = weft::sdk::HalfToFloat(h);
-//   uint16_t b = weft::sdk::FloatToBfloat16(x);    // round to nearest even
+//   uint16_t b = weft::sdk::FloatToBfloat16(f);    // round to nearest even
 //   uint16_t d = weft::sdk::DoubleToHalf(0.1);     // one rounding, from the double
 //
 // Narrowing a double or a 64-bit integer to f16 or bf16 through float would

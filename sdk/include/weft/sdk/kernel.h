@@ -10,23 +10,25 @@
 //     explicit AddF32(const weft::sdk::KernelInit&) {}
 //     void Compute(weft::sdk::KernelContext& ctx) {
 //       const weft::sdk::Tensor a = ctx.input(0), b = ctx.input(1);
-//       weft::sdk::RequireSameShape(a, b, "Add");
-//       weft::sdk::Tensor c = ctx.allocate_output(0, a.dims);
-//       ...  // c.buffer, c.offset: the plugin's own buffer (see Tensor)
+//       weft::sdk::RequireSameShape(a, b, "Add on the ADD device (no broadcasting)");
+//       const weft::sdk::Tensor c = ctx.allocate_output(0, a.dims);
+//       ...  // a.buffer, a.offset: the plugin's own buffer (see Tensor)
 //     }
 //   };
 //
 //   const weft::sdk::KernelRegistry& Kernels() {
-//     static const weft::sdk::KernelRegistry r = [] {
-//       weft::sdk::KernelRegistry k;
-//       k.Add<AddF32>("Add", {{"T", WEFT_DTYPE_F32}});
-//       return k;
+//     static const weft::sdk::KernelRegistry registry = [] {
+//       weft::sdk::KernelRegistry r;
+//       r.Add<AddF32>("Add", {{"T", WEFT_DTYPE_F32}});
+//       return r;
 //     }();
-//     return r;
+//     return registry;
 //   }
 //   ...
-//   table.kernels = Kernels().data();
-//   table.num_kernels = Kernels().size();
+//   t.kernels = Kernels().data();
+//   t.num_kernels = Kernels().size();
+//
+// (tests/sdk/add_device/add_device.cc, whole.)
 //
 // Everything here throws weft::sdk::Error on failure, and the registry
 // runs every entry point inside weft::sdk::Guard, so a throw in a kernel's

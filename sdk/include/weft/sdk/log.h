@@ -1,6 +1,8 @@
 // Weft SDK for C++ plugins: logging through the host.
 //
-//   WEFT_SDK_LOG(INFO) << "opened " << name << " with " << mib << " MiB";
+//   void Opened(const std::string& name, int mib) {
+//     WEFT_SDK_LOG(INFO) << "opened " << name << " with " << mib << " MiB";
+//   }
 //
 // The message goes to the host's log with the plugin's name and the source
 // position; it is only formatted when the host would write it.

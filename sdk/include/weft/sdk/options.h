@@ -1,6 +1,6 @@
 // Weft SDK for C++ plugins: typed option getters that throw.
 //
-//   int64_t count = weft::sdk::GetInt(options, "count");
+//   int64_t Count(const weft_options_t* options) { return weft::sdk::GetInt(options, "count"); }
 //
 // The host has already validated the section against the plugin's
 // declaration, so these only fail for a key the plugin did not declare.

@@ -5,13 +5,17 @@
 //
 //   #include "weft/sdk/plugin.h"
 //
+//   extern const weft_device_plugin_t kDevice;  // the device table, defined below
+//
 //   static const weft_plugin_t* Describe() {
-//     static weft_plugin_t plugin = [] {
+//     static const weft_plugin_t plugin = [] {
 //       auto p = weft::sdk::Make<weft_plugin_t>();
 //       p.abi_major = WEFT_ABI_VERSION_MAJOR;
 //       p.abi_minor = WEFT_ABI_VERSION_MINOR;
 //       p.name = "mydev";
-//       ...
+//       p.version = "1.0.0";
+//       p.kind = WEFT_PLUGIN_DEVICE;
+//       p.device = &kDevice;  // the device table
 //       return p;
 //     }();
 //     return &plugin;

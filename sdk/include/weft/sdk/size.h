@@ -6,7 +6,9 @@
 // and the kernel writes past it. These throw weft::sdk::Error
 // (INVALID_ARGUMENT) instead, with |what| and the operands in the message:
 //
-//   const int64_t out = weft::sdk::AddSize(AddSize(d, before, "padded size"), after, "padded size");
+//   int64_t PaddedSize(int64_t d, int64_t before, int64_t after) {
+//     return weft::sdk::AddSize(weft::sdk::AddSize(d, before, "padded size"), after, "padded size");
+//   }
 //
 // The host checks the product of the dimensions itself when it allocates
 // (element count, byte size and the allocation limit), so a kernel needs

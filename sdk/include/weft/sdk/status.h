@@ -5,9 +5,11 @@
 // into a weft_status_t. Statuses coming back from the host are turned into
 // exceptions with ThrowIfError, or held with the move-only Status.
 //
-//   weft::sdk::ThrowIfError(host()->option_get_int(opts, "count", &count));
-//   if (count > 64)
-//     throw weft::sdk::Error(WEFT_INVALID_ARGUMENT, "count must be <= 64");
+//   void Configure(const weft_options_t* options) {
+//     int64_t count = 0;
+//     weft::sdk::ThrowIfError(weft::sdk::host()->option_get_int(options, "count", &count));
+//     if (count > 64) throw weft::sdk::Error(WEFT_INVALID_ARGUMENT, "count must be <= 64");
+//   }
 #ifndef WEFT_SDK_STATUS_H_
 #define WEFT_SDK_STATUS_H_
 

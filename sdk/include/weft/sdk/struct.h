@@ -1,8 +1,11 @@
 // Weft SDK for C++ plugins: struct_size helpers.
 //
-//   auto props = weft::sdk::Make<weft_device_properties_t>();  // zeroed, sized
-//   if (WEFT_STRUCT_HAS(out, weft_device_properties_t, num_extra)) ...
-//   for (const weft_kernel_def_t& k : weft::sdk::StructArray(defs, n)) ...
+//   int CountExtras(const weft_device_properties_t* out, const weft_kernel_def_t* defs, std::size_t n) {
+//     auto props = weft::sdk::Make<weft_device_properties_t>();  // zeroed, struct_size set
+//     int count = WEFT_STRUCT_HAS(out, weft_device_properties_t, num_extra) ? 1 : 0;
+//     for (const weft_kernel_def_t& k : weft::sdk::StructArray(defs, n)) count += k.num_constraints > 0;
+//     return count + static_cast<int>(props.struct_size > 0);
+//   }
 #ifndef WEFT_SDK_STRUCT_H_
 #define WEFT_SDK_STRUCT_H_
 

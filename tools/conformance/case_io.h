@@ -1,13 +1,13 @@
-// Reading the NumPy-generated case files shared by the conformance suite
-// (conformance_test) and the edge-case suite (edge_case_test): a TOML list
-// of cases naming .npy inputs and expected outputs, and the comparison of
-// a result with NumPy's values. See docs/development.md "Conformance".
-#ifndef WEFT_TESTS_CONFORMANCE_CASE_IO_H_
-#define WEFT_TESTS_CONFORMANCE_CASE_IO_H_
+// Reading the NumPy-generated case files of the conformance kit (`weft
+// conformance`, which conformance_test wraps) and the edge-case suite
+// (edge_case_test): a TOML list of cases naming .npy inputs and expected
+// outputs, and the comparison of a result with NumPy's values. See
+// docs/development.md "Conformance".
+#ifndef WEFT_TOOLS_CONFORMANCE_CASE_IO_H_
+#define WEFT_TOOLS_CONFORMANCE_CASE_IO_H_
 
 #include <toml++/toml.h>
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,11 +35,15 @@ struct Case {
   const toml::table* attrs = nullptr;
 };
 
-// The cases of |document| (a parsed cases.toml), in file order.
-std::vector<Case> ReadCases(const toml::table& document);
+// The cases of |document| (a parsed cases.toml), in file order; an error
+// naming the case when one is malformed. The cases point into |document|.
+Expected<std::vector<Case>> ReadCases(const toml::table& document);
 
 // The tensor of |spec| in |dir| (bf16 files hold float32 values).
 Expected<Tensor> LoadTensor(const std::string& dir, const IoSpec& spec);
+
+// Element |i| of a numeric or bool tensor as a double (NaN for others).
+double AsDouble(const Tensor& t, int64_t i);
 
 // The dtype a spec's expected values stand for.
 DType ExpectedDType(const Tensor& file_tensor, const IoSpec& spec);
@@ -54,10 +58,6 @@ Expected<AttrMap> Attrs(const Case& c, const OpDef& op);
 std::string Compare(const Tensor& got, const Tensor& want, DType want_dtype, double rtol, double atol,
                     bool signed_zeros = false);
 
-// Registers one GoogleTest per op, suite.<op>, whose body is |run|(op).
-void RegisterOpTests(const char* suite, const std::vector<std::string>& ops,
-                     const std::function<void(const std::string&)>& run);
-
 }  // namespace weft::cases
 
-#endif  // WEFT_TESTS_CONFORMANCE_CASE_IO_H_
+#endif  // WEFT_TOOLS_CONFORMANCE_CASE_IO_H_

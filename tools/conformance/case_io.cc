@@ -1,6 +1,4 @@
-#include "tests/conformance/case_io.h"
-
-#include <gtest/gtest.h>
+#include "tools/conformance/case_io.h"
 
 #include <cmath>
 #include <cstring>
@@ -11,15 +9,25 @@
 namespace weft::cases {
 namespace {
 
-std::vector<IoSpec> ReadSpecs(const toml::array* array) {
+// A case's inputs or outputs: tables with a file name (a plain name in
+// the cases' folder) and an optional dtype.
+Expected<std::vector<IoSpec>> ReadSpecs(const toml::node_view<const toml::node>& node, const std::string& where) {
   std::vector<IoSpec> specs;
-  if (array == nullptr) return specs;
-  for (const toml::node& n : *array) {
-    const toml::table& t = *n.as_table();
-    specs.push_back({t["file"].value_or(std::string()), t["dtype"].value_or(std::string()) == "bf16"});
+  if (!node) return specs;
+  const toml::array* array = node.as_array();
+  if (array == nullptr) return InvalidArgumentError(where, " is not an array");
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const toml::table* t = (*array)[i].as_table();
+    const std::optional<std::string> file = t != nullptr ? (*t)["file"].value<std::string>() : std::nullopt;
+    if (!file || file->empty() || file->find('/') != std::string::npos || *file == "..") {
+      return InvalidArgumentError(where, "[", i, "] needs a file: a plain file name in the cases' folder");
+    }
+    specs.push_back({*file, (*t)["dtype"].value_or(std::string()) == "bf16"});
   }
   return specs;
 }
+
+}  // namespace
 
 double AsDouble(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
@@ -43,24 +51,28 @@ double AsDouble(const Tensor& t, int64_t i) {
   }
 }
 
-}  // namespace
 
-std::vector<Case> ReadCases(const toml::table& document) {
+Expected<std::vector<Case>> ReadCases(const toml::table& document) {
   std::vector<Case> out;
   const toml::array* array = document["case"].as_array();
-  if (array == nullptr) return out;
-  for (const toml::node& node : *array) {
-    const toml::table& t = *node.as_table();
+  if (array == nullptr) return InvalidArgumentError("no [[case]] array");
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    const toml::table* table = (*array)[i].as_table();
+    if (table == nullptr) return InvalidArgumentError("case ", i, " is not a table");
+    const toml::table& t = *table;
     Case c;
     c.name = t["name"].value_or(std::string());
     c.op = t["op"].value_or(std::string());
-    c.inputs = ReadSpecs(t["inputs"].as_array());
-    c.outputs = ReadSpecs(t["outputs"].as_array());
+    if (c.name.empty() || c.op.empty()) return InvalidArgumentError("case ", i, " needs a name and an op");
+    const std::string where = StrCat("case ", c.name);
+    WEFT_ASSIGN_OR_RETURN(c.inputs, ReadSpecs(t["inputs"], where + " inputs"));
+    WEFT_ASSIGN_OR_RETURN(c.outputs, ReadSpecs(t["outputs"], where + " outputs"));
     c.error = t["error"].value_or(std::string());
     c.rtol = t["rtol"].value_or(0.0);
     c.atol = t["atol"].value_or(0.0);
     c.signed_zeros = t["signed_zeros"].value_or(false);
     c.attrs = t["attrs"].as_table();
+    if (t["attrs"] && c.attrs == nullptr) return InvalidArgumentError(where, ": attrs is not a table");
     out.push_back(std::move(c));
   }
   return out;
@@ -99,6 +111,7 @@ Expected<AttrMap> Attrs(const Case& c, const OpDef& op) {
       case AttrType::kIntList:
       case AttrType::kShape: {
         std::vector<int64_t> values;
+        if (node.as_array() == nullptr) return InvalidArgumentError("attr ", name, ": expected an array");
         for (const toml::node& e : *node.as_array()) values.push_back(e.value_or(int64_t{0}));
         if (def->type == AttrType::kShape) {
           out[name] = AttrValue(Shape(values));
@@ -109,6 +122,7 @@ Expected<AttrMap> Attrs(const Case& c, const OpDef& op) {
       }
       case AttrType::kFloatList: {
         std::vector<double> values;
+        if (node.as_array() == nullptr) return InvalidArgumentError("attr ", name, ": expected an array");
         for (const toml::node& e : *node.as_array()) values.push_back(e.value_or(0.0));
         out[name] = AttrValue(values);
         break;
@@ -154,20 +168,6 @@ std::string Compare(const Tensor& got, const Tensor& want, DType want_dtype, dou
   }
   if (bad == 0) return "";
   return StrCat(bad, " of ", got.num_elements(), " elements differ:", report);
-}
-
-void RegisterOpTests(const char* suite, const std::vector<std::string>& ops,
-                     const std::function<void(const std::string&)>& run) {
-  struct OpTest : ::testing::Test {
-    std::string op;
-    std::function<void(const std::string&)> body;
-    OpTest(std::string o, std::function<void(const std::string&)> b) : op(std::move(o)), body(std::move(b)) {}
-    void TestBody() override { body(op); }
-  };
-  for (const std::string& op : ops) {
-    ::testing::RegisterTest(suite, op.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                            [op, run]() -> ::testing::Test* { return new OpTest(op, run); });
-  }
 }
 
 }  // namespace weft::cases
