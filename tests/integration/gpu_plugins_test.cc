@@ -46,7 +46,14 @@ struct GpuPlugin {
   const char* string_call;  // "cudaGetErrorString"
   const char* name_call;    // "cudaGetErrorName"
 
+  bool has_front;           // cuda: the file the host loads is a front (gpu_front.cc)
+
   std::string file() const { return StrCat(WEFT_BUILT_PLUGIN_DIR, "/weft_device_", name, ".so"); }
+  // The library with the device table and the kernels: the front loads it
+  // once a device is found.
+  std::string implementation() const {
+    return has_front ? StrCat(WEFT_BUILT_PLUGIN_DIR, "/", name, "/weft_device_", name, "_impl.so") : file();
+  }
 };
 
 std::ostream& operator<<(std::ostream& out, const GpuPlugin& p) { return out << p.name; }
@@ -55,11 +62,11 @@ std::vector<GpuPlugin> BuiltPlugins() {
   std::vector<GpuPlugin> plugins;
 #ifdef WEFT_TEST_CUDA_RUNTIME
   plugins.push_back({"cuda", "CUDA", WEFT_TEST_CUDA_RUNTIME, "cudaGetDeviceCount", "cudaGetErrorString",
-                     "cudaGetErrorName"});
+                     "cudaGetErrorName", true});
 #endif
 #ifdef WEFT_TEST_HIP_RUNTIME
   plugins.push_back({"hip", "HIP", WEFT_TEST_HIP_RUNTIME, "hipGetDeviceCount", "hipGetErrorString",
-                     "hipGetErrorName"});
+                     "hipGetErrorName", false});
 #endif
   return plugins;
 }
@@ -187,6 +194,15 @@ TEST_P(GpuPluginTest, IsUnavailableWithTheRuntimesReasonOrLoadedWithItsDevices) 
   EXPECT_EQ(info.state, PluginState::kUnavailable);
   ExpectTheRuntimesReason(info.reason);
   EXPECT_EQ(host.devices().Find(p.device_type), nullptr);
+  // Without a device, nothing heavy is loaded: not the implementation,
+  // not its vendor libraries (the front links the runtime only). The
+  // dynamic loader lists every library a `weft devices` process opens.
+  ProcessResult r = testing::Run({WEFT_CLI, "devices"}, {{"WEFT_PLUGIN_PATH", ""}, {"LD_DEBUG", "files"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.err.find(StrCat("weft_device_", p.name, ".so")), std::string::npos) << "LD_DEBUG lists no plugin";
+  for (const char* library : {"_impl.so", "libcublas", "libcudnn"}) {
+    EXPECT_EQ(r.err.find(library), std::string::npos) << library << " is loaded without a device";
+  }
 }
 
 TEST_P(GpuPluginTest, StrictModeNeverRefusesAnUnavailablePlugin) {
@@ -229,9 +245,43 @@ TEST_P(GpuPluginTest, DeclaresItsOptionAndTheHostChecksIt) {
 // The device table itself, through the plugin's entry point: without a
 // GPU, device_count and device_open both answer UNAVAILABLE with the
 // reason; with one, memory, copies, streams and events work.
+// Both files of a plugin with a front: the front (without a device, its
+// own table answering UNAVAILABLE; with one, the implementation's) and the
+// implementation itself.
+TEST_P(GpuPluginTest, FrontAndImplementationAnswerAlike) {
+  const GpuPlugin& p = GetParam();
+  if (!p.has_front) GTEST_SKIP() << p.name << " has no front";
+  std::vector<std::string> reasons;
+  for (const std::string& file : {p.file(), p.implementation()}) {
+    void* lib = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib, nullptr) << dlerror();
+    auto init = reinterpret_cast<weft_plugin_init_fn>(dlsym(lib, WEFT_PLUGIN_ENTRY_SYMBOL));
+    ASSERT_NE(init, nullptr) << file;
+    const weft_plugin_t* description = nullptr;
+    ASSERT_EQ(plugin::TakeStatus(init(plugin::HostTable(), &description)).ToString(), "OK") << file;
+    EXPECT_STREQ(description->name, p.name) << file;
+    EXPECT_STREQ(description->version, "0.1.0") << file;
+    ASSERT_EQ(description->num_options, 1u) << file;
+    EXPECT_STREQ(description->options[0].key, "allocator_cache") << file;
+    EXPECT_STREQ(description->device->device_type, p.device_type) << file;
+    int32_t count = -1;
+    Status counted = plugin::TakeStatus(description->device->device_count(&count));
+    if (probe_.has_gpu()) {
+      EXPECT_TRUE(counted.ok()) << file << ": " << counted.ToString();
+    } else {
+      EXPECT_EQ(counted.code(), Code::kUnavailable) << file;
+      reasons.push_back(counted.message());
+    }
+  }
+  if (!reasons.empty()) {
+    ASSERT_EQ(reasons.size(), 2u);
+    EXPECT_EQ(reasons[0], reasons[1]);
+  }
+}
+
 TEST_P(GpuPluginTest, DeviceTableAnswersForItself) {
   const GpuPlugin& p = GetParam();
-  void* lib = dlopen(p.file().c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(p.implementation().c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
   auto init = reinterpret_cast<weft_plugin_init_fn>(dlsym(lib, WEFT_PLUGIN_ENTRY_SYMBOL));
   ASSERT_NE(init, nullptr);
@@ -388,6 +438,10 @@ TEST_P(GpuPluginTest, ExportsOnlyItsEntryPoint) {
   r = testing::Run({WEFT_TEST_READELF, "-d", GetParam().file()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
+  // The file the host loads needs the runtime only; the vendor's heavy
+  // libraries are the implementation's, loaded once a device is found.
+  EXPECT_EQ(r.out.find("libcublas"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libcudnn"), std::string::npos) << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Built, GpuPluginTest, ::testing::ValuesIn(BuiltPlugins()),

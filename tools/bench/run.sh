@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout while_loop_iter run_trivial
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
-     tensor_send_64m tensor_send_4k null_step remote_loop ps_train_mlp sparse_step)
+     tensor_send_64m tensor_send_4k null_step remote_loop ps_train_mlp sparse_step startup_rss)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 # The distributed runtime's benchmarks live in their own binary.
@@ -22,7 +22,11 @@ if [ ! -x build/bin/weft_bench ] || [ ! -x build/bin/weft_dist_bench ] ||
 fi
 echo "# $(date -u +%FT%TZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
 for name in "${names[@]}"; do
-  if [[ "$dist_names" == *" $name "* ]]; then
+  if [ "$name" = startup_rss ]; then
+    # `weft devices` with every plugin against the same without the GPU ones.
+    cmake --build --preset release >/dev/null
+    /usr/bin/python3 tools/bench/startup_rss.py build/bin/weft ${REPEATS:-7}
+  elif [[ "$dist_names" == *" $name "* ]]; then
     build/bin/weft_dist_bench "$name" ${REPEATS:+--repeats "$REPEATS"}
   else
     build/bin/weft_bench "$name" ${REPEATS:+--repeats "$REPEATS"}

@@ -19,15 +19,6 @@ std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 }  // namespace
 
-std::string RuntimeErrorText(rt::Error error) {
-  const char* name = rt::ErrorName(error);
-  const char* text = rt::ErrorString(error);
-  std::string out = name != nullptr ? name : ("error " + std::to_string(static_cast<int>(error)));
-  // HIP's text is sometimes just the name again.
-  if (text != nullptr && std::string(text) != out) out += std::string(": ") + text;
-  return out;
-}
-
 void ThrowRuntimeError(rt::Error error, const std::string& what) {
   const weft_code_t code = error == rt::kErrorOutOfMemory ? WEFT_RESOURCE_EXHAUSTED : WEFT_INTERNAL;
   throw sdk::Error(code, what + ": " + RuntimeErrorText(error));

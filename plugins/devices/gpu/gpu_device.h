@@ -33,10 +33,6 @@ inline void Check(rt::Error error, const char* what) {
   if (error != rt::kSuccess) ThrowRuntimeError(error, what);
 }
 
-// The runtime's text for |error|: "cudaErrorNoDevice: no CUDA-capable
-// device is detected".
-std::string RuntimeErrorText(rt::Error error);
-
 // What [devices.cuda] / [devices.hip] set.
 struct Options {
   // Keep freed blocks in per-size free lists for reuse (allocator_cache).

@@ -15,6 +15,7 @@
 
 #include "gpu/gpu_device.h"
 #include "gpu/kernel_framework.h"
+#include "gpu/plugin_options.h"
 #include "gpu/vendor.h"
 #include "weft/sdk/plugin.h"
 
@@ -294,13 +295,6 @@ const weft_device_plugin_t& DeviceTable() {
   }();
   return table;
 }
-
-const weft_option_def_t kOptions[] = {
-    {sizeof(weft_option_def_t), "allocator_cache", WEFT_OPTION_BOOL, "true",
-     "Keep freed device buffers in per-size free lists for reuse (the runtime's own free waits for the whole "
-     "device); false returns every buffer to the runtime at once.",
-     0, 0, 0, 0, nullptr, 0},
-};
 
 const weft_plugin_t* Describe() {
   static const weft_plugin_t plugin = [] {

@@ -14,6 +14,7 @@
 #define WEFT_PLUGINS_DEVICES_GPU_GPU_RUNTIME_H_
 
 #include <cstddef>
+#include <string>
 
 #if defined(WEFT_GPU_CUDA) == defined(WEFT_GPU_HIP)
 #error "define exactly one of WEFT_GPU_CUDA and WEFT_GPU_HIP"
@@ -150,5 +151,20 @@ inline Error Memset(void* dst, int value, size_t bytes, Stream stream) {
 #endif
 
 }  // namespace weft::gpu::rt
+
+namespace weft::gpu {
+
+// The runtime's text for |error|: "cudaErrorNoDevice: no CUDA-capable
+// device is detected".
+inline std::string RuntimeErrorText(rt::Error error) {
+  const char* name = rt::ErrorName(error);
+  const char* text = rt::ErrorString(error);
+  std::string out = name != nullptr ? name : ("error " + std::to_string(static_cast<int>(error)));
+  // HIP's text is sometimes just the name again.
+  if (text != nullptr && std::string(text) != out) out += std::string(": ") + text;
+  return out;
+}
+
+}  // namespace weft::gpu
 
 #endif  // WEFT_PLUGINS_DEVICES_GPU_GPU_RUNTIME_H_
