@@ -40,6 +40,7 @@ packages=(
   iproute2                 # cluster tests in network namespaces (ip netns, veth)
   openmpi-bin              # mpirun: the test of a cluster launched by Open MPI
   libtomlplusplus-dev      # TOML configuration
+  nlohmann-json3-dev       # every JSON Weft writes (core/base/json.h)
   libcli11-dev             # the weft command line
   libgtest-dev libgmock-dev
   capnproto libcapnp-dev   # graph files (.wg/.wgt)

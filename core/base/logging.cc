@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/json.h"
+
 namespace weft {
 namespace {
 
@@ -65,12 +67,13 @@ std::string_view BaseName(std::string_view path) {
 void WriteRecord(SinkState& state, const LogRecord& record) {
   std::string line;
   if (state.format == LogFormat::kJson) {
-    line = StrCat("{\"time\":", Quote(Timestamp(true)), ",\"level\":",
-                  Quote(LogLevelName(record.level)), ",\"source\":", Quote(record.source));
+    Json json = {{"time", Timestamp(true)}, {"level", std::string(LogLevelName(record.level))}, {"source", record.source}};
     if (!record.file.empty()) {
-      line += StrCat(",\"file\":", Quote(BaseName(record.file)), ",\"line\":", record.line);
+      json["file"] = std::string(BaseName(record.file));
+      json["line"] = record.line;
     }
-    line += StrCat(",\"message\":", Quote(record.message), "}\n");
+    json["message"] = record.message;
+    line = DumpJson(json) + "\n";
   } else {
     line = StrCat("[", LevelLetter(record.level), " ", Timestamp(false), " ", record.source);
     if (GetLogLevel() <= LogLevel::kDebug && !record.file.empty()) {

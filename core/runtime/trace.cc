@@ -1,9 +1,10 @@
 #include "core/runtime/trace.h"
 
+#include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+
+#include "core/base/file_util.h"
+#include "core/base/json.h"
 
 namespace weft::runtime {
 
@@ -24,26 +25,22 @@ std::vector<TraceRecorder::Event> TraceRecorder::events() const {
 }
 
 std::string TraceRecorder::ToJson() const {
-  std::vector<Event> events = this->events();
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  bool first = true;
-  for (const Event& e : events) {
-    if (!first) out += ",\n";
-    first = false;
-    out += StrCat("{\"name\":", Quote(e.name), ",\"cat\":", Quote(e.op), ",\"ph\":\"X\",\"ts\":", e.start_us,
-                  ",\"dur\":", std::max<int64_t>(e.duration_us, 0), ",\"pid\":1,\"tid\":", e.thread,
-                  ",\"args\":{\"op\":", Quote(e.op), ",\"device\":", Quote(e.device), ",\"step\":", e.step_id, "}}");
+  Json events = Json::array();
+  for (const Event& e : this->events()) {
+    events.push_back({{"name", e.name},
+                      {"cat", e.op},
+                      {"ph", "X"},
+                      {"ts", e.start_us},
+                      {"dur", std::max<int64_t>(e.duration_us, 0)},
+                      {"pid", 1},
+                      {"tid", e.thread},
+                      {"args", {{"op", e.op}, {"device", e.device}, {"step", e.step_id}}}});
   }
-  out += "\n]}\n";
-  return out;
+  return DumpJson(Json{{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}}) + "\n";
 }
 
 Status TraceRecorder::WriteJson(const std::string& path) const {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return InvalidArgumentError("cannot write trace file ", Quote(path), ": ", std::strerror(errno));
-  out << ToJson();
-  if (!out) return InvalidArgumentError("cannot write trace file ", Quote(path), ": ", std::strerror(errno));
-  return Status();
+  return WriteFileAtomically(path, ToJson()).WithContext("writing the trace");
 }
 
 }  // namespace weft::runtime

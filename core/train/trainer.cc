@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base/json.h"
 #include "core/base/logging.h"
 #include "core/base/strings.h"
 #include "core/checkpoint/bundle.h"
@@ -276,14 +277,6 @@ std::string Fixed(double v, int digits) {
   return out.str();
 }
 
-// JSON numbers: NaN and infinities become null.
-std::string Json(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream out;
-  out << std::setprecision(9) << v;
-  return out.str();
-}
-
 class Reporter {
  public:
   Reporter(std::ostream* out, bool interactive, const std::string& metrics_path)
@@ -310,8 +303,11 @@ class Reporter {
     line << "  lr " << std::setprecision(3) << lr << "  " << static_cast<int64_t>(examples_per_sec + 0.5)
          << " examples/s  ETA " << FormatEta(eta_seconds);
     Line(line.str(), /*transient=*/true);
-    Metric(StrCat("{\"step\":", step, ",\"loss\":", Json(loss), ",\"accuracy\":", Json(accuracy),
-                  ",\"learning_rate\":", Json(lr), ",\"examples_per_sec\":", Json(examples_per_sec), "}"));
+    Metric({{"step", step},
+            {"loss", loss},
+            {"accuracy", accuracy},
+            {"learning_rate", lr},
+            {"examples_per_sec", examples_per_sec}});
   }
 
   void Evaluation(int64_t step, double loss, double accuracy, int64_t examples) {
@@ -320,7 +316,7 @@ class Reporter {
     if (!std::isnan(accuracy)) line << "  test_accuracy " << Fixed(accuracy, 4);
     line << "  (" << examples << " examples)";
     Line(line.str(), false);
-    Metric(StrCat("{\"step\":", step, ",\"test_loss\":", Json(loss), ",\"test_accuracy\":", Json(accuracy), "}"));
+    Metric({{"step", step}, {"test_loss", loss}, {"test_accuracy", accuracy}});
   }
 
   void Note(const std::string& text) { Line(text, false); }
@@ -330,11 +326,15 @@ class Reporter {
                 " examples_per_sec=", Fixed(r.examples_per_sec, 1),
                 r.wire_bytes_per_step > 0 ? StrCat(" wire_bytes_per_step=", Fixed(r.wire_bytes_per_step, 0)) : ""),
          false);
-    Metric(StrCat("{\"final\":true,\"step\":", r.step, ",\"loss\":", Json(r.loss), ",\"test_loss\":", Json(r.test_loss),
-                  ",\"test_accuracy\":", Json(r.test_accuracy), ",\"examples_per_sec\":", Json(r.examples_per_sec),
-                  ",\"input_wait_fraction\":", Json(r.input_wait_fraction),
-                  r.wire_bytes_per_step > 0 ? StrCat(",\"wire_bytes_per_step\":", Json(r.wire_bytes_per_step)) : "",
-                  "}"));
+    Json final = {{"final", true},
+                  {"step", r.step},
+                  {"loss", r.loss},
+                  {"test_loss", r.test_loss},
+                  {"test_accuracy", r.test_accuracy},
+                  {"examples_per_sec", r.examples_per_sec},
+                  {"input_wait_fraction", r.input_wait_fraction}};
+    if (r.wire_bytes_per_step > 0) final["wire_bytes_per_step"] = r.wire_bytes_per_step;
+    Metric(final);
   }
 
  private:
@@ -351,9 +351,10 @@ class Reporter {
     }
     out_->flush();
   }
-  void Metric(const std::string& json) {
+  // One JSON object per line (NaN and infinities as null).
+  void Metric(const Json& json) {
     if (!metrics_ok_) return;
-    metrics_ << json << "\n";
+    metrics_ << DumpJson(json) << "\n";
     metrics_.flush();
   }
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/base/strings.h"
 #include "core/tensor/npy.h"
 #include "tests/integration/subprocess.h"
@@ -735,6 +737,20 @@ TEST_F(Cli, MissingConfigFileIsAUserError) {
             "directory\n");
 }
 
+
+// JSON output stays valid JSON when what it reports is not valid UTF-8 (a
+// folder name): the bytes become U+FFFD (core/base/json.h).
+TEST_F(Cli, JsonOutputIsValidWithInvalidUtf8) {
+  const fs::path odd = dir_ / "plugins\xff";
+  fs::create_directories(odd);
+  ProcessResult r = Weft({"plugins", "--json"}, {{"WEFT_PLUGIN_PATH", odd.string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // throws on invalid JSON or UTF-8
+  const std::string replaced = (dir_ / "plugins\xef\xbf\xbd").string();
+  bool found = false;
+  for (const auto& entry : j["search_path"]) found = found || entry == replaced;
+  EXPECT_TRUE(found) << r.out;
+}
 
 // --- weft conformance --------------------------------------------------------
 

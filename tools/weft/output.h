@@ -1,4 +1,4 @@
-// Output helpers for the CLI: aligned text tables and a small JSON writer.
+// Output helpers for the CLI: aligned text tables, and the JSON writer.
 #ifndef WEFT_TOOLS_WEFT_OUTPUT_H_
 #define WEFT_TOOLS_WEFT_OUTPUT_H_
 
@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/base/json.h"
 
 namespace weft::cli {
 
@@ -22,29 +24,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// Writes one JSON value, with the caller doing the structure:
-//   JsonWriter j(out); j.BeginObject(); j.Key("name"); j.String("cpu"); ...
-class JsonWriter {
- public:
-  explicit JsonWriter(std::ostream& out) : out_(out) {}
-  void BeginObject();
-  void EndObject();
-  void BeginArray();
-  void EndArray();
-  void Key(std::string_view key);
-  void String(std::string_view value);
-  void Number(double value);
-  void Int(long long value);
-  void Bool(bool value);
-  void Null();
-
- private:
-  void Separate();
-  std::ostream& out_;
-  // Per open container: whether it already has an element.
-  std::vector<bool> has_element_;
-  bool after_key_ = false;
-};
+// JSON output goes through the one JSON writer (core/base/json.h).
+using weft::JsonWriter;
 
 }  // namespace weft::cli
 
