@@ -219,9 +219,8 @@ Status WriteBundle(const std::string& prefix, const std::vector<std::pair<std::s
   const std::string shard = ShardPath(prefix, 0, 1);
   const std::string index_path = IndexPath(prefix);
   const std::string shard_temp = shard + suffix;
-  const std::string index_temp = index_path + suffix;
   // Whatever happens below, no temporary file outlives a failed save.
-  TemporaryFiles cleanup{{shard_temp, index_temp}};
+  TemporaryFiles cleanup{{shard_temp}};
 
   BundleIndex index;
   index.metadata = metadata;
@@ -241,20 +240,11 @@ Status WriteBundle(const std::string& prefix, const std::vector<std::pair<std::s
   }
   Observe(options, WriteStage::kShardsRenamed);
 
-  {
-    auto fd = ScopedFd::Create(index_temp);
-    if (!fd.ok()) return fd.status().WithContext(StrCat("cannot save checkpoint ", prefix));
-    s = fd->WriteAll(SerializeIndex(index));
-    if (s.ok()) s = fd->Sync();
-    if (s.ok()) s = fd->Close();
-    if (!s.ok()) return s.WithContext(StrCat("cannot save checkpoint ", prefix));
-  }
-  Observe(options, WriteStage::kIndexSynced);
-  if (::rename(index_temp.c_str(), index_path.c_str()) != 0) {
-    return ErrnoStatus(StrCat("cannot save checkpoint ", prefix, ": renaming ", index_temp, " to ", index_path));
-  }
   cleanup.paths.clear();
-  WEFT_RETURN_IF_ERROR(FsyncDirectory(dir).WithContext(StrCat("cannot save checkpoint ", prefix)));
+  // The index last, by the one atomic writer: the bundle exists once it is
+  // renamed into place.
+  s = WriteFileAtomically(index_path, SerializeIndex(index), [&] { Observe(options, WriteStage::kIndexSynced); });
+  if (!s.ok()) return s.WithContext(StrCat("cannot save checkpoint ", prefix));
   Observe(options, WriteStage::kIndexRenamed);
   return Status();
 }
@@ -337,23 +327,9 @@ Status CommitShardedBundle(const std::string& prefix, const std::vector<BundleIn
                            index.shard_sizes[static_cast<std::size_t>(i)]);
     }
   }
-  const std::string index_path = IndexPath(prefix);
-  const std::string temp = index_path + TempSuffix();
-  TemporaryFiles cleanup{{temp}};
-  {
-    auto fd = ScopedFd::Create(temp);
-    if (!fd.ok()) return fd.status().WithContext(context);
-    Status s = fd->WriteAll(SerializeIndex(index));
-    if (s.ok()) s = fd->Sync();
-    if (s.ok()) s = fd->Close();
-    if (!s.ok()) return s.WithContext(context);
-  }
-  Observe(options, WriteStage::kIndexSynced);
-  if (::rename(temp.c_str(), index_path.c_str()) != 0) {
-    return ErrnoStatus(StrCat(context, ": renaming ", temp, " to ", index_path));
-  }
-  cleanup.paths.clear();
-  WEFT_RETURN_IF_ERROR(FsyncDirectory(DirectoryOf(prefix)).WithContext(context));
+  Status s = WriteFileAtomically(IndexPath(prefix), SerializeIndex(index),
+                                 [&] { Observe(options, WriteStage::kIndexSynced); });
+  if (!s.ok()) return s.WithContext(context);
   Observe(options, WriteStage::kIndexRenamed);
   return Status();
 }
