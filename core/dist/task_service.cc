@@ -49,7 +49,7 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   runtime::SessionOptions session_options;
   session_options.inter_op_threads = service->options_.inter_op_threads;
   const auto [inter, intra] = runtime::ResolveThreads(session_options);
-  plugin::ConfigureHostServices(intra);
+  service->intra_op_pool_ = plugin::IntraOpPoolFor(intra);
   runtime::EnableKernelServices();
   service->pool_ = std::make_unique<ThreadPool>(std::max(1, inter), "inter_op");
   RpcNode::Options rpc;
@@ -283,6 +283,7 @@ std::shared_ptr<TaskService::Step> TaskService::GetStep(int64_t step_id, bool cr
   auto step = std::make_shared<Step>();
   step->id = step_id;
   step->info.step_id = step_id;
+  step->info.intra_op = intra_op_pool_.get();
   auto peers = options_.peers;
   step->rendezvous = std::make_unique<RemoteRendezvous>(
       step_id, options_.name, rpc_.get(),

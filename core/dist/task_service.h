@@ -93,6 +93,7 @@ class TaskService {
   uint64_t incarnation_ = 0;
   std::shared_ptr<runtime::DeviceSet> devices_;
   std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<const plugin::IntraOpPool> intra_op_pool_;  // its kernels' parallel loops
   std::unique_ptr<RpcNode> rpc_;
 
   std::mutex mutex_;

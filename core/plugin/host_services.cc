@@ -1,10 +1,14 @@
 #include "core/plugin/host_services.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "core/base/logging.h"
 #include "core/base/thread_pool.h"
@@ -74,36 +78,48 @@ void HostFree(void* ptr) { std::free(ptr); }
 
 // --- Threads ----------------------------------------------------------------
 
-struct PoolHolder {
-  std::mutex mutex;
-  std::shared_ptr<ThreadPool> pool;
-  int threads = 0;
-  // |threads| once the pool exists, read without the mutex by
-  // IntraOpThreads (kernels ask for it on every run).
-  std::atomic<int> published_threads{0};
+}  // namespace
+
+class IntraOpPool {
+ public:
+  explicit IntraOpPool(int threads) : threads_(threads), pool_(threads - 1, "intra_op") {}
+  int threads() const { return threads_; }
+  ThreadPool& pool() const { return pool_; }
+
+ private:
+  int threads_;
+  mutable ThreadPool pool_;
 };
 
-PoolHolder& Pool() {
-  static auto* holder = new PoolHolder();  // leaked: plugins may call it during exit
-  return *holder;
+int Threads(const IntraOpPool& pool) { return pool.threads(); }
+
+namespace {
+
+struct PoolCache {
+  std::mutex mutex;
+  std::map<int, std::weak_ptr<const IntraOpPool>> pools;
+};
+
+PoolCache& Cache() {
+  static auto* cache = new PoolCache();  // leaked: plugins may call in during exit
+  return *cache;
 }
 
-std::shared_ptr<ThreadPool> CurrentPool() {
-  PoolHolder& holder = Pool();
-  std::lock_guard<std::mutex> lock(holder.mutex);
-  if (!holder.pool) {
-    holder.threads = AvailableCores();
-    holder.pool = std::make_shared<ThreadPool>(holder.threads - 1, "intra_op");
-    holder.published_threads.store(holder.threads, std::memory_order_release);
-  }
-  return holder.pool;
+// The pool used outside any session's scope: every core.
+const IntraOpPool& DefaultPool() {
+  static const auto* pool = new std::shared_ptr<const IntraOpPool>(IntraOpPoolFor(AvailableCores()));
+  return **pool;
 }
+
+thread_local const IntraOpPool* t_pool = nullptr;
+
+const IntraOpPool& CurrentPool() { return t_pool != nullptr ? *t_pool : DefaultPool(); }
 
 void HostParallelFor(int64_t count, int64_t cost_per_unit_ns,
                      void (*fn)(void* user, int64_t begin, int64_t end), void* user) {
   if (fn == nullptr || count <= 0) return;
-  CurrentPool()->ParallelFor(count, cost_per_unit_ns,
-                             [fn, user](int64_t begin, int64_t end) { fn(user, begin, end); });
+  CurrentPool().pool().ParallelFor(count, cost_per_unit_ns,
+                                   [fn, user](int64_t begin, int64_t end) { fn(user, begin, end); });
 }
 
 int32_t HostIntraOpThreads() { return IntraOpThreads(); }
@@ -151,6 +167,108 @@ weft_status_t OptionGetString(const weft_options_t* options, const char* key, co
   return nullptr;
 }
 
+// --- Kernel and graph services -----------------------------------------------
+//
+// The table plugins hold never changes, so its kernel and graph members
+// point at forwarding tables made here; each forwarder calls the runtime's
+// (trainer's) table once it is offered. Plugins only reach them from a
+// kernel or an optimizer the runtime (trainer) is running, so by then it is.
+
+std::atomic<const weft_kernel_api_t*> g_kernel{nullptr};
+std::atomic<const weft_graph_api_t*> g_graph{nullptr};
+
+template <class Api>
+const Api* Provided();
+template <>
+const weft_kernel_api_t* Provided() {
+  return g_kernel.load(std::memory_order_acquire);
+}
+template <>
+const weft_graph_api_t* Provided() {
+  return g_graph.load(std::memory_order_acquire);
+}
+
+template <class Api, class Fn>
+struct Forwarder;
+template <class Api, class R, class... A>
+struct Forwarder<Api, R (*)(A...)> {
+  template <R (*Api::*Member)(A...)>
+  static R Call(A... args) {
+    const Api* api = Provided<Api>();
+    if (api == nullptr) {
+      // A plugin called a kernel (graph) service outside a kernel (update)
+      // the runtime runs: a bug in the plugin, with no status to return.
+      std::fprintf(stderr, "weft: a plugin used the host's %s services before the runtime offered them\n",
+                   std::is_same_v<Api, weft_kernel_api_t> ? "kernel" : "graph");
+      std::abort();
+    }
+    return (api->*Member)(args...);
+  }
+};
+
+#define WEFT_FORWARD(Api, table, member) \
+  table.member = &Forwarder<Api, decltype(Api::member)>::template Call<&Api::member>
+
+const weft_kernel_api_t* ForwardingKernelApi() {
+  static const weft_kernel_api_t table = [] {
+    weft_kernel_api_t t{};
+    t.struct_size = sizeof t;
+    WEFT_FORWARD(weft_kernel_api_t, t, init_node_name);
+    WEFT_FORWARD(weft_kernel_api_t, t, init_op);
+    WEFT_FORWARD(weft_kernel_api_t, t, init_num_inputs);
+    WEFT_FORWARD(weft_kernel_api_t, t, init_num_outputs);
+    WEFT_FORWARD(weft_kernel_api_t, t, init_input_dtype);
+    WEFT_FORWARD(weft_kernel_api_t, t, init_output_dtype);
+    WEFT_FORWARD(weft_kernel_api_t, t, init_input_shape);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_int);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_float);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_bool);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_dtype);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_string);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_shape);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_int_list);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_float_list);
+    WEFT_FORWARD(weft_kernel_api_t, t, attr_tensor);
+    WEFT_FORWARD(weft_kernel_api_t, t, node_name);
+    WEFT_FORWARD(weft_kernel_api_t, t, num_inputs);
+    WEFT_FORWARD(weft_kernel_api_t, t, num_outputs);
+    WEFT_FORWARD(weft_kernel_api_t, t, input);
+    WEFT_FORWARD(weft_kernel_api_t, t, allocate_output);
+    WEFT_FORWARD(weft_kernel_api_t, t, forward_input);
+    WEFT_FORWARD(weft_kernel_api_t, t, forward_input_reshaped);
+    WEFT_FORWARD(weft_kernel_api_t, t, allocate_temp);
+    WEFT_FORWARD(weft_kernel_api_t, t, stream);
+    WEFT_FORWARD(weft_kernel_api_t, t, step_id);
+    WEFT_FORWARD(weft_kernel_api_t, t, is_cancelled);
+    WEFT_FORWARD(weft_kernel_api_t, t, variable_lock);
+    WEFT_FORWARD(weft_kernel_api_t, t, variable_name);
+    return t;
+  }();
+  return &table;
+}
+
+const weft_graph_api_t* ForwardingGraphApi() {
+  static const weft_graph_api_t table = [] {
+    weft_graph_api_t t{};
+    t.struct_size = sizeof t;
+    WEFT_FORWARD(weft_graph_api_t, t, node_begin);
+    WEFT_FORWARD(weft_graph_api_t, t, node_add_input);
+    WEFT_FORWARD(weft_graph_api_t, t, node_add_control_input);
+    WEFT_FORWARD(weft_graph_api_t, t, node_set_attr_int);
+    WEFT_FORWARD(weft_graph_api_t, t, node_set_attr_float);
+    WEFT_FORWARD(weft_graph_api_t, t, node_set_attr_bool);
+    WEFT_FORWARD(weft_graph_api_t, t, node_set_attr_dtype);
+    WEFT_FORWARD(weft_graph_api_t, t, node_set_attr_string);
+    WEFT_FORWARD(weft_graph_api_t, t, node_finish);
+    WEFT_FORWARD(weft_graph_api_t, t, scalar);
+    WEFT_FORWARD(weft_graph_api_t, t, has_kernel);
+    return t;
+  }();
+  return &table;
+}
+
+#undef WEFT_FORWARD
+
 weft_host_t BuildTable() {
   weft_host_t table{};
   table.struct_size = sizeof(weft_host_t);
@@ -171,49 +289,38 @@ weft_host_t BuildTable() {
   table.option_get_int = OptionGetInt;
   table.option_get_float = OptionGetFloat;
   table.option_get_string = OptionGetString;
-  // Offered once the runtime (kernels) or the trainer (graph building) is
-  // in use; a host that only lists plugins offers neither, as
-  // weft_plugin.h allows.
-  table.kernel = nullptr;
-  table.graph = nullptr;
-  return table;
-}
-
-weft_host_t& MutableTable() {
-  static weft_host_t table = BuildTable();
+  table.kernel = ForwardingKernelApi();
+  table.graph = ForwardingGraphApi();
   return table;
 }
 
 }  // namespace
 
-const weft_host_t* HostTable() { return &MutableTable(); }
-
-void SetKernelServices(const weft_kernel_api_t* kernel) {
-  std::atomic_ref<const weft_kernel_api_t*>(MutableTable().kernel).store(kernel);
+const weft_host_t* HostTable() {
+  static const weft_host_t table = BuildTable();
+  return &table;
 }
 
-void SetGraphServices(const weft_graph_api_t* graph) {
-  std::atomic_ref<const weft_graph_api_t*>(MutableTable().graph).store(graph);
+void SetKernelServices(const weft_kernel_api_t* kernel) { g_kernel.store(kernel, std::memory_order_release); }
+
+void SetGraphServices(const weft_graph_api_t* graph) { g_graph.store(graph, std::memory_order_release); }
+
+std::shared_ptr<const IntraOpPool> IntraOpPoolFor(int threads) {
+  threads = std::max(threads, 1);
+  PoolCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  std::shared_ptr<const IntraOpPool> pool = cache.pools[threads].lock();
+  if (pool == nullptr) {
+    pool = std::make_shared<const IntraOpPool>(threads);
+    cache.pools[threads] = pool;
+  }
+  return pool;
 }
 
-void ConfigureHostServices(int intra_op_threads) {
-  PoolHolder& holder = Pool();
-  const int threads = intra_op_threads < 1 ? 1 : intra_op_threads;
-  std::lock_guard<std::mutex> lock(holder.mutex);
-  if (holder.pool && holder.threads == threads) return;
-  // Work already running keeps the old pool alive through its shared_ptr.
-  holder.pool = std::make_shared<ThreadPool>(threads - 1, "intra_op");
-  holder.threads = threads;
-  holder.published_threads.store(threads, std::memory_order_release);
-}
+ScopedIntraOpPool::ScopedIntraOpPool(const IntraOpPool* pool) : previous_(t_pool) { t_pool = pool; }
+ScopedIntraOpPool::~ScopedIntraOpPool() { t_pool = previous_; }
 
-int IntraOpThreads() {
-  PoolHolder& holder = Pool();
-  const int threads = holder.published_threads.load(std::memory_order_acquire);
-  if (threads > 0) return threads;
-  CurrentPool();
-  return holder.published_threads.load(std::memory_order_acquire);
-}
+int IntraOpThreads() { return CurrentPool().threads(); }
 
 Status TakeStatus(weft_status_t status) {
   if (status == nullptr) return Status();

@@ -1,11 +1,20 @@
 // The services table (weft_host_t) the core hands every plugin, and the
 // bridge between the ABI's opaque statuses and weft::Status.
 //
-// There is one table per process. Its thread pool for parallel_for is sized
-// by ConfigureHostServices from [runtime]; until then it uses the cores the
-// process may run on.
+// There is one table per process, built once and never changed after a
+// plugin first sees it: its kernel and graph services forward to the
+// runtime's and the trainer's, which offer them once they start
+// (SetKernelServices, SetGraphServices).
+//
+// parallel_for and intra_op_threads answer for the thread calling them:
+// a session runs its kernels with its own intra-op pool in scope
+// (ScopedIntraOpPool), so two sessions with different thread counts in one
+// process each keep theirs; outside any scope they use the process's
+// default pool, one thread per core the process may run on.
 #ifndef WEFT_CORE_PLUGIN_HOST_SERVICES_H_
 #define WEFT_CORE_PLUGIN_HOST_SERVICES_H_
+
+#include <memory>
 
 #include "core/base/status.h"
 #include "core/config/config.h"
@@ -18,16 +27,34 @@ namespace weft::plugin {
 // process.
 const weft_host_t* HostTable();
 
-// Sizes the intra-op pool behind parallel_for: |intra_op_threads| threads
-// in all (the caller counts as one). Takes effect for later calls.
-void ConfigureHostServices(int intra_op_threads);
+// A pool of threads for kernels' parallel loops: |threads()| in all (the
+// calling thread counts as one).
+class IntraOpPool;
+int Threads(const IntraOpPool& pool);
 
-// The number of threads parallel_for uses now.
+// The pool of |threads| threads (at least 1), shared by everything that
+// asks for that many while one is alive.
+std::shared_ptr<const IntraOpPool> IntraOpPoolFor(int threads);
+
+// While alive, parallel_for and intra_op_threads on this thread use |pool|
+// (nullptr: the process's default pool). Scopes nest.
+class ScopedIntraOpPool {
+ public:
+  explicit ScopedIntraOpPool(const IntraOpPool* pool);
+  ~ScopedIntraOpPool();
+  ScopedIntraOpPool(const ScopedIntraOpPool&) = delete;
+  ScopedIntraOpPool& operator=(const ScopedIntraOpPool&) = delete;
+
+ private:
+  const IntraOpPool* previous_;
+};
+
+// The number of threads parallel_for uses on this thread now.
 int IntraOpThreads();
 
-// Offers kernel (and later graph-building) services in the host table from
-// now on; the runtime calls this before it runs any kernel. Plugins read
-// weft_host_t.kernel when they need it, so setting it late is fine.
+// Where the host table's kernel and graph services forward to, from now
+// on; the runtime (the trainer) calls this before it runs a kernel (builds
+// an update). Set once per process, to the same table each time.
 void SetKernelServices(const weft_kernel_api_t* kernel);
 void SetGraphServices(const weft_graph_api_t* graph);
 

@@ -291,6 +291,7 @@ bool Executor::CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::ve
 }
 
 void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
+  const plugin::ScopedIntraOpPool intra_op(state->info->intra_op);
   std::vector<TaggedNode> ready;
   // The step's mutex, taken for propagation and kept across a run of
   // control-flow nodes (they only pass tensors along); let go before a

@@ -169,6 +169,8 @@ void Executor::Dispatch(StepState* state, std::vector<int>& ready, std::vector<i
 }
 
 void Executor::Process(StepState* state, std::vector<int> stack) const {
+  // Whichever thread runs the step's nodes, its kernels see the step's pool.
+  const plugin::ScopedIntraOpPool intra_op(state->info->intra_op);
   std::vector<int> ready;
   while (!stack.empty()) {
     const int id = stack.back();

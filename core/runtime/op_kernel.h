@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plugin/host_services.h"
 #include "core/graph/graph.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/device_set.h"
@@ -45,6 +46,9 @@ struct StepInfo {
   // Where the step's _Send and _Recv nodes meet; null when the step runs
   // on one device.
   Rendezvous* rendezvous = nullptr;
+  // The intra-op pool the step's kernels use (their session's); null: the
+  // process's default.
+  const plugin::IntraOpPool* intra_op = nullptr;
 };
 
 class OpKernelContext {

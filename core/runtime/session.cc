@@ -64,7 +64,9 @@ Expected<std::unique_ptr<Session>> Session::Create(Graph graph, std::shared_ptr<
   session->inter_op_threads_ = inter;
   session->intra_op_threads_ = intra;
   session->placement_ = options.placement;
-  plugin::ConfigureHostServices(intra);
+  // Its kernels' parallel loops use a pool of its own size, shared with
+  // other sessions of that size: another session's setting never changes it.
+  session->intra_op_pool_ = plugin::IntraOpPoolFor(intra);
   EnableKernelServices();
   // The calling thread of Run works too, so the pool has one thread fewer.
   session->pool_ = std::make_unique<ThreadPool>(inter - 1, "inter_op");
@@ -213,6 +215,7 @@ Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, co
   step.step_id = next_step_.fetch_add(1);
   step.args = &args;
   step.retvals = &retvals;
+  step.intra_op = intra_op_pool_.get();
   if (options.timeout_ms > 0) {
     step.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
   }

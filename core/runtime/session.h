@@ -91,6 +91,7 @@ class Session {
   std::unique_ptr<ThreadPool> pool_;
   int inter_op_threads_ = 1;
   int intra_op_threads_ = 1;
+  std::shared_ptr<const plugin::IntraOpPool> intra_op_pool_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Prepared>> cache_;
   std::atomic<int64_t> next_step_{1};

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "core/base/thread_pool.h"
 #include "core/ops/control_flow_ops.h"
+#include "core/plugin/host_services.h"
 #include "core/runtime/op_kernel.h"
 #include "core/runtime/queue_kernels.h"
 #include "core/runtime/stack_kernels.h"
@@ -297,6 +299,64 @@ TEST(Session, AsyncKernelErrorsCancelTheStep) {
   Status s = session->Run({{"x", Tensor::FromVector<float>({1, 2, 3})}}, {"after"}, {}, &out);
   EXPECT_EQ(s.code(), Code::kAborted);
   EXPECT_EQ(s.message(), "node 'hangs_up' (Relu) on /device:TESTDEV:0: the frobnicator hung up (test)");
+}
+
+// Two sessions in one process with different intra-op thread counts: each
+// one's kernels get its own count, whichever session was created last and
+// while the other runs (the host's services answer per step, not per
+// process). The test device's Sign reports the count its kernel is given.
+TEST(Session, TwoSessionsKeepTheirOwnIntraOpThreads) {
+  RuntimeEnv env("", {WEFT_TEST_PLUGIN_ROOT "/good"});
+  auto graph = [] {
+    GraphBuilder b;
+    Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
+    {
+      auto device = b.DeviceScope("/device:TESTDEV:0");
+      b.Op("Sign", {x}, {}, "threads");
+    }
+    auto built = b.Build();
+    EXPECT_TRUE(built.ok()) << built.status().ToString();
+    return std::move(*built);
+  };
+  runtime::SessionOptions one, three;
+  one.intra_op_threads = 1;
+  three.intra_op_threads = 3;
+  auto a = env.Session(graph(), one);
+  auto b = env.Session(graph(), three);
+  auto run = [](runtime::Session& s) {
+    std::vector<Tensor> out;
+    Status status = s.Run({{"x", Tensor::FromVector<float>({0, 0})}}, {"threads"}, {}, &out);
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    return status.ok() ? out[0].data<float>()[0] : -1.0f;
+  };
+  EXPECT_EQ(run(*a), 1.0f);
+  EXPECT_EQ(run(*b), 3.0f);
+  EXPECT_EQ(run(*a), 1.0f);  // b's creation did not resize a's pool
+  // Side by side, from two threads.
+  std::thread other([&] {
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(run(*b), 3.0f);
+  });
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(run(*a), 1.0f);
+  other.join();
+  // Outside any session, the process's default: every core.
+  EXPECT_EQ(plugin::HostTable()->intra_op_threads(), AvailableCores());
+}
+
+// The table plugins hold is built once and never changes: the kernel and
+// graph services are there from the start (forwarding to the runtime's).
+TEST(Session, TheHostTableNeverChanges) {
+  const weft_host_t* table = plugin::HostTable();
+  const weft_host_t before = *table;
+  RuntimeEnv env;
+  GraphBuilder b;
+  b.Op("Neg", {b.Scalar<float>(1)}, {}, "n");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"n"}, {}, &out).ok());
+  EXPECT_EQ(plugin::HostTable(), table);
+  EXPECT_EQ(std::memcmp(&before, table, sizeof before), 0);
+  EXPECT_NE(table->kernel, nullptr);
+  EXPECT_NE(table->graph, nullptr);
 }
 
 TEST(Session, ThreadBudgetsShareTheCores) {

@@ -184,9 +184,37 @@ weft_kernel_def_t WithQuery(weft_kernel_def_t k,
   return k;
 }
 
+// Sign (f32) on the test device is not a sign: it fills its output with
+// the intra-op thread count the host reports to the running kernel, so a
+// test can see which session's setting a kernel gets.
+weft_status_t IntraOpThreadsKernel(void*, weft_kernel_context_t* ctx) {
+  const weft_kernel_api_t* k = weft::sdk::host()->kernel;
+  weft_tensor_t x{};
+  x.struct_size = sizeof x;
+  weft_status_t status = k->input(ctx, 0, &x);
+  if (status != nullptr) return status;
+  weft_tensor_t y{};
+  y.struct_size = sizeof y;
+  status = k->allocate_output(ctx, 0, x.rank, x.dims, &y);
+  const float threads = static_cast<float>(weft::sdk::host()->intra_op_threads());
+  for (int64_t i = 0; status == nullptr && i < y.num_elements; ++i) static_cast<float*>(y.data)[i] = threads;
+  return status;
+}
+
+weft_kernel_def_t SyncF32Kernel(const char* op, weft_status_t (*fn)(void*, weft_kernel_context_t*)) {
+  auto k = weft::sdk::Make<weft_kernel_def_t>();
+  k.op = op;
+  k.constraint_attrs = kT;
+  k.constraint_dtypes = kF32;
+  k.num_constraints = 1;
+  k.compute = fn;
+  return k;
+}
+
 const weft_kernel_def_t kKernels[] = {
     WithQuery(AsyncF32Kernel("Neg", AsyncNeg), NegQuery),
     AsyncF32Kernel("Relu", AsyncFail),
+    SyncF32Kernel("Sign", IntraOpThreadsKernel),
 };
 
 const weft_device_plugin_t kDevice = [] {
@@ -218,7 +246,7 @@ const weft_device_plugin_t kDevice = [] {
   t.copy_device_to_device = D2D;
 #endif
   t.kernels = kKernels;
-  t.num_kernels = 2;
+  t.num_kernels = sizeof kKernels / sizeof kKernels[0];
   return t;
 }();
 

@@ -46,9 +46,6 @@ Status Context::Init() {
   SetLogLevel(level);
   WEFT_RETURN_IF_ERROR(SetLogDestination(config_->logging.file, config_->logging.format)
                            .WithContext(StrCat(config_->source, ": logging.file")));
-  if (config_->runtime.intra_op_threads) {
-    plugin::ConfigureHostServices(static_cast<int>(*config_->runtime.intra_op_threads));
-  }
   if (config_->runtime.max_tensor_mb) {
     const uint64_t mb = static_cast<uint64_t>(*config_->runtime.max_tensor_mb);
     SetMaxTensorBytes(mb > (uint64_t{1} << 43) ? uint64_t{1} << 63 : mb << 20);

@@ -157,7 +157,9 @@ typedef struct weft_host_t {
                        void* user);
   /* How many threads parallel_for may use (>= 1). A plugin with its own
    * thread pool (oneDNN's OpenMP) sizes it to this so that cores are not
-   * oversubscribed. */
+   * oversubscribed. Both answer for the calling thread: in a kernel, the
+   * setting of the session running it (sessions in one process may differ),
+   * so ask in each compute rather than once. */
   int32_t (*intra_op_threads)(void);
 
   /* --- Option values (weft/weft_options.h) ----------------------------- */
