@@ -56,7 +56,7 @@ class JsonWriter {
   void Close();
 
   std::ostream& out_;
-  std::vector<Json> open_;  // the containers being built, innermost last
+  std::vector<Json> open_;         // the containers being built, innermost last
   std::vector<std::string> keys_;  // per open object: the key of its next value
 };
 

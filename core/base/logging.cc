@@ -44,8 +44,7 @@ char LevelLetter(LogLevel level) {
 std::string Timestamp(bool iso) {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   localtime_r(&seconds, &tm);
   char buffer[64];
@@ -67,7 +66,8 @@ std::string_view BaseName(std::string_view path) {
 void WriteRecord(SinkState& state, const LogRecord& record) {
   std::string line;
   if (state.format == LogFormat::kJson) {
-    Json json = {{"time", Timestamp(true)}, {"level", std::string(LogLevelName(record.level))}, {"source", record.source}};
+    Json json = {
+        {"time", Timestamp(true)}, {"level", std::string(LogLevelName(record.level))}, {"source", record.source}};
     if (!record.file.empty()) {
       json["file"] = std::string(BaseName(record.file));
       json["line"] = record.line;
@@ -118,8 +118,7 @@ Status SetLogDestination(const std::string& path, LogFormat format) {
   if (!path.empty()) {
     file = std::fopen(path.c_str(), "a");
     if (file == nullptr) {
-      return InvalidArgumentError("cannot open log file ", Quote(path), " for appending: ",
-                                  std::strerror(errno));
+      return InvalidArgumentError("cannot open log file ", Quote(path), " for appending: ", std::strerror(errno));
     }
   }
   SinkState& state = State();

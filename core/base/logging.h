@@ -79,9 +79,9 @@ class LogMessage {
 // Logs from the core, attributed to source "weft".
 #define WEFT_LOG(level) WEFT_LOG_FROM(level, "weft")
 // Logs attributed to |source| (a component such as "plugins").
-#define WEFT_LOG_FROM(level, source)                         \
-  if (!::weft::LogEnabled(WEFT_LOG_LEVEL_##level)) {         \
-  } else                                                     \
+#define WEFT_LOG_FROM(level, source)                 \
+  if (!::weft::LogEnabled(WEFT_LOG_LEVEL_##level)) { \
+  } else                                             \
     ::weft::LogMessage(WEFT_LOG_LEVEL_##level, source, __FILE__, __LINE__).stream()
 
 #endif  // WEFT_CORE_BASE_LOGGING_H_

@@ -72,9 +72,7 @@ class [[nodiscard]] Status {
   // Explicitly ignores a status whose failure does not matter here.
   void IgnoreError() const {}
 
-  friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
-  }
+  friend bool operator==(const Status& a, const Status& b) { return a.code_ == b.code_ && a.message_ == b.message_; }
 
  private:
   Code code_ = Code::kOk;
@@ -182,10 +180,10 @@ Status AsStatus(const Expected<T>& expected) {
 
 // Returns the status of |expr| (a Status or an Expected) from the enclosing
 // function when it is not OK.
-#define WEFT_RETURN_IF_ERROR(expr)                                          \
-  do {                                                                      \
-    ::weft::Status weft_status_ = ::weft::internal::AsStatus((expr));       \
-    if (!weft_status_.ok()) return weft_status_;                            \
+#define WEFT_RETURN_IF_ERROR(expr)                                    \
+  do {                                                                \
+    ::weft::Status weft_status_ = ::weft::internal::AsStatus((expr)); \
+    if (!weft_status_.ok()) return weft_status_;                      \
   } while (false)
 
 // Evaluates |expr| (an Expected<T>); returns its status when not OK,

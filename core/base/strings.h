@@ -6,8 +6,8 @@
 #define WEFT_CORE_BASE_STRINGS_H_
 
 #include <charconv>
-#include <cstdint>
 #include <concepts>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,15 +16,12 @@ namespace weft {
 namespace internal {
 
 inline void AppendPiece(std::string& out, std::string_view piece) { out.append(piece); }
-inline void AppendPiece(std::string& out, const char* piece) {
-  out.append(piece != nullptr ? piece : "(null)");
-}
+inline void AppendPiece(std::string& out, const char* piece) { out.append(piece != nullptr ? piece : "(null)"); }
 inline void AppendPiece(std::string& out, const std::string& piece) { out.append(piece); }
 inline void AppendPiece(std::string& out, char c) { out.push_back(c); }
 inline void AppendPiece(std::string& out, bool b) { out.append(b ? "true" : "false"); }
 template <std::integral T>
-  requires(!std::same_as<T, char> && !std::same_as<T, bool>)
-void AppendPiece(std::string& out, T value) {
+requires(!std::same_as<T, char> && !std::same_as<T, bool>) void AppendPiece(std::string& out, T value) {
   char buffer[24];
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
   out.append(buffer, end);

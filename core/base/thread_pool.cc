@@ -79,13 +79,11 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t count, int64_t cost_per_unit_ns,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t count, int64_t cost_per_unit_ns, const std::function<void(int64_t, int64_t)>& fn) {
   if (count <= 0) return;
   const int64_t total_cost = count * std::max<int64_t>(cost_per_unit_ns, 1);
   const int64_t max_shards = static_cast<int64_t>(workers_.size()) + 1;
-  const int64_t shards =
-      std::min({max_shards, count, std::max<int64_t>(1, total_cost / kMinShardCostNs)});
+  const int64_t shards = std::min({max_shards, count, std::max<int64_t>(1, total_cost / kMinShardCostNs)});
   if (shards <= 1) {
     fn(0, count);
     return;

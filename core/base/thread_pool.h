@@ -40,8 +40,7 @@ class ThreadPool {
   // Calls |fn|(begin, end) over disjoint ranges covering [0, |count|) and
   // returns when all have run. |cost_per_unit_ns| is an estimate of the
   // work per index, used to decide how finely to split.
-  void ParallelFor(int64_t count, int64_t cost_per_unit_ns,
-                   const std::function<void(int64_t, int64_t)>& fn);
+  void ParallelFor(int64_t count, int64_t cost_per_unit_ns, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   void WorkerLoop();

@@ -471,9 +471,8 @@ Status BundleReader::Verify(const TensorEntry& e) const {
   uint32_t crc = 0;
   for (uint64_t done = 0; done < e.bytes;) {
     const uint64_t n = std::min(kChunk, e.bytes - done);
-    WEFT_RETURN_IF_ERROR(
-        PreadAll(fds_[static_cast<std::size_t>(e.shard)], buffer.data(), n, e.offset + done, path)
-            .WithContext(StrCat("checkpoint ", prefix_, ": tensor ", Quote(e.name))));
+    WEFT_RETURN_IF_ERROR(PreadAll(fds_[static_cast<std::size_t>(e.shard)], buffer.data(), n, e.offset + done, path)
+                             .WithContext(StrCat("checkpoint ", prefix_, ": tensor ", Quote(e.name))));
     crc = Crc32cExtend(crc, buffer.data(), static_cast<std::size_t>(n));
     done += n;
   }

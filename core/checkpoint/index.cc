@@ -152,7 +152,8 @@ Status ParseBody(std::string_view body, BundleIndex* index) {
     return InvalidArgumentError("the shard count ", shards, " cannot fit in the ", in.remaining(), " bytes left");
   }
   index->shard_sizes.resize(shards);
-  for (uint32_t s = 0; s < shards; ++s) WEFT_RETURN_IF_ERROR(in.U64(&index->shard_sizes[s], StrCat("shard ", s, " size")));
+  for (uint32_t s = 0; s < shards; ++s)
+    WEFT_RETURN_IF_ERROR(in.U64(&index->shard_sizes[s], StrCat("shard ", s, " size")));
 
   uint32_t count = 0;
   WEFT_RETURN_IF_ERROR(in.U32(&count, "the metadata count"));
@@ -254,8 +255,8 @@ Expected<BundleIndex> ParseIndex(std::string_view bytes, std::string_view path) 
   }
   if (available - body_size > 4) {
     return DataLossError(what, " is corrupt: ", available - body_size - 4,
-                         " unexpected bytes follow the checksum (the file has ", bytes.size(), " bytes, its header says ",
-                         kIndexHeaderSize + body_size + 4, ")");
+                         " unexpected bytes follow the checksum (the file has ", bytes.size(),
+                         " bytes, its header says ", kIndexHeaderSize + body_size + 4, ")");
   }
   const std::size_t covered = kIndexHeaderSize + static_cast<std::size_t>(body_size);
   const uint32_t stored = Crc32cUnmask(GetU32(bytes.data() + covered));

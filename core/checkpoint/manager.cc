@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <set>
 
-#include "core/base/logging.h"
 #include "core/base/file_util.h"
+#include "core/base/logging.h"
 
 namespace weft::checkpoint {
 namespace {

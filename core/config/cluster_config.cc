@@ -235,8 +235,8 @@ std::vector<OptionSpec> ClusterSpecs() {
                                      "dimension 0 across the ps tasks, and a gather of it moves only "
                                      "the rows it reads (core/dist/variable_partition.h).");
   partition_mb.min = 0;
-  return {transport,  connect,  rpc,      job,      task, membership, base_port, mpi_host, hosts, variable_placement,
-          init_timeout, partition_mb};
+  return {transport,          connect,      rpc,         job, task, membership, base_port, mpi_host, hosts,
+          variable_placement, init_timeout, partition_mb};
 }
 
 std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {

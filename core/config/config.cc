@@ -53,8 +53,8 @@ std::vector<OptionSpec> PluginsSpecs() {
   paths.default_value = Default("[]");
   OptionSpec disable = Spec("disable", OptionType::kStringList, "Names of plugins not to load.");
   disable.default_value = Default("[]");
-  OptionSpec strict = Spec("strict", OptionType::kBool,
-                           "Stop when a plugin is refused, instead of logging it and going on.");
+  OptionSpec strict =
+      Spec("strict", OptionType::kBool, "Stop when a plugin is refused, instead of logging it and going on.");
   strict.default_value = Default("false");
   return {paths, disable, strict};
 }
@@ -63,12 +63,12 @@ std::vector<OptionSpec> LoggingSpecs() {
   OptionSpec level = Spec("level", OptionType::kString, "The least severe level written.");
   level.choices = {"trace", "debug", "info", "warning", "error", "off"};
   level.default_value = Default("\"info\"");
-  OptionSpec format = Spec("format", OptionType::kString,
-                           "\"text\" for people, \"json\" for one JSON object per line.");
+  OptionSpec format =
+      Spec("format", OptionType::kString, "\"text\" for people, \"json\" for one JSON object per line.");
   format.choices = {"text", "json"};
   format.default_value = Default("\"text\"");
-  OptionSpec file = Spec("file", OptionType::kString,
-                         "Append to this file instead of writing to stderr. Empty: stderr.");
+  OptionSpec file =
+      Spec("file", OptionType::kString, "Append to this file instead of writing to stderr. Empty: stderr.");
   file.default_value = Default("\"\"");
   return {level, format, file};
 }
@@ -113,8 +113,8 @@ std::vector<OptionSpec> DataSpecs() {
                           "plain-text file for a character model: each line, cut to the model's example length, is "
                           "an example of byte values and its length the label).");
   format.choices = {"idx", "npy", "csv", "text"};
-  OptionSpec label_column = Spec("csv_label_column", OptionType::kInt,
-                                 "For CSV: the column holding the label; -1 is the last.");
+  OptionSpec label_column =
+      Spec("csv_label_column", OptionType::kInt, "For CSV: the column holding the label; -1 is the last.");
   label_column.default_value = Default("-1");
   label_column.min = -1;
   return {format,
@@ -188,20 +188,15 @@ struct CoreSection {
 };
 
 constexpr CoreSection kCoreSections[] = {
-    {"runtime", RuntimeSpecs},
-    {"plugins", PluginsSpecs},
-    {"logging", LoggingSpecs},
-    {"model", ModelSpecs},
-    {"data", DataSpecs},
-    {"training", TrainingSpecs},
-    {"schedule", ScheduleSpecs},
-    {"checkpoint", CheckpointSpecs},
+    {"runtime", RuntimeSpecs},     {"plugins", PluginsSpecs},
+    {"logging", LoggingSpecs},     {"model", ModelSpecs},
+    {"data", DataSpecs},           {"training", TrainingSpecs},
+    {"schedule", ScheduleSpecs},   {"checkpoint", CheckpointSpecs},
     {"placement", PlacementSpecs},
 };
 
 // Reads the scalar keys of |table| into a Section.
-Section ToSection(const toml::table& table, std::string path, const SourcePos& pos,
-                  std::string_view file) {
+Section ToSection(const toml::table& table, std::string path, const SourcePos& pos, std::string_view file) {
   Section section;
   section.path = std::move(path);
   section.pos = pos;
@@ -321,13 +316,14 @@ bool IsPluginName(std::string_view name) {
 // stops training at the first decay.
 void CheckSchedule(const Section& section, std::vector<ConfigError>& errors) {
   constexpr std::pair<std::string_view, std::string_view> kKindOf[] = {
-      {"step_size", "step"},         {"gamma", "step"},           {"decay_steps", "exponential"},
-      {"decay_rate", "exponential"}, {"staircase", "exponential"}, {"min_learning_rate", "cosine"},
+      {"step_size", "step"},          {"gamma", "step"},
+      {"decay_steps", "exponential"}, {"decay_rate", "exponential"},
+      {"staircase", "exponential"},   {"min_learning_rate", "cosine"},
       {"total_steps", "cosine"}};
   auto it = section.values.find("kind");
   const std::string kind = it != section.values.end() ? it->second.s : "constant";
-  const std::string kind_text = it != section.values.end() ? StrCat("kind is \"", kind, "\"")
-                                                           : "kind is \"constant\" (the default)";
+  const std::string kind_text =
+      it != section.values.end() ? StrCat("kind is \"", kind, "\"") : "kind is \"constant\" (the default)";
   for (const auto& [key, value] : section.values) {
     for (const auto& [known, owner] : kKindOf) {
       if (key == known && kind != owner) {
@@ -360,8 +356,8 @@ void CheckPins(const toml::table& placement, std::string_view file, Section& sec
       errors.push_back({internal::PosOf(value.source(), file), StrCat("placement.pins.", key.str()),
                         "expected a device name such as \"/device:CPU:1\""});
     } else if (value.as_string()->get().empty()) {
-      errors.push_back({internal::PosOf(value.source(), file), StrCat("placement.pins.", key.str()),
-                        "the device is empty"});
+      errors.push_back(
+          {internal::PosOf(value.source(), file), StrCat("placement.pins.", key.str()), "the device is empty"});
     }
     if (key.str().empty()) {
       errors.push_back({internal::PosOf(key.source(), file), "placement.pins", "a pin's node name pattern is empty"});
@@ -379,26 +375,24 @@ void ApplyPlacement(const OptionValues& v, const toml::table* table, std::string
     std::vector<std::pair<std::pair<int, int>, PinConfig>> ordered;
     for (const auto& [key, value] : *pins) {
       const SourcePos pos = internal::PosOf(key.source(), file);
-      ordered.push_back({{pos.line, pos.column},
-                         {std::string(key.str()), value.value_or(std::string()), pos.ToString()}});
+      ordered.push_back(
+          {{pos.line, pos.column}, {std::string(key.str()), value.value_or(std::string()), pos.ToString()}});
     }
-    std::stable_sort(ordered.begin(), ordered.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& [pos, pin] : ordered) out.pins.push_back(std::move(pin));
   }
 }
 
 // Collects the errors of one core section, appending them to |errors|.
-void CheckCoreSection(const CoreSection& core, const toml::node& node, std::string_view file,
-                      const SourcePos& key_pos, std::vector<ConfigError>& errors) {
+void CheckCoreSection(const CoreSection& core, const toml::node& node, std::string_view file, const SourcePos& key_pos,
+                      std::vector<ConfigError>& errors) {
   if (!node.is_table()) {
-    errors.push_back({internal::PosOf(node.source(), file), std::string(core.name),
-                      StrCat("expected a table [", core.name, "], got ",
-                             internal::ConvertNode(node, file, key_pos).text)});
+    errors.push_back(
+        {internal::PosOf(node.source(), file), std::string(core.name),
+         StrCat("expected a table [", core.name, "], got ", internal::ConvertNode(node, file, key_pos).text)});
     return;
   }
-  Section section = ToSection(*node.as_table(), std::string(core.name),
-                              internal::PosOf(node.source(), file), file);
+  Section section = ToSection(*node.as_table(), std::string(core.name), internal::PosOf(node.source(), file), file);
   if (core.name == "placement") CheckPins(*node.as_table(), file, section, errors);
   std::vector<ConfigError> found = CheckOptions(&section, core.name, core.specs(), nullptr);
   // Cross-key checks only once every value is of its type and range.
@@ -406,13 +400,12 @@ void CheckCoreSection(const CoreSection& core, const toml::node& node, std::stri
   for (ConfigError& error : found) errors.push_back(std::move(error));
 }
 
-void CheckPluginKind(std::string_view kind, const toml::node& node, std::string_view file,
-                     const SourcePos& key_pos, Config& config,
-                     std::vector<ConfigError>& errors) {
+void CheckPluginKind(std::string_view kind, const toml::node& node, std::string_view file, const SourcePos& key_pos,
+                     Config& config, std::vector<ConfigError>& errors) {
   if (!node.is_table()) {
-    errors.push_back({internal::PosOf(node.source(), file), std::string(kind),
-                      StrCat("expected tables [", kind, ".<plugin name>], got ",
-                             internal::ConvertNode(node, file, key_pos).text)});
+    errors.push_back(
+        {internal::PosOf(node.source(), file), std::string(kind),
+         StrCat("expected tables [", kind, ".<plugin name>], got ", internal::ConvertNode(node, file, key_pos).text)});
     return;
   }
   for (const auto& [name, child] : *node.as_table()) {
@@ -425,13 +418,12 @@ void CheckPluginKind(std::string_view kind, const toml::node& node, std::string_
       continue;
     }
     if (!child.is_table()) {
-      errors.push_back({internal::PosOf(child.source(), file), path,
-                        StrCat("expected a table [", path, "], got ",
-                               internal::ConvertNode(child, file, name_pos).text)});
+      errors.push_back(
+          {internal::PosOf(child.source(), file), path,
+           StrCat("expected a table [", path, "], got ", internal::ConvertNode(child, file, name_pos).text)});
       continue;
     }
-    config.plugin_sections[path] =
-        ToSection(*child.as_table(), path, internal::PosOf(child.source(), file), file);
+    config.plugin_sections[path] = ToSection(*child.as_table(), path, internal::PosOf(child.source(), file), file);
   }
 }
 
@@ -442,8 +434,7 @@ const Section* Config::PluginSection(std::string_view kind, std::string_view nam
   return it == plugin_sections.end() ? nullptr : &it->second;
 }
 
-Expected<Config> ParseConfig(std::string_view text, std::string_view source_name,
-                             std::string_view base_dir) {
+Expected<Config> ParseConfig(std::string_view text, std::string_view source_name, std::string_view base_dir) {
   WEFT_ASSIGN_OR_RETURN(toml::table document, internal::ParseDocument(text, source_name));
 
   Config config;
@@ -481,12 +472,12 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
     if (name == "optimizer") {
       handled = true;
       if (!node.is_table()) {
-        errors.push_back({internal::PosOf(node.source(), source_name), "optimizer",
-                          StrCat("expected a table [optimizer], got ",
-                                 internal::ConvertNode(node, source_name, key_pos).text)});
+        errors.push_back(
+            {internal::PosOf(node.source(), source_name), "optimizer",
+             StrCat("expected a table [optimizer], got ", internal::ConvertNode(node, source_name, key_pos).text)});
       } else {
-        config.optimizer = ToSection(*node.as_table(), "optimizer", internal::PosOf(node.source(), source_name),
-                                     source_name);
+        config.optimizer =
+            ToSection(*node.as_table(), "optimizer", internal::PosOf(node.source(), source_name), source_name);
       }
     }
     for (std::string_view kind : kPluginKinds) {
@@ -498,8 +489,8 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
     if (!handled) {
       std::string message = "unknown section";
       const std::string hint = ClosestMatch(name, known);
-      message += hint.empty() ? StrCat("; known sections: ", StrJoin(known, ", "))
-                              : StrCat("; did you mean '", hint, "'?");
+      message +=
+          hint.empty() ? StrCat("; known sections: ", StrJoin(known, ", ")) : StrCat("; did you mean '", hint, "'?");
       errors.push_back({key_pos, std::string(name), message});
     }
   }
@@ -509,12 +500,10 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
   for (const CoreSection& core : kCoreSections) {
     std::optional<Section> section;
     if (const toml::table* table = document[core.name].as_table()) {
-      section = ToSection(*table, std::string(core.name), internal::PosOf(table->source(), source_name),
-                          source_name);
+      section = ToSection(*table, std::string(core.name), internal::PosOf(table->source(), source_name), source_name);
       section->values.erase("pins");
     }
-    WEFT_ASSIGN_OR_RETURN(OptionValues values,
-                          ValidateOptions(section ? &*section : nullptr, core.name, core.specs()));
+    WEFT_ASSIGN_OR_RETURN(OptionValues values, ValidateOptions(section ? &*section : nullptr, core.name, core.specs()));
     if (core.name == "runtime") ApplyRuntime(values, config.runtime);
     if (core.name == "plugins") ApplyPlugins(values, base_dir, config.plugins);
     if (core.name == "logging") ApplyLogging(values, config.logging);

@@ -76,13 +76,13 @@ struct ModelConfig {
 
 // [data]: where examples come from and how they are prepared.
 struct DataConfig {
-  std::string format = "idx";  // "idx" (optionally .gz), "npy" or "csv"
+  std::string format = "idx";                                        // "idx" (optionally .gz), "npy" or "csv"
   std::string train_images, train_labels, test_images, test_labels;  // resolved paths
-  int64_t csv_label_column = -1;  // -1: the last column
-  double scale = 1.0;             // each feature becomes x * scale + shift
+  int64_t csv_label_column = -1;                                     // -1: the last column
+  double scale = 1.0;                                                // each feature becomes x * scale + shift
   double shift = 0.0;
   bool shuffle = true;
-  int64_t prefetch = 4;           // batches prepared ahead of the training step
+  int64_t prefetch = 4;  // batches prepared ahead of the training step
   int64_t test_batch_size = 1000;
 };
 
@@ -90,13 +90,13 @@ struct DataConfig {
 struct TrainingConfig {
   int64_t batch_size = 64;
   int64_t epochs = 1;
-  int64_t steps = 0;     // when > 0, overrides epochs
+  int64_t steps = 0;  // when > 0, overrides epochs
   int64_t seed = 0;
   int64_t log_every = 100;
-  int64_t eval_every = 0;  // 0: evaluate at the end only
+  int64_t eval_every = 0;       // 0: evaluate at the end only
   double clip_global_norm = 0;  // 0: no clipping
   bool sparse_updates = true;   // sparse gradients for variables read by gathers only
-  std::string metrics;     // JSONL file, resolved; empty for none
+  std::string metrics;          // JSONL file, resolved; empty for none
 };
 
 // [schedule]: the learning rate over the steps.
@@ -168,8 +168,7 @@ struct Config {
 
 // Parses |text|, reporting positions against |source_name|. Relative
 // plugin paths are resolved against |base_dir| (the file's directory).
-Expected<Config> ParseConfig(std::string_view text, std::string_view source_name,
-                             std::string_view base_dir);
+Expected<Config> ParseConfig(std::string_view text, std::string_view source_name, std::string_view base_dir);
 
 // Reads and parses the file at |path|. A missing or unreadable file is an
 // error naming it.

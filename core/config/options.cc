@@ -26,8 +26,7 @@ bool TypeMatches(const Value& value, OptionType type) {
   switch (type) {
     case OptionType::kBool: return value.kind == Value::Kind::kBool;
     case OptionType::kInt: return value.kind == Value::Kind::kInt;
-    case OptionType::kFloat:
-      return value.kind == Value::Kind::kFloat || value.kind == Value::Kind::kInt;
+    case OptionType::kFloat: return value.kind == Value::Kind::kFloat || value.kind == Value::Kind::kInt;
     case OptionType::kString: return value.kind == Value::Kind::kString;
     case OptionType::kStringList:
       if (value.kind != Value::Kind::kArray) return false;
@@ -68,8 +67,7 @@ std::string DescribeExpected(const OptionSpec& spec) {
   }
   std::string out(OptionTypeName(spec.type));
   if (spec.min && spec.max) {
-    out += StrCat(" in [", FormatBound(*spec.min, spec.type), ", ",
-                  FormatBound(*spec.max, spec.type), "]");
+    out += StrCat(" in [", FormatBound(*spec.min, spec.type), ", ", FormatBound(*spec.max, spec.type), "]");
   } else if (spec.min) {
     out += StrCat(" >= ", FormatBound(*spec.min, spec.type));
   } else if (spec.max) {
@@ -113,8 +111,7 @@ std::vector<ConfigError> CheckOptions(const Section* section, std::string_view s
         continue;
       }
       if (!ValueFits(value, *spec)) {
-        errors.push_back(
-            {value.pos, path, StrCat("expected ", DescribeExpected(*spec), ", got ", value.text)});
+        errors.push_back({value.pos, path, StrCat("expected ", DescribeExpected(*spec), ", got ", value.text)});
         continue;
       }
       Value stored = value;
@@ -144,8 +141,7 @@ Expected<const Value*> OptionValues::Find(std::string_view key, OptionType type)
     return NotFoundError(section_path_, ".", key, ": not set and has no default");
   }
   if (!TypeMatches(it->second, type)) {
-    return InvalidArgumentError(section_path_, ".", key, ": holds ", it->second.text,
-                                ", not ", OptionTypeName(type));
+    return InvalidArgumentError(section_path_, ".", key, ": holds ", it->second.text, ", not ", OptionTypeName(type));
   }
   return &it->second;
 }

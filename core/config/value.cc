@@ -47,8 +47,7 @@ Expected<Value> ParseTomlValue(std::string_view text) {
 namespace internal {
 
 SourcePos PosOf(const toml::source_region& region, std::string_view file) {
-  return SourcePos{std::string(file), static_cast<int>(region.begin.line),
-                   static_cast<int>(region.begin.column)};
+  return SourcePos{std::string(file), static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
 }
 
 Value ConvertNode(const toml::node& node, std::string_view file, const SourcePos& key_pos) {
@@ -106,8 +105,7 @@ Expected<toml::table> ParseDocument(std::string_view text, std::string_view file
     return toml::parse(text, file);
   } catch (const toml::parse_error& error) {
     const SourcePos pos = PosOf(error.source(), file);
-    return Status(Code::kInvalidArgument,
-                  StrCat(pos.ToString(), ": invalid TOML: ", error.description()));
+    return Status(Code::kInvalidArgument, StrCat(pos.ToString(), ": invalid TOML: ", error.description()));
   }
 }
 

@@ -42,8 +42,7 @@ Expected<Shape> ResolveExampleShape(const Shape& requested, const Shape& stored)
     }
     dims[static_cast<std::size_t>(infer)] = elements / known;
   } else if (known != elements) {
-    return InvalidArgumentError("example_shape ", requested_text, " has ", known,
-                                " elements but each example has ",
+    return InvalidArgumentError("example_shape ", requested_text, " has ", known, " elements but each example has ",
                                 elements, " (", stored.ToString(), ")");
   }
   return Shape(dims);
@@ -68,8 +67,8 @@ Pipeline::Pipeline(std::shared_ptr<const Examples> examples, PipelineOptions opt
   example_size_ = examples_->features.num_elements() / n_;
 }
 
-Expected<std::unique_ptr<Pipeline>> Pipeline::Create(std::shared_ptr<const Examples> examples,
-                                                     PipelineOptions options, Position start) {
+Expected<std::unique_ptr<Pipeline>> Pipeline::Create(std::shared_ptr<const Examples> examples, PipelineOptions options,
+                                                     Position start) {
   if (examples == nullptr) return InvalidArgumentError("input pipeline: no examples");
   const Tensor& features = examples->features;
   const Tensor& labels = examples->labels;

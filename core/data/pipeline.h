@@ -86,8 +86,8 @@ class Pipeline {
   // Errors name the bad option: batch_size < 1, a batch larger than the
   // data with drop_remainder, an example_shape of another element count,
   // prefetch < 0, epochs < -1, a start outside the data.
-  static Expected<std::unique_ptr<Pipeline>> Create(std::shared_ptr<const Examples> examples,
-                                                    PipelineOptions options, Position start = {});
+  static Expected<std::unique_ptr<Pipeline>> Create(std::shared_ptr<const Examples> examples, PipelineOptions options,
+                                                    Position start = {});
   // Stops and joins the background thread, even while it waits for room.
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;

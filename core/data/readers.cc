@@ -185,8 +185,8 @@ Expected<std::string> Gunzip(std::string_view bytes, std::string_view name) {
   // hint for the allocation, never trusted beyond a reasonable bound.
   if (bytes.size() >= 18) {
     const auto* tail = reinterpret_cast<const unsigned char*>(bytes.data() + bytes.size() - 4);
-    const uint32_t isize = uint32_t{tail[0]} | (uint32_t{tail[1]} << 8) | (uint32_t{tail[2]} << 16) |
-                           (uint32_t{tail[3]} << 24);
+    const uint32_t isize =
+        uint32_t{tail[0]} | (uint32_t{tail[1]} << 8) | (uint32_t{tail[2]} << 16) | (uint32_t{tail[3]} << 24);
     out.reserve(std::min<uint64_t>(isize, std::min<uint64_t>(bytes.size() * 1032, uint64_t{1} << 30)));
   }
   const auto* base = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -215,16 +215,18 @@ Expected<std::string> Gunzip(std::string_view bytes, std::string_view name) {
       if (end == bytes.size()) return out;
       // gzip(1) concatenates members; anything else after a member is an error.
       if (!IsGzip(bytes.substr(end))) {
-        return InvalidArgumentError(name, ": ", bytes.size() - end, " bytes of trailing garbage after the gzip data "
-                                    "ends at byte ", end);
+        return InvalidArgumentError(name, ": ", bytes.size() - end,
+                                    " bytes of trailing garbage after the gzip data "
+                                    "ends at byte ",
+                                    end);
       }
       if (inflateReset(&zs) != Z_OK) return InternalError(name, ": cannot reset zlib");
       continue;
     }
     if (rc == Z_OK) continue;
     if (rc == Z_BUF_ERROR && zs.avail_in == 0 && fed == bytes.size()) {
-      return InvalidArgumentError(name, ": gzip data is truncated: the compressed stream stops at byte ",
-                                  bytes.size(), " before its end");
+      return InvalidArgumentError(name, ": gzip data is truncated: the compressed stream stops at byte ", bytes.size(),
+                                  " before its end");
     }
     if (rc == Z_BUF_ERROR) continue;
     if (rc == Z_MEM_ERROR) return ResourceExhaustedError(name, ": out of memory while decompressing");
@@ -289,8 +291,10 @@ Expected<Tensor> ParseIdx(std::string_view bytes, std::string_view name) {
   }
   if (available > needed) {
     return InvalidArgumentError(name, ": dimensions ", Shape(dims).ToString(), " of ", DTypeName(type->dtype),
-                                " account for ", needed, " bytes of data after the ", header, "-byte header, but the "
-                                "file has ", available, " (", available - needed,
+                                " account for ", needed, " bytes of data after the ", header,
+                                "-byte header, but the "
+                                "file has ",
+                                available, " (", available - needed,
                                 " bytes too many): the dimensions do not match the data");
   }
   WEFT_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(type->dtype, Shape(dims)));
@@ -310,9 +314,9 @@ Expected<Tensor> ReadIdx(const std::string& path) {
 Expected<Examples> ParseCsv(std::string_view text, std::string_view name, int64_t label_column) {
   std::vector<float> features;
   std::vector<int64_t> labels;
-  int64_t width = -1;         // fields per row, from the first row
-  int64_t width_line = 0;     // the line that set it
-  int64_t label = -1;         // the label's field index
+  int64_t width = -1;      // fields per row, from the first row
+  int64_t width_line = 0;  // the line that set it
+  int64_t label = -1;      // the label's field index
   bool first = true;
   int64_t line_no = 0;
   std::size_t pos = 0;
@@ -368,8 +372,7 @@ Expected<Examples> ParseCsv(std::string_view text, std::string_view name, int64_
       const double v = values[i];
       const Field& f = fields[i];
       if (!(v == std::floor(v)) || !(std::fabs(v) < 9223372036854775808.0)) {
-        return InvalidArgumentError(name, ":", line_no, ":", f.column, ": label ", Quote(f.text),
-                                    " is not an integer");
+        return InvalidArgumentError(name, ":", line_no, ":", f.column, ": label ", Quote(f.text), " is not an integer");
       }
       if (v < 0) {
         return InvalidArgumentError(name, ":", line_no, ":", f.column, ": label ", Quote(f.text), " is negative");
@@ -434,8 +437,10 @@ Expected<Examples> LoadExamples(const std::string& format, const std::string& fe
 
 Expected<Examples> ParseText(std::string_view text, std::string_view name, int64_t example_length) {
   if (example_length < 2) {
-    return InvalidArgumentError(name, ": text examples need a length of at least 2 bytes (an input and the next "
-                                "byte to predict); the model takes ", example_length);
+    return InvalidArgumentError(name,
+                                ": text examples need a length of at least 2 bytes (an input and the next "
+                                "byte to predict); the model takes ",
+                                example_length);
   }
   std::vector<std::string_view> pieces;
   std::size_t start = 0;

@@ -72,9 +72,8 @@ Expected<TaskDeviceName> ParseTaskDeviceName(std::string_view name) {
   const std::string_view device = rest.substr(8);
   const auto colon = device.find(':');
   const std::string_view type = device.substr(0, colon);
-  if (type.empty() || !std::all_of(type.begin(), type.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-      })) {
+  if (type.empty() || !std::all_of(type.begin(), type.end(),
+                                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
     return bad(StrCat("the device type ", Quote(type), " is not letters, digits and '_'"));
   }
   int64_t index = 0;
@@ -151,13 +150,13 @@ class LauncherEnv {
  public:
   LauncherEnv(const config::Config& config, const Environment& env) : config_(config), env_(env) {
     const ClusterConfig& cluster = *config.cluster;
-    membership_ = StrCat("membership = \"", config::MembershipName(cluster.membership), "\"",
-                         WhereSet(config, "membership"));
-    launch_ = cluster.membership == Membership::kMpi
-                  ? StrCat("start every task with Open MPI's mpirun, e.g. mpirun -np 3 weft serve --config ",
-                           config.source)
-                  : StrCat("start every task with srun in a Slurm allocation, e.g. srun -n 3 weft serve --config ",
-                           config.source);
+    membership_ =
+        StrCat("membership = \"", config::MembershipName(cluster.membership), "\"", WhereSet(config, "membership"));
+    launch_ =
+        cluster.membership == Membership::kMpi
+            ? StrCat("start every task with Open MPI's mpirun, e.g. mpirun -np 3 weft serve --config ", config.source)
+            : StrCat("start every task with srun in a Slurm allocation, e.g. srun -n 3 weft serve --config ",
+                     config.source);
   }
 
   bool Has(const std::string& name) const { return env_.count(name) != 0; }
@@ -182,8 +181,8 @@ class LauncherEnv {
     for (const std::string& name : {a, b}) {
       if (auto it = env_.find(name); it != env_.end()) return std::make_pair(name, it->second);
     }
-    return InvalidArgumentError(config_.source, ": ", membership_, ", but neither ", a, " nor ", b, " is set: ",
-                                launch_);
+    return InvalidArgumentError(config_.source, ": ", membership_, ", but neither ", a, " nor ", b,
+                                " is set: ", launch_);
   }
 
   Status Error(std::string_view what) const {
@@ -278,8 +277,8 @@ Expected<Layout> SlurmLayout(const LauncherEnv& env) {
     total += (*counts)[h];
   }
   if (total != layout.world) {
-    return env.Error(StrCat(per_node.first, "=", per_node.second, " adds up to ", total, " tasks, but SLURM_NTASKS=",
-                            layout.world));
+    return env.Error(
+        StrCat(per_node.first, "=", per_node.second, " adds up to ", total, " tasks, but SLURM_NTASKS=", layout.world));
   }
   if (env.Has("SLURM_LOCALID")) {
     WEFT_ASSIGN_OR_RETURN(const int64_t local, env.Int("SLURM_LOCALID", 0));
@@ -369,18 +368,18 @@ Status ResolveStaticSelf(const config::Config& config, const std::optional<std::
   }
   if (!job && !task) return Status();
   if (!job) {
-    return InvalidArgumentError(task_source, " says which task this process is, but nothing says of which job: "
-                                             "pass --job (or set [cluster] job)");
+    return InvalidArgumentError(task_source,
+                                " says which task this process is, but nothing says of which job: "
+                                "pass --job (or set [cluster] job)");
   }
   const JobSpec* found = spec.FindJob(*job);
   if (found == nullptr) {
     std::vector<std::string> names;
     for (const JobSpec& j : spec.jobs) names.push_back(j.name);
     const std::string hint = ClosestMatch(*job, names);
-    return InvalidArgumentError(job_source, " names job ", Quote(*job), ", which [cluster.jobs] of ", config.source,
-                                " does not have",
-                                hint.empty() ? StrCat(" (the jobs: ", JobNames(cluster), ")")
-                                             : StrCat("; did you mean '", hint, "'?"));
+    return InvalidArgumentError(
+        job_source, " names job ", Quote(*job), ", which [cluster.jobs] of ", config.source, " does not have",
+        hint.empty() ? StrCat(" (the jobs: ", JobNames(cluster), ")") : StrCat("; did you mean '", hint, "'?"));
   }
   if (!task) {
     if (found->tasks.size() != 1) {
@@ -429,8 +428,8 @@ Expected<ClusterSpec> ResolveCluster(const config::Config& config, const std::op
   WEFT_ASSIGN_OR_RETURN(spec, ResolveLaunched(config, std::move(spec), env));
   // The launcher decides; a flag may only agree.
   if ((job && *job != spec.self->job) || (task && *task != spec.self->task)) {
-    const std::string flags = StrCat(job ? StrCat("--job ", *job) : "", job && task ? " " : "",
-                                     task ? StrCat("--task ", *task) : "");
+    const std::string flags =
+        StrCat(job ? StrCat("--job ", *job) : "", job && task ? " " : "", task ? StrCat("--task ", *task) : "");
     return InvalidArgumentError(flags, " disagrees with the launcher: with membership = \"",
                                 config::MembershipName(cluster.membership), "\" this rank is ", spec.self->ToString(),
                                 " by [cluster.tasks]; drop the flag");
@@ -449,14 +448,16 @@ TransportCheck CheckTransports(const ClusterConfig& cluster, const std::vector<s
     if (std::find(std::begin(config::kBuiltinTransports), std::end(config::kBuiltinTransports), scheme) !=
         std::end(config::kBuiltinTransports)) {
       out.warnings.push_back({pos, std::move(path),
-                              StrCat("the \"", scheme, "\" transport plugin is not loaded on this machine (`weft "
-                                                       "plugins` says why); tasks started here cannot use it")});
+                              StrCat("the \"", scheme,
+                                     "\" transport plugin is not loaded on this machine (`weft "
+                                     "plugins` says why); tasks started here cannot use it")});
       return;
     }
     const std::string hint = ClosestMatch(scheme, known);
     out.errors.push_back({pos, std::move(path),
-                          StrCat("unknown transport \"", scheme, "\": not built in (tcp, zmq, rdma) and no loaded "
-                                                                 "plugin serves it",
+                          StrCat("unknown transport \"", scheme,
+                                 "\": not built in (tcp, zmq, rdma) and no loaded "
+                                 "plugin serves it",
                                  hint.empty() ? "" : StrCat("; did you mean \"", hint, "\"?"))});
   };
   const bool default_used = std::any_of(cluster.jobs.begin(), cluster.jobs.end(),

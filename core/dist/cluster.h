@@ -65,10 +65,10 @@ Expected<TaskDeviceName> ParseTaskDeviceName(std::string_view name);
 // --- The cluster --------------------------------------------------------------------------------
 
 struct TaskSpec {
-  int64_t index = 0;          // within its job
-  config::HostPort address;   // where it listens
-  std::string transport;      // the scheme, "tcp"
-  int64_t rank = -1;          // mpi, slurm: the launcher's rank; -1 for static membership
+  int64_t index = 0;         // within its job
+  config::HostPort address;  // where it listens
+  std::string transport;     // the scheme, "tcp"
+  int64_t rank = -1;         // mpi, slurm: the launcher's rank; -1 for static membership
 
   // "tcp://127.0.0.1:7070"
   std::string Url() const;

@@ -64,8 +64,8 @@ void RemoteRendezvous::RecvAsync(const runtime::RendezvousKey& key, DoneFn done)
                  item.value = std::move(response.tensor);
                  item.is_dead = response.is_dead;
                } else {
-                 status = Status(status.code(), StrCat("pulling ", key.ToString(), " from ", peer.name, ": ",
-                                                       status.message()));
+                 status = Status(status.code(),
+                                 StrCat("pulling ", key.ToString(), " from ", peer.name, ": ", status.message()));
                }
                auto it = pulls_.find(id);
                if (it == pulls_.end()) return;  // aborted meanwhile

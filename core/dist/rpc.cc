@@ -182,8 +182,9 @@ void RpcNode::Call(const Peer& peer, Request request, int64_t timeout_ms, std::f
 Expected<Response> RpcNode::CallSync(const Peer& peer, Request request, int64_t timeout_ms) {
   std::promise<std::pair<Status, Response>> promise;
   auto future = promise.get_future();
-  Call(peer, std::move(request), timeout_ms,
-       [&promise](Status s, Response r) { promise.set_value({std::move(s), std::move(r)}); });
+  Call(peer, std::move(request), timeout_ms, [&promise](Status s, Response r) {
+    promise.set_value({std::move(s), std::move(r)});
+  });
   auto [status, response] = future.get();
   if (!status.ok()) return status;
   return std::move(response);
@@ -236,17 +237,18 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     }
     last = c.status();
     if (last.code() == Code::kInvalidArgument) break;  // a malformed address: retrying cannot help
-    std::this_thread::sleep_for(std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                      deadline - std::chrono::steady_clock::now())));
+    std::this_thread::sleep_for(std::min(
+        backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   if (connection == nullptr) {
-    FailChannel(channel, Status(last.code() == Code::kInvalidArgument ? Code::kInvalidArgument : Code::kUnavailable,
-                                StrCat("cannot reach ", Describe(peer), " within ", options_.connect_timeout_ms,
-                                       " ms (", attempts, " attempt", attempts == 1 ? "" : "s", "): ", last.message(),
-                                       last.code() == Code::kInvalidArgument
-                                           ? ""
-                                           : ". Is the task started (`weft serve --config ... --job ... --task ...`)?")));
+    FailChannel(channel,
+                Status(last.code() == Code::kInvalidArgument ? Code::kInvalidArgument : Code::kUnavailable,
+                       StrCat("cannot reach ", Describe(peer), " within ", options_.connect_timeout_ms, " ms (",
+                              attempts, " attempt", attempts == 1 ? "" : "s", "): ", last.message(),
+                              last.code() == Code::kInvalidArgument
+                                  ? ""
+                                  : ". Is the task started (`weft serve --config ... --job ... --task ...`)?")));
     return;
   }
   // Hello: the first message on the connection.
@@ -329,15 +331,13 @@ void RpcNode::SendCall(const std::shared_ptr<Channel>& channel, uint64_t call_id
     Finish(call_id, encoded.status().WithContext(StrCat(MethodName(method), " to ", channel->peer.name)), Response());
     return;
   }
-  Status sent = connection->Send(std::move(encoded->header), encoded->slices, encoded->keepalive,
-                                 [this, call_id, channel, method](Status s) {
-                                   if (!s.ok()) {
-                                     Finish(call_id,
-                                            s.WithContext(StrCat("sending ", MethodName(method), " to ",
-                                                                 Describe(channel->peer))),
-                                            Response());
-                                   }
-                                 });
+  Status sent = connection->Send(
+      std::move(encoded->header), encoded->slices, encoded->keepalive, [this, call_id, channel, method](Status s) {
+        if (!s.ok()) {
+          Finish(call_id, s.WithContext(StrCat("sending ", MethodName(method), " to ", Describe(channel->peer))),
+                 Response());
+        }
+      });
   if (!sent.ok()) {
     Finish(call_id, sent.WithContext(StrCat("sending ", MethodName(method), " to ", Describe(channel->peer))),
            Response());

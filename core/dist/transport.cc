@@ -27,8 +27,8 @@ void OnSendDone(void* user, weft_status_t status) {
 
 ReceivedMessage ReceivedMessage::Keep(const weft_received_t* message) {
   ReceivedMessage out;
-  const bool can_retain = WEFT_STRUCT_HAS(message, weft_received_t, release) && message->retain != nullptr &&
-                          message->release != nullptr;
+  const bool can_retain =
+      WEFT_STRUCT_HAS(message, weft_received_t, release) && message->retain != nullptr && message->release != nullptr;
   if (can_retain) {
     void* token = message->retain(message);
     auto release = message->release;
@@ -42,7 +42,8 @@ ReceivedMessage ReceivedMessage::Keep(const weft_received_t* message) {
   // No retain: copy into one 64-byte aligned block (a tensor may live in
   // the payload), header after it.
   const uint64_t payload_padded = (message->payload_size + 63) & ~uint64_t{63};
-  void* block = std::aligned_alloc(64, std::max<uint64_t>(64, payload_padded + ((message->header_size + 63) & ~uint64_t{63})));
+  void* block =
+      std::aligned_alloc(64, std::max<uint64_t>(64, payload_padded + ((message->header_size + 63) & ~uint64_t{63})));
   if (block == nullptr) return out;
   auto* bytes = static_cast<char*>(block);
   if (message->payload_size > 0) std::memcpy(bytes, message->payload, message->payload_size);
@@ -139,8 +140,8 @@ Expected<std::unique_ptr<Endpoint>> Endpoint::Open(const weft_transport_plugin_t
   cb.on_accept = OnAccept;
   cb.on_message = OnMessage;
   cb.on_closed = OnClosed;
-  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(transport->endpoint_open(
-      listen_address.empty() ? nullptr : listen_address.c_str(), &cb, &endpoint->endpoint_)));
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(
+      transport->endpoint_open(listen_address.empty() ? nullptr : listen_address.c_str(), &cb, &endpoint->endpoint_)));
   return endpoint;
 }
 

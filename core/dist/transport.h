@@ -12,12 +12,12 @@
 #ifndef WEFT_CORE_DIST_TRANSPORT_H_
 #define WEFT_CORE_DIST_TRANSPORT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <atomic>
 #include <string_view>
 #include <unordered_map>
 #include <vector>

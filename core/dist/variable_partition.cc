@@ -41,8 +41,8 @@ class Rewriter {
       dims[0] = p.rows;
       AttrMap attrs = handle.attrs;
       attrs["shape"] = AttrValue(Shape(dims));
-      if (auto it = attrs.find("shared_name"); it != attrs.end() && it->second.holds<std::string>() &&
-                                                 !it->second.get<std::string>().empty()) {
+      if (auto it = attrs.find("shared_name");
+          it != attrs.end() && it->second.holds<std::string>() && !it->second.get<std::string>().empty()) {
         it->second = AttrValue(StrCat(it->second.get<std::string>(), "/part_", p.index));
       }
       Add(p.name, "VarHandle", Controls(handle), std::move(attrs), handle.device);
@@ -107,8 +107,7 @@ class Rewriter {
       Add(StrCat(s, "part_", k), "ResourceGather", {part(k), InputRefString(s + "local_ids", k)}, std::move(attrs));
       stitch.push_back(StrCat(s, "part_", k));
     }
-    Add(s + "unique_rows", "DynamicStitch", std::move(stitch), {{"N", AttrValue(static_cast<int64_t>(parts()))}},
-        dev);
+    Add(s + "unique_rows", "DynamicStitch", std::move(stitch), {{"N", AttrValue(static_cast<int64_t>(parts()))}}, dev);
     Add(s + "rows", "Gather", {s + "unique_rows", repeat}, {}, dev);
     // Shaped like ids + row.
     std::string shape = s + "ids_shape";

@@ -8,9 +8,7 @@ namespace {
 
 using Dx = std::vector<Output>;
 
-Output I64Vector(GradContext& c, const std::vector<int64_t>& v) {
-  return c.b().Const(Tensor::FromVector<int64_t>(v));
-}
+Output I64Vector(GradContext& c, const std::vector<int64_t>& v) { return c.b().Const(Tensor::FromVector<int64_t>(v)); }
 
 Output I64Scalar(GradContext& c, int64_t v) { return c.b().Const(Tensor::Scalar<int64_t>(v)); }
 
@@ -33,8 +31,8 @@ int64_t Normalise(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : 
 // like |x|.
 Output SliceBack(GradContext& c, const Output& x, const Output& g, const std::vector<int64_t>& begin,
                  const std::vector<int64_t>& end, const std::vector<int64_t>& strides, AttrMap masks) {
-  return c.Op("StridedSliceGrad",
-              {c.ShapeOf(x), I64Vector(c, begin), I64Vector(c, end), I64Vector(c, strides), g}, std::move(masks));
+  return c.Op("StridedSliceGrad", {c.ShapeOf(x), I64Vector(c, begin), I64Vector(c, end), I64Vector(c, strides), g},
+              std::move(masks));
 }
 
 }  // namespace
@@ -52,10 +50,12 @@ void RegisterArrayGradients(GradRegistry& r) {
     const Output data = c.input(0), partitions = c.input(1);
     const int n = static_cast<int>(c.Int("num_partitions"));
     Output count = c.Op("Size", {partitions}, {{"out_type", AttrValue(DType::kI32)}});
-    Output positions = c.Op("Reshape", {c.Op("Range", {c.b().Const(Tensor::Scalar<int32_t>(0)), count,
-                                                       c.b().Const(Tensor::Scalar<int32_t>(1))}),
-                                        c.ShapeOf(partitions)});
-    std::vector<Output> routed = c.Node("DynamicPartition", {positions, partitions}, {{"num_partitions", AttrValue(int64_t{n})}});
+    Output positions =
+        c.Op("Reshape",
+             {c.Op("Range", {c.b().Const(Tensor::Scalar<int32_t>(0)), count, c.b().Const(Tensor::Scalar<int32_t>(1))}),
+              c.ShapeOf(partitions)});
+    std::vector<Output> routed =
+        c.Node("DynamicPartition", {positions, partitions}, {{"num_partitions", AttrValue(int64_t{n})}});
     std::vector<Output> stitch_inputs = routed;
     for (int p = 0; p < n; ++p) stitch_inputs.push_back(c.grad_or_zeros(p));
     Output merged = c.Op("DynamicStitch", stitch_inputs, {{"N", AttrValue(int64_t{n})}});
@@ -213,8 +213,8 @@ void RegisterArrayGradients(GradRegistry& r) {
     for (int64_t i = 0; i < index_rank; ++i) to_front.push_back(axis + i);
     for (int64_t i = 0; i < axis; ++i) to_front.push_back(i);
     for (int64_t i = axis + index_rank; i < rank - 1 + index_rank; ++i) to_front.push_back(i);
-    Output summed = c.Op("UnsortedSegmentSum", {c.Op("Transpose", {g}, {{"perm", AttrValue(to_front)}}), indices,
-                                                DimOf(c, params, axis)});
+    Output summed = c.Op("UnsortedSegmentSum",
+                         {c.Op("Transpose", {g}, {{"perm", AttrValue(to_front)}}), indices, DimOf(c, params, axis)});
     std::vector<int64_t> back;
     for (int64_t i = 1; i <= axis; ++i) back.push_back(i);
     back.push_back(0);

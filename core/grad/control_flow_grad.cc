@@ -113,9 +113,10 @@ bool RecomputeSafe(std::string_view op) { return op == "ReadVariable" || op == "
 
 }  // namespace
 
-Expected<std::vector<std::pair<Output, Output>>> LoopGradient(
-    GraphBuilder& b, const Frames& frames, int frame, const std::vector<int>& nodes,
-    const std::function<Output(const Output&)>& exit_grad, const std::function<bool(const Output&)>& wants) {
+Expected<std::vector<std::pair<Output, Output>>> LoopGradient(GraphBuilder& b, const Frames& frames, int frame,
+                                                              const std::vector<int>& nodes,
+                                                              const std::function<Output(const Output&)>& exit_grad,
+                                                              const std::function<bool(const Output&)>& wants) {
   const std::string frame_name = frames.frames[static_cast<std::size_t>(frame)].name;
   const std::string what = StrCat("gradient of while loop '", frame_name, "'");
   const std::set<int> members(nodes.begin(), nodes.end());
@@ -208,7 +209,8 @@ Expected<std::vector<std::pair<Output, Output>>> LoopGradient(
     }
     if (structure.count(node) != 0) {
       return InvalidArgumentError(what, ": node '", name_of(consumer), "' in the loop body reads '", name_of(node),
-                                  "' (", op_of(node), "), part of the loop's own structure; the body may read the "
+                                  "' (", op_of(node),
+                                  "), part of the loop's own structure; the body may read the "
                                   "loop variables (Switch output 1) and the loop invariants");
     }
     if (body.insert(node).second) work.push_back(node);
@@ -256,10 +258,10 @@ Expected<std::vector<std::pair<Output, Output>>> LoopGradient(
                          "stack");
       }
     }
-    Output enter = b.Op("Enter", {zero},
-                        {{"frame_name", frame_attr}, {"is_constant", AttrValue(false)},
-                         {"parallel_iterations", parallel_attr}},
-                        "counter_enter");
+    Output enter =
+        b.Op("Enter", {zero},
+             {{"frame_name", frame_attr}, {"is_constant", AttrValue(false)}, {"parallel_iterations", parallel_attr}},
+             "counter_enter");
     std::vector<Output> merge = b.AddNode("Merge", {enter, enter}, {}, "counter_merge");
     WEFT_RETURN_IF_ERROR(b.status());
     std::vector<Output> sw = b.AddNode("Switch", {merge[0], loop_cond}, {}, "counter_switch");
@@ -267,10 +269,10 @@ Expected<std::vector<std::pair<Output, Output>>> LoopGradient(
     Output index = b.Op("Identity", {sw[1]}, {}, "index");
     std::vector<Output> pushes;
     for (auto& [k, stack] : stacks) {
-      Output handle = b.Op("Enter", {stack},
-                           {{"frame_name", frame_attr}, {"is_constant", AttrValue(true)},
-                            {"parallel_iterations", parallel_attr}},
-                           "stack_enter");
+      Output handle =
+          b.Op("Enter", {stack},
+               {{"frame_name", frame_attr}, {"is_constant", AttrValue(true)}, {"parallel_iterations", parallel_attr}},
+               "stack_enter");
       pushes.push_back(b.Op("StackPush", {handle, index, out(vars[k].sw, 1)}, {}, "push"));
     }
     Output one;
@@ -350,10 +352,10 @@ Expected<std::vector<std::pair<Output, Output>>> LoopGradient(
     std::map<int, int> node_value;  // forward node -> the node standing for it here (control inputs)
     for (auto& [k, stack] : stacks) {
       const Output start = out(vars[k].sw, 1);
-      Output popped = b.Op("StackPop", {stack, i},
-                           {{"elem_type", AttrValue(start.dtype())},
-                            {"elem_shape", AttrValue(std::vector<Shape>{start.shape()})}},
-                           "pop");
+      Output popped =
+          b.Op("StackPop", {stack, i},
+               {{"elem_type", AttrValue(start.dtype())}, {"elem_shape", AttrValue(std::vector<Shape>{start.shape()})}},
+               "pop");
       WEFT_RETURN_IF_ERROR(b.status());
       value[{vars[k].sw, 1}] = popped;
       node_value[vars[k].sw] = popped.node();

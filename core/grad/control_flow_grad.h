@@ -64,9 +64,10 @@ bool IsBackEdge(const GraphBuilder& b, int node, const Output& input);
 // when none does); |wants| says whether an input of the loop (what one of
 // its Enter nodes reads) should receive a gradient. Returns the
 // (input, gradient) pairs to hand on.
-Expected<std::vector<std::pair<Output, Output>>> LoopGradient(
-    GraphBuilder& b, const Frames& frames, int frame, const std::vector<int>& nodes,
-    const std::function<Output(const Output&)>& exit_grad, const std::function<bool(const Output&)>& wants);
+Expected<std::vector<std::pair<Output, Output>>> LoopGradient(GraphBuilder& b, const Frames& frames, int frame,
+                                                              const std::vector<int>& nodes,
+                                                              const std::function<Output(const Output&)>& exit_grad,
+                                                              const std::function<bool(const Output&)>& wants);
 
 }  // namespace weft::grad::internal
 

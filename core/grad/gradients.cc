@@ -45,8 +45,7 @@ Output GradContext::Scalar(double value, const Output& like) {
   switch (like.dtype()) {
     case DType::kF32: return b_.Const(Tensor::Scalar<float>(static_cast<float>(value)));
     case DType::kF64: return b_.Const(Tensor::Scalar<double>(value));
-    default:
-      return b_.Op("Cast", {b_.Const(Tensor::Scalar<double>(value))}, {{"DstT", AttrValue(like.dtype())}});
+    default: return b_.Op("Cast", {b_.Const(Tensor::Scalar<double>(value))}, {{"DstT", AttrValue(like.dtype())}});
   }
 }
 
@@ -226,7 +225,8 @@ Expected<std::vector<Output>> AddGradients(GraphBuilder& b, const std::vector<Ou
   for (const Output& y : ys) to_y[static_cast<std::size_t>(unit(y.node()))] = 1;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     if (!to_y[static_cast<std::size_t>(*it)]) continue;
-    for (const Output& in : units[static_cast<std::size_t>(*it)].inputs) to_y[static_cast<std::size_t>(unit(in.node()))] = 1;
+    for (const Output& in : units[static_cast<std::size_t>(*it)].inputs)
+      to_y[static_cast<std::size_t>(unit(in.node()))] = 1;
   }
   // Whether input |in| of a unit on a path receives a gradient.
   auto receives = [&](const Output& in) {
@@ -266,7 +266,10 @@ Expected<std::vector<Output>> AddGradients(GraphBuilder& b, const std::vector<Ou
       const std::string loop_name = frames.frames[static_cast<std::size_t>(u.frame)].name;
       auto scope = b.NameScope(loop_name);
       auto handed_on = internal::LoopGradient(
-          b, frames, u.frame, u.nodes, [&](const Output& exit) { return total({exit.node(), exit.index()}); },
+          b, frames, u.frame, u.nodes,
+          [&](const Output& exit) {
+            return total({exit.node(), exit.index()});
+          },
           receives);
       if (handed_on.ok() && !b.status().ok()) handed_on = b.status();
       if (!handed_on.ok()) return handed_on.status().WithContext(StrCat("gradient of while loop '", loop_name, "'"));

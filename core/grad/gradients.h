@@ -120,10 +120,10 @@ class GradRegistry {
 };
 
 // The families of gradient functions, registered by Global().
-void RegisterMathGradients(GradRegistry& r);   // math_grad.cc
-void RegisterArrayGradients(GradRegistry& r);  // array_grad.cc
-void RegisterNnGradients(GradRegistry& r);     // nn_grad.cc
-void RegisterStateGradients(GradRegistry& r);  // state_grad.cc
+void RegisterMathGradients(GradRegistry& r);         // math_grad.cc
+void RegisterArrayGradients(GradRegistry& r);        // array_grad.cc
+void RegisterNnGradients(GradRegistry& r);           // nn_grad.cc
+void RegisterStateGradients(GradRegistry& r);        // state_grad.cc
 void RegisterControlFlowGradients(GradRegistry& r);  // control_flow_grad.cc
 
 }  // namespace weft::grad

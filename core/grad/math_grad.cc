@@ -60,8 +60,7 @@ Output ReducedCount(GradContext& c, const Output& x, const Output& y) {
     return c.Scalar(ny == 0 ? 0.0 : static_cast<double>(nx) / static_cast<double>(ny), x);
   }
   auto size = [&](const Output& t) {
-    return c.Op("Cast", {c.Op("Size", {t}, {{"out_type", AttrValue(DType::kI64)}})},
-                {{"DstT", AttrValue(x.dtype())}});
+    return c.Op("Cast", {c.Op("Size", {t}, {{"out_type", AttrValue(DType::kI64)}})}, {{"DstT", AttrValue(x.dtype())}});
   };
   return c.Op("Div", {size(x), c.Op("Maximum", {size(y), c.Scalar(1, x)})});
 }
@@ -140,9 +139,9 @@ void RegisterMathGradients(GradRegistry& r) {
     for (Output& d : dx) d = c.grad(0);
     return Status();
   });
-  for (const char* op : {"StopGradient", "Floor", "Ceil", "Round", "IsNan", "IsInf", "Equal", "NotEqual", "Less",
-                         "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv",
-                         "ArgMax", "ArgMin", "All", "Any"}) {
+  for (const char* op : {"StopGradient", "Floor",    "Ceil",      "Round",   "IsNan",        "IsInf",      "Equal",
+                         "NotEqual",     "Less",     "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr",
+                         "LogicalNot",   "FloorDiv", "ArgMax",    "ArgMin",  "All",          "Any"}) {
     r.NotDifferentiable(op);
   }
 
@@ -279,7 +278,8 @@ void RegisterMathGradients(GradRegistry& r) {
                   {{"exclusive", AttrValue(true)}, {"reverse", AttrValue(reverse)}});
     };
     Output others = c.Op("Mul", {cumprod(false), cumprod(true)});
-    Output back = c.Op("Transpose", {c.Op("Reshape", {others, c.Op("Shape", {transposed}, {{"out_type", AttrValue(DType::kI64)}})})},
+    Output back = c.Op("Transpose",
+                       {c.Op("Reshape", {others, c.Op("Shape", {transposed}, {{"out_type", AttrValue(DType::kI64)}})})},
                        {{"perm", AttrValue(inverse)}});
     Output g = Broadcast(c, KeepDims(c, c.grad(0), axes), x);
     dx[0] = c.Op("Mul", {g, back});
@@ -287,7 +287,8 @@ void RegisterMathGradients(GradRegistry& r) {
   });
 
   // --- Matrix products ---
-  r.Register("MatMul", [](GradContext& c, Dx& dx) { return MatMulGrad(c, dx, "MatMul", "transpose_a", "transpose_b"); });
+  r.Register("MatMul",
+             [](GradContext& c, Dx& dx) { return MatMulGrad(c, dx, "MatMul", "transpose_a", "transpose_b"); });
   r.Register("BatchMatMul", [](GradContext& c, Dx& dx) { return MatMulGrad(c, dx, "BatchMatMul", "adj_x", "adj_y"); });
 }
 

@@ -65,7 +65,8 @@ void RegisterNnGradients(GradRegistry& r) {
     //   d mean = -sum(dy) * scale * inv,
     //   d var  = -0.5 * sum(dy * (x - mean)) * scale * inv^3.
     const bool nchw = c.String("data_format") == "NCHW";
-    const AttrMap sum_attrs = {{"axis", AttrValue(nchw ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0, 1, 2})}};
+    const AttrMap sum_attrs = {
+        {"axis", AttrValue(nchw ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0, 1, 2})}};
     auto per_pixel = [&](const Output& v) {  // [C] to broadcast against x
       if (!nchw) return v;
       const AttrMap last = {{"axis", AttrValue(int64_t{-1})}};
@@ -105,7 +106,8 @@ void RegisterNnGradients(GradRegistry& r) {
   r.Register("Softmax", [](GradContext& c, Dx& dx) {
     // dx = (g - sum(g * y, axis)) * y
     const Output y = c.output(0), g = c.grad(0);
-    const AttrMap sum_attrs = {{"axis", AttrValue(std::vector<int64_t>{c.Int("axis")})}, {"keep_dims", AttrValue(true)}};
+    const AttrMap sum_attrs = {{"axis", AttrValue(std::vector<int64_t>{c.Int("axis")})},
+                               {"keep_dims", AttrValue(true)}};
     Output dot = c.Op("Sum", {c.Op("Mul", {g, y})}, sum_attrs);
     dx[0] = c.Op("Mul", {c.Op("Sub", {g, dot}), y});
     return Status();
@@ -113,7 +115,8 @@ void RegisterNnGradients(GradRegistry& r) {
   r.Register("LogSoftmax", [](GradContext& c, Dx& dx) {
     // dx = g - softmax(x) * sum(g, axis), with softmax(x) = exp(y)
     const Output y = c.output(0), g = c.grad(0);
-    const AttrMap sum_attrs = {{"axis", AttrValue(std::vector<int64_t>{c.Int("axis")})}, {"keep_dims", AttrValue(true)}};
+    const AttrMap sum_attrs = {{"axis", AttrValue(std::vector<int64_t>{c.Int("axis")})},
+                               {"keep_dims", AttrValue(true)}};
     Output total = c.Op("Sum", {g}, sum_attrs);
     dx[0] = c.Op("Sub", {g, c.Op("Mul", {c.Op("Exp", {y}), total})});
     return Status();

@@ -26,8 +26,22 @@ struct FuncName {
 };
 
 enum class AttrType {
-  kInt, kFloat, kBool, kString, kType, kShape, kTensor, kFunc,
-  kIntList, kFloatList, kBoolList, kStringList, kTypeList, kShapeList, kTensorList, kFuncList,
+  kInt,
+  kFloat,
+  kBool,
+  kString,
+  kType,
+  kShape,
+  kTensor,
+  kFunc,
+  kIntList,
+  kFloatList,
+  kBoolList,
+  kStringList,
+  kTypeList,
+  kShapeList,
+  kTensorList,
+  kFuncList,
 };
 
 // "int", "list(float)", ...
@@ -35,23 +49,22 @@ std::string_view AttrTypeName(AttrType type);
 
 class AttrValue {
  public:
-  using Storage = std::variant<int64_t, double, bool, std::string, DType, Shape, Tensor, FuncName,
-                               std::vector<int64_t>, std::vector<double>, std::vector<bool>,
-                               std::vector<std::string>, std::vector<DType>, std::vector<Shape>,
-                               std::vector<Tensor>, std::vector<FuncName>>;
+  using Storage = std::variant<int64_t, double, bool, std::string, DType, Shape, Tensor, FuncName, std::vector<int64_t>,
+                               std::vector<double>, std::vector<bool>, std::vector<std::string>, std::vector<DType>,
+                               std::vector<Shape>, std::vector<Tensor>, std::vector<FuncName>>;
 
   AttrValue() : value_(int64_t{0}) {}
-  AttrValue(int64_t v) : value_(v) {}                       // NOLINT(google-explicit-constructor)
-  AttrValue(int v) : value_(int64_t{v}) {}                  // NOLINT(google-explicit-constructor)
-  AttrValue(double v) : value_(v) {}                        // NOLINT(google-explicit-constructor)
-  AttrValue(float v) : value_(static_cast<double>(v)) {}    // NOLINT(google-explicit-constructor)
-  AttrValue(bool v) : value_(v) {}                          // NOLINT(google-explicit-constructor)
-  AttrValue(std::string v) : value_(std::move(v)) {}        // NOLINT(google-explicit-constructor)
-  AttrValue(const char* v) : value_(std::string(v)) {}      // NOLINT(google-explicit-constructor)
-  AttrValue(DType v) : value_(v) {}                         // NOLINT(google-explicit-constructor)
-  AttrValue(Shape v) : value_(std::move(v)) {}              // NOLINT(google-explicit-constructor)
-  AttrValue(Tensor v) : value_(std::move(v)) {}             // NOLINT(google-explicit-constructor)
-  AttrValue(FuncName v) : value_(std::move(v)) {}           // NOLINT(google-explicit-constructor)
+  AttrValue(int64_t v) : value_(v) {}                              // NOLINT(google-explicit-constructor)
+  AttrValue(int v) : value_(int64_t{v}) {}                         // NOLINT(google-explicit-constructor)
+  AttrValue(double v) : value_(v) {}                               // NOLINT(google-explicit-constructor)
+  AttrValue(float v) : value_(static_cast<double>(v)) {}           // NOLINT(google-explicit-constructor)
+  AttrValue(bool v) : value_(v) {}                                 // NOLINT(google-explicit-constructor)
+  AttrValue(std::string v) : value_(std::move(v)) {}               // NOLINT(google-explicit-constructor)
+  AttrValue(const char* v) : value_(std::string(v)) {}             // NOLINT(google-explicit-constructor)
+  AttrValue(DType v) : value_(v) {}                                // NOLINT(google-explicit-constructor)
+  AttrValue(Shape v) : value_(std::move(v)) {}                     // NOLINT(google-explicit-constructor)
+  AttrValue(Tensor v) : value_(std::move(v)) {}                    // NOLINT(google-explicit-constructor)
+  AttrValue(FuncName v) : value_(std::move(v)) {}                  // NOLINT(google-explicit-constructor)
   AttrValue(std::vector<int64_t> v) : value_(std::move(v)) {}      // NOLINT
   AttrValue(std::vector<double> v) : value_(std::move(v)) {}       // NOLINT
   AttrValue(std::vector<bool> v) : value_(std::move(v)) {}         // NOLINT

@@ -1,6 +1,5 @@
 #include "core/graph/builder.h"
 
-
 namespace weft {
 
 const std::string& Output::node_name() const { return builder_->node_def(node_).name; }
@@ -10,14 +9,14 @@ std::string Output::name() const { return InputRefString(node_name(), index_); }
 DType Output::dtype() const {
   const auto& types = builder_->node_types(node_).output_types;
   return index_ >= 0 && static_cast<std::size_t>(index_) < types.size() ? types[static_cast<std::size_t>(index_)]
-                                                                       : DType::kInvalid;
+                                                                        : DType::kInvalid;
 }
 
 const Shape& Output::shape() const {
   static const Shape kUnknown = Shape::UnknownRank();
   const auto& shapes = builder_->node_types(node_).output_shapes;
   return index_ >= 0 && static_cast<std::size_t>(index_) < shapes.size() ? shapes[static_cast<std::size_t>(index_)]
-                                                                        : kUnknown;
+                                                                         : kUnknown;
 }
 
 std::string GraphBuilder::UniqueName(std::string_view base) {
@@ -36,8 +35,8 @@ std::string GraphBuilder::UniqueName(std::string_view base) {
   return candidate;
 }
 
-std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::vector<Output>& inputs,
-                                          AttrMap attrs, std::string_view name) {
+std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::vector<Output>& inputs, AttrMap attrs,
+                                          std::string_view name) {
   if (!status_.ok()) return {};
   const OpDef* op = registry_.Find(op_name);
   NodeDef def;
@@ -107,7 +106,8 @@ std::vector<Output> GraphBuilder::AddNode(std::string_view op_name, const std::v
   types_.push_back(std::move(*types));
   node_contexts_.push_back(context_);
   std::vector<Output> outputs;
-  for (std::size_t i = 0; i < types_.back().output_types.size(); ++i) outputs.emplace_back(this, id, static_cast<int>(i));
+  for (std::size_t i = 0; i < types_.back().output_types.size(); ++i)
+    outputs.emplace_back(this, id, static_cast<int>(i));
   return outputs;
 }
 
@@ -124,8 +124,8 @@ Status GraphBuilder::SetInput(int node, int index, const Output& value) {
   }
   if (value.dtype() != types.input_types[static_cast<std::size_t>(index)]) {
     return InvalidArgumentError("node '", def.name, "': input ", index, " is ",
-                                DTypeName(types.input_types[static_cast<std::size_t>(index)]), "; ", Quote(value.name()),
-                                " is ", DTypeName(value.dtype()));
+                                DTypeName(types.input_types[static_cast<std::size_t>(index)]), "; ",
+                                Quote(value.name()), " is ", DTypeName(value.dtype()));
   }
   def.inputs[static_cast<std::size_t>(index)] = value.name();
   return Status();
@@ -144,7 +144,8 @@ Output GraphBuilder::Op(std::string_view op, const std::vector<Output>& inputs, 
 }
 
 Output GraphBuilder::Const(const Tensor& value, std::string_view name) {
-  return Op("Const", {}, {{"value", AttrValue(value)}, {"dtype", AttrValue(value.dtype())}}, name.empty() ? "Const" : name);
+  return Op("Const", {}, {{"value", AttrValue(value)}, {"dtype", AttrValue(value.dtype())}},
+            name.empty() ? "Const" : name);
 }
 
 Output GraphBuilder::Placeholder(DType dtype, const Shape& shape, std::string_view name) {
@@ -269,11 +270,10 @@ Expected<Output> GraphBuilder::CaptureInto(ControlFlowContext* context, const Ou
   while (culprit->outer() != nullptr && !(context != nullptr && context->IsWithin(culprit->outer()))) {
     culprit = culprit->outer();
   }
-  return InvalidArgumentError(where, "tensor '", value.name(), "' is made inside ", culprit->Describe(),
-                              " and is not visible ",
-                              context == nullptr ? std::string("outside it") : StrCat("in ", context->Describe()),
-                              "; use the results of the ", culprit->Describe().substr(0, culprit->Describe().find(" '")),
-                              " instead");
+  return InvalidArgumentError(
+      where, "tensor '", value.name(), "' is made inside ", culprit->Describe(), " and is not visible ",
+      context == nullptr ? std::string("outside it") : StrCat("in ", context->Describe()), "; use the results of the ",
+      culprit->Describe().substr(0, culprit->Describe().find(" '")), " instead");
 }
 
 GraphBuilder::Scope GraphBuilder::DeviceScope(std::string_view device) {

@@ -118,8 +118,7 @@ class GraphBuilder {
                               std::string_view name = {});
   // AddNode for ops with exactly one output (for ops with none, returns the
   // node itself, usable as a control dependency).
-  Output Op(std::string_view op, const std::vector<Output>& inputs, AttrMap attrs = {},
-            std::string_view name = {});
+  Output Op(std::string_view op, const std::vector<Output>& inputs, AttrMap attrs = {}, std::string_view name = {});
 
   Output Const(const Tensor& value, std::string_view name = {});
   template <class T>

@@ -96,8 +96,8 @@ Expected<std::vector<Output>> Cond(GraphBuilder& b, const Output& pred, const Br
   const std::string what = StrCat("cond ", Quoted(cond_name));
   WEFT_ASSIGN_OR_RETURN(Output p, b.Capture(pred, StrCat(what, ": pred")));
   if (p.dtype() != DType::kBool || !p.shape().IsCompatibleWith(Shape{})) {
-    return b.Fail(InvalidArgumentError(what, ": pred ", Quoted(pred.name()), " must be a scalar bool, is ",
-                                       TypeString(p)));
+    return b.Fail(
+        InvalidArgumentError(what, ": pred ", Quoted(pred.name()), " must be a scalar bool, is ", TypeString(p)));
   }
   std::vector<Output> sw = b.AddNode("Switch", {p, p});
   WEFT_RETURN_IF_ERROR(b.status());
@@ -157,9 +157,8 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
                                        "; it must be at least 1"));
   }
   if (!options.shape_invariants.empty() && options.shape_invariants.size() != loop_vars.size()) {
-    return b.Fail(InvalidArgumentError(requested, ": ", options.shape_invariants.size(),
-                                       " shape invariants for ", loop_vars.size(),
-                                       " loop variables; give none or one per loop variable"));
+    return b.Fail(InvalidArgumentError(requested, ": ", options.shape_invariants.size(), " shape invariants for ",
+                                       loop_vars.size(), " loop variables; give none or one per loop variable"));
   }
   if (options.maximum_iterations && *options.maximum_iterations < 0) {
     return b.Fail(InvalidArgumentError(requested, ": maximum_iterations is ", *options.maximum_iterations,
@@ -186,7 +185,8 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
   }
   const std::size_t n = vars.size();
 
-  auto* ctx = static_cast<LoopContext*>(b.AddContext(std::make_unique<LoopContext>(frame, options.parallel_iterations)));
+  auto* ctx =
+      static_cast<LoopContext*>(b.AddContext(std::make_unique<LoopContext>(frame, options.parallel_iterations)));
   std::vector<Output> merges;
   std::vector<int> merge_nodes;
   {
@@ -251,8 +251,7 @@ Expected<std::vector<Output>> WhileLoop(GraphBuilder& b, const LoopCondFn& cond_
   {
     auto enter = b.EnterContext(ctx);
     const std::vector<Output> user(body_inputs.begin(), body_inputs.begin() + static_cast<std::ptrdiff_t>(num_user));
-    WEFT_ASSIGN_OR_RETURN(std::vector<Output> results,
-                          Call<std::vector<Output>>(b, [&] { return body_fn(user); }));
+    WEFT_ASSIGN_OR_RETURN(std::vector<Output> results, Call<std::vector<Output>>(b, [&] { return body_fn(user); }));
     if (results.size() != num_user) {
       return b.Fail(InvalidArgumentError(what, ": the body returns ", results.size(), " values for ", num_user,
                                          " loop variables"));

@@ -92,11 +92,11 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
     if (name.empty() || name[0] == '_') continue;
     if (op.FindAttr(name) == nullptr) {
       const std::string hint = ClosestMatch(name, AttrNames(op));
-      return InvalidArgumentError(where, ": unknown attr ", Quote(name),
-                                  hint.empty() ? StrCat("; ", op.name, " takes ",
-                                                        op.attrs.empty() ? std::string("none")
-                                                                         : StrJoin(AttrNames(op), ", "))
-                                               : StrCat("; did you mean ", Quote(hint), "?"));
+      return InvalidArgumentError(
+          where, ": unknown attr ", Quote(name),
+          hint.empty()
+              ? StrCat("; ", op.name, " takes ", op.attrs.empty() ? std::string("none") : StrJoin(AttrNames(op), ", "))
+              : StrCat("; did you mean ", Quote(hint), "?"));
     }
   }
   // Infer missing type and number attrs from the inputs.
@@ -117,8 +117,8 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
       attrs[arg.type_list_attr] = AttrValue(std::move(types));
     }
     const int count = ArgCount(arg, attrs);
-    if (!arg.type_attr.empty() && attrs.find(arg.type_attr) == attrs.end() && count > 0 &&
-        input_at < inputs.size() && inputs[input_at].index < inputs[input_at].source_outputs) {
+    if (!arg.type_attr.empty() && attrs.find(arg.type_attr) == attrs.end() && count > 0 && input_at < inputs.size() &&
+        inputs[input_at].index < inputs[input_at].source_outputs) {
       attrs[arg.type_attr] = AttrValue(inputs[input_at].dtype);
     }
     input_at += count < 0 ? 0 : static_cast<std::size_t>(count);
@@ -187,9 +187,9 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
       const DType want = ArgType(arg, attrs, j);
       const NodeInput& in = inputs[k];
       if (in.dtype != want) {
-        return InvalidArgumentError(where, ": input ", k, " ", Quote(in.text), " is ", DTypeName(in.dtype), ", but '",
-                                    arg.name, "' must be ", DTypeName(want),
-                                    ArgTypeAttr(arg).empty() ? std::string() : StrCat(" (attr ", ArgTypeAttr(arg), ")"));
+        return InvalidArgumentError(
+            where, ": input ", k, " ", Quote(in.text), " is ", DTypeName(in.dtype), ", but '", arg.name, "' must be ",
+            DTypeName(want), ArgTypeAttr(arg).empty() ? std::string() : StrCat(" (attr ", ArgTypeAttr(arg), ")"));
       }
       types.input_types.push_back(in.dtype);
     }
@@ -232,7 +232,8 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
              !in_handle_shapes.empty()) {
     // A handle that passes through, into or out of a loop or cond.
     for (Shape& shape : types.output_handle_shapes) shape = in_handle_shapes[0];
-    if (def.op == "Merge" && types.output_handle_shapes.size() > 1) types.output_handle_shapes[1] = Shape::UnknownRank();
+    if (def.op == "Merge" && types.output_handle_shapes.size() > 1)
+      types.output_handle_shapes[1] = Shape::UnknownRank();
   }
   return types;
 }
@@ -243,8 +244,8 @@ Status ValidateNodeName(std::string_view name) {
   if (name.empty()) return InvalidArgumentError("a node has an empty name");
   if (name[0] == '/') return InvalidArgumentError("node name ", Quote(name), " starts with '/'");
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '-' || c == '/';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '-' || c == '/';
     if (!ok) {
       return InvalidArgumentError("node name ", Quote(name), " contains ", Quote(std::string(1, c)),
                                   "; names use letters, digits and _ . - /");
@@ -270,8 +271,8 @@ Expected<Endpoint> Graph::ResolveTensor(std::string_view name) const {
                          hint.empty() ? std::string() : StrCat("; did you mean ", Quote(hint), "?"));
   }
   if (ref.index >= node->num_outputs()) {
-    return NotFoundError(node->Describe(), " has ", node->num_outputs(), " output",
-                         node->num_outputs() == 1 ? "" : "s", "; there is no output ", ref.index);
+    return NotFoundError(node->Describe(), " has ", node->num_outputs(), " output", node->num_outputs() == 1 ? "" : "s",
+                         "; there is no output ", ref.index);
   }
   return Endpoint{node->id, ref.index};
 }
@@ -279,8 +280,8 @@ Expected<Endpoint> Graph::ResolveTensor(std::string_view name) const {
 Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
   if (def.min_consumer > kGraphVersion) {
     return InvalidArgumentError("the graph needs a reader of graph format v", def.min_consumer,
-                                " or newer (it was written by v", def.producer,
-                                "); this weft reads up to v", kGraphVersion, ": upgrade weft");
+                                " or newer (it was written by v", def.producer, "); this weft reads up to v",
+                                kGraphVersion, ": upgrade weft");
   }
   Graph g;
   g.producer_ = def.producer;
@@ -296,8 +297,8 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
     WEFT_RETURN_IF_ERROR(ValidateNodeName(node.def.name).WithContext(StrCat("node #", i)));
     auto [it, inserted] = g.index_.emplace(node.def.name, node.id);
     if (!inserted) {
-      return InvalidArgumentError("node ", Quote(node.def.name), " is defined twice (nodes #", it->second,
-                                  " and #", i, ")");
+      return InvalidArgumentError("node ", Quote(node.def.name), " is defined twice (nodes #", it->second, " and #", i,
+                                  ")");
     }
     node.op = registry.Find(node.def.op);
     if (node.op == nullptr) {
@@ -320,8 +321,7 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
       if (!ref.ok()) return ref.status().WithContext(node.Describe());
       auto it = g.index_.find(ref->node);
       if (it == g.index_.end()) {
-        return InvalidArgumentError(node.Describe(), ": input ", k, " ", Quote(text),
-                                    " names no node in the graph");
+        return InvalidArgumentError(node.Describe(), ": input ", k, " ", Quote(text), " names no node in the graph");
       }
       if (ref->control()) {
         seen_control = true;

@@ -25,9 +25,7 @@ namespace weft {
 struct Endpoint {
   int node = -1;
   int index = 0;
-  friend bool operator==(const Endpoint& a, const Endpoint& b) {
-    return a.node == b.node && a.index == b.index;
-  }
+  friend bool operator==(const Endpoint& a, const Endpoint& b) { return a.node == b.node && a.index == b.index; }
 };
 
 class Graph {
@@ -36,8 +34,8 @@ class Graph {
     int id = -1;
     NodeDef def;  // attrs include defaults
     const OpDef* op = nullptr;
-    std::vector<Endpoint> inputs;      // data inputs, in order
-    std::vector<int> control_inputs;   // nodes this one runs after
+    std::vector<Endpoint> inputs;     // data inputs, in order
+    std::vector<int> control_inputs;  // nodes this one runs after
     std::vector<DType> input_types;
     std::vector<DType> output_types;
     std::vector<Shape> output_shapes;
@@ -55,9 +53,7 @@ class Graph {
 
   // Validates |def| against |registry| (see the file comment).
   static Expected<Graph> FromGraphDef(GraphDef def, const OpRegistry& registry);
-  static Expected<Graph> FromGraphDef(GraphDef def) {
-    return FromGraphDef(std::move(def), OpRegistry::Global());
-  }
+  static Expected<Graph> FromGraphDef(GraphDef def) { return FromGraphDef(std::move(def), OpRegistry::Global()); }
 
   const std::vector<Node>& nodes() const { return nodes_; }
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
@@ -95,14 +91,14 @@ Status ValidateNodeName(std::string_view name);
 
 // What node inference knows about one data input.
 struct NodeInput {
-  std::string text;                  // as written: "x:1"
-  const NodeDef* source = nullptr;   // the producing node
-  int source_outputs = 0;            // how many outputs it has
-  int index = 0;                     // which one this is
+  std::string text;                 // as written: "x:1"
+  const NodeDef* source = nullptr;  // the producing node
+  int source_outputs = 0;           // how many outputs it has
+  int index = 0;                    // which one this is
   DType dtype = DType::kInvalid;
   Shape shape = Shape::UnknownRank();
   Shape handle_shape = Shape::UnknownRank();  // for resource inputs
-  bool back_edge = false;  // from a NextIteration not inferred yet
+  bool back_edge = false;                     // from a NextIteration not inferred yet
 };
 
 struct NodeTypes {

@@ -55,7 +55,7 @@ struct GraphDef {
 // A parsed input string.
 struct InputRef {
   std::string node;
-  int index = 0;         // output index; -1 for a control input
+  int index = 0;  // output index; -1 for a control input
   bool control() const { return index < 0; }
 };
 

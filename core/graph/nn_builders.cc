@@ -53,7 +53,10 @@ Expected<DynamicLstmResult> DynamicLstm(GraphBuilder& b, const Output& inputs, c
   WEFT_ASSIGN_OR_RETURN(
       std::vector<Output> final_values,
       WhileLoop(
-          b, [&](const std::vector<Output>& v) -> Expected<Output> { return b.Op("Less", {v[0], steps}); },
+          b,
+          [&](const std::vector<Output>& v) -> Expected<Output> {
+            return b.Op("Less", {v[0], steps});
+          },
           [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
             const Output& t = v[0];
             Output x = b.Op("Gather", {inputs, t}, {}, "x_t");

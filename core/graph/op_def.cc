@@ -25,11 +25,10 @@ const std::vector<DType>& Named(std::string_view set) {
   static const std::vector<DType> kFloat = {DType::kF16, DType::kBF16, DType::kF32, DType::kF64};
   static const std::vector<DType> kInt = {DType::kI8, DType::kI16, DType::kI32, DType::kI64, DType::kU8};
   static const std::vector<DType> kIndex = {DType::kI32, DType::kI64};
-  static const std::vector<DType> kNumeric = {DType::kF16, DType::kBF16, DType::kF32, DType::kF64,
-                                              DType::kI8,  DType::kI16,  DType::kI32, DType::kI64,
-                                              DType::kU8};
-  static const std::vector<DType> kAll = {DType::kF16, DType::kBF16, DType::kF32, DType::kF64,
-                                          DType::kI8,  DType::kI16,  DType::kI32, DType::kI64,
+  static const std::vector<DType> kNumeric = {DType::kF16, DType::kBF16, DType::kF32, DType::kF64, DType::kI8,
+                                              DType::kI16, DType::kI32,  DType::kI64, DType::kU8};
+  static const std::vector<DType> kAll = {DType::kF16, DType::kBF16, DType::kF32,   DType::kF64,
+                                          DType::kI8,  DType::kI16,  DType::kI32,   DType::kI64,
                                           DType::kU8,  DType::kBool, DType::kString};
   static const std::vector<DType> kNone;
   if (set == "float") return kFloat;
@@ -42,13 +41,20 @@ const std::vector<DType>& Named(std::string_view set) {
 
 std::optional<AttrType> ParseAttrType(std::string_view text) {
   static const std::pair<std::string_view, AttrType> kTypes[] = {
-      {"int", AttrType::kInt},         {"float", AttrType::kFloat},
-      {"bool", AttrType::kBool},       {"string", AttrType::kString},
-      {"type", AttrType::kType},       {"shape", AttrType::kShape},
-      {"tensor", AttrType::kTensor},   {"func", AttrType::kFunc},
-      {"list(int)", AttrType::kIntList}, {"list(float)", AttrType::kFloatList},
-      {"list(bool)", AttrType::kBoolList}, {"list(string)", AttrType::kStringList},
-      {"list(type)", AttrType::kTypeList}, {"list(shape)", AttrType::kShapeList},
+      {"int", AttrType::kInt},
+      {"float", AttrType::kFloat},
+      {"bool", AttrType::kBool},
+      {"string", AttrType::kString},
+      {"type", AttrType::kType},
+      {"shape", AttrType::kShape},
+      {"tensor", AttrType::kTensor},
+      {"func", AttrType::kFunc},
+      {"list(int)", AttrType::kIntList},
+      {"list(float)", AttrType::kFloatList},
+      {"list(bool)", AttrType::kBoolList},
+      {"list(string)", AttrType::kStringList},
+      {"list(type)", AttrType::kTypeList},
+      {"list(shape)", AttrType::kShapeList},
   };
   for (const auto& [name, type] : kTypes) {
     if (name == text) return type;
@@ -68,7 +74,8 @@ Expected<AttrValue> ParseDefault(std::string_view text, AttrType type) {
       if (v.kind == K::kInt) return AttrValue(v.i);
       break;
     case AttrType::kFloat:
-      if (v.kind == K::kFloat || v.kind == K::kInt) return AttrValue(v.kind == K::kInt ? static_cast<double>(v.i) : v.f);
+      if (v.kind == K::kFloat || v.kind == K::kInt)
+        return AttrValue(v.kind == K::kInt ? static_cast<double>(v.i) : v.f);
       break;
     case AttrType::kBool:
       if (v.kind == K::kBool) return AttrValue(v.b);
@@ -111,8 +118,7 @@ Expected<AttrValue> ParseDefault(std::string_view text, AttrType type) {
     case AttrType::kShapeList:
       if (v.kind == K::kArray && v.elements.empty()) return AttrValue(std::vector<Shape>());
       break;
-    default:
-      break;
+    default: break;
   }
   return InvalidArgumentError("default ", Quote(text), " is not a ", AttrTypeName(type));
 }
@@ -320,15 +326,15 @@ Expected<OpDef> OpDefBuilder::Build() const {
       if (!arg.type_attr.empty()) {
         const AttrDef* a = def.FindAttr(arg.type_attr);
         if (a == nullptr || a->type != AttrType::kType) {
-          return InvalidArgumentError("op ", def.name, ": arg '", arg.name, "' uses type attr '",
-                                      arg.type_attr, "', which is not declared as a type");
+          return InvalidArgumentError("op ", def.name, ": arg '", arg.name, "' uses type attr '", arg.type_attr,
+                                      "', which is not declared as a type");
         }
       }
       if (!arg.number_attr.empty()) {
         const AttrDef* a = def.FindAttr(arg.number_attr);
         if (a == nullptr || a->type != AttrType::kInt) {
-          return InvalidArgumentError("op ", def.name, ": arg '", arg.name, "' uses number attr '",
-                                      arg.number_attr, "', which is not declared as an int");
+          return InvalidArgumentError("op ", def.name, ": arg '", arg.name, "' uses number attr '", arg.number_attr,
+                                      "', which is not declared as an int");
         }
       }
     }

@@ -164,8 +164,7 @@ Expected<Shape> ReadShape(wire::Shape::Reader in) {
   if (in.getUnknownRank()) return Shape::UnknownRank();
   std::vector<int64_t> dims;
   if (in.getDims().size() > WEFT_MAX_RANK) {
-    return InvalidArgumentError("a shape has rank ", in.getDims().size(), ", above the maximum of ",
-                                WEFT_MAX_RANK);
+    return InvalidArgumentError("a shape has rank ", in.getDims().size(), ", above the maximum of ", WEFT_MAX_RANK);
   }
   for (int64_t d : in.getDims()) {
     if (d < -1) return InvalidArgumentError("a shape has dimension ", d);
@@ -181,8 +180,8 @@ Expected<Tensor> ReadTensor(wire::Tensor::Reader in) {
   WEFT_ASSIGN_OR_RETURN(int64_t count, CheckedNumElements(shape.dims()));
   if (dtype == DType::kString) {
     if (in.getStrings().size() != static_cast<uint64_t>(count)) {
-      return InvalidArgumentError("a string tensor of shape ", shape.ToString(), " holds ",
-                                  in.getStrings().size(), " strings");
+      return InvalidArgumentError("a string tensor of shape ", shape.ToString(), " holds ", in.getStrings().size(),
+                                  " strings");
     }
     std::vector<std::string> values;
     for (auto s : in.getStrings()) values.push_back(Str(s));
@@ -284,12 +283,12 @@ Expected<NodeDef> ReadNode(wire::Node::Reader in, std::size_t index) {
   for (auto attr : in.getAttrs()) {
     auto value = ReadAttr(attr.getValue());
     if (!value.ok()) {
-      return value.status().WithContext(StrCat("node #", index, " ", Quote(node.name), ": attr ",
-                                               Quote(Str(attr.getName()))));
+      return value.status().WithContext(
+          StrCat("node #", index, " ", Quote(node.name), ": attr ", Quote(Str(attr.getName()))));
     }
     if (!node.attrs.emplace(Str(attr.getName()), std::move(*value)).second) {
-      return InvalidArgumentError("node #", index, " ", Quote(node.name), ": attr ",
-                                  Quote(Str(attr.getName())), " is given twice");
+      return InvalidArgumentError("node #", index, " ", Quote(node.name), ": attr ", Quote(Str(attr.getName())),
+                                  " is given twice");
     }
   }
   return node;
@@ -377,8 +376,7 @@ Expected<GraphDef> ParseGraphDef(std::string_view bytes, GraphFormat format, std
     capnp::FlatArrayMessageReader reader(words, options);
     if (reader.getEnd() != words.end()) {
       return InvalidArgumentError(name, ": not a valid .wg graph file: ",
-                                  (words.end() - reader.getEnd()) * sizeof(capnp::word),
-                                  " bytes of trailing data");
+                                  (words.end() - reader.getEnd()) * sizeof(capnp::word), " bytes of trailing data");
     }
     auto def = ReadGraph(reader.getRoot<wire::Graph>());
     if (!def.ok()) return def.status().WithContext(std::string(name));
@@ -404,9 +402,8 @@ Expected<GraphDef> ReadGraphFile(const std::string& path) {
   auto format = FormatForPath(path);
   if (!format.ok()) {
     const auto first = bytes.find_first_not_of(" \t\r\n");
-    format = first != std::string::npos && (bytes[first] == '(' || bytes[first] == '#')
-                 ? GraphFormat::kText
-                 : GraphFormat::kBinary;
+    format = first != std::string::npos && (bytes[first] == '(' || bytes[first] == '#') ? GraphFormat::kText
+                                                                                        : GraphFormat::kBinary;
   }
   return ParseGraphDef(bytes, *format, path);
 }

@@ -26,8 +26,7 @@ namespace weft {
 class InferenceContext {
  public:
   InferenceContext(const OpDef& op, const AttrMap& attrs, std::vector<DType> input_types,
-                   std::vector<Shape> input_shapes, std::vector<const Tensor*> input_values,
-                   int num_outputs)
+                   std::vector<Shape> input_shapes, std::vector<const Tensor*> input_values, int num_outputs)
       : op_(op),
         attrs_(attrs),
         input_types_(std::move(input_types)),
@@ -60,9 +59,7 @@ class InferenceContext {
   const std::string& String(std::string_view name) const { return Get(name).get<std::string>(); }
   DType Type(std::string_view name) const { return Get(name).get<DType>(); }
   const Shape& ShapeAttr(std::string_view name) const { return Get(name).get<weft::Shape>(); }
-  const std::vector<int64_t>& Ints(std::string_view name) const {
-    return Get(name).get<std::vector<int64_t>>();
-  }
+  const std::vector<int64_t>& Ints(std::string_view name) const { return Get(name).get<std::vector<int64_t>>(); }
   const Tensor& TensorAttr(std::string_view name) const { return Get(name).get<Tensor>(); }
   bool Has(std::string_view name) const { return attrs_.find(name) != attrs_.end(); }
   const AttrValue& Get(std::string_view name) const { return attrs_.find(name)->second; }

@@ -31,8 +31,8 @@ Status ReshapeShape(InferenceContext& c) {
   const auto target = ConstIntVector(c, 1);
   if (!target) {
     const Shape& s = c.input_shape(1);
-    c.set_output(0, s.rank() == 1 && s.dim(0) >= 0 ? Shape::UnknownDims(static_cast<int>(s.dim(0)))
-                                                   : Shape::UnknownRank());
+    c.set_output(
+        0, s.rank() == 1 && s.dim(0) >= 0 ? Shape::UnknownDims(static_cast<int>(s.dim(0))) : Shape::UnknownRank());
     return Status();
   }
   auto dims = ResolveReshape(*target, in.num_elements(), in.ToString());
@@ -137,8 +137,8 @@ Status ConcatShape(InferenceContext& c) {
       if (d == axis) continue;
       int64_t& out = dims[static_cast<std::size_t>(d)];
       if (out >= 0 && s.dim(d) >= 0 && out != s.dim(d)) {
-        return c.Error("input ", i, " has shape ", s.ToString(), ", which differs from the others in dimension ",
-                       d, " (", s.dim(d), " vs ", out, "); only axis ", axis, " may differ");
+        return c.Error("input ", i, " has shape ", s.ToString(), ", which differs from the others in dimension ", d,
+                       " (", s.dim(d), " vs ", out, "); only axis ", axis, " may differ");
       }
       if (out < 0) out = s.dim(d);
     }
@@ -205,7 +205,8 @@ Status StridedSliceShape(InferenceContext& c) {
     return c.Error("begin, end and strides have ", begin.size(), ", ", end.size(), " and ", strides.size(),
                    " entries; they must match");
   }
-  if (begin.size() > 63) return c.Error("a slice spec has at most 63 entries (the masks are 64-bit), got ", begin.size());
+  if (begin.size() > 63)
+    return c.Error("a slice spec has at most 63 entries (the masks are 64-bit), got ", begin.size());
   for (int64_t s : strides) {
     if (s == 0) return c.Error("a stride is 0");
   }
@@ -244,7 +245,8 @@ Status StridedSliceShape(InferenceContext& c) {
       ++dim;
       continue;
     }
-    dims.push_back(d < 0 ? -1 : StridedSliceLength(d, begin[i], end[i], strides[i], (begin_mask >> i) & 1, (end_mask >> i) & 1));
+    dims.push_back(
+        d < 0 ? -1 : StridedSliceLength(d, begin[i], end[i], strides[i], (begin_mask >> i) & 1, (end_mask >> i) & 1));
     ++dim;
   }
   while (dim < in.rank()) dims.push_back(in.dim(dim++));
@@ -263,14 +265,16 @@ Status PadShape(InferenceContext& c) {
   const std::string& mode = c.String("mode");
   std::vector<int64_t> dims;
   for (int i = 0; i < rank; ++i) {
-    const int64_t before = paddings[static_cast<std::size_t>(2 * i)], after = paddings[static_cast<std::size_t>(2 * i + 1)];
-    if (before < 0 || after < 0) return c.Error("paddings must be >= 0, got ", before, ", ", after, " for dimension ", i);
+    const int64_t before = paddings[static_cast<std::size_t>(2 * i)],
+                  after = paddings[static_cast<std::size_t>(2 * i + 1)];
+    if (before < 0 || after < 0)
+      return c.Error("paddings must be >= 0, got ", before, ", ", after, " for dimension ", i);
     const int64_t d = in.unknown_rank() ? -1 : in.dim(i);
     if (d >= 0 && mode != "CONSTANT" && (before > 0 || after > 0)) {
       const int64_t limit = mode == "REFLECT" ? d - 1 : d;
       if (before > limit || after > limit) {
-        return c.Error(mode, " padding of dimension ", i, " (size ", d, ") must be at most ", limit, ", got ",
-                       before, ", ", after);
+        return c.Error(mode, " padding of dimension ", i, " (size ", d, ") must be at most ", limit, ", got ", before,
+                       ", ", after);
       }
     }
     const auto padded = CheckedAdd(before, after);
@@ -399,8 +403,8 @@ Status FillShape(InferenceContext& c) {
     c.set_output(0, Shape(*dims));
   } else {
     const Shape& s = c.input_shape(0);
-    c.set_output(0, s.rank() == 1 && s.dim(0) >= 0 ? Shape::UnknownDims(static_cast<int>(s.dim(0)))
-                                                   : Shape::UnknownRank());
+    c.set_output(
+        0, s.rank() == 1 && s.dim(0) >= 0 ? Shape::UnknownDims(static_cast<int>(s.dim(0))) : Shape::UnknownRank());
   }
   return Status();
 }
@@ -448,7 +452,8 @@ Status RangeShape(InferenceContext& c) {
                                  : static_cast<uint64_t>(is) - static_cast<uint64_t>(il);
     const uint64_t step = id > 0 ? static_cast<uint64_t>(id) : 0 - static_cast<uint64_t>(id);
     const uint64_t count = span / step + (span % step != 0 ? 1 : 0);
-    if (count > static_cast<uint64_t>(INT64_MAX)) return c.Error("Range from ", is, " to ", il, " has more than 2^63 elements");
+    if (count > static_cast<uint64_t>(INT64_MAX))
+      return c.Error("Range from ", is, " to ", il, " has more than 2^63 elements");
     n = static_cast<int64_t>(count);
   } else {
     if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) {
@@ -535,14 +540,14 @@ Status RegisterArrayOps(OpRegistry& r) {
                                       .Shape(NoOutputShape)
                                       .Doc("Does nothing; a point to hang control dependencies on (a training step's "
                                            "target).")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("StopGradient")
-          .Input("input: T")
-          .Output("output: T")
-          .Attr("T: {all}")
-          .Shape(UnchangedShape)
-          .Doc("Its input, unchanged; the gradient builder treats it as a constant, so no gradient flows "
-               "through it.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("StopGradient")
+                     .Input("input: T")
+                     .Output("output: T")
+                     .Attr("T: {all}")
+                     .Shape(UnchangedShape)
+                     .Doc("Its input, unchanged; the gradient builder treats it as a constant, so no gradient flows "
+                          "through it.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("Reshape")
           .Input("tensor: T")
@@ -553,15 +558,15 @@ Status RegisterArrayOps(OpRegistry& r) {
           .Shape(ReshapeShape)
           .Doc("The same elements in the same order with a new shape, given as a 1-D tensor; one dimension may "
                "be -1 and is then inferred. No data is copied.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("Transpose")
-          .Input("x: T")
-          .Output("y: T")
-          .Attr("T: {all}")
-          .Attr("perm: list(int) = []")
-          .Shape(TransposeShape)
-          .Doc("Permutes the axes: output axis i is input axis perm[i]. An empty perm reverses the axes (as "
-               "NumPy's transpose).")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("Transpose")
+                     .Input("x: T")
+                     .Output("y: T")
+                     .Attr("T: {all}")
+                     .Attr("perm: list(int) = []")
+                     .Shape(TransposeShape)
+                     .Doc("Permutes the axes: output axis i is input axis perm[i]. An empty perm reverses the axes (as "
+                          "NumPy's transpose).")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("ExpandDims")
                                       .Input("input: T")
                                       .Output("output: T")
@@ -579,15 +584,14 @@ Status RegisterArrayOps(OpRegistry& r) {
           .Shape(SqueezeShape)
           .Doc("Removes axes of size 1: those in 'axis', or all of them when it is empty. Naming an axis whose "
                "size is not 1 is an error.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("Concat")
-          .Input("values: N * T")
-          .Output("output: T")
-          .Attr("N: int >= 1")
-          .Attr("T: {all}")
-          .Attr("axis: int")
-          .Shape(ConcatShape)
-          .Doc("Joins N tensors along 'axis'; every other dimension must match.")));
+  WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("Concat")
+                                      .Input("values: N * T")
+                                      .Output("output: T")
+                                      .Attr("N: int >= 1")
+                                      .Attr("T: {all}")
+                                      .Attr("axis: int")
+                                      .Shape(ConcatShape)
+                                      .Doc("Joins N tensors along 'axis'; every other dimension must match.")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("Split")
                                       .Input("value: T")
                                       .Output("output: num_split * T")
@@ -661,27 +665,27 @@ Status RegisterArrayOps(OpRegistry& r) {
           .Shape(GatherShape)
           .Doc("Slices of params along 'axis' at 'indices' (NumPy's take): the output shape is params.shape[:axis] "
                "+ indices.shape + params.shape[axis+1:]. An index outside [0, params.shape[axis]) is an error.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("GatherNd")
-          .Input("params: T")
-          .Input("indices: Tindices")
-          .Output("output: T")
-          .Attr("T: {all}")
-          .Attr("Tindices: {i32, i64}")
-          .Shape(GatherNdShape)
-          .Doc("Gathers slices of params addressed by the last axis of 'indices': output[i...] = "
-               "params[indices[i..., 0], ..., indices[i..., k-1]]. An index out of range is an error.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("ScatterNd")
-          .Input("indices: Tindices")
-          .Input("updates: T")
-          .Output("output: T")
-          .Attr("T: {numeric}")
-          .Attr("Tindices: {i32, i64}")
-          .Attr("shape: list(int)")
-          .Shape(ScatterNdShape)
-          .Doc("A zero tensor of 'shape' with the slices of 'updates' added at 'indices' (the inverse of "
-               "GatherNd); repeated indices add up. An index out of range is an error.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("GatherNd")
+                     .Input("params: T")
+                     .Input("indices: Tindices")
+                     .Output("output: T")
+                     .Attr("T: {all}")
+                     .Attr("Tindices: {i32, i64}")
+                     .Shape(GatherNdShape)
+                     .Doc("Gathers slices of params addressed by the last axis of 'indices': output[i...] = "
+                          "params[indices[i..., 0], ..., indices[i..., k-1]]. An index out of range is an error.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("ScatterNd")
+                     .Input("indices: Tindices")
+                     .Input("updates: T")
+                     .Output("output: T")
+                     .Attr("T: {numeric}")
+                     .Attr("Tindices: {i32, i64}")
+                     .Attr("shape: list(int)")
+                     .Shape(ScatterNdShape)
+                     .Doc("A zero tensor of 'shape' with the slices of 'updates' added at 'indices' (the inverse of "
+                          "GatherNd); repeated indices add up. An index out of range is an error.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("OneHot")
           .Input("indices: TI")

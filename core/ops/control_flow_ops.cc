@@ -75,26 +75,26 @@ Status LoopCondShape(InferenceContext& c) {
 }  // namespace
 
 Status RegisterControlFlowOps(OpRegistry& r) {
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("Switch")
-          .Input("data: T")
-          .Input("pred: bool")
-          .Output("output_false: T")
-          .Output("output_true: T")
-          .Attr("T: {all, resource}")
-          .Shape(SwitchShape)
-          .Doc("Forwards 'data' to output_true when 'pred' is true and to output_false otherwise; the other "
-               "output is dead, and so is everything computed from it until a Merge.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("Merge")
-          .Input("inputs: N * T")
-          .Output("output: T")
-          .Output("value_index: i32")
-          .Attr("T: {all, resource}")
-          .Attr("N: int >= 1")
-          .Shape(MergeShape)
-          .Doc("Forwards the first of its inputs that is alive, and its index; dead when all of them are. "
-               "In a loop it joins the value entering the loop with the one from the previous iteration.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("Switch")
+                     .Input("data: T")
+                     .Input("pred: bool")
+                     .Output("output_false: T")
+                     .Output("output_true: T")
+                     .Attr("T: {all, resource}")
+                     .Shape(SwitchShape)
+                     .Doc("Forwards 'data' to output_true when 'pred' is true and to output_false otherwise; the other "
+                          "output is dead, and so is everything computed from it until a Merge.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("Merge")
+                     .Input("inputs: N * T")
+                     .Output("output: T")
+                     .Output("value_index: i32")
+                     .Attr("T: {all, resource}")
+                     .Attr("N: int >= 1")
+                     .Shape(MergeShape)
+                     .Doc("Forwards the first of its inputs that is alive, and its index; dead when all of them are. "
+                          "In a loop it joins the value entering the loop with the one from the previous iteration.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("Enter")
           .Input("data: T")

@@ -10,8 +10,7 @@ namespace weft::ops {
 // Whether |op| is Switch, Merge, Enter, Exit, NextIteration or LoopCond: a
 // graph with one of them needs the executor's frames (docs/architecture.md, "Control flow").
 inline bool IsControlFlowOp(std::string_view op) {
-  return op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" ||
-         op == "LoopCond";
+  return op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration" || op == "LoopCond";
 }
 
 }  // namespace weft::ops

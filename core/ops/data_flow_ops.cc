@@ -109,14 +109,14 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           .Doc("Takes n elements from the queue once they are there (waiting without holding a thread) and "
                "stacks each component into a tensor [n, ...]. Once the queue is closed and holds fewer than n "
                "elements it fails with OUT_OF_RANGE, the end-of-data signal, leaving them in the queue.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("QueueClose")
-          .Input("handle: resource")
-          .Attr("cancel_pending_enqueues: bool = false")
-          .Stateful()
-          .Shape(NoOutputShape)
-          .Doc("Closes the queue: later enqueues fail, dequeues drain what is left (see QueueDequeueMany). "
-               "Enqueues already waiting finish, unless cancel_pending_enqueues, which fails them.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("QueueClose")
+                     .Input("handle: resource")
+                     .Attr("cancel_pending_enqueues: bool = false")
+                     .Stateful()
+                     .Shape(NoOutputShape)
+                     .Doc("Closes the queue: later enqueues fail, dequeues drain what is left (see QueueDequeueMany). "
+                          "Enqueues already waiting finish, unless cancel_pending_enqueues, which fails them.")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("QueueSize")
                                       .Input("handle: resource")
                                       .Output("size: i32")

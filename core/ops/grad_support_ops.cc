@@ -63,8 +63,8 @@ Expected<Shape> ShapeFromInput(const InferenceContext& c, int i) {
 Status SameShapeBinary(InferenceContext& c) {
   auto merged = c.input_shape(0).Merge(c.input_shape(1));
   if (!merged.ok()) {
-    return c.Error(InputName(c, 0), " has shape ", c.input_shape(0).ToString(), " but ", InputName(c, 1),
-                   " has shape ", c.input_shape(1).ToString(), "; they must have one shape");
+    return c.Error(InputName(c, 0), " has shape ", c.input_shape(0).ToString(), " but ", InputName(c, 1), " has shape ",
+                   c.input_shape(1).ToString(), "; they must have one shape");
   }
   c.set_output(0, *merged);
   return Status();
@@ -103,8 +103,8 @@ Status SumToShapeShape(InferenceContext& c) {
     for (int i = 0; i < target.rank(); ++i) {
       const int64_t t = target.dim(i), d = in.dim(lead + i);
       if (d >= 0 && t >= 0 && t != 1 && d != t) {
-        return c.Error("input of shape ", in.ToString(), " is not a broadcast of ", target.ToString(),
-                       ": dimension ", lead + i, " is ", d, ", not ", t);
+        return c.Error("input of shape ", in.ToString(), " is not a broadcast of ", target.ToString(), ": dimension ",
+                       lead + i, " is ", d, ", not ", t);
       }
     }
   }
@@ -122,7 +122,8 @@ Status UnsortedSegmentSumShape(InferenceContext& c) {
     c.set_output(0, Shape::UnknownRank());
     return Status();
   }
-  const Shape prefix(std::vector<int64_t>(data.dims().begin(), data.dims().begin() + std::min(ids.rank(), data.rank())));
+  const Shape prefix(
+      std::vector<int64_t>(data.dims().begin(), data.dims().begin() + std::min(ids.rank(), data.rank())));
   if (ids.rank() > data.rank() || !prefix.IsCompatibleWith(ids)) {
     return c.Error("segment_ids' shape ", ids.ToString(), " is not a prefix of data's shape ", data.ToString());
   }
@@ -185,9 +186,11 @@ Status ConcatOffsetShape(InferenceContext& c) {
     WEFT_ASSIGN_OR_RETURN(int axis, NormalizeAxis(*dim, r, "concat_dim"));
     for (int i = 1; i < n; ++i) {
       for (int d = 0; d < r; ++d) {
-        if (d != axis && shapes[static_cast<std::size_t>(i)][static_cast<std::size_t>(d)] != shapes[0][static_cast<std::size_t>(d)]) {
-          return c.Error("shape ", i, " is ", ListString(shapes[static_cast<std::size_t>(i)]), ", which differs from shape 0 ",
-                         ListString(shapes[0]), " in dimension ", d, "; only dimension ", axis, " may differ");
+        if (d != axis && shapes[static_cast<std::size_t>(i)][static_cast<std::size_t>(d)] !=
+                             shapes[0][static_cast<std::size_t>(d)]) {
+          return c.Error("shape ", i, " is ", ListString(shapes[static_cast<std::size_t>(i)]),
+                         ", which differs from shape 0 ", ListString(shapes[0]), " in dimension ", d,
+                         "; only dimension ", axis, " may differ");
         }
       }
     }
@@ -283,7 +286,7 @@ Status ScanShape(InferenceContext& c) {
 struct GradOp {
   const char* name;
   const char* types;
-  const char* first;   // input names
+  const char* first;  // input names
   const char* second;
   const char* doc;
 };
@@ -333,30 +336,30 @@ Status RegisterGradSupportOps(OpRegistry& r) {
                                         .Shape(SameShapeBinary)
                                         .Doc(op.doc)));
   }
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("GeluGrad")
-          .Input("gradients: T")
-          .Input("features: T")
-          .Output("backprops: T")
-          .Attr("T: {float}")
-          .Attr("approximate: bool = false")
-          .Shape(SameShapeBinary)
-          .Doc("The gradient of Gelu: gradients * (Phi(x) + x * phi(x)) with the normal distribution's Phi "
-               "and density phi, or, when 'approximate' is true, the exact derivative of the tanh "
-               "approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(u)) + "
-               "0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2). x is 'features'; gradients and "
-               "features must have one shape.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("BroadcastTo")
-          .Input("input: T")
-          .Input("shape: Tidx")
-          .Output("output: T")
-          .Attr("T: {all}")
-          .Attr("Tidx: {i32, i64} = 'i32'")
-          .Shape(BroadcastToShape)
-          .Doc("The input repeated to the 1-D 'shape' by NumPy's broadcasting rules (numpy.broadcast_to): "
-               "its dimensions are aligned at the end, and each must be 1 or equal to the one it meets; "
-               "leading dimensions are added. Anything else is an error naming both shapes.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("GeluGrad")
+                     .Input("gradients: T")
+                     .Input("features: T")
+                     .Output("backprops: T")
+                     .Attr("T: {float}")
+                     .Attr("approximate: bool = false")
+                     .Shape(SameShapeBinary)
+                     .Doc("The gradient of Gelu: gradients * (Phi(x) + x * phi(x)) with the normal distribution's Phi "
+                          "and density phi, or, when 'approximate' is true, the exact derivative of the tanh "
+                          "approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3): 0.5 (1 + tanh(u)) + "
+                          "0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2). x is 'features'; gradients and "
+                          "features must have one shape.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("BroadcastTo")
+                     .Input("input: T")
+                     .Input("shape: Tidx")
+                     .Output("output: T")
+                     .Attr("T: {all}")
+                     .Attr("Tidx: {i32, i64} = 'i32'")
+                     .Shape(BroadcastToShape)
+                     .Doc("The input repeated to the 1-D 'shape' by NumPy's broadcasting rules (numpy.broadcast_to): "
+                          "its dimensions are aligned at the end, and each must be 1 or equal to the one it meets; "
+                          "leading dimensions are added. Anything else is an error naming both shapes.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("SumToShape")
           .Input("input: T")
@@ -395,14 +398,14 @@ Status RegisterGradSupportOps(OpRegistry& r) {
           .Doc("Stacks N tensors of one shape along a new axis 'axis' (numpy.stack): the output has rank + 1 "
                "dimensions, with N at 'axis'; a negative axis counts from the end of the result (-1 appends "
                "the new axis).")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("InvertPermutation")
-          .Input("x: T")
-          .Output("y: T")
-          .Attr("T: {i32, i64}")
-          .Shape(InvertPermutationShape)
-          .Doc("The inverse of the permutation x of 0 .. n-1: y[x[i]] = i (numpy.argsort of a permutation). "
-               "x must be 1-D; an entry out of range or repeated is an error naming it.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("InvertPermutation")
+                     .Input("x: T")
+                     .Output("y: T")
+                     .Attr("T: {i32, i64}")
+                     .Shape(InvertPermutationShape)
+                     .Doc("The inverse of the permutation x of 0 .. n-1: y[x[i]] = i (numpy.argsort of a permutation). "
+                          "x must be 1-D; an entry out of range or repeated is an error naming it.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("ConcatOffset")
           .Input("concat_dim: i32")
@@ -436,20 +439,22 @@ Status RegisterGradSupportOps(OpRegistry& r) {
                "selects from such a tensor, which receive dy. dy must have the shape that slice has.")));
   for (const char* name : {"Cumsum", "Cumprod"}) {
     const bool sum = std::string(name) == "Cumsum";
-    WEFT_RETURN_IF_ERROR(r.Register(
-        OpDefBuilder(name)
-            .Input("x: T")
-            .Input("axis: Tidx")
-            .Output("out: T")
-            .Attr("T: {numeric}")
-            .Attr("Tidx: {i32, i64} = 'i32'")
-            .Attr("exclusive: bool = false")
-            .Attr("reverse: bool = false")
-            .Shape(ScanShape)
-            .Doc(StrCat("The running ", sum ? "sum" : "product", " of x along the scalar 'axis' (negative counts "
-                        "from the end), as TensorFlow: out[i] = x[0] ", sum ? "+" : "*", " ... ", sum ? "+" : "*",
-                        " x[i]. With 'exclusive' x[i] itself is left out (out[0] is ", sum ? "0" : "1",
-                        "); with 'reverse' the scan runs from the end. Integers wrap on overflow."))));
+    WEFT_RETURN_IF_ERROR(
+        r.Register(OpDefBuilder(name)
+                       .Input("x: T")
+                       .Input("axis: Tidx")
+                       .Output("out: T")
+                       .Attr("T: {numeric}")
+                       .Attr("Tidx: {i32, i64} = 'i32'")
+                       .Attr("exclusive: bool = false")
+                       .Attr("reverse: bool = false")
+                       .Shape(ScanShape)
+                       .Doc(StrCat("The running ", sum ? "sum" : "product",
+                                   " of x along the scalar 'axis' (negative counts "
+                                   "from the end), as TensorFlow: out[i] = x[0] ",
+                                   sum ? "+" : "*", " ... ", sum ? "+" : "*",
+                                   " x[i]. With 'exclusive' x[i] itself is left out (out[0] is ", sum ? "0" : "1",
+                                   "); with 'reverse' the scan runs from the end. Integers wrap on overflow."))));
   }
   return Status();
 }

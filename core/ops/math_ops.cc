@@ -38,7 +38,9 @@ constexpr Unary kUnary[] = {
     {"Relu", "{float, i8, i16, i32, i64}", "Rectified linear unit max(x, 0), elementwise; NaN stays NaN."},
     {"Relu6", "{float, i8, i16, i32, i64}", "min(max(x, 0), 6), elementwise; NaN stays NaN."},
     {"Elu", "{float}", "Exponential linear unit: x for x > 0, exp(x) - 1 otherwise."},
-    {"Selu", "{float}", "Scaled ELU: scale * (x for x > 0, alpha * (exp(x) - 1) otherwise), with alpha = 1.6732632423543772 and scale = 1.0507009873554805 (Klambauer et al. 2017)."},
+    {"Selu", "{float}",
+     "Scaled ELU: scale * (x for x > 0, alpha * (exp(x) - 1) otherwise), with alpha = 1.6732632423543772 and scale = "
+     "1.0507009873554805 (Klambauer et al. 2017)."},
     {"Softplus", "{float}", "log(exp(x) + 1), elementwise, computed without overflow: x + log1p(exp(-x)) for x > 0."},
     {"Erf", "{float}", "The Gauss error function, elementwise."},
     {"Floor", "{float}", "The largest integer not greater than x, elementwise."},
@@ -57,19 +59,33 @@ constexpr Binary kBinary[] = {
     {"Add", "{numeric}", "x + y, elementwise, with NumPy broadcasting. Integers wrap on overflow."},
     {"Sub", "{numeric}", "x - y, elementwise, with NumPy broadcasting. Integers wrap on overflow."},
     {"Mul", "{numeric}", "x * y, elementwise, with NumPy broadcasting. Integers wrap on overflow."},
-    {"Div", "{numeric}", "x / y, elementwise, with NumPy broadcasting. Differs from NumPy on purpose for integers: division truncates toward zero (as C and TensorFlow; NumPy's // floors, see FloorDiv), and dividing by zero is an error (NumPy gives 0 with a warning)."},
+    {"Div", "{numeric}",
+     "x / y, elementwise, with NumPy broadcasting. Differs from NumPy on purpose for integers: division truncates "
+     "toward zero (as C and TensorFlow; NumPy's // floors, see FloorDiv), and dividing by zero is an error (NumPy "
+     "gives 0 with a warning)."},
     {"RealDiv", "{float}", "x / y for floating-point tensors, elementwise, with NumPy broadcasting."},
-    {"FloorDiv", "{numeric}", "floor(x / y), elementwise, with NumPy broadcasting (Python's //, numpy.floor_divide). Floats divided by +-0 give +-inf, and 0 / 0 NaN, as in NumPy. Differs from NumPy on purpose for integers: division by zero is an error (NumPy gives 0)."},
-    {"FloorMod", "{numeric}", "The remainder of floor division, with the sign of y (Python's %, numpy.mod), elementwise, with NumPy broadcasting: a zero remainder too takes y's sign (4.0 % -2.0 is -0.0), and a float remainder by 0 is NaN. Differs from NumPy on purpose for integers: division by zero is an error (NumPy gives 0)."},
-    {"Pow", "{float, i32, i64}", "x raised to y, elementwise, with NumPy broadcasting. A negative integer exponent of an integer base is an error, as in NumPy."},
-    {"Maximum", "{numeric}", "The larger of x and y, elementwise, with NumPy broadcasting; NaN if either is NaN (as NumPy's maximum)."},
-    {"Minimum", "{numeric}", "The smaller of x and y, elementwise, with NumPy broadcasting; NaN if either is NaN (as NumPy's minimum)."},
+    {"FloorDiv", "{numeric}",
+     "floor(x / y), elementwise, with NumPy broadcasting (Python's //, numpy.floor_divide). Floats divided by +-0 give "
+     "+-inf, and 0 / 0 NaN, as in NumPy. Differs from NumPy on purpose for integers: division by zero is an error "
+     "(NumPy gives 0)."},
+    {"FloorMod", "{numeric}",
+     "The remainder of floor division, with the sign of y (Python's %, numpy.mod), elementwise, with NumPy "
+     "broadcasting: a zero remainder too takes y's sign (4.0 % -2.0 is -0.0), and a float remainder by 0 is NaN. "
+     "Differs from NumPy on purpose for integers: division by zero is an error (NumPy gives 0)."},
+    {"Pow", "{float, i32, i64}",
+     "x raised to y, elementwise, with NumPy broadcasting. A negative integer exponent of an integer base is an error, "
+     "as in NumPy."},
+    {"Maximum", "{numeric}",
+     "The larger of x and y, elementwise, with NumPy broadcasting; NaN if either is NaN (as NumPy's maximum)."},
+    {"Minimum", "{numeric}",
+     "The smaller of x and y, elementwise, with NumPy broadcasting; NaN if either is NaN (as NumPy's minimum)."},
     {"SquaredDifference", "{float, i32, i64}", "(x - y)^2, elementwise, with NumPy broadcasting."},
 };
 
 constexpr Binary kCompare[] = {
     {"Equal", "{numeric, bool}", "x == y, elementwise, with NumPy broadcasting; a bool tensor. NaN equals nothing."},
-    {"NotEqual", "{numeric, bool}", "x != y, elementwise, with NumPy broadcasting; a bool tensor. NaN differs from everything."},
+    {"NotEqual", "{numeric, bool}",
+     "x != y, elementwise, with NumPy broadcasting; a bool tensor. NaN differs from everything."},
     {"Less", "{numeric}", "x < y, elementwise, with NumPy broadcasting; a bool tensor."},
     {"LessEqual", "{numeric}", "x <= y, elementwise, with NumPy broadcasting; a bool tensor."},
     {"Greater", "{numeric}", "x > y, elementwise, with NumPy broadcasting; a bool tensor."},
@@ -77,11 +93,20 @@ constexpr Binary kCompare[] = {
 };
 
 constexpr Unary kReduce[] = {
-    {"Sum", "{numeric}", "Sum over the axes in 'axis' (every axis when it is empty); 0 for an empty set. Integers wrap on overflow."},
-    {"Mean", "{numeric}", "Arithmetic mean over the axes in 'axis' (every axis when it is empty). The mean of an empty set is NaN for floats and an error for integers; integer means are the exact mean truncated toward zero (the sum does not wrap)."},
-    {"Max", "{numeric}", "Maximum over the axes in 'axis' (every axis when it is empty); NaN if any element is NaN. Reducing an empty set is an error (it has no identity)."},
-    {"Min", "{numeric}", "Minimum over the axes in 'axis' (every axis when it is empty); NaN if any element is NaN. Reducing an empty set is an error (it has no identity)."},
-    {"Prod", "{numeric}", "Product over the axes in 'axis' (every axis when it is empty); 1 for an empty set. Integers wrap on overflow."},
+    {"Sum", "{numeric}",
+     "Sum over the axes in 'axis' (every axis when it is empty); 0 for an empty set. Integers wrap on overflow."},
+    {"Mean", "{numeric}",
+     "Arithmetic mean over the axes in 'axis' (every axis when it is empty). The mean of an empty set is NaN for "
+     "floats and an error for integers; integer means are the exact mean truncated toward zero (the sum does not "
+     "wrap)."},
+    {"Max", "{numeric}",
+     "Maximum over the axes in 'axis' (every axis when it is empty); NaN if any element is NaN. Reducing an empty set "
+     "is an error (it has no identity)."},
+    {"Min", "{numeric}",
+     "Minimum over the axes in 'axis' (every axis when it is empty); NaN if any element is NaN. Reducing an empty set "
+     "is an error (it has no identity)."},
+    {"Prod", "{numeric}",
+     "Product over the axes in 'axis' (every axis when it is empty); 1 for an empty set. Integers wrap on overflow."},
 };
 
 Status ReduceShape(InferenceContext& c) {
@@ -134,8 +159,8 @@ Status MatMulShape(InferenceContext& c) {
   const int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
   const int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
   if (ka >= 0 && kb >= 0 && ka != kb) {
-    return c.Error("inner dimensions differ: ", a.ToString(), (ta ? "^T" : ""), " x ", b.ToString(),
-                   (tb ? "^T" : ""), " (", ka, " vs ", kb, ")");
+    return c.Error("inner dimensions differ: ", a.ToString(), (ta ? "^T" : ""), " x ", b.ToString(), (tb ? "^T" : ""),
+                   " (", ka, " vs ", kb, ")");
   }
   c.set_output(0, Shape{m, n});
   return Status();
@@ -202,14 +227,14 @@ Status RegisterMathOps(OpRegistry& r) {
           .Doc("Gaussian error linear unit x * Phi(x), elementwise: exact (with erf) by default, or the "
                "tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) when 'approximate' is true.")));
   for (const char* name : {"IsNan", "IsInf"}) {
-    WEFT_RETURN_IF_ERROR(r.Register(
-        OpDefBuilder(name)
-            .Input("x: T")
-            .Output("y: bool")
-            .Attr("T: {float}")
-            .Shape(UnchangedShape)
-            .Doc(std::string(name) == "IsNan" ? "Whether x is NaN, elementwise."
-                                              : "Whether x is +inf or -inf, elementwise.")));
+    WEFT_RETURN_IF_ERROR(
+        r.Register(OpDefBuilder(name)
+                       .Input("x: T")
+                       .Output("y: bool")
+                       .Attr("T: {float}")
+                       .Shape(UnchangedShape)
+                       .Doc(std::string(name) == "IsNan" ? "Whether x is NaN, elementwise."
+                                                         : "Whether x is +inf or -inf, elementwise.")));
   }
   for (const Binary& b : kBinary) {
     WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder(b.name)
@@ -230,39 +255,36 @@ Status RegisterMathOps(OpRegistry& r) {
                                         .Doc(b.doc)));
   }
   for (const char* name : {"LogicalAnd", "LogicalOr"}) {
-    WEFT_RETURN_IF_ERROR(r.Register(
-        OpDefBuilder(name)
-            .Input("x: bool")
-            .Input("y: bool")
-            .Output("z: bool")
-            .Shape(BroadcastShape)
-            .Doc(std::string(name) == "LogicalAnd" ? "x AND y, elementwise, with NumPy broadcasting."
-                                                   : "x OR y, elementwise, with NumPy broadcasting.")));
+    WEFT_RETURN_IF_ERROR(
+        r.Register(OpDefBuilder(name)
+                       .Input("x: bool")
+                       .Input("y: bool")
+                       .Output("z: bool")
+                       .Shape(BroadcastShape)
+                       .Doc(std::string(name) == "LogicalAnd" ? "x AND y, elementwise, with NumPy broadcasting."
+                                                              : "x OR y, elementwise, with NumPy broadcasting.")));
   }
-  WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("LogicalNot")
-                                      .Input("x: bool")
-                                      .Output("y: bool")
-                                      .Shape(UnchangedShape)
-                                      .Doc("NOT x, elementwise.")));
   WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("Select")
-          .Input("condition: bool")
-          .Input("t: T")
-          .Input("e: T")
-          .Output("output: T")
-          .Attr("T: {all}")
-          .Shape(BroadcastShape)
-          .Doc("Elements of t where condition is true and of e elsewhere, with NumPy broadcasting of all "
-               "three (NumPy's where).")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("AddN")
-          .Input("inputs: N * T")
-          .Output("sum: T")
-          .Attr("N: int >= 1")
-          .Attr("T: {numeric}")
-          .Shape(AddNShape)
-          .Doc("The elementwise sum of N tensors of one shape (no broadcasting); the gradient builder "
-               "uses it to sum fan-in.")));
+      OpDefBuilder("LogicalNot").Input("x: bool").Output("y: bool").Shape(UnchangedShape).Doc("NOT x, elementwise.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("Select")
+                     .Input("condition: bool")
+                     .Input("t: T")
+                     .Input("e: T")
+                     .Output("output: T")
+                     .Attr("T: {all}")
+                     .Shape(BroadcastShape)
+                     .Doc("Elements of t where condition is true and of e elsewhere, with NumPy broadcasting of all "
+                          "three (NumPy's where).")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("AddN")
+                     .Input("inputs: N * T")
+                     .Output("sum: T")
+                     .Attr("N: int >= 1")
+                     .Attr("T: {numeric}")
+                     .Shape(AddNShape)
+                     .Doc("The elementwise sum of N tensors of one shape (no broadcasting); the gradient builder "
+                          "uses it to sum fan-in.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("Cast")
           .Input("x: SrcT")
@@ -276,25 +298,27 @@ Status RegisterMathOps(OpRegistry& r) {
                "NumPy's astype). "
                "Differs from NumPy on purpose: float to integer saturates and NaN gives 0 (NumPy's result is "
                "undefined there).")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("ClipByValue")
-          .Input("t: T")
-          .Input("clip_value_min: T")
-          .Input("clip_value_max: T")
-          .Output("output: T")
-          .Attr("T: {numeric}")
-          .Shape(BroadcastShape)
-          .Doc("min(max(t, clip_value_min), clip_value_max), elementwise, with NumPy broadcasting of the "
-               "bounds; a NaN in t or in a bound gives NaN (as numpy.clip).")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("ClipByValue")
+                     .Input("t: T")
+                     .Input("clip_value_min: T")
+                     .Input("clip_value_max: T")
+                     .Output("output: T")
+                     .Attr("T: {numeric}")
+                     .Shape(BroadcastShape)
+                     .Doc("min(max(t, clip_value_min), clip_value_max), elementwise, with NumPy broadcasting of the "
+                          "bounds; a NaN in t or in a bound gives NaN (as numpy.clip).")));
   for (const Unary& u : kReduce) {
-    WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder(u.name)
-                                        .Input("input: T")
-                                        .Output("output: T")
-                                        .Attr(StrCat("T: ", u.types))
-                                        .Attr("axis: list(int) = []")
-                                        .Attr("keep_dims: bool = false")
-                                        .Shape(ReduceShape)
-                                        .Doc(std::string(u.doc) + " Negative axes count from the end; a repeated axis is an error. With keep_dims the reduced axes stay, with size 1.")));
+    WEFT_RETURN_IF_ERROR(
+        r.Register(OpDefBuilder(u.name)
+                       .Input("input: T")
+                       .Output("output: T")
+                       .Attr(StrCat("T: ", u.types))
+                       .Attr("axis: list(int) = []")
+                       .Attr("keep_dims: bool = false")
+                       .Shape(ReduceShape)
+                       .Doc(std::string(u.doc) + " Negative axes count from the end; a repeated axis is an error. With "
+                                                 "keep_dims the reduced axes stay, with size 1.")));
   }
   for (const char* name : {"All", "Any"}) {
     WEFT_RETURN_IF_ERROR(r.Register(
@@ -309,41 +333,41 @@ Status RegisterMathOps(OpRegistry& r) {
                      : "Logical OR over the axes in 'axis' (every axis when it is empty); false for an empty set.")));
   }
   for (const char* name : {"ArgMax", "ArgMin"}) {
-    WEFT_RETURN_IF_ERROR(r.Register(
-        OpDefBuilder(name)
-            .Input("input: T")
-            .Output("output: output_type")
-            .Attr("T: {numeric}")
-            .Attr("axis: int = 0")
-            .Attr("output_type: {i32, i64} = 'i64'")
-            .Shape(ArgReduceShape)
-            .Doc(StrCat("The index of the ", std::string(name) == "ArgMax" ? "largest" : "smallest",
-                        " element along 'axis'; the first on ties, and the first NaN if there is one (as "
-                        "NumPy). An empty axis is an error."))));
+    WEFT_RETURN_IF_ERROR(
+        r.Register(OpDefBuilder(name)
+                       .Input("input: T")
+                       .Output("output: output_type")
+                       .Attr("T: {numeric}")
+                       .Attr("axis: int = 0")
+                       .Attr("output_type: {i32, i64} = 'i64'")
+                       .Shape(ArgReduceShape)
+                       .Doc(StrCat("The index of the ", std::string(name) == "ArgMax" ? "largest" : "smallest",
+                                   " element along 'axis'; the first on ties, and the first NaN if there is one (as "
+                                   "NumPy). An empty axis is an error."))));
   }
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("MatMul")
-          .Input("a: T")
-          .Input("b: T")
-          .Output("product: T")
-          .Attr("T: {f16, bf16, f32, f64, i32, i64}")
-          .Attr("transpose_a: bool = false")
-          .Attr("transpose_b: bool = false")
-          .Shape(MatMulShape)
-          .Doc("The matrix product of two rank-2 tensors, each optionally transposed first: [m,k] x [k,n] "
-               "-> [m,n]. f16 and bf16 accumulate in f32.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("BatchMatMul")
-          .Input("x: T")
-          .Input("y: T")
-          .Output("output: T")
-          .Attr("T: {f16, bf16, f32, f64, i32, i64}")
-          .Attr("adj_x: bool = false")
-          .Attr("adj_y: bool = false")
-          .Shape(BatchMatMulShape)
-          .Doc("Matrix products over the last two axes, [..., m, k] x [..., k, n] -> [..., m, n], with the "
-               "leading (batch) axes broadcast as in NumPy's matmul; adj_x and adj_y transpose the last two "
-               "axes of x and y first.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("MatMul")
+                     .Input("a: T")
+                     .Input("b: T")
+                     .Output("product: T")
+                     .Attr("T: {f16, bf16, f32, f64, i32, i64}")
+                     .Attr("transpose_a: bool = false")
+                     .Attr("transpose_b: bool = false")
+                     .Shape(MatMulShape)
+                     .Doc("The matrix product of two rank-2 tensors, each optionally transposed first: [m,k] x [k,n] "
+                          "-> [m,n]. f16 and bf16 accumulate in f32.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("BatchMatMul")
+                     .Input("x: T")
+                     .Input("y: T")
+                     .Output("output: T")
+                     .Attr("T: {f16, bf16, f32, f64, i32, i64}")
+                     .Attr("adj_x: bool = false")
+                     .Attr("adj_y: bool = false")
+                     .Shape(BatchMatMulShape)
+                     .Doc("Matrix products over the last two axes, [..., m, k] x [..., k, n] -> [..., m, n], with the "
+                          "leading (batch) axes broadcast as in NumPy's matmul; adj_x and adj_y transpose the last two "
+                          "axes of x and y first.")));
   return Status();
 }
 

@@ -74,10 +74,9 @@ Status ConvBackpropShape(InferenceContext& c, bool depthwise, bool to_filter) {
   WEFT_RETURN_IF_ERROR(CheckRank4(c, 2, "out_backprop"));
   const Shape dy = Rank4(c.input_shape(2));
   WEFT_ASSIGN_OR_RETURN(Shape forward, ConvOutput(c, in, filter, depthwise));
-  WEFT_RETURN_IF_ERROR(CheckCompatible(
-      c, "out_backprop", dy, forward,
-      StrCat(depthwise ? "DepthwiseConv2D" : "Conv2D", " of an input ", in.ToString(), " with a filter ",
-             filter.ToString())));
+  WEFT_RETURN_IF_ERROR(CheckCompatible(c, "out_backprop", dy, forward,
+                                       StrCat(depthwise ? "DepthwiseConv2D" : "Conv2D", " of an input ", in.ToString(),
+                                              " with a filter ", filter.ToString())));
   // What the sizes input does not say, the other inputs may.
   if (to_filter) {
     if (filter.dim(2) < 0) filter.set_dim(2, in.dim(l.c));
@@ -219,13 +218,13 @@ Status LayerNormGradShape(InferenceContext& c) {
 Status LstmCellGradShape(InferenceContext& c) {
   using D = LstmDim;
   WEFT_ASSIGN_OR_RETURN(LstmDims d, CheckLstmShapes(c, {{0, "x", {D::kBatch, D::kInput}},
-                                                         {1, "c_prev", {D::kBatch, D::kHidden}},
-                                                         {2, "h_prev", {D::kBatch, D::kHidden}},
-                                                         {3, "w", {D::kConcat, D::kGates}},
-                                                         {4, "c", {D::kBatch, D::kHidden}},
-                                                         {5, "gates", {D::kBatch, D::kGates}},
-                                                         {6, "dc", {D::kBatch, D::kHidden}},
-                                                         {7, "dh", {D::kBatch, D::kHidden}}}));
+                                                        {1, "c_prev", {D::kBatch, D::kHidden}},
+                                                        {2, "h_prev", {D::kBatch, D::kHidden}},
+                                                        {3, "w", {D::kConcat, D::kGates}},
+                                                        {4, "c", {D::kBatch, D::kHidden}},
+                                                        {5, "gates", {D::kBatch, D::kGates}},
+                                                        {6, "dc", {D::kBatch, D::kHidden}},
+                                                        {7, "dh", {D::kBatch, D::kHidden}}}));
   const int64_t gates = d.hidden < 0 ? -1 : 4 * d.hidden;
   c.set_output(0, Shape{d.batch, d.input});
   c.set_output(1, Shape{d.batch, d.hidden});

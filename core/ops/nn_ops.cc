@@ -39,9 +39,11 @@ Status PoolShape(InferenceContext& c) {
   }
   if (in.rank() != 4) return c.Error("the input must have rank 4, got ", in.ToString());
   const std::string& padding = c.String("padding");
-  auto h = WindowOutput(in.dim(l.h), ksize[static_cast<std::size_t>(l.h)], strides[static_cast<std::size_t>(l.h)], 1, padding);
+  auto h = WindowOutput(in.dim(l.h), ksize[static_cast<std::size_t>(l.h)], strides[static_cast<std::size_t>(l.h)], 1,
+                        padding);
   if (!h.ok()) return c.Error("height: ", h.status().message());
-  auto w = WindowOutput(in.dim(l.w), ksize[static_cast<std::size_t>(l.w)], strides[static_cast<std::size_t>(l.w)], 1, padding);
+  auto w = WindowOutput(in.dim(l.w), ksize[static_cast<std::size_t>(l.w)], strides[static_cast<std::size_t>(l.w)], 1,
+                        padding);
   if (!w.ok()) return c.Error("width: ", w.status().message());
   std::vector<int64_t> dims = in.dims();
   dims[static_cast<std::size_t>(l.h)] = *h;
@@ -136,10 +138,10 @@ Status XentShape(InferenceContext& c, bool sparse) {
 Status LstmCellShape(InferenceContext& c) {
   using D = LstmDim;
   WEFT_ASSIGN_OR_RETURN(LstmDims d, CheckLstmShapes(c, {{0, "x", {D::kBatch, D::kInput}},
-                                                         {1, "c_prev", {D::kBatch, D::kHidden}},
-                                                         {2, "h_prev", {D::kBatch, D::kHidden}},
-                                                         {3, "w", {D::kConcat, D::kGates}},
-                                                         {4, "b", {D::kGates}}}));
+                                                        {1, "c_prev", {D::kBatch, D::kHidden}},
+                                                        {2, "h_prev", {D::kBatch, D::kHidden}},
+                                                        {3, "w", {D::kConcat, D::kGates}},
+                                                        {4, "b", {D::kGates}}}));
   c.set_output(0, Shape{d.batch, d.hidden});
   c.set_output(1, Shape{d.batch, d.hidden});
   c.set_output(2, Shape{d.batch, d.hidden < 0 ? -1 : 4 * d.hidden});
@@ -161,44 +163,43 @@ Status RegisterNnOps(OpRegistry& r) {
             .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
             .Attr("dilations: list(int) = [1, 1, 1, 1]")
             .Shape([depthwise](InferenceContext& c) { return ConvShape(c, depthwise); })
-            .Doc(depthwise
-                     ? "Depthwise 2-D convolution: each input channel c is convolved with its own "
-                       "filter[:, :, c, :] of depth M, giving C*M output channels (channel c*M+m). Strides, "
-                       "padding, data_format and dilations as Conv2D."
-                     : "2-D convolution (cross-correlation) of a 4-D input (NHWC or NCHW) with a filter "
-                       "[height, width, in_channels, out_channels]. strides and dilations have 4 entries in "
-                       "data_format order, 1 for batch and channels. SAME pads so the output has ceil(in / "
-                       "stride) positions, with any odd padding after; VALID does not pad.")));
+            .Doc(depthwise ? "Depthwise 2-D convolution: each input channel c is convolved with its own "
+                             "filter[:, :, c, :] of depth M, giving C*M output channels (channel c*M+m). Strides, "
+                             "padding, data_format and dilations as Conv2D."
+                           : "2-D convolution (cross-correlation) of a 4-D input (NHWC or NCHW) with a filter "
+                             "[height, width, in_channels, out_channels]. strides and dilations have 4 entries in "
+                             "data_format order, 1 for batch and channels. SAME pads so the output has ceil(in / "
+                             "stride) positions, with any odd padding after; VALID does not pad.")));
   }
   for (const char* name : {"MaxPool", "AvgPool"}) {
     const bool max = std::string(name) == "MaxPool";
-    WEFT_RETURN_IF_ERROR(r.Register(
-        OpDefBuilder(name)
-            .Input("input: T")
-            .Output("output: T")
-            .Attr("T: {f32, f64}")
-            .Attr("ksize: list(int)")
-            .Attr("strides: list(int)")
-            .Attr("padding: {'SAME', 'VALID'}")
-            .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
-            .Shape(PoolShape)
-            .Doc(max ? "Maximum over each window of a 4-D input; ksize and strides have 4 entries in "
-                       "data_format order. Padding never wins the maximum; a window containing NaN "
-                       "gives NaN (as NumPy's max)."
-                     : "Average over each window of a 4-D input; ksize and strides have 4 entries in "
-                       "data_format order. With SAME padding the average is over the window's elements "
-                       "inside the input only, as in TensorFlow.")));
+    WEFT_RETURN_IF_ERROR(
+        r.Register(OpDefBuilder(name)
+                       .Input("input: T")
+                       .Output("output: T")
+                       .Attr("T: {f32, f64}")
+                       .Attr("ksize: list(int)")
+                       .Attr("strides: list(int)")
+                       .Attr("padding: {'SAME', 'VALID'}")
+                       .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+                       .Shape(PoolShape)
+                       .Doc(max ? "Maximum over each window of a 4-D input; ksize and strides have 4 entries in "
+                                  "data_format order. Padding never wins the maximum; a window containing NaN "
+                                  "gives NaN (as NumPy's max)."
+                                : "Average over each window of a 4-D input; ksize and strides have 4 entries in "
+                                  "data_format order. With SAME padding the average is over the window's elements "
+                                  "inside the input only, as in TensorFlow.")));
   }
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("BiasAdd")
-          .Input("value: T")
-          .Input("bias: T")
-          .Output("output: T")
-          .Attr("T: {numeric}")
-          .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
-          .Shape(BiasAddShape)
-          .Doc("Adds a 1-D bias along the channel dimension: the last one (NHWC, and any rank >= 2) or "
-               "dimension 1 (NCHW).")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("BiasAdd")
+                     .Input("value: T")
+                     .Input("bias: T")
+                     .Output("output: T")
+                     .Attr("T: {numeric}")
+                     .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+                     .Shape(BiasAddShape)
+                     .Doc("Adds a 1-D bias along the channel dimension: the last one (NHWC, and any rank >= 2) or "
+                          "dimension 1 (NCHW).")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("FusedBatchNorm")
           .Input("x: T")
@@ -220,19 +221,19 @@ Status RegisterNnOps(OpRegistry& r) {
                "averages (NaN for a channel of one element, as NumPy's ddof=1); in inference m and v are the "
                "'mean' and 'variance' inputs, passed through. x is [N, C] or 4-D in data_format; the four "
                "per-channel inputs always have C elements.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("LayerNorm")
-          .Input("x: T")
-          .Input("gamma: T")
-          .Input("beta: T")
-          .Output("y: T")
-          .Attr("T: {f32, f64}")
-          .Attr("epsilon: float = 1e-5")
-          .Attr("begin_norm_axis: int = -1")
-          .Shape(LayerNormShape)
-          .Doc("Layer normalisation: each slice over the axes from begin_norm_axis on is normalised to zero "
-               "mean and unit (biased) variance, then scaled by gamma and shifted by beta, which have the "
-               "shape of those axes.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("LayerNorm")
+                     .Input("x: T")
+                     .Input("gamma: T")
+                     .Input("beta: T")
+                     .Output("y: T")
+                     .Attr("T: {f32, f64}")
+                     .Attr("epsilon: float = 1e-5")
+                     .Attr("begin_norm_axis: int = -1")
+                     .Shape(LayerNormShape)
+                     .Doc("Layer normalisation: each slice over the axes from begin_norm_axis on is normalised to zero "
+                          "mean and unit (biased) variance, then scaled by gamma and shifted by beta, which have the "
+                          "shape of those axes.")));
   for (const char* name : {"Softmax", "LogSoftmax"}) {
     WEFT_RETURN_IF_ERROR(r.Register(
         OpDefBuilder(name)
@@ -268,26 +269,26 @@ Status RegisterNnOps(OpRegistry& r) {
           .Doc("Per-row cross entropy of softmax(features) ([batch, classes]) against class indices 'labels' "
                "([batch]): loss[i] = -log softmax(features)[i, labels[i]]; backprop is its gradient. A label "
                "outside [0, classes) is an error naming its row.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("LSTMCell")
-          .Input("x: T")
-          .Input("c_prev: T")
-          .Input("h_prev: T")
-          .Input("w: T")
-          .Input("b: T")
-          .Output("c: T")
-          .Output("h: T")
-          .Output("gates: T")
-          .Attr("T: {f32, f64}")
-          .Attr("forget_bias: float = 1.0")
-          .Shape(LstmCellShape)
-          .Doc("One step of an LSTM cell. With z = concat(x, h_prev, axis 1) @ w + b ([batch, 4 * hidden]) "
-               "split into four blocks of 'hidden' columns in the order i, f, g, o: i = sigmoid(z_i), "
-               "f = sigmoid(z_f + forget_bias), g = tanh(z_g), o = sigmoid(z_o); c = f * c_prev + i * g and "
-               "h = o * tanh(c). gates = concat(i, f, g, o), the activated gates, which LSTMCellGrad reads "
-               "instead of recomputing them. x is [batch, input], c_prev and h_prev [batch, hidden], w "
-               "[input + hidden, 4 * hidden], b [4 * hidden]. Only c and h are differentiable: a gradient "
-               "arriving at gates is an error.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("LSTMCell")
+                     .Input("x: T")
+                     .Input("c_prev: T")
+                     .Input("h_prev: T")
+                     .Input("w: T")
+                     .Input("b: T")
+                     .Output("c: T")
+                     .Output("h: T")
+                     .Output("gates: T")
+                     .Attr("T: {f32, f64}")
+                     .Attr("forget_bias: float = 1.0")
+                     .Shape(LstmCellShape)
+                     .Doc("One step of an LSTM cell. With z = concat(x, h_prev, axis 1) @ w + b ([batch, 4 * hidden]) "
+                          "split into four blocks of 'hidden' columns in the order i, f, g, o: i = sigmoid(z_i), "
+                          "f = sigmoid(z_f + forget_bias), g = tanh(z_g), o = sigmoid(z_o); c = f * c_prev + i * g and "
+                          "h = o * tanh(c). gates = concat(i, f, g, o), the activated gates, which LSTMCellGrad reads "
+                          "instead of recomputing them. x is [batch, input], c_prev and h_prev [batch, hidden], w "
+                          "[input + hidden, 4 * hidden], b [4 * hidden]. Only c and h are differentiable: a gradient "
+                          "arriving at gates is an error.")));
   return Status();
 }
 

@@ -18,7 +18,8 @@ Status RandomShape(InferenceContext& c) {
     return Status();
   }
   const Shape& s = c.input_shape(0);
-  c.set_output(0, s.rank() == 1 && s.dim(0) >= 0 ? Shape::UnknownDims(static_cast<int>(s.dim(0))) : Shape::UnknownRank());
+  c.set_output(0,
+               s.rank() == 1 && s.dim(0) >= 0 ? Shape::UnknownDims(static_cast<int>(s.dim(0))) : Shape::UnknownRank());
   return Status();
 }
 
@@ -49,17 +50,17 @@ Status RegisterRandomOps(OpRegistry& r) {
             .Shape(RandomShape)
             .Doc(StrCat(s.doc, " The output shape is the 1-D input 'shape'. Deterministic: see the seeds."))));
   }
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("RandomShuffle")
-          .Input("value: T")
-          .Output("output: T")
-          .Attr("T: {all}")
-          .Attr("seed: int = 0")
-          .Attr("seed2: int = 0")
-          .Stateful()
-          .Shape(UnchangedShape)
-          .Doc("The input with its first dimension randomly permuted (Fisher-Yates); a scalar is returned "
-               "unchanged. Deterministic: see the seeds.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("RandomShuffle")
+                     .Input("value: T")
+                     .Output("output: T")
+                     .Attr("T: {all}")
+                     .Attr("seed: int = 0")
+                     .Attr("seed2: int = 0")
+                     .Stateful()
+                     .Shape(UnchangedShape)
+                     .Doc("The input with its first dimension randomly permuted (Fisher-Yates); a scalar is returned "
+                          "unchanged. Deterministic: see the seeds.")));
   return Status();
 }
 

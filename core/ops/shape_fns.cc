@@ -53,8 +53,8 @@ Status BroadcastShape(InferenceContext& c) {
 
 Expected<int> NormalizeAxis(int64_t axis, int rank, std::string_view what) {
   if (axis < -rank || axis >= rank) {
-    return InvalidArgumentError(what, " ", axis, " is out of range for rank ", rank,
-                                " (valid: ", -rank, " to ", rank - 1, ")");
+    return InvalidArgumentError(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ",
+                                rank - 1, ")");
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
@@ -92,7 +92,8 @@ std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, in
   return out;
 }
 
-Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation, const std::string& padding) {
+Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation,
+                               const std::string& padding) {
   if (in < 0 || window < 0) return int64_t{-1};
   const auto dilated = CheckedMul(window - 1, dilation);
   if (!dilated || *dilated == INT64_MAX) {
@@ -110,7 +111,8 @@ Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64
 
 // Normalises one dimension of a StridedSlice like NumPy basic indexing;
 // returns the number of elements it selects.
-int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked, bool end_masked) {
+int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked,
+                           bool end_masked) {
   auto clamp = [&](int64_t v, bool masked, bool is_begin) -> int64_t {
     if (masked) return stride > 0 ? (is_begin ? 0 : dim) : (is_begin ? dim - 1 : -1);
     if (v < 0) v += dim;
@@ -152,8 +154,8 @@ Expected<std::vector<int64_t>> ResolveReshape(std::vector<int64_t> target, int64
     }
     target[static_cast<std::size_t>(infer)] = num_elements / known;
   } else if (num_elements != known) {
-    return InvalidArgumentError("cannot reshape ", what, " (", num_elements, " elements) to ", ListString(target),
-                                " (", known, " elements)");
+    return InvalidArgumentError("cannot reshape ", what, " (", num_elements, " elements) to ", ListString(target), " (",
+                                known, " elements)");
   }
   return target;
 }
@@ -187,14 +189,17 @@ Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& fi
                    ") but the filter expects ", filter.dim(2), " (HWIO ", filter.ToString(), ")");
   }
   const std::string& padding = c.String("padding");
-  auto h = WindowOutput(in.dim(l.h), filter.dim(0), strides[static_cast<std::size_t>(l.h)], dilations[static_cast<std::size_t>(l.h)], padding);
+  auto h = WindowOutput(in.dim(l.h), filter.dim(0), strides[static_cast<std::size_t>(l.h)],
+                        dilations[static_cast<std::size_t>(l.h)], padding);
   if (!h.ok()) return c.Error("height: ", h.status().message());
-  auto w = WindowOutput(in.dim(l.w), filter.dim(1), strides[static_cast<std::size_t>(l.w)], dilations[static_cast<std::size_t>(l.w)], padding);
+  auto w = WindowOutput(in.dim(l.w), filter.dim(1), strides[static_cast<std::size_t>(l.w)],
+                        dilations[static_cast<std::size_t>(l.w)], padding);
   if (!w.ok()) return c.Error("width: ", w.status().message());
   int64_t out_c = filter.dim(3);
   if (depthwise) {
     const auto product = CheckedMul(filter.dim(2), filter.dim(3));
-    if (!product) return c.Error("the depthwise filter's ", filter.dim(2), " x ", filter.dim(3), " channels do not fit in 64 bits");
+    if (!product)
+      return c.Error("the depthwise filter's ", filter.dim(2), " x ", filter.dim(3), " channels do not fit in 64 bits");
     out_c = filter.dim(2) < 0 || filter.dim(3) < 0 ? -1 : *product;
   }
   std::vector<int64_t> dims(4);
@@ -295,8 +300,8 @@ Expected<LstmDims> CheckLstmShapes(InferenceContext& c, const std::vector<LstmAr
       std::vector<std::string> symbols;
       for (LstmDim d : a.dims) symbols.emplace_back(LstmSymbol(d));
       auto size = [](int64_t v) { return v < 0 ? std::string("?") : StrCat(v); };
-      return c.Error(a.name, " has shape ", s.ToString(), ", expected [", StrJoin(symbols, ", "), "] = ",
-                     Shape(want).ToString(), " (batch ", size(sizes.batch), ", input ", size(sizes.input),
+      return c.Error(a.name, " has shape ", s.ToString(), ", expected [", StrJoin(symbols, ", "),
+                     "] = ", Shape(want).ToString(), " (batch ", size(sizes.batch), ", input ", size(sizes.input),
                      ", hidden ", size(sizes.hidden), ")");
     }
   }

@@ -35,8 +35,7 @@ std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, in
 // StridedSlice (NumPy basic indexing: begin and end clamped, or replaced
 // when masked); StridedSlice's and StridedSliceGrad's shape functions share
 // it.
-int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked,
-                           bool end_masked);
+int64_t StridedSliceLength(int64_t dim, int64_t begin, int64_t end, int64_t stride, bool begin_masked, bool end_masked);
 
 // Reshape's target |target| (one entry may be -1) for a tensor of
 // |num_elements| elements (-1 when unknown; the -1 entry then stays),
@@ -50,7 +49,8 @@ Expected<std::vector<int64_t>> ResolveReshape(std::vector<int64_t> target, int64
 
 // The output size of a window op over |in| (-1 when |in| or |window| is
 // unknown): VALID fits whole (dilated) windows, SAME covers every input.
-Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation, const std::string& padding);
+Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation,
+                               const std::string& padding);
 
 // Where batch, height, width and channels sit in a "NHWC" or "NCHW" shape.
 struct Layout {

@@ -31,11 +31,10 @@ Status DynamicPartitionShape(InferenceContext& c) {
     for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, Shape::UnknownRank());
     return Status();
   }
-  const Shape prefix(std::vector<int64_t>(data.dims().begin(),
-                                          data.dims().begin() + std::min(partitions.rank(), data.rank())));
+  const Shape prefix(
+      std::vector<int64_t>(data.dims().begin(), data.dims().begin() + std::min(partitions.rank(), data.rank())));
   if (partitions.rank() > data.rank() || !prefix.IsCompatibleWith(partitions)) {
-    return c.Error("partitions' shape ", partitions.ToString(), " is not a prefix of data's shape ",
-                   data.ToString());
+    return c.Error("partitions' shape ", partitions.ToString(), " is not a prefix of data's shape ", data.ToString());
   }
   std::vector<int64_t> dims{Shape::kUnknownDim};
   dims.insert(dims.end(), data.dims().begin() + partitions.rank(), data.dims().end());

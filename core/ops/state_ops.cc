@@ -32,63 +32,63 @@ Status GatherRowsShape(InferenceContext& c) {
 }  // namespace
 
 Status RegisterStateOps(OpRegistry& r) {
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("VarHandle")
-          .Output("resource: resource")
-          .Attr("dtype: type")
-          .Attr("shape: shape")
-          .Attr("container: string = ''")
-          .Attr("shared_name: string = ''")
-          .Stateful()
-          .Shape([](InferenceContext& c) -> Status {
-            Status fits = CheckShapeFits(c.ShapeAttr("shape"), c.Type("dtype"));
-            if (!fits.ok()) return fits.WithContext("attr shape");
-            return ScalarShape(c);
-          })
-          .Doc("A handle to the variable (container, shared_name) on its device, created empty the first "
-               "time; shared_name defaults to the node's name. Every run of a session, and every session of "
-               "one process, sees the same variable.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("ReadVariable")
-          .Input("resource: resource")
-          .Output("value: dtype")
-          .Attr("dtype: type")
-          .Stateful()
-          .Shape(ValueShape)
-          .Doc("The variable's current value (a snapshot: later updates do not change it). Reading an "
-               "uninitialised variable is an error naming it.")));
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("Assign")
-          .Input("resource: resource")
-          .Input("value: dtype")
-          .Attr("dtype: type")
-          .Stateful()
-          .Shape(NoOutputShape)
-          .Doc("Sets the variable to 'value' (of the variable's dtype and any shape that fits its declared "
-               "shape).")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("VarHandle")
+                     .Output("resource: resource")
+                     .Attr("dtype: type")
+                     .Attr("shape: shape")
+                     .Attr("container: string = ''")
+                     .Attr("shared_name: string = ''")
+                     .Stateful()
+                     .Shape([](InferenceContext& c) -> Status {
+                       Status fits = CheckShapeFits(c.ShapeAttr("shape"), c.Type("dtype"));
+                       if (!fits.ok()) return fits.WithContext("attr shape");
+                       return ScalarShape(c);
+                     })
+                     .Doc("A handle to the variable (container, shared_name) on its device, created empty the first "
+                          "time; shared_name defaults to the node's name. Every run of a session, and every session of "
+                          "one process, sees the same variable.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("ReadVariable")
+                     .Input("resource: resource")
+                     .Output("value: dtype")
+                     .Attr("dtype: type")
+                     .Stateful()
+                     .Shape(ValueShape)
+                     .Doc("The variable's current value (a snapshot: later updates do not change it). Reading an "
+                          "uninitialised variable is an error naming it.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("Assign")
+                     .Input("resource: resource")
+                     .Input("value: dtype")
+                     .Attr("dtype: type")
+                     .Stateful()
+                     .Shape(NoOutputShape)
+                     .Doc("Sets the variable to 'value' (of the variable's dtype and any shape that fits its declared "
+                          "shape).")));
   for (const char* name : {"AssignAdd", "AssignSub"}) {
-    WEFT_RETURN_IF_ERROR(r.Register(
-        OpDefBuilder(name)
-            .Input("resource: resource")
-            .Input("value: dtype")
-            .Attr("dtype: {numeric}")
-            .Stateful()
-            .Shape(NoOutputShape)
-            .Doc(StrCat(std::string(name) == "AssignAdd" ? "Adds 'value' to" : "Subtracts 'value' from",
-                        " the variable in place, atomically with respect to other updates of it; 'value' "
-                        "has the variable's shape. The variable must be initialised."))));
+    WEFT_RETURN_IF_ERROR(
+        r.Register(OpDefBuilder(name)
+                       .Input("resource: resource")
+                       .Input("value: dtype")
+                       .Attr("dtype: {numeric}")
+                       .Stateful()
+                       .Shape(NoOutputShape)
+                       .Doc(StrCat(std::string(name) == "AssignAdd" ? "Adds 'value' to" : "Subtracts 'value' from",
+                                   " the variable in place, atomically with respect to other updates of it; 'value' "
+                                   "has the variable's shape. The variable must be initialised."))));
   }
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("ResourceGather")
-          .Input("resource: resource")
-          .Input("indices: Tindices")
-          .Output("output: dtype")
-          .Attr("dtype: type")
-          .Attr("Tindices: {i32, i64}")
-          .Stateful()
-          .Shape(GatherRowsShape)
-          .Doc("Rows of the variable at 'indices' (Gather along axis 0 of its value), without copying the "
-               "whole variable. An index out of range is an error.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("ResourceGather")
+                     .Input("resource: resource")
+                     .Input("indices: Tindices")
+                     .Output("output: dtype")
+                     .Attr("dtype: type")
+                     .Attr("Tindices: {i32, i64}")
+                     .Stateful()
+                     .Shape(GatherRowsShape)
+                     .Doc("Rows of the variable at 'indices' (Gather along axis 0 of its value), without copying the "
+                          "whole variable. An index out of range is an error.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("ResourceScatterAdd")
           .Input("resource: resource")

@@ -38,16 +38,16 @@ constexpr const char* kTypes = "T: {f32, f64}";
 }  // namespace
 
 Status RegisterTrainingOps(OpRegistry& r) {
-  WEFT_RETURN_IF_ERROR(r.Register(
-      OpDefBuilder("ResourceApplyGradientDescent")
-          .Input("var: resource")
-          .Input("lr: T")
-          .Input("grad: T")
-          .Attr(kTypes)
-          .Stateful()
-          .Shape(ApplyShape)
-          .Doc("Plain gradient descent (torch.optim.SGD without momentum): var = var - lr * grad, in place. "
-               "'var' is a variable of dtype T initialised to grad's shape; 'lr' is a scalar.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("ResourceApplyGradientDescent")
+                     .Input("var: resource")
+                     .Input("lr: T")
+                     .Input("grad: T")
+                     .Attr(kTypes)
+                     .Stateful()
+                     .Shape(ApplyShape)
+                     .Doc("Plain gradient descent (torch.optim.SGD without momentum): var = var - lr * grad, in place. "
+                          "'var' is a variable of dtype T initialised to grad's shape; 'lr' is a scalar.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("ResourceApplyMomentum")
           .Input("var: resource")

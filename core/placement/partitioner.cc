@@ -68,7 +68,6 @@ NodeDef RecvNode(const std::string& name, DType dtype, const Shape& shape, const
   return recv;
 }
 
-
 // A loop of the graph, as the executor finds it (frame 0 is the root).
 struct FrameInfo {
   std::string name;
@@ -190,8 +189,8 @@ class Cutter {
  private:
   // Where a transfer's _Recv sits, and what it carries.
   struct RecvSite {
-    int frame = 0;  // the frame its consumers run in
-    int src = 0;    // the node whose output (or control edge) it carries
+    int frame = 0;          // the frame its consumers run in
+    int src = 0;            // the node whose output (or control edge) it carries
     std::size_t index = 0;  // in its partition's nodes
   };
   // The control loop of one frame on one device.
@@ -263,7 +262,8 @@ class Cutter {
   Status AddControlLoops() {
     const std::size_t num_frames = cf_.frames.size();
     std::vector<std::set<int>> users(num_frames);
-    for (std::size_t id = 0; id < cf_.frame_of.size(); ++id) users[static_cast<std::size_t>(cf_.frame_of[id])].insert(device_of_[id]);
+    for (std::size_t id = 0; id < cf_.frame_of.size(); ++id)
+      users[static_cast<std::size_t>(cf_.frame_of[id])].insert(device_of_[id]);
     for (std::size_t k = 0; k < out_.transfers.size(); ++k) {
       const auto f = static_cast<std::size_t>(recv_sites_[k].frame);
       users[f].insert(out_.transfers[k].src_device);
@@ -282,15 +282,15 @@ class Cutter {
       const FrameInfo& frame = cf_.frames[f];
       if (frame.loop_cond < 0) {
         return InvalidArgumentError("loop frame ", Quote(frame.name), " is split across devices (",
-                                    DeviceList(users[f]), ") but has no LoopCond to keep its parts in step; build "
+                                    DeviceList(users[f]),
+                                    ") but has no LoopCond to keep its parts in step; build "
                                     "loops with WhileLoop, or pin the whole loop to one device");
       }
       if (frame.second_loop_cond >= 0) {
-        return InvalidArgumentError("loop frame ", Quote(frame.name), " is split across devices (",
-                                    DeviceList(users[f]), ") and has two LoopCond nodes, ",
-                                    Quote(graph_.node(frame.loop_cond).name()), " and ",
-                                    Quote(graph_.node(frame.second_loop_cond).name()),
-                                    "; give each loop a frame name of its own");
+        return InvalidArgumentError(
+            "loop frame ", Quote(frame.name), " is split across devices (", DeviceList(users[f]),
+            ") and has two LoopCond nodes, ", Quote(graph_.node(frame.loop_cond).name()), " and ",
+            Quote(graph_.node(frame.second_loop_cond).name()), "; give each loop a frame name of its own");
       }
       const int cond_device = device_of_[static_cast<std::size_t>(frame.loop_cond)];
       for (int d : users[f]) {
@@ -355,8 +355,8 @@ class Cutter {
       auto loop = loops.find({site.frame, t.dst_device});
       if (loop == loops.end()) {
         return InternalError("partition: the transfer of ", Quote(t.tensor), " is in loop frame ",
-                             Quote(cf_.frames[static_cast<std::size_t>(site.frame)].name), ", which has no control loop on ",
-                             devices_[static_cast<std::size_t>(t.dst_device)].name);
+                             Quote(cf_.frames[static_cast<std::size_t>(site.frame)].name),
+                             ", which has no control loop on ", devices_[static_cast<std::size_t>(t.dst_device)].name);
       }
       const Graph::Node& src = graph_.node(site.src);
       std::string from = loop->second.merge;

@@ -34,8 +34,8 @@ Expected<DeviceProperties> Device::Properties() const {
   props.device_to_device_gbps = raw.device_to_device_gbps;
   if (raw.extra != nullptr && raw.num_extra > 0) {
     if (raw.extra->struct_size < WEFT_PROPERTY_SIZE_V1_0) {
-      return InternalError(name_, ": properties: weft_property_t.struct_size is ",
-                           raw.extra->struct_size, " bytes, smaller than ABI 1.0 needs");
+      return InternalError(name_, ": properties: weft_property_t.struct_size is ", raw.extra->struct_size,
+                           " bytes, smaller than ABI 1.0 needs");
     }
     for (const weft_property_t& p : sdk::StructArray(raw.extra, raw.num_extra)) {
       props.extra.emplace_back(text(p.key), text(p.value));
@@ -72,8 +72,8 @@ Expected<std::unique_ptr<Device>> DevicePlugin::Open(int ordinal) const {
   WEFT_RETURN_IF_ERROR(TakeStatus(table_->device_open(ordinal, &handle))
                            .WithContext(StrCat("opening /device:", device_type_, ":", ordinal)));
   if (handle == nullptr) {
-    return InternalError("opening /device:", device_type_, ":", ordinal, ": plugin '",
-                         plugin_name_, "' returned OK but no device");
+    return InternalError("opening /device:", device_type_, ":", ordinal, ": plugin '", plugin_name_,
+                         "' returned OK but no device");
   }
   return std::unique_ptr<Device>(new Device(this, ordinal, handle));
 }
@@ -92,18 +92,17 @@ bool IsDeviceType(const char* type) {
 
 Status ValidateDeviceTable(const weft_device_plugin_t* t) {
   if (t->struct_size < WEFT_DEVICE_PLUGIN_SIZE_V1_0) {
-    return InvalidArgumentError("weft_device_plugin_t.struct_size is ", t->struct_size,
-                                " bytes, smaller than the ", WEFT_DEVICE_PLUGIN_SIZE_V1_0,
+    return InvalidArgumentError("weft_device_plugin_t.struct_size is ", t->struct_size, " bytes, smaller than the ",
+                                WEFT_DEVICE_PLUGIN_SIZE_V1_0,
                                 " bytes of ABI 1.0; rebuild the plugin against the Weft SDK");
   }
   if (!IsDeviceType(t->device_type)) {
     return InvalidArgumentError("device_type ", Quote(t->device_type ? t->device_type : "(null)"),
                                 " must be upper case letters, digits and '_' (\"CPU\", \"OPENCL\")");
   }
-#define WEFT_REQUIRE_MEMBER(member)                                                \
-  if (t->member == nullptr) {                                                       \
-    return InvalidArgumentError("required member weft_device_plugin_t." #member     \
-                                " is NULL");                                        \
+#define WEFT_REQUIRE_MEMBER(member)                                                          \
+  if (t->member == nullptr) {                                                                \
+    return InvalidArgumentError("required member weft_device_plugin_t." #member " is NULL"); \
   }
   WEFT_REQUIRE_MEMBER(device_count)
   WEFT_REQUIRE_MEMBER(device_open)
@@ -131,16 +130,15 @@ Status ValidateDeviceTable(const weft_device_plugin_t* t) {
   }
   const std::size_t stride = t->kernels->struct_size;
   if (stride < WEFT_KERNEL_DEF_SIZE_V1_0) {
-    return InvalidArgumentError("weft_kernel_def_t.struct_size is ", stride,
-                                " bytes, smaller than the ", WEFT_KERNEL_DEF_SIZE_V1_0,
+    return InvalidArgumentError("weft_kernel_def_t.struct_size is ", stride, " bytes, smaller than the ",
+                                WEFT_KERNEL_DEF_SIZE_V1_0,
                                 " bytes of ABI 1.0; rebuild the plugin against the Weft SDK");
   }
   for (std::size_t i = 0; i < t->num_kernels; ++i) {
     const weft_kernel_def_t* k = WEFT_ARRAY_AT(weft_kernel_def_t, t->kernels, i);
     const std::string where = StrCat("kernel #", i, " (", k->op ? k->op : "no op", ")");
     if (k->struct_size != stride) {
-      return InvalidArgumentError(where, ": struct_size ", k->struct_size,
-                                  " differs from the first kernel's ", stride);
+      return InvalidArgumentError(where, ": struct_size ", k->struct_size, " differs from the first kernel's ", stride);
     }
     if (k->op == nullptr || k->op[0] == '\0') return InvalidArgumentError(where, ": op is empty");
     if (k->num_constraints > 0 && (k->constraint_attrs == nullptr || k->constraint_dtypes == nullptr)) {

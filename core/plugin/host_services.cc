@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -39,9 +39,7 @@ weft_status_t StatusNew(weft_code_t code, const char* message) {
 
 weft_code_t StatusCode(weft_status_t status) { return status == nullptr ? WEFT_OK : status->code; }
 
-const char* StatusMessage(weft_status_t status) {
-  return status == nullptr ? "" : status->message.c_str();
-}
+const char* StatusMessage(weft_status_t status) { return status == nullptr ? "" : status->message.c_str(); }
 
 void StatusFree(weft_status_t status) { delete status; }
 
@@ -57,10 +55,9 @@ LogLevel ToLevel(weft_log_level_t level) {
   }
 }
 
-void HostLog(weft_log_level_t level, const char* plugin, const char* file, int32_t line,
-             const char* message) {
-  Log(LogRecord{ToLevel(level), plugin != nullptr ? plugin : "plugin",
-                file != nullptr ? file : "", line, message != nullptr ? message : ""});
+void HostLog(weft_log_level_t level, const char* plugin, const char* file, int32_t line, const char* message) {
+  Log(LogRecord{ToLevel(level), plugin != nullptr ? plugin : "plugin", file != nullptr ? file : "", line,
+                message != nullptr ? message : ""});
 }
 
 weft_bool_t HostLogEnabled(weft_log_level_t level) { return LogEnabled(ToLevel(level)) ? 1 : 0; }
@@ -115,8 +112,8 @@ thread_local const IntraOpPool* t_pool = nullptr;
 
 const IntraOpPool& CurrentPool() { return t_pool != nullptr ? *t_pool : DefaultPool(); }
 
-void HostParallelFor(int64_t count, int64_t cost_per_unit_ns,
-                     void (*fn)(void* user, int64_t begin, int64_t end), void* user) {
+void HostParallelFor(int64_t count, int64_t cost_per_unit_ns, void (*fn)(void* user, int64_t begin, int64_t end),
+                     void* user) {
   if (fn == nullptr || count <= 0) return;
   CurrentPool().pool().ParallelFor(count, cost_per_unit_ns,
                                    [fn, user](int64_t begin, int64_t end) { fn(user, begin, end); });

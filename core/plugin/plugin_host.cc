@@ -80,8 +80,7 @@ bool IsSnakeName(const char* name) {
 bool IsScheme(const char* scheme) {
   if (scheme == nullptr || !(scheme[0] >= 'a' && scheme[0] <= 'z')) return false;
   for (const char* c = scheme; *c != '\0'; ++c) {
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '+' || *c == '-' ||
-          *c == '.')) {
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '+' || *c == '-' || *c == '.')) {
       return false;
     }
   }
@@ -130,18 +129,17 @@ bool IsPluginFileName(const fs::path& path) {
 
 Status ValidateTransportTable(const weft_transport_plugin_t* t) {
   if (t->struct_size < WEFT_TRANSPORT_PLUGIN_SIZE_V1_0) {
-    return InvalidArgumentError("weft_transport_plugin_t.struct_size is ", t->struct_size,
-                                " bytes, smaller than the ", WEFT_TRANSPORT_PLUGIN_SIZE_V1_0,
+    return InvalidArgumentError("weft_transport_plugin_t.struct_size is ", t->struct_size, " bytes, smaller than the ",
+                                WEFT_TRANSPORT_PLUGIN_SIZE_V1_0,
                                 " bytes of ABI 1.0; rebuild the plugin against the Weft SDK");
   }
   if (!IsScheme(t->scheme)) {
     return InvalidArgumentError("scheme ", Quote(t->scheme ? t->scheme : "(null)"),
                                 " must be a lower-case URL scheme (\"tcp\", \"zmq+tcp\")");
   }
-#define WEFT_REQUIRE_MEMBER(member)                                                   \
-  if (t->member == nullptr) {                                                          \
-    return InvalidArgumentError("required member weft_transport_plugin_t." #member     \
-                                " is NULL");                                           \
+#define WEFT_REQUIRE_MEMBER(member)                                                             \
+  if (t->member == nullptr) {                                                                   \
+    return InvalidArgumentError("required member weft_transport_plugin_t." #member " is NULL"); \
   }
   WEFT_REQUIRE_MEMBER(endpoint_open)
   WEFT_REQUIRE_MEMBER(endpoint_close)
@@ -151,26 +149,25 @@ Status ValidateTransportTable(const weft_transport_plugin_t* t) {
   WEFT_REQUIRE_MEMBER(send)
 #undef WEFT_REQUIRE_MEMBER
   if ((t->memory_register == nullptr) != (t->memory_unregister == nullptr)) {
-    return InvalidArgumentError("memory_register and memory_unregister must both be set or both "
-                                "be NULL");
+    return InvalidArgumentError(
+        "memory_register and memory_unregister must both be set or both "
+        "be NULL");
   }
   return Status();
 }
 
 Expected<std::vector<config::OptionSpec>> ValidateOptimizerTable(const weft_optimizer_plugin_t* t) {
   if (t->struct_size < WEFT_OPTIMIZER_PLUGIN_SIZE_V1_0) {
-    return InvalidArgumentError("weft_optimizer_plugin_t.struct_size is ", t->struct_size,
-                                " bytes, smaller than the ", WEFT_OPTIMIZER_PLUGIN_SIZE_V1_0,
+    return InvalidArgumentError("weft_optimizer_plugin_t.struct_size is ", t->struct_size, " bytes, smaller than the ",
+                                WEFT_OPTIMIZER_PLUGIN_SIZE_V1_0,
                                 " bytes of ABI 1.0; rebuild the plugin against the Weft SDK");
   }
   if (!IsSnakeName(t->name)) {
-    return InvalidArgumentError("optimizer name ", Quote(t->name ? t->name : "(null)"),
-                                " must be lower_snake_case");
+    return InvalidArgumentError("optimizer name ", Quote(t->name ? t->name : "(null)"), " must be lower_snake_case");
   }
-#define WEFT_REQUIRE_MEMBER(member)                                                   \
-  if (t->member == nullptr) {                                                          \
-    return InvalidArgumentError("required member weft_optimizer_plugin_t." #member     \
-                                " is NULL");                                           \
+#define WEFT_REQUIRE_MEMBER(member)                                                             \
+  if (t->member == nullptr) {                                                                   \
+    return InvalidArgumentError("required member weft_optimizer_plugin_t." #member " is NULL"); \
   }
   WEFT_REQUIRE_MEMBER(create)
   WEFT_REQUIRE_MEMBER(destroy)
@@ -184,23 +181,22 @@ Expected<std::vector<config::OptionSpec>> ValidateOptimizerTable(const weft_opti
 
 }  // namespace
 
-Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_def_t* defs,
-                                                           size_t count) {
+Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_def_t* defs, size_t count) {
   std::vector<config::OptionSpec> specs;
   if (count == 0) return specs;
   if (defs == nullptr) return InvalidArgumentError("num_options is ", count, " but options is NULL");
   const std::size_t stride = defs->struct_size;
   if (stride < WEFT_OPTION_DEF_SIZE_V1_0 || stride % alignof(weft_option_def_t) != 0) {
     return InvalidArgumentError("weft_option_def_t.struct_size is ", stride,
-                                " bytes, not a valid size for ABI 1.0 (at least ",
-                                WEFT_OPTION_DEF_SIZE_V1_0, "); rebuild the plugin against the "
+                                " bytes, not a valid size for ABI 1.0 (at least ", WEFT_OPTION_DEF_SIZE_V1_0,
+                                "); rebuild the plugin against the "
                                 "Weft SDK");
   }
   for (std::size_t i = 0; i < count; ++i) {
     const weft_option_def_t* d = WEFT_ARRAY_AT(weft_option_def_t, defs, i);
     if (d->struct_size != stride) {
-      return InvalidArgumentError("option #", i, ": struct_size ", d->struct_size,
-                                  " differs from the first option's ", stride);
+      return InvalidArgumentError("option #", i, ": struct_size ", d->struct_size, " differs from the first option's ",
+                                  stride);
     }
     if (!IsSnakeName(d->key)) {
       return InvalidArgumentError("option #", i, ": key ", Quote(d->key ? d->key : "(null)"),
@@ -213,16 +209,14 @@ Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_de
       case WEFT_OPTION_INT: spec.type = config::OptionType::kInt; break;
       case WEFT_OPTION_FLOAT: spec.type = config::OptionType::kFloat; break;
       case WEFT_OPTION_STRING: spec.type = config::OptionType::kString; break;
-      default:
-        return InvalidArgumentError("option '", spec.key, "': unknown type ", d->type);
+      default: return InvalidArgumentError("option '", spec.key, "': unknown type ", d->type);
     }
     if (d->doc != nullptr) spec.doc = d->doc;
     if (d->has_min) spec.min = d->min_value;
     if (d->has_max) spec.max = d->max_value;
     if (d->num_choices > 0) {
       if (d->choices == nullptr) {
-        return InvalidArgumentError("option '", spec.key, "': num_choices is ", d->num_choices,
-                                    " but choices is NULL");
+        return InvalidArgumentError("option '", spec.key, "': num_choices is ", d->num_choices, " but choices is NULL");
       }
       for (std::size_t c = 0; c < d->num_choices; ++c) {
         if (d->choices[c] == nullptr) {
@@ -234,8 +228,8 @@ Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_de
     if (d->default_value != nullptr) {
       auto value = config::ParseTomlValue(d->default_value);
       if (!value.ok() || !config::ValueFits(*value, spec)) {
-        return InvalidArgumentError("option '", spec.key, "': default ", Quote(d->default_value),
-                                    " is not ", config::DescribeExpected(spec));
+        return InvalidArgumentError("option '", spec.key, "': default ", Quote(d->default_value), " is not ",
+                                    config::DescribeExpected(spec));
       }
       spec.default_value = *value;
     }
@@ -271,8 +265,7 @@ PluginHost::~PluginHost() {
       try {
         plugin->shutdown();
       } catch (...) {
-        WEFT_LOG_FROM(ERROR, kLogSource) << "plugin " << *it
-                                         << ": shutdown let a C++ exception escape";
+        WEFT_LOG_FROM(ERROR, kLogSource) << "plugin " << *it << ": shutdown let a C++ exception escape";
       }
     }
   }
@@ -288,8 +281,7 @@ std::vector<std::string> PluginHost::SearchPath() const {
     }
   }
   if (options_.use_builtin_folder) {
-    const std::string builtin =
-        options_.builtin_folder.empty() ? DefaultPluginDir() : options_.builtin_folder;
+    const std::string builtin = options_.builtin_folder.empty() ? DefaultPluginDir() : options_.builtin_folder;
     if (!builtin.empty()) path.push_back(builtin);
   }
   return path;
@@ -311,14 +303,12 @@ Status PluginHost::LoadAll() {
     const bool is_builtin = options_.use_builtin_folder && i + 1 == search.size();
     if (!fs::exists(entry, ec)) {
       if (i < num_config_paths) {
-        WEFT_LOG_FROM(WARNING, kLogSource) << config_.source << ": plugins.paths: " << Quote(entry)
-                                           << " does not exist";
+        WEFT_LOG_FROM(WARNING, kLogSource)
+            << config_.source << ": plugins.paths: " << Quote(entry) << " does not exist";
       } else if (!is_builtin) {
-        WEFT_LOG_FROM(WARNING, kLogSource) << "WEFT_PLUGIN_PATH: " << Quote(entry)
-                                           << " does not exist";
+        WEFT_LOG_FROM(WARNING, kLogSource) << "WEFT_PLUGIN_PATH: " << Quote(entry) << " does not exist";
       } else {
-        WEFT_LOG_FROM(DEBUG, kLogSource) << "built-in plugin folder " << Quote(entry)
-                                         << " does not exist";
+        WEFT_LOG_FROM(DEBUG, kLogSource) << "built-in plugin folder " << Quote(entry) << " does not exist";
       }
       continue;
     }
@@ -363,8 +353,7 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
 
   const FileNameInfo from_file = InfoFromFileName(info.path);
   const auto& disabled = config_.plugins.disable;
-  if (!from_file.name.empty() &&
-      std::find(disabled.begin(), disabled.end(), from_file.name) != disabled.end()) {
+  if (!from_file.name.empty() && std::find(disabled.begin(), disabled.end(), from_file.name) != disabled.end()) {
     info.name = from_file.name;
     info.kind = from_file.kind;
     info.state = PluginState::kDisabled;
@@ -379,29 +368,24 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
   if (cached == cache.entries.end()) {
     boost::dll::shared_library library;
     std::error_code load_error;
-    library.load(canonical.string(),
-                 boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, load_error);
+    library.load(canonical.string(), boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, load_error);
     if (load_error) {
-      return Refuse(std::move(info), StrCat("not a loadable shared library: ",
-                                            DlopenReason(canonical.string())));
+      return Refuse(std::move(info), StrCat("not a loadable shared library: ", DlopenReason(canonical.string())));
     }
     if (!library.has(WEFT_PLUGIN_ENTRY_SYMBOL)) {
       for (int major = 0; major < 100; ++major) {
         if (major == WEFT_ABI_VERSION_MAJOR) continue;
         if (library.has(StrCat("weft_plugin_init_v", major))) {
           return Refuse(std::move(info),
-                        StrCat("built for plugin ABI v", major, " (it exports weft_plugin_init_v",
-                               major, "), but this weft speaks ABI v", WEFT_ABI_VERSION_MAJOR,
-                               ".", WEFT_ABI_VERSION_MINOR,
+                        StrCat("built for plugin ABI v", major, " (it exports weft_plugin_init_v", major,
+                               "), but this weft speaks ABI v", WEFT_ABI_VERSION_MAJOR, ".", WEFT_ABI_VERSION_MINOR,
                                "; rebuild the plugin against a matching Weft SDK"));
         }
       }
-      return Refuse(std::move(info),
-                    StrCat("no entry symbol ", WEFT_PLUGIN_ENTRY_SYMBOL,
-                           "; it is not a Weft plugin, or was built without WEFT_PLUGIN_EXPORT"));
+      return Refuse(std::move(info), StrCat("no entry symbol ", WEFT_PLUGIN_ENTRY_SYMBOL,
+                                            "; it is not a Weft plugin, or was built without WEFT_PLUGIN_EXPORT"));
     }
-    auto init = library.get<weft_status_t(const weft_host_t*, const weft_plugin_t**)>(
-        WEFT_PLUGIN_ENTRY_SYMBOL);
+    auto init = library.get<weft_status_t(const weft_host_t*, const weft_plugin_t**)>(WEFT_PLUGIN_ENTRY_SYMBOL);
     cache.keep_loaded.push_back(library);
 
     LibraryEntry entry;
@@ -409,9 +393,8 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
     try {
       entry.init_status = TakeStatus(init(HostTable(), &plugin));
     } catch (const std::exception& e) {
-      return Refuse(std::move(info),
-                    StrCat("init let a C++ exception escape (", e.what(),
-                           "); plugins must run entry points inside weft::sdk::Guard"));
+      return Refuse(std::move(info), StrCat("init let a C++ exception escape (", e.what(),
+                                            "); plugins must run entry points inside weft::sdk::Guard"));
     } catch (...) {
       return Refuse(std::move(info),
                     "init let a C++ exception escape; plugins must run entry points inside "
@@ -447,22 +430,19 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
 PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* plugin) {
   if (plugin->struct_size < WEFT_PLUGIN_SIZE_V1_0) {
     return Refuse(std::move(info),
-                  StrCat("weft_plugin_t.struct_size is ", plugin->struct_size,
-                         " bytes, smaller than the ", WEFT_PLUGIN_SIZE_V1_0,
-                         " bytes of ABI 1.0; rebuild the plugin against the Weft SDK"));
+                  StrCat("weft_plugin_t.struct_size is ", plugin->struct_size, " bytes, smaller than the ",
+                         WEFT_PLUGIN_SIZE_V1_0, " bytes of ABI 1.0; rebuild the plugin against the Weft SDK"));
   }
   info.abi_major = plugin->abi_major;
   info.abi_minor = plugin->abi_minor;
   if (plugin->abi_major != WEFT_ABI_VERSION_MAJOR) {
-    return Refuse(std::move(info),
-                  StrCat("built for plugin ABI v", plugin->abi_major, ".", plugin->abi_minor,
-                         ", but this weft speaks ABI v", WEFT_ABI_VERSION_MAJOR, ".",
-                         WEFT_ABI_VERSION_MINOR,
-                         "; rebuild the plugin against a matching Weft SDK"));
+    return Refuse(std::move(info), StrCat("built for plugin ABI v", plugin->abi_major, ".", plugin->abi_minor,
+                                          ", but this weft speaks ABI v", WEFT_ABI_VERSION_MAJOR, ".",
+                                          WEFT_ABI_VERSION_MINOR, "; rebuild the plugin against a matching Weft SDK"));
   }
   if (!IsSnakeName(plugin->name)) {
-    return Refuse(std::move(info), StrCat("plugin name ", Quote(plugin->name ? plugin->name : "(null)"),
-                                          " must be lower_snake_case"));
+    return Refuse(std::move(info),
+                  StrCat("plugin name ", Quote(plugin->name ? plugin->name : "(null)"), " must be lower_snake_case"));
   }
   info.name = plugin->name;
   if (plugin->version == nullptr || plugin->version[0] == '\0') {
@@ -472,10 +452,8 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
   if (plugin->description != nullptr) info.description = plugin->description;
 
   for (const PluginInfo& other : plugins_) {
-    if (other.name == info.name &&
-        (other.state == PluginState::kLoaded || other.state == PluginState::kUnavailable)) {
-      return Refuse(std::move(info),
-                    StrCat("name '", info.name, "' is already taken by ", other.path));
+    if (other.name == info.name && (other.state == PluginState::kLoaded || other.state == PluginState::kUnavailable)) {
+      return Refuse(std::move(info), StrCat("name '", info.name, "' is already taken by ", other.path));
     }
   }
   const auto& disabled = config_.plugins.disable;
@@ -515,8 +493,8 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
       break;
     }
     default:
-      table_status = InvalidArgumentError("unknown kind ", plugin->kind,
-                                          " (expected 1 device, 2 transport or 3 optimizer)");
+      table_status =
+          InvalidArgumentError("unknown kind ", plugin->kind, " (expected 1 device, 2 transport or 3 optimizer)");
   }
   if (!table_status.ok()) return Refuse(std::move(info), table_status.message());
 
@@ -559,7 +537,7 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
       info.state = PluginState::kUnavailable;
       info.reason = status.message();
       WEFT_LOG_FROM(DEBUG, kLogSource) << "plugin '" << info.name << "' (" << info.path
-                                      << ") is unavailable: " << info.reason;
+                                       << ") is unavailable: " << info.reason;
       return Outcome{};
     }
     if (!status.ok()) return Refuse(std::move(info), StrCat("configure failed: ", status.ToString()));
@@ -575,7 +553,7 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
         info.state = PluginState::kUnavailable;
         info.reason = count.ok() ? std::string("it found no devices") : count.status().message();
         WEFT_LOG_FROM(DEBUG, kLogSource) << "plugin '" << info.name << "' (" << info.path
-                                        << ") is unavailable: " << info.reason;
+                                         << ") is unavailable: " << info.reason;
         return Outcome{};
       }
       if (!count.ok()) {
@@ -585,23 +563,21 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
       break;
     }
     case PluginKind::kTransport:
-      registered = transports_.Add(plugin->transport->scheme,
-                                   std::make_unique<TransportPlugin>(
-                                       TransportPlugin{info.name, plugin->transport}),
-                                   owner);
+      registered =
+          transports_.Add(plugin->transport->scheme,
+                          std::make_unique<TransportPlugin>(TransportPlugin{info.name, plugin->transport}), owner);
       break;
     case PluginKind::kOptimizer:
       registered = optimizers_.Add(
           plugin->optimizer->name,
-          std::make_unique<OptimizerPlugin>(
-              OptimizerPlugin{info.name, plugin->optimizer, std::move(hyperparameters)}),
+          std::make_unique<OptimizerPlugin>(OptimizerPlugin{info.name, plugin->optimizer, std::move(hyperparameters)}),
           owner);
       break;
   }
   if (!registered.ok()) return Refuse(std::move(info), registered.message());
   info.state = PluginState::kLoaded;
-  WEFT_LOG_FROM(DEBUG, kLogSource) << "loaded " << KindName(*info.kind) << " plugin '" << info.name
-                                   << "' " << info.version << " from " << info.path;
+  WEFT_LOG_FROM(DEBUG, kLogSource) << "loaded " << KindName(*info.kind) << " plugin '" << info.name << "' "
+                                   << info.version << " from " << info.path;
   return Outcome{};
 }
 
@@ -610,15 +586,13 @@ std::vector<config::ConfigError> PluginHost::UnusedSections() const {
   for (const auto& [path, section] : config_.plugin_sections) {
     bool used = false;
     for (const PluginInfo& info : plugins_) {
-      if (info.kind && info.state != PluginState::kRefused &&
-          StrCat(SectionKind(*info.kind), ".", info.name) == path) {
+      if (info.kind && info.state != PluginState::kRefused && StrCat(SectionKind(*info.kind), ".", info.name) == path) {
         used = true;
       }
     }
     if (!used) {
       const std::string name = path.substr(path.find('.') + 1);
-      warnings.push_back({section.pos, path,
-                          StrCat("no plugin named '", name, "' is loaded; section ignored")});
+      warnings.push_back({section.pos, path, StrCat("no plugin named '", name, "' is loaded; section ignored")});
     }
   }
   return warnings;

@@ -155,8 +155,7 @@ std::string DefaultPluginDir();
 
 // Converts and checks a plugin's option declarations. The message names the
 // option and what is wrong with it.
-Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_def_t* defs,
-                                                           size_t count);
+Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_def_t* defs, size_t count);
 
 }  // namespace weft::plugin
 

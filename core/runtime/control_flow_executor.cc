@@ -29,9 +29,9 @@ namespace weft::runtime {
 
 struct Executor::Iteration {
   std::vector<Tensor> inputs;
-  std::vector<int> pending;   // a Merge: control inputs left
-  std::vector<int> dead;      // dead inputs seen
-  std::vector<char> fired;    // a Merge: already ran in this iteration
+  std::vector<int> pending;    // a Merge: control inputs left
+  std::vector<int> dead;       // dead inputs seen
+  std::vector<char> fired;     // a Merge: already ran in this iteration
   std::vector<char> has_live;  // a Merge: a live input arrived
   int outstanding_ops = 0;     // ready or running nodes
   int outstanding_frames = 0;  // child frame instances not finished
@@ -64,7 +64,7 @@ struct Executor::Frame {
   Iteration* iteration(int64_t iter) {
     const int64_t k = iter - first_iter;
     return k >= 0 && k < static_cast<int64_t>(iterations.size()) ? iterations[static_cast<std::size_t>(k)].get()
-                                                                  : nullptr;
+                                                                 : nullptr;
   }
 };
 
@@ -105,7 +105,10 @@ Status Executor::BuildFrames() {
   frames_[0].name = "";
   std::map<std::pair<int, std::string>, int> frame_ids;  // (parent, name)
   std::vector<int> frame_of(static_cast<std::size_t>(g.num_nodes()), -1);
-  auto describe_frame = [this](int f) { return f == 0 ? std::string("the root frame") : StrCat("loop frame ", Quote(frames_[static_cast<std::size_t>(f)].name)); };
+  auto describe_frame = [this](int f) {
+    return f == 0 ? std::string("the root frame")
+                  : StrCat("loop frame ", Quote(frames_[static_cast<std::size_t>(f)].name));
+  };
 
   for (NodeItem& item : items_) {
     const std::string& op = item.node->op_name();
@@ -143,7 +146,8 @@ Status Executor::BuildFrames() {
       } else if (f != frame) {
         return InvalidArgumentError(node.Describe(), " has inputs from two frames: ", Quote(g.node(from).name()),
                                     " in ", describe_frame(frame), " and ", Quote(g.node(src).name()), " in ",
-                                    describe_frame(f), "; a value enters a loop through Enter and leaves it "
+                                    describe_frame(f),
+                                    "; a value enters a loop through Enter and leaves it "
                                     "through Exit");
       }
       return Status();
@@ -160,8 +164,8 @@ Status Executor::BuildFrames() {
         StaticFrame sf;
         sf.name = name;
         sf.parent = frame;
-        sf.parallel_iterations = static_cast<int>(
-            std::max<int64_t>(1, node.def.attrs.find("parallel_iterations")->second.get<int64_t>()));
+        sf.parallel_iterations =
+            static_cast<int>(std::max<int64_t>(1, node.def.attrs.find("parallel_iterations")->second.get<int64_t>()));
         frames_.push_back(std::move(sf));
       }
       item.child_frame = it->second;
@@ -310,8 +314,9 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
     if (t.dead) {
       if (item.node->op_name() == "_Retval") {
         if (lock.owns_lock()) lock.unlock();
-        CfFail(state, t, InvalidArgumentError("the fetched value is dead: it comes from the branch of a cond that "
-                                              "was not taken"));
+        CfFail(state, t,
+               InvalidArgumentError("the fetched value is dead: it comes from the branch of a cond that "
+                                    "was not taken"));
         lock.lock();
         CfPropagate(state, t, nullptr, nullptr, nullptr);
         continue;
@@ -338,41 +343,40 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
       state->outstanding.fetch_add(1);
       Iteration* it = t.it;
       auto outputs = std::make_shared<std::vector<Tensor>>(static_cast<std::size_t>(item.num_outputs));
-      auto ctx = std::make_shared<OpKernelContext>(item.device, item.node,
-                                                   it->inputs.data() + item.local_input_start,
+      auto ctx = std::make_shared<OpKernelContext>(item.device, item.node, it->inputs.data() + item.local_input_start,
                                                    item.num_inputs, outputs->data(), state->info);
       ctx->set_frame(t.frame->id, t.iter);
       const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
       OpKernelContext& context = *ctx;
-      item.kernel->ComputeAsync(context, [this, state, t, outputs = std::move(outputs), ctx = std::move(ctx),
-                                          start](Status status) mutable {
-        const NodeItem& done_item = items_[static_cast<std::size_t>(t.id)];
-        if (state->trace != nullptr) {
-          state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
-                                state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
-        }
-        std::vector<TaggedNode> newly_ready;
-        if (!status.ok()) {
-          CfFail(state, t, status);
-          std::lock_guard<std::mutex> guard(state->mutex);
-          CfPropagate(state, t, nullptr, nullptr, nullptr);
-        } else {
-          {
-            // A _Recv of a dead value: its outputs are dead.
-            std::lock_guard<std::mutex> guard(state->mutex);
-            CfPropagate(state, t, ctx->output_dead() ? nullptr : outputs->data(), nullptr, &newly_ready);
-          }
-          std::vector<TaggedNode> local;
-          CfDispatch(state, newly_ready, &local);
-          if (!local.empty()) {
-            state->outstanding.fetch_add(1);
-            CfProcess(state, std::move(local));
-          }
-        }
-        outputs.reset();
-        ctx.reset();
-        if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
-      });
+      item.kernel->ComputeAsync(
+          context, [this, state, t, outputs = std::move(outputs), ctx = std::move(ctx), start](Status status) mutable {
+            const NodeItem& done_item = items_[static_cast<std::size_t>(t.id)];
+            if (state->trace != nullptr) {
+              state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
+                                    state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
+            }
+            std::vector<TaggedNode> newly_ready;
+            if (!status.ok()) {
+              CfFail(state, t, status);
+              std::lock_guard<std::mutex> guard(state->mutex);
+              CfPropagate(state, t, nullptr, nullptr, nullptr);
+            } else {
+              {
+                // A _Recv of a dead value: its outputs are dead.
+                std::lock_guard<std::mutex> guard(state->mutex);
+                CfPropagate(state, t, ctx->output_dead() ? nullptr : outputs->data(), nullptr, &newly_ready);
+              }
+              std::vector<TaggedNode> local;
+              CfDispatch(state, newly_ready, &local);
+              if (!local.empty()) {
+                state->outstanding.fetch_add(1);
+                CfProcess(state, std::move(local));
+              }
+            }
+            outputs.reset();
+            ctx.reset();
+            if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
+          });
       continue;
     } else if (!CfRunNode(state, t, &ready, lock)) {
       continue;
@@ -388,7 +392,8 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
   const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
   // Kernels, and a Switch that copies its predicate from the device, run
   // without the mutex; the other control-flow nodes only move a tensor.
-  if (lock.owns_lock() && (item.kind == Kind::kKernel || (item.kind == Kind::kSwitch && !item.device->host_visible()))) {
+  if (lock.owns_lock() &&
+      (item.kind == Kind::kKernel || (item.kind == Kind::kSwitch && !item.device->host_visible()))) {
     lock.unlock();
   }
   Iteration* it = t.it;
@@ -473,17 +478,16 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
   return true;
 }
 
-
 // Delivers values to consumers and keeps the frames' counts; one per
 // propagation, with the step's mutex held.
 struct Executor::Propagator {
   const Executor& exec;
   CfStep* state;
-  const NodeItem& item;               // the node that ran
-  Tensor* outputs;                    // its outputs; null when it was dead
-  const bool* output_dead;            // per output; null when none is dead
+  const NodeItem& item;     // the node that ran
+  Tensor* outputs;          // its outputs; null when it was dead
+  const bool* output_dead;  // per output; null when none is dead
   std::vector<TaggedNode>* ready;
-  bool movable;                       // its outputs go to one iteration: they may be moved
+  bool movable;  // its outputs go to one iteration: they may be moved
 
   // Delivers the node's own outputs (|own|), or |value0| for another
   // delivery (a held-back NextIteration, a loop invariant, a dead Exit),
@@ -686,13 +690,10 @@ void Executor::CfPropagate(CfStep* state, const TaggedNode& t, Tensor* outputs, 
         p.Activate(item, frame, t.iter + 1, value, false, true);
       }
       break;
-    default:
-      p.Activate(item, frame, t.iter, nullptr, node_dead, true);
-      break;
+    default: p.Activate(item, frame, t.iter, nullptr, node_dead, true); break;
   }
   if (--it->outstanding_ops == 0 && it->outstanding_frames == 0) p.Cleanup(frame);
 }
-
 
 void Executor::CfFail(CfStep* state, const TaggedNode& t, const Status& status) const {
   const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
@@ -708,8 +709,8 @@ void Executor::CfFail(CfStep* state, const TaggedNode& t, const Status& status) 
     std::reverse(parts.begin(), parts.end());
     if (!parts.empty()) where = StrCat(" (in ", StrJoin(parts, ", "), ")");
     if (state->status.ok()) {
-      state->status = Status(status.code(), StrCat(item.node->Describe(), " on ", item.device->name(), where, ": ",
-                                                   status.message()));
+      state->status = Status(status.code(),
+                             StrCat(item.node->Describe(), " on ", item.device->name(), where, ": ", status.message()));
     }
     state->info->cancelled.store(true);
   }

@@ -29,8 +29,7 @@ std::vector<std::string> KernelTable::Ops() const {
   return ops;
 }
 
-RuntimeDevice::RuntimeDevice(std::unique_ptr<plugin::Device> device, const KernelTable* kernels,
-                             weft_stream_t stream)
+RuntimeDevice::RuntimeDevice(std::unique_ptr<plugin::Device> device, const KernelTable* kernels, weft_stream_t stream)
     : device_(std::move(device)), kernels_(kernels), stream_(stream), resources_(std::make_unique<ResourceMgr>()) {
   auto props = device_->Properties();
   host_visible_ = props.ok() && props->host_visible && device_->table()->buffer_host_pointer != nullptr;
@@ -94,9 +93,8 @@ Expected<Tensor> RuntimeDevice::CopyFromHost(const Tensor& host) const {
     return out;
   }
   const weft_device_plugin_t* t = table();
-  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->copy_host_to_device(handle(), stream_, host.raw_data(),
-                                                                 out.buffer()->device_buffer(), out.offset(),
-                                                                 host.byte_size())));
+  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->copy_host_to_device(
+      handle(), stream_, host.raw_data(), out.buffer()->device_buffer(), out.offset(), host.byte_size())));
   WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->stream_synchronize(handle(), stream_)));
   return out;
 }
@@ -120,9 +118,9 @@ Expected<Tensor> RuntimeDevice::Duplicate(const Tensor& tensor) const {
     return out;
   }
   const weft_device_plugin_t* t = table();
-  WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->copy_device_to_device(handle(), stream_, tensor.buffer()->device_buffer(),
-                                                                   tensor.offset(), out.buffer()->device_buffer(),
-                                                                   out.offset(), tensor.byte_size())));
+  WEFT_RETURN_IF_ERROR(
+      plugin::TakeStatus(t->copy_device_to_device(handle(), stream_, tensor.buffer()->device_buffer(), tensor.offset(),
+                                                  out.buffer()->device_buffer(), out.offset(), tensor.byte_size())));
   WEFT_RETURN_IF_ERROR(plugin::TakeStatus(t->stream_synchronize(handle(), stream_)));
   return out;
 }

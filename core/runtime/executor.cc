@@ -135,7 +135,8 @@ Status Executor::Run(StepInfo& step, TraceRecorder* trace) const {
 }
 
 Status DeadlineStatus(const StepInfo& step) {
-  return Status(Code::kDeadlineExceeded, StrCat("step ", step.step_id, " did not finish before its deadline "
+  return Status(Code::kDeadlineExceeded, StrCat("step ", step.step_id,
+                                                " did not finish before its deadline "
                                                 "(RunOptions::timeout_ms) and was cancelled"));
 }
 
@@ -186,37 +187,38 @@ void Executor::Process(StepState* state, std::vector<int> stack) const {
       // The callback owns the context and outputs, and drops them before
       // the step can end (the callback may run inside ComputeAsync).
       OpKernelContext& context = *ctx;
-      item.kernel->ComputeAsync(context, [this, state, id, outputs = std::move(outputs), ctx = std::move(ctx),
-                                          start](Status status) mutable {
-        const NodeItem& done_item = items_[static_cast<std::size_t>(id)];
-        if (state->trace != nullptr) {
-          state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
-                                state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
-        }
-        if (status.ok() && ctx->output_dead()) {
-          // Only a partition with control flow can receive a dead value, and
-          // those run on the frames' path.
-          status = InternalError("received a dead value, but this part of the graph has no control flow; a _Recv "
-                                 "that may receive one needs may_be_dead = true");
-        }
-        if (!status.ok()) {
-          Fail(state, id, status);
-        } else {
-          std::vector<int> newly_ready;
-          Propagate(state, id, *outputs, &newly_ready);
-          std::vector<int> local;
-          Dispatch(state, newly_ready, &local);
-          if (!local.empty()) {
-            state->outstanding.fetch_add(1);
-            Process(state, std::move(local));
-          }
-        }
-        // Let go of the context (and the tensors it holds) before the step
-        // can end: once it has, the caller may close the devices.
-        outputs.reset();
-        ctx.reset();
-        if (state->outstanding.fetch_sub(1) == 1) Finish(state);
-      });
+      item.kernel->ComputeAsync(
+          context, [this, state, id, outputs = std::move(outputs), ctx = std::move(ctx), start](Status status) mutable {
+            const NodeItem& done_item = items_[static_cast<std::size_t>(id)];
+            if (state->trace != nullptr) {
+              state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
+                                    state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
+            }
+            if (status.ok() && ctx->output_dead()) {
+              // Only a partition with control flow can receive a dead value, and
+              // those run on the frames' path.
+              status = InternalError(
+                  "received a dead value, but this part of the graph has no control flow; a _Recv "
+                  "that may receive one needs may_be_dead = true");
+            }
+            if (!status.ok()) {
+              Fail(state, id, status);
+            } else {
+              std::vector<int> newly_ready;
+              Propagate(state, id, *outputs, &newly_ready);
+              std::vector<int> local;
+              Dispatch(state, newly_ready, &local);
+              if (!local.empty()) {
+                state->outstanding.fetch_add(1);
+                Process(state, std::move(local));
+              }
+            }
+            // Let go of the context (and the tensors it holds) before the step
+            // can end: once it has, the caller may close the devices.
+            outputs.reset();
+            ctx.reset();
+            if (state->outstanding.fetch_sub(1) == 1) Finish(state);
+          });
       continue;
     }
     if (RunNode(state, id, &ready)) Dispatch(state, ready, &stack);
@@ -230,8 +232,8 @@ bool Executor::RunNode(StepState* state, int id, std::vector<int>* ready) const 
   Status status;
   const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
   {
-    OpKernelContext ctx(item.device, item.node, state->inputs.data() + item.input_start,
-                        item.num_inputs, outputs.data(), state->info);
+    OpKernelContext ctx(item.device, item.node, state->inputs.data() + item.input_start, item.num_inputs,
+                        outputs.data(), state->info);
     status = item.kernel->Compute(ctx);
   }
   if (state->trace != nullptr) {
@@ -249,7 +251,8 @@ bool Executor::RunNode(StepState* state, int id, std::vector<int>* ready) const 
 void Executor::Propagate(StepState* state, int id, std::vector<Tensor>& outputs, std::vector<int>* ready) const {
   const NodeItem& item = items_[static_cast<std::size_t>(id)];
   for (int i = 0; i < item.num_outputs; ++i) {
-    if (!outputs[static_cast<std::size_t>(i)].valid() && item.node->output_types[static_cast<std::size_t>(i)] != DType::kInvalid) {
+    if (!outputs[static_cast<std::size_t>(i)].valid() &&
+        item.node->output_types[static_cast<std::size_t>(i)] != DType::kInvalid) {
       Fail(state, id, InternalError("the kernel did not set output ", i));
       return;
     }
@@ -277,8 +280,8 @@ void Executor::Fail(StepState* state, int id, const Status& status) const {
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     if (state->status.ok()) {
-      state->status = Status(status.code(), StrCat(item.node->Describe(), " on ", item.device->name(), ": ",
-                                                   status.message()));
+      state->status =
+          Status(status.code(), StrCat(item.node->Describe(), " on ", item.device->name(), ": ", status.message()));
     }
     state->info->cancelled.store(true);
   }

@@ -41,8 +41,8 @@ class Executor {
   // |node_devices[node id]| with |factory|. |pool| runs nodes that are not
   // run inline and must outlive the executor.
   static Expected<std::unique_ptr<Executor>> Create(std::shared_ptr<const Graph> graph,
-                                                    std::vector<const RuntimeDevice*> node_devices,
-                                                    ThreadPool* pool, const KernelFactory& factory);
+                                                    std::vector<const RuntimeDevice*> node_devices, ThreadPool* pool,
+                                                    const KernelFactory& factory);
   ~Executor();
 
   // Runs one step and blocks until it is done (or its deadline passes:
@@ -78,14 +78,14 @@ class Executor {
     std::vector<OutEdge> edges;
     // Control flow only.
     Kind kind = Kind::kKernel;
-    bool is_constant = false;    // an Enter of a loop invariant
-    int frame = 0;               // the static frame the node runs in
-    int child_frame = -1;        // for an Enter: the frame it enters
-    int local_id = 0;            // index among its frame's nodes
-    int local_input_start = 0;   // first input slot in its frame's slots
-    int merge_dead_needed = 0;   // for a Merge: dead inputs that make it dead
-    bool cf_inline = false;      // run on the thread that made it ready
-    bool is_send = false;        // a _Send: runs on a dead input too, to send it dead
+    bool is_constant = false;   // an Enter of a loop invariant
+    int frame = 0;              // the static frame the node runs in
+    int child_frame = -1;       // for an Enter: the frame it enters
+    int local_id = 0;           // index among its frame's nodes
+    int local_input_start = 0;  // first input slot in its frame's slots
+    int merge_dead_needed = 0;  // for a Merge: dead inputs that make it dead
+    bool cf_inline = false;     // run on the thread that made it ready
+    bool is_send = false;       // a _Send: runs on a dead input too, to send it dead
   };
   // A loop of the graph (frame 0 is the root): what each of its instances
   // needs to start an iteration.
@@ -93,11 +93,11 @@ class Executor {
     std::string name;
     int parent = -1;
     int parallel_iterations = 1;
-    int num_enters = 0;                 // Enter nodes feeding one instance
-    std::vector<int> nodes;             // by local id
-    std::vector<int> exits;             // Exit nodes
-    int num_inputs = 0;                 // input slots of one iteration
-    std::vector<int> initial_pending;   // by local id (a Merge: its control inputs)
+    int num_enters = 0;                // Enter nodes feeding one instance
+    std::vector<int> nodes;            // by local id
+    std::vector<int> exits;            // Exit nodes
+    int num_inputs = 0;                // input slots of one iteration
+    std::vector<int> initial_pending;  // by local id (a Merge: its control inputs)
   };
   struct StepState;
   struct CfStep;

@@ -407,8 +407,8 @@ class ReshapeKernel : public OpKernel {
       return InvalidArgumentError("shape must be 1-D, got ", ctx.input(1).shape().ToString());
     }
     WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> target, HostInts(ctx, ctx.input(1)));
-    WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ops::ResolveReshape(std::move(target), in.num_elements(),
-                                                                         in.TypeString()));
+    WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                          ops::ResolveReshape(std::move(target), in.num_elements(), in.TypeString()));
     auto out = in.Reshaped(Shape(dims));
     if (!out.ok()) return out.status();
     ctx.set_output(0, *out);
@@ -594,8 +594,9 @@ KernelPtr MakeSendRecv(const Graph::Node& node, const RuntimeDevice& device) {
 KernelPtr MakeShapeInfo(const Graph::Node& node, const RuntimeDevice&) {
   const std::string& op = node.op_name();
   if (op == "Rank") return std::unique_ptr<OpKernel>(new ShapeInfoKernel(ShapeInfoKernel::What::kRank, DType::kI32));
-  return std::unique_ptr<OpKernel>(new ShapeInfoKernel(
-      op == "Shape" ? ShapeInfoKernel::What::kShape : ShapeInfoKernel::What::kSize, Attr(node, "out_type").get<DType>()));
+  return std::unique_ptr<OpKernel>(
+      new ShapeInfoKernel(op == "Shape" ? ShapeInfoKernel::What::kShape : ShapeInfoKernel::What::kSize,
+                          Attr(node, "out_type").get<DType>()));
 }
 
 // Every op the runtime runs itself, with what makes its kernel: the one
@@ -636,10 +637,9 @@ const std::map<std::string, RuntimeFactory, std::less<>>& RuntimeKernels() {
        [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
          std::string name = Attr(node, "shared_name").get<std::string>();
          if (name.empty()) name = node.name();
-         WEFT_ASSIGN_OR_RETURN(auto variable,
-                               device.resources().LookupOrCreate(Attr(node, "container").get<std::string>(), name,
-                                                                 Attr(node, "dtype").get<DType>(),
-                                                                 Attr(node, "shape").get<Shape>()));
+         WEFT_ASSIGN_OR_RETURN(auto variable, device.resources().LookupOrCreate(
+                                                  Attr(node, "container").get<std::string>(), name,
+                                                  Attr(node, "dtype").get<DType>(), Attr(node, "shape").get<Shape>()));
          return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(variable))));
        }},
       {"ReadVariable",

@@ -9,16 +9,16 @@
 #include <atomic>
 #include <chrono>
 #include <forward_list>
-#include <optional>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
 
-#include "core/plugin/host_services.h"
 #include "core/graph/graph.h"
+#include "core/plugin/host_services.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/rendezvous.h"

@@ -19,7 +19,7 @@
 namespace weft::runtime {
 
 struct PlacedGraph {
-  placement::Placement placement;           // by node id of the input graph
+  placement::Placement placement;             // by node id of the input graph
   std::vector<const RuntimeDevice*> devices;  // what placement indices refer to
   // One graph per device that runs something, with _Send/_Recv at the cuts.
   // Empty when the whole graph runs on one device.

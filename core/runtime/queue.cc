@@ -84,9 +84,9 @@ Status Queue::Closed() const {
 Status Queue::CheckComponents(const std::vector<Tensor>& components) {
   const auto& types = spec_.component_types;
   if (components.size() != types.size()) {
-    return InvalidArgumentError(Named(), " has ", types.size(), " component",
-                                types.size() == 1 ? "" : "s", " ", TypesText(types), "; ", components.size(),
-                                components.size() == 1 ? " was" : " were", " given");
+    return InvalidArgumentError(Named(), " has ", types.size(), " component", types.size() == 1 ? "" : "s", " ",
+                                TypesText(types), "; ", components.size(), components.size() == 1 ? " was" : " were",
+                                " given");
   }
   int64_t n = -1;
   for (std::size_t i = 0; i < components.size(); ++i) {
@@ -96,7 +96,8 @@ Status Queue::CheckComponents(const std::vector<Tensor>& components) {
                                   c.TypeString());
     }
     if (c.rank() < 1) {
-      return InvalidArgumentError("component ", i, " for ", Named(), " is a scalar; enqueueing many needs "
+      return InvalidArgumentError("component ", i, " for ", Named(),
+                                  " is a scalar; enqueueing many needs "
                                   "a leading dimension of elements");
     }
     if (n >= 0 && c.dim(0) != n) {
@@ -117,10 +118,9 @@ Status Queue::CheckComponents(const std::vector<Tensor>& components) {
   }
   for (std::size_t i = 0; i < given.size(); ++i) {
     if (given[i] != want[i]) {
-      return InvalidArgumentError("component ", i, " of an element of ", Named(), " has shape ",
-                                  want[i].ToString(), spec_.shapes.empty() ? " (set by its first enqueue)" : "",
-                                  "; got elements of shape ", given[i].ToString(), " (from ",
-                                  components[i].TypeString(), ")");
+      return InvalidArgumentError("component ", i, " of an element of ", Named(), " has shape ", want[i].ToString(),
+                                  spec_.shapes.empty() ? " (set by its first enqueue)" : "", "; got elements of shape ",
+                                  given[i].ToString(), " (from ", components[i].TypeString(), ")");
     }
   }
   return Status();
@@ -163,8 +163,8 @@ void Queue::EnqueueMany(std::vector<Tensor> components, CancellationManager* can
         if (!Park(*it)) {
           const std::size_t in = it->next, total = it->elements.size();
           completions.push_back([done = std::move(it->done), name = name_, in, total] {
-            done(Status(Code::kCancelled, StrCat("the step was cancelled while waiting to enqueue into queue ",
-                                                 "'", name, "' (", in, " of ", total, " elements are in)")));
+            done(Status(Code::kCancelled, StrCat("the step was cancelled while waiting to enqueue into queue ", "'",
+                                                 name, "' (", in, " of ", total, " elements are in)")));
           });
           enqueues_.erase(it);
           Flush(&completions);
@@ -219,8 +219,10 @@ void Queue::Close(bool cancel_pending_enqueues) {
       for (Enqueue& e : enqueues_) {
         Unpark(e);
         completions.push_back([done = std::move(e.done), name = name_, in = e.next, total = e.elements.size()] {
-          done(Status(Code::kCancelled, StrCat("enqueue into queue '", name, "' was cancelled when the queue "
-                                               "was closed (", in, " of ", total, " elements are in)")));
+          done(Status(Code::kCancelled, StrCat("enqueue into queue '", name,
+                                               "' was cancelled when the queue "
+                                               "was closed (",
+                                               in, " of ", total, " elements are in)")));
         });
       }
       enqueues_.clear();
@@ -253,8 +255,8 @@ void Queue::CancelAttempt(int64_t id) {
     for (auto it = enqueues_.begin(); it != enqueues_.end(); ++it) {
       if (it->id != id) continue;
       completions.push_back([done = std::move(it->done), name = name_, in = it->next, total = it->elements.size()] {
-        done(Status(Code::kCancelled, StrCat("the step was cancelled while waiting to enqueue into queue ",
-                                             "'", name, "' (", in, " of ", total, " elements are in)")));
+        done(Status(Code::kCancelled, StrCat("the step was cancelled while waiting to enqueue into queue ", "'", name,
+                                             "' (", in, " of ", total, " elements are in)")));
       });
       enqueues_.erase(it);
       break;
@@ -301,9 +303,8 @@ void Queue::Flush(Completions* out) {
         }
         if (static_cast<int64_t>(d.taken.size()) < d.n) break;
         Unpark(d);
-        out->push_back([done = std::move(d.done), taken = std::move(d.taken)]() mutable {
-          done(Status(), std::move(taken));
-        });
+        out->push_back(
+            [done = std::move(d.done), taken = std::move(d.taken)]() mutable { done(Status(), std::move(taken)); });
         dequeues_.pop_front();
         progress = true;
       }
@@ -355,9 +356,8 @@ void FIFOQueue::Restore(std::vector<Element> elements) {
 
 std::shared_ptr<RandomShuffleQueue> RandomShuffleQueue::Create(std::string name, QueueSpec spec,
                                                                int64_t min_after_dequeue, int64_t seed, int64_t seed2) {
-  const uint64_t key = seed == 0 && seed2 == 0
-                           ? NameSeed(name)
-                           : MixSeed(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2));
+  const uint64_t key =
+      seed == 0 && seed2 == 0 ? NameSeed(name) : MixSeed(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2));
   return std::shared_ptr<RandomShuffleQueue>(
       new RandomShuffleQueue(std::move(name), std::move(spec), min_after_dequeue, key));
 }

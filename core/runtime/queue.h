@@ -186,9 +186,7 @@ class RandomShuffleQueue : public Queue {
   void Put(Element element) override { elements_.push_back(std::move(element)); }
   Element Take() override;
   void Restore(std::vector<Element> elements) override;
-  bool MayTake() const override {
-    return closed_ || static_cast<int64_t>(elements_.size()) > min_after_dequeue_;
-  }
+  bool MayTake() const override { return closed_ || static_cast<int64_t>(elements_.size()) > min_after_dequeue_; }
 
   int64_t min_after_dequeue_;
   std::mt19937_64 gen_;

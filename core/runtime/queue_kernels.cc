@@ -115,8 +115,9 @@ class SizeKernel : public OpKernel {
   Status Compute(OpKernelContext& ctx) override {
     WEFT_ASSIGN_OR_RETURN(Queue * queue, InputQueue(ctx));
     const int64_t size = queue->Size();
-    WEFT_ASSIGN_OR_RETURN(Tensor out, ctx.device().CopyFromHost(Tensor::Scalar<int32_t>(
-                                          static_cast<int32_t>(std::min<int64_t>(size, INT32_MAX)))));
+    WEFT_ASSIGN_OR_RETURN(
+        Tensor out,
+        ctx.device().CopyFromHost(Tensor::Scalar<int32_t>(static_cast<int32_t>(std::min<int64_t>(size, INT32_MAX)))));
     ctx.set_output(0, std::move(out));
     return Status();
   }
@@ -148,8 +149,8 @@ Expected<std::unique_ptr<OpKernel>> CreateQueue(const Graph::Node& node, const R
                    [&]() -> Expected<std::shared_ptr<FIFOQueue>> { return FIFOQueue::Create(name, spec); },
                    [&](const FIFOQueue& existing) -> Status {
                      if (SameSpec(existing.spec(), spec)) return Status();
-                     return InvalidArgumentError("FIFO queue '", name, "' exists with ",
-                                                 existing.spec().ToString(), "; this node asks for ", spec.ToString());
+                     return InvalidArgumentError("FIFO queue '", name, "' exists with ", existing.spec().ToString(),
+                                                 "; this node asks for ", spec.ToString());
                    }));
   } else {
     const int64_t min_after = Attr(node, "min_after_dequeue").get<int64_t>();
@@ -160,25 +161,25 @@ Expected<std::unique_ptr<OpKernel>> CreateQueue(const Graph::Node& node, const R
     }
     const int64_t seed = Attr(node, "seed").get<int64_t>();
     const int64_t seed2 = Attr(node, "seed2").get<int64_t>();
-    WEFT_ASSIGN_OR_RETURN(
-        queue, device.resources().LookupOrCreate<RandomShuffleQueue>(
-                   container, name, "random-shuffle queue",
-                   [&]() -> Expected<std::shared_ptr<RandomShuffleQueue>> {
-                     return RandomShuffleQueue::Create(name, spec, min_after, seed, seed2);
-                   },
-                   [&](const RandomShuffleQueue& existing) -> Status {
-                     if (SameSpec(existing.spec(), spec) && existing.min_after_dequeue() == min_after) return Status();
-                     return InvalidArgumentError("random-shuffle queue '", name, "' exists with ",
-                                                 existing.spec().ToString(), ", min_after_dequeue ",
-                                                 existing.min_after_dequeue(), "; this node asks for ",
-                                                 spec.ToString(), ", min_after_dequeue ", min_after);
-                   }));
+    WEFT_ASSIGN_OR_RETURN(queue, device.resources().LookupOrCreate<RandomShuffleQueue>(
+                                     container, name, "random-shuffle queue",
+                                     [&]() -> Expected<std::shared_ptr<RandomShuffleQueue>> {
+                                       return RandomShuffleQueue::Create(name, spec, min_after, seed, seed2);
+                                     },
+                                     [&](const RandomShuffleQueue& existing) -> Status {
+                                       if (SameSpec(existing.spec(), spec) && existing.min_after_dequeue() == min_after)
+                                         return Status();
+                                       return InvalidArgumentError(
+                                           "random-shuffle queue '", name, "' exists with ", existing.spec().ToString(),
+                                           ", min_after_dequeue ", existing.min_after_dequeue(),
+                                           "; this node asks for ", spec.ToString(), ", min_after_dequeue ", min_after);
+                                     }));
   }
   return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(queue))));
 }
 
-constexpr std::array<std::string_view, 6> kQueueOps = {"FIFOQueue",  "QueueClose", "QueueDequeueMany",
-                                                       "QueueEnqueueMany", "QueueSize", "RandomShuffleQueue"};
+constexpr std::array<std::string_view, 6> kQueueOps = {"FIFOQueue",        "QueueClose", "QueueDequeueMany",
+                                                       "QueueEnqueueMany", "QueueSize",  "RandomShuffleQueue"};
 
 }  // namespace
 

@@ -57,8 +57,8 @@ class ResourceMgr {
   // The variable (container, name), created on first use. A second use with
   // another dtype or an incompatible shape, or a name held by another kind
   // of resource, is an error naming both.
-  Expected<std::shared_ptr<Variable>> LookupOrCreate(const std::string& container, const std::string& name,
-                                                     DType dtype, const Shape& shape);
+  Expected<std::shared_ptr<Variable>> LookupOrCreate(const std::string& container, const std::string& name, DType dtype,
+                                                     const Shape& shape);
 
   // The resource (container, name) of type T, made by |create| on first
   // use. A resource of that name that is not a T is an error naming both

@@ -49,8 +49,8 @@ Expected<std::vector<Tensor>> RunSignature::Args(const std::vector<std::pair<std
                                   DTypeName(types[i]));
     }
     if (!shapes[i].IsCompatibleWith(value.shape())) {
-      return InvalidArgumentError("feed ", Quote(name), " has shape ", value.shape().ToString(),
-                                  "; the graph expects ", shapes[i].ToString());
+      return InvalidArgumentError("feed ", Quote(name), " has shape ", value.shape().ToString(), "; the graph expects ",
+                                  shapes[i].ToString());
     }
     args[i] = value;
   }

@@ -189,8 +189,8 @@ void TransferTensorAsync(const Tensor& value, const RuntimeDevice* src, const Ru
     return;
   }
   Status copied = plugin::TakeStatus(src->table()->copy_device_to_host(src->handle(), src->stream(),
-                                                                      value.buffer()->device_buffer(), value.offset(),
-                                                                      host->raw_data(), value.byte_size()));
+                                                                       value.buffer()->device_buffer(), value.offset(),
+                                                                       host->raw_data(), value.byte_size()));
   if (!copied.ok()) {
     done(copied.WithContext(StrCat(src->name(), ": copying to the host")));
     return;
@@ -215,9 +215,9 @@ void TransferTensorAsync(const Tensor& value, const RuntimeDevice* src, const Ru
       done(out.status());
       return;
     }
-    Status enqueued = plugin::TakeStatus(to->table()->copy_host_to_device(
-        to->handle(), to->stream(), host_value.raw_data(), out->buffer()->device_buffer(), out->offset(),
-        host_value.byte_size()));
+    Status enqueued = plugin::TakeStatus(
+        to->table()->copy_host_to_device(to->handle(), to->stream(), host_value.raw_data(),
+                                         out->buffer()->device_buffer(), out->offset(), host_value.byte_size()));
     if (!enqueued.ok()) {
       done(enqueued.WithContext(StrCat(to->name(), ": copying from the host")));
       return;
@@ -250,15 +250,16 @@ Expected<Tensor> TransferTensor(const Tensor& value, const RuntimeDevice* src, c
   if (src != nullptr && !value.host_visible() && src->table() == dst.table() && src->table()->copy_peer != nullptr &&
       value.byte_size() > 0) {
     WEFT_ASSIGN_OR_RETURN(Tensor out, dst.Allocate(value.dtype(), value.shape()));
-    Status peer = plugin::TakeStatus(src->table()->copy_peer(src->handle(), src->stream(), value.buffer()->device_buffer(),
-                                                             value.offset(), dst.handle(), out.buffer()->device_buffer(),
-                                                             out.offset(), value.byte_size()));
+    Status peer = plugin::TakeStatus(
+        src->table()->copy_peer(src->handle(), src->stream(), value.buffer()->device_buffer(), value.offset(),
+                                dst.handle(), out.buffer()->device_buffer(), out.offset(), value.byte_size()));
     if (peer.ok()) {
       WEFT_RETURN_IF_ERROR(plugin::TakeStatus(src->table()->stream_synchronize(src->handle(), src->stream()))
                                .WithContext(StrCat(src->name(), ": peer copy to ", dst.name())));
       return out;
     }
-    if (peer.code() != Code::kUnimplemented) return peer.WithContext(StrCat("peer copy from ", src->name(), " to ", dst.name()));
+    if (peer.code() != Code::kUnimplemented)
+      return peer.WithContext(StrCat("peer copy from ", src->name(), " to ", dst.name()));
   }
   Tensor host = value;
   if (!value.host_visible()) {

@@ -120,7 +120,8 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
   for (const std::string& root : roots) {
     const Graph::Node* node = shared->Find(root);
     if (node->op_name() == "_Retval") {
-      prepared->fetch_devices.push_back(placed.devices[static_cast<std::size_t>(placed.placement.device[static_cast<std::size_t>(node->id)])]);
+      prepared->fetch_devices.push_back(
+          placed.devices[static_cast<std::size_t>(placed.placement.device[static_cast<std::size_t>(node->id)])]);
     }
   }
   auto factory = [this](const Graph& g, const Graph::Node& node, const RuntimeDevice& device) {

@@ -22,8 +22,8 @@
 #include "core/base/thread_pool.h"
 #include "core/config/config.h"
 #include "core/graph/graph.h"
-#include "core/runtime/device_set.h"
 #include "core/placement/placer.h"
+#include "core/runtime/device_set.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/trace.h"
 
@@ -59,8 +59,7 @@ class Session {
   // fetches name tensors to return; targets name nodes to run for their
   // effects. Outputs come back in the order of |fetches|, in host memory.
   Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
-             const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
-             const RunOptions& options = {});
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs, const RunOptions& options = {});
 
   const Graph& graph() const { return graph_; }
   const DeviceSet& devices() const { return *devices_; }

@@ -23,7 +23,8 @@ Expected<Tensor> StackResource::Pop(int64_t index) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = elements_.find(index);
   if (it == elements_.end()) {
-    if (elements_.empty()) return NotFoundError("stack '", name_, "' has no element under index ", index, "; it is empty");
+    if (elements_.empty())
+      return NotFoundError("stack '", name_, "' has no element under index ", index, "; it is empty");
     return NotFoundError("stack '", name_, "' has no element under index ", index, "; it holds ", elements_.size(),
                          " element", elements_.size() == 1 ? "" : "s", ", indices ", elements_.begin()->first, " to ",
                          elements_.rbegin()->first);

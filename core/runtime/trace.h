@@ -17,12 +17,12 @@ namespace weft::runtime {
 class TraceRecorder {
  public:
   struct Event {
-    std::string name;    // node name
+    std::string name;  // node name
     std::string op;
     std::string device;
     int64_t step_id;
     uint64_t thread;
-    int64_t start_us;    // since the recorder was created
+    int64_t start_us;  // since the recorder was created
     int64_t duration_us;
   };
 

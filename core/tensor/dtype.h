@@ -38,7 +38,7 @@ std::optional<DType> ParseDType(std::string_view name);
 bool IsFloating(DType dtype);  // f16 bf16 f32 f64
 bool IsInteger(DType dtype);   // i8 i16 i32 i64 u8
 bool IsSignedInteger(DType dtype);
-bool IsNumeric(DType dtype);   // floating or integer
+bool IsNumeric(DType dtype);  // floating or integer
 // Every dtype a tensor can hold, in ABI number order.
 const std::vector<DType>& AllDTypes();
 
@@ -46,16 +46,46 @@ const std::vector<DType>& AllDTypes();
 //   WEFT_SWITCH_DTYPE(t.dtype(), T, { Fill<T>(t); })
 template <DType D>
 struct DTypeTraits;
-template <> struct DTypeTraits<DType::kF32> { using T = float; };
-template <> struct DTypeTraits<DType::kF64> { using T = double; };
-template <> struct DTypeTraits<DType::kI8> { using T = int8_t; };
-template <> struct DTypeTraits<DType::kI16> { using T = int16_t; };
-template <> struct DTypeTraits<DType::kI32> { using T = int32_t; };
-template <> struct DTypeTraits<DType::kI64> { using T = int64_t; };
-template <> struct DTypeTraits<DType::kU8> { using T = uint8_t; };
-template <> struct DTypeTraits<DType::kBool> { using T = bool; };
-template <> struct DTypeTraits<DType::kF16> { using T = uint16_t; };   // bits
-template <> struct DTypeTraits<DType::kBF16> { using T = uint16_t; };  // bits
+template <>
+struct DTypeTraits<DType::kF32> {
+  using T = float;
+};
+template <>
+struct DTypeTraits<DType::kF64> {
+  using T = double;
+};
+template <>
+struct DTypeTraits<DType::kI8> {
+  using T = int8_t;
+};
+template <>
+struct DTypeTraits<DType::kI16> {
+  using T = int16_t;
+};
+template <>
+struct DTypeTraits<DType::kI32> {
+  using T = int32_t;
+};
+template <>
+struct DTypeTraits<DType::kI64> {
+  using T = int64_t;
+};
+template <>
+struct DTypeTraits<DType::kU8> {
+  using T = uint8_t;
+};
+template <>
+struct DTypeTraits<DType::kBool> {
+  using T = bool;
+};
+template <>
+struct DTypeTraits<DType::kF16> {
+  using T = uint16_t;
+};  // bits
+template <>
+struct DTypeTraits<DType::kBF16> {
+  using T = uint16_t;
+};  // bits
 
 }  // namespace weft
 

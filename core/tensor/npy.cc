@@ -142,9 +142,7 @@ class HeaderParser {
       if (Peek() == ',') ++pos_;
     }
   }
-  Status Error(const std::string& what) const {
-    return InvalidArgumentError(name_, ": not a valid .npy file: ", what);
-  }
+  Status Error(const std::string& what) const { return InvalidArgumentError(name_, ": not a valid .npy file: ", what); }
 
   std::string_view text_;
   std::string_view name_;
@@ -160,9 +158,7 @@ uint64_t ReadLittle(const unsigned char* p, int bytes) {
 }  // namespace
 
 Expected<Tensor> ParseNpy(std::string_view bytes, std::string_view name) {
-  auto error = [&](const std::string& what) {
-    return InvalidArgumentError(name, ": not a valid .npy file: ", what);
-  };
+  auto error = [&](const std::string& what) { return InvalidArgumentError(name, ": not a valid .npy file: ", what); };
   if (bytes.size() < 10 || bytes.substr(0, 6) != std::string_view(kMagic, 6)) {
     return error("it does not start with the magic \"\\x93NUMPY\"");
   }
@@ -188,7 +184,8 @@ Expected<Tensor> ParseNpy(std::string_view bytes, std::string_view name) {
   HeaderParser parser(header, name);
   WEFT_RETURN_IF_ERROR(parser.Parse(&descr, &fortran, &dims));
   if (fortran) {
-    return InvalidArgumentError(name, ": Fortran-order arrays are not supported; save it in C order "
+    return InvalidArgumentError(name,
+                                ": Fortran-order arrays are not supported; save it in C order "
                                 "(numpy.ascontiguousarray) and try again");
   }
   if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '>' && descr[0] != '|' && descr[0] != '=')) {
@@ -218,12 +215,11 @@ Expected<Tensor> ParseNpy(std::string_view bytes, std::string_view name) {
   }
   const uint64_t available = bytes.size() - data_start;
   if (available < data_bytes) {
-    return InvalidArgumentError(name, ": truncated: shape ", Shape(dims).ToString(), " of ", descr,
-                                " needs ", data_bytes, " bytes of data, the file has ", available);
+    return InvalidArgumentError(name, ": truncated: shape ", Shape(dims).ToString(), " of ", descr, " needs ",
+                                data_bytes, " bytes of data, the file has ", available);
   }
   if (available > data_bytes) {
-    return InvalidArgumentError(name, ": ", available - data_bytes,
-                                " bytes of trailing data after the array");
+    return InvalidArgumentError(name, ": ", available - data_bytes, " bytes of trailing data after the array");
   }
   WEFT_ASSIGN_OR_RETURN(Tensor tensor, Tensor::Allocate(*dtype, Shape(dims)));
   if (data_bytes > 0) std::memcpy(tensor.raw_data(), bytes.data() + data_start, data_bytes);

@@ -78,8 +78,8 @@ std::string_view Tensor::string_at(int64_t i) const {
 
 Expected<Tensor> Tensor::Reshaped(const Shape& shape) const {
   if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
-    return InvalidArgumentError("cannot reshape ", TypeString(), " (", num_elements_,
-                                " elements) to ", shape.ToString());
+    return InvalidArgumentError("cannot reshape ", TypeString(), " (", num_elements_, " elements) to ",
+                                shape.ToString());
   }
   return Tensor(dtype_, shape, buffer_, offset_);
 }

@@ -105,9 +105,7 @@ class Tensor {
   // The host address of the first element (nullptr when not host-visible
   // or empty).
   void* raw_data() const {
-    return buffer_ == nullptr || buffer_->data() == nullptr
-               ? nullptr
-               : static_cast<char*>(buffer_->data()) + offset_;
+    return buffer_ == nullptr || buffer_->data() == nullptr ? nullptr : static_cast<char*>(buffer_->data()) + offset_;
   }
   template <class T>
   T* data() const {

@@ -51,9 +51,9 @@ void NodeAddInput(weft_node_builder_t* node, weft_value_t input) {
     node->error = InvalidArgumentError("input ", node->inputs.size(), " of node '", node->name, "' (", node->op,
                                        ") is not a value of this graph");
   } else if (input->output.index() < 0) {
-    node->error = InvalidArgumentError("input ", node->inputs.size(), " of node '", node->name, "' (", node->op,
-                                       ") is node '", input->output.node_name(),
-                                       "', which has no outputs; use it as a control input");
+    node->error =
+        InvalidArgumentError("input ", node->inputs.size(), " of node '", node->name, "' (", node->op, ") is node '",
+                             input->output.node_name(), "', which has no outputs; use it as a control input");
   } else {
     node->inputs.push_back(input->output);
   }
@@ -130,8 +130,8 @@ weft_status_t Scalar(weft_graph_builder_t* graph, weft_dtype_t dtype, double val
   return nullptr;
 }
 
-weft_bool_t HasKernel(weft_graph_builder_t* graph, const char* op, const char* const* attrs,
-                      const weft_dtype_t* dtypes, size_t num_attrs) {
+weft_bool_t HasKernel(weft_graph_builder_t* graph, const char* op, const char* const* attrs, const weft_dtype_t* dtypes,
+                      size_t num_attrs) {
   if (graph->has_kernel == nullptr || !*graph->has_kernel || op == nullptr) return 0;
   std::vector<std::pair<std::string, DType>> constraints;
   for (size_t i = 0; i < num_attrs; ++i) {
@@ -181,8 +181,7 @@ Expected<std::unique_ptr<Optimizer>> Optimizer::Create(const plugin::OptimizerPl
 Expected<std::unique_ptr<Optimizer>> Optimizer::Create(const plugin::OptimizerPlugin& plugin,
                                                        const config::Section* section) {
   const std::string path = section != nullptr ? section->path : StrCat("optimizers.", plugin.table->name);
-  WEFT_ASSIGN_OR_RETURN(config::OptionValues values,
-                        config::ValidateOptions(section, path, plugin.hyperparameters));
+  WEFT_ASSIGN_OR_RETURN(config::OptionValues values, config::ValidateOptions(section, path, plugin.hyperparameters));
   return Create(plugin, std::move(values));
 }
 
@@ -231,8 +230,7 @@ Status Optimizer::CheckArgs(const GraphBuilder& b, const UpdateArgs& args) const
                                   DTypeName(dtype));
     }
     if (scalar && !value.shape().unknown_rank() && value.shape().rank() != 0) {
-      return InvalidArgumentError(what, " '", value.name(), "' must be a scalar, got shape ",
-                                  value.shape().ToString());
+      return InvalidArgumentError(what, " '", value.name(), "' must be a scalar, got shape ", value.shape().ToString());
     }
     return Status();
   };
@@ -270,8 +268,8 @@ Status Optimizer::CheckArgs(const GraphBuilder& b, const UpdateArgs& args) const
   }
   if (!expected.IsCompatibleWith(args.gradient.shape())) {
     return InvalidArgumentError("the gradient '", args.gradient.name(), "' has shape ",
-                                args.gradient.shape().ToString(), " but the variable '", handle.name,
-                                "' has shape ", shape.ToString(), args.indices.valid() ? " (a sparse gradient has its rows)" : "");
+                                args.gradient.shape().ToString(), " but the variable '", handle.name, "' has shape ",
+                                shape.ToString(), args.indices.valid() ? " (a sparse gradient has its rows)" : "");
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<SlotDef> slots, Slots(args.dtype, shape));
   if (slots.size() != args.slots.size()) {

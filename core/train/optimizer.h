@@ -42,14 +42,14 @@ struct SlotDef {
 struct UpdateArgs {
   std::string variable_name;
   DType dtype = DType::kF32;
-  Output variable;       // the VarHandle's resource output
+  Output variable;  // the VarHandle's resource output
   // Dense: the variable's dtype and shape (after clipping). Sparse (when
   // |indices| is valid): the rows |indices| names, [n] + shape[1:].
   Output gradient;
   // Invalid for a dense gradient; else an i64 vector of distinct rows.
   Output indices;
-  Output learning_rate;  // a scalar of dtype
-  Output step;           // an i64 scalar, 1-based: the number of this update
+  Output learning_rate;       // a scalar of dtype
+  Output step;                // an i64 scalar, 1-based: the number of this update
   std::vector<Output> slots;  // resource handles, in Slots() order
 };
 

@@ -46,8 +46,8 @@ Expected<std::vector<Output>> ClipByGlobalNorm(GraphBuilder& b, const std::vecto
       return InvalidArgumentError("ClipByGlobalNorm: gradient ", i, " is not a tensor of the graph");
     }
     if (g.dtype() != DType::kF32 && g.dtype() != DType::kF64) {
-      return InvalidArgumentError("ClipByGlobalNorm: gradient ", i, " ('", g.name(), "') is ",
-                                  DTypeName(g.dtype()), "; only f32 and f64 gradients can be clipped");
+      return InvalidArgumentError("ClipByGlobalNorm: gradient ", i, " ('", g.name(), "') is ", DTypeName(g.dtype()),
+                                  "; only f32 and f64 gradients can be clipped");
     }
     if (i == 0) dtype = g.dtype();
     if (g.dtype() != dtype) {

@@ -28,8 +28,8 @@
 #include "core/dist/cluster_runtime.h"
 #include "core/dist/dist_session.h"
 #include "core/dist/task_service.h"
-#include "core/dist/variable_placement.h"
 #include "core/dist/variable_partition.h"
+#include "core/dist/variable_placement.h"
 #include "core/graph/builder.h"
 #include "core/graph/serialize.h"
 #include "core/runtime/device_set.h"
@@ -638,12 +638,13 @@ Status Run::Prepare() {
     const std::time_t now = std::time(nullptr);
     char since[32] = {};
     std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    const std::string owner =
-        StrCat("pid ", ::getpid(), " on ", host, ": weft train ", options_.model_path,
-               distributed() ? StrCat(" as the chief of the cluster of ", config_.source) : std::string(" in one process"),
-               ", since ", since);
+    const std::string owner = StrCat(
+        "pid ", ::getpid(), " on ", host, ": weft train ", options_.model_path,
+        distributed() ? StrCat(" as the chief of the cluster of ", config_.source) : std::string(" in one process"),
+        ", since ", since);
     auto lock = checkpoint::DirectoryLock::Acquire(config_.checkpoint.dir, owner);
-    if (!lock.ok()) return Status(lock.status().code(), StrCat(Where(config_, "checkpoint", "dir"), lock.status().message()));
+    if (!lock.ok())
+      return Status(lock.status().code(), StrCat(Where(config_, "checkpoint", "dir"), lock.status().message()));
     dir_lock_ = std::move(*lock);
   }
 
@@ -1075,9 +1076,8 @@ Status Run::StartCluster() {
       const Clock::time_point now = Clock::now();
       const double waited = Seconds(now - start);
       if (waited * 1000 >= static_cast<double>(connect_ms)) {
-        return Status(Code::kUnavailable,
-                      StrCat("task ", peer.name, " (", peer.address, ") did not answer within ", connect_ms,
-                             " ms (cluster.connect_timeout_ms): ", answered.message()));
+        return Status(Code::kUnavailable, StrCat("task ", peer.name, " (", peer.address, ") did not answer within ",
+                                                 connect_ms, " ms (cluster.connect_timeout_ms): ", answered.message()));
       }
       if (now >= next_note) {
         reporter_.Note(StrCat("waiting for ", peer.name, " (", peer.address, ") to start: ", Fixed(waited, 0), " s of ",
@@ -1257,7 +1257,8 @@ Expected<TrainResult> Run::Go() {
         std::string why;
         for (auto it = listed->rbegin(); it != listed->rend(); ++it) {  // newest first
           auto reader = checkpoint::BundleReader::Open(*it);
-          why += StrCat("\n  ", *it, ": ", reader.ok() ? std::string("opens now") : std::string(reader.status().message()));
+          why += StrCat("\n  ", *it, ": ",
+                        reader.ok() ? std::string("opens now") : std::string(reader.status().message()));
         }
         return FailedPreconditionError(
             "--resume: no checkpoint in ", config_.checkpoint.dir, " opens, so nothing was loaded and nothing was ",

@@ -127,7 +127,7 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     }
     x_range.emplace_back(first, xs.size());
   }
-  std::vector<Output> grads;       // per variable: dense, or the rows of |row_ids|
+  std::vector<Output> grads;  // per variable: dense, or the rows of |row_ids|
   std::vector<Output> row_ids(handles.size());
   {
     grad::GradientOptions gopts;
@@ -152,10 +152,8 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
         ids.push_back(flat);
         rows.push_back(b.Op("Reshape", {x_grads[k], b.Const(Tensor::FromVector<int64_t>(row_shape))}));
       }
-      Output all_ids = ids.size() == 1 ? ids[0]
-                                       : b.Op("Concat", ids, {{"axis", AttrValue(int64_t{0})}}, "ids");
-      Output all_rows = rows.size() == 1 ? rows[0]
-                                         : b.Op("Concat", rows, {{"axis", AttrValue(int64_t{0})}}, "values");
+      Output all_ids = ids.size() == 1 ? ids[0] : b.Op("Concat", ids, {{"axis", AttrValue(int64_t{0})}}, "ids");
+      Output all_rows = rows.size() == 1 ? rows[0] : b.Op("Concat", rows, {{"axis", AttrValue(int64_t{0})}}, "values");
       std::vector<Output> unique = b.AddNode("Unique", {all_ids}, {{"out_idx", AttrValue(DType::kI32)}}, "unique");
       Output count = b.Op("Size", {unique[0]}, {{"out_type", AttrValue(DType::kI32)}}, "count");
       grads.push_back(b.Op("UnsortedSegmentSum", {all_rows, unique[1], count}, {}, "sum"));

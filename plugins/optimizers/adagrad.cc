@@ -54,8 +54,8 @@ class Adagrad : public Rule {
     // Written after the rows above are read.
     weft_value_t saved = g.Op("ResourceScatterAdd", "accum_update", {u.slot(0), u.args.indices, squared},
                               {sdk::Attr::Type("dtype", u.dtype())}, {accum});
-    weft_value_t delta = g.Mul(g.Op("Neg", "neg_lr", {lr}), g.Div(grad, g.Add(g.Sqrt(accum), u.Scalar(epsilon_), "std")),
-                               "delta");
+    weft_value_t delta =
+        g.Mul(g.Op("Neg", "neg_lr", {lr}), g.Div(grad, g.Add(g.Sqrt(accum), u.Scalar(epsilon_), "std")), "delta");
     return u.Group({saved, u.AddRows(u.var(), delta, "apply")});
   }
 

@@ -13,7 +13,7 @@ namespace weft::optimizers {
 // beta1, beta2, epsilon and weight_decay, the last with |weight_decay_default|
 // and |weight_decay_doc|.
 inline std::array<weft_option_def_t, 4> AdamHyperparameters(const char* weight_decay_default,
-                                                             const char* weight_decay_doc) {
+                                                            const char* weight_decay_doc) {
   return {FloatOption("beta1", "0.9", "Decay of the running mean of gradients; below 1.", 0, 1),
           FloatOption("beta2", "0.999", "Decay of the running mean of squared gradients; below 1.", 0, 1),
           EpsilonOption("1e-8"), WeightDecayOption(weight_decay_default, weight_decay_doc)};

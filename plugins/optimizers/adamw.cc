@@ -6,8 +6,7 @@
 namespace weft::optimizers {
 namespace {
 
-const auto kHyper =
-    AdamHyperparameters("0.01", "Decoupled weight decay: var *= 1 - lr * weight_decay each step.");
+const auto kHyper = AdamHyperparameters("0.01", "Decoupled weight decay: var *= 1 - lr * weight_decay each step.");
 
 class AdamW : public AdamRule {
  public:

@@ -36,5 +36,5 @@ class Sgd : public Rule {
 }  // namespace
 }  // namespace weft::optimizers
 
-WEFT_OPTIMIZER_PLUGIN("sgd", "Stochastic gradient descent (torch.optim.SGD without momentum)",
-                      weft::optimizers::Sgd, weft::optimizers::kHyper)
+WEFT_OPTIMIZER_PLUGIN("sgd", "Stochastic gradient descent (torch.optim.SGD without momentum)", weft::optimizers::Sgd,
+                      weft::optimizers::kHyper)

@@ -46,8 +46,8 @@ void RunOpCases(const std::string& op) {
     }
     for (std::size_t d = 1; d < ran.size(); ++d) {
       for (std::size_t i = 0; i < ran[0].outputs.size(); ++i) {
-        const std::string diff = cases::Compare(ran[d].outputs[i], ran[0].outputs[i], ran[0].outputs[i].dtype(),
-                                                c.rtol, c.atol);
+        const std::string diff =
+            cases::Compare(ran[d].outputs[i], ran[0].outputs[i], ran[0].outputs[i].dtype(), c.rtol, c.atol);
         EXPECT_EQ(diff, "") << "case " << c.name << ": " << ran[d].device << " differs from " << ran[0].device
                             << " in output " << i;
       }

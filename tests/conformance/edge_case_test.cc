@@ -209,8 +209,8 @@ bool CpuSupports(const Case& c) {
 
 void RunOne(const Source& source, const Case& c) {
   for (Mode mode : kModes) {
-    const std::string where = StrCat(c.op, " [", BindingName(CaseBinding(c)), "] case ", Quote(c.name), " (", source.label,
-                                     ", inputs in ", source.dir, "), ", ModeName(mode));
+    const std::string where = StrCat(c.op, " [", BindingName(CaseBinding(c)), "] case ", Quote(c.name), " (",
+                                     source.label, ", inputs in ", source.dir, "), ", ModeName(mode));
     auto out = RunCase(source, c, mode);
     if (!c.error.empty()) {
       if (out.ok()) {
@@ -244,8 +244,8 @@ void RunOne(const Source& source, const Case& c) {
         ADD_FAILURE() << where << ": " << want.status().ToString();
         continue;
       }
-      const std::string diff = cases::Compare((*out)[i], *want, cases::ExpectedDType(*want, c.outputs[i]), c.rtol,
-                                              c.atol, c.signed_zeros);
+      const std::string diff =
+          cases::Compare((*out)[i], *want, cases::ExpectedDType(*want, c.outputs[i]), c.rtol, c.atol, c.signed_zeros);
       if (!diff.empty()) ADD_FAILURE() << where << ": output " << i << ": " << diff;
     }
   }
@@ -284,8 +284,8 @@ int Setup(const std::string& dir) {
       return 1;
     }
   }
-  const std::string command = StrCat("'", WEFT_PYTHON3, "' '", WEFT_EDGE_GENERATOR, "' '", dir, "/kernels.toml' '",
-                                     dir, "'");
+  const std::string command =
+      StrCat("'", WEFT_PYTHON3, "' '", WEFT_EDGE_GENERATOR, "' '", dir, "/kernels.toml' '", dir, "'");
   if (std::system(command.c_str()) != 0) {
     std::fprintf(stderr, "the generator failed: %s\n", command.c_str());
     return 1;
@@ -297,8 +297,7 @@ bool Load(Source& source) {
   try {
     source.document = toml::parse_file(source.dir + "/cases.toml");
   } catch (const toml::parse_error& e) {
-    std::fprintf(stderr, "cannot read %s/cases.toml: %s\n", source.dir.c_str(),
-                 std::string(e.description()).c_str());
+    std::fprintf(stderr, "cannot read %s/cases.toml: %s\n", source.dir.c_str(), std::string(e.description()).c_str());
     return false;
   }
   return true;

@@ -36,9 +36,18 @@ class Reader {
   uint8_t Byte() { return pos_ < size_ ? data_[pos_++] : 0; }
   // Mostly small numbers, sometimes an edge value.
   int64_t Int() {
-    static constexpr int64_t kEdges[] = {int64_t{1} << 31, int64_t{1} << 32, int64_t{1} << 62, INT64_MAX, INT64_MIN,
-                                         INT32_MAX,        INT32_MIN,         -1,                 0,         255,
-                                         65536,            -(int64_t{1} << 31)};
+    static constexpr int64_t kEdges[] = {int64_t{1} << 31,
+                                         int64_t{1} << 32,
+                                         int64_t{1} << 62,
+                                         INT64_MAX,
+                                         INT64_MIN,
+                                         INT32_MAX,
+                                         INT32_MIN,
+                                         -1,
+                                         0,
+                                         255,
+                                         65536,
+                                         -(int64_t{1} << 31)};
     const uint8_t b = Byte();
     if (b < 224) return static_cast<int64_t>(b % 12) - 3;
     return kEdges[b % (sizeof kEdges / sizeof kEdges[0])];

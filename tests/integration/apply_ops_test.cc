@@ -259,20 +259,20 @@ class AdamGraph {
     std::vector<Output> vars;
     for (std::size_t k = 0; k < 3; ++k) {
       const DType d = dtypes[k];
-      Output h = b_.Op("VarHandle", {}, {{"dtype", AttrValue(d)}, {"shape", AttrValue(Shape::UnknownRank())}},
-                       kNames[k]);
+      Output h =
+          b_.Op("VarHandle", {}, {{"dtype", AttrValue(d)}, {"shape", AttrValue(Shape::UnknownRank())}}, kNames[k]);
       std::vector<double> values(static_cast<std::size_t>(shapes[k].num_elements()), Initial(k));
       const Tensor t = d == DType::kF64 ? Values<double>(values, shapes[k]) : Values<float>(values, shapes[k]);
       b_.Op("Assign", {h, b_.Const(t)}, {}, StrCat("init_", kNames[k]));
       b_.Op("ReadVariable", {h}, {{"dtype", AttrValue(d)}}, StrCat("read_", kNames[k]));
       vars.push_back(h);
     }
-    b_.AddNode("ResourceApplyAdam",
-              {vars[0], vars[1], vars[2], b_.Placeholder(DType::kF32, Shape::UnknownRank(), "lr"),
-               b_.Scalar<float>(0.9f), b_.Scalar<float>(0.999f), b_.Scalar<float>(1e-8f),
-               b_.Placeholder(DType::kI64, Shape::UnknownRank(), "step"),
-               b_.Placeholder(DType::kF32, Shape::UnknownRank(), "grad")},
-              {{"T", AttrValue(DType::kF32)}}, "apply");
+    b_.AddNode(
+        "ResourceApplyAdam",
+        {vars[0], vars[1], vars[2], b_.Placeholder(DType::kF32, Shape::UnknownRank(), "lr"), b_.Scalar<float>(0.9f),
+         b_.Scalar<float>(0.999f), b_.Scalar<float>(1e-8f), b_.Placeholder(DType::kI64, Shape::UnknownRank(), "step"),
+         b_.Placeholder(DType::kF32, Shape::UnknownRank(), "grad")},
+        {{"T", AttrValue(DType::kF32)}}, "apply");
     session_ = env_.Session(b_);
     for (std::size_t k = 0; k < 3; ++k) {
       if (init_[k]) {
@@ -381,9 +381,8 @@ TEST(ApplyOps, ShapeInferenceRejectsWhatItCanSee) {
   {
     GraphBuilder b;
     Output var = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(kShape)}}, "var");
-    b.AddNode("ResourceApplyGradientDescent",
-              {var, b.Scalar<float>(0.1f), b.Const(Values<float>({1, 2, 3}, Shape{3}))}, {{"T", AttrValue(DType::kF32)}},
-              "apply");
+    b.AddNode("ResourceApplyGradientDescent", {var, b.Scalar<float>(0.1f), b.Const(Values<float>({1, 2, 3}, Shape{3}))},
+              {{"T", AttrValue(DType::kF32)}}, "apply");
     EXPECT_NE(b.status().message().find("'grad' has shape [3] but 'var' has shape [2,3]; the variable, its slots and "
                                         "the gradient must have one shape"),
               std::string::npos)
@@ -392,8 +391,8 @@ TEST(ApplyOps, ShapeInferenceRejectsWhatItCanSee) {
   {
     GraphBuilder b;
     Output var = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF64)}, {"shape", AttrValue(kShape)}}, "var");
-    Output accum = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF64)}, {"shape", AttrValue(Shape{3, 2})}},
-                        "accum");
+    Output accum =
+        b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF64)}, {"shape", AttrValue(Shape{3, 2})}}, "accum");
     b.AddNode("ResourceApplyAdagrad",
               {var, accum, b.Scalar<double>(0.1), b.Scalar<double>(1e-10), b.Const(Values<double>(kGrads[0]))},
               {{"T", AttrValue(DType::kF64)}}, "apply");

@@ -109,8 +109,8 @@ class Child {
 class CheckpointFault : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_ckpt_fault_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / StrCat("weft_ckpt_fault_test_", getpid(), "_",
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -182,13 +182,13 @@ TEST_F(CheckpointFault, KilledAtEveryStageOfASave) {
     int64_t latest;
   };
   const Case cases[] = {
-      {"tensor-written", true, 2},    // mid-write of the data shard
-      {"shards-synced", true, 2},     // data complete, not yet renamed
-      {"shards-renamed", false, 2},   // data in place, no index yet
-      {"index-synced", true, 2},      // index complete, not yet renamed
-      {"index-renamed", false, 2},    // bundle complete; the manifest names step 2
-      {"manifest-synced", true, 2},   // new manifest complete, not yet renamed
-      {"manifest-renamed", false, 3}, // manifest names step 3; step 1 not yet pruned
+      {"tensor-written", true, 2},     // mid-write of the data shard
+      {"shards-synced", true, 2},      // data complete, not yet renamed
+      {"shards-renamed", false, 2},    // data in place, no index yet
+      {"index-synced", true, 2},       // index complete, not yet renamed
+      {"index-renamed", false, 2},     // bundle complete; the manifest names step 2
+      {"manifest-synced", true, 2},    // new manifest complete, not yet renamed
+      {"manifest-renamed", false, 3},  // manifest names step 3; step 1 not yet pruned
       {"pruned", false, 3},
   };
   for (const Case& c : cases) {
@@ -221,8 +221,8 @@ TEST_F(CheckpointFault, KilledAtEveryStageOfASave) {
       if (e.path().extension() == ".index") indexes.push_back(e.path().filename().string());
     }
     std::sort(indexes.begin(), indexes.end());
-    EXPECT_EQ(indexes, (std::vector<std::string>{StrCat("ckpt-", c.latest, ".index"),
-                                                 StrCat("ckpt-", c.latest + 1, ".index")}));
+    EXPECT_EQ(indexes,
+              (std::vector<std::string>{StrCat("ckpt-", c.latest, ".index"), StrCat("ckpt-", c.latest + 1, ".index")}));
   }
 }
 
@@ -282,8 +282,9 @@ TEST_F(CheckpointFault, DamagedLatestBundleIsNamedAndSkipped) {
   // dense/bias (f64[65536], 524288 bytes) sorts first and holds byte 4096.
   const Status corrupt = (*reader)->VerifyAll();
   EXPECT_EQ(corrupt.code(), Code::kDataLoss);
-  EXPECT_TRUE(corrupt.message().starts_with(StrCat("checkpoint ", p3, ": tensor \"dense/bias\" is corrupt: its 524288 "
-                                                                     "bytes at offset 0 of ",
+  EXPECT_TRUE(corrupt.message().starts_with(StrCat("checkpoint ", p3,
+                                                   ": tensor \"dense/bias\" is corrupt: its 524288 "
+                                                   "bytes at offset 0 of ",
                                                    shard, " have CRC32C 0x")))
       << corrupt.ToString();
   EXPECT_EQ((*reader)->Read("dense/bias").status(), corrupt);

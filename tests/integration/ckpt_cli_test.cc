@@ -20,8 +20,8 @@ using testing::ProcessResult;
 class CkptCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_ckpt_cli_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / StrCat("weft_ckpt_cli_test_", getpid(), "_",
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -128,8 +128,9 @@ TEST_F(CkptCli, InspectFailsOnCorruptData) {
                           "a     string  [2]    18     0xc53d77cb  ok\n"
                           "x     f32     [3]    12     0x384de783  CORRUPT\n"));
   // The corrupt bytes' CRC32C is from the Python model.
-  EXPECT_EQ(r.err, StrCat("weft: error: checkpoint ", P("b"), ": tensor \"x\" is corrupt: its 12 bytes at offset 18 of ",
-                          shard, " have CRC32C 0x5d6deeb8 but the index says 0x384de783\n"));
+  EXPECT_EQ(r.err,
+            StrCat("weft: error: checkpoint ", P("b"), ": tensor \"x\" is corrupt: its 12 bytes at offset 18 of ",
+                   shard, " have CRC32C 0x5d6deeb8 but the index says 0x384de783\n"));
 }
 
 TEST_F(CkptCli, InspectReportsMissingAndDamagedBundles) {

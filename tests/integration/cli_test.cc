@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -40,8 +40,7 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           StrCat("weft_cli_test_", getpid(), "_",
-                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           StrCat("weft_cli_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -76,8 +75,8 @@ class Cli : public ::testing::Test {
     std::istringstream lines(out);
     std::string kept;
     for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("warning: ") && line.find(" transport plugin is not loaded on this machine") !=
-                                               std::string::npos) {
+      if (line.starts_with("warning: ") &&
+          line.find(" transport plugin is not loaded on this machine") != std::string::npos) {
         continue;
       }
       kept += line + "\n";
@@ -104,8 +103,7 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
       << r.out;
   // The optimizer plugins built with the tree are listed too.
   for (const char* name : {"sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad"}) {
-    EXPECT_TRUE(HasRow(r.out, {name, "optimizer", "1.1", "0.1.0", "loaded"}))
-        << name << "\n" << r.out;
+    EXPECT_TRUE(HasRow(r.out, {name, "optimizer", "1.1", "0.1.0", "loaded"})) << name << "\n" << r.out;
   }
   EXPECT_EQ(r.err, "");
 }
@@ -113,8 +111,7 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
 TEST_F(Cli, PluginsAsJson) {
   ProcessResult r = Weft({"plugins", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("{\"name\":\"cpu\",\"kind\":\"device\",\"abi\":\"1.1\""), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("{\"name\":\"cpu\",\"kind\":\"device\",\"abi\":\"1.1\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"status\":\"loaded\""), std::string::npos);
 }
 
@@ -159,12 +156,12 @@ TEST_F(Cli, PlaceExplainShowsDevicesReasonsAndSendRecvPairs) {
   EXPECT_TRUE(HasRow(r.out, {"dense2/MatMul", "MatMul", "/device:CPU:1", "pinned", "by", "placement.pins",
                              "\"dense2/*\":", "/device:CPU:1"}))
       << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"dense1/kernel/init/assign", "Assign", "/device:CPU:0", "with", "its", "colocation", "group",
-                             "(uses", "the", "resource", "of", "\"dense1/kernel\"):"}))
+  EXPECT_TRUE(HasRow(r.out, {"dense1/kernel/init/assign", "Assign", "/device:CPU:0", "with", "its", "colocation",
+                             "group", "(uses", "the", "resource", "of", "\"dense1/kernel\"):"}))
       << r.out;
   EXPECT_NE(r.out.find("Send/Recv pairs (4):"), std::string::npos) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"dense1/Relu", "f32[?,512]", "/device:CPU:0", "/device:CPU:1", "dense1/Relu/_send_0_to_CPU_1",
-                             "dense1/Relu/_recv_0_from_CPU_0", "dense2/MatMul"}))
+  EXPECT_TRUE(HasRow(r.out, {"dense1/Relu", "f32[?,512]", "/device:CPU:0", "/device:CPU:1",
+                             "dense1/Relu/_send_0_to_CPU_1", "dense1/Relu/_recv_0_from_CPU_0", "dense2/MatMul"}))
       << r.out;
   EXPECT_TRUE(HasRow(r.out, {"^dense2/bias/init/assign", "control", "/device:CPU:1", "/device:CPU:0"})) << r.out;
 }
@@ -173,8 +170,7 @@ TEST_F(Cli, PlaceOnOneDeviceSaysSo) {
   ProcessResult r = Weft({"place", WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"transfers\":[]"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("{\"name\":\"images\",\"op\":\"Placeholder\",\"device\":\"/device:CPU:0\""),
-            std::string::npos)
+  EXPECT_NE(r.out.find("{\"name\":\"images\",\"op\":\"Placeholder\",\"device\":\"/device:CPU:0\""), std::string::npos)
       << r.out;
 }
 
@@ -183,7 +179,7 @@ TEST_F(Cli, PlaceWithAPinToAMissingDeviceIsAUserError) {
   ProcessResult r = Weft({"--config", config, "place", WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("weft: error: placing " WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt: placement.pins "
-                       "\"dense1/*\" = \"/device:OPENCL:7\" (" ),
+                       "\"dense1/*\" = \"/device:OPENCL:7\" ("),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("bad.toml:2:1): this process has no such device (devices: /device:CPU:0"), std::string::npos)
@@ -215,8 +211,7 @@ TEST_F(Cli, ConfigCheckWarnsAboutSectionsNobodyReads) {
   const std::string config = Write("tpu.toml", "[devices.tpu]\nmemory_fraction = 0.5\n");
   ProcessResult r = Weft({"config", "check", config});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "warning: " + config +
-                       ":1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored\nOK\n");
+  EXPECT_EQ(r.out, "warning: " + config + ":1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored\nOK\n");
 }
 
 TEST_F(Cli, ConfigCheckReportsAPinToADeviceThatDoesNotExist) {
@@ -235,8 +230,9 @@ TEST_F(Cli, ConfigCheckReportsAPinToADeviceThatDoesNotExist) {
 }
 
 TEST_F(Cli, ConfigCheckReportsDataFilesThatAreEmptyOrMissing) {
-  const std::string config = Write("data.toml", "[data]\ntrain_images = \"\"\ntrain_labels = \"nowhere.idx\"\n"
-                                                "test_images = \"sub\"\n");
+  const std::string config = Write("data.toml",
+                                   "[data]\ntrain_images = \"\"\ntrain_labels = \"nowhere.idx\"\n"
+                                   "test_images = \"sub\"\n");
   const std::string dir = fs::path(config).parent_path().string();
   fs::create_directories(dir + "/sub");
   ProcessResult r = Weft({"config", "check", config});
@@ -265,9 +261,9 @@ worker = ["127.0.0.1:7071", "127.0.0.1:7070", "localhost"]
 )");
   ProcessResult r = Weft({"config", "check", config});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.out, config + ":4:8: cluster.task: task 3 is out of range: job 'worker' has 3 tasks (0..2)\n" +
-                       config + ":7:29: cluster.jobs.worker[1]: address \"127.0.0.1:7070\" is also used by job 'ps' "
-                                "task 0 at " +
+  EXPECT_EQ(r.out, config + ":4:8: cluster.task: task 3 is out of range: job 'worker' has 3 tasks (0..2)\n" + config +
+                       ":7:29: cluster.jobs.worker[1]: address \"127.0.0.1:7070\" is also used by job 'ps' "
+                       "task 0 at " +
                        config + ":6:7; give every task its own host:port\n" + config +
                        ":7:47: cluster.jobs.worker[2]: expected host:port, got \"localhost\": it has no port (write "
                        "host:port, e.g. \"127.0.0.1:7070\")\n");
@@ -322,8 +318,9 @@ ps = ["127.0.0.1:7070"]
 )");
   ProcessResult r = Weft({"config", "check", config});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.out, config + ":2:13: cluster.transport: unknown transport \"quic\": not built in (tcp, zmq, rdma) "
-                            "and no loaded plugin serves it\n");
+  EXPECT_EQ(r.out, config +
+                       ":2:13: cluster.transport: unknown transport \"quic\": not built in (tcp, zmq, rdma) "
+                       "and no loaded plugin serves it\n");
 }
 
 TEST_F(Cli, ConfigCheckChecksSchemesAgainstTheLoadedTransports) {
@@ -341,8 +338,8 @@ disable = ["zmq"]
   ProcessResult r = Weft({"config", "check", config}, {{"WEFT_PLUGIN_PATH", kRoot + "/kinds"}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(r.out.starts_with("warning: " + config +
-                                    ":7:10: cluster.transports.worker: the \"zmq\" transport plugin is not loaded on "
-                                    "this machine (`weft plugins` says why); tasks started here cannot use it\n"))
+                                ":7:10: cluster.transports.worker: the \"zmq\" transport plugin is not loaded on "
+                                "this machine (`weft plugins` says why); tasks started here cannot use it\n"))
       << r.out;
   EXPECT_TRUE(HasRow(r.out, {"/job:ps/task:0", "127.0.0.1:7070", "null"})) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"/job:worker/task:0", "127.0.0.1:7071", "zmq"})) << r.out;
@@ -351,8 +348,9 @@ disable = ["zmq"]
   r = Weft({"config", "check", config});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(WithoutTransportWarnings(r.out),
-            config + ":2:13: cluster.transport: unknown transport \"null\": not built in (tcp, zmq, rdma) and no "
-                     "loaded plugin serves it\n");
+            config +
+                ":2:13: cluster.transport: unknown transport \"null\": not built in (tcp, zmq, rdma) and no "
+                "loaded plugin serves it\n");
 }
 
 TEST_F(Cli, ConfigCheckOfALauncherClusterOutsideTheLauncher) {
@@ -378,15 +376,15 @@ worker = "rest"
   EXPECT_NE(r.out.find("this task: /job:worker/task:0\n"), std::string::npos) << r.out;
   r = Weft({"config", "check", config}, {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "three"}});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(WithoutTransportWarnings(r.out), config + ": membership = \"mpi\" (" + config +
-                       ":2:14), but OMPI_COMM_WORLD_SIZE is \"three\", not an integer >= 1\n");
+  EXPECT_EQ(WithoutTransportWarnings(r.out),
+            config + ": membership = \"mpi\" (" + config +
+                ":2:14), but OMPI_COMM_WORLD_SIZE is \"three\", not an integer >= 1\n");
 }
 
 TEST_F(Cli, ConfigCheckOfAMissingFile) {
   ProcessResult r = Weft({"config", "check", (dir_ / "nope.toml").string()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, "cannot read config file \"" + (dir_ / "nope.toml").string() +
-                       "\": No such file or directory\n");
+  EXPECT_EQ(r.out, "cannot read config file \"" + (dir_ / "nope.toml").string() + "\": No such file or directory\n");
 }
 
 TEST_F(Cli, BadGlobalConfigStopsEveryCommand) {
@@ -429,28 +427,23 @@ TEST_F(Cli, RefusedPluginsAreListedWithTheirReason) {
   const std::string garbage = kRoot + "/garbage/weft_device_garbage.so";
   const std::string v2 = kRoot + "/abi_v2/weft_device_abi_v2.so";
   EXPECT_TRUE(HasRow(r.out, {"-", "-", "-", "-", "refused", garbage})) << r.out;
-  EXPECT_NE(r.out.find(garbage + ": refused: not a loadable shared library: invalid ELF header\n"),
-            std::string::npos)
+  EXPECT_NE(r.out.find(garbage + ": refused: not a loadable shared library: invalid ELF header\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(v2 + ": refused: built for plugin ABI v2"), std::string::npos) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded"})) << r.out;
-  EXPECT_NE(r.err.find("plugin " + garbage + " refused: not a loadable shared library"),
-            std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("plugin " + garbage + " refused: not a loadable shared library"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, UnavailablePluginsAreListedNotFatal) {
   ProcessResult r = Weft({"plugins"}, {{"WEFT_PLUGIN_PATH", kRoot + "/unavailable_count"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("frob: unavailable: no frobnicator found on this machine\n"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("frob: unavailable: no frobnicator found on this machine\n"), std::string::npos) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded"})) << r.out;
 }
 
 TEST_F(Cli, StrictModeMakesARefusalFatal) {
   const std::string config = Write("strict.toml", "[plugins]\nstrict = true\n");
-  ProcessResult r =
-      Weft({"--config", config, "plugins"}, {{"WEFT_PLUGIN_PATH", kRoot + "/init_throws"}});
+  ProcessResult r = Weft({"--config", config, "plugins"}, {{"WEFT_PLUGIN_PATH", kRoot + "/init_throws"}});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "weft: error: plugin " + kRoot +
                        "/init_throws/weft_device_testdev.so refused: init failed: INTERNAL: "
@@ -460,8 +453,7 @@ TEST_F(Cli, StrictModeMakesARefusalFatal) {
 TEST_F(Cli, APluginBugIsAnInternalError) {
   ProcessResult r = Weft({"devices"}, {{"WEFT_PLUGIN_PATH", kRoot + "/properties_internal"}});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "weft: error: /device:TESTDEV:0: properties: device table corrupted (test)\n");
+  EXPECT_EQ(r.err, "weft: error: /device:TESTDEV:0: properties: device table corrupted (test)\n");
 }
 
 // --- Graph files: run, inspect, dot, convert, ops ------------------------------
@@ -480,8 +472,9 @@ TEST_F(Cli, RunWritesFetchesAndPrintsSmallOnes) {
   ProcessResult r = Weft({"run", graph, "--feed", "x=" + x, "--feed", "y=" + y, "--fetch", "scope/neg", "--out",
                           (dir_ / "out").string(), "--trace", (dir_ / "trace.json").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("scope/neg: f32[2,3]\n           -11        -22        -33\n           -14        -25        -36\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("scope/neg: f32[2,3]\n           -11        -22        -33\n           -14        -25        -36\n"),
+      std::string::npos)
       << r.out;
   auto saved = ReadNpy((dir_ / "out" / "scope_neg.npy").string());
   ASSERT_TRUE(saved.ok());
@@ -506,11 +499,13 @@ TEST_F(Cli, RunBadInputsAreOneClearError) {
     std::string error;
   };
   const std::vector<Case> cases = {
-      {{"run", graph}, "weft: error: nothing to run: give at least one --fetch or --target (`weft inspect " + graph +
-                           "` lists the graph's outputs)\n"},
+      {{"run", graph},
+       "weft: error: nothing to run: give at least one --fetch or --target (`weft inspect " + graph +
+           "` lists the graph's outputs)\n"},
       {{"run", graph, "--feed", "x", "--fetch", "scope/neg"}, "weft: error: --feed \"x\": expected NAME=FILE.npy\n"},
       {{"run", graph, "--feed", "x=" + garbage_npy, "--fetch", "scope/neg"},
-       "weft: error: --feed x: " + garbage_npy + ": not a valid .npy file: it does not start with the magic \"\\x93NUMPY\"\n"},
+       "weft: error: --feed x: " + garbage_npy +
+           ": not a valid .npy file: it does not start with the magic \"\\x93NUMPY\"\n"},
       {{"run", graph, "--feed", "x=" + x, "--fetch", "scope/nge"},
        "weft: error: fetch \"scope/nge\": the graph has no node \"scope/nge\"; did you mean \"scope/neg\"?\n"},
       {{"run", graph, "--feed", "x=" + x64, "--fetch", "scope/sum"},
@@ -543,15 +538,20 @@ TEST_F(Cli, BadGraphFilesAreOneClearError) {
   r = Weft({"run", unknown_op, "--fetch", "a"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "weft: error: " + unknown_op + ": node 'a' (Frob): unknown op \"Frob\" (`weft ops` lists them)\n");
-  const std::string wrong_attr = Write("attr.wgt", R"((nodes = [(name = "a", op = "Placeholder", attrs = [(name = "dtype", value = (int = 3)), (name = "shape", value = (shape = ()))])]))");
+  const std::string wrong_attr = Write(
+      "attr.wgt",
+      R"((nodes = [(name = "a", op = "Placeholder", attrs = [(name = "dtype", value = (int = 3)), (name = "shape", value = (shape = ()))])]))");
   r = Weft({"run", wrong_attr, "--fetch", "a"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: " + wrong_attr + ": node 'a' (Placeholder): attr \"dtype\" must be a type, got 3 (an int)\n");
-  const std::string cycle = Write("cycle.wgt", R"((nodes = [(name = "a", op = "Neg", inputs = ["b"]), (name = "b", op = "Neg", inputs = ["a"])]))");
+  EXPECT_EQ(r.err,
+            "weft: error: " + wrong_attr + ": node 'a' (Placeholder): attr \"dtype\" must be a type, got 3 (an int)\n");
+  const std::string cycle = Write(
+      "cycle.wgt", R"((nodes = [(name = "a", op = "Neg", inputs = ["b"]), (name = "b", op = "Neg", inputs = ["a"])]))");
   r = Weft({"run", cycle, "--fetch", "a"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: " + cycle +
-                       ": the graph has a cycle: 'a' -> 'b' -> 'a' (loops need the control-flow ops Enter/NextIteration)\n");
+  EXPECT_EQ(r.err,
+            "weft: error: " + cycle +
+                ": the graph has a cycle: 'a' -> 'b' -> 'a' (loops need the control-flow ops Enter/NextIteration)\n");
   const std::string shapes = Write("shapes.wgt", R"((nodes = [
     (name = "a", op = "Placeholder", attrs = [(name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (dims = [2, 3])))]),
     (name = "m", op = "MatMul", inputs = ["a", "a"])]))");
@@ -652,7 +652,8 @@ TEST_F(Cli, ConvertRoundTripsBetweenFormats) {
   EXPECT_EQ(a.out, b.out);
   ProcessResult r = Weft({"convert", graph, (dir_ / "x.pb").string()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: \"" + (dir_ / "x.pb").string() + "\": graph files end in .wg (binary) or .wgt (text)\n");
+  EXPECT_EQ(r.err,
+            "weft: error: \"" + (dir_ / "x.pb").string() + "\": graph files end in .wg (binary) or .wgt (text)\n");
 }
 
 TEST_F(Cli, OpsListsEveryOpWithItsDevices) {
@@ -687,20 +688,19 @@ TEST_F(Cli, VersionNamesReleaseAndAbi) {
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {
-  for (std::vector<std::string> args :
-       std::vector<std::vector<std::string>>{{"--help"},
-                                             {"version", "--help"},
-                                             {"plugins", "--help"},
-                                             {"devices", "--help"},
-                                             {"config", "--help"},
-                                             {"config", "check", "--help"},
-                                             {"config", "default", "--help"},
-                                             {"config", "keys", "--help"},
-                                             {"run", "--help"},
-                                             {"inspect", "--help"},
-                                             {"dot", "--help"},
-                                             {"convert", "--help"},
-                                             {"ops", "--help"}}) {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{{"--help"},
+                                                                             {"version", "--help"},
+                                                                             {"plugins", "--help"},
+                                                                             {"devices", "--help"},
+                                                                             {"config", "--help"},
+                                                                             {"config", "check", "--help"},
+                                                                             {"config", "default", "--help"},
+                                                                             {"config", "keys", "--help"},
+                                                                             {"run", "--help"},
+                                                                             {"inspect", "--help"},
+                                                                             {"dot", "--help"},
+                                                                             {"convert", "--help"},
+                                                                             {"ops", "--help"}}) {
     ProcessResult r = Weft(args);
     EXPECT_EQ(r.exit_code, 0) << StrJoin(args, " ");
     EXPECT_NE(r.out.find("Usage: "), std::string::npos) << StrJoin(args, " ") << r.out;
@@ -712,7 +712,8 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-            "devices, config, run, train, place, serve, inspect, dot, convert, ops, ckpt, conformance\nRun `weft --help` for usage.\n");
+            "devices, config, run, train, place, serve, inspect, dot, convert, ops, ckpt, conformance\nRun `weft "
+            "--help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {
@@ -736,7 +737,6 @@ TEST_F(Cli, MissingConfigFileIsAUserError) {
             "weft: error: cannot read config file \"/nonexistent/site.toml\": No such file or "
             "directory\n");
 }
-
 
 // JSON output stays valid JSON when what it reports is not valid UTF-8 (a
 // folder name): the bytes become U+FFFD (core/base/json.h).
@@ -784,8 +784,8 @@ TEST_F(Cli, ConformanceNamesAWrongKernel) {
 }
 
 TEST_F(Cli, ConformanceOpsPatternAndSkipAbi) {
-  ProcessResult r = Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so", "--ops", "Ad?,Sha*",
-                          "--skip-abi"});
+  ProcessResult r =
+      Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so", "--ops", "Ad?,Sha*", "--skip-abi"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("Device ABI checks"), std::string::npos) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"Add", "/device:ADD:0"})) << r.out;
@@ -807,8 +807,9 @@ TEST_F(Cli, ConformanceErrors) {
 
   r = Weft({"conformance", "--plugin", kRoot + "/kinds/weft_optimizer_nullopt.so"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("weft_optimizer_nullopt.so is a plugin of kind optimizer, not a device plugin; the conformance kit"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("weft_optimizer_nullopt.so is a plugin of kind optimizer, not a device plugin; the conformance kit"),
+      std::string::npos)
       << r.err;
 
   r = Weft({"conformance", "--plugin", kRoot + "/garbage/weft_device_garbage.so"});

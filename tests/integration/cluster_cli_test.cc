@@ -165,8 +165,8 @@ TEST_F(Cluster, AGraphAcrossTwoServedTasksMatchesOneProcessBitForBit) {
   BackgroundProcess* ps = Serve(config, "ps", 0);
   Serve(config, "worker", 0);
   const std::string graph = FeedForwardGraph();
-  ASSERT_TRUE(WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3}))
-                  .ok());
+  ASSERT_TRUE(
+      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3})).ok());
   const std::string feed = "x=" + (dir_ / "x.npy").string();
   ProcessResult remote = Weft({"run", graph, "--config", config, "--feed", feed, "--fetch", "y", "--fetch", "matmul",
                                "--out", (dir_ / "remote").string()});
@@ -203,10 +203,13 @@ TEST_F(Cluster, AWhileLoopSplitAcrossServedTasksMatchesOneProcessBitForBit) {
   // the worker, so every iteration crosses between the tasks both ways.
   GraphBuilder b;
   Output h0 = b.Placeholder(DType::kF32, Shape{2, 3}, "h0");
-  Output w = b.Const(Tensor::FromVector<float>({0.5f, -0.25f, 0.125f, 0.75f, 0.5f, -1, -0.5f, 0.25f, 1}, Shape{3, 3}),
-                     "w");
+  Output w =
+      b.Const(Tensor::FromVector<float>({0.5f, -0.25f, 0.125f, 0.75f, 0.5f, -1, -0.5f, 0.25f, 1}, Shape{3, 3}), "w");
   auto r = WhileLoop(
-      b, [&](const std::vector<Output>& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(10)}); },
+      b,
+      [&](const std::vector<Output>& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(10)});
+      },
       [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
         Output product;
         {
@@ -229,7 +232,8 @@ TEST_F(Cluster, AWhileLoopSplitAcrossServedTasksMatchesOneProcessBitForBit) {
   ProcessResult remote = Weft({"run", graph, "--config", config, "--feed", feed, "--fetch", "h", "--out",
                                (dir_ / "remote").string(), "--quiet"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  ProcessResult local = Weft({"run", graph, "--feed", feed, "--fetch", "h", "--out", (dir_ / "local").string(), "--quiet"});
+  ProcessResult local =
+      Weft({"run", graph, "--feed", feed, "--fetch", "h", "--out", (dir_ / "local").string(), "--quiet"});
   ASSERT_EQ(local.exit_code, 0) << local.err;
   const std::string a = Read(dir_ / "remote" / "h.npy"), c = Read(dir_ / "local" / "h.npy");
   EXPECT_FALSE(a.empty());
@@ -271,13 +275,14 @@ TEST_F(Cluster, TasksWithDifferentHardwareRunOneGraph) {
   }
   b.Op("Neg", {h}, {}, "y");
   const std::string graph = WriteGraph("mixed.wg", b);
-  ASSERT_TRUE(WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, -2, 3, 0.5f, 0.25f, -1}, Shape{2, 3}))
-                  .ok());
+  ASSERT_TRUE(
+      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, -2, 3, 0.5f, 0.25f, -1}, Shape{2, 3})).ok());
   const std::string feed = "x=" + (dir_ / "x.npy").string();
   ProcessResult remote = Weft({"run", graph, "--config", worker_config, "--feed", feed, "--fetch", "y", "--out",
                                (dir_ / "remote").string(), "--quiet"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  ProcessResult local = Weft({"run", graph, "--feed", feed, "--fetch", "y", "--out", (dir_ / "local").string(), "--quiet"});
+  ProcessResult local =
+      Weft({"run", graph, "--feed", feed, "--fetch", "y", "--out", (dir_ / "local").string(), "--quiet"});
   ASSERT_EQ(local.exit_code, 0) << local.err;
   EXPECT_EQ(Read(dir_ / "remote" / "y.npy"), Read(dir_ / "local" / "y.npy"));
   ProcessResult place = Weft({"place", graph, "--config", worker_config, "--explain"});
@@ -357,8 +362,9 @@ TEST_F(Cluster, ATaskKilledMidStepFailsTheStepNamingIt) {
   Output dequeued;
   {
     auto on_ps = b.DeviceScope("/job:ps/task:0");
-    Output q = b.Op("FIFOQueue", {}, {{"component_types", AttrValue(std::vector<DType>{DType::kF32})},
-                                      {"shapes", AttrValue(std::vector<Shape>{Shape{}})}},
+    Output q = b.Op("FIFOQueue", {},
+                    {{"component_types", AttrValue(std::vector<DType>{DType::kF32})},
+                     {"shapes", AttrValue(std::vector<Shape>{Shape{}})}},
                     "q");
     dequeued = b.AddNode("QueueDequeueMany", {q, b.Scalar<int32_t>(1)},
                          {{"component_types", AttrValue(std::vector<DType>{DType::kF32})}}, "dequeue")[0];
@@ -389,9 +395,9 @@ TEST_F(Cluster, GarbageOnATasksPortLeavesItServing) {
   BackgroundProcess* ps = Serve(config, "ps", 0);
   Serve(config, "worker", 0);
   // A well-framed tcp message whose header is garbage, then a truncated one.
-  for (const std::string& bytes : {std::string("WFT1") + std::string("\x10\0\0\0\0\0\0\0\0\0\0\0", 12) +
-                                       std::string(16, '\xab'),
-                                   std::string("WFT1\xff\xff\x00\x00", 8)}) {
+  for (const std::string& bytes :
+       {std::string("WFT1") + std::string("\x10\0\0\0\0\0\0\0\0\0\0\0", 12) + std::string(16, '\xab'),
+        std::string("WFT1\xff\xff\x00\x00", 8)}) {
     const int fd = testing::RawConnect(ps_port);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));

@@ -27,7 +27,9 @@ Tensor Doubles(const std::vector<double>& values, const Shape& shape) {
   return Tensor::FromVector<double>(values, shape);
 }
 
-std::vector<double> Values(const Tensor& t) { return std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements()); }
+std::vector<double> Values(const Tensor& t) {
+  return std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements());
+}
 
 struct Param {
   std::string name;
@@ -45,8 +47,8 @@ struct Checked {
 // Builds loss_fn and its gradients, runs them, and compares each gradient
 // element with (loss(p + h) - loss(p - h)) / 2h, h = 1e-6. Returns the
 // symbolic values for further checks.
-Checked CheckAgainstFiniteDifferences(const std::vector<Param>& params, const LossFn& loss_fn,
-                                      const Feeds& extra = {}, double tolerance = 1e-6) {
+Checked CheckAgainstFiniteDifferences(const std::vector<Param>& params, const LossFn& loss_fn, const Feeds& extra = {},
+                                      double tolerance = 1e-6) {
   Checked result;
   RuntimeEnv env(kCpuOnly);
   GraphBuilder b;
@@ -71,7 +73,8 @@ Checked CheckAgainstFiniteDifferences(const std::vector<Param>& params, const Lo
   result.loss = out[0].scalar<double>();
   auto loss_at = [&](std::size_t which, const Tensor& value) {
     Feeds f = extra;
-    for (std::size_t i = 0; i < params.size(); ++i) f.emplace_back(params[i].name, i == which ? value : params[i].value);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      f.emplace_back(params[i].name, i == which ? value : params[i].value);
     std::vector<Tensor> o;
     Status st = session->Run(f, {"loss"}, {}, &o);
     EXPECT_TRUE(st.ok()) << st.ToString();
@@ -87,9 +90,9 @@ Checked CheckAgainstFiniteDifferences(const std::vector<Param>& params, const Lo
       std::vector<double> plus = base, minus = base;
       plus[e] += h;
       minus[e] -= h;
-      const double numeric = (loss_at(i, Doubles(plus, params[i].value.shape())) -
-                              loss_at(i, Doubles(minus, params[i].value.shape()))) /
-                             (2 * h);
+      const double numeric =
+          (loss_at(i, Doubles(plus, params[i].value.shape())) - loss_at(i, Doubles(minus, params[i].value.shape()))) /
+          (2 * h);
       const double symbolic = result.grads.back()[e];
       EXPECT_NEAR(symbolic, numeric, tolerance * std::max(1.0, std::fabs(numeric)))
           << "d loss / d " << params[i].name << "[" << e << "]";
@@ -98,9 +101,7 @@ Checked CheckAgainstFiniteDifferences(const std::vector<Param>& params, const Lo
   return result;
 }
 
-Output Sum(GraphBuilder& b, const Output& x) {
-  return b.Op("Sum", {x});
-}
+Output Sum(GraphBuilder& b, const Output& x) { return b.Op("Sum", {x}); }
 
 // loss = sum(p ? x * x * w : sin(x) * w), both branches.
 TEST(ControlFlowGradient, CondBothBranches) {
@@ -109,13 +110,14 @@ TEST(ControlFlowGradient, CondBothBranches) {
         {{"x", Doubles({0.5, -1.25, 2}, Shape{3})}, {"w", Doubles({1.5, 0.25, -0.75}, Shape{3})}},
         [](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
           Output pred = b.Placeholder(DType::kBool, Shape{}, "pred");
-          WEFT_ASSIGN_OR_RETURN(
-              Outputs r, Cond(
-                             b, pred,
-                             [&]() -> Expected<Outputs> {
-                               return Outputs{b.Op("Mul", {b.Op("Mul", {p[0], p[0]}), p[1]})};
-                             },
-                             [&]() -> Expected<Outputs> { return Outputs{b.Op("Mul", {b.Op("Sin", {p[0]}), p[1]})}; }));
+          WEFT_ASSIGN_OR_RETURN(Outputs r, Cond(
+                                               b, pred,
+                                               [&]() -> Expected<Outputs> {
+                                                 return Outputs{b.Op("Mul", {b.Op("Mul", {p[0], p[0]}), p[1]})};
+                                               },
+                                               [&]() -> Expected<Outputs> {
+                                                 return Outputs{b.Op("Mul", {b.Op("Sin", {p[0]}), p[1]})};
+                                               }));
           return Sum(b, r[0]);
         },
         {{"pred", Tensor::Scalar<bool>(take)}});
@@ -134,12 +136,11 @@ TEST(ControlFlowGradient, CondWithUnusedAndPassThroughBranches) {
         {{"x", Doubles({0.5, 3}, Shape{2})}},
         [](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
           Output pred = b.Placeholder(DType::kBool, Shape{}, "pred");
-          WEFT_ASSIGN_OR_RETURN(
-              Outputs r, Cond(
-                             b, pred, [&]() -> Expected<Outputs> { return Outputs{p[0]}; },
-                             [&]() -> Expected<Outputs> {
-                               return Outputs{b.Const(Tensor::FromVector<double>({7, 8}, Shape{2}))};
-                             }));
+          WEFT_ASSIGN_OR_RETURN(Outputs r, Cond(
+                                               b, pred, [&]() -> Expected<Outputs> { return Outputs{p[0]}; },
+                                               [&]() -> Expected<Outputs> {
+                                                 return Outputs{b.Const(Tensor::FromVector<double>({7, 8}, Shape{2}))};
+                                               }));
           return Sum(b, b.Op("Mul", {r[0], p[0]}));
         },
         {{"pred", Tensor::Scalar<bool>(take)}});
@@ -154,15 +155,17 @@ LossFn RecurrenceLoss(int parallel_iterations, int n) {
   return [=](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
     WhileOptions options;
     options.parallel_iterations = parallel_iterations;
-    WEFT_ASSIGN_OR_RETURN(
-        Outputs r,
-        WhileLoop(
-            b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(n)}); },
-            [&](const Outputs& v) -> Expected<Outputs> {
-              return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
-                             b.Op("Add", {b.Op("Mul", {v[1], p[1]}), b.Op("Sin", {v[1]})})};
-            },
-            {b.Scalar<int32_t>(0), p[0]}, options));
+    WEFT_ASSIGN_OR_RETURN(Outputs r, WhileLoop(
+                                         b,
+                                         [&](const Outputs& v) -> Expected<Output> {
+                                           return b.Op("Less", {v[0], b.Scalar<int32_t>(n)});
+                                         },
+                                         [&](const Outputs& v) -> Expected<Outputs> {
+                                           return Outputs{
+                                               b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
+                                               b.Op("Add", {b.Op("Mul", {v[1], p[1]}), b.Op("Sin", {v[1]})})};
+                                         },
+                                         {b.Scalar<int32_t>(0), p[0]}, options));
     return Sum(b, r[1]);
   };
 }
@@ -200,7 +203,10 @@ TEST(ControlFlowGradient, WhilePowerMatchesClosedForm) {
       [](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
         WEFT_ASSIGN_OR_RETURN(
             Outputs r, WhileLoop(
-                           b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int64_t>(k)}); },
+                           b,
+                           [&](const Outputs& v) -> Expected<Output> {
+                             return b.Op("Less", {v[0], b.Scalar<int64_t>(k)});
+                           },
                            [&](const Outputs& v) -> Expected<Outputs> {
                              return Outputs{b.Op("Add", {v[0], b.Scalar<int64_t>(1)}), b.Op("Mul", {v[1], p[1]})};
                            },
@@ -217,26 +223,29 @@ TEST(ControlFlowGradient, NestedLoops) {
   CheckAgainstFiniteDifferences(
       {{"x", Doubles({0.2, -0.1}, Shape{2})}, {"w", Doubles({0.7, 1.05}, Shape{2})}},
       [](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs r,
-            WhileLoop(
-                b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(3)}); },
-                [&](const Outputs& v) -> Expected<Outputs> {
-                  WhileOptions inner;
-                  inner.name = "inner";
-                  WEFT_ASSIGN_OR_RETURN(
-                      Outputs in,
-                      WhileLoop(
-                          b,
-                          [&](const Outputs& u) -> Expected<Output> { return b.Op("Less", {u[0], b.Scalar<int32_t>(4)}); },
-                          [&](const Outputs& u) -> Expected<Outputs> {
-                            return Outputs{b.Op("Add", {u[0], b.Scalar<int32_t>(1)}),
-                                           b.Op("Add", {b.Op("Mul", {u[1], p[1]}), p[0]})};
-                          },
-                          {b.Scalar<int32_t>(0), v[1]}, inner));
-                  return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), in[1]};
-                },
-                {b.Scalar<int32_t>(0), p[0]}));
+        WEFT_ASSIGN_OR_RETURN(Outputs r, WhileLoop(
+                                             b,
+                                             [&](const Outputs& v) -> Expected<Output> {
+                                               return b.Op("Less", {v[0], b.Scalar<int32_t>(3)});
+                                             },
+                                             [&](const Outputs& v) -> Expected<Outputs> {
+                                               WhileOptions inner;
+                                               inner.name = "inner";
+                                               WEFT_ASSIGN_OR_RETURN(
+                                                   Outputs in,
+                                                   WhileLoop(
+                                                       b,
+                                                       [&](const Outputs& u) -> Expected<Output> {
+                                                         return b.Op("Less", {u[0], b.Scalar<int32_t>(4)});
+                                                       },
+                                                       [&](const Outputs& u) -> Expected<Outputs> {
+                                                         return Outputs{b.Op("Add", {u[0], b.Scalar<int32_t>(1)}),
+                                                                        b.Op("Add", {b.Op("Mul", {u[1], p[1]}), p[0]})};
+                                                       },
+                                                       {b.Scalar<int32_t>(0), v[1]}, inner));
+                                               return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), in[1]};
+                                             },
+                                             {b.Scalar<int32_t>(0), p[0]}));
         return Sum(b, b.Op("Mul", {r[1], r[1]}));
       });
 }
@@ -249,15 +258,20 @@ TEST(ControlFlowGradient, CondInsideLoop) {
         WEFT_ASSIGN_OR_RETURN(
             Outputs r,
             WhileLoop(
-                b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(6)}); },
+                b,
+                [&](const Outputs& v) -> Expected<Output> {
+                  return b.Op("Less", {v[0], b.Scalar<int32_t>(6)});
+                },
                 [&](const Outputs& v) -> Expected<Outputs> {
                   Output even = b.Op("Equal", {b.Op("FloorMod", {v[0], b.Scalar<int32_t>(2)}), b.Scalar<int32_t>(0)});
-                  WEFT_ASSIGN_OR_RETURN(
-                      Outputs c, Cond(
-                                     b, even, [&]() -> Expected<Outputs> { return Outputs{b.Op("Mul", {v[1], p[1]})}; },
-                                     [&]() -> Expected<Outputs> {
-                                       return Outputs{b.Op("Add", {b.Op("Tanh", {v[1]}), p[0]})};
-                                     }));
+                  WEFT_ASSIGN_OR_RETURN(Outputs c, Cond(
+                                                       b, even,
+                                                       [&]() -> Expected<Outputs> {
+                                                         return Outputs{b.Op("Mul", {v[1], p[1]})};
+                                                       },
+                                                       [&]() -> Expected<Outputs> {
+                                                         return Outputs{b.Op("Add", {b.Op("Tanh", {v[1]}), p[0]})};
+                                                       }));
                   return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), c[0]};
                 },
                 {b.Scalar<int32_t>(0), p[0]}));
@@ -273,10 +287,13 @@ TEST(ControlFlowGradient, MaximumIterations) {
       [](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
         WhileOptions options;
         options.maximum_iterations = 3;
-        WEFT_ASSIGN_OR_RETURN(Outputs r, WhileLoop(
-                                             b, [&](const Outputs&) -> Expected<Output> { return b.Const(Tensor::Scalar<bool>(true)); },
-                                             [&](const Outputs& v) -> Expected<Outputs> { return Outputs{b.Op("Mul", {v[0], p[1]})}; },
-                                             {p[0]}, options));
+        WEFT_ASSIGN_OR_RETURN(
+            Outputs r, WhileLoop(
+                           b, [&](const Outputs&) -> Expected<Output> { return b.Const(Tensor::Scalar<bool>(true)); },
+                           [&](const Outputs& v) -> Expected<Outputs> {
+                             return Outputs{b.Op("Mul", {v[0], p[1]})};
+                           },
+                           {p[0]}, options));
         return Sum(b, r[0]);
       });
   ASSERT_EQ(c.grads.size(), 2u);
@@ -294,16 +311,18 @@ TEST(ControlFlowGradient, RecurrenceOverASequence) {
        {"xs", Doubles({0.1, 0.2, 0.3, 0.4, 0.5, 0.6, -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2},
                       Shape{3, 2, 3})}},
       [](GraphBuilder& b, const Outputs& p) -> Expected<Output> {
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs r,
-            WhileLoop(
-                b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int64_t>(3)}); },
-                [&](const Outputs& v) -> Expected<Outputs> {
-                  Output x_t = b.Op("Gather", {p[2], v[0]});
-                  return Outputs{b.Op("Add", {v[0], b.Scalar<int64_t>(1)}),
-                                 b.Op("Tanh", {b.Op("Add", {b.Op("MatMul", {v[1], p[1]}), x_t})})};
-                },
-                {b.Scalar<int64_t>(0), p[0]}));
+        WEFT_ASSIGN_OR_RETURN(Outputs r, WhileLoop(
+                                             b,
+                                             [&](const Outputs& v) -> Expected<Output> {
+                                               return b.Op("Less", {v[0], b.Scalar<int64_t>(3)});
+                                             },
+                                             [&](const Outputs& v) -> Expected<Outputs> {
+                                               Output x_t = b.Op("Gather", {p[2], v[0]});
+                                               return Outputs{
+                                                   b.Op("Add", {v[0], b.Scalar<int64_t>(1)}),
+                                                   b.Op("Tanh", {b.Op("Add", {b.Op("MatMul", {v[1], p[1]}), x_t})})};
+                                             },
+                                             {b.Scalar<int64_t>(0), p[0]}));
         return Sum(b, b.Op("Mul", {r[1], r[1]}));
       });
 }
@@ -318,7 +337,10 @@ TEST(ControlFlowGradient, VariableReadInsideTheLoop) {
                      {{"dtype", AttrValue(DType::kF64)}}, "init");
   Output x = b.Placeholder(DType::kF64, Shape{2}, "x");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(4)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(4)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output w = b.Op("ReadVariable", {var}, {{"dtype", AttrValue(DType::kF64)}});
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), b.Op("Mul", {v[1], w})};
@@ -331,8 +353,8 @@ TEST(ControlFlowGradient, VariableReadInsideTheLoop) {
   auto session = env.Session(b);
   ASSERT_TRUE(session->Run({}, {}, {init.node_name()}, nullptr).ok());
   std::vector<Tensor> out;
-  Status s = session->Run({{"x", Tensor::FromVector<double>({3, -1}, Shape{2})}}, {(*g)[0].name(), (*g)[1].name()},
-                          {}, &out);
+  Status s =
+      session->Run({{"x", Tensor::FromVector<double>({3, -1}, Shape{2})}}, {(*g)[0].name(), (*g)[1].name()}, {}, &out);
   ASSERT_TRUE(s.ok()) << s.ToString();
   // loss = sum(x w^4): d/dw = 4 x w^3, d/dx = w^4.
   EXPECT_EQ(Values(out[0]), (std::vector<double>{4 * 3 * 0.125, 4 * -1 * 8.0}));
@@ -347,7 +369,10 @@ TEST(ControlFlowGradient, RunsAgainWithFreshStacks) {
   Output x = b.Placeholder(DType::kF64, Shape{1}, "x");
   Output n = b.Placeholder(DType::kI32, Shape{}, "n");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], n}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], n});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), b.Op("Mul", {v[1], v[1]})};
       },
@@ -424,10 +449,13 @@ TEST(ControlFlowGradient, StatefulOpInTheBodyIsAnError) {
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(3)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(3)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
-        Output noise = b.Op("RandomUniform", {b.Const(Tensor::FromVector<int64_t>({2}))}, {{"dtype", AttrValue(DType::kF32)}},
-                            "noise");
+        Output noise = b.Op("RandomUniform", {b.Const(Tensor::FromVector<int64_t>({2}))},
+                            {{"dtype", AttrValue(DType::kF32)}}, "noise");
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), b.Op("Mul", {v[1], noise})};
       },
       {b.Scalar<int32_t>(0), x});
@@ -445,7 +473,10 @@ TEST(ControlFlowGradient, XInsideALoopIsAnError) {
   Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
   Output inside;
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(3)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(3)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         inside = b.Op("Neg", {v[1]}, {}, "neg");
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), inside};

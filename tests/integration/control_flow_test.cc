@@ -59,7 +59,10 @@ TEST(ControlFlowRun, WhileSumsOneToN) {
   GraphBuilder b;
   Output n = b.Placeholder(DType::kI32, Shape{}, "n");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], n}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], n});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output i = b.Op("Add", {v[0], b.Scalar<int32_t>(1)});
         return Outputs{i, b.Op("Add", {v[1], i})};
@@ -81,7 +84,10 @@ TEST(ControlFlowRun, WhileComputesFibonacci) {
   GraphBuilder b;
   Output k = b.Placeholder(DType::kI64, Shape{}, "k");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], k}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], k});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         return Outputs{b.Op("Add", {v[0], b.Scalar<int64_t>(1)}), v[2], b.Op("Add", {v[1], v[2]})};
       },
@@ -103,25 +109,29 @@ TEST(ControlFlowRun, NestedLoops) {
   Output n = b.Placeholder(DType::kI32, Shape{}, "n");
   Output m = b.Placeholder(DType::kI32, Shape{}, "m");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], n}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], n});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output i = v[0];
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs inner,
-            WhileLoop(
-                b, [&](const Outputs& w) -> Expected<Output> { return b.Op("Less", {w[0], m}); },
-                [&](const Outputs& w) -> Expected<Outputs> {
-                  return Outputs{b.Op("Add", {w[0], b.Scalar<int32_t>(1)}),
-                                 b.Op("Add", {w[1], b.Op("Mul", {i, w[0]})})};
-                },
-                {b.Scalar<int32_t>(0), v[1]}));
+        WEFT_ASSIGN_OR_RETURN(Outputs inner, WhileLoop(
+                                                 b,
+                                                 [&](const Outputs& w) -> Expected<Output> {
+                                                   return b.Op("Less", {w[0], m});
+                                                 },
+                                                 [&](const Outputs& w) -> Expected<Outputs> {
+                                                   return Outputs{b.Op("Add", {w[0], b.Scalar<int32_t>(1)}),
+                                                                  b.Op("Add", {w[1], b.Op("Mul", {i, w[0]})})};
+                                                 },
+                                                 {b.Scalar<int32_t>(0), v[1]}));
         return Outputs{b.Op("Add", {i, b.Scalar<int32_t>(1)}), inner[1]};
       },
       {b.Scalar<int32_t>(0), b.Scalar<int32_t>(0)});
   ASSERT_TRUE(r.ok()) << r.status().message();
   for (auto [nv, mv] : {std::pair{7, 5}, std::pair{10, 10}, std::pair{1, 9}, std::pair{23, 17}}) {
-    auto out = RunGraph(env, b, {{"n", Tensor::Scalar<int32_t>(nv)}, {"m", Tensor::Scalar<int32_t>(mv)}},
-                        {(*r)[1].name()});
+    auto out =
+        RunGraph(env, b, {{"n", Tensor::Scalar<int32_t>(nv)}, {"m", Tensor::Scalar<int32_t>(mv)}}, {(*r)[1].name()});
     ASSERT_FALSE(out.empty());
     EXPECT_EQ(out[0].scalar<int32_t>(), (nv * (nv - 1) / 2) * (mv * (mv - 1) / 2)) << nv << " x " << mv;
   }
@@ -136,7 +146,10 @@ TEST(ControlFlowRun, CondInsideALoopCountsCollatzSteps) {
   GraphBuilder b;
   Output start = b.Placeholder(DType::kI64, Shape{}, "start");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("NotEqual", {v[0], b.Scalar<int64_t>(1)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("NotEqual", {v[0], b.Scalar<int64_t>(1)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output odd = b.Op("Equal", {b.Op("FloorMod", {v[0], b.Scalar<int64_t>(2)}), b.Scalar<int64_t>(1)});
         WEFT_ASSIGN_OR_RETURN(
@@ -146,7 +159,9 @@ TEST(ControlFlowRun, CondInsideALoopCountsCollatzSteps) {
                 [&]() -> Expected<Outputs> {
                   return Outputs{b.Op("Add", {b.Op("Mul", {v[0], b.Scalar<int64_t>(3)}), b.Scalar<int64_t>(1)})};
                 },
-                [&]() -> Expected<Outputs> { return Outputs{b.Op("FloorDiv", {v[0], b.Scalar<int64_t>(2)})}; }));
+                [&]() -> Expected<Outputs> {
+                  return Outputs{b.Op("FloorDiv", {v[0], b.Scalar<int64_t>(2)})};
+                }));
         return Outputs{next[0], b.Op("Add", {v[1], b.Scalar<int64_t>(1)})};
       },
       {start, b.Scalar<int64_t>(0)});
@@ -171,7 +186,10 @@ TEST(ControlFlowRun, MatrixPowerWithACapturedMatrix) {
   Output a = b.Const(Tensor::FromVector<float>({0.5f, 0.25f, -0.75f, 1.0f}, Shape{2, 2}), "a");
   Output power = b.Placeholder(DType::kI32, Shape{}, "power");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], power}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], power});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), b.Op("MatMul", {v[1], a})};
       },
@@ -200,13 +218,15 @@ TEST(ControlFlowRun, ParallelIterationsDoNotChangeResults) {
     WhileOptions options;
     options.parallel_iterations = parallel;
     auto r = WhileLoop(
-        b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(20)}); },
+        b,
+        [&](const Outputs& v) -> Expected<Output> {
+          return b.Op("Less", {v[0], b.Scalar<int32_t>(20)});
+        },
         [&](const Outputs& v) -> Expected<Outputs> {
           return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
                          b.Op("Add", {b.Op("Mul", {v[1], b.Scalar<int32_t>(2)}), v[0]}), b.Op("Add", {v[2], c})};
         },
-        {b.Scalar<int32_t>(0), b.Scalar<int32_t>(0), b.Const(Tensor::FromVector<int32_t>({0, 0, 0}), "v0")},
-        options);
+        {b.Scalar<int32_t>(0), b.Scalar<int32_t>(0), b.Const(Tensor::FromVector<int32_t>({0, 0, 0}), "v0")}, options);
     ASSERT_TRUE(r.ok()) << r.status().message();
     results.push_back(RunGraph(env, b, {}, {(*r)[1].name(), (*r)[2].name()}));
     ASSERT_FALSE(results.back().empty());
@@ -220,13 +240,15 @@ TEST(ControlFlowRun, ParallelIterationsDoNotChangeResults) {
 Expected<Output> CountTo(GraphBuilder& b, const Output& limit, std::optional<int64_t> maximum) {
   WhileOptions options;
   options.maximum_iterations = maximum;
-  WEFT_ASSIGN_OR_RETURN(
-      Outputs r, WhileLoop(
-                     b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], limit}); },
-                     [&](const Outputs& v) -> Expected<Outputs> {
-                       return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)})};
-                     },
-                     {b.Scalar<int32_t>(0)}, options));
+  WEFT_ASSIGN_OR_RETURN(Outputs r, WhileLoop(
+                                       b,
+                                       [&](const Outputs& v) -> Expected<Output> {
+                                         return b.Op("Less", {v[0], limit});
+                                       },
+                                       [&](const Outputs& v) -> Expected<Outputs> {
+                                         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)})};
+                                       },
+                                       {b.Scalar<int32_t>(0)}, options));
   return r[0];
 }
 
@@ -264,10 +286,18 @@ TEST(ControlFlowRun, LoopInsideACond) {
       b, p,
       [&]() -> Expected<Outputs> {
         return WhileLoop(
-            b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(50)}); },
-            [&](const Outputs& v) -> Expected<Outputs> { return Outputs{b.Op("Add", {v[0], x})}; }, {x});
+            b,
+            [&](const Outputs& v) -> Expected<Output> {
+              return b.Op("Less", {v[0], b.Scalar<int32_t>(50)});
+            },
+            [&](const Outputs& v) -> Expected<Outputs> {
+              return Outputs{b.Op("Add", {v[0], x})};
+            },
+            {x});
       },
-      [&]() -> Expected<Outputs> { return Outputs{b.Op("Add", {x, b.Scalar<int32_t>(100)})}; });
+      [&]() -> Expected<Outputs> {
+        return Outputs{b.Op("Add", {x, b.Scalar<int32_t>(100)})};
+      });
   ASSERT_TRUE(r.ok()) << r.status().message();
   // 7, 14, ..., 49, 56: the first multiple of 7 that is not below 50.
   auto out = RunGraph(env, b, {{"x", Tensor::Scalar<int32_t>(7)}, {"p", Tensor::Scalar<bool>(true)}}, {(*r)[0].name()});
@@ -285,7 +315,10 @@ TEST(ControlFlowRun, ShapeInvariantLetsAVectorGrow) {
   WhileOptions options;
   options.shape_invariants = {Shape{}, Shape{-1}};
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(3)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(3)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
                        b.Op("Concat", {v[1], v[1]}, {{"axis", AttrValue(int64_t{0})}})};

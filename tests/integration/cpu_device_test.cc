@@ -61,8 +61,7 @@ TEST_F(CpuDevice, CountComesFromItsSection) {
   auto third = cpu_->Open(2);
   ASSERT_FALSE(third.ok());
   EXPECT_EQ(third.status().code(), Code::kNotFound);
-  EXPECT_EQ(third.status().message(),
-            "opening /device:CPU:2: no /device:CPU:2 (2 configured by devices.cpu.count)");
+  EXPECT_EQ(third.status().message(), "opening /device:CPU:2: no /device:CPU:2 (2 configured by devices.cpu.count)");
 }
 
 TEST_F(CpuDevice, BuffersAreAlignedAndHostVisible) {
@@ -109,8 +108,7 @@ TEST_F(CpuDevice, CopiesStreamsAndEvents) {
   ASSERT_EQ(t->event_record(d, event, stream), nullptr);
   bool fired = false;
   ASSERT_EQ(t->event_on_ready(
-                d, event, [](void* user, weft_status_t s) { *static_cast<bool*>(user) = s == nullptr; },
-                &fired),
+                d, event, [](void* user, weft_status_t s) { *static_cast<bool*>(user) = s == nullptr; }, &fired),
             nullptr);
   EXPECT_TRUE(fired);
   ASSERT_EQ(t->event_synchronize(d, event), nullptr);
@@ -133,8 +131,7 @@ TEST_F(CpuDevice, OutOfRangeCopyIsAnError) {
   char scratch[200] = {};
   Status status = TakeStatus(t->copy_host_to_device(device->handle(), nullptr, scratch, a, 50, 51));
   EXPECT_EQ(status.code(), Code::kOutOfRange);
-  EXPECT_EQ(status.message(),
-            "copy_host_to_device: bytes [50, 101) outside a buffer of 100 bytes");
+  EXPECT_EQ(status.message(), "copy_host_to_device: bytes [50, 101) outside a buffer of 100 bytes");
   status = TakeStatus(t->copy_device_to_host(device->handle(), nullptr, a, 101, scratch, 0));
   EXPECT_EQ(status.message(), "copy_device_to_host: bytes [101, 101) outside a buffer of 100 bytes");
   device->Free(a);

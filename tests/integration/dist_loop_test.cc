@@ -33,7 +33,9 @@ constexpr const char* kWorker = testing::kWorkerTask;
 
 plugin::PluginHost& Plugins() { return testing::BuiltPlugins(); }
 
-std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+std::vector<float> Floats(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
+}
 
 Tensor Wavy(const Shape& shape, float scale, float phase) {
   std::vector<float> v(static_cast<std::size_t>(shape.num_elements()));
@@ -113,7 +115,6 @@ class SplitAcrossTasks : public testing::TwoTasksTest {
           << fetches[i] << ": " << remote[i].DebugString() << " vs " << expected[i].DebugString();
     }
   }
-
 };
 
 // h = tanh(h W + x_t) over the rows of xs, the MatMul on |device|; the loop
@@ -126,7 +127,10 @@ std::vector<std::string> Recurrence(GraphBuilder& b, const std::string& device, 
   WhileOptions options;
   options.parallel_iterations = parallel_iterations;
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int64_t>(12)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int64_t>(12)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output product;
         {
@@ -191,16 +195,18 @@ std::vector<std::string> LoopInABranch(GraphBuilder& b, const std::string& devic
   auto c = Cond(
       b, pred, [&]() -> Expected<Outputs> { return Outputs{b.Op("Identity", {x})}; },
       [&]() -> Expected<Outputs> {
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs r, WhileLoop(
-                           b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(3)}); },
-                           [&](const Outputs& v) -> Expected<Outputs> {
-                             std::optional<GraphBuilder::Scope> pin;
-                             if (!device.empty()) pin.emplace(b.DeviceScope(device));
-                             return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
-                                            b.Op("Mul", {v[1], b.Scalar<float>(1.5f)}, {}, "grow")};
-                           },
-                           {b.Scalar<int32_t>(0), x}));
+        WEFT_ASSIGN_OR_RETURN(Outputs r, WhileLoop(
+                                             b,
+                                             [&](const Outputs& v) -> Expected<Output> {
+                                               return b.Op("Less", {v[0], b.Scalar<int32_t>(3)});
+                                             },
+                                             [&](const Outputs& v) -> Expected<Outputs> {
+                                               std::optional<GraphBuilder::Scope> pin;
+                                               if (!device.empty()) pin.emplace(b.DeviceScope(device));
+                                               return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
+                                                              b.Op("Mul", {v[1], b.Scalar<float>(1.5f)}, {}, "grow")};
+                                             },
+                                             {b.Scalar<int32_t>(0), x}));
         return Outputs{r[1]};
       });
   EXPECT_TRUE(c.ok()) << c.status().ToString();
@@ -237,7 +243,9 @@ std::vector<std::string> RootCond(GraphBuilder& b, const std::string& device) {
         if (!device.empty()) pin.emplace(b.DeviceScope(device));
         return Outputs{b.Op("Mul", {x, b.Scalar<float>(2)}, {}, "twice")};
       },
-      [&]() -> Expected<Outputs> { return Outputs{b.Op("Sub", {x, b.Scalar<float>(1)})}; });
+      [&]() -> Expected<Outputs> {
+        return Outputs{b.Op("Sub", {x, b.Scalar<float>(1)})};
+      });
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   if (!c.ok()) return {};
   return {(*c)[0].name()};
@@ -265,31 +273,38 @@ TEST_F(SplitAcrossTasks, ACondWithABranchOnTheOtherTask) {
 std::vector<std::string> CondAndNestedLoop(GraphBuilder& b, const std::string& device) {
   Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(9)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(9)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output third = b.Op("Equal", {b.Op("FloorMod", {v[0], b.Scalar<int32_t>(3)}), b.Scalar<int32_t>(0)});
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs c, Cond(
-                           b, third,
-                           [&]() -> Expected<Outputs> {
-                             std::optional<GraphBuilder::Scope> pin;
-                             if (!device.empty()) pin.emplace(b.DeviceScope(device));
-                             return Outputs{b.Op("Mul", {v[1], b.Scalar<float>(2)}, {}, "twice")};
-                           },
-                           [&]() -> Expected<Outputs> { return Outputs{b.Op("Sub", {v[1], b.Scalar<float>(1)})}; }));
+        WEFT_ASSIGN_OR_RETURN(Outputs c, Cond(
+                                             b, third,
+                                             [&]() -> Expected<Outputs> {
+                                               std::optional<GraphBuilder::Scope> pin;
+                                               if (!device.empty()) pin.emplace(b.DeviceScope(device));
+                                               return Outputs{b.Op("Mul", {v[1], b.Scalar<float>(2)}, {}, "twice")};
+                                             },
+                                             [&]() -> Expected<Outputs> {
+                                               return Outputs{b.Op("Sub", {v[1], b.Scalar<float>(1)})};
+                                             }));
         Output as_float = b.Op("Cast", {v[0]}, {{"DstT", AttrValue(DType::kF32)}});
         WhileOptions inner;
         inner.name = "inner";
         WEFT_ASSIGN_OR_RETURN(
-            Outputs in, WhileLoop(
-                            b, [&](const Outputs& u) -> Expected<Output> { return b.Op("Less", {u[0], b.Scalar<int32_t>(2)}); },
-                            [&](const Outputs& u) -> Expected<Outputs> {
-                              std::optional<GraphBuilder::Scope> pin;
-                              if (!device.empty()) pin.emplace(b.DeviceScope(device));
-                              return Outputs{b.Op("Add", {u[0], b.Scalar<int32_t>(1)}),
-                                             b.Op("Add", {u[1], as_float}, {}, "add_i")};
-                            },
-                            {b.Scalar<int32_t>(0), c[0]}, inner));
+            Outputs in,
+            WhileLoop(
+                b,
+                [&](const Outputs& u) -> Expected<Output> {
+                  return b.Op("Less", {u[0], b.Scalar<int32_t>(2)});
+                },
+                [&](const Outputs& u) -> Expected<Outputs> {
+                  std::optional<GraphBuilder::Scope> pin;
+                  if (!device.empty()) pin.emplace(b.DeviceScope(device));
+                  return Outputs{b.Op("Add", {u[0], b.Scalar<int32_t>(1)}), b.Op("Add", {u[1], as_float}, {}, "add_i")};
+                },
+                {b.Scalar<int32_t>(0), c[0]}, inner));
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), in[1]};
       },
       {b.Scalar<int32_t>(0), x});
@@ -318,22 +333,27 @@ TEST_F(SplitAcrossTasks, ACondAndANestedLoopInsideASplitLoop) {
 std::vector<std::string> NestedLoops(GraphBuilder& b, const std::string& device) {
   Output s0 = b.Placeholder(DType::kI64, Shape{}, "s0");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int64_t>(3)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int64_t>(3)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         std::optional<GraphBuilder::Scope> pin;
         if (!device.empty()) pin.emplace(b.DeviceScope(device));
         WhileOptions inner;
         inner.name = "inner";
         inner.parallel_iterations = 2;
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs in,
-            WhileLoop(
-                b, [&](const Outputs& u) -> Expected<Output> { return b.Op("Less", {u[0], b.Scalar<int64_t>(4)}); },
-                [&](const Outputs& u) -> Expected<Outputs> {
-                  return Outputs{b.Op("Add", {u[0], b.Scalar<int64_t>(1)}),
-                                 b.Op("Add", {u[1], b.Op("Add", {u[0], v[0]})}, {}, "add_ji")};
-                },
-                {b.Scalar<int64_t>(0), b.Scalar<int64_t>(0)}, inner));
+        WEFT_ASSIGN_OR_RETURN(Outputs in, WhileLoop(
+                                              b,
+                                              [&](const Outputs& u) -> Expected<Output> {
+                                                return b.Op("Less", {u[0], b.Scalar<int64_t>(4)});
+                                              },
+                                              [&](const Outputs& u) -> Expected<Outputs> {
+                                                return Outputs{
+                                                    b.Op("Add", {u[0], b.Scalar<int64_t>(1)}),
+                                                    b.Op("Add", {u[1], b.Op("Add", {u[0], v[0]})}, {}, "add_ji")};
+                                              },
+                                              {b.Scalar<int64_t>(0), b.Scalar<int64_t>(0)}, inner));
         pin.reset();
         return Outputs{b.Op("Add", {v[0], b.Scalar<int64_t>(1)}),
                        b.Op("Add", {b.Op("Mul", {v[1], b.Scalar<int64_t>(10)}), in[1]}, {}, "shift")};

@@ -19,16 +19,14 @@ using TwoTasks = testing::TwoTasksTest;
 
 plugin::PluginHost& Plugins() { return testing::BuiltPlugins(); }
 
-
 Graph FeedForward() {
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{2, 3}, "x");
   Output h;
   {
     auto on_ps = b.DeviceScope("/job:ps/task:0");
-    Output w = b.Const(Tensor::FromVector<float>({0.5f, -1, 2, 0.25f, 3, -0.5f, 1.5f, 1, -2, 0.75f, 0.125f, 4},
-                                                  Shape{3, 4}),
-                       "w");
+    Output w = b.Const(
+        Tensor::FromVector<float>({0.5f, -1, 2, 0.25f, 3, -0.5f, 1.5f, 1, -2, 0.75f, 0.125f, 4}, Shape{3, 4}), "w");
     h = b.Op("MatMul", {x, w}, {}, "matmul");
   }
   Output y;
@@ -80,7 +78,8 @@ TEST_F(TwoTasks, PlacesPinnedNodesOnTheirTasks) {
   auto placed = (*session)->Place(g);
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
   auto device_of = [&](const std::string& node) {
-    return placed->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(g.Find(node)->id)])]
+    return placed
+        ->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(g.Find(node)->id)])]
         .name;
   };
   EXPECT_EQ(device_of("matmul"), "/job:ps/task:0/device:CPU:0");
@@ -97,8 +96,8 @@ TEST_F(TwoTasks, AVariableOnTheParameterServerKeepsItsValueAcrossRuns) {
   }
   {
     auto on_worker = b.DeviceScope("/job:worker/task:0");
-    Output delta = b.Op("Mul", {b.Const(Tensor::FromVector<float>({10, 100}, Shape{2})), b.Scalar<float>(0.5f)}, {},
-                        "delta");
+    Output delta =
+        b.Op("Mul", {b.Const(Tensor::FromVector<float>({10, 100}, Shape{2})), b.Scalar<float>(0.5f)}, {}, "delta");
     auto on_ps = b.DeviceScope("/job:ps/task:0");
     add = b.Op("AssignAdd", {var, delta}, {}, "add");
   }
@@ -174,7 +173,8 @@ TEST_F(TwoTasks, AClientOfAnotherClusterIsRefused) {
   o.cluster_fingerprint = TwoTasks::kFingerprint + 1;
   auto devices = DistSession::ListDevices(o, Plugins());
   ASSERT_FALSE(devices.ok());
-  EXPECT_NE(devices.status().message().find("belongs to another cluster"), std::string::npos) << devices.status().ToString();
+  EXPECT_NE(devices.status().message().find("belongs to another cluster"), std::string::npos)
+      << devices.status().ToString();
 }
 
 TEST_F(TwoTasks, ATaskReachedUnderAnotherNameSaysWhoItIs) {

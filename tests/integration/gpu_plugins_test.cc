@@ -46,7 +46,7 @@ struct GpuPlugin {
   const char* string_call;  // "cudaGetErrorString"
   const char* name_call;    // "cudaGetErrorName"
 
-  bool has_front;           // cuda: the file the host loads is a front (gpu_front.cc)
+  bool has_front;  // cuda: the file the host loads is a front (gpu_front.cc)
 
   std::string file() const { return StrCat(WEFT_BUILT_PLUGIN_DIR, "/weft_device_", name, ".so"); }
   // The library with the device table and the kernels: the front loads it
@@ -61,12 +61,12 @@ std::ostream& operator<<(std::ostream& out, const GpuPlugin& p) { return out << 
 std::vector<GpuPlugin> BuiltPlugins() {
   std::vector<GpuPlugin> plugins;
 #ifdef WEFT_TEST_CUDA_RUNTIME
-  plugins.push_back({"cuda", "CUDA", WEFT_TEST_CUDA_RUNTIME, "cudaGetDeviceCount", "cudaGetErrorString",
-                     "cudaGetErrorName", true});
+  plugins.push_back(
+      {"cuda", "CUDA", WEFT_TEST_CUDA_RUNTIME, "cudaGetDeviceCount", "cudaGetErrorString", "cudaGetErrorName", true});
 #endif
 #ifdef WEFT_TEST_HIP_RUNTIME
-  plugins.push_back({"hip", "HIP", WEFT_TEST_HIP_RUNTIME, "hipGetDeviceCount", "hipGetErrorString",
-                     "hipGetErrorName", false});
+  plugins.push_back(
+      {"hip", "HIP", WEFT_TEST_HIP_RUNTIME, "hipGetDeviceCount", "hipGetErrorString", "hipGetErrorName", false});
 #endif
   return plugins;
 }
@@ -130,9 +130,8 @@ class GpuPluginTest : public ::testing::TestWithParam<GpuPlugin> {
  protected:
   void SetUp() override {
     probe_ = AskRuntime(GetParam());
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_gpu_test_", getpid(), "_", GetParam().name, "_",
-                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / StrCat("weft_gpu_test_", getpid(), "_", GetParam().name, "_",
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -152,8 +151,7 @@ class GpuPluginTest : public ::testing::TestWithParam<GpuPlugin> {
   // runtime and from the plugin's advice.
   void ExpectTheRuntimesReason(const std::string& reason) {
     const GpuPlugin& p = GetParam();
-    EXPECT_TRUE(reason.starts_with(StrCat("no usable ", p.device_type, " device: ", p.count_call)))
-        << reason;
+    EXPECT_TRUE(reason.starts_with(StrCat("no usable ", p.device_type, " device: ", p.count_call))) << reason;
     EXPECT_NE(reason.find(probe_.name), std::string::npos) << reason;
     EXPECT_NE(reason.find(probe_.text), std::string::npos) << reason;
     EXPECT_NE(reason.find(StrCat("or disable the plugin with [plugins] disable = [\"", p.name, "\"]")),
@@ -236,9 +234,9 @@ TEST_P(GpuPluginTest, DeclaresItsOptionAndTheHostChecksIt) {
   PluginHost host(config, Isolated());
   Status loaded = host.LoadAll();
   EXPECT_FALSE(loaded.ok());
-  EXPECT_NE(loaded.message().find(StrCat("test.toml:2:19: devices.", p.name,
-                                         ".allocator_cache: expected a boolean, got 3")),
-            std::string::npos)
+  EXPECT_NE(
+      loaded.message().find(StrCat("test.toml:2:19: devices.", p.name, ".allocator_cache: expected a boolean, got 3")),
+      std::string::npos)
       << loaded.ToString();
 }
 
@@ -313,8 +311,8 @@ TEST_P(GpuPluginTest, DeviceTableAnswersForItself) {
   ASSERT_EQ(count, probe_.count);
   Status missing = plugin::TakeStatus(table->device_open(count, &device));
   EXPECT_EQ(missing.code(), Code::kNotFound);
-  EXPECT_EQ(missing.message(), StrCat("no /device:", p.device_type, ":", count, " (", count, " ", p.device_type,
-                                      " device(s) found)"));
+  EXPECT_EQ(missing.message(),
+            StrCat("no /device:", p.device_type, ":", count, " (", count, " ", p.device_type, " device(s) found)"));
   ASSERT_TRUE(plugin::TakeStatus(table->device_open(0, &device)).ok());
   weft_stream_t stream = nullptr;
   ASSERT_TRUE(plugin::TakeStatus(table->stream_create(device, &stream)).ok());
@@ -445,7 +443,9 @@ TEST_P(GpuPluginTest, ExportsOnlyItsEntryPoint) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Built, GpuPluginTest, ::testing::ValuesIn(BuiltPlugins()),
-                         [](const ::testing::TestParamInfo<GpuPlugin>& param) { return std::string(param.param.name); });
+                         [](const ::testing::TestParamInfo<GpuPlugin>& param) {
+                           return std::string(param.param.name);
+                         });
 
 }  // namespace
 }  // namespace weft

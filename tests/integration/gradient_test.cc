@@ -57,10 +57,15 @@ struct In {
 };
 
 struct Case {
-  Case(std::string name_, std::string op_, std::vector<In> inputs_, AttrMap attrs_ = {},
-       std::vector<int> outputs_ = {}, double h_ = 1e-5, double tolerance_ = 1e-6)
-      : name(std::move(name_)), op(std::move(op_)), inputs(std::move(inputs_)), attrs(std::move(attrs_)),
-        outputs(std::move(outputs_)), h(h_), tolerance(tolerance_) {}
+  Case(std::string name_, std::string op_, std::vector<In> inputs_, AttrMap attrs_ = {}, std::vector<int> outputs_ = {},
+       double h_ = 1e-5, double tolerance_ = 1e-6)
+      : name(std::move(name_)),
+        op(std::move(op_)),
+        inputs(std::move(inputs_)),
+        attrs(std::move(attrs_)),
+        outputs(std::move(outputs_)),
+        h(h_),
+        tolerance(tolerance_) {}
   std::string name;
   std::string op;
   std::vector<In> inputs;
@@ -220,8 +225,8 @@ std::vector<Case> Cases() {
   auto add = [&](Case c) { cases.push_back(std::move(c)); };
   const Shape m{2, 3};
   // Unary.
-  for (const char* op : {"Identity", "Neg", "Exp", "Expm1", "Square", "Sin", "Cos", "Tanh", "Sigmoid", "Softplus",
-                         "Erf", "Sign"}) {
+  for (const char* op :
+       {"Identity", "Neg", "Exp", "Expm1", "Square", "Sin", "Cos", "Tanh", "Sigmoid", "Softplus", "Erf", "Sign"}) {
     add({op, op, {In::F(m)}});
   }
   for (const char* op : {"Abs", "Reciprocal", "Relu", "Elu", "Selu"}) add({op, op, {In::Away(m)}});
@@ -250,7 +255,8 @@ std::vector<Case> Cases() {
   add({"FloorMod", "FloorMod", {In::Values(m, {0.3, 1.7, 2.6, 4.1, 5.3, 0.9}), In::Values(Shape{3}, {1.3, 1.9, 1.1})}});
   add({"Select", "Select", {In::Fixed(Bools({true, false, false, true, true, false}, m)), In::F(m), In::F(m)}});
   add({"Select/broadcast", "Select", {In::Fixed(Bools({true, false, true}, Shape{3})), In::F(m), In::F(Shape{1})}});
-  add({"ClipByValue", "ClipByValue",
+  add({"ClipByValue",
+       "ClipByValue",
        {In::Values(m, {-1.7, -0.2, 0.4, 1.3, 2.2, -0.9}), In::Values(Shape{}, {-0.5}), In::Values(Shape{}, {1.0})}});
   // Reductions.
   const Shape cube{2, 3, 4};
@@ -263,17 +269,24 @@ std::vector<Case> Cases() {
   add({"Max/ties", "Max", {In::Values(Shape{2, 2}, {1.0, 1.0, -2.0, 3.0})}, A({{"axis", AttrValue(L({1}))}})});
   add({"Min/all", "Min", {In::F(cube)}});
   add({"Prod/axis1", "Prod", {In::F(cube, 0.5, 1.5)}, A({{"axis", AttrValue(L({1}))}})});
-  add({"Prod/with-zero", "Prod", {In::Values(Shape{2, 3}, {0.0, 1.5, -2.0, 0.5, 0.0, 0.0})},
+  add({"Prod/with-zero",
+       "Prod",
+       {In::Values(Shape{2, 3}, {0.0, 1.5, -2.0, 0.5, 0.0, 0.0})},
        A({{"axis", AttrValue(L({1}))}})});
-  add({"Prod/axes02-keep", "Prod", {In::F(cube, 0.5, 1.5)},
+  add({"Prod/axes02-keep",
+       "Prod",
+       {In::F(cube, 0.5, 1.5)},
        A({{"axis", AttrValue(L({0, 2}))}, {"keep_dims", AttrValue(true)}})});
   // Matrix products.
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       const std::string suffix = std::string(ta ? "T" : "N") + (tb ? "T" : "N");
-      add({"MatMul/" + suffix, "MatMul", {In::F(ta ? Shape{4, 3} : Shape{3, 4}), In::F(tb ? Shape{2, 4} : Shape{4, 2})},
+      add({"MatMul/" + suffix,
+           "MatMul",
+           {In::F(ta ? Shape{4, 3} : Shape{3, 4}), In::F(tb ? Shape{2, 4} : Shape{4, 2})},
            A({{"transpose_a", AttrValue(ta)}, {"transpose_b", AttrValue(tb)}})});
-      add({"BatchMatMul/" + suffix, "BatchMatMul",
+      add({"BatchMatMul/" + suffix,
+           "BatchMatMul",
            {In::F(ta ? Shape{2, 4, 3} : Shape{2, 3, 4}), In::F(tb ? Shape{2, 2, 4} : Shape{2, 4, 2})},
            A({{"adj_x", AttrValue(ta)}, {"adj_y", AttrValue(tb)}})});
     }
@@ -287,16 +300,26 @@ std::vector<Case> Cases() {
   add({"Transpose/reverse", "Transpose", {In::F(cube)}});
   add({"Reverse", "Reverse", {In::F(cube)}, A({{"axis", AttrValue(L({0, 2}))}})});
   add({"Concat", "Concat", {In::F(Shape{2, 1}), In::F(m), In::F(Shape{2, 2})}, A({{"axis", AttrValue(int64_t{-1})}})});
-  add({"Split", "Split", {In::F(Shape{6, 2})}, A({{"num_split", AttrValue(int64_t{3})}, {"axis", AttrValue(int64_t{0})}})});
-  add({"Split/one-used", "Split", {In::F(Shape{6, 2})},
-       A({{"num_split", AttrValue(int64_t{3})}, {"axis", AttrValue(int64_t{0})}}), {1}});
+  add({"Split",
+       "Split",
+       {In::F(Shape{6, 2})},
+       A({{"num_split", AttrValue(int64_t{3})}, {"axis", AttrValue(int64_t{0})}})});
+  add({"Split/one-used",
+       "Split",
+       {In::F(Shape{6, 2})},
+       A({{"num_split", AttrValue(int64_t{3})}, {"axis", AttrValue(int64_t{0})}}),
+       {1}});
   add({"Slice", "Slice", {In::F(cube)}, A({{"begin", AttrValue(L({1, 0, 1}))}, {"size", AttrValue(L({1, -1, 2}))}})});
-  add({"StridedSlice", "StridedSlice", {In::F(cube)},
+  add({"StridedSlice",
+       "StridedSlice",
+       {In::F(cube)},
        A({{"begin", AttrValue(L({0, -1, 0}))},
           {"end", AttrValue(L({2, 0, 4}))},
           {"strides", AttrValue(L({1, -1, 2}))},
           {"shrink_axis_mask", AttrValue(int64_t{0})}})});
-  add({"StridedSlice/shrink", "StridedSlice", {In::F(cube)},
+  add({"StridedSlice/shrink",
+       "StridedSlice",
+       {In::F(cube)},
        A({{"begin", AttrValue(L({1, 0, 0}))},
           {"end", AttrValue(L({2, 3, 4}))},
           {"strides", AttrValue(L({1, 1, 1}))},
@@ -304,17 +327,29 @@ std::vector<Case> Cases() {
   add({"Pad", "Pad", {In::F(m)}, A({{"paddings", AttrValue(L({1, 0, 2, 1}))}})});
   add({"Tile", "Tile", {In::F(m)}, A({{"multiples", AttrValue(L({2, 3}))}})});
   add({"Gather/axis0", "Gather", {In::F(Shape{4, 3}), In::Fixed(I64({3, 0, 3, 1}, Shape{2, 2}))}});
-  add({"Gather/axis1", "Gather", {In::F(cube), In::Fixed(I32({2, 2, 0}, Shape{3}))}, A({{"axis", AttrValue(int64_t{1})}})});
+  add({"Gather/axis1",
+       "Gather",
+       {In::F(cube), In::Fixed(I32({2, 2, 0}, Shape{3}))},
+       A({{"axis", AttrValue(int64_t{1})}})});
   add({"GatherNd", "GatherNd", {In::F(cube), In::Fixed(I64({1, 2, 0, 0, 1, 2}, Shape{3, 2}))}});
-  add({"ScatterNd", "ScatterNd", {In::Fixed(I64({1, 3, 1}, Shape{3, 1})), In::F(Shape{3, 2})},
+  add({"ScatterNd",
+       "ScatterNd",
+       {In::Fixed(I64({1, 3, 1}, Shape{3, 1})), In::F(Shape{3, 2})},
        A({{"shape", AttrValue(L({4, 2}))}})});
   add({"Fill", "Fill", {In::Fixed(I64({2, 3}, Shape{2})), In::F(Shape{})}});
-  add({"DynamicPartition", "DynamicPartition", {In::F(Shape{5, 2}), In::Fixed(I32({1, 0, 2, 1, 0}, Shape{5}))},
+  add({"DynamicPartition",
+       "DynamicPartition",
+       {In::F(Shape{5, 2}), In::Fixed(I32({1, 0, 2, 1, 0}, Shape{5}))},
        A({{"num_partitions", AttrValue(int64_t{3})}})});
-  add({"DynamicPartition/one-used", "DynamicPartition", {In::F(Shape{2, 3, 2}), In::Fixed(I32({1, 0, 1, 1, 0, 1}, Shape{2, 3}))},
-       A({{"num_partitions", AttrValue(int64_t{2})}}), {1}});
-  add({"DynamicStitch", "DynamicStitch",
-       {In::Fixed(I32({0, 3}, Shape{2})), In::Fixed(I32({2, 1, 4, 5}, Shape{2, 2})), In::F(Shape{2, 3}), In::F(Shape{2, 2, 3})},
+  add({"DynamicPartition/one-used",
+       "DynamicPartition",
+       {In::F(Shape{2, 3, 2}), In::Fixed(I32({1, 0, 1, 1, 0, 1}, Shape{2, 3}))},
+       A({{"num_partitions", AttrValue(int64_t{2})}}),
+       {1}});
+  add({"DynamicStitch",
+       "DynamicStitch",
+       {In::Fixed(I32({0, 3}, Shape{2})), In::Fixed(I32({2, 1, 4, 5}, Shape{2, 2})), In::F(Shape{2, 3}),
+        In::F(Shape{2, 2, 3})},
        A({{"N", AttrValue(int64_t{2})}})});
   // Neural-network ops.
   for (const char* format : {"NHWC", "NCHW"}) {
@@ -324,11 +359,17 @@ std::vector<Case> Cases() {
     const std::vector<int64_t> dilation2 = nhwc ? L({1, 2, 1, 1}) : L({1, 1, 2, 1});
     for (const char* op : {"Conv2D", "DepthwiseConv2D"}) {
       const Shape filter = std::string(op) == "Conv2D" ? Shape{3, 2, 3, 4} : Shape{3, 2, 3, 2};
-      add({std::string(op) + "/" + format + "/SAME", op, {In::F(image), In::F(filter)},
+      add({std::string(op) + "/" + format + "/SAME",
+           op,
+           {In::F(image), In::F(filter)},
            A({{"padding", AttrValue("SAME")}, {"data_format", AttrValue(format)}})});
-      add({std::string(op) + "/" + format + "/VALID-stride2", op, {In::F(image), In::F(filter)},
+      add({std::string(op) + "/" + format + "/VALID-stride2",
+           op,
+           {In::F(image), In::F(filter)},
            A({{"padding", AttrValue("VALID")}, {"data_format", AttrValue(format)}, {"strides", AttrValue(stride2)}})});
-      add({std::string(op) + "/" + format + "/SAME-stride2-dilation", op, {In::F(image), In::F(filter)},
+      add({std::string(op) + "/" + format + "/SAME-stride2-dilation",
+           op,
+           {In::F(image), In::F(filter)},
            A({{"padding", AttrValue("SAME")},
               {"data_format", AttrValue(format)},
               {"strides", AttrValue(stride2)},
@@ -337,17 +378,22 @@ std::vector<Case> Cases() {
     const std::vector<int64_t> window = nhwc ? L({1, 2, 3, 1}) : L({1, 1, 2, 3});
     for (const char* op : {"MaxPool", "AvgPool"}) {
       for (const char* padding : {"SAME", "VALID"}) {
-        add({std::string(op) + "/" + format + "/" + padding, op, {In::F(image)},
+        add({std::string(op) + "/" + format + "/" + padding,
+             op,
+             {In::F(image)},
              A({{"ksize", AttrValue(window)},
                 {"strides", AttrValue(stride2)},
                 {"padding", AttrValue(padding)},
                 {"data_format", AttrValue(format)}})});
       }
     }
-    add({std::string("BiasAdd/") + format, "BiasAdd", {In::F(image), In::F(Shape{3})},
+    add({std::string("BiasAdd/") + format,
+         "BiasAdd",
+         {In::F(image), In::F(Shape{3})},
          A({{"data_format", AttrValue(format)}})});
     for (bool training : {true, false}) {
-      add({std::string("FusedBatchNorm/") + format + (training ? "/training" : "/inference"), "FusedBatchNorm",
+      add({std::string("FusedBatchNorm/") + format + (training ? "/training" : "/inference"),
+           "FusedBatchNorm",
            {In::F(image), In::F(Shape{3}, 0.5, 2), In::F(Shape{3}), In::F(Shape{3}), In::F(Shape{3}, 0.5, 2)},
            A({{"is_training", AttrValue(training)}, {"data_format", AttrValue(format)}}),
            {0}});
@@ -355,12 +401,16 @@ std::vector<Case> Cases() {
   }
   add({"BiasAdd/2d", "BiasAdd", {In::F(Shape{4, 3}), In::F(Shape{3})}});
   add({"LayerNorm/last", "LayerNorm", {In::F(cube), In::F(Shape{4}), In::F(Shape{4})}});
-  add({"LayerNorm/from1", "LayerNorm", {In::F(cube), In::F(Shape{3, 4}), In::F(Shape{3, 4})},
+  add({"LayerNorm/from1",
+       "LayerNorm",
+       {In::F(cube), In::F(Shape{3, 4}), In::F(Shape{3, 4})},
        A({{"begin_norm_axis", AttrValue(int64_t{1})}})});
   // Only c and h are differentiable (gates is saved for the backward op).
   for (double forget_bias : {1.0, -0.5}) {
-    add({StrCat("LSTMCell/forget_bias_", forget_bias), "LSTMCell",
-         {In::F(Shape{2, 3}), In::F(Shape{2, 2}), In::F(Shape{2, 2}), In::F(Shape{5, 8}, -1, 1), In::F(Shape{8}, -1, 1)},
+    add({StrCat("LSTMCell/forget_bias_", forget_bias),
+         "LSTMCell",
+         {In::F(Shape{2, 3}), In::F(Shape{2, 2}), In::F(Shape{2, 2}), In::F(Shape{5, 8}, -1, 1),
+          In::F(Shape{8}, -1, 1)},
          A({{"forget_bias", AttrValue(forget_bias)}}),
          {0, 1}});
   }
@@ -368,11 +418,16 @@ std::vector<Case> Cases() {
   add({"Softmax/axis0", "Softmax", {In::F(Shape{3, 4})}, A({{"axis", AttrValue(int64_t{0})}})});
   add({"LogSoftmax", "LogSoftmax", {In::F(Shape{3, 4})}});
   add({"LogSoftmax/axis0", "LogSoftmax", {In::F(Shape{3, 4})}, A({{"axis", AttrValue(int64_t{0})}})});
-  add({"SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits", // Labels are distributions (rows sum to 1), as the op's contract says.
+  add({"SoftmaxCrossEntropyWithLogits",
+       "SoftmaxCrossEntropyWithLogits",  // Labels are distributions (rows sum to 1), as the op's contract says.
        {In::F(Shape{3, 4}), In::Values(Shape{3, 4}, {0.1, 0.2, 0.3, 0.4, 0.25, 0.25, 0.5, 0, 0.7, 0.1, 0.1, 0.1})},
-       {}, {0}});
-  add({"SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
-       {In::F(Shape{3, 4}), In::Fixed(I64({2, 0, 3}, Shape{3}))}, {}, {0}});
+       {},
+       {0}});
+  add({"SparseSoftmaxCrossEntropyWithLogits",
+       "SparseSoftmaxCrossEntropyWithLogits",
+       {In::F(Shape{3, 4}), In::Fixed(I64({2, 0, 3}, Shape{3}))},
+       {},
+       {0}});
   return cases;
 }
 
@@ -410,12 +465,36 @@ TEST(Gradients, EveryGradientFunctionHasAFiniteDifferenceCase) {
 // outputs, or are themselves parts of a backward pass (second derivatives
 // are not provided).
 bool NeedsNoGradient(const OpDef& op) {
-  static const std::set<std::string> kBackward = {
-      "ReluGrad", "Relu6Grad", "EluGrad", "SeluGrad", "SoftplusGrad", "GeluGrad", "SigmoidGrad", "TanhGrad",
-      "SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "SumToShape", "BroadcastTo", "UnsortedSegmentSum", "Pack",
-      "InvertPermutation", "ConcatOffset", "StridedSliceGrad", "Cumsum", "Cumprod", "Conv2DBackpropInput",
-      "Conv2DBackpropFilter", "DepthwiseConv2DBackpropInput", "DepthwiseConv2DBackpropFilter", "MaxPoolGrad",
-      "AvgPoolGrad", "BiasAddGrad", "FusedBatchNormGrad", "LayerNormGrad", "LSTMCellGrad"};
+  static const std::set<std::string> kBackward = {"ReluGrad",
+                                                  "Relu6Grad",
+                                                  "EluGrad",
+                                                  "SeluGrad",
+                                                  "SoftplusGrad",
+                                                  "GeluGrad",
+                                                  "SigmoidGrad",
+                                                  "TanhGrad",
+                                                  "SqrtGrad",
+                                                  "RsqrtGrad",
+                                                  "ReciprocalGrad",
+                                                  "SumToShape",
+                                                  "BroadcastTo",
+                                                  "UnsortedSegmentSum",
+                                                  "Pack",
+                                                  "InvertPermutation",
+                                                  "ConcatOffset",
+                                                  "StridedSliceGrad",
+                                                  "Cumsum",
+                                                  "Cumprod",
+                                                  "Conv2DBackpropInput",
+                                                  "Conv2DBackpropFilter",
+                                                  "DepthwiseConv2DBackpropInput",
+                                                  "DepthwiseConv2DBackpropFilter",
+                                                  "MaxPoolGrad",
+                                                  "AvgPoolGrad",
+                                                  "BiasAddGrad",
+                                                  "FusedBatchNormGrad",
+                                                  "LayerNormGrad",
+                                                  "LSTMCellGrad"};
   // A loop's primitives are differentiated as a whole loop by the gradient
   // builder, not one op at a time (a cond's Switch and Merge have gradient
   // functions).
@@ -430,8 +509,9 @@ TEST(Gradients, EveryOpIsDifferentiableOrDeclaredNot) {
     if (NeedsNoGradient(*op)) continue;
     bool not_differentiable = false;
     const grad::GradFn* fn = registry.Find(op->name, &not_differentiable);
-    EXPECT_TRUE(fn != nullptr || not_differentiable) << op->name << " has no gradient function and is not declared "
-                                                         "not differentiable";
+    EXPECT_TRUE(fn != nullptr || not_differentiable) << op->name
+                                                     << " has no gradient function and is not declared "
+                                                        "not differentiable";
   }
 }
 
@@ -469,8 +549,8 @@ TEST(Gradients, GradYsWeightTheYs) {
   RuntimeEnv env;
   GraphBuilder b;
   Output x = b.Const(Tensor::FromVector<double>({1, 2}), "x");
-  Output y1 = b.Op("Mul", {x, x}, {}, "y1");      // d/dx = 2x
-  Output y2 = b.Op("Neg", {x}, {}, "y2");         // d/dx = -1
+  Output y1 = b.Op("Mul", {x, x}, {}, "y1");  // d/dx = 2x
+  Output y2 = b.Op("Neg", {x}, {}, "y2");     // d/dx = -1
   Output w1 = b.Const(Tensor::FromVector<double>({10, 100}));
   Output w2 = b.Const(Tensor::FromVector<double>({1, 1}));
   auto g = grad::AddGradients(b, {y1, y2}, {x}, {w1, w2});
@@ -518,8 +598,8 @@ TEST(Gradients, VariableGradientsSumEveryReadAndGather) {
   (void)init;
   Output w = b.Const(Tensor::FromVector<double>({1, 2, 3, 4, 5, 6, 7, 8}, Shape{4, 2}), "w");
   Output read = b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF64)}});
-  Output rows = b.Op("ResourceGather", {v, b.Const(Tensor::FromVector<int64_t>({1, 1, 3}))},
-                     {{"dtype", AttrValue(DType::kF64)}});
+  Output rows =
+      b.Op("ResourceGather", {v, b.Const(Tensor::FromVector<int64_t>({1, 1, 3}))}, {{"dtype", AttrValue(DType::kF64)}});
   Output loss = b.Op("Add", {b.Op("Sum", {b.Op("Mul", {read, w})}), b.Op("Sum", {rows})}, {}, "loss");
   auto g = grad::AddGradients(b, {loss}, {v});
   ASSERT_TRUE(g.ok()) << g.status().ToString();
@@ -557,8 +637,7 @@ TEST(Gradients, OnlyFloatingPointTensorsAreDifferentiated) {
   Output f = b.Const(Tensor::FromVector<double>({1, 2}), "f");
   auto g = grad::AddGradients(b, {i}, {f});
   ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().message(),
-            "gradients: y 'i' is i64; only floating-point tensors can be differentiated");
+  EXPECT_EQ(g.status().message(), "gradients: y 'i' is i64; only floating-point tensors can be differentiated");
   g = grad::AddGradients(b, {f}, {i});
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().message(),

@@ -80,38 +80,78 @@ Tensor Ones(Shape shape, float value = 1) {
 
 const std::vector<SizeCase>& Cases() {
   static const std::vector<SizeCase> cases = {
-      {"Fill", "dims", [](Builder& g, int64_t v) { g.Op("Fill", {g.I64({v, v}), g.Scalar(1)}); }},
-      {"Fill", "dims (one huge)", [](Builder& g, int64_t v) { g.Op("Fill", {g.I64({v}), g.Scalar(1)}); }},
-      {"Range", "limit", [](Builder& g, int64_t v) { g.Op("Range", {g.Scalar64(0), g.Scalar64(v), g.Scalar64(1)}); }},
-      {"Range", "start", [](Builder& g, int64_t v) { g.Op("Range", {g.Scalar64(-v), g.Scalar64(v), g.Scalar64(1)}); }},
+      {"Fill", "dims",
+       [](Builder& g, int64_t v) {
+         g.Op("Fill", {g.I64({v, v}), g.Scalar(1)});
+       }},
+      {"Fill", "dims (one huge)",
+       [](Builder& g, int64_t v) {
+         g.Op("Fill", {g.I64({v}), g.Scalar(1)});
+       }},
+      {"Range", "limit",
+       [](Builder& g, int64_t v) {
+         g.Op("Range", {g.Scalar64(0), g.Scalar64(v), g.Scalar64(1)});
+       }},
+      {"Range", "start",
+       [](Builder& g, int64_t v) {
+         g.Op("Range", {g.Scalar64(-v), g.Scalar64(v), g.Scalar64(1)});
+       }},
       {"Range", "limit (f32)",
-       [](Builder& g, int64_t v) { g.Op("Range", {g.Scalar(0), g.Scalar(static_cast<float>(v)), g.Scalar(1)}); }},
-      {"BroadcastTo", "shape", [](Builder& g, int64_t v) { g.Op("BroadcastTo", {g.F32({1}), g.I64({v, v})}); }},
-      {"Tile", "multiples", [](Builder& g, int64_t v) { g.Op("Tile", {g.F32({2, 2})}, {{"multiples", Ints({v, v})}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("Range", {g.Scalar(0), g.Scalar(static_cast<float>(v)), g.Scalar(1)});
+       }},
+      {"BroadcastTo", "shape",
+       [](Builder& g, int64_t v) {
+         g.Op("BroadcastTo", {g.F32({1}), g.I64({v, v})});
+       }},
+      {"Tile", "multiples",
+       [](Builder& g, int64_t v) {
+         g.Op("Tile", {g.F32({2, 2})}, {{"multiples", Ints({v, v})}});
+       }},
       {"Tile", "multiples (one huge)",
-       [](Builder& g, int64_t v) { g.Op("Tile", {g.F32({2, 2})}, {{"multiples", Ints({v, 1})}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("Tile", {g.F32({2, 2})}, {{"multiples", Ints({v, 1})}});
+       }},
       {"OneHot", "depth",
        [](Builder& g, int64_t v) {
          g.Op("OneHot", {g.I64({0, 1, 2, 3}, Shape{4})}, {{"depth", AttrValue(v)}});
        }},
       {"Pad", "paddings",
-       [](Builder& g, int64_t v) { g.Op("Pad", {g.F32({2, 2})}, {{"paddings", Ints({v, v, 0, 0})}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("Pad", {g.F32({2, 2})}, {{"paddings", Ints({v, v, 0, 0})}});
+       }},
       {"Pad", "paddings (before)",
-       [](Builder& g, int64_t v) { g.Op("Pad", {g.F32({2, 2})}, {{"paddings", Ints({v, 0, 0, 0})}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("Pad", {g.F32({2, 2})}, {{"paddings", Ints({v, 0, 0, 0})}});
+       }},
       {"ScatterNd", "shape",
        [](Builder& g, int64_t v) {
          g.Op("ScatterNd", {g.I64({0}, Shape{1, 1}), g.F32({1})}, {{"shape", Ints({v})}});
        }},
       {"UnsortedSegmentSum", "num_segments",
-       [](Builder& g, int64_t v) { g.Op("UnsortedSegmentSum", {g.F32({2}), g.I64({0, 1}), g.Scalar64(v)}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("UnsortedSegmentSum", {g.F32({2}), g.I64({0, 1}), g.Scalar64(v)});
+       }},
       {"RandomUniform", "shape",
-       [](Builder& g, int64_t v) { g.Op("RandomUniform", {g.I64({v, v})}, {{"dtype", AttrValue(DType::kF32)}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("RandomUniform", {g.I64({v, v})}, {{"dtype", AttrValue(DType::kF32)}});
+       }},
       {"RandomNormal", "shape",
-       [](Builder& g, int64_t v) { g.Op("RandomNormal", {g.I64({v})}, {{"dtype", AttrValue(DType::kF32)}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("RandomNormal", {g.I64({v})}, {{"dtype", AttrValue(DType::kF32)}});
+       }},
       {"TruncatedNormal", "shape",
-       [](Builder& g, int64_t v) { g.Op("TruncatedNormal", {g.I64({v, 3})}, {{"dtype", AttrValue(DType::kF32)}}); }},
-      {"Reshape", "shape", [](Builder& g, int64_t v) { g.Op("Reshape", {g.F32({4}), g.I64({v, v})}); }},
-      {"Reshape", "shape (with -1)", [](Builder& g, int64_t v) { g.Op("Reshape", {g.F32({4}), g.I64({v, -1})}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("TruncatedNormal", {g.I64({v, 3})}, {{"dtype", AttrValue(DType::kF32)}});
+       }},
+      {"Reshape", "shape",
+       [](Builder& g, int64_t v) {
+         g.Op("Reshape", {g.F32({4}), g.I64({v, v})});
+       }},
+      {"Reshape", "shape (with -1)",
+       [](Builder& g, int64_t v) {
+         g.Op("Reshape", {g.F32({4}), g.I64({v, -1})});
+       }},
       {"Placeholder", "shape",
        [](Builder& g, int64_t v) {
          g.Op("Placeholder", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{v, v})}});
@@ -121,14 +161,21 @@ const std::vector<SizeCase>& Cases() {
          g.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{v, v})}});
        }},
       {"Slice", "begin",
-       [](Builder& g, int64_t v) { g.Op("Slice", {g.F32({4})}, {{"begin", Ints({v})}, {"size", Ints({1})}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("Slice", {g.F32({4})}, {{"begin", Ints({v})}, {"size", Ints({1})}});
+       }},
       {"Slice", "size",
-       [](Builder& g, int64_t v) { g.Op("Slice", {g.F32({4})}, {{"begin", Ints({1})}, {"size", Ints({v})}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("Slice", {g.F32({4})}, {{"begin", Ints({1})}, {"size", Ints({v})}});
+       }},
       {"StridedSliceGrad", "shape",
        [](Builder& g, int64_t v) {
          g.Op("StridedSliceGrad", {g.I64({v, v}), g.I64({0, 0}), g.I64({1, 1}), g.I64({1, 1}), g.F32({1, 1})});
        }},
-      {"SumToShape", "shape", [](Builder& g, int64_t v) { g.Op("SumToShape", {g.F32({2}), g.I64({v, v})}); }},
+      {"SumToShape", "shape",
+       [](Builder& g, int64_t v) {
+         g.Op("SumToShape", {g.F32({2}), g.I64({v, v})});
+       }},
       {"AvgPoolGrad", "orig_input_shape",
        [](Builder& g, int64_t v) {
          g.Op("AvgPoolGrad", {g.I64({1, v, v, 1}), g.F32({1, 1, 1, 1})},
@@ -142,7 +189,9 @@ const std::vector<SizeCase>& Cases() {
          g.Op("AvgPool", {g.F32({1, 2, 2, 1})},
               {{"ksize", Ints({1, v, v, 1})}, {"strides", Ints({1, 1, 1, 1})}, {"padding", AttrValue("SAME")}});
        },
-       [] { return Ones({1, 2, 2, 1}); }},
+       [] {
+         return Ones({1, 2, 2, 1});
+       }},
       {"AvgPool", "ksize (VALID)",
        [](Builder& g, int64_t v) {
          g.Op("AvgPool", {g.F32({1, 2, 2, 1})},
@@ -154,13 +203,17 @@ const std::vector<SizeCase>& Cases() {
          g.Op("MaxPool", {g.F32({1, 2, 2, 1})},
               {{"ksize", Ints({1, 2, 2, 1})}, {"strides", Ints({1, v, v, 1})}, {"padding", AttrValue("SAME")}});
        },
-       [] { return Ones({1, 1, 1, 1}); }},
+       [] {
+         return Ones({1, 1, 1, 1});
+       }},
       {"MaxPool", "ksize (SAME)",
        [](Builder& g, int64_t v) {
          g.Op("MaxPool", {g.F32({1, 2, 2, 1})},
               {{"ksize", Ints({1, v, v, 1})}, {"strides", Ints({1, 1, 1, 1})}, {"padding", AttrValue("SAME")}});
        },
-       [] { return Ones({1, 2, 2, 1}); }},
+       [] {
+         return Ones({1, 2, 2, 1});
+       }},
       {"MaxPool", "ksize (VALID)",
        [](Builder& g, int64_t v) {
          g.Op("MaxPool", {g.F32({1, 2, 2, 1})},
@@ -183,7 +236,9 @@ const std::vector<SizeCase>& Cases() {
          g.Op("Conv2D", {g.F32({1, 3, 3, 1}), g.F32({2, 2, 1, 1})},
               {{"strides", Ints({1, v, v, 1})}, {"padding", AttrValue("SAME")}});
        },
-       [] { return Ones({1, 1, 1, 1}, 4); }},
+       [] {
+         return Ones({1, 1, 1, 1}, 4);
+       }},
       {"Conv2DBackpropInput", "input_sizes",
        [](Builder& g, int64_t v) {
          g.Op("Conv2DBackpropInput", {g.I64({1, v, v, 1}), g.F32({1, 1, 1, 1}), g.F32({1, 1, 1, 1})},
@@ -218,17 +273,42 @@ const std::vector<SizeCase>& Cases() {
          g.Op("DynamicPartition", {g.F32({2}), g.In(Tensor::FromVector<int32_t>({0, 1}, Shape{2}))},
               {{"num_partitions", AttrValue(v)}});
        }},
-      {"AddN", "N", [](Builder& g, int64_t v) { g.Op("AddN", {g.F32({2}), g.F32({2})}, {{"N", AttrValue(v)}}); }},
+      {"AddN", "N",
+       [](Builder& g, int64_t v) {
+         g.Op("AddN", {g.F32({2}), g.F32({2})}, {{"N", AttrValue(v)}});
+       }},
       {"ExpandDims", "axis",
-       [](Builder& g, int64_t v) { g.Op("ExpandDims", {g.F32({2})}, {{"axis", AttrValue(v)}}); }},
-      {"Gather", "indices", [](Builder& g, int64_t v) { g.Op("Gather", {g.F32({4}), g.I64({v})}); }},
-      {"GatherNd", "indices", [](Builder& g, int64_t v) { g.Op("GatherNd", {g.F32({4}), g.I64({v}, Shape{1, 1})}); }},
-      {"Cumsum", "axis", [](Builder& g, int64_t v) { g.Op("Cumsum", {g.F32({4}), g.Scalar64(v)}); }},
-      {"Sum", "axis", [](Builder& g, int64_t v) { g.Op("Sum", {g.F32({4})}, {{"axis", Ints({v})}}); }},
-      {"Transpose", "perm", [](Builder& g, int64_t v) { g.Op("Transpose", {g.F32({2, 2})}, {{"perm", Ints({v, 0})}}); }},
-      {"Softmax", "axis", [](Builder& g, int64_t v) { g.Op("Softmax", {g.F32({4})}, {{"axis", AttrValue(v)}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("ExpandDims", {g.F32({2})}, {{"axis", AttrValue(v)}});
+       }},
+      {"Gather", "indices",
+       [](Builder& g, int64_t v) {
+         g.Op("Gather", {g.F32({4}), g.I64({v})});
+       }},
+      {"GatherNd", "indices",
+       [](Builder& g, int64_t v) {
+         g.Op("GatherNd", {g.F32({4}), g.I64({v}, Shape{1, 1})});
+       }},
+      {"Cumsum", "axis",
+       [](Builder& g, int64_t v) {
+         g.Op("Cumsum", {g.F32({4}), g.Scalar64(v)});
+       }},
+      {"Sum", "axis",
+       [](Builder& g, int64_t v) {
+         g.Op("Sum", {g.F32({4})}, {{"axis", Ints({v})}});
+       }},
+      {"Transpose", "perm",
+       [](Builder& g, int64_t v) {
+         g.Op("Transpose", {g.F32({2, 2})}, {{"perm", Ints({v, 0})}});
+       }},
+      {"Softmax", "axis",
+       [](Builder& g, int64_t v) {
+         g.Op("Softmax", {g.F32({4})}, {{"axis", AttrValue(v)}});
+       }},
       {"Concat", "axis",
-       [](Builder& g, int64_t v) { g.Op("Concat", {g.F32({2}), g.F32({2})}, {{"axis", AttrValue(v)}}); }},
+       [](Builder& g, int64_t v) {
+         g.Op("Concat", {g.F32({2}), g.F32({2})}, {{"axis", AttrValue(v)}});
+       }},
   };
   return cases;
 }
@@ -259,7 +339,8 @@ class HugeShapeTest : public ::testing::Test {
     std::vector<std::string> fetches;
     for (int i = 0; i < node->num_outputs(); ++i) fetches.push_back(InputRefString("op", i));
     std::vector<Tensor> ignored;
-    return (*session)->Run(g.feeds, fetches, fetches.empty() ? std::vector<std::string>{"op"} : std::vector<std::string>{},
+    return (*session)->Run(g.feeds, fetches,
+                           fetches.empty() ? std::vector<std::string>{"op"} : std::vector<std::string>{},
                            out != nullptr ? out : &ignored);
   }
 
@@ -392,11 +473,32 @@ TEST_F(HugeShapeTest, AFloatRangeToInfinityIsRefused) {
 // a window or an index. Every op with one must have a case above, or a
 // reason here.
 TEST_F(HugeShapeTest, EveryOpThatTakesASizeIsHere) {
-  static const std::set<std::string> kSizeNames = {
-      "dims",         "shape",      "limit",   "num_segments", "multiples",      "paddings",   "depth",
-      "size",         "begin",      "ksize",   "strides",      "dilations",      "input_sizes", "filter_sizes",
-      "orig_input_shape", "num_split", "num_partitions", "N",   "indices",        "n",          "capacity",
-      "index",        "parallel_iterations", "num_shards", "shard", "min_after_dequeue"};
+  static const std::set<std::string> kSizeNames = {"dims",
+                                                   "shape",
+                                                   "limit",
+                                                   "num_segments",
+                                                   "multiples",
+                                                   "paddings",
+                                                   "depth",
+                                                   "size",
+                                                   "begin",
+                                                   "ksize",
+                                                   "strides",
+                                                   "dilations",
+                                                   "input_sizes",
+                                                   "filter_sizes",
+                                                   "orig_input_shape",
+                                                   "num_split",
+                                                   "num_partitions",
+                                                   "N",
+                                                   "indices",
+                                                   "n",
+                                                   "capacity",
+                                                   "index",
+                                                   "parallel_iterations",
+                                                   "num_shards",
+                                                   "shard",
+                                                   "min_after_dequeue"};
   static const std::map<std::string, std::string> kElsewhere = {
       {"StridedSlice", "begin/end are indices clamped as NumPy clamps them; the edge-case suite covers them"},
       {"ResourceGather", "variable_test.cc: an index out of range is an error naming it"},

@@ -26,7 +26,9 @@ using Feeds = std::vector<std::pair<std::string, Tensor>>;
 constexpr char kTwoCpus[] = "[devices.cpu]\ncount = 2\n[plugins]\ndisable = [\"opencl\", \"cuda\", \"hip\"]\n";
 constexpr char kCpuAndOpenCl[] = "[plugins]\ndisable = [\"cuda\", \"hip\"]\n";
 
-std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+std::vector<float> Floats(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
+}
 
 Tensor Wavy(const Shape& shape, float scale, float phase) {
   std::vector<float> v(static_cast<std::size_t>(shape.num_elements()));
@@ -68,7 +70,10 @@ std::vector<std::string> Recurrence(GraphBuilder& b, const std::string& device, 
   WhileOptions options;
   options.parallel_iterations = 4;
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int64_t>(12)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int64_t>(12)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output product;
         {
@@ -133,31 +138,38 @@ TEST(LoopAcrossDevices, TheGradientOfASplitLoop) {
 std::vector<std::string> CondAndNestedLoop(GraphBuilder& b, const std::string& device) {
   Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(9)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(9)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output third = b.Op("Equal", {b.Op("FloorMod", {v[0], b.Scalar<int32_t>(3)}), b.Scalar<int32_t>(0)});
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs c, Cond(
-                           b, third,
-                           [&]() -> Expected<Outputs> {
-                             std::optional<GraphBuilder::Scope> pin;
-                             if (!device.empty()) pin.emplace(b.DeviceScope(device));
-                             return Outputs{b.Op("Mul", {v[1], b.Scalar<float>(2)}, {}, "twice")};
-                           },
-                           [&]() -> Expected<Outputs> { return Outputs{b.Op("Sub", {v[1], b.Scalar<float>(1)})}; }));
+        WEFT_ASSIGN_OR_RETURN(Outputs c, Cond(
+                                             b, third,
+                                             [&]() -> Expected<Outputs> {
+                                               std::optional<GraphBuilder::Scope> pin;
+                                               if (!device.empty()) pin.emplace(b.DeviceScope(device));
+                                               return Outputs{b.Op("Mul", {v[1], b.Scalar<float>(2)}, {}, "twice")};
+                                             },
+                                             [&]() -> Expected<Outputs> {
+                                               return Outputs{b.Op("Sub", {v[1], b.Scalar<float>(1)})};
+                                             }));
         Output as_float = b.Op("Cast", {v[0]}, {{"DstT", AttrValue(DType::kF32)}});
         WhileOptions inner;
         inner.name = "inner";
         WEFT_ASSIGN_OR_RETURN(
-            Outputs in, WhileLoop(
-                            b, [&](const Outputs& u) -> Expected<Output> { return b.Op("Less", {u[0], b.Scalar<int32_t>(2)}); },
-                            [&](const Outputs& u) -> Expected<Outputs> {
-                              std::optional<GraphBuilder::Scope> pin;
-                              if (!device.empty()) pin.emplace(b.DeviceScope(device));
-                              return Outputs{b.Op("Add", {u[0], b.Scalar<int32_t>(1)}),
-                                             b.Op("Add", {u[1], as_float}, {}, "add_i")};
-                            },
-                            {b.Scalar<int32_t>(0), c[0]}, inner));
+            Outputs in,
+            WhileLoop(
+                b,
+                [&](const Outputs& u) -> Expected<Output> {
+                  return b.Op("Less", {u[0], b.Scalar<int32_t>(2)});
+                },
+                [&](const Outputs& u) -> Expected<Outputs> {
+                  std::optional<GraphBuilder::Scope> pin;
+                  if (!device.empty()) pin.emplace(b.DeviceScope(device));
+                  return Outputs{b.Op("Add", {u[0], b.Scalar<int32_t>(1)}), b.Op("Add", {u[1], as_float}, {}, "add_i")};
+                },
+                {b.Scalar<int32_t>(0), c[0]}, inner));
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), in[1]};
       },
       {b.Scalar<int32_t>(0), x});
@@ -209,7 +221,8 @@ TEST(LoopAcrossDevices, CpuAndOpenCl) {
     }
   }
   auto cond_one = RunBuilt(env, CondAndNestedLoop, "/device:CPU:0", {{"x", Tensor::FromVector<float>({1.5f, -4})}});
-  auto cond_split = RunBuilt(env, CondAndNestedLoop, "/device:OPENCL:0", {{"x", Tensor::FromVector<float>({1.5f, -4})}});
+  auto cond_split =
+      RunBuilt(env, CondAndNestedLoop, "/device:OPENCL:0", {{"x", Tensor::FromVector<float>({1.5f, -4})}});
   ASSERT_EQ(cond_one.size(), 1u);
   ASSERT_EQ(cond_split.size(), 1u);
   EXPECT_EQ(Floats(cond_one[0]), Floats(cond_split[0]));

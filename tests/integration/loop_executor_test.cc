@@ -53,7 +53,9 @@ TEST(LoopExecutor, HeldBackValuesAreDeliveredWhenIterationsFinishOutOfOrder) {
       Output limit = b.Placeholder(DType::kI64, Shape{}, "n");
       std::vector<Output> out = testing::RawLoop(
           b, "loop", parallel, {b.Scalar<int64_t>(0, "i0"), b.Scalar<int64_t>(-1, "t0")}, {limit},
-          [&b](const std::vector<Output>& v, const std::vector<Output>& inv) { return b.Op("Less", {v[0], inv[0]}); },
+          [&b](const std::vector<Output>& v, const std::vector<Output>& inv) {
+            return b.Op("Less", {v[0], inv[0]});
+          },
           [&b, chain](const std::vector<Output>& v, const std::vector<Output>&, const testing::InFrame& in) {
             Output t = b.Op("Mul", {v[0], in(3)});
             for (int k = 0; k < chain; ++k) t = b.Op("Identity", {t});
@@ -65,8 +67,8 @@ TEST(LoopExecutor, HeldBackValuesAreDeliveredWhenIterationsFinishOutOfOrder) {
         std::vector<Tensor> fetched;
         ASSERT_TRUE(session->Run({{"n", Tensor::Scalar<int64_t>(n)}}, {"t"}, {}, &fetched).ok());
         // The last iteration run is i = n - 1, so t = 3(n - 1).
-        EXPECT_EQ(fetched[0].scalar<int64_t>(), 3 * (n - 1)) << "chain " << chain << ", parallel " << parallel
-                                                             << ", n " << n;
+        EXPECT_EQ(fetched[0].scalar<int64_t>(), 3 * (n - 1))
+            << "chain " << chain << ", parallel " << parallel << ", n " << n;
       }
     }
   }
@@ -95,25 +97,25 @@ TEST(LoopExecutor, ACondTakesOneBranch) {
   Output pred = b.Placeholder(DType::kBool, Shape{}, "pred");
   std::vector<Output> sw = b.AddNode("Switch", {x, pred}, {}, "switch");
   Output doubled = b.Op("Mul", {sw[1], b.Op("Identity", {sw[1]})}, {}, "square");  // true: x*x
-  Output shifted = b.Op("Neg", {sw[0]}, {}, "neg");                                   // false: -x
+  Output shifted = b.Op("Neg", {sw[0]}, {}, "neg");                                // false: -x
   std::vector<Output> merged = b.AddNode("Merge", {shifted, doubled}, {}, "merge");
   b.Op("Identity", {merged[0]}, {}, "y");
   b.Op("Identity", {merged[1]}, {}, "which");
   auto session = env.Session(b);
   std::vector<Tensor> out;
-  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(3)}, {"pred", Tensor::Scalar<bool>(true)}}, {"y", "which"}, {},
-                           &out)
-                  .ok());
+  ASSERT_TRUE(
+      session->Run({{"x", Tensor::Scalar<float>(3)}, {"pred", Tensor::Scalar<bool>(true)}}, {"y", "which"}, {}, &out)
+          .ok());
   EXPECT_EQ(out[0].scalar<float>(), 9);
   EXPECT_EQ(out[1].scalar<int32_t>(), 1);
-  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(3)}, {"pred", Tensor::Scalar<bool>(false)}}, {"y", "which"},
-                           {}, &out)
-                  .ok());
+  ASSERT_TRUE(
+      session->Run({{"x", Tensor::Scalar<float>(3)}, {"pred", Tensor::Scalar<bool>(false)}}, {"y", "which"}, {}, &out)
+          .ok());
   EXPECT_EQ(out[0].scalar<float>(), -3);
   EXPECT_EQ(out[1].scalar<int32_t>(), 0);
   // Fetching the branch not taken is an error, not a hang or garbage.
-  Status s = session->Run({{"x", Tensor::Scalar<float>(3)}, {"pred", Tensor::Scalar<bool>(false)}}, {"square"}, {},
-                          &out);
+  Status s =
+      session->Run({{"x", Tensor::Scalar<float>(3)}, {"pred", Tensor::Scalar<bool>(false)}}, {"square"}, {}, &out);
   EXPECT_NE(s.message().find("the fetched value is dead: it comes from the branch of a cond that was not taken"),
             std::string::npos)
       << s.ToString();
@@ -152,8 +154,8 @@ TEST(LoopExecutor, ALoopInABranchNotTakenGivesDeadExits) {
   b.Op("Identity", {merged[0]}, {}, "y");
   auto session = env.Session(b);
   std::vector<Tensor> out;
-  ASSERT_TRUE(session->Run({{"n", Tensor::Scalar<int64_t>(5)}, {"pred", Tensor::Scalar<bool>(true)}}, {"y"}, {}, &out)
-                  .ok());
+  ASSERT_TRUE(
+      session->Run({{"n", Tensor::Scalar<int64_t>(5)}, {"pred", Tensor::Scalar<bool>(true)}}, {"y"}, {}, &out).ok());
   EXPECT_EQ(out[0].scalar<int64_t>(), 10);
   Status st = session->Run({{"n", Tensor::Scalar<int64_t>(5)}, {"pred", Tensor::Scalar<bool>(false)}}, {"y"}, {}, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();

@@ -40,7 +40,9 @@ std::vector<Output> RawLoop(GraphBuilder& b, const std::string& name, int parall
 std::pair<Output, Output> SumLoop(GraphBuilder& b, const Output& n, int parallel, const std::string& name) {
   std::vector<Output> out = RawLoop(
       b, name, parallel, {b.Scalar<int64_t>(0, name + "_i0"), b.Scalar<int64_t>(0, name + "_s0")}, {n},
-      [&b](const std::vector<Output>& v, const std::vector<Output>& inv) { return b.Op("Less", {v[0], inv[0]}); },
+      [&b](const std::vector<Output>& v, const std::vector<Output>& inv) {
+        return b.Op("Less", {v[0], inv[0]});
+      },
       [&b](const std::vector<Output>& v, const std::vector<Output>&, const InFrame& in) {
         Output i_next = b.Op("Add", {v[0], in(1)}, {}, "i_next");
         Output s_next = b.Op("Add", {v[1], v[0]}, {}, "s_next");
@@ -52,7 +54,9 @@ std::pair<Output, Output> SumLoop(GraphBuilder& b, const Output& n, int parallel
 Output NestedProductSum(GraphBuilder& b, const Output& a, const Output& c, int parallel) {
   std::vector<Output> out = RawLoop(
       b, "outer", parallel, {b.Scalar<int64_t>(0, "i0"), b.Scalar<int64_t>(0, "total0")}, {a, c},
-      [&b](const std::vector<Output>& v, const std::vector<Output>& inv) { return b.Op("Less", {v[0], inv[0]}); },
+      [&b](const std::vector<Output>& v, const std::vector<Output>& inv) {
+        return b.Op("Less", {v[0], inv[0]});
+      },
       [&b, parallel](const std::vector<Output>& v, const std::vector<Output>& inv, const InFrame& in) {
         const Output i = v[0];
         std::vector<Output> inner = RawLoop(
@@ -73,7 +77,9 @@ Output NestedProductSum(GraphBuilder& b, const Output& a, const Output& c, int p
 Output GatherLoop(GraphBuilder& b, const Output& n, const Output& table) {
   std::vector<Output> out = RawLoop(
       b, "gloop", 1, {b.Scalar<int64_t>(0, "g_i0"), b.Scalar<float>(0, "g_acc0")}, {n, table},
-      [&b](const std::vector<Output>& v, const std::vector<Output>& inv) { return b.Op("Less", {v[0], inv[0]}); },
+      [&b](const std::vector<Output>& v, const std::vector<Output>& inv) {
+        return b.Op("Less", {v[0], inv[0]});
+      },
       [&b](const std::vector<Output>& v, const std::vector<Output>& inv, const InFrame& in) {
         Output value = b.Op("Gather", {inv[1], v[0]}, {}, "gather");
         return std::vector<Output>{b.Op("Add", {v[0], in(1)}), b.Op("Add", {v[1], value})};

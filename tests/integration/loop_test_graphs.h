@@ -16,8 +16,8 @@ namespace weft::testing {
 // |in| makes a scalar constant inside the loop's frame.
 using InFrame = std::function<Output(int64_t value)>;
 using LoopCondFn = std::function<Output(const std::vector<Output>& vars, const std::vector<Output>& invariants)>;
-using LoopBodyFn = std::function<std::vector<Output>(const std::vector<Output>& vars, const std::vector<Output>& invariants,
-                                                     const InFrame& in)>;
+using LoopBodyFn = std::function<std::vector<Output>(const std::vector<Output>& vars,
+                                                     const std::vector<Output>& invariants, const InFrame& in)>;
 
 // A while loop in frame |name| (also its name scope): |init| are the loop
 // variables, |invariants| the values every iteration reads. Returns the

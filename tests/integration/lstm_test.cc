@@ -74,8 +74,7 @@ struct CellCase {
 // b, the loss L = sum(c * wc) + sum(h * wh) (or only the second term), and
 // its gradients; returns the
 // fetch names: c, h, gates, then dL/dx, dc_prev, dh_prev, dw, db.
-std::vector<std::string> BuildCell(GraphBuilder& b, const CellCase& k, bool fused, const Tensor& wc,
-                                   const Tensor& wh) {
+std::vector<std::string> BuildCell(GraphBuilder& b, const CellCase& k, bool fused, const Tensor& wc, const Tensor& wh) {
   const int64_t n = k.batch, in = k.input, hd = k.hidden;
   std::vector<Output> ins = {b.Placeholder(k.dtype, Shape{n, in}, "x"), b.Placeholder(k.dtype, Shape{n, hd}, "c_prev"),
                              b.Placeholder(k.dtype, Shape{n, hd}, "h_prev"),
@@ -129,18 +128,15 @@ TEST_P(FusedAndComposed, AgreeForwardAndBackward) {
   for (std::size_t i = 0; i < 8; ++i) ExpectClose(results[1][i], results[0][i], tolerance, names[i]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cells, FusedAndComposed,
-                         ::testing::Values(CellCase{DType::kF64, 3, 5, 4, 1.0, true},
-                                           CellCase{DType::kF32, 3, 5, 4, 1.0, true},
-                                           CellCase{DType::kF64, 7, 3, 6, 0.5, true},
-                                           CellCase{DType::kF32, 64, 32, 48, 0.0, true},
-                                           CellCase{DType::kF64, 1, 1, 1, 2.0, true},
-                                           CellCase{DType::kF64, 4, 3, 5, 1.0, false}),
-                         [](const ::testing::TestParamInfo<CellCase>& p) {
-                           return StrCat(p.param.dtype == DType::kF64 ? "f64" : "f32", "_b", p.param.batch, "_i",
-                                         p.param.input, "_h", p.param.hidden, "_fb",
-                                         static_cast<int>(p.param.forget_bias * 10), p.param.use_c ? "" : "_h_only");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cells, FusedAndComposed,
+    ::testing::Values(CellCase{DType::kF64, 3, 5, 4, 1.0, true}, CellCase{DType::kF32, 3, 5, 4, 1.0, true},
+                      CellCase{DType::kF64, 7, 3, 6, 0.5, true}, CellCase{DType::kF32, 64, 32, 48, 0.0, true},
+                      CellCase{DType::kF64, 1, 1, 1, 2.0, true}, CellCase{DType::kF64, 4, 3, 5, 1.0, false}),
+    [](const ::testing::TestParamInfo<CellCase>& p) {
+      return StrCat(p.param.dtype == DType::kF64 ? "f64" : "f32", "_b", p.param.batch, "_i", p.param.input, "_h",
+                    p.param.hidden, "_fb", static_cast<int>(p.param.forget_bias * 10), p.param.use_c ? "" : "_h_only");
+    });
 
 // One cell on constants of the given shapes (for the shape errors).
 Status BuildWithShapes(const Shape& x, const Shape& c, const Shape& h, const Shape& w, const Shape& bias) {
@@ -159,27 +155,59 @@ TEST(LstmCell, ShapeErrorsNameTheInputAndTheExpectedShape) {
     const char* message;
   };
   const Bad cases[] = {
-      {{2, 3}, {2, 4}, {2, 4}, {6, 16}, {16},
+      {{2, 3},
+       {2, 4},
+       {2, 4},
+       {6, 16},
+       {16},
        "w has shape [6,16], expected [input + hidden, 4 * hidden] = [7,16] (batch 2, input 3, hidden 4)"},
-      {{2, 3}, {2, 4}, {2, 4}, {7, 12}, {16},
+      {{2, 3},
+       {2, 4},
+       {2, 4},
+       {7, 12},
+       {16},
        "w has shape [7,12], expected [input + hidden, 4 * hidden] = [7,16] (batch 2, input 3, hidden 4)"},
-      {{2, 3}, {2, 4}, {2, 4}, {7, 10}, {16},
+      {{2, 3},
+       {2, 4},
+       {2, 4},
+       {7, 10},
+       {16},
        "w has shape [7,10]: dimension 1 (10) must be 4 * hidden, one block per gate i, f, g, o"},
       {{2, 3}, {2, 4}, {2, 4}, {7, 16, 1}, {16}, "w must have rank 2 ([input + hidden, 4 * hidden]), got [7,16,1]"},
-      {{2, 3}, {2, 4}, {2, 4}, {7, 16}, {12},
+      {{2, 3},
+       {2, 4},
+       {2, 4},
+       {7, 16},
+       {12},
        "b has shape [12], expected [4 * hidden] = [16] (batch 2, input 3, hidden 4)"},
-      {{2, 3}, {2, 4}, {3, 4}, {7, 16}, {16},
+      {{2, 3},
+       {2, 4},
+       {3, 4},
+       {7, 16},
+       {16},
        "h_prev has shape [3,4], expected [batch, hidden] = [2,4] (batch 2, input 3, hidden 4)"},
       {{3}, {2, 4}, {2, 4}, {7, 16}, {16}, "x must have rank 2 ([batch, input]), got [3]"},
-      {Shape::UnknownRank(), {2, 4}, {2, 4}, {3, 16}, {16},
+      {Shape::UnknownRank(),
+       {2, 4},
+       {2, 4},
+       {3, 16},
+       {16},
        "w has shape [3,16]: dimension 0 (3) must be input + hidden, at least hidden = 4"},
       // Input and hidden both from w when x and the states are unknown;
       // the batch stays unknown.
-      {Shape::UnknownRank(), Shape::UnknownRank(), Shape::UnknownRank(), {7, 16}, {12},
+      {Shape::UnknownRank(),
+       Shape::UnknownRank(),
+       Shape::UnknownRank(),
+       {7, 16},
+       {12},
        "b has shape [12], expected [4 * hidden] = [16] (batch ?, input 3, hidden 4)"},
       // With x and c_prev unknown, h_prev gives the hidden size, and w
       // disagrees with it.
-      {Shape::UnknownRank(), Shape::UnknownRank(), {2, 5}, {7, 16}, {16},
+      {Shape::UnknownRank(),
+       Shape::UnknownRank(),
+       {2, 5},
+       {7, 16},
+       {16},
        "w has shape [7,16], expected [input + hidden, 4 * hidden] = [7,20] (batch 2, input 2, hidden 5)"},
   };
   for (const Bad& bad : cases) {
@@ -191,12 +219,13 @@ TEST(LstmCell, ShapeErrorsNameTheInputAndTheExpectedShape) {
 TEST(LstmCellGrad, ShapeErrorsNameTheInput) {
   GraphBuilder b;
   std::vector<Output> ins;
-  for (const Shape& s : {Shape{2, 3}, Shape{2, 4}, Shape{2, 4}, Shape{7, 16}, Shape{2, 4}, Shape{2, 12}, Shape{2, 4},
-                         Shape{2, 4}}) {
+  for (const Shape& s :
+       {Shape{2, 3}, Shape{2, 4}, Shape{2, 4}, Shape{7, 16}, Shape{2, 4}, Shape{2, 12}, Shape{2, 4}, Shape{2, 4}}) {
     ins.push_back(b.Placeholder(DType::kF64, s, StrCat("in", ins.size())));
   }
   b.AddNode("LSTMCellGrad", ins, {}, "grad");
-  EXPECT_TRUE(Contains(b.status().message(), "gates has shape [2,12], expected [batch, 4 * hidden] = [2,16] (batch 2, input 3, hidden 4)"));
+  EXPECT_TRUE(Contains(b.status().message(),
+                       "gates has shape [2,12], expected [batch, 4 * hidden] = [2,16] (batch 2, input 3, hidden 4)"));
 }
 
 // Shapes unknown while building reach the kernel, which checks them again.
@@ -262,12 +291,13 @@ TEST(LstmCell, AnEmptyBatchGivesEmptyOutputsAndZeroWeightGradients) {
 TEST(LstmCell, OnlyCAndHAreDifferentiable) {
   GraphBuilder b;
   std::vector<Output> ins = {b.Placeholder(DType::kF64, Shape{2, 3}, "x"), b.Placeholder(DType::kF64, Shape{2, 4}, "c"),
-                             b.Placeholder(DType::kF64, Shape{2, 4}, "h"), b.Placeholder(DType::kF64, Shape{7, 16}, "w"),
-                             b.Placeholder(DType::kF64, Shape{16}, "b")};
+                             b.Placeholder(DType::kF64, Shape{2, 4}, "h"),
+                             b.Placeholder(DType::kF64, Shape{7, 16}, "w"), b.Placeholder(DType::kF64, Shape{16}, "b")};
   std::vector<Output> outs = b.AddNode("LSTMCell", ins, {}, "cell");
   auto grads = grad::AddGradients(b, {outs[2]}, {ins[0]});
   ASSERT_FALSE(grads.ok());
-  EXPECT_TRUE(Contains(grads.status().message(), "differentiating the gates output of LSTMCell (only c and h are differentiable)"));
+  EXPECT_TRUE(Contains(grads.status().message(),
+                       "differentiating the gates output of LSTMCell (only c and h are differentiable)"));
 }
 
 }  // namespace

@@ -22,9 +22,9 @@
 #include <sstream>
 #include <vector>
 
+#include "core/grad/gradients.h"
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
-#include "core/grad/gradients.h"
 #include "tests/integration/runtime_env.h"
 #include "tests/integration/subprocess.h"
 
@@ -271,8 +271,9 @@ TEST_F(OpenClDevice, NoMatchingPlatformMakesThePluginUnavailable) {
     if (info.name != "opencl") continue;
     listed = true;
     EXPECT_EQ(info.state, plugin::PluginState::kUnavailable);
-    EXPECT_TRUE(info.reason.starts_with("no OpenCL platform matches devices.opencl.platform = \"no-such-platform\" "
-                                        "(the platforms are \""))
+    EXPECT_TRUE(
+        info.reason.starts_with("no OpenCL platform matches devices.opencl.platform = \"no-such-platform\" "
+                                "(the platforms are \""))
         << info.reason;
     EXPECT_TRUE(info.reason.ends_with("); set it to part of one of those names, or remove it")) << info.reason;
   }
@@ -281,7 +282,8 @@ TEST_F(OpenClDevice, NoMatchingPlatformMakesThePluginUnavailable) {
   // `weft plugins` lists it as unavailable and succeeds.
   const fs::path config = fs::temp_directory_path() / StrCat("weft_opencl_test_", getpid(), ".toml");
   std::ofstream(config) << "[devices.opencl]\nplatform = \"no-such-platform\"\n";
-  testing::ProcessResult r = testing::Run({WEFT_CLI, "--config", config.string(), "plugins"}, {{"WEFT_PLUGIN_PATH", ""}});
+  testing::ProcessResult r =
+      testing::Run({WEFT_CLI, "--config", config.string(), "plugins"}, {{"WEFT_PLUGIN_PATH", ""}});
   fs::remove(config);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   bool row = false;
@@ -312,8 +314,8 @@ TEST(OpenClPlugin, NoPlatformAtAllIsUnavailableWithTheFix) {
   // OCL_ICD_VENDORS: an empty folder means none.
   const fs::path empty = fs::temp_directory_path() / StrCat("weft_opencl_no_icd_", getpid());
   fs::create_directories(empty);
-  testing::ProcessResult r = testing::Run({WEFT_CLI, "plugins", "--json"},
-                                          {{"WEFT_PLUGIN_PATH", ""}, {"OCL_ICD_VENDORS", empty.string()}});
+  testing::ProcessResult r =
+      testing::Run({WEFT_CLI, "plugins", "--json"}, {{"WEFT_PLUGIN_PATH", ""}, {"OCL_ICD_VENDORS", empty.string()}});
   fs::remove_all(empty);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"name\":\"opencl\""), std::string::npos) << r.out;
@@ -351,8 +353,7 @@ TEST(OpenClKernels, ASourceThatDoesNotBuildNamesProgramDeviceAndCompilerLog) {
     ASSERT_FALSE(s.ok());
     const std::string m = s.message();
     EXPECT_EQ(s.code(), Code::kInternal) << m;
-    EXPECT_TRUE(m.starts_with("node 'relu' (Relu) on /device:OPENCL:0: OpenCL program 'elementwise' (-DT=float "))
-        << m;
+    EXPECT_TRUE(m.starts_with("node 'relu' (Relu) on /device:OPENCL:0: OpenCL program 'elementwise' (-DT=float ")) << m;
     EXPECT_NE(m.find(StrCat(") from ", dir.string(), "/elementwise.cl failed to build on ")), std::string::npos) << m;
     EXPECT_NE(m.find(" (/device:OPENCL:0): clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11); the compiler says:\n"),
               std::string::npos)
@@ -467,8 +468,8 @@ TEST(OpenClKernels, AssignAddAndAssignSubUpdateADeviceVariable) {
       const Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(dtype)}, {"shape", AttrValue(Shape{3})}}, name);
       const Tensor init = dtype == DType::kF32 ? Tensor::FromVector<float>({1.5f, -2, 4})
                                                : Tensor::FromVector<int64_t>({INT64_MAX, -2, 4});
-      const Tensor delta = dtype == DType::kF32 ? Tensor::FromVector<float>({0.25f, 1, -8})
-                                                : Tensor::FromVector<int64_t>({1, 10, -8});
+      const Tensor delta =
+          dtype == DType::kF32 ? Tensor::FromVector<float>({0.25f, 1, -8}) : Tensor::FromVector<int64_t>({1, 10, -8});
       b.Op("Assign", {v, b.Const(init)}, {}, "init_" + name);
       b.Op("AssignAdd", {v, b.Const(delta)}, {}, "add_" + name);
       b.Op("AssignSub", {v, b.Const(delta)}, {}, "sub_" + name);
@@ -512,8 +513,8 @@ struct Model {
 
   // A variable starting at |initial|; |trained| ones are the model's.
   Output Variable(const Tensor& initial, std::string_view name, bool trained = true) {
-    const Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(initial.dtype())}, {"shape", AttrValue(initial.shape())}},
-                          name);
+    const Output v =
+        b.Op("VarHandle", {}, {{"dtype", AttrValue(initial.dtype())}, {"shape", AttrValue(initial.shape())}}, name);
     inits.push_back(b.Op("Assign", {v, b.Const(initial)}, {}, StrCat("init_", name)));
     if (trained) variables.push_back(v);
     return v;

@@ -27,8 +27,8 @@ inline toml::table ReadReference(std::string_view file) {
   try {
     return toml::parse_file(ReferencePath(file));
   } catch (const toml::parse_error& e) {
-    ADD_FAILURE() << "cannot read " << ReferencePath(file) << ": " << e.description() << " at "
-                  << e.source().begin.line << ":" << e.source().begin.column;
+    ADD_FAILURE() << "cannot read " << ReferencePath(file) << ": " << e.description() << " at " << e.source().begin.line
+                  << ":" << e.source().begin.column;
     return {};
   }
 }

@@ -190,11 +190,11 @@ TrajectoryRun RunTrajectory(RuntimeEnv& env, const toml::table& t, const train::
     b.Op("NoOp", {}, {}, "init");
   }
 
-  const Output logits = b.Op(
-      "Add", {b.Op("MatMul", {ConstAs(b, ProblemTensor("X"), dtype), Read(b, w, dtype)}), Read(b, bias, dtype)});
-  const Output loss = b.Op(
-      "Mean", {b.Op("Square", {b.Op("Sub", {b.Op("Tanh", {logits}), ConstAs(b, ProblemTensor("Y"), dtype)})})}, {},
-      "loss");
+  const Output logits =
+      b.Op("Add", {b.Op("MatMul", {ConstAs(b, ProblemTensor("X"), dtype), Read(b, w, dtype)}), Read(b, bias, dtype)});
+  const Output loss =
+      b.Op("Mean", {b.Op("Square", {b.Op("Sub", {b.Op("Tanh", {logits}), ConstAs(b, ProblemTensor("Y"), dtype)})})}, {},
+           "loss");
   auto grads = grad::AddGradients(b, {loss}, {w, bias});
   EXPECT_TRUE(grads.ok()) << grads.status().ToString();
   if (!grads.ok()) return run;
@@ -336,8 +336,8 @@ TEST_P(TorchTrajectory, F32StaysNearTorch) {
   const auto W = NumberRows((*t)["W"]), b = NumberRows((*t)["b"]);
   for (const bool fused_path : {true, false}) {
     SCOPED_TRACE(fused_path ? "fused" : "composed");
-    const TrajectoryRun run = RunTrajectory(env, *t, fused_path ? DeviceKernels(env) : train::HasKernelFn(NoKernels),
-                                            DType::kF32);
+    const TrajectoryRun run =
+        RunTrajectory(env, *t, fused_path ? DeviceKernels(env) : train::HasKernelFn(NoKernels), DType::kF32);
     ExpectClose(run.loss, Numbers((*t)["loss"]), kF32Rtol, kF32Atol, "loss");
     ExpectRowsClose(run.W, W, kF32Rtol, kF32Atol, "W");
     ExpectRowsClose(run.b, b, kF32Rtol, kF32Atol, "b");
@@ -351,10 +351,9 @@ TEST(TorchTrajectory, ReferenceCoversEveryConfiguration) {
   // The brief's list: a trajectory missing from the file would silently
   // drop out of the parameterised test above.
   const std::vector<std::string> names = TrajectoryNames();
-  for (const char* want :
-       {"sgd", "sgd_weight_decay", "momentum", "momentum_nesterov", "adam", "adam_weight_decay", "adamw", "rmsprop",
-        "rmsprop_centered", "rmsprop_momentum", "adagrad", "adagrad_lr_decay", "adagrad_initial_accumulator",
-        "sgd_clip", "adam_cosine_warmup"}) {
+  for (const char* want : {"sgd", "sgd_weight_decay", "momentum", "momentum_nesterov", "adam", "adam_weight_decay",
+                           "adamw", "rmsprop", "rmsprop_centered", "rmsprop_momentum", "adagrad", "adagrad_lr_decay",
+                           "adagrad_initial_accumulator", "sgd_clip", "adam_cosine_warmup"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
 }
@@ -545,12 +544,13 @@ TEST(OptimizerErrors, OnlyFloatVariablesCanBeTrained) {
   RuntimeEnv env;
   for (const char* name : {"sgd", "adam", "rmsprop"}) {
     UpdateFixture f(env, name, DType::kI32);
-    EXPECT_EQ(f.Error(), StrCat("optimizer '", name, "', update of variable 'v': cannot train a variable of dtype i32; "
+    EXPECT_EQ(f.Error(), StrCat("optimizer '", name,
+                                "', update of variable 'v': cannot train a variable of dtype i32; "
                                 "the update rules take f32 or f64"));
     UpdateFixture half(env, name, DType::kF16);
-    EXPECT_EQ(half.Error(DeviceKernels(env)),
-              StrCat("optimizer '", name, "', update of variable 'v': cannot train a variable of dtype f16; "
-                     "the update rules take f32 or f64"));
+    EXPECT_EQ(half.Error(DeviceKernels(env)), StrCat("optimizer '", name,
+                                                     "', update of variable 'v': cannot train a variable of dtype f16; "
+                                                     "the update rules take f32 or f64"));
   }
 }
 

@@ -22,7 +22,9 @@ constexpr const char* kTwoCpus = "[devices.cpu]\ncount = 2\n";
 // For tests whose messages list this process's devices.
 constexpr const char* kNoOpenCl = "[plugins]\ndisable = [\"opencl\"]\n";
 
-std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+std::vector<float> Floats(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
+}
 
 TEST(DeviceSpec, ParsesFullPartialAndLegacyNames) {
   auto full = ParseDeviceSpec("/job:worker/task:1/device:OPENCL:0");
@@ -214,8 +216,9 @@ TEST(Placement, ResourceUsersShareTheVariablesDevice) {
   auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), {});
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
   const Graph::Node* set = graph->Find("set");
-  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(set->id)])]->name(),
-            "/device:CPU:1");
+  EXPECT_EQ(
+      placed->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(set->id)])]->name(),
+      "/device:CPU:1");
   EXPECT_EQ(placed->placement.reason[static_cast<std::size_t>(set->id)],
             "with its colocation group (uses the resource of \"v\"): requested in the graph: /device:CPU:1");
 }
@@ -302,8 +305,9 @@ TEST(Placement, APinToAMissingDeviceIsAnError) {
       << placed.status().message();
   options.pins = {{"x", "GPU-0", "t.toml:4:1"}};
   placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
-  EXPECT_NE(placed.status().message().find("placement.pins \"x\" = \"GPU-0\" (t.toml:4:1): \"GPU-0\" is not a device name"),
-            std::string::npos)
+  EXPECT_NE(
+      placed.status().message().find("placement.pins \"x\" = \"GPU-0\" (t.toml:4:1): \"GPU-0\" is not a device name"),
+      std::string::npos)
       << placed.status().message();
 }
 
@@ -365,11 +369,12 @@ TEST(Placement, AKernelMissingOnTheRequestedDeviceFallsBackWithTheReason) {
   const std::size_t n = static_cast<std::size_t>(graph->Find("n")->id);
   EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[n])]->name(), "/device:TESTDEV:0");
   EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[e])]->name(), "/device:CPU:0");
-  EXPECT_NE(placed->placement.reason[e].find("soft placement: wanted /device:TESTDEV:0 (requested in the graph), but "
-                                             "the requested device cannot run it:\n  /device:TESTDEV:0 cannot: node 'e' "
-                                             "(Exp): no TESTDEV kernel for Exp with T=f32; the TESTDEV plugin has no "
-                                             "kernel for this op"),
-            std::string::npos)
+  EXPECT_NE(
+      placed->placement.reason[e].find("soft placement: wanted /device:TESTDEV:0 (requested in the graph), but "
+                                       "the requested device cannot run it:\n  /device:TESTDEV:0 cannot: node 'e' "
+                                       "(Exp): no TESTDEV kernel for Exp with T=f32; the TESTDEV plugin has no "
+                                       "kernel for this op"),
+      std::string::npos)
       << placed->placement.reason[e];
   // And it runs: Exp(-x) across the two devices.
   auto session = env.Session(std::move(*graph));
@@ -420,20 +425,24 @@ TEST(Placement, AGroupNoDeviceCanRunIsAnErrorWithTheChain) {
   auto placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
   // Neg runs on both, Exp on CPU only: the group goes to the CPU.
   ASSERT_TRUE(placed.ok()) << placed.status().ToString();
-  EXPECT_EQ(placed->devices[static_cast<std::size_t>(placed->placement.device[static_cast<std::size_t>(graph->Find("only_testdev")->id)])]->name(),
+  EXPECT_EQ(placed
+                ->devices[static_cast<std::size_t>(
+                    placed->placement.device[static_cast<std::size_t>(graph->Find("only_testdev")->id)])]
+                ->name(),
             "/device:CPU:0");
   // With the group asked onto TESTDEV and soft placement off: the chain.
   options.soft = false;
   options.pins = {{"only_testdev", "/device:TESTDEV:0", "t.toml:1:1"}};
   placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
   ASSERT_FALSE(placed.ok());
-  EXPECT_EQ(placed.status().message(),
-            "cannot place node 'cpu_only' (Exp) on /device:TESTDEV:0 (pinned by placement.pins \"only_testdev\" for "
-            "\"only_testdev\"): the requested device cannot run it:\n  /device:TESTDEV:0 cannot: node 'cpu_only' (Exp): "
-            "no TESTDEV kernel for Exp with T=f32; the TESTDEV plugin has no kernel for this op\nThe group that must "
-            "share a device:\n  node 'cpu_only' (Exp) (its _colocate attr names \"only_testdev\")\n  node "
-            "'only_testdev' (Neg), pinned by placement.pins \"only_testdev\": /device:TESTDEV:0\nSoft placement is off "
-            "(placement.soft = false); turn it on to let the placer choose another device.");
+  EXPECT_EQ(
+      placed.status().message(),
+      "cannot place node 'cpu_only' (Exp) on /device:TESTDEV:0 (pinned by placement.pins \"only_testdev\" for "
+      "\"only_testdev\"): the requested device cannot run it:\n  /device:TESTDEV:0 cannot: node 'cpu_only' (Exp): "
+      "no TESTDEV kernel for Exp with T=f32; the TESTDEV plugin has no kernel for this op\nThe group that must "
+      "share a device:\n  node 'cpu_only' (Exp) (its _colocate attr names \"only_testdev\")\n  node "
+      "'only_testdev' (Neg), pinned by placement.pins \"only_testdev\": /device:TESTDEV:0\nSoft placement is off "
+      "(placement.soft = false); turn it on to let the placer choose another device.");
 }
 
 TEST(Placement, AnOpNoDeviceHasIsAnError) {
@@ -522,7 +531,8 @@ std::vector<Tensor> RunMlp(const std::string& config, const placement::Placement
   EXPECT_TRUE(s.ok()) << s.ToString();
   auto images = Tensor::Allocate(DType::kF32, Shape{8, 784});
   auto labels = Tensor::Allocate(DType::kI64, Shape{8});
-  for (int64_t i = 0; i < images->num_elements(); ++i) images->data<float>()[i] = static_cast<float>((i * 37) % 256) / 255.0f;
+  for (int64_t i = 0; i < images->num_elements(); ++i)
+    images->data<float>()[i] = static_cast<float>((i * 37) % 256) / 255.0f;
   for (int64_t i = 0; i < 8; ++i) labels->data<int64_t>()[i] = (i * 3) % 10;
   std::vector<Tensor> out;
   s = session->Run({{"images", *images}, {"labels", *labels}}, {"loss", "probabilities", "accuracy"}, {}, &out);
@@ -622,7 +632,8 @@ TEST(PlacementConfig, PinsPriorityAndSoftComeFromToml) {
 TEST(PlacementConfig, BadPinsAreReportedWithTheirPositions) {
   auto not_string = config::ParseConfig("[placement.pins]\n\"a/*\" = 3\n", "t.toml", "/");
   ASSERT_FALSE(not_string.ok());
-  EXPECT_EQ(not_string.status().message(), "t.toml:2:9: placement.pins.a/*: expected a device name such as \"/device:CPU:1\"");
+  EXPECT_EQ(not_string.status().message(),
+            "t.toml:2:9: placement.pins.a/*: expected a device name such as \"/device:CPU:1\"");
   auto not_table = config::ParseConfig("[placement]\npins = \"dense1\"\n", "t.toml", "/");
   ASSERT_FALSE(not_table.ok());
   EXPECT_NE(not_table.status().message().find("placement.pins: expected a table of \"node name pattern\" = \"device\""),
@@ -697,8 +708,10 @@ class DeadValues : public ::testing::Test {
 
 TEST_F(DeadValues, ASendOfADeadValueSendsADeadMarker) {
   GraphDef def;
-  def.nodes.push_back(Def("x", "Const", {}, {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(2))}}));
-  def.nodes.push_back(Def("p", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(false))}}));
+  def.nodes.push_back(
+      Def("x", "Const", {}, {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(2))}}));
+  def.nodes.push_back(
+      Def("p", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(false))}}));
   def.nodes.push_back(Def("s", "Switch", {"x", "p"}, {{"T", AttrValue(DType::kF32)}}));
   AttrMap send = Ends();
   send.emplace("T", AttrValue(DType::kF32));

@@ -16,9 +16,7 @@ namespace {
 
 const std::string kRoot = WEFT_TEST_PLUGIN_ROOT;
 
-std::string PluginFile(const std::string& folder, const std::string& file) {
-  return kRoot + "/" + folder + "/" + file;
-}
+std::string PluginFile(const std::string& folder, const std::string& file) { return kRoot + "/" + folder + "/" + file; }
 
 config::Config MakeConfig(const std::string& toml = "") {
   auto config = config::ParseConfig(toml, "test.toml", "/");
@@ -83,8 +81,7 @@ TEST(PluginHost, LoadsTheCpuPlugin) {
 
 TEST(PluginHost, RefusesAFileThatIsNotASharedLibrary) {
   const std::string file = PluginFile("garbage", "weft_device_garbage.so");
-  EXPECT_EQ(RefusalOf(file),
-            "plugin " + file + " refused: not a loadable shared library: invalid ELF header");
+  EXPECT_EQ(RefusalOf(file), "plugin " + file + " refused: not a loadable shared library: invalid ELF header");
 }
 
 TEST(PluginHost, RefusesALibraryWithoutTheEntrySymbol) {
@@ -112,9 +109,10 @@ TEST(PluginHost, RefusesADeclaredMajorVersionMismatch) {
 TEST(PluginHost, RefusesATableSmallerThanTheAbi) {
   const std::string file = PluginFile("small_table", "weft_device_testdev.so");
   EXPECT_EQ(RefusalOf(file),
-            StrCat("plugin ", file, " refused: weft_device_plugin_t.struct_size is 16 bytes, "
-                   "smaller than the ", WEFT_DEVICE_PLUGIN_SIZE_V1_0,
-                   " bytes of ABI 1.0; rebuild the plugin against the Weft SDK"));
+            StrCat("plugin ", file,
+                   " refused: weft_device_plugin_t.struct_size is 16 bytes, "
+                   "smaller than the ",
+                   WEFT_DEVICE_PLUGIN_SIZE_V1_0, " bytes of ABI 1.0; rebuild the plugin against the Weft SDK"));
 }
 
 TEST(PluginHost, RefusesAMissingRequiredMember) {
@@ -180,7 +178,8 @@ TEST(PluginHost, RefusesASecondPluginForTheSameDeviceType) {
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(), "plugin " + b +
                                   " refused: device type 'SAME' is already provided by plugin "
-                                  "'samea' (" + a + ")");
+                                  "'samea' (" +
+                                  a + ")");
 }
 
 TEST(PluginHost, UnavailableAtInitIsLoggedAndSkipped) {
@@ -216,8 +215,7 @@ TEST(PluginHost, UnavailableFromDeviceCountIsLoggedAndSkipped) {
   EXPECT_EQ(frob->reason, "no frobnicator found on this machine");
   EXPECT_EQ(host.devices().Find("TESTDEV"), nullptr);
   EXPECT_NE(host.devices().Find("CPU"), nullptr);
-  const std::string expected = "debug: plugin 'frob' (" +
-                               PluginFile("unavailable_count", "weft_device_frob.so") +
+  const std::string expected = "debug: plugin 'frob' (" + PluginFile("unavailable_count", "weft_device_frob.so") +
                                ") is unavailable: no frobnicator found on this machine";
   EXPECT_NE(std::find(log.lines.begin(), log.lines.end(), expected), log.lines.end())
       << "log had: " << StrJoin(log.lines, "\n");
@@ -278,8 +276,7 @@ TEST(PluginHost, UnusedSectionsAreWarnings) {
   ASSERT_TRUE(host.LoadAll().ok());
   auto warnings = host.UnusedSections();
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0].ToString(),
-            "test.toml:1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored");
+  EXPECT_EQ(warnings[0].ToString(), "test.toml:1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored");
 }
 
 TEST(PluginHost, DisabledPluginsAreNotLoaded) {
@@ -302,8 +299,7 @@ TEST(PluginHost, SearchPathOrderIsConfigThenEnvironmentThenBuiltIn) {
   PluginHostOptions options;
   options.builtin_folder = "/built/in";
   PluginHost host(config, options);
-  EXPECT_EQ(host.SearchPath(),
-            (std::vector<std::string>{"/from/config", "/env/a", "/env/b", "/built/in"}));
+  EXPECT_EQ(host.SearchPath(), (std::vector<std::string>{"/from/config", "/env/a", "/env/b", "/built/in"}));
   unsetenv("WEFT_PLUGIN_PATH");
 }
 

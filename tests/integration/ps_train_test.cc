@@ -291,17 +291,17 @@ TEST_F(PsTraining, ACheckpointOfTwoPsTasksRestoresIntoAClusterAndIntoOneProcess)
 TEST_F(PsTraining, TheEmbeddingModelSplitOverTwoPsTasksMovesOnlyTheRowsItReads) {
   const std::string data = (dir_ / "data").string();
   fs::create_directories(data);
-  ProcessResult made = testing::Run(
-      {"/usr/bin/python3", "-c",
-       "import numpy as np, sys\n"
-       "r = np.random.default_rng(7)\n"
-       "ids = (r.choice(1048575, 64 * 64, replace=False) + 1).reshape(64, 64).astype(np.float32)\n"
-       "labels = (np.arange(64) % 16).astype(np.int64)\n"
-       "for part in ('train', 'test'):\n"
-       "    np.save(sys.argv[1] + '/' + part + '_ids.npy', ids)\n"
-       "    np.save(sys.argv[1] + '/' + part + '_labels.npy', labels)\n",
-       data},
-      {});
+  ProcessResult made =
+      testing::Run({"/usr/bin/python3", "-c",
+                    "import numpy as np, sys\n"
+                    "r = np.random.default_rng(7)\n"
+                    "ids = (r.choice(1048575, 64 * 64, replace=False) + 1).reshape(64, 64).astype(np.float32)\n"
+                    "labels = (np.arange(64) % 16).astype(np.int64)\n"
+                    "for part in ('train', 'test'):\n"
+                    "    np.save(sys.argv[1] + '/' + part + '_ids.npy', ids)\n"
+                    "    np.save(sys.argv[1] + '/' + part + '_labels.npy', labels)\n",
+                    data},
+                   {});
   if (made.exit_code != 0) GTEST_SKIP() << "cannot write the data with /usr/bin/python3 and numpy: " << made.err;
   const std::string ckpt = (dir_ / "ckpt").string();
   const fs::path path = dir_ / "bow.toml";
@@ -372,8 +372,7 @@ TEST_F(PsTraining, TheEmbeddingModelSplitOverTwoPsTasksMovesOnlyTheRowsItReads) 
   fs::remove(shard);
   ProcessResult missing = Weft({"train", kModels + "debian_bow.wgt", "--config", config, "--local", "--resume"});
   EXPECT_EQ(missing.exit_code, 1) << missing.out << missing.err;
-  EXPECT_NE(missing.err.find("--resume: no checkpoint in " + ckpt + " opens, so nothing was loaded"),
-            std::string::npos)
+  EXPECT_NE(missing.err.find("--resume: no checkpoint in " + ckpt + " opens, so nothing was loaded"), std::string::npos)
       << missing.err;
   EXPECT_NE(missing.err.find("its data shard " + shard.string() + " is missing"), std::string::npos) << missing.err;
   EXPECT_TRUE(fs::exists(fs::path(ckpt) / "ckpt-30.data-00000-of-00002"));
@@ -469,7 +468,8 @@ TEST_F(PsTraining, AChiefStartedAgainWithoutResumeInitialisesThePsVariables) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   Layout layout;
   layout.workers = 1;
-  const std::string config = WriteConfig("again.toml", layout, "batch_size = 64\nsteps = 30\nseed = 3\nlog_every = 1\n");
+  const std::string config =
+      WriteConfig("again.toml", layout, "batch_size = 64\nsteps = 30\nseed = 3\nlog_every = 1\n");
   ServePs(config, 0);
   auto first_loss = [](const std::string& out) {
     const std::size_t at = out.find("step 1/30  loss ");
@@ -481,7 +481,8 @@ TEST_F(PsTraining, AChiefStartedAgainWithoutResumeInitialisesThePsVariables) {
   };
   std::vector<std::string> outputs;
   for (int run = 0; run < 2; ++run) {
-    ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--job", "worker", "--task", "0"});
+    ProcessResult r =
+        Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--job", "worker", "--task", "0"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     outputs.push_back(r.out);
   }
@@ -525,9 +526,11 @@ TEST_F(PsTraining, AChiefWithoutItsPsTaskNamesIt) {
   ASSERT_TRUE(w->Wait(120000)) << w->Output();
   const std::string out = w->Output();
   EXPECT_EQ(w->exit_code(), 1) << out;
-  EXPECT_TRUE(HasLineWith(out, {"waiting for /job:ps/task:0 (tcp://127.0.0.1:", ") to start: ", " s of 4 (cluster.connect_timeout_ms)"}))
+  EXPECT_TRUE(HasLineWith(
+      out, {"waiting for /job:ps/task:0 (tcp://127.0.0.1:", ") to start: ", " s of 4 (cluster.connect_timeout_ms)"}))
       << out;
-  EXPECT_TRUE(HasLineWith(out, {"task /job:ps/task:0 (tcp://127.0.0.1:", ") did not answer within 4000 ms (cluster.connect_timeout_ms): "}))
+  EXPECT_TRUE(HasLineWith(
+      out, {"task /job:ps/task:0 (tcp://127.0.0.1:", ") did not answer within 4000 ms (cluster.connect_timeout_ms): "}))
       << out;
 }
 
@@ -606,8 +609,8 @@ TEST_F(PsTraining, PlaceExplainsWhereEachVariableWent) {
       << r.out;
   EXPECT_NE(r.out.find("saves the variables of ps task 1 as shard 1 of the checkpoint"), std::string::npos) << r.out;
   // A variable's update runs next to it: only the gradient travels.
-  EXPECT_TRUE(HasLineWith(r.out, {"dense1/kernel/adam_1/", " /job:ps/task:0/device:CPU:0",
-                                  "the update of \"dense1/kernel\", next to it"}))
+  EXPECT_TRUE(HasLineWith(
+      r.out, {"dense1/kernel/adam_1/", " /job:ps/task:0/device:CPU:0", "the update of \"dense1/kernel\", next to it"}))
       << r.out;
   EXPECT_TRUE(HasLineWith(r.out, {"dense1/kernel/adam/m ", " VarHandle ", " /job:ps/task:0/device:CPU:0"})) << r.out;
   EXPECT_TRUE(HasLineWith(r.out, {"dense2/kernel/adam/v ", " VarHandle ", " /job:ps/task:1/device:CPU:0"})) << r.out;

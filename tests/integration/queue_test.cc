@@ -126,8 +126,9 @@ TEST(FIFOQueue, ClosedQueueDrainsThenSignalsOutOfRange) {
             "1 requested");
   Status late = q.Enqueue({99});
   EXPECT_EQ(late.code(), Code::kCancelled);
-  EXPECT_EQ(late.message(), "node 'enq' (QueueEnqueueMany) on /device:CPU:0: queue 'q' is closed; nothing more can be "
-                            "enqueued");
+  EXPECT_EQ(late.message(),
+            "node 'enq' (QueueEnqueueMany) on /device:CPU:0: queue 'q' is closed; nothing more can be "
+            "enqueued");
   ASSERT_TRUE(q.Close().ok());  // closing again is fine
 }
 
@@ -217,8 +218,9 @@ TEST(FIFOQueue, CloseLetsOrCancelsPendingEnqueues) {
     ASSERT_TRUE(q.Close(/*cancel=*/true).ok());
     producer.join();
     EXPECT_EQ(status.code(), Code::kCancelled);
-    EXPECT_EQ(status.message(), "node 'enq' (QueueEnqueueMany) on /device:CPU:0: enqueue into queue 'q' was "
-                                "cancelled when the queue was closed (2 of 5 elements are in)");
+    EXPECT_EQ(status.message(),
+              "node 'enq' (QueueEnqueueMany) on /device:CPU:0: enqueue into queue 'q' was "
+              "cancelled when the queue was closed (2 of 5 elements are in)");
     EXPECT_EQ(*q.Dequeue(2), (std::vector<int64_t>{0, 1}));
   }
   {
@@ -250,8 +252,9 @@ TEST(FIFOQueue, FailingStepWakesItsWaitingDequeue) {
   std::vector<Tensor> out;
   Status s = session->Run({}, {"unfed", "deq"}, {}, &out);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(), "node 'unfed' (Placeholder) on /device:CPU:0: Placeholder 'unfed' was not fed; give it a value "
-                         "(weft run --feed unfed=FILE.npy, or a feed in Session::Run)");
+  EXPECT_EQ(s.message(),
+            "node 'unfed' (Placeholder) on /device:CPU:0: Placeholder 'unfed' was not fed; give it a value "
+            "(weft run --feed unfed=FILE.npy, or a feed in Session::Run)");
   // No dequeue is left waiting to take what comes next.
   ASSERT_TRUE(session->Run({}, {}, {"enq"}, nullptr).ok());
   ASSERT_TRUE(session->Run({}, {"size"}, {}, &out).ok());
@@ -266,8 +269,9 @@ TEST(FIFOQueue, DeadlineCancelsAWaitingDequeue) {
   options.timeout_ms = 20;
   auto got = q.Dequeue(1, options);
   EXPECT_EQ(got.status().code(), Code::kDeadlineExceeded);
-  EXPECT_NE(got.status().message().find("did not finish before its deadline (RunOptions::timeout_ms) and was cancelled"),
-            std::string::npos)
+  EXPECT_NE(
+      got.status().message().find("did not finish before its deadline (RunOptions::timeout_ms) and was cancelled"),
+      std::string::npos)
       << got.status().message();
   ASSERT_TRUE(q.Enqueue({3}).ok());
   EXPECT_EQ(q.Size(), 1);
@@ -314,7 +318,8 @@ TEST(RandomShuffleQueue, OrderIsFixedByTheSeed) {
 }
 
 TEST(RandomShuffleQueue, KeepsMinAfterDequeueUntilClosed) {
-  PairQueue q(-1, "RandomShuffleQueue", {{"min_after_dequeue", AttrValue(int64_t{3})}, {"seed", AttrValue(int64_t{1})}});
+  PairQueue q(-1, "RandomShuffleQueue",
+              {{"min_after_dequeue", AttrValue(int64_t{3})}, {"seed", AttrValue(int64_t{1})}});
   ASSERT_TRUE(q.Enqueue(Range(0, 4)).ok());
   Expected<std::vector<int64_t>> got = InvalidArgumentError("not run");
   std::thread consumer([&] { got = q.Dequeue(2); });
@@ -352,8 +357,9 @@ TEST(QueueErrors, MismatchedComponentsAreErrorsNamingTheQueue) {
 
   // A second graph on the same device uses queue 'q' with other inputs.
   GraphBuilder b;
-  Output handle = b.Op("FIFOQueue", {}, {{"component_types", AttrValue(std::vector<DType>{DType::kF32, DType::kI64})},
-                                         {"shapes", AttrValue(std::vector<Shape>{Shape{2}, Shape{}})}},
+  Output handle = b.Op("FIFOQueue", {},
+                       {{"component_types", AttrValue(std::vector<DType>{DType::kF32, DType::kI64})},
+                        {"shapes", AttrValue(std::vector<Shape>{Shape{2}, Shape{}})}},
                        "q");
   b.Op("QueueEnqueueMany", {handle, b.Const(*Tensor::Zeros(DType::kF32, Shape{1, 2}))}, {}, "one_component");
   b.Op("QueueEnqueueMany",
@@ -368,16 +374,21 @@ TEST(QueueErrors, MismatchedComponentsAreErrorsNamingTheQueue) {
             {{"component_types", AttrValue(std::vector<DType>{DType::kF32, DType::kI64})}}, "negative");
   auto session = q.env.Session(b);
   auto message = [&](const std::string& target) { return session->Run({}, {}, {target}, nullptr).message(); };
-  EXPECT_EQ(message("one_component"), "node 'one_component' (QueueEnqueueMany) on /device:CPU:0: queue 'q' has 2 "
-                                      "components [f32, i64]; 1 was given");
-  EXPECT_EQ(message("wrong_dtype"), "node 'wrong_dtype' (QueueEnqueueMany) on /device:CPU:0: component 1 of queue 'q' "
-                                    "is i64; got i32[1]");
-  EXPECT_EQ(message("wrong_shape"), "node 'wrong_shape' (QueueEnqueueMany) on /device:CPU:0: component 0 of an element "
-                                    "of queue 'q' has shape [2]; got elements of shape [3] (from f32[1,3])");
-  EXPECT_EQ(message("wrong_dequeue"), "node 'wrong_dequeue' (QueueDequeueMany) on /device:CPU:0: this node dequeues "
-                                      "[f32] but queue 'q' holds [f32, i64]");
-  EXPECT_EQ(message("negative"), "node 'negative' (QueueDequeueMany) on /device:CPU:0: cannot dequeue -1 elements from "
-                                 "queue 'q'");
+  EXPECT_EQ(message("one_component"),
+            "node 'one_component' (QueueEnqueueMany) on /device:CPU:0: queue 'q' has 2 "
+            "components [f32, i64]; 1 was given");
+  EXPECT_EQ(message("wrong_dtype"),
+            "node 'wrong_dtype' (QueueEnqueueMany) on /device:CPU:0: component 1 of queue 'q' "
+            "is i64; got i32[1]");
+  EXPECT_EQ(message("wrong_shape"),
+            "node 'wrong_shape' (QueueEnqueueMany) on /device:CPU:0: component 0 of an element "
+            "of queue 'q' has shape [2]; got elements of shape [3] (from f32[1,3])");
+  EXPECT_EQ(message("wrong_dequeue"),
+            "node 'wrong_dequeue' (QueueDequeueMany) on /device:CPU:0: this node dequeues "
+            "[f32] but queue 'q' holds [f32, i64]");
+  EXPECT_EQ(message("negative"),
+            "node 'negative' (QueueDequeueMany) on /device:CPU:0: cannot dequeue -1 elements from "
+            "queue 'q'");
   EXPECT_EQ(q.Size(), 0);
 }
 
@@ -408,19 +419,21 @@ TEST(QueueErrors, BadDefinitionsAreErrors) {
   const AttrValue one_type(std::vector<DType>{DType::kF32});
   EXPECT_EQ(build_error("FIFOQueue", {{"component_types", AttrValue(std::vector<DType>{})}}),
             "node 'q' (FIFOQueue): component_types is empty; a queue element needs at least one component");
-  EXPECT_EQ(build_error("FIFOQueue", {{"component_types", one_type},
-                                      {"shapes", AttrValue(std::vector<Shape>{Shape{1}, Shape{2}})}}),
+  EXPECT_EQ(build_error("FIFOQueue",
+                        {{"component_types", one_type}, {"shapes", AttrValue(std::vector<Shape>{Shape{1}, Shape{2}})}}),
             "node 'q' (FIFOQueue): shapes has 2 entries but component_types has 1; give one shape per component, or "
             "none");
-  EXPECT_EQ(build_error("FIFOQueue", {{"component_types", one_type}, {"shapes", AttrValue(std::vector<Shape>{Shape{-1}})}}),
-            "node 'q' (FIFOQueue): shapes[0] is [?]; queue shapes must be fully defined");
+  EXPECT_EQ(
+      build_error("FIFOQueue", {{"component_types", one_type}, {"shapes", AttrValue(std::vector<Shape>{Shape{-1}})}}),
+      "node 'q' (FIFOQueue): shapes[0] is [?]; queue shapes must be fully defined");
   EXPECT_EQ(build_error("RandomShuffleQueue", {{"component_types", one_type}, {"capacity", AttrValue(int64_t{0})}}),
             "node 'q' (RandomShuffleQueue): capacity is 0; it must be >= 1, or -1 for no limit");
   {
     GraphBuilder b;
     Output x = b.Const(*Tensor::Zeros(DType::kF32, Shape{2, 2}));
     Output y = b.Const(*Tensor::Zeros(DType::kF32, Shape{3}));
-    Output q = b.Op("FIFOQueue", {}, {{"component_types", AttrValue(std::vector<DType>{DType::kF32, DType::kF32})}}, "q");
+    Output q =
+        b.Op("FIFOQueue", {}, {{"component_types", AttrValue(std::vector<DType>{DType::kF32, DType::kF32})}}, "q");
     b.Op("QueueEnqueueMany", {q, x, y}, {}, "enq");
     EXPECT_EQ(b.status().message(),
               "node 'enq' (QueueEnqueueMany): the components hold different numbers of elements (2 and 3)");
@@ -429,10 +442,12 @@ TEST(QueueErrors, BadDefinitionsAreErrors) {
     // A list(type) arg checks each input against its entry.
     GraphBuilder b;
     Output q = b.Op("FIFOQueue", {}, {{"component_types", one_type}}, "q");
-    b.Op("QueueEnqueueMany", {q, b.Const(*Tensor::Zeros(DType::kF32, Shape{1})), b.Const(*Tensor::Zeros(DType::kI32, Shape{1}), "ints")},
+    b.Op("QueueEnqueueMany",
+         {q, b.Const(*Tensor::Zeros(DType::kF32, Shape{1})), b.Const(*Tensor::Zeros(DType::kI32, Shape{1}), "ints")},
          {{"Tcomponents", AttrValue(std::vector<DType>{DType::kF32, DType::kI64})}}, "enq");
-    EXPECT_EQ(b.status().message(), "node 'enq' (QueueEnqueueMany): input 2 \"ints\" is i32, but 'components' must be "
-                                    "i64 (attr Tcomponents)");
+    EXPECT_EQ(b.status().message(),
+              "node 'enq' (QueueEnqueueMany): input 2 \"ints\" is i32, but 'components' must be "
+              "i64 (attr Tcomponents)");
   }
   {
     GraphBuilder b;

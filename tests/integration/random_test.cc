@@ -114,7 +114,9 @@ philox::Key SeedKey(int64_t seed, int64_t seed2) {
   return KeyOf(Fnv1a(bytes));
 }
 
-philox::Key NameKey(std::string_view name) { return KeyOf(Fnv1a(std::vector<unsigned char>(name.begin(), name.end()))); }
+philox::Key NameKey(std::string_view name) {
+  return KeyOf(Fnv1a(std::vector<unsigned char>(name.begin(), name.end())));
+}
 
 philox::Block Words(const philox::Key& key, uint32_t block, uint32_t run) {
   return philox::Philox4x32({block, run, 0, 0}, key);
@@ -395,7 +397,8 @@ TEST(RandomDistributions, F64) {
   EXPECT_NEAR(MomentsOf(n).variance, 1.0, 0.02);
   EXPECT_NEAR(MomentsOf(t).variance, 0.7737413, 0.02);
   // 52 random bits: the values are not all on a float grid.
-  EXPECT_TRUE(std::any_of(u.begin(), u.end(), [](double v) { return static_cast<double>(static_cast<float>(v)) != v; }));
+  EXPECT_TRUE(
+      std::any_of(u.begin(), u.end(), [](double v) { return static_cast<double>(static_cast<float>(v)) != v; }));
 }
 
 class HalfDtypes : public ::testing::TestWithParam<DType> {};

@@ -250,15 +250,16 @@ TEST_F(RdmaPluginTest, LoopbackMessageOnARealDevice) {
     bool called = false;
     std::string status;
   } done;
-  ASSERT_EQ(plugin::TakeStatus(t->send(connection, &message,
-                                       [](void* user, weft_status_t status) {
-                                         auto* d = static_cast<Done*>(user);
-                                         std::lock_guard<std::mutex> lock(d->mutex);
-                                         d->status = plugin::TakeStatus(status).ToString();
-                                         d->called = true;
-                                         d->cv.notify_all();
-                                       },
-                                       &done))
+  ASSERT_EQ(plugin::TakeStatus(t->send(
+                                   connection, &message,
+                                   [](void* user, weft_status_t status) {
+                                     auto* d = static_cast<Done*>(user);
+                                     std::lock_guard<std::mutex> lock(d->mutex);
+                                     d->status = plugin::TakeStatus(status).ToString();
+                                     d->called = true;
+                                     d->cv.notify_all();
+                                   },
+                                   &done))
                 .ToString(),
             "OK");
   {

@@ -21,7 +21,9 @@ namespace {
 
 using testing::RuntimeEnv;
 
-std::vector<float> Floats(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements()); }
+std::vector<float> Floats(const Tensor& t) {
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
+}
 
 TEST(Session, AddsFedValuesWithBroadcasting) {
   RuntimeEnv env;
@@ -78,10 +80,12 @@ TEST(Session, ExecutorCacheIgnoresArgumentOrder) {
   b.Op("Mul", {x, y}, {}, "p");
   auto session = env.Session(b);
   std::vector<Tensor> out;
-  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(5)}, {"y", Tensor::Scalar<float>(2)}}, {"d", "p"}, {}, &out).ok());
+  ASSERT_TRUE(
+      session->Run({{"x", Tensor::Scalar<float>(5)}, {"y", Tensor::Scalar<float>(2)}}, {"d", "p"}, {}, &out).ok());
   EXPECT_EQ(out[0].scalar<float>(), 3);
   EXPECT_EQ(out[1].scalar<float>(), 10);
-  ASSERT_TRUE(session->Run({{"y", Tensor::Scalar<float>(2)}, {"x", Tensor::Scalar<float>(5)}}, {"p", "d"}, {}, &out).ok());
+  ASSERT_TRUE(
+      session->Run({{"y", Tensor::Scalar<float>(2)}, {"x", Tensor::Scalar<float>(5)}}, {"p", "d"}, {}, &out).ok());
   EXPECT_EQ(out[0].scalar<float>(), 10);
   EXPECT_EQ(out[1].scalar<float>(), 3);
   EXPECT_EQ(session->cached_executors(), 1u);
@@ -150,8 +154,7 @@ TEST(Session, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(session->Run({}, {"y"}, {}, &out).message(),
             "node 'x' (Placeholder) on /device:CPU:0: Placeholder 'x' was not fed; give it a value (weft run --feed "
             "x=FILE.npy, or a feed in Session::Run)");
-  EXPECT_EQ(session->Run({}, {}, {"nothing"}, &out).message(),
-            "target \"nothing\": the graph has no node \"nothing\"");
+  EXPECT_EQ(session->Run({}, {}, {"nothing"}, &out).message(), "target \"nothing\": the graph has no node \"nothing\"");
   EXPECT_EQ(session->Run({}, {}, {}, &out).message(), "nothing to run: give at least one fetch or target");
 }
 

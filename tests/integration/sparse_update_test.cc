@@ -105,8 +105,8 @@ Trained Train(RuntimeEnv& env, const Graph& model, const std::string& optimizer,
   if (session == nullptr) return out;
   EXPECT_TRUE(session->Run({}, {}, {tg->init}, nullptr).ok());
   for (int s = 0; s < steps; ++s) {
-    Status status = session->Run({{tg->learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, {}, {tg->train},
-                                 nullptr);
+    Status status =
+        session->Run({{tg->learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, {}, {tg->train}, nullptr);
     EXPECT_TRUE(status.ok()) << status.ToString();
   }
   std::vector<std::string> fetches;
@@ -248,8 +248,7 @@ TEST(PartitionedVariables, AnOpThatCannotUseASplitVariableIsNamed) {
   ASSERT_TRUE(graph.ok()) << graph.status().ToString();
   auto split = dist::PartitionVariables(*graph, 2, 0, "");
   ASSERT_FALSE(split.ok());
-  EXPECT_NE(split.status().message().find("node \"bump\" (AssignAdd) uses variable \"E\" (f32[4,2]"),
-            std::string::npos)
+  EXPECT_NE(split.status().message().find("node \"bump\" (AssignAdd) uses variable \"E\" (f32[4,2]"), std::string::npos)
       << split.status().ToString();
   EXPECT_NE(split.status().message().find("raise [cluster] partition_mb"), std::string::npos);
 }

@@ -45,8 +45,8 @@ class SplitTraining : public ::testing::Test {
                           << "[training]\nbatch_size = 64\nsteps = 100\nlog_every = 10\nseed = 5\nmetrics = \"" << name
                           << ".jsonl\"\n\n[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n\n"
                           << extra;
-    testing::ProcessResult r =
-        testing::Run({WEFT_CLI, "train", WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt", "--config", config.string()});
+    testing::ProcessResult r = testing::Run(
+        {WEFT_CLI, "train", WEFT_SOURCE_DIR "/configs/models/fashion_mlp.wgt", "--config", config.string()});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     std::vector<double> losses;
     std::ifstream metrics(dir_ / (name + ".jsonl"));
@@ -61,7 +61,8 @@ class SplitTraining : public ::testing::Test {
     long long step = 0;
     *accuracy = -1;
     if (final_at != std::string::npos) {
-      std::sscanf(r.out.c_str() + final_at, "final: step=%lld loss=%lf test_accuracy=%lf", &step, &final_loss, accuracy);
+      std::sscanf(r.out.c_str() + final_at, "final: step=%lld loss=%lf test_accuracy=%lf", &step, &final_loss,
+                  accuracy);
     }
     return losses;
   }
@@ -76,8 +77,9 @@ TEST_F(SplitTraining, DenseLayersOnASecondCpuFollowTheSameCurveExactly) {
   double acc_one = 0, acc_two = 0;
   const std::vector<double> one = Train("one", "", &acc_one);
   const std::vector<double> two =
-      Train("two", "[devices.cpu]\ncount = 2\n\n[placement.pins]\n\"dense1/*\" = \"/device:CPU:1\"\n"
-                   "\"dense3/*\" = \"/device:CPU:1\"\n",
+      Train("two",
+            "[devices.cpu]\ncount = 2\n\n[placement.pins]\n\"dense1/*\" = \"/device:CPU:1\"\n"
+            "\"dense3/*\" = \"/device:CPU:1\"\n",
             &acc_two);
   ASSERT_EQ(one.size(), 10u);
   EXPECT_EQ(one, two);  // printed with 9 significant digits: the same computation
@@ -110,8 +112,9 @@ TEST_F(SplitTraining, DenseLayersOnOpenClFollowTheCpuCurve) {
   double acc_cpu = 0, acc_ocl = 0;
   const std::vector<double> cpu = Train("cpu", "", &acc_cpu);
   const std::vector<double> ocl =
-      Train("ocl", "[placement.pins]\n\"dense1/*\" = \"/device:OPENCL:0\"\n\"dense2/*\" = \"/device:OPENCL:0\"\n"
-                   "\"dense3/*\" = \"/device:OPENCL:0\"\n",
+      Train("ocl",
+            "[placement.pins]\n\"dense1/*\" = \"/device:OPENCL:0\"\n\"dense2/*\" = \"/device:OPENCL:0\"\n"
+            "\"dense3/*\" = \"/device:OPENCL:0\"\n",
             &acc_ocl);
   ASSERT_EQ(cpu.size(), 10u);
   ASSERT_EQ(ocl.size(), cpu.size());

@@ -18,8 +18,8 @@ struct ProcessResult {
 
 // Runs |argv| (argv[0] is the program path) with the current environment
 // plus |env| (a value of "" unsets the variable), in |cwd| when not empty.
-ProcessResult Run(const std::vector<std::string>& argv,
-                  const std::map<std::string, std::string>& env = {}, const std::string& cwd = "");
+ProcessResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+                  const std::string& cwd = "");
 
 // A child process running in the background (a `weft serve` task, a
 // transport peer). Its stdout and stderr go to one temporary file. The

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <cstdio>
 #include <thread>
 
 #include "core/checkpoint/bundle.h"
@@ -48,8 +48,10 @@ class Train : public ::testing::Test {
   std::string Config(const std::string& name, const std::string& data, const std::string& training,
                      const std::string& rest) {
     const fs::path path = dir_ / name;
-    std::ofstream(path) << "[data]\n" << data << "scale = 0.00392156862745098\n\n[training]\n" << training
-                        << "\n" << rest;
+    std::ofstream(path) << "[data]\n"
+                        << data << "scale = 0.00392156862745098\n\n[training]\n"
+                        << training << "\n"
+                        << rest;
     return path.string();
   }
   static std::string RealData() {
@@ -71,16 +73,18 @@ bool DataPresent() { return fs::exists(kFashion + "train-images-idx3-ubyte.gz");
 
 TEST_F(Train, MissingDataFileIsNamedWithItsPosition) {
   const std::string config =
-      Config("missing.toml", "train_images = \"nope/images.gz\"\ntrain_labels = \"nope/labels.gz\"\n",
-             "steps = 1\n", "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
+      Config("missing.toml", "train_images = \"nope/images.gz\"\ntrain_labels = \"nope/labels.gz\"\n", "steps = 1\n",
+             "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
   ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: " + config + ":2:16: data.train_images: no such file: " + (dir_ / "nope/images.gz").string() + "\n");
+  EXPECT_EQ(r.err, "weft: error: " + config +
+                       ":2:16: data.train_images: no such file: " + (dir_ / "nope/images.gz").string() + "\n");
 }
 
 TEST_F(Train, AnOptimizerThatIsNotLoadedGetsADidYouMean) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  const std::string config = Config("opt.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"adamm\"\nlearning_rate = 0.1\n");
+  const std::string config =
+      Config("opt.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"adamm\"\nlearning_rate = 0.1\n");
   ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(config + ":12:8: optimizer.name: no optimizer plugin \"adamm\" is loaded; did you mean "
@@ -91,8 +95,8 @@ TEST_F(Train, AnOptimizerThatIsNotLoadedGetsADidYouMean) {
 
 TEST_F(Train, AnUnknownHyperparameterIsAnError) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  const std::string config =
-      Config("hyper.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"adam\"\nlearning_rate = 0.1\nbeta = 0.9\n");
+  const std::string config = Config("hyper.toml", RealData(), "steps = 1\n",
+                                    "[optimizer]\nname = \"adam\"\nlearning_rate = 0.1\nbeta = 0.9\n");
   ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(config + ":14:1: optimizer.beta: unknown key; did you mean 'beta1'?"), std::string::npos)
@@ -100,13 +104,14 @@ TEST_F(Train, AnUnknownHyperparameterIsAnError) {
 }
 
 TEST_F(Train, ConfigCheckValidatesTheOptimizerSection) {
-  const std::string good = Config("good.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"momentum\"\n"
+  const std::string good = Config("good.toml", RealData(), "steps = 1\n",
+                                  "[optimizer]\nname = \"momentum\"\n"
                                   "learning_rate = 0.1\nnesterov = true\n");
   ProcessResult r = Weft({"config", "check", good});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "OK\n");
-  const std::string bad = Config("bad.toml", RealData(), "steps = 1\n",
-                                 "[optimizer]\nname = \"momentum\"\nlearning_rate = -1.0\n");
+  const std::string bad =
+      Config("bad.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"momentum\"\nlearning_rate = -1.0\n");
   r = Weft({"config", "check", bad});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, bad + ":13:17: optimizer.learning_rate: expected a number >= 0, got -1\n");
@@ -136,9 +141,9 @@ TEST_F(Train, AModelWithoutALossIsRefused) {
 
 TEST_F(Train, TrainsAndPrintsTheFinalLine) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  const std::string config =
-      Config("short.toml", RealData(), "batch_size = 128\nsteps = 60\nlog_every = 20\nseed = 3\nmetrics = \"m.jsonl\"\n",
-             "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n");
+  const std::string config = Config("short.toml", RealData(),
+                                    "batch_size = 128\nsteps = 60\nlog_every = 20\nseed = 3\nmetrics = \"m.jsonl\"\n",
+                                    "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n");
   ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Not a terminal: one plain line per report.
@@ -151,9 +156,10 @@ TEST_F(Train, TrainsAndPrintsTheFinalLine) {
   double loss = -1, accuracy = -1, examples_per_sec = -1;
   long long step = -1;
   char end = 0;
-  ASSERT_EQ(std::sscanf(r.out.c_str() + final_at, "\nfinal: step=%lld loss=%lf test_accuracy=%lf examples_per_sec=%lf%c",
-                        &step, &loss, &accuracy, &examples_per_sec, &end),
-            5)
+  ASSERT_EQ(
+      std::sscanf(r.out.c_str() + final_at, "\nfinal: step=%lld loss=%lf test_accuracy=%lf examples_per_sec=%lf%c",
+                  &step, &loss, &accuracy, &examples_per_sec, &end),
+      5)
       << r.out;
   EXPECT_EQ(step, 60);
   EXPECT_EQ(end, '\n');
@@ -194,8 +200,10 @@ TEST_F(Train, AKilledRunResumesToTheSameParametersBitForBit) {
   auto config = [&](const std::string& name, const std::string& ckpt) {
     return Config(name, RealData(), "batch_size = 64\nsteps = 200\nlog_every = 10\nseed = 7\n",
                   "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n\n[schedule]\nkind = \"cosine\"\n"
-                  "warmup_steps = 20\n\n[checkpoint]\ndir = \"" + ckpt + "\"\nevery_steps = 25\nkeep = 20\n"
-                  "\n[runtime]\nintra_op_threads = 2\n");
+                  "warmup_steps = 20\n\n[checkpoint]\ndir = \"" +
+                      ckpt +
+                      "\"\nevery_steps = 25\nkeep = 20\n"
+                      "\n[runtime]\nintra_op_threads = 2\n");
   };
   const std::string whole = config("whole.toml", "whole");
   ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", whole});
@@ -203,7 +211,8 @@ TEST_F(Train, AKilledRunResumesToTheSameParametersBitForBit) {
 
   // The same run, killed once a checkpoint at step >= 100 exists.
   const std::string split = config("split.toml", "split");
-  const pid_t pid = Spawn({WEFT_CLI, "train", kModels + "fashion_mlp.wgt", "--config", split}, (dir_ / "split.log").string());
+  const pid_t pid =
+      Spawn({WEFT_CLI, "train", kModels + "fashion_mlp.wgt", "--config", split}, (dir_ / "split.log").string());
   ASSERT_GT(pid, 0);
   checkpoint::CheckpointManager split_dir((dir_ / "split").string(), 20);
   int64_t killed_after = -1;
@@ -273,7 +282,8 @@ TEST_F(Train, ResumeWithOnlyDamagedCheckpointsNamesEachAndTouchesNothing) {
 
   r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--resume"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("--resume: no checkpoint in " + ckpt.string() + " opens, so nothing was loaded and nothing "
+  EXPECT_NE(r.err.find("--resume: no checkpoint in " + ckpt.string() +
+                       " opens, so nothing was loaded and nothing "
                        "was changed"),
             std::string::npos)
       << r.err;

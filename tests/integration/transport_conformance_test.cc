@@ -146,8 +146,8 @@ TEST_P(TransportConformance, ReportsTheChosenPort) {
 }
 
 TEST_P(TransportConformance, RefusesMalformedListenAddresses) {
-  for (const std::string& bad : {GetParam() + "://127.0.0.1:99999", GetParam() + "://127.0.0.1",
-                                 GetParam() + "://127.0.0.1:12ab"}) {
+  for (const std::string& bad :
+       {GetParam() + "://127.0.0.1:99999", GetParam() + "://127.0.0.1", GetParam() + "://127.0.0.1:12ab"}) {
     EndpointHarness e(table_, bad);
     EXPECT_FALSE(e.open_status().ok()) << bad;
     EXPECT_NE(e.open_status().message.find("127.0.0.1"), std::string::npos) << e.open_status().message;
@@ -193,17 +193,20 @@ TEST_P(TransportConformance, CarriesMessagesFromZeroBytesToOneGiB) {
   struct Case {
     uint64_t header, payload;
   };
-  const Case cases[] = {{0, 0}, {1, 0}, {0, 1}, {7, 4096}, {100, 1 << 20}, {0, uint64_t{64} << 20},
-                        {16, uint64_t{1} << 30}};
+  const Case cases[] = {
+      {0, 0}, {1, 0}, {0, 1}, {7, 4096}, {100, 1 << 20}, {0, uint64_t{64} << 20}, {16, uint64_t{1} << 30}};
   std::size_t expected = 0;
   for (const Case& c : cases) {
     const std::string header = Pattern(c.header, 1);
     std::string payload = Pattern(c.payload, c.payload + 7);
     std::atomic<bool> sent{false};
-    ASSERT_TRUE(p.client->Send(p.to_server, header, {{payload.data(), payload.size()}}, [&](CStatus s) {
-                          EXPECT_TRUE(s.ok()) << s.message;
-                          sent = true;
-                        }).ok());
+    ASSERT_TRUE(p.client
+                    ->Send(p.to_server, header, {{payload.data(), payload.size()}},
+                           [&](CStatus s) {
+                             EXPECT_TRUE(s.ok()) << s.message;
+                             sent = true;
+                           })
+                    .ok());
     ++expected;
     ASSERT_TRUE(p.server->WaitUntil([&] { return p.server->messages.size() == expected; }, 120s))
         << "message of " << c.header << "+" << c.payload << " bytes did not arrive";
@@ -325,10 +328,13 @@ TEST_P(TransportConformance, ASendToAPeerKilledMidMessageFails) {
   ASSERT_NE(zeros, MAP_FAILED);
   std::atomic<int> done_calls{0};
   CStatus done_status;
-  ASSERT_TRUE(server.Send(server.accepted[0], "big", {{zeros, size}}, [&](CStatus s) {
-                      done_status = s;
-                      ++done_calls;
-                    }).ok());
+  ASSERT_TRUE(server
+                  .Send(server.accepted[0], "big", {{zeros, size}},
+                        [&](CStatus s) {
+                          done_status = s;
+                          ++done_calls;
+                        })
+                  .ok());
   std::this_thread::sleep_for(50ms);
   peer.Kill(SIGKILL);
   ASSERT_TRUE(server.WaitUntil([&] { return done_calls.load() == 1 && !server.closed.empty(); }, 20s))
@@ -390,8 +396,8 @@ TEST_P(TransportConformance, MalformedAndOversizedFramesAreRefusedWithoutHarm) {
   const int64_t rss_before = ResidentBytes();
   std::string huge = "WFT1";
   huge += std::string(12, '\xff');  // in any framing: lengths near 2^64
-  const std::vector<std::string> garbage = {std::string(16, '\0'), huge, std::string(64, '\xff'),
-                                            Pattern(4096, 3), "GET / HTTP/1.1\r\nHost: x\r\n\r\n"};
+  const std::vector<std::string> garbage = {std::string(16, '\0'), huge, std::string(64, '\xff'), Pattern(4096, 3),
+                                            "GET / HTTP/1.1\r\nHost: x\r\n\r\n"};
   for (const std::string& bytes : garbage) {
     const int fd = RawConnect(port);
     ASSERT_GE(fd, 0);

@@ -33,7 +33,7 @@ struct Received {
   std::string payload;  // copied, unless kept by a retain token
   const void* payload_ptr = nullptr;
   uint64_t payload_size = 0;
-  void* token = nullptr;                   // when the harness retained it
+  void* token = nullptr;  // when the harness retained it
   void (*release)(void*) = nullptr;
 };
 
@@ -59,7 +59,8 @@ class EndpointHarness {
 
   // Sends header + slices; |done| (may be null) hears the outcome. Returns
   // what send returned.
-  CStatus Send(weft_connection_t connection, const std::string& header, const std::vector<std::pair<const void*, uint64_t>>& slices,
+  CStatus Send(weft_connection_t connection, const std::string& header,
+               const std::vector<std::pair<const void*, uint64_t>>& slices,
                std::function<void(CStatus)> done = nullptr);
 
   // Waits until |pred| (called under the lock) holds or |timeout| passes.

@@ -103,8 +103,9 @@ TEST(AssignSub, ShapeMismatchIsAnError) {
   ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
   Status s = session->Run({}, {}, {"sub"}, nullptr);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_EQ(s.message(),
-            "node 'sub' (AssignSub) on /device:CPU:0: AssignSub to variable 'v' of shape [2] with a value of shape [3]");
+  EXPECT_EQ(
+      s.message(),
+      "node 'sub' (AssignSub) on /device:CPU:0: AssignSub to variable 'v' of shape [2] with a value of shape [3]");
   EXPECT_EQ(Values<float>(RunThenFetch(*session, {}, "read")), (std::vector<float>{1, 2}));
 }
 
@@ -132,8 +133,8 @@ TEST(ResourceGather, GathersRowsForEachDtypeAndIndexType) {
   auto session = env.Session(b);
   ASSERT_TRUE(session->Run({}, {}, {"init_table", "init_ids", "init_mask"}, nullptr).ok());
   std::vector<Tensor> out;
-  Status s = session->Run({}, {"rows_i32", "rows_i64", "row_scalar", "no_rows", "ids_gathered", "mask_gathered"}, {},
-                          &out);
+  Status s =
+      session->Run({}, {"rows_i32", "rows_i64", "row_scalar", "no_rows", "ids_gathered", "mask_gathered"}, {}, &out);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(out[0].shape(), (Shape{3, 2}));
   EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{30, 31, 10, 11, 30, 31}));
@@ -241,9 +242,10 @@ TEST(ResourceScatterAdd, BadIndicesLeaveTheVariableUntouched) {
   GraphBuilder b;
   Output v = Var(b, DType::kF64, Shape{2, 2}, "weights");
   b.Op("Assign", {v, b.Const(Tensor::FromVector<double>({1, 2, 3, 4}, Shape{2, 2}))}, {}, "init");
-  b.Op("ResourceScatterAdd",
-       {v, b.Const(Tensor::FromVector<int64_t>({1, 2})), b.Const(Tensor::FromVector<double>({5, 5, 5, 5}, Shape{2, 2}))},
-       {}, "scatter");
+  b.Op(
+      "ResourceScatterAdd",
+      {v, b.Const(Tensor::FromVector<int64_t>({1, 2})), b.Const(Tensor::FromVector<double>({5, 5, 5, 5}, Shape{2, 2}))},
+      {}, "scatter");
   Read(b, v, DType::kF64, "read");
   auto session = env.Session(b);
   ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
@@ -287,10 +289,12 @@ TEST(Variables, UninitialisedVariablesCannotBeUsed) {
   auto session = env.Session(b);
   const std::string why = "variable \"v\" (f32[2]) is read before it was assigned a value; run its initializer first";
   std::vector<Tensor> out;
-  for (const auto& [node, op] : std::vector<std::pair<std::string, std::string>>{
-           {"sub", "AssignSub"}, {"gather", "ResourceGather"}, {"scatter", "ResourceScatterAdd"}, {"read", "ReadVariable"}}) {
-    Status s = node == "gather" || node == "read" ? session->Run({}, {node}, {}, &out)
-                                                  : session->Run({}, {}, {node}, nullptr);
+  for (const auto& [node, op] : std::vector<std::pair<std::string, std::string>>{{"sub", "AssignSub"},
+                                                                                 {"gather", "ResourceGather"},
+                                                                                 {"scatter", "ResourceScatterAdd"},
+                                                                                 {"read", "ReadVariable"}}) {
+    Status s =
+        node == "gather" || node == "read" ? session->Run({}, {node}, {}, &out) : session->Run({}, {}, {node}, nullptr);
     EXPECT_EQ(s.code(), Code::kFailedPrecondition) << node;
     EXPECT_EQ(s.message(), "node '" + node + "' (" + op + ") on /device:CPU:0: " + why);
   }

@@ -16,8 +16,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -125,8 +125,7 @@ class Recorder {
     auto* self = static_cast<Recorder*>(user);
     self->Enter();
     if (self->on_message_hook) self->on_message_hook(message);
-    Received r{message->connection,
-               std::string(static_cast<const char*>(message->header), message->header_size),
+    Received r{message->connection, std::string(static_cast<const char*>(message->header), message->header_size),
                message->payload_size <= (1u << 20)
                    ? std::string(static_cast<const char*>(message->payload), message->payload_size)
                    : std::string(),

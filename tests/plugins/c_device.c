@@ -60,7 +60,10 @@ static weft_status_t stream_create(weft_device_t d, weft_stream_t* out) {
   *out = (weft_stream_t)(void*)&g_host;
   return NULL;
 }
-static void stream_destroy(weft_device_t d, weft_stream_t s) { (void)d; (void)s; }
+static void stream_destroy(weft_device_t d, weft_stream_t s) {
+  (void)d;
+  (void)s;
+}
 static weft_status_t stream_sync(weft_device_t d, weft_stream_t s) {
   (void)d;
   (void)s;
@@ -71,7 +74,10 @@ static weft_status_t event_create(weft_device_t d, weft_event_t* out) {
   *out = (weft_event_t)(void*)&g_host;
   return NULL;
 }
-static void event_destroy(weft_device_t d, weft_event_t e) { (void)d; (void)e; }
+static void event_destroy(weft_device_t d, weft_event_t e) {
+  (void)d;
+  (void)e;
+}
 static weft_status_t event_record(weft_device_t d, weft_event_t e, weft_stream_t s) {
   (void)d;
   (void)e;
@@ -95,26 +101,24 @@ static weft_status_t event_on_ready(weft_device_t d, weft_event_t e, weft_done_f
   done(user, NULL);
   return NULL;
 }
-static weft_status_t h2d(weft_device_t d, weft_stream_t s, const void* src, weft_buffer_t dst,
-                         uint64_t off, uint64_t size) {
+static weft_status_t h2d(weft_device_t d, weft_stream_t s, const void* src, weft_buffer_t dst, uint64_t off,
+                         uint64_t size) {
   (void)d;
   (void)s;
   memcpy((char*)((c_buffer*)(void*)dst)->data + off, src, (size_t)size);
   return NULL;
 }
-static weft_status_t d2h(weft_device_t d, weft_stream_t s, weft_buffer_t src, uint64_t off,
-                         void* dst, uint64_t size) {
+static weft_status_t d2h(weft_device_t d, weft_stream_t s, weft_buffer_t src, uint64_t off, void* dst, uint64_t size) {
   (void)d;
   (void)s;
   memcpy(dst, (const char*)((c_buffer*)(void*)src)->data + off, (size_t)size);
   return NULL;
 }
-static weft_status_t d2d(weft_device_t d, weft_stream_t s, weft_buffer_t src, uint64_t soff,
-                         weft_buffer_t dst, uint64_t doff, uint64_t size) {
+static weft_status_t d2d(weft_device_t d, weft_stream_t s, weft_buffer_t src, uint64_t soff, weft_buffer_t dst,
+                         uint64_t doff, uint64_t size) {
   (void)d;
   (void)s;
-  memmove((char*)((c_buffer*)(void*)dst)->data + doff,
-          (const char*)((c_buffer*)(void*)src)->data + soff, (size_t)size);
+  memmove((char*)((c_buffer*)(void*)dst)->data + doff, (const char*)((c_buffer*)(void*)src)->data + soff, (size_t)size);
   return NULL;
 }
 

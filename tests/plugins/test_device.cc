@@ -101,18 +101,16 @@ weft_status_t EventOnReady(weft_device_t, weft_event_t, weft_done_fn done, void*
   done(user, nullptr);
   return nullptr;
 }
-weft_status_t H2D(weft_device_t, weft_stream_t, const void* src, weft_buffer_t dst, uint64_t off,
-                  uint64_t size) {
+weft_status_t H2D(weft_device_t, weft_stream_t, const void* src, weft_buffer_t dst, uint64_t off, uint64_t size) {
   std::memcpy(static_cast<char*>(reinterpret_cast<Buffer*>(dst)->data) + off, src, size);
   return nullptr;
 }
-weft_status_t D2H(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t off, void* dst,
-                  uint64_t size) {
+weft_status_t D2H(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t off, void* dst, uint64_t size) {
   std::memcpy(dst, static_cast<const char*>(reinterpret_cast<Buffer*>(src)->data) + off, size);
   return nullptr;
 }
 [[maybe_unused]] weft_status_t D2D(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t soff, weft_buffer_t dst,
-                  uint64_t doff, uint64_t size) {
+                                   uint64_t doff, uint64_t size) {
   std::memmove(static_cast<char*>(reinterpret_cast<Buffer*>(dst)->data) + doff,
                static_cast<const char*>(reinterpret_cast<Buffer*>(src)->data) + soff, size);
   return nullptr;
@@ -148,8 +146,7 @@ void AsyncFail(void*, weft_kernel_context_t*, weft_done_fn done, void* user) {
 
 const char* const kT[] = {"T"};
 const weft_dtype_t kF32[] = {WEFT_DTYPE_F32};
-weft_kernel_def_t AsyncF32Kernel(
-    const char* op, void (*fn)(void*, weft_kernel_context_t*, weft_done_fn, void*)) {
+weft_kernel_def_t AsyncF32Kernel(const char* op, void (*fn)(void*, weft_kernel_context_t*, weft_done_fn, void*)) {
   auto k = weft::sdk::Make<weft_kernel_def_t>();
   k.op = op;
   k.constraint_attrs = kT;
@@ -257,10 +254,8 @@ const weft_device_plugin_t kDevice = [] {
 #endif
 const char* const kModes[] = {"fast", "exact"};
 const weft_option_def_t kOptions[] = {
-    {sizeof(weft_option_def_t), "count", WEFT_OPTION_INT, COUNT_DEFAULT, "Devices to expose.", 1,
-     1, 1, 8, nullptr, 0},
-    {sizeof(weft_option_def_t), "mode", WEFT_OPTION_STRING, "\"fast\"", "How to run.", 0, 0, 0, 0,
-     kModes, 2},
+    {sizeof(weft_option_def_t), "count", WEFT_OPTION_INT, COUNT_DEFAULT, "Devices to expose.", 1, 1, 1, 8, nullptr, 0},
+    {sizeof(weft_option_def_t), "mode", WEFT_OPTION_STRING, "\"fast\"", "How to run.", 0, 0, 0, 0, kModes, 2},
 };
 
 weft_status_t Configure(const weft_options_t* options) {
@@ -304,15 +299,13 @@ weft_status_t Configure(const weft_options_t* options) {
 }  // namespace
 
 #if WEFT_TEST_CASE == CASE_INIT_ERROR
-extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t* host,
-                                                                const weft_plugin_t** out) {
+extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t* host, const weft_plugin_t** out) {
   *out = nullptr;
   return host->status_new(WEFT_INTERNAL, "cannot open /dev/frobnicator: permission denied");
 }
 #elif WEFT_TEST_CASE == CASE_UNGUARDED_THROW
 // Deliberately wrong: no guard, so the exception leaves the entry point.
-extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t*,
-                                                                const weft_plugin_t**) {
+extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t*, const weft_plugin_t**) {
   throw std::runtime_error("boom");
 }
 #else

@@ -56,13 +56,13 @@
 #include "core/base/thread_pool.h"
 #include "core/graph/nn_builders.h"
 #include "core/graph/serialize.h"
-#include "core/train/optimizer.h"
-#include "core/train/training_graph.h"
 #include "core/ops/generated_ops.h"
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
 #include "core/runtime/trace.h"
+#include "core/train/optimizer.h"
+#include "core/train/training_graph.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -191,9 +191,11 @@ void Transfer(Env& env, bool to_device) {
   auto sync = [&] { Env::Check(plugin::TakeStatus(t->stream_synchronize(device->handle(), device->stream()))); };
   auto copy = [&] {
     if (to_device) {
-      Env::Check(plugin::TakeStatus(t->copy_host_to_device(device->handle(), device->stream(), host.data(), *buffer, 0, kBytes)));
+      Env::Check(plugin::TakeStatus(
+          t->copy_host_to_device(device->handle(), device->stream(), host.data(), *buffer, 0, kBytes)));
     } else {
-      Env::Check(plugin::TakeStatus(t->copy_device_to_host(device->handle(), device->stream(), *buffer, 0, host.data(), kBytes)));
+      Env::Check(plugin::TakeStatus(
+          t->copy_device_to_host(device->handle(), device->stream(), *buffer, 0, host.data(), kBytes)));
     }
     sync();
   };
@@ -221,10 +223,13 @@ void MatMul(Env& env, int n) {
   std::vector<float> c(static_cast<std::size_t>(n) * n);
   openblas_set_num_threads(AvailableCores());
   const auto [weft, peer] = Interleaved(
-      repeats, 3, [&] { Env::Check(session->Run({{"a", a}, {"b", b}}, {"c"}, {}, &out)); },
+      repeats, 3,
       [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(),
-                    n, 0.0f, c.data(), n);
+        Env::Check(session->Run({{"a", a}, {"b", b}}, {"c"}, {}, &out));
+      },
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n,
+                    0.0f, c.data(), n);
       });
   const double flops = 2.0 * n * n * n;
   Print("matmul_" + std::to_string(n), flops / weft / 1e9, flops / peer / 1e9, "GFLOP/s", true);
@@ -272,10 +277,14 @@ void Conv(Env& env, const std::string& name, const Shape& in_shape, const Shape&
   auto session = env.Session(g);
   std::vector<Tensor> out;
   const auto [weft, peer] = Interleaved(
-      repeats, 3, [&] { Env::Check(session->Run({{"x", input}}, {"y"}, {}, &out)); }, OneDnnConv(input, filter));
-  const double flops = 2.0 * static_cast<double>(in_shape.dim(0) * in_shape.dim(1) * in_shape.dim(2)) *
-                       static_cast<double>(filter_shape.dim(0) * filter_shape.dim(1) * filter_shape.dim(2) *
-                                           filter_shape.dim(3));
+      repeats, 3,
+      [&] {
+        Env::Check(session->Run({{"x", input}}, {"y"}, {}, &out));
+      },
+      OneDnnConv(input, filter));
+  const double flops =
+      2.0 * static_cast<double>(in_shape.dim(0) * in_shape.dim(1) * in_shape.dim(2)) *
+      static_cast<double>(filter_shape.dim(0) * filter_shape.dim(1) * filter_shape.dim(2) * filter_shape.dim(3));
   Print(name, flops / weft / 1e9, flops / peer / 1e9, "GFLOP/s", true);
 }
 
@@ -339,9 +348,7 @@ void WhileLoopIter(Env& env) {
   auto session = env.Session(g);
   std::vector<Tensor> out;
   const Tensor limit_value = Tensor::Scalar<int64_t>(kIterations);
-  const double t = Median(7, 1, [&] {
-    Env::Check(session->Run({{"n", limit_value}}, {exits[1].name()}, {}, &out));
-  });
+  const double t = Median(7, 1, [&] { Env::Check(session->Run({{"n", limit_value}}, {exits[1].name()}, {}, &out)); });
   if (out[0].scalar<int64_t>() != kIterations * (kIterations - 1) / 2) Env::Check(InternalError("wrong loop sum"));
   // The peer, in its own process.
   const std::string command = StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/bench/torch_loop.py ", kIterations,
@@ -433,8 +440,8 @@ int TrainSide(const TrainSpec& spec, int steps) {
     runtime::RunOptions run_options;
     run_options.trace = &trace;
     for (int i = 0; i < steps; ++i) {
-      Env::Check((*session)->Run({{"images", x}, {"labels", y}, {tg->learning_rate, lr}}, {tg->loss}, {tg->train},
-                                 &out, run_options));
+      Env::Check((*session)->Run({{"images", x}, {"labels", y}, {tg->learning_rate, lr}}, {tg->loss}, {tg->train}, &out,
+                                 run_options));
     }
     std::map<std::string, std::pair<int64_t, int>> by_op;
     for (const auto& e : trace.events()) {
@@ -445,8 +452,8 @@ int TrainSide(const TrainSpec& spec, int steps) {
     for (const auto& [op, t] : by_op) sorted.emplace_back(t.first, op);
     std::sort(sorted.rbegin(), sorted.rend());
     for (const auto& [us, op] : sorted) {
-      std::fprintf(stderr, "%-32s %10.3f ms/step  (%d nodes/step)\n", op.c_str(),
-                   static_cast<double>(us) / 1e3 / steps, by_op[op].second / steps);
+      std::fprintf(stderr, "%-32s %10.3f ms/step  (%d nodes/step)\n", op.c_str(), static_cast<double>(us) / 1e3 / steps,
+                   by_op[op].second / steps);
     }
   }
   std::vector<double> times;
@@ -513,8 +520,7 @@ void LstmCell(Env& env, int64_t batch, int64_t input, int64_t hidden) {
     GraphBuilder g;
     std::vector<Output> ins = {g.Placeholder(DType::kF32, Shape{batch, input}, "x"),
                                g.Placeholder(DType::kF32, Shape{batch, hidden}, "c"),
-                               g.Placeholder(DType::kF32, Shape{batch, hidden}, "h"), g.Const(w, "w"),
-                               g.Const(b, "b")};
+                               g.Placeholder(DType::kF32, Shape{batch, hidden}, "h"), g.Const(w, "w"), g.Const(b, "b")};
     std::vector<Output> outs;
     if (fused == 1) {
       outs = g.AddNode("LSTMCell", ins, {}, "cell");
@@ -549,7 +555,8 @@ int Main(int argc, char** argv) {
   }
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
-                 "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell\n";
+                 "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd "
+                 "train_mlp_adam train_cnn_sgd lstm_cell\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -562,17 +569,32 @@ int Main(int argc, char** argv) {
       {"matmul_256", [&] { MatMul(env, 256); }},
       {"matmul_1024", [&] { MatMul(env, 1024); }},
       {"matmul_2048", [&] { MatMul(env, 2048); }},
-      {"conv_lenet", [&] { Conv(env, "conv_lenet", Shape{64, 28, 28, 1}, Shape{5, 5, 1, 32}, 30); }},
-      {"conv_resnet", [&] { Conv(env, "conv_resnet", Shape{32, 56, 56, 64}, Shape{3, 3, 64, 64}, 7); }},
+      {"conv_lenet",
+       [&] {
+         Conv(env, "conv_lenet", Shape{64, 28, 28, 1}, Shape{5, 5, 1, 32}, 30);
+       }},
+      {"conv_resnet",
+       [&] {
+         Conv(env, "conv_resnet", Shape{32, 56, 56, 64}, Shape{3, 3, 64, 64}, 7);
+       }},
       {"executor_chain", [&] { ExecutorChain(env); }},
       {"while_loop_iter", [&] { WhileLoopIter(env); }},
       {"executor_fanout", [&] { ExecutorFanout(env); }},
       {"run_trivial", [&] { RunTrivial(env); }},
       {"transfer_h2d", [&] { Transfer(env, true); }},
       {"transfer_d2h", [&] { Transfer(env, false); }},
-      {"train_mlp_sgd", [&] { TrainBench("train_mlp_sgd", {"mlp", "sgd", 128}, argv[0]); }},
-      {"train_mlp_adam", [&] { TrainBench("train_mlp_adam", {"mlp", "adam", 128}, argv[0]); }},
-      {"train_cnn_sgd", [&] { TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]); }},
+      {"train_mlp_sgd",
+       [&] {
+         TrainBench("train_mlp_sgd", {"mlp", "sgd", 128}, argv[0]);
+       }},
+      {"train_mlp_adam",
+       [&] {
+         TrainBench("train_mlp_adam", {"mlp", "adam", 128}, argv[0]);
+       }},
+      {"train_cnn_sgd",
+       [&] {
+         TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]);
+       }},
       {"lstm_cell", [&] { LstmCell(env, 64, 256, 256); }},
   };
   auto it = benches.find(name);

@@ -808,8 +808,8 @@ void SparseStep() {
   const std::string model = (repo / "configs" / "models" / "debian_bow.wgt").string();
   const std::string data = (repo / "build" / "data" / "debian_sections").string();
   if (!std::filesystem::exists(data + "/train_ids.npy")) {
-    const std::string make = StrCat("/usr/bin/python3 ", (repo / "tools" / "data" / "debian_sections.py").string(),
-                                    " -o ", data, " >&2");
+    const std::string make =
+        StrCat("/usr/bin/python3 ", (repo / "tools" / "data" / "debian_sections.py").string(), " -o ", data, " >&2");
     if (std::system(make.c_str()) != 0) Die("cannot make the data: " + make);
   }
   const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_sparse_step_bench_", getpid());
@@ -824,15 +824,15 @@ void SparseStep() {
     const std::string out = BowCluster(BowConfig(dir + "/two.toml", data, 2, kSteps, true), model, 2);
     wire.push_back(FinalField(out, "wire_bytes_per_step"));
     cluster_ms.push_back(1000 * TrainedSeconds(out) / kSteps);
-    const std::string local = RunWeft({"train", model, "--config", BowConfig(dir + "/one.toml", data, 0, kSteps, true)});
+    const std::string local =
+        RunWeft({"train", model, "--config", BowConfig(dir + "/one.toml", data, 0, kSteps, true)});
     local_ms.push_back(1000 * TrainedSeconds(local) / kSteps);
   }
   // What the same steps move with a dense gradient (sparse_updates = false).
   dense_wire.push_back(FinalField(BowCluster(BowConfig(dir + "/dense.toml", data, 2, kDenseSteps, false), model, 2),
                                   "wire_bytes_per_step"));
   std::filesystem::remove_all(dir);
-  std::fprintf(stderr, "sparse_step: %.1f distinct rows per batch of 64 (%.0f bytes each way)\n", rows,
-               rows_bytes / 2);
+  std::fprintf(stderr, "sparse_step: %.1f distinct rows per batch of 64 (%.0f bytes each way)\n", rows, rows_bytes / 2);
   Bench("sparse_step_bytes", Median(wire), rows_bytes, "bytes/step", false);
   Bench("sparse_step_ms_2ps", Median(cluster_ms), Median(local_ms), "ms/step", false);
   Bench("sparse_step_dense_bytes", Median(wire), Median(dense_wire), "bytes/step", false);
@@ -844,10 +844,9 @@ void SparseStep() {
 int main(int argc, char** argv) {
   using namespace weft::bench;
   if (argc < 2) {
-    std::fprintf(
-        stderr,
-        "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp|sparse_step "
-        "[--repeats N]\n");
+    std::fprintf(stderr,
+                 "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp|sparse_step "
+                 "[--repeats N]\n");
     return 2;
   }
   for (int i = 2; i + 1 < argc; ++i) {

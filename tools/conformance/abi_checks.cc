@@ -180,19 +180,19 @@ Status CheckCopies(const plugin::Device& device) {
   WEFT_RETURN_IF_ERROR(Same(back.data(), data.data(), at, "the bytes before a copy at an offset"));
 
   // Device to device, into another buffer at an offset.
-  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->copy_device_to_device(s.d(), stream, a, 0, b, at, n),
-                                     "copy_device_to_device"));
+  WEFT_RETURN_IF_ERROR(
+      Session::Call(s.t()->copy_device_to_device(s.d(), stream, a, 0, b, at, n), "copy_device_to_device"));
   std::vector<unsigned char> want(data);
   std::memcpy(want.data() + at, slice.data(), slice.size());
   WEFT_ASSIGN_OR_RETURN(back, s.ToHost(stream, b, at, n));
   WEFT_RETURN_IF_ERROR(Same(back.data(), want.data(), n, "device -> device into another buffer at an offset"));
 
   // Copies of nothing.
-  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->copy_host_to_device(s.d(), stream, data.data(), a, 0, 0),
-                                     "copy_host_to_device of 0 bytes"));
+  WEFT_RETURN_IF_ERROR(
+      Session::Call(s.t()->copy_host_to_device(s.d(), stream, data.data(), a, 0, 0), "copy_host_to_device of 0 bytes"));
   unsigned char sink = 0;
-  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->copy_device_to_host(s.d(), stream, a, 0, &sink, 0),
-                                     "copy_device_to_host of 0 bytes"));
+  WEFT_RETURN_IF_ERROR(
+      Session::Call(s.t()->copy_device_to_host(s.d(), stream, a, 0, &sink, 0), "copy_device_to_host of 0 bytes"));
   return Session::Call(s.t()->stream_synchronize(s.d(), stream), "stream_synchronize");
 }
 
@@ -212,8 +212,7 @@ Status CheckStreamsAndEvents(const plugin::Device& device) {
   WEFT_RETURN_IF_ERROR(s.ToDevice(s1, data, a, 0));
   WEFT_RETURN_IF_ERROR(Session::Call(s.t()->event_record(s.d(), e1, s1), "event_record"));
   WEFT_RETURN_IF_ERROR(Session::Call(s.t()->stream_wait_event(s.d(), s2, e1), "stream_wait_event"));
-  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->copy_device_to_device(s.d(), s2, a, 0, b, 0, n),
-                                     "copy_device_to_device"));
+  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->copy_device_to_device(s.d(), s2, a, 0, b, 0, n), "copy_device_to_device"));
   WEFT_RETURN_IF_ERROR(Session::Call(s.t()->event_record(s.d(), e2, s2), "event_record"));
 
   // event_on_ready calls back exactly once.
@@ -252,14 +251,15 @@ Status CheckStreamsAndEvents(const plugin::Device& device) {
   WEFT_RETURN_IF_ERROR(Same(back.data(), data.data(), n, "a copy on stream 2 ordered after stream 1 by an event"));
 
   // An event never recorded is ready.
-  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->event_synchronize(s.d(), never), "event_synchronize of an unrecorded event"));
+  WEFT_RETURN_IF_ERROR(
+      Session::Call(s.t()->event_synchronize(s.d(), never), "event_synchronize of an unrecorded event"));
   std::atomic<int> calls{0};
   const weft_done_fn count = [](void* user, weft_status_t status) {
     plugin::TakeStatus(status).IgnoreError();
     static_cast<std::atomic<int>*>(user)->fetch_add(1);
   };
-  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->event_on_ready(s.d(), never, count, &calls),
-                                     "event_on_ready of an unrecorded event"));
+  WEFT_RETURN_IF_ERROR(
+      Session::Call(s.t()->event_on_ready(s.d(), never, count, &calls), "event_on_ready of an unrecorded event"));
   for (int i = 0; i < 3000 && calls.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (calls.load() != 1) {
     return InvalidArgumentError("event_on_ready of an event never recorded called back ", calls.load(),
@@ -296,8 +296,8 @@ Status CheckWorkInFlight(const plugin::Device& device) {
   WEFT_ASSIGN_OR_RETURN(weft_buffer_t b, s.Alloc(n));
   WEFT_ASSIGN_OR_RETURN(weft_stream_t doomed, s.Stream());
   WEFT_RETURN_IF_ERROR(s.ToDevice(doomed, data, a, 0));
-  WEFT_RETURN_IF_ERROR(Session::Call(s.t()->copy_device_to_device(s.d(), doomed, a, 0, b, 0, n),
-                                     "copy_device_to_device"));
+  WEFT_RETURN_IF_ERROR(
+      Session::Call(s.t()->copy_device_to_device(s.d(), doomed, a, 0, b, 0, n), "copy_device_to_device"));
   s.DestroyStream(doomed);
   WEFT_ASSIGN_OR_RETURN(weft_stream_t later, s.Stream());
   // Another stream cannot wait for a destroyed one; the device as a whole

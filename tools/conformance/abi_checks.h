@@ -13,9 +13,9 @@ namespace weft::conformance {
 
 struct AbiResult {
   std::string device;
-  std::string check;   // "copies", "streams and events", ...
-  std::string what;    // one line: what was checked
-  std::string error;   // empty: passed
+  std::string check;  // "copies", "streams and events", ...
+  std::string what;   // one line: what was checked
+  std::string error;  // empty: passed
 };
 
 // Runs every check on |device|, which stays usable afterwards: each check

@@ -51,7 +51,6 @@ double AsDouble(const Tensor& t, int64_t i) {
   }
 }
 
-
 Expected<std::vector<Case>> ReadCases(const toml::table& document) {
   std::vector<Case> out;
   const toml::array* array = document["case"].as_array();

@@ -38,8 +38,7 @@ Expected<CaseSet> LoadCases(const std::string& dir) {
   try {
     set.document = std::make_unique<toml::table>(toml::parse_file(file));
   } catch (const toml::parse_error& e) {
-    return InvalidArgumentError(file, ":", e.source().begin.line, ":", e.source().begin.column, ": ",
-                                e.description());
+    return InvalidArgumentError(file, ":", e.source().begin.line, ":", e.source().begin.column, ": ", e.description());
   }
   auto cases = cases::ReadCases(*set.document);
   if (!cases.ok()) return cases.status().WithContext(file);
@@ -109,8 +108,8 @@ bool Supports(const cases::Case& c, const std::string& dir, const runtime::Runti
   return runtime::QueryKernelSupport(*graph, *graph->Find("op"), device).supported;
 }
 
-CaseOutcome RunCase(const cases::Case& c, const std::string& dir,
-                    const std::shared_ptr<runtime::DeviceSet>& devices, const std::string& device) {
+CaseOutcome RunCase(const cases::Case& c, const std::string& dir, const std::shared_ptr<runtime::DeviceSet>& devices,
+                    const std::string& device) {
   CaseOutcome outcome;
   outcome.device = device;
   const runtime::RuntimeDevice* d = devices->Find(device);
@@ -162,7 +161,8 @@ CaseOutcome RunCase(const cases::Case& c, const std::string& dir,
     }
     const DType want_dtype = cases::ExpectedDType(*want, c.outputs[i]);
     const std::string diff = cases::Compare((*out)[i], *want, want_dtype, c.rtol, c.atol, c.signed_zeros);
-    if ((*out)[i].dtype() == want_dtype) outcome.worst_error = std::max(outcome.worst_error, WorstError((*out)[i], *want));
+    if ((*out)[i].dtype() == want_dtype)
+      outcome.worst_error = std::max(outcome.worst_error, WorstError((*out)[i], *want));
     if (!diff.empty() && outcome.failure.empty()) outcome.failure = StrCat("output ", i, ": ", diff);
   }
   outcome.outputs = std::move(*out);
@@ -258,8 +258,8 @@ void PrintReport(std::ostream& out, const Report& report) {
   int op_failed = 0;
   for (const OpRow& r : report.ops) op_failed += r.failed > 0 ? 1 : 0;
   out << (report.ok() ? "PASS" : "FAIL") << ": " << report.abi.size() - abi_failed << " of " << report.abi.size()
-      << " ABI checks, " << report.ops.size() - op_failed << " of " << report.ops.size() << " ops ("
-      << report.cases_run << " cases, " << report.failures() - abi_failed << " failed)\n";
+      << " ABI checks, " << report.ops.size() - op_failed << " of " << report.ops.size() << " ops (" << report.cases_run
+      << " cases, " << report.failures() - abi_failed << " failed)\n";
 }
 
 }  // namespace weft::conformance

@@ -64,8 +64,8 @@ struct CaseOutcome {
 
 // Runs |c| on |device| (every node of its one-op graph placed there) and
 // checks the result against the case's reference.
-CaseOutcome RunCase(const cases::Case& c, const std::string& dir,
-                    const std::shared_ptr<runtime::DeviceSet>& devices, const std::string& device);
+CaseOutcome RunCase(const cases::Case& c, const std::string& dir, const std::shared_ptr<runtime::DeviceSet>& devices,
+                    const std::string& device);
 
 // Whether |device| has a kernel for the case's op and binding of type
 // attrs (a runtime op runs everywhere; a case whose graph does not build

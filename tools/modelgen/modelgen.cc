@@ -34,8 +34,8 @@
 
 #include "core/graph/nn_builders.h"
 #include "core/graph/serialize.h"
-#include "core/tensor/npy.h"
 #include "core/ops/generated_ops.h"
+#include "core/tensor/npy.h"
 
 namespace weft {
 namespace {
@@ -223,8 +223,8 @@ Expected<GraphDef> CharLstm() {
   Output chars = b.Placeholder(DType::kF32, Shape{-1, kLength}, "chars");
   Output lengths = b.Placeholder(DType::kI64, Shape{-1}, "lengths");
   Output embedding = Variable(b, Shape{kVocabulary, kEmbedding}, "embedding", kVocabulary, kEmbedding, inits);
-  Output kernel = Variable(b, Shape{kEmbedding + kHidden, 4 * kHidden}, "lstm/kernel", kEmbedding + kHidden,
-                           4 * kHidden, inits);
+  Output kernel =
+      Variable(b, Shape{kEmbedding + kHidden, 4 * kHidden}, "lstm/kernel", kEmbedding + kHidden, 4 * kHidden, inits);
   Output bias = Variable(b, Shape{4 * kHidden}, "lstm/bias", 0, 0, inits);
   Output proj = Variable(b, Shape{kHidden, kVocabulary}, "output/kernel", kHidden, kVocabulary, inits);
   Output proj_bias = Variable(b, Shape{kVocabulary}, "output/bias", 0, 0, inits);
@@ -232,13 +232,17 @@ Expected<GraphDef> CharLstm() {
   {
     auto s = b.NameScope("inputs");
     ids = b.Op("Transpose", {b.Op("Cast", {chars}, {{"DstT", AttrValue(DType::kI64)}})},
-               {{"perm", AttrValue(std::vector<int64_t>{1, 0})}});  // [time, batch]
-    inputs = b.Op("ResourceGather", {embedding, ids}, {{"dtype", AttrValue(DType::kF32)}});   // [time, batch, 32]
+               {{"perm", AttrValue(std::vector<int64_t>{1, 0})}});                           // [time, batch]
+    inputs = b.Op("ResourceGather", {embedding, ids}, {{"dtype", AttrValue(DType::kF32)}});  // [time, batch, 32]
     steps = ops::Sub(b, lengths, b.Scalar<int64_t>(1, "one"), "steps");
     // [batch, hidden] zeros: a zero per example times a zero row.
-    Output per_example = b.Op("ExpandDims", {b.Op("ZerosLike", {b.Op("Cast", {lengths}, {{"DstT", AttrValue(DType::kF32)}})})},
-                              {{"axis", AttrValue(int64_t{1})}});
-    zeros = ops::Mul(b, per_example, b.Const(Tensor::FromVector<float>(std::vector<float>(kHidden, 0.0f), Shape{1, kHidden}), "zero_row"), "zero_state");
+    Output per_example =
+        b.Op("ExpandDims", {b.Op("ZerosLike", {b.Op("Cast", {lengths}, {{"DstT", AttrValue(DType::kF32)}})})},
+             {{"axis", AttrValue(int64_t{1})}});
+    zeros =
+        ops::Mul(b, per_example,
+                 b.Const(Tensor::FromVector<float>(std::vector<float>(kHidden, 0.0f), Shape{1, kHidden}), "zero_row"),
+                 "zero_state");
   }
   Output w_out = Read(b, proj), b_out = Read(b, proj_bias);
   DynamicLstmOptions options;
@@ -321,9 +325,9 @@ int Main(int argc, char** argv) {
     return 1;
   }
   using Maker = std::pair<const char*, Expected<GraphDef> (*)()>;
-  for (const auto& [name, make] : {Maker{"mnist_mlp", Mlp}, Maker{"mnist_lenet", LeNet},
-                                   Maker{"fashion_mlp", FashionMlp}, Maker{"fashion_cnn", FashionCnn},
-                                   Maker{"char_lstm", CharLstm}}) {
+  for (const auto& [name, make] :
+       {Maker{"mnist_mlp", Mlp}, Maker{"mnist_lenet", LeNet}, Maker{"fashion_mlp", FashionMlp},
+        Maker{"fashion_cnn", FashionCnn}, Maker{"char_lstm", CharLstm}}) {
     auto def = make();
     if (!def.ok()) {
       std::cerr << "weft_modelgen: " << name << ": " << def.status().ToString() << "\n";

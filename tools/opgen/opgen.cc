@@ -18,9 +18,9 @@
 namespace weft {
 namespace {
 
-const std::set<std::string> kKeywords = {"default", "int", "float", "bool", "char", "new", "delete", "class",
-                                         "struct", "template", "this", "operator", "register", "builder",
-                                         "attrs", "name"};
+const std::set<std::string> kKeywords = {"default",  "int",     "float",  "bool",     "char", "new",
+                                         "delete",   "class",   "struct", "template", "this", "operator",
+                                         "register", "builder", "attrs",  "name"};
 
 std::string Param(const std::string& name) { return kKeywords.count(name) ? name + "_" : name; }
 
@@ -121,8 +121,10 @@ void Emit(const OpDef& op) {
     }
   }
   std::cout << "  AttrMap weft_attrs;\n";
-  for (const AttrDef* a : required) std::cout << "  weft_attrs[\"" << a->name << "\"] = AttrValue(" << Param(a->name) << ");\n";
-  for (const AttrDef* a : optional) std::cout << "  weft_attrs[\"" << a->name << "\"] = AttrValue(attrs." << a->name << ");\n";
+  for (const AttrDef* a : required)
+    std::cout << "  weft_attrs[\"" << a->name << "\"] = AttrValue(" << Param(a->name) << ");\n";
+  for (const AttrDef* a : optional)
+    std::cout << "  weft_attrs[\"" << a->name << "\"] = AttrValue(attrs." << a->name << ");\n";
   if (multi) {
     std::cout << "  return builder.AddNode(\"" << op.name << "\", weft_inputs, std::move(weft_attrs), name);\n}\n\n";
   } else {

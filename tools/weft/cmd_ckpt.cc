@@ -40,7 +40,8 @@ int List(const std::string& dir) {
     return ReportError(NotFoundError("checkpoint directory ", dir, " does not exist"));
   }
   if (!fs::is_directory(dir, ec)) {
-    return ReportError(FailedPreconditionError(dir, " is not a directory; to look at one checkpoint, run `weft ckpt "
+    return ReportError(FailedPreconditionError(dir,
+                                               " is not a directory; to look at one checkpoint, run `weft ckpt "
                                                "inspect PREFIX`"));
   }
   checkpoint::CheckpointManager manager(dir, 0);
@@ -65,7 +66,10 @@ int List(const std::string& dir) {
     }
     const auto& meta = (*reader)->metadata();
     const auto step_it = meta.find("step");
-    table.AddRow({prefix, step_it != meta.end() ? step_it->second : step ? StrCat(*step) : "?",
+    table.AddRow({prefix,
+                  step_it != meta.end() ? step_it->second
+                  : step                ? StrCat(*step)
+                                        : "?",
                   StrCat((*reader)->entries().size()), StrCat((*reader)->total_bytes()), newest});
   }
   PrintTrimmed(table);
@@ -79,9 +83,9 @@ int Inspect(std::string prefix) {
   auto reader = checkpoint::BundleReader::Open(prefix);
   if (!reader.ok()) return ReportError(reader.status());
   const checkpoint::BundleReader& r = **reader;
-  std::cout << "checkpoint " << prefix << ": " << r.entries().size() << " tensor" << (r.entries().size() == 1 ? "" : "s")
-            << ", " << r.total_bytes() << " bytes in " << r.num_shards() << " shard" << (r.num_shards() == 1 ? "" : "s")
-            << "\n";
+  std::cout << "checkpoint " << prefix << ": " << r.entries().size() << " tensor"
+            << (r.entries().size() == 1 ? "" : "s") << ", " << r.total_bytes() << " bytes in " << r.num_shards()
+            << " shard" << (r.num_shards() == 1 ? "" : "s") << "\n";
   if (r.metadata().empty()) {
     std::cout << "metadata: none\n";
   } else {
@@ -100,13 +104,15 @@ int Inspect(std::string prefix) {
       if (first_error.ok()) first_error = s;
     }
     table.AddRow({e.name, std::string(DTypeName(e.dtype)), e.shape.ToString(), StrCat(e.bytes), Hex(e.crc32c),
-                  s.ok() ? "ok" : s.code() == Code::kDataLoss ? "CORRUPT" : "unreadable"});
+                  s.ok()                        ? "ok"
+                  : s.code() == Code::kDataLoss ? "CORRUPT"
+                                                : "unreadable"});
   }
   PrintTrimmed(table);
   if (!first_error.ok()) {
-    return ReportError(corrupt > 1 ? Status(first_error.code(), StrCat(first_error.message(), " (", corrupt,
-                                                                       " tensors fail in all)"))
-                                   : first_error);
+    return ReportError(
+        corrupt > 1 ? Status(first_error.code(), StrCat(first_error.message(), " (", corrupt, " tensors fail in all)"))
+                    : first_error);
   }
   return kExitOk;
 }

@@ -132,8 +132,8 @@ void AddConfigCommand(CLI::App& app, Runner& run) {
   cmd->require_subcommand(1);
 
   auto files = std::make_shared<std::vector<std::string>>();
-  CLI::App* check = cmd->add_subcommand(
-      "check", "Validate TOML files, plugin sections included; print OK or every error");
+  CLI::App* check =
+      cmd->add_subcommand("check", "Validate TOML files, plugin sections included; print OK or every error");
   check->add_option("FILE", *files, "Configuration files to check")->required();
   check->callback([&run, files] {
     run = [files](Context& context) {
@@ -161,7 +161,7 @@ void AddConfigCommand(CLI::App& app, Runner& run) {
       Table table({"KEY", "EXPECTS", "DEFAULT", "DESCRIPTION"});
       for (const auto& [key, spec] : config::CoreKeys()) {
         table.AddRow({key, config::DescribeExpected(spec),
-                      spec.default_value               ? spec.default_value->text
+                      spec.default_value            ? spec.default_value->text
                       : key.starts_with("cluster.") ? "(unset)"
                                                     : "(derived)",
                       spec.doc});

@@ -49,8 +49,7 @@ int Run(Context& ctx, const Flags& flags) {
                                                " here: ", info.reason, "; nothing to test"));
   }
   if (info.kind != plugin::PluginKind::kDevice) {
-    return ReportError(InvalidArgumentError("plugin ", info.path, " is a plugin of kind ",
-                                            plugin::KindName(*info.kind),
+    return ReportError(InvalidArgumentError("plugin ", info.path, " is a plugin of kind ", plugin::KindName(*info.kind),
                                             ", not a device plugin; the conformance kit tests device plugins "
                                             "(transports have their own suite, docs/plugins.md)"));
   }
@@ -105,9 +104,7 @@ void AddConformanceCommand(CLI::App& app, Runner& run) {
   cmd->footer(
       "Prints the ABI checks and, per op, the cases passed and failed with the worst error; exits 1 on any "
       "failure.\nExample: weft conformance --plugin build/weft_device_mydev.so --ops 'Add,Mul,MatMul'");
-  cmd->callback([&run, flags] {
-    run = [flags](Context& ctx) { return Run(ctx, *flags); };
-  });
+  cmd->callback([&run, flags] { run = [flags](Context& ctx) { return Run(ctx, *flags); }; });
 }
 
 }  // namespace weft::cli

@@ -199,16 +199,18 @@ int Dot(const std::string& path) {
   std::cout << "digraph weft {\n  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n";
   int cluster = 0;
   std::function<void(const Scope&, const std::string&, int)> emit = [&](const Scope& s, const std::string& prefix,
-                                                                       int depth) {
+                                                                        int depth) {
     const std::string indent(static_cast<std::size_t>(2 * depth + 2), ' ');
     for (const Graph::Node* n : s.nodes) {
-      const std::string shortname = n->name().substr(n->name().rfind('/') == std::string::npos ? 0 : n->name().rfind('/') + 1);
+      const std::string shortname =
+          n->name().substr(n->name().rfind('/') == std::string::npos ? 0 : n->name().rfind('/') + 1);
       std::cout << indent << DotId(n->name()) << " [label=" << Quote(StrCat(shortname, "\\n", n->op_name())) << "];\n";
     }
     for (const auto& [name, child] : s.children) {
       const std::string full = prefix.empty() ? name : prefix + "/" + name;
       std::cout << indent << "subgraph cluster_" << cluster++ << " {\n"
-                << indent << "  label=" << Quote(full) << ";\n" << indent << "  style=rounded;\n";
+                << indent << "  label=" << Quote(full) << ";\n"
+                << indent << "  style=rounded;\n";
       emit(child, full, depth + 1);
       std::cout << indent << "}\n";
     }
@@ -218,7 +220,8 @@ int Dot(const std::string& path) {
     const std::string indent(static_cast<std::size_t>(2 * depth + 2), ' ');
     for (const std::string& child : child_frames[frame]) {
       std::cout << indent << "subgraph cluster_" << cluster++ << " {\n"
-                << indent << "  label=" << Quote(child) << ";\n" << indent << "  style=\"dashed,bold\";\n"
+                << indent << "  label=" << Quote(child) << ";\n"
+                << indent << "  style=\"dashed,bold\";\n"
                 << indent << "  color=blue;\n";
       emit_frame(child, depth + 1);
       std::cout << indent << "}\n";
@@ -335,7 +338,8 @@ void AddGraphCommands(CLI::App& app, Runner& run) {
   inspect->callback([&run, path, json] { run = [path, json](Context&) { return Inspect(*path, *json); }; });
 
   auto dot_path = std::make_shared<std::string>();
-  CLI::App* dot = app.add_subcommand("dot", "Print a graph file as Graphviz (name scopes and loop frames become clusters)");
+  CLI::App* dot =
+      app.add_subcommand("dot", "Print a graph file as Graphviz (name scopes and loop frames become clusters)");
   dot->add_option("GRAPH", *dot_path, "A .wg or .wgt graph file")->required();
   dot->footer("Example: weft dot model.wgt | dot -Tsvg > model.svg");
   dot->callback([&run, dot_path] { run = [dot_path](Context&) { return Dot(*dot_path); }; });
@@ -352,9 +356,8 @@ void AddGraphCommands(CLI::App& app, Runner& run) {
   CLI::App* ops = app.add_subcommand("ops", "List every op, its signature and the devices with a kernel for it");
   ops->add_option("OP", *names, "Show these ops in detail, with their documentation");
   ops->add_flag("--json", *ops_json, "Print as JSON");
-  ops->callback([&run, names, ops_json] {
-    run = [names, ops_json](Context& ctx) { return Ops(ctx, *names, *ops_json); };
-  });
+  ops->callback(
+      [&run, names, ops_json] { run = [names, ops_json](Context& ctx) { return Ops(ctx, *names, *ops_json); }; });
 }
 
 }  // namespace weft::cli

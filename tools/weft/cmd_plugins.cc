@@ -78,9 +78,8 @@ int Run(Context& ctx, bool json, bool options) {
   Table table({"NAME", "KIND", "ABI", "VERSION", "STATUS", "PATH"});
   for (const plugin::PluginInfo& p : plugins) {
     table.AddRow({p.name.empty() ? "-" : p.name, p.kind ? std::string(plugin::KindName(*p.kind)) : "-",
-                  p.abi_major == 0 ? "-" : StrCat(p.abi_major, ".", p.abi_minor),
-                  p.version.empty() ? "-" : p.version, std::string(plugin::StateName(p.state)),
-                  p.path});
+                  p.abi_major == 0 ? "-" : StrCat(p.abi_major, ".", p.abi_minor), p.version.empty() ? "-" : p.version,
+                  std::string(plugin::StateName(p.state)), p.path});
   }
   table.Print(std::cout);
   bool first_note = true;
@@ -88,8 +87,7 @@ int Run(Context& ctx, bool json, bool options) {
     if (p.reason.empty()) continue;
     if (first_note) std::cout << '\n';
     first_note = false;
-    std::cout << (p.name.empty() ? p.path : p.name) << ": " << plugin::StateName(p.state) << ": "
-              << p.reason << '\n';
+    std::cout << (p.name.empty() ? p.path : p.name) << ": " << plugin::StateName(p.state) << ": " << p.reason << '\n';
   }
   if (options) {
     for (const plugin::PluginInfo& p : plugins) {
@@ -110,13 +108,10 @@ int Run(Context& ctx, bool json, bool options) {
 void AddPluginsCommand(CLI::App& app, Runner& run) {
   auto json = std::make_shared<bool>(false);
   auto options = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand(
-      "plugins", "List the plugins found on the search path, loaded or not, and why");
+  CLI::App* cmd = app.add_subcommand("plugins", "List the plugins found on the search path, loaded or not, and why");
   cmd->add_flag("--json", *json, "Print as JSON");
   cmd->add_flag("--options", *options, "Also list each plugin's configuration keys");
-  cmd->callback([&run, json, options] {
-    run = [json, options](Context& ctx) { return Run(ctx, *json, *options); };
-  });
+  cmd->callback([&run, json, options] { run = [json, options](Context& ctx) { return Run(ctx, *json, *options); }; });
 }
 
 }  // namespace weft::cli

@@ -86,14 +86,16 @@ int Run(Context& ctx, const RunArgs& args) {
     if ((*spec)->distributed()) cluster = *spec;
   }
   if (cluster != nullptr && !args.trace.empty()) {
-    return ReportError(UnimplementedError("--trace records one process's step; it is not available with a [cluster] "
-                                          "yet (use --local to trace the graph in this process)"));
+    return ReportError(
+        UnimplementedError("--trace records one process's step; it is not available with a [cluster] "
+                           "yet (use --local to trace the graph in this process)"));
   }
   // In this process, or across the tasks of the config's [cluster].
   std::unique_ptr<runtime::Session> session;
   std::unique_ptr<dist::DistSession> dist_session;
   if (cluster != nullptr) {
-    auto created = dist::DistSession::Create(std::move(*graph), dist::SessionOptionsFor(*cluster, ctx.config()), **host);
+    auto created =
+        dist::DistSession::Create(std::move(*graph), dist::SessionOptionsFor(*cluster, ctx.config()), **host);
     if (!created.ok()) return ReportError(created.status());
     dist_session = std::move(*created);
   } else {

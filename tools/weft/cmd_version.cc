@@ -29,10 +29,9 @@ void AddVersionCommand(CLI::App& app, Runner& run) {
         j.String(StrCat(WEFT_ABI_VERSION_MAJOR, ".", WEFT_ABI_VERSION_MINOR));
         j.EndObject();
       } else {
-        std::cout << "weft " << kVersion << " (commit " << kGitCommit << ", " << kBuildType
-                  << ", " << kCompiler << ")\n"
-                  << "plugin ABI " << WEFT_ABI_VERSION_MAJOR << "." << WEFT_ABI_VERSION_MINOR
-                  << '\n';
+        std::cout << "weft " << kVersion << " (commit " << kGitCommit << ", " << kBuildType << ", " << kCompiler
+                  << ")\n"
+                  << "plugin ABI " << WEFT_ABI_VERSION_MAJOR << "." << WEFT_ABI_VERSION_MINOR << '\n';
       }
       return kExitOk;
     };

@@ -37,9 +37,10 @@ Status Context::Init() {
   if (!options_.log_level.empty()) {
     auto parsed = ParseLogLevel(options_.log_level);
     if (!parsed) {
-      return InvalidArgumentError("--log-level: expected one of trace, debug, info, warning, "
-                                  "error, off; got ",
-                                  Quote(options_.log_level));
+      return InvalidArgumentError(
+          "--log-level: expected one of trace, debug, info, warning, "
+          "error, off; got ",
+          Quote(options_.log_level));
     }
     level = *parsed;
   }

@@ -12,8 +12,7 @@
 namespace {
 
 // CLI11 reports an unknown command as a missing one; say what was typed.
-std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc,
-                               char** argv) {
+std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
@@ -37,10 +36,8 @@ int Main(int argc, char** argv) {
   app.footer("Run `weft <command> --help` for the options of a command.");
 
   weft::cli::GlobalOptions options;
-  app.add_option("-c,--config", options.config_path,
-                 "Configuration file (default: the embedded configs/local.toml)");
-  app.add_option("--log-level", options.log_level,
-                 "Override logging.level: trace, debug, info, warning, error, off");
+  app.add_option("-c,--config", options.config_path, "Configuration file (default: the embedded configs/local.toml)");
+  app.add_option("--log-level", options.log_level, "Override logging.level: trace, debug, info, warning, error, off");
   app.add_option_function<std::string>(
       "--job", [&options](const std::string& job) { options.job = job; },
       "The job of this process in the config's [cluster] (overrides [cluster] job)");
@@ -67,8 +64,7 @@ int Main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "weft: error: " << DescribeParseError(app, e, argc, argv)
-              << "\nRun `weft --help` for usage.\n";
+    std::cerr << "weft: error: " << DescribeParseError(app, e, argc, argv) << "\nRun `weft --help` for usage.\n";
     return kExitUserError;
   }
   if (!run) {

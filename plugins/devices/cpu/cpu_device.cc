@@ -57,10 +57,9 @@ MachineInfo ReadMachineInfo() {
 
   // Only the extensions that decide which kernels run fast; the full flag
   // list is in /proc/cpuinfo.
-  static const char* const kInteresting[] = {"sse4_2", "avx", "avx2", "fma", "f16c",
-                                             "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-                                             "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
-                                             "amx_int8", "neon", "sve"};
+  static const char* const kInteresting[] = {
+      "sse4_2",      "avx",         "avx2",        "fma",      "f16c",     "avx512f",  "avx512bw", "avx512vl",
+      "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "neon",     "sve"};
   std::set<std::string> flags;
   std::istringstream words(CpuInfoField(cpuinfo, "flags"));
   for (std::string word; words >> word;) flags.insert(word);
@@ -190,8 +189,7 @@ CpuBuffer* CpuDevice::Allocate(uint64_t size) {
       buffer = small_.Take(size);
     } catch (const std::bad_alloc&) {
       throw sdk::Error(WEFT_RESOURCE_EXHAUSTED, "cannot allocate " + std::to_string(size) +
-                                                    " bytes of host memory on /device:CPU:" +
-                                                    std::to_string(ordinal_));
+                                                    " bytes of host memory on /device:CPU:" + std::to_string(ordinal_));
     }
     bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
     return buffer;
@@ -206,10 +204,9 @@ CpuBuffer* CpuDevice::Allocate(uint64_t size) {
     }
   }
   if (bytes < size || posix_memalign(&data, kAlignment, bytes) != 0) {
-    throw sdk::Error(WEFT_RESOURCE_EXHAUSTED,
-                     "cannot allocate " + std::to_string(size) + " bytes of host memory (" +
-                         std::to_string(bytes_in_use() >> 20) + " MiB in use on /device:CPU:" +
-                         std::to_string(ordinal_) + ")");
+    throw sdk::Error(WEFT_RESOURCE_EXHAUSTED, "cannot allocate " + std::to_string(size) + " bytes of host memory (" +
+                                                  std::to_string(bytes_in_use() >> 20) +
+                                                  " MiB in use on /device:CPU:" + std::to_string(ordinal_) + ")");
   }
   bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
   return new CpuBuffer{data, size, bytes, false};

@@ -35,7 +35,7 @@ MachineInfo ReadMachineInfo();
 struct CpuBuffer {
   void* data;
   uint64_t size;
-  uint64_t capacity;  // bytes actually allocated (size rounded up)
+  uint64_t capacity;   // bytes actually allocated (size rounded up)
   bool small = false;  // a SmallBlocks block: the record and data are one
 };
 

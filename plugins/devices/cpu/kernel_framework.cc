@@ -78,7 +78,7 @@ void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int6
   std::atomic<int64_t> next{0};
   std::exception_ptr error;
   std::mutex error_mutex;
-#pragma omp parallel num_threads(static_cast<int>(shards))
+#pragma omp parallel num_threads(static_cast <int>(shards))
   {
     while (true) {
       const int64_t begin = next.fetch_add(block, std::memory_order_relaxed);

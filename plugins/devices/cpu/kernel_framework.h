@@ -64,31 +64,86 @@ struct BFloat16 {
 
 template <class T>
 constexpr weft_dtype_t DtypeOf();
-template <> constexpr weft_dtype_t DtypeOf<float>() { return WEFT_DTYPE_F32; }
-template <> constexpr weft_dtype_t DtypeOf<double>() { return WEFT_DTYPE_F64; }
-template <> constexpr weft_dtype_t DtypeOf<int8_t>() { return WEFT_DTYPE_I8; }
-template <> constexpr weft_dtype_t DtypeOf<int16_t>() { return WEFT_DTYPE_I16; }
-template <> constexpr weft_dtype_t DtypeOf<int32_t>() { return WEFT_DTYPE_I32; }
-template <> constexpr weft_dtype_t DtypeOf<int64_t>() { return WEFT_DTYPE_I64; }
-template <> constexpr weft_dtype_t DtypeOf<uint8_t>() { return WEFT_DTYPE_U8; }
-template <> constexpr weft_dtype_t DtypeOf<bool>() { return WEFT_DTYPE_BOOL; }
-template <> constexpr weft_dtype_t DtypeOf<Half>() { return WEFT_DTYPE_F16; }
-template <> constexpr weft_dtype_t DtypeOf<BFloat16>() { return WEFT_DTYPE_BF16; }
+template <>
+constexpr weft_dtype_t DtypeOf<float>() {
+  return WEFT_DTYPE_F32;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<double>() {
+  return WEFT_DTYPE_F64;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<int8_t>() {
+  return WEFT_DTYPE_I8;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<int16_t>() {
+  return WEFT_DTYPE_I16;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<int32_t>() {
+  return WEFT_DTYPE_I32;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<int64_t>() {
+  return WEFT_DTYPE_I64;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<uint8_t>() {
+  return WEFT_DTYPE_U8;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<bool>() {
+  return WEFT_DTYPE_BOOL;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<Half>() {
+  return WEFT_DTYPE_F16;
+}
+template <>
+constexpr weft_dtype_t DtypeOf<BFloat16>() {
+  return WEFT_DTYPE_BF16;
+}
 
 // The type arithmetic is done in: float for the 16-bit floats.
-template <class T> struct ComputeType { using type = T; };
-template <> struct ComputeType<Half> { using type = float; };
-template <> struct ComputeType<BFloat16> { using type = float; };
+template <class T>
+struct ComputeType {
+  using type = T;
+};
+template <>
+struct ComputeType<Half> {
+  using type = float;
+};
+template <>
+struct ComputeType<BFloat16> {
+  using type = float;
+};
 
 template <class T>
-inline typename ComputeType<T>::type Load(const T& v) { return v; }
-template <> inline float Load<Half>(const Half& v) { return sdk::HalfToFloat(v.bits); }
-template <> inline float Load<BFloat16>(const BFloat16& v) { return sdk::Bfloat16ToFloat(v.bits); }
+inline typename ComputeType<T>::type Load(const T& v) {
+  return v;
+}
+template <>
+inline float Load<Half>(const Half& v) {
+  return sdk::HalfToFloat(v.bits);
+}
+template <>
+inline float Load<BFloat16>(const BFloat16& v) {
+  return sdk::Bfloat16ToFloat(v.bits);
+}
 
 template <class T>
-inline T StoreAs(typename ComputeType<T>::type v) { return static_cast<T>(v); }
-template <> inline Half StoreAs<Half>(float v) { return Half{sdk::FloatToHalf(v)}; }
-template <> inline BFloat16 StoreAs<BFloat16>(float v) { return BFloat16{sdk::FloatToBfloat16(v)}; }
+inline T StoreAs(typename ComputeType<T>::type v) {
+  return static_cast<T>(v);
+}
+template <>
+inline Half StoreAs<Half>(float v) {
+  return Half{sdk::FloatToHalf(v)};
+}
+template <>
+inline BFloat16 StoreAs<BFloat16>(float v) {
+  return BFloat16{sdk::FloatToBfloat16(v)};
+}
 
 // Calls fn.template operator()<T>() for the C++ type of |dtype| among the
 // numeric types; throws for others.

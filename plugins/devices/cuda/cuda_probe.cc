@@ -48,20 +48,26 @@ std::string UnavailableMessage(rt::Error error) {
   int driver = 0;
   (void)rt::DriverGetVersion(&driver);
   if (driver <= 0) {
-    message += "No NVIDIA driver was found (libcuda.so.1 is not installed or not on the library path); this "
-               "plugin's CUDA " + runtime + " runtime needs a driver for CUDA " + runtime + " or newer. Install the "
-               "NVIDIA driver, " + kDisableHint;
+    message +=
+        "No NVIDIA driver was found (libcuda.so.1 is not installed or not on the library path); this "
+        "plugin's CUDA " +
+        runtime + " runtime needs a driver for CUDA " + runtime +
+        " or newer. Install the "
+        "NVIDIA driver, " +
+        kDisableHint;
   } else if (error == cudaErrorInsufficientDriver) {
-    message += "The installed NVIDIA driver supports CUDA " + CudaVersion(driver) + ", older than this plugin's "
-               "CUDA " + runtime + " runtime. Update the driver, " + kDisableHint;
+    message += "The installed NVIDIA driver supports CUDA " + CudaVersion(driver) +
+               ", older than this plugin's "
+               "CUDA " +
+               runtime + " runtime. Update the driver, " + kDisableHint;
   } else if (error == cudaErrorNoDevice) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     message += "The driver (CUDA " + CudaVersion(driver) + ") sees no GPU";
     if (visible != nullptr) message += std::string(" with CUDA_VISIBLE_DEVICES='") + visible + "'";
     message += "; check that one is installed and visible to this process (nvidia-smi), " + std::string(kDisableHint);
   } else {
-    message += "Check the GPU and its driver (CUDA " + CudaVersion(driver) + ") with nvidia-smi, " +
-               std::string(kDisableHint);
+    message +=
+        "Check the GPU and its driver (CUDA " + CudaVersion(driver) + ") with nvidia-smi, " + std::string(kDisableHint);
   }
   return message;
 }

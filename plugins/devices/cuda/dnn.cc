@@ -47,8 +47,8 @@ class TensorDesc {
   TensorDesc& operator=(const TensorDesc&) = delete;
   // An NCHW tensor.
   void Set(cudnnDataType_t type, const Dims& nchw) {
-    CheckDnn(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type, AsInt(nchw[0]), AsInt(nchw[1]),
-                                        AsInt(nchw[2]), AsInt(nchw[3])),
+    CheckDnn(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type, AsInt(nchw[0]), AsInt(nchw[1]), AsInt(nchw[2]),
+                                        AsInt(nchw[3])),
              "cudnnSetTensor4dDescriptor");
   }
   cudnnTensorDescriptor_t get() const { return desc_; }
@@ -65,8 +65,8 @@ class FilterDesc {
   FilterDesc& operator=(const FilterDesc&) = delete;
   // A KCRS filter.
   void Set(cudnnDataType_t type, const Dims& kcrs) {
-    CheckDnn(cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW, AsInt(kcrs[0]), AsInt(kcrs[1]),
-                                        AsInt(kcrs[2]), AsInt(kcrs[3])),
+    CheckDnn(cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW, AsInt(kcrs[0]), AsInt(kcrs[1]), AsInt(kcrs[2]),
+                                        AsInt(kcrs[3])),
              "cudnnSetFilter4dDescriptor");
   }
   cudnnFilterDescriptor_t get() const { return desc_; }
@@ -243,8 +243,8 @@ class Convolution {
     const T one = T(1), zero = T(0);
     RunFirstWorking(perf, count, "cudnnConvolutionBackwardFilter",
                     [&](cudnnConvolutionBwdFilterAlgo_t algo, void* workspace, std::size_t bytes) {
-                      return cudnnConvolutionBackwardFilter(handle_, &one, x_.get(), x, y_.get(), dy, conv_.get(),
-                                                            algo, workspace, bytes, &zero, w_.get(), dw);
+                      return cudnnConvolutionBackwardFilter(handle_, &one, x_.get(), x, y_.get(), dy, conv_.get(), algo,
+                                                            workspace, bytes, &zero, w_.get(), dw);
                     });
   }
 
@@ -322,8 +322,7 @@ class Conv2DBackpropInputKernel {
 template <class T>
 class Conv2DBackpropFilterKernel {
  public:
-  explicit Conv2DBackpropFilterKernel(const InitContext& init)
-      : attrs_(ReadWindowAttrs(init, /*convolution=*/true)) {}
+  explicit Conv2DBackpropFilterKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*convolution=*/true)) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Dims filter_dims = ctx.ReadShape(ctx.input(1), "filter_sizes");

@@ -38,9 +38,7 @@ inline unsigned GridFor(int64_t n) {
 }
 
 // The global thread index and the grid's total thread count.
-__device__ inline int64_t GlobalIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
+__device__ inline int64_t GlobalIndex() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t GlobalStride() { return static_cast<int64_t>(blockDim.x) * gridDim.x; }
 
 // The element offsets of each of N operands for output element |i|.

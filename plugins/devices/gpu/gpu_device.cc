@@ -69,8 +69,8 @@ void* CachingAllocator::Allocate(uint64_t bytes, uint64_t* capacity) {
     (void)rt::GetLastError();
     const weft_code_t code = error == rt::kErrorOutOfMemory ? WEFT_RESOURCE_EXHAUSTED : WEFT_INTERNAL;
     throw sdk::Error(code, std::string(Vendor().call_prefix) + "Malloc of " + std::to_string(size) +
-                               " bytes (for a buffer of " + std::to_string(bytes) + ") failed: " +
-                               RuntimeErrorText(error) + "; " + Mib(in_use_) + " in use on device " +
+                               " bytes (for a buffer of " + std::to_string(bytes) +
+                               ") failed: " + RuntimeErrorText(error) + "; " + Mib(in_use_) + " in use on device " +
                                std::to_string(ordinal_));
   }
   in_use_ += size;
@@ -237,9 +237,9 @@ void Device::CallbackLoop() {
     lock.unlock();
     weft_status_t status = nullptr;
     if (pending->status != rt::kSuccess) {
-      status = sdk::MakeStatus(WEFT_INTERNAL, ("work before the event failed on " + name_ + ": " +
-                                               RuntimeErrorText(pending->status))
-                                                  .c_str());
+      status = sdk::MakeStatus(
+          WEFT_INTERNAL,
+          ("work before the event failed on " + name_ + ": " + RuntimeErrorText(pending->status)).c_str());
     }
     pending->done(pending->user, status);
     lock.lock();

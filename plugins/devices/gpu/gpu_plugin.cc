@@ -194,8 +194,8 @@ weft_status_t CopyHostToDevice(weft_device_t device, weft_stream_t stream, const
   });
 }
 
-weft_status_t CopyDeviceToHost(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
-                               uint64_t src_offset, void* dst, uint64_t size) {
+weft_status_t CopyDeviceToHost(weft_device_t device, weft_stream_t stream, weft_buffer_t src, uint64_t src_offset,
+                               void* dst, uint64_t size) {
   return sdk::Guard([&] {
     CheckStream(stream, "copy_device_to_host");
     CheckRange(src, src_offset, size, "copy_device_to_host");
@@ -206,8 +206,8 @@ weft_status_t CopyDeviceToHost(weft_device_t device, weft_stream_t stream, weft_
   });
 }
 
-weft_status_t CopyDeviceToDevice(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
-                                 uint64_t src_offset, weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
+weft_status_t CopyDeviceToDevice(weft_device_t device, weft_stream_t stream, weft_buffer_t src, uint64_t src_offset,
+                                 weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
   return sdk::Guard([&] {
     CheckStream(stream, "copy_device_to_device");
     CheckRange(src, src_offset, size, "copy_device_to_device (source)");

@@ -27,8 +27,7 @@ int64_t Product(const Dims& dims, int begin, int end) {
 
 // --- Context -----------------------------------------------------------------------
 
-Context::Context(weft_device_t device, weft_kernel_context_t* ctx)
-    : sdk::BasicKernelContext<Tensor>(device, ctx) {
+Context::Context(weft_device_t device, weft_kernel_context_t* ctx) : sdk::BasicKernelContext<Tensor>(device, ctx) {
   this->device().MakeCurrent();
   stream_ = &stream_as<Stream>();
 }
@@ -105,9 +104,7 @@ BroadcastPlan<N> Pack(const Dims& out, const std::vector<const Dims*>& operands)
 }  // namespace
 
 BroadcastPlan<1> PlanBroadcast1(const Dims& out, const Dims& a) { return Pack<1>(out, {&a}); }
-BroadcastPlan<2> PlanBroadcast2(const Dims& out, const Dims& a, const Dims& b) {
-  return Pack<2>(out, {&a, &b});
-}
+BroadcastPlan<2> PlanBroadcast2(const Dims& out, const Dims& a, const Dims& b) { return Pack<2>(out, {&a, &b}); }
 BroadcastPlan<3> PlanBroadcast3(const Dims& out, const Dims& a, const Dims& b, const Dims& c) {
   return Pack<3>(out, {&a, &b, &c});
 }

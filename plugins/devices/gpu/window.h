@@ -149,8 +149,8 @@ inline Geometry ConvGeometry(const WindowAttrs& a, const Dims& in, const Dims& f
 inline void CheckForwardOutput(const Geometry& g, bool nchw, const Dims& got, const char* forward) {
   const Dims want = g.OutputDims(nchw);
   if (got != want) {
-    Fail("out_backprop has shape ", DimsString(got), ", but ", forward, " of an input ",
-         DimsString(g.InputDims(nchw)), " gives ", DimsString(want));
+    Fail("out_backprop has shape ", DimsString(got), ", but ", forward, " of an input ", DimsString(g.InputDims(nchw)),
+         " gives ", DimsString(want));
   }
 }
 

@@ -49,8 +49,9 @@ std::string UnavailableMessage(rt::Error error) {
   message += error == rt::kSuccess ? std::string("found no devices") : "failed: " + RuntimeErrorText(error);
   message += ". ";
   if (!Exists("/dev/kfd")) {
-    message += "/dev/kfd does not exist: the amdgpu kernel driver is not loaded, or this process (a container?) was "
-               "not given the device; install the GPU's driver, ";
+    message +=
+        "/dev/kfd does not exist: the amdgpu kernel driver is not loaded, or this process (a container?) was "
+        "not given the device; install the GPU's driver, ";
   } else {
     const char* visible = std::getenv("HIP_VISIBLE_DEVICES");
     message += "ROCm found no GPU it supports";

@@ -79,14 +79,11 @@ weft_code_t ClErrorCode(cl_int code) {
   switch (code) {
     case CL_OUT_OF_HOST_MEMORY:
     case CL_OUT_OF_RESOURCES:
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
-      return WEFT_RESOURCE_EXHAUSTED;
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return WEFT_RESOURCE_EXHAUSTED;
     case CL_DEVICE_NOT_AVAILABLE:
     case CL_DEVICE_NOT_FOUND:
-    case -1001:
-      return WEFT_UNAVAILABLE;
-    default:
-      return WEFT_INTERNAL;
+    case -1001: return WEFT_UNAVAILABLE;
+    default: return WEFT_INTERNAL;
   }
 }
 

@@ -175,8 +175,8 @@ void Launch::RunN(cl_uint dims, const uint64_t* global, const size_t* local) {
   }
   const cl_int err = clEnqueueNDRangeKernel(ctx_.queue(), kernel_, dims, nullptr, g, local, 0, nullptr, nullptr);
   if (err != CL_SUCCESS) {
-    throw sdk::Error(ClErrorCode(err), Str("clEnqueueNDRangeKernel(", name_, ") of program ", program_.name(),
-                                           " on ", ctx_.device().where(), ": ", ClErrorText(err)));
+    throw sdk::Error(ClErrorCode(err), Str("clEnqueueNDRangeKernel(", name_, ") of program ", program_.name(), " on ",
+                                           ctx_.device().where(), ": ", ClErrorText(err)));
   }
 }
 

@@ -80,15 +80,14 @@ std::vector<Found> FindDevices(const Selection& selection) {
     }
   }
   if (matched_names.empty()) {
-    throw sdk::Error(WEFT_UNAVAILABLE, "no OpenCL platform matches devices.opencl.platform = \"" +
-                                           selection.platform + "\" (the platforms are " + Quoted(all_names) +
+    throw sdk::Error(WEFT_UNAVAILABLE, "no OpenCL platform matches devices.opencl.platform = \"" + selection.platform +
+                                           "\" (the platforms are " + Quoted(all_names) +
                                            "); set it to part of one of those names, or remove it");
   }
   if (found.empty()) {
-    throw sdk::Error(WEFT_UNAVAILABLE, "no available OpenCL device of type " + selection.device_type +
-                                           " on platform " + Quoted(matched_names) +
-                                           " (devices.opencl.device_type = \"" + selection.device_type +
-                                           "\"); choose another type, or \"all\"");
+    throw sdk::Error(WEFT_UNAVAILABLE, "no available OpenCL device of type " + selection.device_type + " on platform " +
+                                           Quoted(matched_names) + " (devices.opencl.device_type = \"" +
+                                           selection.device_type + "\"); choose another type, or \"all\"");
   }
   return found;
 }
@@ -118,8 +117,8 @@ cl_kernel Program::Take(const std::string& kernel) {
   cl_int err = CL_SUCCESS;
   cl_kernel k = clCreateKernel(program_, kernel.c_str(), &err);
   if (err != CL_SUCCESS) {
-    throw sdk::Error(ClErrorCode(err), "clCreateKernel(" + kernel + ") from program " + name_ + " on " + where_ +
-                                           ": " + ClErrorText(err));
+    throw sdk::Error(ClErrorCode(err), "clCreateKernel(" + kernel + ") from program " + name_ + " on " + where_ + ": " +
+                                           ClErrorText(err));
   }
   return k;
 }
@@ -146,8 +145,8 @@ Device::Device(int ordinal, const Found& found, const Selection& selection)
   align_ = std::max<uint64_t>(DeviceValue<cl_uint>(device_, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8, 1);
   const std::string extensions = DeviceString(device_, CL_DEVICE_EXTENSIONS);
   fp64_ = extensions.find("cl_khr_fp64") != std::string::npos;
-  exact_divide_sqrt_ =
-      (DeviceValue<cl_device_fp_config>(device_, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+  exact_divide_sqrt_ = (DeviceValue<cl_device_fp_config>(device_, CL_DEVICE_SINGLE_FP_CONFIG) &
+                        CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 
   const bool emulated_local = DeviceValue<cl_device_local_mem_type>(device_, CL_DEVICE_LOCAL_MEM_TYPE) == CL_GLOBAL;
   blocked_matmul_ = selection.matmul_kernel == "auto" ? emulated_local : selection.matmul_kernel == "blocked";
@@ -239,8 +238,7 @@ Program& Device::GetProgram(const std::string& name, const std::string& defines)
   auto it = programs_.find(key);
   if (it != programs_.end()) return *it->second;
 
-  const bool overridden =
-      !kernel_source_dir_.empty() && std::ifstream(kernel_source_dir_ + "/" + name + ".cl").good();
+  const bool overridden = !kernel_source_dir_.empty() && std::ifstream(kernel_source_dir_ + "/" + name + ".cl").good();
   const std::string title = "'" + name + "'" + (defines.empty() ? "" : " (" + defines + ")") +
                             (overridden ? " from " + kernel_source_dir_ + "/" + name + ".cl" : "");
   const std::string source = Source(name);

@@ -21,9 +21,9 @@ namespace weft::opencl {
 
 // What the [devices.opencl] section selects.
 struct Selection {
-  std::string platform;           // a substring of the platform's name; empty: every platform
-  std::string device_type = "all";  // all, gpu, cpu or accelerator
-  std::string kernel_source_dir;  // <program>.cl files that replace the built-in sources
+  std::string platform;                // a substring of the platform's name; empty: every platform
+  std::string device_type = "all";     // all, gpu, cpu or accelerator
+  std::string kernel_source_dir;       // <program>.cl files that replace the built-in sources
   std::string matmul_kernel = "auto";  // auto, tiled or blocked (see kernels/matmul.cl)
 };
 

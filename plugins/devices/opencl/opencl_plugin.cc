@@ -182,8 +182,8 @@ weft_status_t EventSynchronize(weft_device_t device, weft_event_t event) {
     clReleaseEvent(marker);
     Device* d = AsDevice(device);
     if (!failed.empty()) {
-      throw sdk::Error(WEFT_INTERNAL, "event_synchronize on " + d->where() + ": the work before the event failed: " +
-                                          failed);
+      throw sdk::Error(WEFT_INTERNAL,
+                       "event_synchronize on " + d->where() + ": the work before the event failed: " + failed);
     }
     d->Check(err, "clWaitForEvents");
   });
@@ -244,8 +244,8 @@ weft_status_t CopyDeviceToHost(weft_device_t device, weft_stream_t stream, weft_
   return sdk::Guard([&] {
     CheckRange(AsBuffer(src), src_offset, size, "copy_device_to_host");
     if (size == 0) return;
-    AsDevice(device)->Check(clEnqueueReadBuffer(AsStream(stream)->queue, AsBuffer(src)->mem, CL_FALSE, src_offset,
-                                                size, dst, 0, nullptr, nullptr),
+    AsDevice(device)->Check(clEnqueueReadBuffer(AsStream(stream)->queue, AsBuffer(src)->mem, CL_FALSE, src_offset, size,
+                                                dst, 0, nullptr, nullptr),
                             "clEnqueueReadBuffer");
   });
 }
@@ -282,8 +282,8 @@ weft_status_t BufferMemset(weft_device_t device, weft_stream_t stream, weft_buff
   return sdk::Guard([&] {
     CheckRange(AsBuffer(buffer), offset, size, "buffer_memset");
     if (size == 0) return;
-    AsDevice(device)->Check(clEnqueueFillBuffer(AsStream(stream)->queue, AsBuffer(buffer)->mem, &value, 1, offset,
-                                                size, 0, nullptr, nullptr),
+    AsDevice(device)->Check(clEnqueueFillBuffer(AsStream(stream)->queue, AsBuffer(buffer)->mem, &value, 1, offset, size,
+                                                0, nullptr, nullptr),
                             "clEnqueueFillBuffer");
   });
 }
@@ -340,8 +340,8 @@ const char* const kMatMulKernels[] = {"auto", "tiled", "blocked"};
 
 const weft_option_def_t kOptions[] = {
     {sizeof(weft_option_def_t), "platform", WEFT_OPTION_STRING, "\"\"",
-     "Use only OpenCL platforms whose name contains this text (case-insensitive); empty uses every platform.", 0, 0,
-     0, 0, nullptr, 0},
+     "Use only OpenCL platforms whose name contains this text (case-insensitive); empty uses every platform.", 0, 0, 0,
+     0, nullptr, 0},
     {sizeof(weft_option_def_t), "device_type", WEFT_OPTION_STRING, "\"all\"",
      "Which OpenCL devices of those platforms to expose.", 0, 0, 0, 0, kDeviceTypes,
      sizeof kDeviceTypes / sizeof kDeviceTypes[0]},

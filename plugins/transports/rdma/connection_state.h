@@ -52,9 +52,14 @@ enum class ConnEvent {
 };
 
 inline constexpr ConnState kAllStates[] = {
-    ConnState::kIdle,           ConnState::kSideChannelConnected, ConnState::kQpInfoExchanged,
-    ConnState::kReadyToReceive, ConnState::kReadyToSend,          ConnState::kClosing,
-    ConnState::kClosed,         ConnState::kError,
+    ConnState::kIdle,
+    ConnState::kSideChannelConnected,
+    ConnState::kQpInfoExchanged,
+    ConnState::kReadyToReceive,
+    ConnState::kReadyToSend,
+    ConnState::kClosing,
+    ConnState::kClosed,
+    ConnState::kError,
 };
 inline constexpr ConnEvent kAllEvents[] = {
     ConnEvent::kSideChannelConnected, ConnEvent::kQpInfoExchanged, ConnEvent::kQpReadyToReceive,

@@ -110,7 +110,8 @@ Result<std::vector<uint8_t>> EncodeFrame(uint64_t sequence, std::span<const uint
   }
   FramePrefix prefix{static_cast<uint32_t>(header.size()), payload.size(), sequence};
   std::vector<uint8_t> out(kFramePrefixSize);
-  Result<Ok> encoded = EncodeFramePrefix(prefix, limits, std::span<uint8_t, kFramePrefixSize>(out.data(), kFramePrefixSize));
+  Result<Ok> encoded =
+      EncodeFramePrefix(prefix, limits, std::span<uint8_t, kFramePrefixSize>(out.data(), kFramePrefixSize));
   if (!encoded.ok()) return encoded.failure();
   out.insert(out.end(), header.begin(), header.end());
   out.insert(out.end(), payload.begin(), payload.end());

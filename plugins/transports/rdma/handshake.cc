@@ -91,7 +91,8 @@ Result<HandshakeInfo> DecodeHandshake(std::span<const uint8_t> message) {
   if (!body.ok()) return body.failure();
   const std::size_t expected = kHandshakePreambleSize + *body;
   if (message.size() != expected) {
-    return Fail(WEFT_DATA_LOSS, std::string("rdma handshake: ") + (message.size() < expected ? "truncated" : "overlong") +
+    return Fail(WEFT_DATA_LOSS, std::string("rdma handshake: ") +
+                                    (message.size() < expected ? "truncated" : "overlong") +
                                     " message: " + to_string(message.size()) + " bytes where the preamble announces " +
                                     to_string(expected));
   }

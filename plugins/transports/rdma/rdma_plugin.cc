@@ -28,21 +28,19 @@ weft_status_t Configure(const weft_options_t* options) {
 
 const weft_option_def_t kOptions[] = {
     {sizeof(weft_option_def_t), "ring_slots", WEFT_OPTION_INT, "16",
-     "Slots of each connection's receive ring (and send staging area); also the chunks a sender may have in flight.",
-     1, 1, 1, 1024, nullptr, 0},
+     "Slots of each connection's receive ring (and send staging area); also the chunks a sender may have in flight.", 1,
+     1, 1, 1024, nullptr, 0},
     {sizeof(weft_option_def_t), "slot_kb", WEFT_OPTION_INT, "1024",
      "Size of one ring slot in KiB: the largest chunk of a message written at once.", 1, 4, 1, 65536, nullptr, 0},
     {sizeof(weft_option_def_t), "max_payload_mb", WEFT_OPTION_INT, "1024",
      "The largest message payload accepted, in MiB; larger frames are refused.", 1, 1, 1, 1048576, nullptr, 0},
     {sizeof(weft_option_def_t), "registration_cache_mb", WEFT_OPTION_INT, "1024",
-     "Bytes of payload memory kept registered with the NIC for reuse, in MiB (least recently used evicted).", 1, 1,
-     1, 1048576, nullptr, 0},
+     "Bytes of payload memory kept registered with the NIC for reuse, in MiB (least recently used evicted).", 1, 1, 1,
+     1048576, nullptr, 0},
     {sizeof(weft_option_def_t), "gid_index", WEFT_OPTION_INT, "0",
-     "GID table index of the port (RoCE v2 usually needs the index of an IPv4-mapped GID).", 1, 0, 1, 255,
-     nullptr, 0},
+     "GID table index of the port (RoCE v2 usually needs the index of an IPv4-mapped GID).", 1, 0, 1, 255, nullptr, 0},
     {sizeof(weft_option_def_t), "handshake_timeout_ms", WEFT_OPTION_INT, "10000",
-     "How long an accepted connection may take to finish its side-channel handshake.", 1, 1, 1, 600000, nullptr,
-     0},
+     "How long an accepted connection may take to finish its side-channel handshake.", 1, 1, 1, 600000, nullptr, 0},
 };
 
 const weft_transport_plugin_t& Table() {

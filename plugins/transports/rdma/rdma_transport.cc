@@ -133,8 +133,7 @@ std::unique_ptr<DeviceContext> OpenDevice(const std::string& wanted, uint32_t gi
                                            std::to_string(attr.phys_port_cnt) + " port(s), none ACTIVE)");
   }
   device->gid_index = gid_index;
-  if (const int rc = ibv_query_gid(device->context, device->port, static_cast<int>(gid_index), &device->gid);
-      rc != 0) {
+  if (const int rc = ibv_query_gid(device->context, device->port, static_cast<int>(gid_index), &device->gid); rc != 0) {
     ThrowVerbs("ibv_query_gid(index " + std::to_string(gid_index) + ")", rc);
   }
   // Completion channel and async fds are polled by the progress thread.
@@ -161,7 +160,8 @@ struct MemoryBlock {
     size = rounded;
     errno = 0;
     mr = ibv_reg_mr(pd, data, size, access);
-    if (mr == nullptr) ThrowVerbs(std::string("ibv_reg_mr for the ") + what + " (" + std::to_string(size) + " bytes)", errno);
+    if (mr == nullptr)
+      ThrowVerbs(std::string("ibv_reg_mr for the ") + what + " (" + std::to_string(size) + " bytes)", errno);
   }
   void Reset() {
     if (mr != nullptr) ibv_dereg_mr(mr);
@@ -246,8 +246,7 @@ class Connection {
   void PostChunk(PendingMessage& message, bool* finished);
   // Moves to |event|'s state with a failure; fails every pending send and
   // tells the host when the table says so.
-  void FailLocked(ConnEvent event, weft_code_t code, const std::string& message, Work* work,
-                  bool orderly = false);
+  void FailLocked(ConnEvent event, weft_code_t code, const std::string& message, Work* work, bool orderly = false);
   void ReleaseRegions(PendingMessage& message);
   void ApplyOrThrow(ConnEvent event);
 
@@ -329,9 +328,7 @@ void RunUntied(Work& work) {
   work.clear();
 }
 
-weft_status_t NewStatus(weft_code_t code, const std::string& message) {
-  return sdk::MakeStatus(code, message.c_str());
-}
+weft_status_t NewStatus(weft_code_t code, const std::string& message) { return sdk::MakeStatus(code, message.c_str()); }
 
 // --- Connection ----------------------------------------------------------
 
@@ -363,8 +360,8 @@ void Connection::Establish(const DeviceContext& device, const Options& options, 
   if (cq_ == nullptr) ThrowVerbs("ibv_create_cq", errno);
   if (const int rc = ibv_req_notify_cq(cq_, 0); rc != 0) ThrowVerbs("ibv_req_notify_cq", rc);
 
-  ring_.Allocate(device.pd, std::size_t{slots} * options.slot_size,
-                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "receive ring");
+  ring_.Allocate(device.pd, std::size_t{slots} * options.slot_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                 "receive ring");
   staging_.Allocate(device.pd, std::size_t{slots} * options.slot_size, IBV_ACCESS_LOCAL_WRITE, "send staging area");
   slots_.resize(slots);
 
@@ -452,8 +449,8 @@ void Connection::Establish(const DeviceContext& device, const Options& options, 
   attr.rnr_retry = 7;
   attr.max_rd_atomic = 1;
   if (const int rc = ibv_modify_qp(qp_, &attr,
-                                   IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+                                   IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                       IBV_QP_MAX_QP_RD_ATOMIC);
       rc != 0) {
     ThrowVerbs("ibv_modify_qp(RTS)", rc);
   }
@@ -515,8 +512,8 @@ void Connection::PostChunk(PendingMessage& message, bool* finished) {
       if (last_is_stage) {
         sges[n - 1].length += static_cast<uint32_t>(take);
       } else {
-        sges[n++] = ibv_sge{reinterpret_cast<uintptr_t>(stage + stage_used), static_cast<uint32_t>(take),
-                            staging_.mr->lkey};
+        sges[n++] =
+            ibv_sge{reinterpret_cast<uintptr_t>(stage + stage_used), static_cast<uint32_t>(take), staging_.mr->lkey};
         last_is_stage = true;
       }
       stage_used += take;
@@ -566,16 +563,14 @@ void Connection::ReleaseRegions(PendingMessage& message) {
   message.regions.clear();
 }
 
-void Connection::FailLocked(ConnEvent event, weft_code_t code, const std::string& message, Work* work,
-                            bool orderly) {
+void Connection::FailLocked(ConnEvent event, weft_code_t code, const std::string& message, Work* work, bool orderly) {
   Result<Transition> t = state_.Apply(event);
   const std::string text = "rdma connection to " + peer_ + ": " + message;
   auto fail = [&](std::unique_ptr<PendingMessage> pending) {
     if (pending == nullptr) return;
     ReleaseRegions(*pending);
-    work->push_back(Task{nullptr, [done = pending->done, user = pending->user, code, text] {
-                           done(user, NewStatus(code, text));
-                         }});
+    work->push_back(
+        Task{nullptr, [done = pending->done, user = pending->user, code, text] { done(user, NewStatus(code, text)); }});
   };
   for (auto& slot : slots_) fail(std::move(slot.finishing));
   while (!queue_.empty()) {
@@ -598,11 +593,11 @@ void Connection::Send(const weft_message_t& message, weft_done_fn done, void* us
   uint64_t payload = 0;
   for (std::size_t i = 0; i < message.num_slices; ++i) payload += message.slice_sizes[i];
   if (message.header_size > options_.limits.max_header_size || payload > options_.limits.max_payload_size) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT,
-                     "rdma send to " + peer_ + ": a message of " + std::to_string(message.header_size) +
-                         " header and " + std::to_string(payload) + " payload bytes is over the limits (" +
-                         std::to_string(options_.limits.max_header_size) + " and " +
-                         std::to_string(options_.limits.max_payload_size) + ")");
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "rdma send to " + peer_ + ": a message of " +
+                                                std::to_string(message.header_size) + " header and " +
+                                                std::to_string(payload) + " payload bytes is over the limits (" +
+                                                std::to_string(options_.limits.max_header_size) + " and " +
+                                                std::to_string(options_.limits.max_payload_size) + ")");
   }
   pending->pieces.push_back(Piece{pending->prefix.data(), kFramePrefixSize, 0, false});
   if (message.header_size > 0) {
@@ -629,8 +624,8 @@ void Connection::Send(const weft_message_t& message, weft_done_fn done, void* us
     std::lock_guard<std::mutex> lock(mutex_);
     if (!state_.can_send()) {
       ReleaseRegions(*pending);
-      throw sdk::Error(WEFT_FAILED_PRECONDITION, "rdma send to " + peer_ + ": the connection is " +
-                                                     std::string(StateName(state_.state())));
+      throw sdk::Error(WEFT_FAILED_PRECONDITION,
+                       "rdma send to " + peer_ + ": the connection is " + std::string(StateName(state_.state())));
     }
     const FramePrefix prefix{static_cast<uint32_t>(message.header_size), payload, next_sequence_};
     Result<Ok> encoded = EncodeFramePrefix(prefix, options_.limits, pending->prefix);
@@ -702,14 +697,14 @@ void Connection::OnCompletionEvent(Work* work) {
             const weft_transport_callbacks_t callbacks = endpoint_->callbacks();
             auto* self = reinterpret_cast<weft_connection_t>(this);
             work->push_back(Task{this, [callbacks, self, message] {
-              auto received = sdk::Make<weft_received_t>();
-              received.connection = self;
-              received.header_size = message->header_size;
-              received.header = received.header_size > 0 ? message->header().data() : nullptr;
-              received.payload_size = message->payload().size();
-              received.payload = received.payload_size > 0 ? message->payload().data() : nullptr;
-              callbacks.on_message(callbacks.user, &received);
-            }});
+                                   auto received = sdk::Make<weft_received_t>();
+                                   received.connection = self;
+                                   received.header_size = message->header_size;
+                                   received.header = received.header_size > 0 ? message->header().data() : nullptr;
+                                   received.payload_size = message->payload().size();
+                                   received.payload = received.payload_size > 0 ? message->payload().data() : nullptr;
+                                   callbacks.on_message(callbacks.user, &received);
+                                 }});
           }
           continue;
         }
@@ -745,10 +740,10 @@ void Connection::OnSideChannelReadable(Work* work) {
     return;
   }
   FailLocked(ConnEvent::kPeerClosed, WEFT_UNAVAILABLE,
-             n == 0 ? std::string("the side channel was closed without a goodbye (the peer process died or the "
-                                  "network failed)")
-                    : n < 0 ? "the side channel failed: " + ErrnoText(errno)
-                            : "unexpected byte " + std::to_string(int(byte)) + " on the side channel",
+             n == 0  ? std::string("the side channel was closed without a goodbye (the peer process died or the "
+                                    "network failed)")
+             : n < 0 ? "the side channel failed: " + ErrnoText(errno)
+                     : "unexpected byte " + std::to_string(int(byte)) + " on the side channel",
              work);
 }
 
@@ -784,9 +779,8 @@ void Connection::Close(bool say_bye, Work* work) {
   auto cancel = [&](std::unique_ptr<PendingMessage> pending) {
     if (pending == nullptr) return;
     ReleaseRegions(*pending);
-    work->push_back(Task{nullptr, [fn = pending->done, user = pending->user, text] {
-                           fn(user, NewStatus(WEFT_CANCELLED, text));
-                         }});
+    work->push_back(
+        Task{nullptr, [fn = pending->done, user = pending->user, text] { fn(user, NewStatus(WEFT_CANCELLED, text)); }});
   };
   for (auto& slot : slots_) cancel(std::move(slot.finishing));
   while (!queue_.empty()) {
@@ -812,17 +806,18 @@ Endpoint::Endpoint(const weft_transport_callbacks_t& callbacks, std::unique_ptr<
     : callbacks_(callbacks),
       device_(std::move(device)),
       options_(options),
-      cache_(options.registration_cache_bytes,
-             [pd = device_->pd](void* address, uint64_t size) -> Result<RegisteredMemory> {
-               errno = 0;
-               ibv_mr* mr = ibv_reg_mr(pd, address, size, IBV_ACCESS_LOCAL_WRITE);
-               if (mr == nullptr) {
-                 return Fail(WEFT_RESOURCE_EXHAUSTED, "ibv_reg_mr of " + std::to_string(size) + " bytes failed (" +
-                                                          ErrnoText(errno) + ")");
-               }
-               return RegisteredMemory{mr, mr->lkey, mr->rkey};
-             },
-             [](const RegisteredMemory& memory) { ibv_dereg_mr(static_cast<ibv_mr*>(memory.handle)); }) {
+      cache_(
+          options.registration_cache_bytes,
+          [pd = device_->pd](void* address, uint64_t size) -> Result<RegisteredMemory> {
+            errno = 0;
+            ibv_mr* mr = ibv_reg_mr(pd, address, size, IBV_ACCESS_LOCAL_WRITE);
+            if (mr == nullptr) {
+              return Fail(WEFT_RESOURCE_EXHAUSTED,
+                          "ibv_reg_mr of " + std::to_string(size) + " bytes failed (" + ErrnoText(errno) + ")");
+            }
+            return RegisteredMemory{mr, mr->lkey, mr->rkey};
+          },
+          [](const RegisteredMemory& memory) { ibv_dereg_mr(static_cast<ibv_mr*>(memory.handle)); }) {
   if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) ThrowVerbs("pipe2", errno);
 }
 
@@ -864,7 +859,9 @@ void Endpoint::Listen(const RdmaAddress& address) {
   address_ = FormatAddress(actual);
 }
 
-void Endpoint::Start() { thread_ = std::thread([this] { Run(); }); }
+void Endpoint::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Endpoint::Wake() {
   const char byte = 0;
@@ -987,8 +984,7 @@ void Endpoint::Run() {
         case 2: {
           ibv_async_event event{};
           if (ibv_get_async_event(device_->context, &event) != 0) break;
-          const bool qp_event = event.event_type == IBV_EVENT_QP_FATAL ||
-                                event.event_type == IBV_EVENT_QP_REQ_ERR ||
+          const bool qp_event = event.event_type == IBV_EVENT_QP_FATAL || event.event_type == IBV_EVENT_QP_REQ_ERR ||
                                 event.event_type == IBV_EVENT_QP_ACCESS_ERR;
           Connection* target = nullptr;
           if (qp_event) {
@@ -1031,7 +1027,8 @@ void ProbeDevices() {
   if (list == nullptr) {
     std::string reason = "no RDMA device found (ibv_get_device_list failed with " + ErrnoText(error);
     if (error == ENOSYS) {
-      reason += "; the kernel offers no RDMA verbs interface: /sys/class/infiniband_verbs is missing, is ib_uverbs loaded?";
+      reason +=
+          "; the kernel offers no RDMA verbs interface: /sys/class/infiniband_verbs is missing, is ib_uverbs loaded?";
     }
     throw sdk::Error(WEFT_UNAVAILABLE, reason + "); " + kAdvice);
   }

@@ -17,12 +17,12 @@ RegistrationCache::~RegistrationCache() {
 Result<RegistrationCache::Key> RegistrationCache::CheckedRange(const void* address, uint64_t size) const {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(address);
   if (address == nullptr || size == 0) {
-    return Fail(WEFT_INVALID_ARGUMENT, "rdma memory registration: empty range (address " +
-                                           to_string(begin) + ", " + to_string(size) + " bytes)");
+    return Fail(WEFT_INVALID_ARGUMENT, "rdma memory registration: empty range (address " + to_string(begin) + ", " +
+                                           to_string(size) + " bytes)");
   }
   if (size > std::numeric_limits<uintptr_t>::max() - begin) {
-    return Fail(WEFT_INVALID_ARGUMENT, "rdma memory registration: the range of " + to_string(size) +
-                                           " bytes at " + to_string(begin) + " wraps around the address space");
+    return Fail(WEFT_INVALID_ARGUMENT, "rdma memory registration: the range of " + to_string(size) + " bytes at " +
+                                           to_string(begin) + " wraps around the address space");
   }
   return Key{begin, begin + static_cast<uintptr_t>(size)};
 }
@@ -113,8 +113,8 @@ Result<const Region*> RegistrationCache::Acquire(const void* address, uint64_t s
   }
   if (!MakeRoom(size)) {
     return Fail(WEFT_RESOURCE_EXHAUSTED, "rdma registration cache: no room for " + to_string(size) +
-                                             " bytes: " + to_string(cached_bytes_) + " of the " +
-                                             to_string(budget_) + " byte budget are held by sends in flight");
+                                             " bytes: " + to_string(cached_bytes_) + " of the " + to_string(budget_) +
+                                             " byte budget are held by sends in flight");
   }
   Result<Entry*> entry = Insert(range->first, range->second);
   if (!entry.ok()) return entry.failure();

@@ -34,8 +34,8 @@ struct Ok {};
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}                // NOLINT: implicit by design
-  Result(Failure failure) : failure_(std::move(failure)) {}    // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}              // NOLINT: implicit by design
+  Result(Failure failure) : failure_(std::move(failure)) {}  // NOLINT: implicit by design
 
   bool ok() const noexcept { return value_.has_value(); }
   const T& value() const& { return *value_; }

@@ -25,8 +25,7 @@ struct Preamble {
   uint64_t payload_size = 0;
 };
 
-inline void EncodePreamble(uint32_t header_size, uint64_t payload_size,
-                           unsigned char out[kPreambleSize]) {
+inline void EncodePreamble(uint32_t header_size, uint64_t payload_size, unsigned char out[kPreambleSize]) {
   for (int i = 0; i < 4; ++i) out[i] = kMagic[i];
   for (int i = 0; i < 4; ++i) out[4 + i] = static_cast<unsigned char>(header_size >> (8 * i));
   for (int i = 0; i < 8; ++i) out[8 + i] = static_cast<unsigned char>(payload_size >> (8 * i));
@@ -35,14 +34,13 @@ inline void EncodePreamble(uint32_t header_size, uint64_t payload_size,
 // Decodes |in| into |out|. Returns "" when it is a valid preamble of a
 // message of at most |max_message_bytes| bytes, else the reason, for a
 // person ("bad magic 47 45 54 20 (not a Weft tcp peer?)").
-inline std::string DecodePreamble(const unsigned char in[kPreambleSize], uint64_t max_message_bytes,
-                                  Preamble* out) {
+inline std::string DecodePreamble(const unsigned char in[kPreambleSize], uint64_t max_message_bytes, Preamble* out) {
   bool magic_ok = true;
   for (int i = 0; i < 4; ++i) magic_ok = magic_ok && in[i] == kMagic[i];
   if (!magic_ok) {
     char text[96];
-    std::snprintf(text, sizeof text, "bad magic %02x %02x %02x %02x (not a Weft tcp peer, or a garbled stream)",
-                  in[0], in[1], in[2], in[3]);
+    std::snprintf(text, sizeof text, "bad magic %02x %02x %02x %02x (not a Weft tcp peer, or a garbled stream)", in[0],
+                  in[1], in[2], in[3]);
     return text;
   }
   uint32_t header_size = 0;

@@ -16,8 +16,8 @@
 
 #include <boost/asio.hpp>
 
-#include <atomic>
 #include <unistd.h>
+#include <atomic>
 
 #include <array>
 #include <cerrno>
@@ -108,9 +108,7 @@ struct TransferAllLarge {
   }
 };
 
-weft_status_t NewStatus(weft_code_t code, const std::string& message) {
-  return sdk::MakeStatus(code, message.c_str());
-}
+weft_status_t NewStatus(weft_code_t code, const std::string& message) { return sdk::MakeStatus(code, message.c_str()); }
 
 struct Conn;
 
@@ -320,10 +318,9 @@ struct Conn : std::enable_shared_from_this<Conn> {
     std::deque<std::unique_ptr<SendOp>> pending;
     pending.swap(queue);
     for (auto& op : pending) {
-      const std::string why = status != nullptr
-                                  ? std::string("connection to ") + peer + " failed: " +
-                                        sdk::host()->status_message(status)
-                                  : "connection to " + peer + " was closed before the message was sent";
+      const std::string why =
+          status != nullptr ? std::string("connection to ") + peer + " failed: " + sdk::host()->status_message(status)
+                            : "connection to " + peer + " was closed before the message was sent";
       op->Finish(NewStatus(status != nullptr ? sdk::host()->status_code(status) : WEFT_CANCELLED, why));
     }
     auto self = shared_from_this();
@@ -391,8 +388,8 @@ struct Conn : std::enable_shared_from_this<Conn> {
     if (p.payload_size > 0) {
       incoming->payload = BufferCache::Get().Take(p.payload_size, &incoming->capacity);
       if (incoming->payload == nullptr) {
-        Close(NewStatus(WEFT_RESOURCE_EXHAUSTED, "out of memory for a message of " +
-                                                     std::to_string(p.payload_size) + " bytes from " + peer),
+        Close(NewStatus(WEFT_RESOURCE_EXHAUSTED,
+                        "out of memory for a message of " + std::to_string(p.payload_size) + " bytes from " + peer),
               true);
         return;
       }
@@ -402,9 +399,8 @@ struct Conn : std::enable_shared_from_this<Conn> {
       Deliver();
       return;
     }
-    std::array<asio::mutable_buffer, 2> buffers = {
-        asio::buffer(incoming->header.data(), incoming->header.size()),
-        asio::buffer(incoming->payload, p.payload_size)};
+    std::array<asio::mutable_buffer, 2> buffers = {asio::buffer(incoming->header.data(), incoming->header.size()),
+                                                   asio::buffer(incoming->payload, p.payload_size)};
     auto self = shared_from_this();
     asio::async_read(socket, buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t n) {
       if (ec) {
@@ -449,18 +445,19 @@ struct Conn : std::enable_shared_from_this<Conn> {
     }
     writing = true;
     auto self = shared_from_this();
-    asio::async_write(socket, queue.front()->buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t) {
-      if (self->closed) return;  // Close finished the op already
-      if (ec) {
-        self->writing = false;
-        self->Fail(ec, "while sending a message", 0, 0);
-        return;
-      }
-      std::unique_ptr<SendOp> op = std::move(self->queue.front());
-      self->queue.pop_front();
-      op->Finish(nullptr);
-      self->WriteNext();
-    });
+    asio::async_write(socket, queue.front()->buffers, TransferAllLarge(),
+                      [self](const boost::system::error_code& ec, std::size_t) {
+                        if (self->closed) return;  // Close finished the op already
+                        if (ec) {
+                          self->writing = false;
+                          self->Fail(ec, "while sending a message", 0, 0);
+                          return;
+                        }
+                        std::unique_ptr<SendOp> op = std::move(self->queue.front());
+                        self->queue.pop_front();
+                        op->Finish(nullptr);
+                        self->WriteNext();
+                      });
   }
 };
 
@@ -468,32 +465,32 @@ EndpointState* StateOf(weft_endpoint_t endpoint) { return endpoint->state.get();
 
 void StartAccept(const std::shared_ptr<EndpointState>& ep) {
   if (!ep->acceptor || ep->closing) return;
-  ep->acceptor->async_accept([weak = std::weak_ptr<EndpointState>(ep)](const boost::system::error_code& ec,
-                                                                        tcp::socket socket) {
-    auto state = weak.lock();
-    if (!state || state->closing) return;
-    if (!ec) {
-      boost::system::error_code peer_ec;
-      const tcp::endpoint remote = socket.remote_endpoint(peer_ec);
-      const std::string peer = peer_ec ? std::string("an unknown peer") : FormatEndpoint(remote);
-      auto conn = std::make_shared<Conn>(state, peer);
-      conn->socket = std::move(socket);
-      conn->Configure();
-      conn->handle = new weft_connection_s{conn};
-      state->conns.insert(conn);
-      state->callbacks.on_accept(state->callbacks.user, conn->handle, peer.c_str());
-      conn->StartRead();
-    } else if (ec == asio::error::operation_aborted) {
-      return;
-    } else {
-      WEFT_SDK_LOG(WARNING) << "accept failed: " << ec.message();
-      if (ec == asio::error::no_descriptors) {
-        // Out of file descriptors: pause instead of spinning.
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    }
-    StartAccept(state);
-  });
+  ep->acceptor->async_accept(
+      [weak = std::weak_ptr<EndpointState>(ep)](const boost::system::error_code& ec, tcp::socket socket) {
+        auto state = weak.lock();
+        if (!state || state->closing) return;
+        if (!ec) {
+          boost::system::error_code peer_ec;
+          const tcp::endpoint remote = socket.remote_endpoint(peer_ec);
+          const std::string peer = peer_ec ? std::string("an unknown peer") : FormatEndpoint(remote);
+          auto conn = std::make_shared<Conn>(state, peer);
+          conn->socket = std::move(socket);
+          conn->Configure();
+          conn->handle = new weft_connection_s{conn};
+          state->conns.insert(conn);
+          state->callbacks.on_accept(state->callbacks.user, conn->handle, peer.c_str());
+          conn->StartRead();
+        } else if (ec == asio::error::operation_aborted) {
+          return;
+        } else {
+          WEFT_SDK_LOG(WARNING) << "accept failed: " << ec.message();
+          if (ec == asio::error::no_descriptors) {
+            // Out of file descriptors: pause instead of spinning.
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          }
+        }
+        StartAccept(state);
+      });
 }
 
 void CheckCallbacks(const weft_transport_callbacks_t* callbacks, bool listening) {
@@ -515,8 +512,7 @@ weft_status_t EndpointOpen(const char* listen_address, const weft_transport_call
     *out_endpoint = nullptr;
     CheckCallbacks(callbacks, listen_address != nullptr);
     auto state = std::make_shared<EndpointState>();
-    std::memcpy(&state->callbacks, callbacks,
-                std::min(sizeof(weft_transport_callbacks_t), callbacks->struct_size));
+    std::memcpy(&state->callbacks, callbacks, std::min(sizeof(weft_transport_callbacks_t), callbacks->struct_size));
     state->callbacks.struct_size = sizeof(weft_transport_callbacks_t);
     if (listen_address != nullptr) {
       const HostPort hp = ParseAddress(listen_address, /*allow_port_zero=*/true);
@@ -536,8 +532,9 @@ weft_status_t EndpointOpen(const char* listen_address, const weft_transport_call
       if (ec) {
         std::string message = "cannot listen on " + FormatEndpoint(where) + ": " + ec.message();
         if (ec == asio::error::address_in_use) {
-          message += " (another process, perhaps a task of another cluster, listens there; "
-                     "choose another port)";
+          message +=
+              " (another process, perhaps a task of another cluster, listens there; "
+              "choose another port)";
         }
         Fail(ec == asio::error::address_in_use ? WEFT_ALREADY_EXISTS : WEFT_UNAVAILABLE, message);
       }
@@ -625,7 +622,8 @@ weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int6
     const HostPort hp = ParseAddress(address, /*allow_port_zero=*/false);
     std::shared_ptr<EndpointState> state = endpoint->state;
     if (state->closing) Fail(WEFT_FAILED_PRECONDITION, "connection_open on a closed endpoint");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0));
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0));
 
     asio::io_context io(1);
     tcp::resolver resolver(io);
@@ -639,10 +637,9 @@ weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int6
                                return;
                              }
                              resolved = true;
-                             asio::async_connect(socket, results,
-                                                 [&](const boost::system::error_code& cec, const tcp::endpoint&) {
-                                                   result = cec;
-                                                 });
+                             asio::async_connect(
+                                 socket, results,
+                                 [&](const boost::system::error_code& cec, const tcp::endpoint&) { result = cec; });
                            });
     io.run_until(deadline);
     if (result == asio::error::would_block) {
@@ -652,8 +649,8 @@ weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int6
     }
     if (result) {
       if (!resolved) {
-        Fail(WEFT_UNAVAILABLE, "cannot resolve host '" + hp.host + "' of " + std::string(address) + ": " +
-                                   result.message());
+        Fail(WEFT_UNAVAILABLE,
+             "cannot resolve host '" + hp.host + "' of " + std::string(address) + ": " + result.message());
       }
       Fail(WEFT_UNAVAILABLE, "cannot connect to " + std::string(address) + ": " + result.message() +
                                  (result == asio::error::connection_refused ? " (nothing listens there yet?)" : ""));
@@ -729,8 +726,8 @@ weft_status_t Send(weft_connection_t connection, const weft_message_t* message, 
       payload += n;
     }
     if (message->header_size > limit - payload || message->header_size > UINT32_MAX) {
-      Fail(WEFT_INVALID_ARGUMENT, "send: the header of " + std::to_string(message->header_size) +
-                                      " bytes makes the message exceed the limit");
+      Fail(WEFT_INVALID_ARGUMENT,
+           "send: the header of " + std::to_string(message->header_size) + " bytes makes the message exceed the limit");
     }
     auto op = std::make_unique<SendOp>();
     EncodePreamble(static_cast<uint32_t>(message->header_size), payload, op->preamble);

@@ -8,8 +8,8 @@ namespace weft::zmq_transport {
 namespace {
 
 [[noreturn]] void Bad(std::string_view url, const std::string& why) {
-  throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: bad address '" + std::string(url) + "': " + why +
-                                             " (expected zmq+tcp://HOST:PORT)");
+  throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                   "zmq transport: bad address '" + std::string(url) + "': " + why + " (expected zmq+tcp://HOST:PORT)");
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
   {
     std::lock_guard<std::mutex> lock(core->mutex);
     if (core->closed) {
-      throw sdk::Error(WEFT_FAILED_PRECONDITION, "zmq transport: cannot connect to " + url + ": the endpoint is closed");
+      throw sdk::Error(WEFT_FAILED_PRECONDITION,
+                       "zmq transport: cannot connect to " + url + ": the endpoint is closed");
     }
     dealer = std::make_unique<zmq::socket_t>(core->context, zmq::socket_type::dealer);
     monitor = std::make_unique<zmq::socket_t>(core->context, zmq::socket_type::pair);
@@ -60,10 +61,11 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
       // Rounded up, so that the wait is never cut short of |timeout_ms|.
       const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) {
-        fail(WEFT_DEADLINE_EXCEEDED,
-             "no answer to the handshake within " + std::to_string(timeout_ms) + " ms (is a weft zmq endpoint listening there?)");
+        fail(WEFT_DEADLINE_EXCEEDED, "no answer to the handshake within " + std::to_string(timeout_ms) +
+                                         " ms (is a weft zmq endpoint listening there?)");
       }
-      std::array<zmq_pollitem_t, 2> items = {{{monitor->handle(), 0, ZMQ_POLLIN, 0}, {dealer->handle(), 0, ZMQ_POLLIN, 0}}};
+      std::array<zmq_pollitem_t, 2> items = {
+          {{monitor->handle(), 0, ZMQ_POLLIN, 0}, {dealer->handle(), 0, ZMQ_POLLIN, 0}}};
       try {
         zmq::poll(items, left);
       } catch (const zmq::error_t& e) {
@@ -75,7 +77,8 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
         const char kind = frames.empty() ? '\0' : KindOf(frames[0]);
         if (kind == wire::kAccept && frames.size() == 1 && frames[0].size() == 1) break;
         if (kind == wire::kRefuse || kind == wire::kError) {
-          fail(WEFT_UNAVAILABLE, "the peer refused the connection: " + Printable(frames[0], kind == wire::kError ? 2 : 1));
+          fail(WEFT_UNAVAILABLE,
+               "the peer refused the connection: " + Printable(frames[0], kind == wire::kError ? 2 : 1));
         }
         fail(WEFT_UNAVAILABLE, "the peer answered the handshake with a malformed message (" +
                                    std::to_string(frames.size()) + " frame(s) starting '" +
@@ -95,8 +98,7 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
           case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
             fail(WEFT_UNAVAILABLE, "the ZeroMQ handshake failed (is it a weft zmq endpoint?)");
             break;
-          default:
-            break;
+          default: break;
         }
       }
     }

@@ -42,21 +42,23 @@ weft_status_t SendMessage(ConnectionHandle* handle, const weft_message_t* messag
                                                 ": the message is NULL or smaller than weft_message_t of ABI 1.0");
   }
   if (message->header == nullptr && message->header_size != 0) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": the header is NULL but its size is " +
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer +
+                                                ": the header is NULL but its size is " +
                                                 std::to_string(message->header_size));
   }
   if (message->num_slices != 0 && (message->slice_data == nullptr || message->slice_sizes == nullptr)) {
-    throw sdk::Error(WEFT_INVALID_ARGUMENT,
-                     "zmq transport: send to " + connection->peer + ": " + std::to_string(message->num_slices) +
-                         " slices but slice_data or slice_sizes is NULL");
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": " +
+                                                std::to_string(message->num_slices) +
+                                                " slices but slice_data or slice_sizes is NULL");
   }
   const auto limit = static_cast<uint64_t>(connection->core->settings.max_message_bytes);
   uint64_t total = message->header_size;
   for (std::size_t i = 0; i < message->num_slices; ++i) {
     const uint64_t size = message->slice_sizes[i];
     if (message->slice_data[i] == nullptr && size != 0) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": slice " + std::to_string(i) +
-                                                  " is NULL but its size is " + std::to_string(size));
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send to " + connection->peer + ": slice " +
+                                                  std::to_string(i) + " is NULL but its size is " +
+                                                  std::to_string(size));
     }
     total += size;
     if (size > limit || total > limit) {

@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <new>
 
@@ -172,10 +172,9 @@ Endpoint::Endpoint(const std::optional<Address>& listen, const weft_transport_ca
     router_->set(zmq::sockopt::router_mandatory, true);
     router_monitor_->set(zmq::sockopt::linger, 0);
     const std::string monitor_name = NextMonitorName();
-    if (zmq_socket_monitor(router_->handle(), monitor_name.c_str(),
-                           ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0) {
-      throw sdk::Error(WEFT_INTERNAL, std::string("zmq transport: cannot monitor the listening socket: ") +
-                                          zmq_strerror(zmq_errno()));
+    if (zmq_socket_monitor(router_->handle(), monitor_name.c_str(), ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+      throw sdk::Error(WEFT_INTERNAL,
+                       std::string("zmq transport: cannot monitor the listening socket: ") + zmq_strerror(zmq_errno()));
     }
     router_monitor_->connect(monitor_name);
     try {
@@ -184,8 +183,8 @@ Endpoint::Endpoint(const std::optional<Address>& listen, const weft_transport_ca
       StopMonitor(router_.get());
       router_monitor_.reset();
       router_.reset();
-      const weft_code_t code = e.num() == EADDRINUSE || e.num() == EADDRNOTAVAIL ? WEFT_UNAVAILABLE
-                                                                                 : WEFT_INVALID_ARGUMENT;
+      const weft_code_t code =
+          e.num() == EADDRINUSE || e.num() == EADDRNOTAVAIL ? WEFT_UNAVAILABLE : WEFT_INVALID_ARGUMENT;
       throw sdk::Error(code, "zmq transport: cannot listen on " + listen->Url() + ": " + e.what());
     }
     address_ = UrlFromZmqEndpoint(router_->get(zmq::sockopt::last_endpoint));
@@ -294,8 +293,7 @@ void Endpoint::Shutdown() {
         command.connection->monitor.reset();
         command.connection->dealer.reset();
         break;
-      case Command::Type::kStop:
-        break;
+      case Command::Type::kStop: break;
     }
   }
   commands.clear();
@@ -399,19 +397,13 @@ void Endpoint::ProcessCommands() {
   processing_ = true;
   for (Command& command : commands) {
     switch (command.type) {
-      case Command::Type::kAdopt:
-        outgoing_.push_back(command.connection);
-        break;
-      case Command::Type::kSend:
-        DoSend(command, /*from_callback=*/false);
-        break;
+      case Command::Type::kAdopt: outgoing_.push_back(command.connection); break;
+      case Command::Type::kSend: DoSend(command, /*from_callback=*/false); break;
       case Command::Type::kClose:
         CloseOnLoop(command.connection);
         command.closed->Set();
         break;
-      case Command::Type::kStop:
-        stop_ = true;
-        break;
+      case Command::Type::kStop: stop_ = true; break;
     }
     // Frames left (a send that failed) are released here, outside the
     // lock.

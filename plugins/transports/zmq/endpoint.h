@@ -128,13 +128,13 @@ struct EndpointCore : public DoneSink {
   int wake_fd = -1;
   std::mutex mutex;
   std::condition_variable finished_cv;
-  std::deque<Command> commands;  // guarded by mutex
-  bool closed = false;           // guarded by mutex; no new commands or sockets
-  bool loop_finished = false;    // guarded by mutex
+  std::deque<Command> commands;   // guarded by mutex
+  bool closed = false;            // guarded by mutex; no new commands or sockets
+  bool loop_finished = false;     // guarded by mutex
   std::vector<SendState*> dones;  // guarded by mutex
   bool dones_direct = false;      // guarded by mutex
-  std::thread::id loop_id;       // set before the loop runs
-  Endpoint* endpoint = nullptr;  // valid while the loop runs
+  std::thread::id loop_id;        // set before the loop runs
+  Endpoint* endpoint = nullptr;   // valid while the loop runs
   Settings settings;
 };
 
@@ -152,9 +152,9 @@ struct Connection {
   std::atomic<bool> open{true};
 
   // --- The loop's own (or the connecting thread's, before adoption) ---
-  bool released = false;  // the host closed it
-  bool ended = false;     // closed, failed or lost: no more callbacks
-  bool lost = false;      // disconnected; fail once its queued messages are read
+  bool released = false;                   // the host closed it
+  bool ended = false;                      // closed, failed or lost: no more callbacks
+  bool lost = false;                       // disconnected; fail once its queued messages are read
   std::unique_ptr<zmq::socket_t> dealer;   // kOutgoing
   std::unique_ptr<zmq::socket_t> monitor;  // kOutgoing: events of |dealer|
   std::string routing_id;                  // kAccepted
@@ -164,8 +164,7 @@ struct Connection {
 class Endpoint {
  public:
   // Binds |listen| when given. Throws sdk::Error.
-  Endpoint(const std::optional<Address>& listen, const weft_transport_callbacks_t& callbacks,
-           const Settings& settings);
+  Endpoint(const std::optional<Address>& listen, const weft_transport_callbacks_t& callbacks, const Settings& settings);
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
@@ -204,18 +203,16 @@ class Endpoint {
   void DrainDealer(const std::shared_ptr<Connection>& connection);
   // Handles one message from |connection|, whose kind frame is
   // frames[first].
-  void Dispatch(const std::shared_ptr<Connection>& connection, std::vector<zmq::message_t>& frames,
-                std::size_t first, bool too_many_frames);
+  void Dispatch(const std::shared_ptr<Connection>& connection, std::vector<zmq::message_t>& frames, std::size_t first,
+                bool too_many_frames);
 
   // Whether callbacks for |connection| may still run.
-  bool Live(const Connection& connection) const {
-    return !stop_ && !connection.ended && !connection.released;
-  }
+  bool Live(const Connection& connection) const { return !stop_ && !connection.ended && !connection.released; }
   // Ends |connection| and tells the host with on_closed(|code|, |message|)
   // (no status when |code| is WEFT_OK). |tell_peer| sends an E frame with
   // the reason first.
-  void Fail(const std::shared_ptr<Connection>& connection, weft_code_t code,
-            const std::string& message, bool tell_peer);
+  void Fail(const std::shared_ptr<Connection>& connection, weft_code_t code, const std::string& message,
+            bool tell_peer);
   // Sends a control frame (B, E) to the peer; the returned latch is set
   // once ZeroMQ has written it (or dropped it). Never throws.
   std::shared_ptr<Latch> SendControl(Connection& connection, const std::string& frame);
@@ -232,7 +229,7 @@ class Endpoint {
   std::unique_ptr<zmq::socket_t> router_monitor_;
   std::map<std::string, std::shared_ptr<Connection>> accepted_;  // by routing id
   std::map<int, std::string> fd_ids_;                            // TCP fd -> routing id
-  std::vector<std::string> lost_ids_;  // disconnected; fail after reading what they sent
+  std::vector<std::string> lost_ids_;                            // disconnected; fail after reading what they sent
   std::vector<std::shared_ptr<Connection>> outgoing_;
   std::vector<std::unique_ptr<zmq::socket_t>> graveyard_;
   std::vector<std::pair<std::shared_ptr<Connection>, std::string>> deferred_failures_;
@@ -254,8 +251,7 @@ class Endpoint {
 
 // connection_close and send for a handle.
 void CloseConnection(ConnectionHandle* handle);
-weft_status_t SendMessage(ConnectionHandle* handle, const weft_message_t* message, weft_done_fn done,
-                          void* user);
+weft_status_t SendMessage(ConnectionHandle* handle, const weft_message_t* message, weft_done_fn done, void* user);
 
 }  // namespace weft::zmq_transport
 

@@ -65,8 +65,7 @@ class DoneSink {
 // plus one per zero-copy frame.
 class SendState {
  public:
-  SendState(std::shared_ptr<SendTracker> tracker, std::shared_ptr<DoneSink> sink, weft_done_fn done,
-            void* user);
+  SendState(std::shared_ptr<SendTracker> tracker, std::shared_ptr<DoneSink> sink, weft_done_fn done, void* user);
 
   // A reference for a frame made with zmq_msg_init_data(..., &FreeFrame,
   // this).

@@ -33,8 +33,7 @@ void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6)
 
 // Reads one multipart message without waiting; false when none is queued.
 // Frames past |max_frames| are read and dropped, and |*too_many| set.
-bool RecvMultipart(zmq::socket_t& socket, std::vector<zmq::message_t>& frames, std::size_t max_frames,
-                   bool* too_many) {
+bool RecvMultipart(zmq::socket_t& socket, std::vector<zmq::message_t>& frames, std::size_t max_frames, bool* too_many) {
   frames.clear();
   *too_many = false;
   zmq::message_t frame;
@@ -54,7 +53,6 @@ bool RecvMultipart(zmq::socket_t& socket, std::vector<zmq::message_t>& frames, s
   }
 }
 
-
 bool RecvMonitorEvent(zmq::socket_t& monitor, MonitorEvent* out) {
   std::vector<zmq::message_t> frames;
   bool too_many = false;
@@ -73,9 +71,7 @@ void StopMonitor(zmq::socket_t* socket) {
   if (socket != nullptr && socket->handle() != nullptr) zmq_socket_monitor(socket->handle(), nullptr, 0);
 }
 
-char KindOf(const zmq::message_t& frame) {
-  return frame.size() >= 1 ? *static_cast<const char*>(frame.data()) : '\0';
-}
+char KindOf(const zmq::message_t& frame) { return frame.size() >= 1 ? *static_cast<const char*>(frame.data()) : '\0'; }
 
 std::string Printable(const zmq::message_t& frame, std::size_t from) {
   std::string text;

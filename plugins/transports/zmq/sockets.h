@@ -39,8 +39,7 @@ void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6)
 
 // Reads one multipart message without waiting; false when none is queued.
 // Frames past |max_frames| are read and dropped, and |*too_many| set.
-bool RecvMultipart(zmq::socket_t& socket, std::vector<zmq::message_t>& frames, std::size_t max_frames,
-                   bool* too_many);
+bool RecvMultipart(zmq::socket_t& socket, std::vector<zmq::message_t>& frames, std::size_t max_frames, bool* too_many);
 
 struct MonitorEvent {
   uint16_t event;

@@ -23,9 +23,7 @@ namespace {
 Settings g_settings;
 
 Endpoint* AsEndpoint(weft_endpoint_t endpoint) { return reinterpret_cast<Endpoint*>(endpoint); }
-ConnectionHandle* AsConnection(weft_connection_t connection) {
-  return reinterpret_cast<ConnectionHandle*>(connection);
-}
+ConnectionHandle* AsConnection(weft_connection_t connection) { return reinterpret_cast<ConnectionHandle*>(connection); }
 
 weft_status_t Configure(const weft_options_t* options) {
   return sdk::Guard([&] { g_settings.max_message_bytes = sdk::GetInt(options, "max_message_mb") << 20; });

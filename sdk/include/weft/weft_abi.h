@@ -40,23 +40,19 @@
 /* The number of bytes a struct of |type| needs to hold |member| and every
  * member before it. */
 #ifdef __cplusplus
-#define WEFT_STRUCT_SIZE_THROUGH(type, member) \
-  (offsetof(type, member) + sizeof(type::member))
+#define WEFT_STRUCT_SIZE_THROUGH(type, member) (offsetof(type, member) + sizeof(type::member))
 #else
-#define WEFT_STRUCT_SIZE_THROUGH(type, member) \
-  (offsetof(type, member) + sizeof(((type*)0)->member))
+#define WEFT_STRUCT_SIZE_THROUGH(type, member) (offsetof(type, member) + sizeof(((type*)0)->member))
 #endif
 
 /* Whether the struct at |ptr| (of |type|) is large enough to contain
  * |member|. |ptr| must not be NULL. */
-#define WEFT_STRUCT_HAS(ptr, type, member) \
-  ((ptr)->struct_size >= WEFT_STRUCT_SIZE_THROUGH(type, member))
+#define WEFT_STRUCT_HAS(ptr, type, member) ((ptr)->struct_size >= WEFT_STRUCT_SIZE_THROUGH(type, member))
 
 /* The |index|th element of an array of ABI structs of |type| starting at
  * |base|, using the first element's struct_size as the stride (rule 5). */
-#define WEFT_ARRAY_AT(type, base, index)                          \
-  ((const type*)(const void*)((const char*)(const void*)(base) + \
-                              (size_t)(index) * (base)->struct_size))
+#define WEFT_ARRAY_AT(type, base, index) \
+  ((const type*)(const void*)((const char*)(const void*)(base) + (size_t)(index) * (base)->struct_size))
 
 WEFT_EXTERN_C_BEGIN
 

@@ -71,8 +71,7 @@ typedef struct weft_device_properties_t {
   size_t num_extra;
 } weft_device_properties_t;
 
-#define WEFT_DEVICE_PROPERTIES_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_device_properties_t, num_extra)
+#define WEFT_DEVICE_PROPERTIES_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_device_properties_t, num_extra)
 
 /* The table a device plugin provides (weft_plugin_t.device). */
 typedef struct weft_device_plugin_t {
@@ -95,15 +94,13 @@ typedef struct weft_device_plugin_t {
    * event of it was released. Required. */
   void (*device_close)(weft_device_t device);
   /* Fills in |out_properties| (see weft_device_properties_t). Required. */
-  weft_status_t (*device_properties)(weft_device_t device,
-                                     weft_device_properties_t* out_properties);
+  weft_status_t (*device_properties)(weft_device_t device, weft_device_properties_t* out_properties);
 
   /* --- Memory -------------------------------------------------------- */
 
   /* Allocates |size| bytes (size may be 0), aligned to the device's
    * alignment. RESOURCE_EXHAUSTED when memory is out. Required. */
-  weft_status_t (*buffer_alloc)(weft_device_t device, uint64_t size,
-                                weft_buffer_t* out_buffer);
+  weft_status_t (*buffer_alloc)(weft_device_t device, uint64_t size, weft_buffer_t* out_buffer);
   /* Frees a buffer; pending stream work that uses it must have completed.
    * NULL |buffer| is ignored. Required. */
   void (*buffer_free)(weft_device_t device, weft_buffer_t buffer);
@@ -124,47 +121,37 @@ typedef struct weft_device_plugin_t {
   void (*event_destroy)(weft_device_t device, weft_event_t event);
   /* Marks the point in |stream| reached once all work enqueued so far
    * completes. */
-  weft_status_t (*event_record)(weft_device_t device, weft_event_t event,
-                                weft_stream_t stream);
+  weft_status_t (*event_record)(weft_device_t device, weft_event_t event, weft_stream_t stream);
   /* Makes later work on |stream| wait for |event|, without blocking the
    * calling thread. */
-  weft_status_t (*stream_wait_event)(weft_device_t device, weft_stream_t stream,
-                                     weft_event_t event);
+  weft_status_t (*stream_wait_event)(weft_device_t device, weft_stream_t stream, weft_event_t event);
   /* Blocks the calling thread until |event| is ready. */
   weft_status_t (*event_synchronize)(weft_device_t device, weft_event_t event);
   /* Calls |done|(|user|, status) when |event| is ready, from any thread,
    * possibly before event_on_ready returns. |done| runs exactly once if and
    * only if this returns NULL. An event never recorded counts as ready. */
-  weft_status_t (*event_on_ready)(weft_device_t device, weft_event_t event,
-                                  weft_done_fn done, void* user);
+  weft_status_t (*event_on_ready)(weft_device_t device, weft_event_t event, weft_done_fn done, void* user);
 
   /* --- Copies (asynchronous, ordered on |stream|) --------------------- */
 
   /* Host memory at |src| must stay valid, and at |dst| untouched, until the
    * copy completes (record an event after it). All three are required. */
-  weft_status_t (*copy_host_to_device)(weft_device_t device, weft_stream_t stream,
-                                       const void* src, weft_buffer_t dst,
+  weft_status_t (*copy_host_to_device)(weft_device_t device, weft_stream_t stream, const void* src, weft_buffer_t dst,
                                        uint64_t dst_offset, uint64_t size);
-  weft_status_t (*copy_device_to_host)(weft_device_t device, weft_stream_t stream,
-                                       weft_buffer_t src, uint64_t src_offset,
-                                       void* dst, uint64_t size);
+  weft_status_t (*copy_device_to_host)(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
+                                       uint64_t src_offset, void* dst, uint64_t size);
   /* Between two buffers of one device. */
-  weft_status_t (*copy_device_to_device)(weft_device_t device, weft_stream_t stream,
-                                         weft_buffer_t src, uint64_t src_offset,
-                                         weft_buffer_t dst, uint64_t dst_offset,
-                                         uint64_t size);
+  weft_status_t (*copy_device_to_device)(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
+                                         uint64_t src_offset, weft_buffer_t dst, uint64_t dst_offset, uint64_t size);
   /* Between two devices of this plugin (peer copy, ordered on
    * |src_stream| of |src_device|). Optional: NULL means the host copies
    * through host memory. May return UNIMPLEMENTED for a pair of devices
    * that cannot reach each other, with the same effect. */
-  weft_status_t (*copy_peer)(weft_device_t src_device, weft_stream_t src_stream,
-                             weft_buffer_t src, uint64_t src_offset,
-                             weft_device_t dst_device, weft_buffer_t dst,
-                             uint64_t dst_offset, uint64_t size);
+  weft_status_t (*copy_peer)(weft_device_t src_device, weft_stream_t src_stream, weft_buffer_t src, uint64_t src_offset,
+                             weft_device_t dst_device, weft_buffer_t dst, uint64_t dst_offset, uint64_t size);
   /* Sets |size| bytes of |buffer| from |offset| to |value|. Optional: NULL
    * means the host writes zeros with copy_host_to_device. */
-  weft_status_t (*buffer_memset)(weft_device_t device, weft_stream_t stream,
-                                 weft_buffer_t buffer, uint64_t offset,
+  weft_status_t (*buffer_memset)(weft_device_t device, weft_stream_t stream, weft_buffer_t buffer, uint64_t offset,
                                  uint8_t value, uint64_t size);
 
   /* --- Kernels ------------------------------------------------------- */
@@ -176,8 +163,7 @@ typedef struct weft_device_plugin_t {
   size_t num_kernels;
 } weft_device_plugin_t;
 
-#define WEFT_DEVICE_PLUGIN_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_device_plugin_t, num_kernels)
+#define WEFT_DEVICE_PLUGIN_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_device_plugin_t, num_kernels)
 
 WEFT_EXTERN_C_END
 

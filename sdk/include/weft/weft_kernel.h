@@ -74,8 +74,7 @@ typedef struct weft_kernel_query_t {
   double cost_ns;
 } weft_kernel_query_t;
 
-#define WEFT_KERNEL_QUERY_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_kernel_query_t, cost_ns)
+#define WEFT_KERNEL_QUERY_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_kernel_query_t, cost_ns)
 
 /* One kernel registration: an op, on this plugin's device type, for one
  * binding of the op's type attrs. Static data of the plugin. */
@@ -101,8 +100,7 @@ typedef struct weft_kernel_def_t {
    * it in |*out_state|. Called once per node, possibly from any thread.
    * Optional: NULL means the kernel needs no state, and compute receives
    * NULL. An error here fails graph preparation and names the node. */
-  weft_status_t (*create)(weft_device_t device, const weft_kernel_init_t* init,
-                          void** out_state);
+  weft_status_t (*create)(weft_device_t device, const weft_kernel_init_t* init, void** out_state);
   /* Releases what create made. Optional: NULL when create is NULL or the
    * state needs no release. */
   void (*destroy)(void* state);
@@ -114,17 +112,14 @@ typedef struct weft_kernel_def_t {
   /* Runs the node and calls |done| exactly once, from any thread, when the
    * outputs are set or an error occurred. |ctx| stays valid until |done|
    * is called. Required with WEFT_KERNEL_ASYNC, NULL otherwise. */
-  void (*compute_async)(void* state, weft_kernel_context_t* ctx,
-                        weft_done_fn done, void* done_user);
+  void (*compute_async)(void* state, weft_kernel_context_t* ctx, weft_done_fn done, void* done_user);
   /* Whether the kernel can run the node on |device| with the shapes known
    * at placement time, and at what cost. Optional: NULL means "always
    * supported, cost unknown". */
-  weft_status_t (*query)(weft_device_t device, const weft_kernel_init_t* init,
-                         weft_kernel_query_t* out_query);
+  weft_status_t (*query)(weft_device_t device, const weft_kernel_init_t* init, weft_kernel_query_t* out_query);
 } weft_kernel_def_t;
 
-#define WEFT_KERNEL_DEF_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_kernel_def_t, query)
+#define WEFT_KERNEL_DEF_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_kernel_def_t, query)
 
 /* The host's kernel services, reached as weft_host_t.kernel. Every member
  * is provided by the host (none is NULL in 1.0). Getters that return a
@@ -144,30 +139,25 @@ typedef struct weft_kernel_api_t {
   weft_dtype_t (*init_output_dtype)(const weft_kernel_init_t* init, int32_t index);
   /* The statically known shape of input |index|: |*out_rank| is -1 when
    * the rank is unknown, and a dimension is -1 when that size is unknown. */
-  weft_status_t (*init_input_shape)(const weft_kernel_init_t* init, int32_t index,
-                                    int32_t* out_rank, const int64_t** out_dims);
+  weft_status_t (*init_input_shape)(const weft_kernel_init_t* init, int32_t index, int32_t* out_rank,
+                                    const int64_t** out_dims);
 
-  weft_status_t (*attr_int)(const weft_kernel_init_t* init, const char* name,
-                            int64_t* out_value);
-  weft_status_t (*attr_float)(const weft_kernel_init_t* init, const char* name,
-                              double* out_value);
-  weft_status_t (*attr_bool)(const weft_kernel_init_t* init, const char* name,
-                             weft_bool_t* out_value);
-  weft_status_t (*attr_dtype)(const weft_kernel_init_t* init, const char* name,
-                              weft_dtype_t* out_value);
+  weft_status_t (*attr_int)(const weft_kernel_init_t* init, const char* name, int64_t* out_value);
+  weft_status_t (*attr_float)(const weft_kernel_init_t* init, const char* name, double* out_value);
+  weft_status_t (*attr_bool)(const weft_kernel_init_t* init, const char* name, weft_bool_t* out_value);
+  weft_status_t (*attr_dtype)(const weft_kernel_init_t* init, const char* name, weft_dtype_t* out_value);
   /* |*out_data| is not NUL-terminated; use |*out_size|. */
-  weft_status_t (*attr_string)(const weft_kernel_init_t* init, const char* name,
-                               const char** out_data, size_t* out_size);
+  weft_status_t (*attr_string)(const weft_kernel_init_t* init, const char* name, const char** out_data,
+                               size_t* out_size);
   /* A shape attr; rank -1 for an unknown rank, -1 dims for unknown sizes. */
-  weft_status_t (*attr_shape)(const weft_kernel_init_t* init, const char* name,
-                              int32_t* out_rank, const int64_t** out_dims);
-  weft_status_t (*attr_int_list)(const weft_kernel_init_t* init, const char* name,
-                                 const int64_t** out_values, size_t* out_count);
-  weft_status_t (*attr_float_list)(const weft_kernel_init_t* init, const char* name,
-                                   const double** out_values, size_t* out_count);
+  weft_status_t (*attr_shape)(const weft_kernel_init_t* init, const char* name, int32_t* out_rank,
+                              const int64_t** out_dims);
+  weft_status_t (*attr_int_list)(const weft_kernel_init_t* init, const char* name, const int64_t** out_values,
+                                 size_t* out_count);
+  weft_status_t (*attr_float_list)(const weft_kernel_init_t* init, const char* name, const double** out_values,
+                                   size_t* out_count);
   /* A tensor attr (a Const's value), in host memory. */
-  weft_status_t (*attr_tensor)(const weft_kernel_init_t* init, const char* name,
-                               weft_tensor_t* out_tensor);
+  weft_status_t (*attr_tensor)(const weft_kernel_init_t* init, const char* name, weft_tensor_t* out_tensor);
 
   /* --- During compute (weft_kernel_context_t) ------------------------- */
 
@@ -176,29 +166,24 @@ typedef struct weft_kernel_api_t {
   int32_t (*num_outputs)(const weft_kernel_context_t* ctx);
   /* Input |index|, lent for the duration of the compute and of the stream
    * work it enqueues (see allocate_temp). */
-  weft_status_t (*input)(weft_kernel_context_t* ctx, int32_t index,
-                         weft_tensor_t* out_tensor);
+  weft_status_t (*input)(weft_kernel_context_t* ctx, int32_t index, weft_tensor_t* out_tensor);
   /* Allocates output |index| with the dtype the op's signature gives it and
    * the shape |dims| (|rank| entries), on the kernel's device (or in host
    * memory for a host-memory arg). RESOURCE_EXHAUSTED when memory is out. */
-  weft_status_t (*allocate_output)(weft_kernel_context_t* ctx, int32_t index,
-                                   int32_t rank, const int64_t* dims,
+  weft_status_t (*allocate_output)(weft_kernel_context_t* ctx, int32_t index, int32_t rank, const int64_t* dims,
                                    weft_tensor_t* out_tensor);
   /* Makes output |output_index| share input |input_index|'s buffer, with
    * the input's shape (Identity, Reshape in place). */
-  weft_status_t (*forward_input)(weft_kernel_context_t* ctx, int32_t input_index,
-                                 int32_t output_index);
+  weft_status_t (*forward_input)(weft_kernel_context_t* ctx, int32_t input_index, int32_t output_index);
   /* Like forward_input but with a new shape of the same element count. */
-  weft_status_t (*forward_input_reshaped)(weft_kernel_context_t* ctx,
-                                          int32_t input_index, int32_t output_index,
+  weft_status_t (*forward_input_reshaped)(weft_kernel_context_t* ctx, int32_t input_index, int32_t output_index,
                                           int32_t rank, const int64_t* dims);
   /* Scratch memory on the kernel's device. The host releases it, and
    * stops holding the inputs, once the compute has returned (for an async
    * kernel: called done) and all work it enqueued on its stream so far has
    * completed; a kernel that only enqueues work may therefore use both
    * from that work. */
-  weft_status_t (*allocate_temp)(weft_kernel_context_t* ctx, weft_dtype_t dtype,
-                                 int32_t rank, const int64_t* dims,
+  weft_status_t (*allocate_temp)(weft_kernel_context_t* ctx, weft_dtype_t dtype, int32_t rank, const int64_t* dims,
                                  weft_tensor_t* out_tensor);
   /* The stream the kernel's work goes on; the host orders streams with
    * events. */
@@ -215,15 +200,14 @@ typedef struct weft_kernel_api_t {
    * compute returns (an async kernel: until it calls done); locking the
    * same variable twice in one compute is an error. FAILED_PRECONDITION,
    * naming the variable, when it was never assigned. */
-  weft_status_t (*variable_lock)(weft_kernel_context_t* ctx, int32_t index,
-                                 weft_bool_t exclusive, weft_tensor_t* out_value);
+  weft_status_t (*variable_lock)(weft_kernel_context_t* ctx, int32_t index, weft_bool_t exclusive,
+                                 weft_tensor_t* out_value);
   /* The name of the variable resource input |index| refers to
    * ("dense1/kernel"), for messages; lent for the compute. */
   const char* (*variable_name)(const weft_kernel_context_t* ctx, int32_t index);
 } weft_kernel_api_t;
 
-#define WEFT_KERNEL_API_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_kernel_api_t, variable_name)
+#define WEFT_KERNEL_API_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_kernel_api_t, variable_name)
 
 WEFT_EXTERN_C_END
 

@@ -35,19 +35,15 @@ typedef struct weft_graph_api_t {
   size_t struct_size;
   /* Starts a node of |op|. |name| is a hint that the host makes unique
    * under the variable's update scope ("dense1/kernel/adam/m_update"). */
-  weft_node_builder_t* (*node_begin)(weft_graph_builder_t* graph, const char* op,
-                                     const char* name);
+  weft_node_builder_t* (*node_begin)(weft_graph_builder_t* graph, const char* op, const char* name);
   void (*node_add_input)(weft_node_builder_t* node, weft_value_t input);
   /* The node runs only after |after|'s node has run. */
   void (*node_add_control_input)(weft_node_builder_t* node, weft_value_t after);
   void (*node_set_attr_int)(weft_node_builder_t* node, const char* name, int64_t value);
   void (*node_set_attr_float)(weft_node_builder_t* node, const char* name, double value);
-  void (*node_set_attr_bool)(weft_node_builder_t* node, const char* name,
-                             weft_bool_t value);
-  void (*node_set_attr_dtype)(weft_node_builder_t* node, const char* name,
-                              weft_dtype_t value);
-  void (*node_set_attr_string)(weft_node_builder_t* node, const char* name,
-                               const char* data, size_t size);
+  void (*node_set_attr_bool)(weft_node_builder_t* node, const char* name, weft_bool_t value);
+  void (*node_set_attr_dtype)(weft_node_builder_t* node, const char* name, weft_dtype_t value);
+  void (*node_set_attr_string)(weft_node_builder_t* node, const char* name, const char* data, size_t size);
   /* Adds the node to the graph, running the op's shape and type function.
    * Writes up to |capacity| outputs to |out_outputs| and their number to
    * |*out_num_outputs|. A node without outputs (Assign, an apply op) gets
@@ -56,16 +52,14 @@ typedef struct weft_graph_api_t {
    * node_add_control_input and as build_update's result, not as a data
    * input. Frees |node| whether it succeeds or not; an error names the
    * node, the op and what is wrong with it. */
-  weft_status_t (*node_finish)(weft_node_builder_t* node, weft_value_t* out_outputs,
-                               size_t capacity, size_t* out_num_outputs);
+  weft_status_t (*node_finish)(weft_node_builder_t* node, weft_value_t* out_outputs, size_t capacity,
+                               size_t* out_num_outputs);
   /* A scalar constant of |dtype| holding |value| (converted). */
-  weft_status_t (*scalar)(weft_graph_builder_t* graph, weft_dtype_t dtype, double value,
-                          weft_value_t* out_value);
+  weft_status_t (*scalar)(weft_graph_builder_t* graph, weft_dtype_t dtype, double value, weft_value_t* out_value);
   /* Whether the device the variable lives on has a kernel for |op| with
    * each type attr attrs[i] bound to dtypes[i] (as in weft_kernel_def_t). */
-  weft_bool_t (*has_kernel)(weft_graph_builder_t* graph, const char* op,
-                            const char* const* attrs, const weft_dtype_t* dtypes,
-                            size_t num_attrs);
+  weft_bool_t (*has_kernel)(weft_graph_builder_t* graph, const char* op, const char* const* attrs,
+                            const weft_dtype_t* dtypes, size_t num_attrs);
 } weft_graph_api_t;
 
 #define WEFT_GRAPH_API_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_graph_api_t, has_kernel)
@@ -130,17 +124,15 @@ typedef struct weft_optimizer_plugin_t {
   /* The slots a variable of |dtype| and shape |dims| (|rank| entries)
    * gets, lent for the life of |state|; NULL when there are none.
    * Required. */
-  weft_status_t (*slots)(void* state, weft_dtype_t dtype, int32_t rank,
-                         const int64_t* dims, const weft_slot_def_t** out_slots,
-                         size_t* out_count);
+  weft_status_t (*slots)(void* state, weft_dtype_t dtype, int32_t rank, const int64_t* dims,
+                         const weft_slot_def_t** out_slots, size_t* out_count);
   /* Emits the update of one variable through |graph| (the host's
    * weft_host_t.graph services) and returns in |*out_update| a value of
    * the node that completes it (the host runs the step's updates as
    * control dependencies of its train op). The emitted ops must read the
    * variable and the gradient only through |args|, and leave the variable
    * and slots updated once the returned node has run. Required. */
-  weft_status_t (*build_update)(void* state, weft_graph_builder_t* graph,
-                                const weft_update_args_t* args,
+  weft_status_t (*build_update)(void* state, weft_graph_builder_t* graph, const weft_update_args_t* args,
                                 weft_value_t* out_update);
   /* ABI 1.1, optional. The update of only the rows args->indices names, for
    * a variable the model reads through gathers only (an embedding), whose
@@ -151,15 +143,12 @@ typedef struct weft_optimizer_plugin_t {
    * the host scatters the rows into a dense gradient next to the variable
    * and calls build_update, which gives the dense rule's result at the
    * cost of reading and writing the whole variable each step. */
-  weft_status_t (*build_sparse_update)(void* state, weft_graph_builder_t* graph,
-                                       const weft_update_args_t* args,
+  weft_status_t (*build_sparse_update)(void* state, weft_graph_builder_t* graph, const weft_update_args_t* args,
                                        weft_value_t* out_update);
 } weft_optimizer_plugin_t;
 
-#define WEFT_OPTIMIZER_PLUGIN_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_optimizer_plugin_t, build_update)
-#define WEFT_OPTIMIZER_PLUGIN_SIZE_V1_1 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_optimizer_plugin_t, build_sparse_update)
+#define WEFT_OPTIMIZER_PLUGIN_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_optimizer_plugin_t, build_update)
+#define WEFT_OPTIMIZER_PLUGIN_SIZE_V1_1 WEFT_STRUCT_SIZE_THROUGH(weft_optimizer_plugin_t, build_sparse_update)
 
 WEFT_EXTERN_C_END
 

@@ -26,8 +26,8 @@ typedef int32_t weft_option_type_t;
 
 enum {
   WEFT_OPTION_BOOL = 1,
-  WEFT_OPTION_INT = 2,    /* int64_t */
-  WEFT_OPTION_FLOAT = 3,  /* double; an integer literal is accepted too */
+  WEFT_OPTION_INT = 2,   /* int64_t */
+  WEFT_OPTION_FLOAT = 3, /* double; an integer literal is accepted too */
   WEFT_OPTION_STRING = 4
 };
 
@@ -55,8 +55,7 @@ typedef struct weft_option_def_t {
   size_t num_choices;
 } weft_option_def_t;
 
-#define WEFT_OPTION_DEF_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_option_def_t, num_choices)
+#define WEFT_OPTION_DEF_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_option_def_t, num_choices)
 
 WEFT_EXTERN_C_END
 

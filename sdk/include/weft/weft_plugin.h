@@ -90,20 +90,10 @@
 WEFT_EXTERN_C_BEGIN
 
 typedef int32_t weft_plugin_kind_t;
-enum {
-  WEFT_PLUGIN_DEVICE = 1,
-  WEFT_PLUGIN_TRANSPORT = 2,
-  WEFT_PLUGIN_OPTIMIZER = 3
-};
+enum { WEFT_PLUGIN_DEVICE = 1, WEFT_PLUGIN_TRANSPORT = 2, WEFT_PLUGIN_OPTIMIZER = 3 };
 
 typedef int32_t weft_log_level_t;
-enum {
-  WEFT_LOG_TRACE = 0,
-  WEFT_LOG_DEBUG = 1,
-  WEFT_LOG_INFO = 2,
-  WEFT_LOG_WARNING = 3,
-  WEFT_LOG_ERROR = 4
-};
+enum { WEFT_LOG_TRACE = 0, WEFT_LOG_DEBUG = 1, WEFT_LOG_INFO = 2, WEFT_LOG_WARNING = 3, WEFT_LOG_ERROR = 4 };
 
 /* The services the host offers every plugin. Provided by the host, valid
  * for the life of the process, safe to call from any thread. Every member
@@ -132,8 +122,7 @@ typedef struct weft_host_t {
 
   /* Logs |message| at |level|, attributed to |plugin| (its name) and the
    * source position |file|:|line| (NULL and 0 when not known). */
-  void (*log)(weft_log_level_t level, const char* plugin, const char* file,
-              int32_t line, const char* message);
+  void (*log)(weft_log_level_t level, const char* plugin, const char* file, int32_t line, const char* message);
   /* Whether a message at |level| would be written; lets a plugin skip
    * building it. */
   weft_bool_t (*log_enabled)(weft_log_level_t level);
@@ -152,8 +141,7 @@ typedef struct weft_host_t {
    * [0, |count|), on the intra-op threads, and returns when all are done.
    * |cost_per_unit_ns| estimates the work per index so small loops are not
    * split. |fn| must not throw or block on other parallel_for calls. */
-  void (*parallel_for)(int64_t count, int64_t cost_per_unit_ns,
-                       void (*fn)(void* user, int64_t begin, int64_t end),
+  void (*parallel_for)(int64_t count, int64_t cost_per_unit_ns, void (*fn)(void* user, int64_t begin, int64_t end),
                        void* user);
   /* How many threads parallel_for may use (>= 1). A plugin with its own
    * thread pool (oneDNN's OpenMP) sizes it to this so that cores are not
@@ -167,14 +155,10 @@ typedef struct weft_host_t {
   /* The value of |key| in |options|, or its declared default. NOT_FOUND
    * when neither exists, INVALID_ARGUMENT when the key holds another
    * type. Strings are lent for the life of |options| and NUL-terminated. */
-  weft_status_t (*option_get_bool)(const weft_options_t* options, const char* key,
-                                   weft_bool_t* out_value);
-  weft_status_t (*option_get_int)(const weft_options_t* options, const char* key,
-                                  int64_t* out_value);
-  weft_status_t (*option_get_float)(const weft_options_t* options, const char* key,
-                                    double* out_value);
-  weft_status_t (*option_get_string)(const weft_options_t* options, const char* key,
-                                     const char** out_value);
+  weft_status_t (*option_get_bool)(const weft_options_t* options, const char* key, weft_bool_t* out_value);
+  weft_status_t (*option_get_int)(const weft_options_t* options, const char* key, int64_t* out_value);
+  weft_status_t (*option_get_float)(const weft_options_t* options, const char* key, double* out_value);
+  weft_status_t (*option_get_string)(const weft_options_t* options, const char* key, const char** out_value);
 
   /* --- Services for kernels and optimizers ---------------------------- */
 
@@ -229,12 +213,10 @@ typedef struct weft_plugin_t {
 #define WEFT_PLUGIN_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_plugin_t, shutdown)
 
 /* The entry point's type and name. */
-typedef weft_status_t (*weft_plugin_init_fn)(const weft_host_t* host,
-                                             const weft_plugin_t** out_plugin);
+typedef weft_status_t (*weft_plugin_init_fn)(const weft_host_t* host, const weft_plugin_t** out_plugin);
 #define WEFT_PLUGIN_ENTRY_SYMBOL "weft_plugin_init_v1"
 
-WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t* host,
-                                                     const weft_plugin_t** out_plugin);
+WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t* host, const weft_plugin_t** out_plugin);
 
 WEFT_EXTERN_C_END
 

@@ -21,17 +21,17 @@ typedef int32_t weft_dtype_t;
 
 enum {
   WEFT_DTYPE_INVALID = 0,
-  WEFT_DTYPE_F32 = 1,    /* IEEE 754 binary32 */
-  WEFT_DTYPE_F64 = 2,    /* IEEE 754 binary64 */
+  WEFT_DTYPE_F32 = 1, /* IEEE 754 binary32 */
+  WEFT_DTYPE_F64 = 2, /* IEEE 754 binary64 */
   WEFT_DTYPE_I32 = 3,
   WEFT_DTYPE_U8 = 4,
   WEFT_DTYPE_I16 = 5,
   WEFT_DTYPE_I8 = 6,
   WEFT_DTYPE_STRING = 7, /* elements are weft_string_t; host memory only */
   WEFT_DTYPE_I64 = 9,
-  WEFT_DTYPE_BOOL = 10,  /* one byte per element, 0 or 1 */
-  WEFT_DTYPE_BF16 = 14,  /* bfloat16: the top 16 bits of a binary32 */
-  WEFT_DTYPE_F16 = 19,   /* IEEE 754 binary16 */
+  WEFT_DTYPE_BOOL = 10, /* one byte per element, 0 or 1 */
+  WEFT_DTYPE_BF16 = 14, /* bfloat16: the top 16 bits of a binary32 */
+  WEFT_DTYPE_F16 = 19,  /* IEEE 754 binary16 */
   /* A handle to a resource (a variable, a queue) owned by a device's
    * resource manager; host memory only, opaque to kernels, which reach the
    * resource through the kernel services. */

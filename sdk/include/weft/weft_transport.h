@@ -82,8 +82,7 @@ typedef struct weft_transport_callbacks_t {
   void (*on_closed)(void* user, weft_connection_t connection, weft_status_t status);
 } weft_transport_callbacks_t;
 
-#define WEFT_TRANSPORT_CALLBACKS_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_transport_callbacks_t, on_closed)
+#define WEFT_TRANSPORT_CALLBACKS_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_transport_callbacks_t, on_closed)
 
 /* The table a transport plugin provides (weft_plugin_t.transport). */
 typedef struct weft_transport_plugin_t {
@@ -94,8 +93,7 @@ typedef struct weft_transport_plugin_t {
   /* Opens an endpoint that listens on |listen_address| (binding only that
    * interface), or one that only connects out when |listen_address| is
    * NULL. Required. */
-  weft_status_t (*endpoint_open)(const char* listen_address,
-                                 const weft_transport_callbacks_t* callbacks,
+  weft_status_t (*endpoint_open)(const char* listen_address, const weft_transport_callbacks_t* callbacks,
                                  weft_endpoint_t* out_endpoint);
   /* Closes the endpoint and every connection of it still open; no
    * callback runs after it returns. Connections already handed to the host
@@ -108,8 +106,8 @@ typedef struct weft_transport_plugin_t {
   /* Connects to |address|, waiting at most |timeout_ms| milliseconds
    * (DEADLINE_EXCEEDED; UNAVAILABLE when refused). The caller owns the
    * connection. Required. */
-  weft_status_t (*connection_open)(weft_endpoint_t endpoint, const char* address,
-                                   int64_t timeout_ms, weft_connection_t* out_connection);
+  weft_status_t (*connection_open)(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
+                                   weft_connection_t* out_connection);
   /* Releases a connection, closing it if it is still open. No callback
    * for it runs after this returns; on_closed is not called for a close the
    * host asked for. Required. */
@@ -118,18 +116,15 @@ typedef struct weft_transport_plugin_t {
    * runs once the message's memory may be reused, or the send failed; it
    * runs exactly once if and only if this returns NULL, possibly before
    * send returns. Required. */
-  weft_status_t (*send)(weft_connection_t connection, const weft_message_t* message,
-                        weft_done_fn done, void* user);
+  weft_status_t (*send)(weft_connection_t connection, const weft_message_t* message, weft_done_fn done, void* user);
   /* Registers host memory for zero-copy transfers (RDMA). Optional: NULL
    * means the transport needs no registration. */
-  weft_status_t (*memory_register)(weft_endpoint_t endpoint, void* address,
-                                   uint64_t size, void** out_registration);
+  weft_status_t (*memory_register)(weft_endpoint_t endpoint, void* address, uint64_t size, void** out_registration);
   /* Releases a registration. NULL exactly when memory_register is NULL. */
   void (*memory_unregister)(weft_endpoint_t endpoint, void* registration);
 } weft_transport_plugin_t;
 
-#define WEFT_TRANSPORT_PLUGIN_SIZE_V1_0 \
-  WEFT_STRUCT_SIZE_THROUGH(weft_transport_plugin_t, memory_unregister)
+#define WEFT_TRANSPORT_PLUGIN_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_transport_plugin_t, memory_unregister)
 
 WEFT_EXTERN_C_END
 

@@ -95,8 +95,9 @@ const weft_device_plugin_t kDevice = [] {
   weft::sdk::SetInlineStreams(t);  // copies and kernels finish before returning
   t.copy_host_to_device = [](weft_device_t, weft_stream_t, const void* src, weft_buffer_t dst, uint64_t at,
                              uint64_t size) { return Copy(At(dst, at), src, size); };
-  t.copy_device_to_host = [](weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t at, void* dst,
-                             uint64_t size) { return Copy(dst, At(src, at), size); };
+  t.copy_device_to_host = [](weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t at, void* dst, uint64_t size) {
+    return Copy(dst, At(src, at), size);
+  };
   t.copy_device_to_device = [](weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t from, weft_buffer_t dst,
                                uint64_t to, uint64_t size) { return Copy(At(dst, to), At(src, from), size); };
   t.kernels = Kernels().data();

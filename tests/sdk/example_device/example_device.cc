@@ -37,7 +37,9 @@ void CheckRange(const Buffer* b, uint64_t offset, uint64_t size) {
   }
 }
 
-weft_status_t Count(int32_t* out) { return weft::sdk::Guard([&] { *out = 1; }); }
+weft_status_t Count(int32_t* out) {
+  return weft::sdk::Guard([&] { *out = 1; });
+}
 
 weft_status_t Open(int32_t ordinal, weft_device_t* out) {
   return weft::sdk::Guard([&] {
@@ -64,38 +66,34 @@ weft_status_t Properties(weft_device_t, weft_device_properties_t* out) {
 }
 
 weft_status_t Alloc(weft_device_t, uint64_t size, weft_buffer_t* out) {
-  return weft::sdk::Guard([&] {
-    *out = reinterpret_cast<weft_buffer_t>(new Buffer{std::vector<unsigned char>(size)});
-  });
+  return weft::sdk::Guard(
+      [&] { *out = reinterpret_cast<weft_buffer_t>(new Buffer{std::vector<unsigned char>(size)}); });
 }
 
 void Free(weft_device_t, weft_buffer_t buffer) { delete AsBuffer(buffer); }
 
-weft_status_t H2D(weft_device_t, weft_stream_t, const void* src, weft_buffer_t dst, uint64_t off,
-                  uint64_t size) {
+weft_status_t H2D(weft_device_t, weft_stream_t, const void* src, weft_buffer_t dst, uint64_t off, uint64_t size) {
   return weft::sdk::Guard([&] {
     CheckRange(AsBuffer(dst), off, size);
     if (size > 0) std::memcpy(AsBuffer(dst)->bytes.data() + off, src, size);
   });
 }
 
-weft_status_t D2H(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t off, void* dst,
-                  uint64_t size) {
+weft_status_t D2H(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t off, void* dst, uint64_t size) {
   return weft::sdk::Guard([&] {
     CheckRange(AsBuffer(src), off, size);
     if (size > 0) std::memcpy(dst, AsBuffer(src)->bytes.data() + off, size);
   });
 }
 
-weft_status_t D2D(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t soff, weft_buffer_t dst,
-                  uint64_t doff, uint64_t size) {
+weft_status_t D2D(weft_device_t, weft_stream_t, weft_buffer_t src, uint64_t soff, weft_buffer_t dst, uint64_t doff,
+                  uint64_t size) {
   return weft::sdk::Guard([&] {
     CheckRange(AsBuffer(src), soff, size);
     CheckRange(AsBuffer(dst), doff, size);
     if (size > 0) std::memmove(AsBuffer(dst)->bytes.data() + doff, AsBuffer(src)->bytes.data() + soff, size);
   });
 }
-
 
 // --- Kernels ----------------------------------------------------------------
 //

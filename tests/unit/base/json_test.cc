@@ -19,8 +19,12 @@
 namespace weft {
 namespace {
 
-const std::string kBad = "a\xff" "b\xc3";  // a stray byte, and a truncated two-byte sequence
-const std::string kReplaced = "a\xef\xbf\xbd" "b\xef\xbf\xbd";  // each as U+FFFD
+const std::string kBad =
+    "a\xff"
+    "b\xc3";  // a stray byte, and a truncated two-byte sequence
+const std::string kReplaced =
+    "a\xef\xbf\xbd"
+    "b\xef\xbf\xbd";  // each as U+FFFD
 
 nlohmann::json Parse(const std::string& text) {
   // Throws (failing the test with the parser's message) on invalid JSON or

@@ -6,8 +6,7 @@ namespace weft {
 namespace {
 
 TEST(StrCat, MixesTypes) {
-  EXPECT_EQ(StrCat("a", 1, '-', 2.5, " ", true, std::string("x"), std::string_view("y")),
-            "a1-2.5 truexy");
+  EXPECT_EQ(StrCat("a", 1, '-', 2.5, " ", true, std::string("x"), std::string_view("y")), "a1-2.5 truexy");
   EXPECT_EQ(StrCat(int64_t{-9007199254740993}), "-9007199254740993");
   EXPECT_EQ(StrCat(uint64_t{18446744073709551615u}), "18446744073709551615");
   EXPECT_EQ(StrCat(0.1), "0.1");  // shortest round-trip form

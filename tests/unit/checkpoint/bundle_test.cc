@@ -204,8 +204,8 @@ TEST_F(Bundle, AFailedWriteLeavesNoTemporaryFiles) {
   fs::create_directories(Prefix("b") + ".index/inside");
   Status s = WriteBundle(Prefix("b"), Small(), {});
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
-  EXPECT_TRUE(
-      s.message().starts_with(StrCat("cannot save checkpoint ", Prefix("b"), ": removing the old ", Prefix("b"), ".index: ")))
+  EXPECT_TRUE(s.message().starts_with(
+      StrCat("cannot save checkpoint ", Prefix("b"), ": removing the old ", Prefix("b"), ".index: ")))
       << s.ToString();
   EXPECT_EQ(Files(), (std::vector<std::string>{"b.index"}));
 }

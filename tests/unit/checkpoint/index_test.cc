@@ -63,13 +63,11 @@ void Entry(std::string& b, std::string_view name, uint32_t dtype, const std::vec
 
 Status Parse(const std::string& body) { return ParseIndex(Frame(body), kPath).status(); }
 
-Status Malformed(const std::string& why) {
-  return DataLossError("checkpoint run/ckpt-1.index is malformed: ", why);
-}
+Status Malformed(const std::string& why) { return DataLossError("checkpoint run/ckpt-1.index is malformed: ", why); }
 
 // One tensor entry in a one-shard body.
-std::string One(std::string_view name, uint32_t dtype, const std::vector<int64_t>& dims, uint32_t shard, uint64_t offset,
-                uint64_t bytes, uint64_t shard_size) {
+std::string One(std::string_view name, uint32_t dtype, const std::vector<int64_t>& dims, uint32_t shard,
+                uint64_t offset, uint64_t bytes, uint64_t shard_size) {
   std::string b = Start(shard_size);
   U32(b, 1);
   Entry(b, name, dtype, dims, shard, offset, bytes);
@@ -94,7 +92,8 @@ TEST(Index, RoundTrips) {
 TEST(Index, RejectsInconsistentEntries) {
   EXPECT_EQ(Parse(One("x", 1, {3}, 0, 0, 8, 100)),
             Malformed("tensor #0 \"x\": f32[3] takes 12 bytes, but the entry says 8"));
-  EXPECT_EQ(Parse(One("x", 1, {3}, 2, 0, 12, 100)), Malformed("tensor #0 \"x\": shard 2 does not exist (the bundle has 1)"));
+  EXPECT_EQ(Parse(One("x", 1, {3}, 2, 0, 12, 100)),
+            Malformed("tensor #0 \"x\": shard 2 does not exist (the bundle has 1)"));
   EXPECT_EQ(Parse(One("x", 1, {3}, 0, 10, 12, 20)),
             Malformed("tensor #0 \"x\": bytes [10, +12) lie outside shard 0 (20 bytes)"));
   EXPECT_EQ(Parse(One("x", 1, {3}, 0, UINT64_MAX, 12, 20)),
@@ -106,8 +105,7 @@ TEST(Index, RejectsInconsistentEntries) {
             Malformed("tensor #0 \"x\": dtype 20 is not one a checkpoint can hold"));
   EXPECT_EQ(Parse(One("x", 1, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, 0, 4, 20)),
             Malformed("tensor #0 \"x\": rank 9 is over the maximum of 8"));
-  EXPECT_EQ(Parse(One("x", 1, {-1}, 0, 0, 4, 20)),
-            Malformed("tensor #0 \"x\": shape [-1]: negative dimension -1"));
+  EXPECT_EQ(Parse(One("x", 1, {-1}, 0, 0, 4, 20)), Malformed("tensor #0 \"x\": shape [-1]: negative dimension -1"));
   EXPECT_EQ(Parse(One("x", 7, {5}, 0, 0, 16, 20)), Malformed("tensor #0 \"x\": 5 strings cannot fit in 16 bytes"));
   // 2^62 elements of 8 bytes overflow 64 bits.
   EXPECT_EQ(Parse(One("x", 9, {int64_t{1} << 62}, 0, 0, 0, 20)),
@@ -160,7 +158,8 @@ TEST(Index, RejectsCountsAndFieldsPastTheEnd) {
   U32(b, 1);
   U32(b, 1000);
   b += std::string(44, 'n');
-  EXPECT_EQ(Parse(b), Malformed("tensor #0: the name (1000 bytes at byte 48) runs past the end of the body (44 bytes left)"));
+  EXPECT_EQ(Parse(b),
+            Malformed("tensor #0: the name (1000 bytes at byte 48) runs past the end of the body (44 bytes left)"));
   b = Start(0);
   EXPECT_EQ(Parse(b), Malformed("the tensor count (4 bytes at byte 40) runs past the end of the body (0 bytes left)"));
   b = One("x", 1, {}, 0, 0, 4, 4);

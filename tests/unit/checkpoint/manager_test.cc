@@ -139,9 +139,8 @@ TEST_F(Manager, ManifestNamingABrokenBundleFallsBack) {
   ASSERT_EQ(logs_.size(), 2u);
   EXPECT_EQ(logs_[1], StrCat("checkpoint manifest ", P("checkpoint"),
                              " names ckpt-6 as the newest checkpoint, which does not open (checkpoint ", P("ckpt-6"),
-                             " is incomplete: its data shard ", P("ckpt-6"),
-                             ".data-00000-of-00001 is missing); using ", P("ckpt-5"), ", the newest checkpoint in ",
-                             dir_.string(), " that opens"));
+                             " is incomplete: its data shard ", P("ckpt-6"), ".data-00000-of-00001 is missing); using ",
+                             P("ckpt-5"), ", the newest checkpoint in ", dir_.string(), " that opens"));
 }
 
 TEST_F(Manager, UnreadableManifestFallsBack) {
@@ -150,7 +149,8 @@ TEST_F(Manager, UnreadableManifestFallsBack) {
   const std::pair<std::string, std::string> cases[] = {
       {"format 1\nlatest ckpt-9\nkept ckpt-9\nbogus 1\n", StrCat(P("checkpoint"), ":4: unknown key \"bogus\"")},
       {"format 2\n", StrCat(P("checkpoint"), ":1: format \"2\" is not one this weft reads (1)")},
-      {"latest ckpt-9\nkept ckpt-9\n", StrCat(P("checkpoint"), " has no format line: it is not a weft checkpoint manifest")},
+      {"latest ckpt-9\nkept ckpt-9\n",
+       StrCat(P("checkpoint"), " has no format line: it is not a weft checkpoint manifest")},
       {"format 1\nlatest ../../etc/passwd\n",
        StrCat(P("checkpoint"), ":2: \"../../etc/passwd\" is not a bundle name (ckpt-<step>)")},
       {"format 1\nkept ckpt-9\n", StrCat(P("checkpoint"), " names no latest bundle")},
@@ -225,8 +225,9 @@ TEST_F(Manager, RejectsBadStepsAndConflictingMetadata) {
   EXPECT_EQ(m.Save(5, TensorsFor(5), {{"step", "6"}}).status(),
             InvalidArgumentError("cannot save step 5 in ", dir_.string(), ": its metadata says step \"6\""));
   EXPECT_TRUE(m.Save(5, TensorsFor(5), {{"step", "5"}}).ok());
-  EXPECT_EQ(m.Save(6, {{"a", Tensor()}}, {}).status(),
-            InvalidArgumentError("cannot save checkpoint ", P("ckpt-6"), ": tensor \"a\" is an empty (invalid) tensor"));
+  EXPECT_EQ(
+      m.Save(6, {{"a", Tensor()}}, {}).status(),
+      InvalidArgumentError("cannot save checkpoint ", P("ckpt-6"), ": tensor \"a\" is an empty (invalid) tensor"));
   EXPECT_EQ(*m.Latest(), std::optional<std::string>(P("ckpt-5")));
 }
 
@@ -262,7 +263,7 @@ TEST(SavePolicy, EveryKSteps) {
 
 TEST(SavePolicy, EveryTSeconds) {
   SavePolicy p(0, 60);
-  EXPECT_FALSE(p.Due(1, At(10)));   // the clock starts at the first query
+  EXPECT_FALSE(p.Due(1, At(10)));  // the clock starts at the first query
   EXPECT_FALSE(p.Due(2, At(69.9)));
   EXPECT_TRUE(p.Due(3, At(70)));
   p.Saved(3, At(75));

@@ -153,10 +153,14 @@ TEST(ClusterConfig, HostPortErrors) {
 
 TEST(ClusterConfig, HostPortAccepts) {
   const std::pair<const char*, const char*> cases[] = {
-      {"127.0.0.1:7070", "127.0.0.1:7070"}, {"localhost:1", "localhost:1"},
-      {"a:65535", "a:65535"},               {"Node01.Cluster:7070", "node01.cluster:7070"},
-      {"rack0_blade1:80", "rack0_blade1:80"}, {"[::1]:7070", "[::1]:7070"},
-      {"[2001:DB8::5]:9", "[2001:db8::5]:9"}, {"[fe80::1%eth0]:7070", "[fe80::1%eth0]:7070"},
+      {"127.0.0.1:7070", "127.0.0.1:7070"},
+      {"localhost:1", "localhost:1"},
+      {"a:65535", "a:65535"},
+      {"Node01.Cluster:7070", "node01.cluster:7070"},
+      {"rack0_blade1:80", "rack0_blade1:80"},
+      {"[::1]:7070", "[::1]:7070"},
+      {"[2001:DB8::5]:9", "[2001:db8::5]:9"},
+      {"[fe80::1%eth0]:7070", "[fe80::1%eth0]:7070"},
   };
   for (const auto& [text, canonical] : cases) {
     auto parsed = ParseHostPort(text);

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
 #include <unistd.h>
+#include <set>
 
 #include <filesystem>
 #include <fstream>
@@ -130,12 +130,10 @@ TEST(Config, UnknownSection) {
 }
 
 TEST(Config, SectionThatIsNotATable) {
-  EXPECT_EQ(ErrorOf("runtime = 4\n"),
-            "local.toml:1:11: runtime: expected a table [runtime], got 4");
+  EXPECT_EQ(ErrorOf("runtime = 4\n"), "local.toml:1:11: runtime: expected a table [runtime], got 4");
   EXPECT_EQ(ErrorOf("devices = \"cpu\"\n"),
             "local.toml:1:11: devices: expected tables [devices.<plugin name>], got \"cpu\"");
-  EXPECT_EQ(ErrorOf("[devices]\ncpu = 2\n"),
-            "local.toml:2:7: devices.cpu: expected a table [devices.cpu], got 2");
+  EXPECT_EQ(ErrorOf("[devices]\ncpu = 2\n"), "local.toml:2:7: devices.cpu: expected a table [devices.cpu], got 2");
 }
 
 TEST(Config, PluginSectionNamesAreSnakeCase) {
@@ -202,8 +200,7 @@ TEST_F(ConfigFileTest, ErrorsNameTheFileAsGiven) {
   const std::string path = Write("bad.toml", "[runtime]\ninter_op_threads = -1\n");
   auto config = LoadConfigFile(path);
   ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.status().message(),
-            path + ":2:20: runtime.inter_op_threads: expected an integer >= 1, got -1");
+  EXPECT_EQ(config.status().message(), path + ":2:20: runtime.inter_op_threads: expected an integer >= 1, got -1");
 }
 
 TEST_F(ConfigFileTest, MissingFile) {
@@ -211,8 +208,7 @@ TEST_F(ConfigFileTest, MissingFile) {
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), Code::kNotFound);
   EXPECT_EQ(config.status().message(),
-            "cannot read config file \"" + (dir_ / "nope.toml").string() +
-                "\": No such file or directory");
+            "cannot read config file \"" + (dir_ / "nope.toml").string() + "\": No such file or directory");
 }
 
 TEST_F(ConfigFileTest, DirectoryIsNotAFile) {
@@ -224,8 +220,9 @@ TEST_F(ConfigFileTest, DirectoryIsNotAFile) {
 // --- [schedule] ---------------------------------------------------------------------------
 
 TEST(Config, ScheduleReadsEveryKeyOfItsKind) {
-  auto config = Parse("[schedule]\nkind = \"exponential\"\nwarmup_steps = 5\ndecay_steps = 10\n"
-                      "decay_rate = 0.5\nstaircase = true\n");
+  auto config = Parse(
+      "[schedule]\nkind = \"exponential\"\nwarmup_steps = 5\ndecay_steps = 10\n"
+      "decay_rate = 0.5\nstaircase = true\n");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_EQ(config->schedule.kind, "exponential");
   EXPECT_EQ(config->schedule.warmup_steps, 5);
@@ -277,7 +274,8 @@ TEST(Config, CoreKeysAreDocumented) {
   EXPECT_EQ(keys[0].first, "runtime.inter_op_threads");
   std::set<std::string> names;
   for (const auto& [key, spec] : keys) names.insert(key);
-  for (const char* key : {"training.batch_size", "data.train_images", "schedule.kind", "checkpoint.keep", "model.loss"}) {
+  for (const char* key :
+       {"training.batch_size", "data.train_images", "schedule.kind", "checkpoint.keep", "model.loss"}) {
     EXPECT_EQ(names.count(key), 1u) << key;
   }
 }

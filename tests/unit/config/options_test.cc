@@ -76,8 +76,7 @@ TEST(Options, WrongTypeAsked) {
 }
 
 TEST(Options, EveryProblemReported) {
-  Section section = Make({{"count", "0"}, {"rate", "-0.5"}, {"mode", "\"slow\""}, {"verbose", "1"},
-                          {"cuont", "2"}});
+  Section section = Make({{"count", "0"}, {"rate", "-0.5"}, {"mode", "\"slow\""}, {"verbose", "1"}, {"cuont", "2"}});
   auto values = ValidateOptions(&section, "devices.test", Specs());
   ASSERT_FALSE(values.ok());
   // Make() puts the keys on lines 2..6 in the order given; errors come
@@ -94,8 +93,7 @@ TEST(Options, SectionOfAPluginWithoutOptions) {
   Section section = Make({{"anything", "1"}});
   auto values = ValidateOptions(&section, "devices.bare", {});
   ASSERT_FALSE(values.ok());
-  EXPECT_EQ(values.status().message(),
-            "x.toml:2:1: devices.bare.anything: unknown key; [devices.bare] takes no keys");
+  EXPECT_EQ(values.status().message(), "x.toml:2:1: devices.bare.anything: unknown key; [devices.bare] takes no keys");
 }
 
 TEST(Options, NanIsOutOfAnyRange) {

@@ -146,11 +146,14 @@ TEST(Pipeline, PositionsAcrossEpochBoundaries) {
   EXPECT_EQ(k.batches[3].features.TypeString(), "f32[1,2,3]");
   EXPECT_EQ(kept->batches_per_epoch(), 4);
   // A start inside the dropped remainder moves to the next epoch.
-  auto late = Make(Numbered(10), [] {
-    PipelineOptions p;
-    p.batch_size = 3;
-    return p;
-  }(), Position{2, 9});
+  auto late = Make(
+      Numbered(10),
+      [] {
+        PipelineOptions p;
+        p.batch_size = 3;
+        return p;
+      }(),
+      Position{2, 9});
   EXPECT_EQ(late->position(), (Position{3, 0}));
 }
 
@@ -208,7 +211,8 @@ TEST(Pipeline, BadOptionsAreErrors) {
             "empty");
   o.batch_size = 2;
   o.prefetch = -1;
-  EXPECT_EQ(ErrorOf(Pipeline::Create(ex, o)), "input pipeline: prefetch must be >= 0 (0 = no background thread); got -1");
+  EXPECT_EQ(ErrorOf(Pipeline::Create(ex, o)),
+            "input pipeline: prefetch must be >= 0 (0 = no background thread); got -1");
   o.prefetch = 1;
   o.epochs = -2;
   EXPECT_EQ(ErrorOf(Pipeline::Create(ex, o)), "input pipeline: epochs must be >= 0, or -1 for no end; got -2");

@@ -138,10 +138,10 @@ TEST(Idx, MalformedFilesAreErrorsNamingFileAndPlace) {
             "a.idx: dimensions [2] of u8 account for 2 bytes of data after the 8-byte header, but the file has 4 "
             "(2 bytes too many): the dimensions do not match the data");
   // 0xffffffff^3 overflows int64.
-  EXPECT_EQ(ErrorOf(ParseIdx(Bytes({0, 0, 0x08, 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                    0xff, 0xff, 7}),
-                             "a.idx")),
-            "a.idx: IDX dimensions [4294967295,4294967295,4294967295] are too large (the file has 1 bytes of data)");
+  EXPECT_EQ(
+      ErrorOf(ParseIdx(
+          Bytes({0, 0, 0x08, 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 7}), "a.idx")),
+      "a.idx: IDX dimensions [4294967295,4294967295,4294967295] are too large (the file has 1 bytes of data)");
 }
 
 TEST(Idx, ReadsPlainAndGzipFiles) {
@@ -173,9 +173,9 @@ TEST(Gunzip, CorruptAndTruncatedDataAreErrors) {
   const std::string text(5000, 'x');
   const std::string gz = Gzip(text + "the end");
   // Cut in the middle of the deflate data.
-  EXPECT_EQ(ErrorOf(Gunzip(gz.substr(0, gz.size() / 2), "cut.gz")),
-            StrCat("cut.gz: gzip data is truncated: the compressed stream stops at byte ", gz.size() / 2,
-                   " before its end"));
+  EXPECT_EQ(
+      ErrorOf(Gunzip(gz.substr(0, gz.size() / 2), "cut.gz")),
+      StrCat("cut.gz: gzip data is truncated: the compressed stream stops at byte ", gz.size() / 2, " before its end"));
   // The CRC-32 in the trailer (bytes size-8..size-5) no longer matches.
   std::string bad_crc = gz;
   bad_crc[bad_crc.size() - 8] = static_cast<char>(bad_crc[bad_crc.size() - 8] ^ 0x01);
@@ -313,8 +313,7 @@ TEST(Npy, BadLabelsAreErrors) {
 TEST(LoadExamples, BadArgumentsAreErrors) {
   EXPECT_EQ(ErrorOf(LoadExamples("tfrecord", "a", "b", -1)),
             "unknown data format \"tfrecord\"; expected \"idx\", \"npy\" or \"csv\"");
-  EXPECT_EQ(ErrorOf(LoadExamples("idx", "a.idx", "", -1)),
-            "data format \"idx\" needs a labels file beside \"a.idx\"");
+  EXPECT_EQ(ErrorOf(LoadExamples("idx", "a.idx", "", -1)), "data format \"idx\" needs a labels file beside \"a.idx\"");
   EXPECT_EQ(LoadExamples("csv", TempPath("nope.csv"), "", -1).status().code(), Code::kNotFound);
 }
 
@@ -349,7 +348,8 @@ TEST(Csv, ParsesHeaderLabelColumnsAndLineEndings) {
 
 TEST(Csv, MalformedTextIsAnErrorWithLineAndColumn) {
   EXPECT_EQ(ErrorOf(ParseCsv("1,2,3\n4,x5,6\n", "d.csv", -1)), "d.csv:2:3: field 2 (\"x5\") is not a number");
-  EXPECT_EQ(ErrorOf(ParseCsv("h1,h2\n1,2\n3,,4\n", "d.csv", -1)), "d.csv:3: ragged rows: this row has 3 fields, line 1 has 2");
+  EXPECT_EQ(ErrorOf(ParseCsv("h1,h2\n1,2\n3,,4\n", "d.csv", -1)),
+            "d.csv:3: ragged rows: this row has 3 fields, line 1 has 2");
   EXPECT_EQ(ErrorOf(ParseCsv("1,2\n3,\n", "d.csv", -1)), "d.csv:2:3: field 2 (\"\") is not a number");
   EXPECT_EQ(ErrorOf(ParseCsv("1,2\n3,1.5\n", "d.csv", -1)), "d.csv:2:3: label \"1.5\" is not an integer");
   EXPECT_EQ(ErrorOf(ParseCsv("1,2\n3,-1\n", "d.csv", -1)), "d.csv:2:3: label \"-1\" is negative");

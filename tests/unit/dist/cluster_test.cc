@@ -29,8 +29,8 @@ std::vector<std::string> Tasks(const ClusterSpec& cluster) {
   std::vector<std::string> out;
   for (const JobSpec& job : cluster.jobs) {
     for (const TaskSpec& task : job.tasks) {
-      out.push_back(StrCat(TaskPrefix(job.name, task.index), " ", task.Url(),
-                           task.rank >= 0 ? StrCat(" rank ", task.rank) : ""));
+      out.push_back(
+          StrCat(TaskPrefix(job.name, task.index), " ", task.Url(), task.rank >= 0 ? StrCat(" rank ", task.rank) : ""));
     }
   }
   return out;
@@ -109,9 +109,9 @@ TEST(ResolveCluster, StaticJobsTasksAndTransports) {
                                 std::nullopt, {});
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   EXPECT_TRUE(cluster->distributed());
-  EXPECT_EQ(Tasks(*cluster), (std::vector<std::string>{"/job:ps/task:0 zmq://127.0.0.1:7070",
-                                                       "/job:worker/task:0 tcp://127.0.0.1:7071",
-                                                       "/job:worker/task:1 tcp://127.0.0.1:7072"}));
+  EXPECT_EQ(Tasks(*cluster),
+            (std::vector<std::string>{"/job:ps/task:0 zmq://127.0.0.1:7070", "/job:worker/task:0 tcp://127.0.0.1:7071",
+                                      "/job:worker/task:1 tcp://127.0.0.1:7072"}));
   EXPECT_EQ(cluster->num_tasks(), 3u);
   EXPECT_FALSE(cluster->self.has_value());
   EXPECT_EQ(cluster->connect_timeout_ms, 10000);
@@ -127,9 +127,9 @@ TEST(ResolveCluster, ShippedLocalClusterResolves) {
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   auto cluster = ResolveCluster(*config, "worker", 1, {});
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  EXPECT_EQ(Tasks(*cluster), (std::vector<std::string>{"/job:ps/task:0 tcp://127.0.0.1:7070",
-                                                       "/job:worker/task:0 tcp://127.0.0.1:7071",
-                                                       "/job:worker/task:1 tcp://127.0.0.1:7072"}));
+  EXPECT_EQ(Tasks(*cluster),
+            (std::vector<std::string>{"/job:ps/task:0 tcp://127.0.0.1:7070", "/job:worker/task:0 tcp://127.0.0.1:7071",
+                                      "/job:worker/task:1 tcp://127.0.0.1:7072"}));
   ASSERT_NE(cluster->Self(), nullptr);
   EXPECT_EQ(cluster->self->ToString(), "/job:worker/task:1");
   EXPECT_EQ(cluster->Self()->Url(), "tcp://127.0.0.1:7072");
@@ -234,10 +234,10 @@ ps = "tcp"
 )";
   auto cluster = ResolveCluster(ParseOrDie(text), std::nullopt, std::nullopt, Ompi(0, 4, 0, 4));
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  EXPECT_EQ(Tasks(*cluster), (std::vector<std::string>{"/job:worker/task:0 zmq://10.1.2.3:9000 rank 0",
-                                                       "/job:worker/task:1 zmq://10.1.2.3:9001 rank 1",
-                                                       "/job:ps/task:0 tcp://10.1.2.3:9002 rank 2",
-                                                       "/job:ps/task:1 tcp://10.1.2.3:9003 rank 3"}));
+  EXPECT_EQ(Tasks(*cluster),
+            (std::vector<std::string>{
+                "/job:worker/task:0 zmq://10.1.2.3:9000 rank 0", "/job:worker/task:1 zmq://10.1.2.3:9001 rank 1",
+                "/job:ps/task:0 tcp://10.1.2.3:9002 rank 2", "/job:ps/task:1 tcp://10.1.2.3:9003 rank 3"}));
   EXPECT_EQ(cluster->self->ToString(), "/job:worker/task:0");
 }
 
@@ -247,10 +247,10 @@ TEST(ResolveCluster, MpiAcrossHostsFillsThemBySlot) {
   const std::string text = StrCat(kMpi.substr(0, 29), "hosts = [\"node01\", \"node02\"]\n", kMpi.substr(29));
   auto cluster = ResolveCluster(ParseOrDie(text), std::nullopt, std::nullopt, Ompi(3, 4, 1, 2));
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  EXPECT_EQ(Tasks(*cluster), (std::vector<std::string>{"/job:ps/task:0 tcp://node01:7070 rank 0",
-                                                       "/job:worker/task:0 tcp://node01:7071 rank 1",
-                                                       "/job:worker/task:1 tcp://node02:7070 rank 2",
-                                                       "/job:worker/task:2 tcp://node02:7071 rank 3"}));
+  EXPECT_EQ(Tasks(*cluster),
+            (std::vector<std::string>{
+                "/job:ps/task:0 tcp://node01:7070 rank 0", "/job:worker/task:0 tcp://node01:7071 rank 1",
+                "/job:worker/task:1 tcp://node02:7070 rank 2", "/job:worker/task:2 tcp://node02:7071 rank 3"}));
   EXPECT_EQ(cluster->self->ToString(), "/job:worker/task:2");
 
   EXPECT_EQ(ErrorOf(text, std::nullopt, std::nullopt, Ompi(3, 5, 1, 2)),
@@ -348,14 +348,14 @@ Environment Slurm(int procid, int ntasks, std::string nodelist, std::string task
 TEST(ResolveCluster, SlurmBlockLayout) {
   // srun -N 3 -n 5 with 2(x2),1: node01 runs ranks 0-1, node02 2-3,
   // node04 4.
-  auto cluster = ResolveCluster(ParseOrDie(kSlurm), std::nullopt, std::nullopt,
-                                Slurm(3, 5, "node[01-02,04]", "2(x2),1"));
+  auto cluster =
+      ResolveCluster(ParseOrDie(kSlurm), std::nullopt, std::nullopt, Slurm(3, 5, "node[01-02,04]", "2(x2),1"));
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  EXPECT_EQ(Tasks(*cluster), (std::vector<std::string>{"/job:ps/task:0 tcp://node01:7070 rank 0",
-                                                       "/job:worker/task:0 tcp://node01:7071 rank 1",
-                                                       "/job:worker/task:1 tcp://node02:7070 rank 2",
-                                                       "/job:worker/task:2 tcp://node02:7071 rank 3",
-                                                       "/job:worker/task:3 tcp://node04:7070 rank 4"}));
+  EXPECT_EQ(Tasks(*cluster),
+            (std::vector<std::string>{
+                "/job:ps/task:0 tcp://node01:7070 rank 0", "/job:worker/task:0 tcp://node01:7071 rank 1",
+                "/job:worker/task:1 tcp://node02:7070 rank 2", "/job:worker/task:2 tcp://node02:7071 rank 3",
+                "/job:worker/task:3 tcp://node04:7070 rank 4"}));
   EXPECT_EQ(cluster->self->ToString(), "/job:worker/task:2");
 }
 
@@ -367,38 +367,43 @@ TEST(ResolveCluster, SlurmFallsBackToTheJobVariables) {
                      {"SLURM_LOCALID", "0"}};
   auto cluster = ResolveCluster(ParseOrDie(kSlurm), std::nullopt, std::nullopt, env);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  EXPECT_EQ(Tasks(*cluster), (std::vector<std::string>{"/job:ps/task:0 tcp://a:7070 rank 0",
-                                                       "/job:worker/task:0 tcp://b:7070 rank 1"}));
+  EXPECT_EQ(Tasks(*cluster),
+            (std::vector<std::string>{"/job:ps/task:0 tcp://a:7070 rank 0", "/job:worker/task:0 tcp://b:7070 rank 1"}));
 }
 
 TEST(ResolveCluster, SlurmVariablesMissingOrGarbled) {
   const std::string where = "c.toml: membership = \"slurm\" (c.toml:2:14)";
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, {}),
-            where + ", but SLURM_NTASKS is not set: start every task with srun in a Slurm allocation, e.g. srun -n 3 "
-                    "weft serve --config c.toml");
+            where +
+                ", but SLURM_NTASKS is not set: start every task with srun in a Slurm allocation, e.g. srun -n 3 "
+                "weft serve --config c.toml");
   Environment env = Slurm(0, 3, "node[01-03", "1(x3)");
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
             where + ": SLURM_STEP_NODELIST is \"node[01-03\": entry \"node[01-03\" has a '[' without ']'");
   env = Slurm(0, 3, "node[01-03]", "1(3)");
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where + ": SLURM_STEP_TASKS_PER_NODE is \"1(3)\": entry \"1(3)\" is not a count N or N(xM) (M nodes of N "
-                    "tasks)");
+            where +
+                ": SLURM_STEP_TASKS_PER_NODE is \"1(3)\": entry \"1(3)\" is not a count N or N(xM) (M nodes of N "
+                "tasks)");
   env = Slurm(0, 3, "node[01-03]", "1(x2)");
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where + ": SLURM_STEP_NODELIST=node[01-03] names 3 hosts, but SLURM_STEP_TASKS_PER_NODE=1(x2) gives task "
-                    "counts for 2");
+            where +
+                ": SLURM_STEP_NODELIST=node[01-03] names 3 hosts, but SLURM_STEP_TASKS_PER_NODE=1(x2) gives task "
+                "counts for 2");
   env = Slurm(0, 3, "node[01-03]", "2(x3)");
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
             where + ": SLURM_STEP_TASKS_PER_NODE=2(x3) adds up to 6 tasks, but SLURM_NTASKS=3");
   env = Slurm(0, 3, "node[01-03]", "1(x3)");
   env.erase("SLURM_STEP_NODELIST");
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where + ", but neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set: start every task with srun in "
-                    "a Slurm allocation, e.g. srun -n 3 weft serve --config c.toml");
+            where +
+                ", but neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set: start every task with srun in "
+                "a Slurm allocation, e.g. srun -n 3 weft serve --config c.toml");
   env = Slurm(0, 3, "node_[1-3]!", "1(x3)");
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where + ": SLURM_STEP_NODELIST is \"node_[1-3]!\": \"node_1!\" is not a hostname (letters, digits, '-' "
-                    "and '_', in labels joined by '.')");
+            where +
+                ": SLURM_STEP_NODELIST is \"node_[1-3]!\": \"node_1!\" is not a hostname (letters, digits, '-' "
+                "and '_', in labels joined by '.')");
   env = Slurm(1, 2, "n1", "2");
   env["SLURM_PROCID"] = "1x";
   EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),

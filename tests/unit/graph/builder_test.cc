@@ -55,7 +55,8 @@ TEST(Builder, FirstErrorIsKept) {
 TEST(Builder, MultiOutputOpsNeedAddNode) {
   GraphBuilder b;
   Output a = b.Const(*Tensor::Zeros(DType::kF32, Shape{4}), "a");
-  auto parts = b.AddNode("Split", {a}, {{"num_split", AttrValue(int64_t{2})}, {"axis", AttrValue(int64_t{0})}}, "split");
+  auto parts =
+      b.AddNode("Split", {a}, {{"num_split", AttrValue(int64_t{2})}, {"axis", AttrValue(int64_t{0})}}, "split");
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[1].name(), "split:1");
   EXPECT_EQ(parts[1].shape(), (Shape{2}));
@@ -83,12 +84,16 @@ TEST(OpRegistry, EveryOpIsDocumentedAndShaped) {
 
 TEST(OpRegistry, RejectsMalformedDefinitions) {
   OpRegistry r;
-  EXPECT_EQ(r.Register(OpDefBuilder("X").Input("a T").Shape([](InferenceContext&) { return Status(); }).Doc("d")).message(),
-            "op X: \"a T\": expected 'name: type'");
-  EXPECT_EQ(r.Register(OpDefBuilder("X").Input("a: T").Shape([](InferenceContext&) { return Status(); }).Doc("d")).message(),
-            "op X: arg 'a' uses type attr 'T', which is not declared as a type");
-  EXPECT_EQ(r.Register(OpDefBuilder("X").Attr("T: {f32, cplx}").Shape([](InferenceContext&) { return Status(); }).Doc("d")).message(),
-            "op X: \"T: {f32, cplx}\": unknown dtype \"cplx\" in \"{f32, cplx}\"");
+  EXPECT_EQ(
+      r.Register(OpDefBuilder("X").Input("a T").Shape([](InferenceContext&) { return Status(); }).Doc("d")).message(),
+      "op X: \"a T\": expected 'name: type'");
+  EXPECT_EQ(
+      r.Register(OpDefBuilder("X").Input("a: T").Shape([](InferenceContext&) { return Status(); }).Doc("d")).message(),
+      "op X: arg 'a' uses type attr 'T', which is not declared as a type");
+  EXPECT_EQ(
+      r.Register(OpDefBuilder("X").Attr("T: {f32, cplx}").Shape([](InferenceContext&) { return Status(); }).Doc("d"))
+          .message(),
+      "op X: \"T: {f32, cplx}\": unknown dtype \"cplx\" in \"{f32, cplx}\"");
   EXPECT_EQ(r.Register(OpDefBuilder("X").Doc("d")).message(), "op X has no shape function");
   EXPECT_TRUE(r.Register(OpDefBuilder("X").Shape([](InferenceContext&) { return Status(); }).Doc("d")).ok());
   EXPECT_EQ(r.Register(OpDefBuilder("X").Shape([](InferenceContext&) { return Status(); }).Doc("d")).message(),

@@ -107,12 +107,18 @@ TEST(Cond, CapturesOncePerBranchAndRoutesReturnedOutsideTensors) {
   Output y = b.Placeholder(DType::kF32, Shape{3}, "y");
   Output p = b.Placeholder(DType::kBool, Shape{}, "p");
   auto r = Cond(
-      b, p, [&]() -> Expected<Outputs> { return Outputs{b.Op("Mul", {x, x}), y}; },
-      [&]() -> Expected<Outputs> { return Outputs{y, x}; }, "pick");
+      b, p,
+      [&]() -> Expected<Outputs> {
+        return Outputs{b.Op("Mul", {x, x}), y};
+      },
+      [&]() -> Expected<Outputs> {
+        return Outputs{y, x};
+      },
+      "pick");
   ASSERT_TRUE(r.ok()) << r.status().message();
   // True: x once, y once; false: y, x.
-  EXPECT_EQ(NodesOf(b, "Switch"), (Strings{"pick/Switch", "pick/Switch_1", "pick/Switch_2", "pick/Switch_3",
-                                           "pick/Switch_4"}));
+  EXPECT_EQ(NodesOf(b, "Switch"),
+            (Strings{"pick/Switch", "pick/Switch_1", "pick/Switch_2", "pick/Switch_3", "pick/Switch_4"}));
   EXPECT_EQ(NodeNamed(b, "pick/Mul").inputs, (Strings{"pick/Switch_1:1", "pick/Switch_1:1"}));
   EXPECT_EQ(NodeNamed(b, "pick/Merge").inputs, (Strings{"pick/Switch_3", "pick/Mul"}));
   EXPECT_EQ(NodeNamed(b, "pick/Merge_1").inputs, (Strings{"pick/Switch_4", "pick/Switch_2:1"}));
@@ -129,8 +135,8 @@ TEST(While, Structure) {
   auto r = WhileLoop(
       b,
       [&](const Outputs& v) -> Expected<Output> {
-        return b.Op("LogicalAnd", {b.Op("Less", {v[0], n}, {}, "less"),
-                                   b.Op("Greater", {v[0], b.Scalar<int32_t>(-1, "minus_one")})});
+        return b.Op("LogicalAnd",
+                    {b.Op("Less", {v[0], n}, {}, "less"), b.Op("Greater", {v[0], b.Scalar<int32_t>(-1, "minus_one")})});
       },
       [&](const Outputs& v) -> Expected<Outputs> {
         return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1, "one")}, {}, "next_i"),
@@ -176,9 +182,14 @@ TEST(While, Structure) {
 
   // A second loop gets its own scope, hence its own frame.
   auto again = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], n}); },
-      [&](const Outputs& v) -> Expected<Outputs> { return Outputs{b.Op("Add", {v[0], v[0]})}; }, {(*r)[1]},
-      Options(1));
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], n});
+      },
+      [&](const Outputs& v) -> Expected<Outputs> {
+        return Outputs{b.Op("Add", {v[0], v[0]})};
+      },
+      {(*r)[1]}, Options(1));
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ((*again)[0].name(), "while_1/Exit");
   EXPECT_EQ(AttrOf(NodeNamed(b, "while_1/Enter"), "frame_name").get<std::string>(), "while_1");
@@ -214,8 +225,13 @@ TEST(While, MaximumIterationsAddsAHiddenCounter) {
   options.maximum_iterations = 5;
   options.name = "capped";
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<float>(100)}); },
-      [&](const Outputs& v) -> Expected<Outputs> { return Outputs{b.Op("Add", {v[0], v[0]})}; },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<float>(100)});
+      },
+      [&](const Outputs& v) -> Expected<Outputs> {
+        return Outputs{b.Op("Add", {v[0], v[0]})};
+      },
       {b.Scalar<float>(1, "x0")}, options);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->size(), 1u);
@@ -235,17 +251,22 @@ TEST(While, NestedLoopsCaptureThroughEachLevel) {
   GraphBuilder b;
   Output n = b.Placeholder(DType::kI32, Shape{}, "n");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], n}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], n});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output i = v[0];
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs inner,
-            WhileLoop(
-                b, [&](const Outputs& w) -> Expected<Output> { return b.Op("Less", {w[0], n}); },
-                [&](const Outputs& w) -> Expected<Outputs> {
-                  return Outputs{b.Op("Add", {w[0], b.Scalar<int32_t>(1)}), b.Op("Add", {w[1], b.Op("Mul", {i, w[0]})})};
-                },
-                {b.Scalar<int32_t>(0, "j0"), v[1]}));
+        WEFT_ASSIGN_OR_RETURN(Outputs inner, WhileLoop(
+                                                 b,
+                                                 [&](const Outputs& w) -> Expected<Output> {
+                                                   return b.Op("Less", {w[0], n});
+                                                 },
+                                                 [&](const Outputs& w) -> Expected<Outputs> {
+                                                   return Outputs{b.Op("Add", {w[0], b.Scalar<int32_t>(1)}),
+                                                                  b.Op("Add", {w[1], b.Op("Mul", {i, w[0]})})};
+                                                 },
+                                                 {b.Scalar<int32_t>(0, "j0"), v[1]}));
         return Outputs{b.Op("Add", {i, b.Scalar<int32_t>(1)}), inner[1]};
       },
       {b.Scalar<int32_t>(0), b.Scalar<int32_t>(0)});
@@ -273,12 +294,20 @@ TEST(While, CondInsideALoop) {
   GraphBuilder b;
   Output x = b.Placeholder(DType::kI32, Shape{}, "x");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(10)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(10)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
         Output odd = b.Op("Equal", {b.Op("FloorMod", {v[0], b.Scalar<int32_t>(2)}), b.Scalar<int32_t>(1)});
         return Cond(
-            b, odd, [&]() -> Expected<Outputs> { return Outputs{b.Op("Add", {v[0], x})}; },
-            [&]() -> Expected<Outputs> { return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1, "one")})}; });
+            b, odd,
+            [&]() -> Expected<Outputs> {
+              return Outputs{b.Op("Add", {v[0], x})};
+            },
+            [&]() -> Expected<Outputs> {
+              return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1, "one")})};
+            });
       },
       {x});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -305,8 +334,13 @@ TEST(Cond, LoopInsideABranch) {
       b, p,
       [&]() -> Expected<Outputs> {
         return WhileLoop(
-            b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], x}); },
-            [&](const Outputs& v) -> Expected<Outputs> { return Outputs{b.Op("Add", {v[0], v[0]})}; },
+            b,
+            [&](const Outputs& v) -> Expected<Output> {
+              return b.Op("Less", {v[0], x});
+            },
+            [&](const Outputs& v) -> Expected<Outputs> {
+              return Outputs{b.Op("Add", {v[0], v[0]})};
+            },
             {b.Scalar<float>(1, "start")});
       },
       [&]() -> Expected<Outputs> { return Outputs{x}; });
@@ -336,7 +370,10 @@ TEST(ControlFlowErrors, BranchesReturnDifferentCounts) {
   GraphBuilder b;
   Output p = b.Placeholder(DType::kBool, Shape{}, "p");
   auto r = Cond(
-      b, p, [&]() -> Expected<Outputs> { return Outputs{b.Scalar<float>(1), b.Scalar<float>(2)}; },
+      b, p,
+      [&]() -> Expected<Outputs> {
+        return Outputs{b.Scalar<float>(1), b.Scalar<float>(2)};
+      },
       [&]() -> Expected<Outputs> { return Outputs{b.Scalar<float>(3)}; });
   EXPECT_EQ(r.status().message(),
             "cond 'cond': the true branch returns 2 outputs and the false branch 1; both branches must return the "
@@ -348,8 +385,14 @@ TEST(ControlFlowErrors, BranchesReturnDifferentDtypes) {
   GraphBuilder b;
   Output p = b.Placeholder(DType::kBool, Shape{}, "p");
   auto r = Cond(
-      b, p, [&]() -> Expected<Outputs> { return Outputs{b.Scalar<float>(1), b.Scalar<float>(2)}; },
-      [&]() -> Expected<Outputs> { return Outputs{b.Scalar<float>(3), b.Scalar<int32_t>(4)}; }, "choose");
+      b, p,
+      [&]() -> Expected<Outputs> {
+        return Outputs{b.Scalar<float>(1), b.Scalar<float>(2)};
+      },
+      [&]() -> Expected<Outputs> {
+        return Outputs{b.Scalar<float>(3), b.Scalar<int32_t>(4)};
+      },
+      "choose");
   EXPECT_EQ(r.status().message(),
             "cond 'choose': output 1 is f32 in the true branch and i32 in the false branch; both branches must "
             "return the same dtypes");
@@ -359,12 +402,10 @@ TEST(ControlFlowErrors, PredicateMustBeAScalarBool) {
   GraphBuilder b;
   Output f = b.Placeholder(DType::kF32, Shape{}, "f");
   auto branch = [&]() -> Expected<Outputs> { return Outputs{}; };
-  EXPECT_EQ(Cond(b, f, branch, branch).status().message(),
-            "cond 'cond': pred 'f' must be a scalar bool, is f32[]");
+  EXPECT_EQ(Cond(b, f, branch, branch).status().message(), "cond 'cond': pred 'f' must be a scalar bool, is f32[]");
   GraphBuilder b2;
   Output v = b2.Placeholder(DType::kBool, Shape{2}, "v");
-  EXPECT_EQ(Cond(b2, v, branch, branch).status().message(),
-            "cond 'cond': pred 'v' must be a scalar bool, is bool[2]");
+  EXPECT_EQ(Cond(b2, v, branch, branch).status().message(), "cond 'cond': pred 'v' must be a scalar bool, is bool[2]");
 }
 
 TEST(ControlFlowErrors, BranchErrorsPropagate) {
@@ -424,7 +465,9 @@ TEST(ControlFlowErrors, BodyBreaksShapeInvariant) {
   Output start = b.Placeholder(DType::kF32, Shape{2, 3}, "v0");
   Status s = LoopWithBody(
       b, start,
-      [&](const Output& v) { return Outputs{b.Op("Concat", {v, v}, {{"axis", AttrValue(int64_t{1})}}, "wider")}; },
+      [&](const Output& v) {
+        return Outputs{b.Op("Concat", {v, v}, {{"axis", AttrValue(int64_t{1})}}, "wider")};
+      },
       options);
   EXPECT_EQ(s.message(),
             "while loop 'while': loop variable 0 has shape invariant [?,3] but the body returns 'while/wider' of "
@@ -435,8 +478,8 @@ TEST(ControlFlowErrors, InvariantMustFitTheEnteringValue) {
   GraphBuilder b;
   WhileOptions options;
   options.shape_invariants = {Shape{3}};
-  Status s = LoopWithBody(b, b.Placeholder(DType::kF32, Shape{2}, "v0"), [](const Output& v) { return Outputs{v}; },
-                          options);
+  Status s = LoopWithBody(
+      b, b.Placeholder(DType::kF32, Shape{2}, "v0"), [](const Output& v) { return Outputs{v}; }, options);
   EXPECT_EQ(s.message(),
             "node 'while/Enter' (Enter): the loop variable enters with shape [2], which does not fit its shape "
             "invariant [3]");

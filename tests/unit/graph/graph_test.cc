@@ -32,8 +32,7 @@ std::string ErrorOf(std::vector<NodeDef> nodes) {
 TEST(Graph, ValidatesAndInfersTypesAndShapes) {
   GraphDef def;
   def.nodes = {Node("x", "Placeholder", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{-1, 784})}}),
-               Const("w", *Tensor::Zeros(DType::kF32, Shape{784, 10})),
-               Node("logits", "MatMul", {"x", "w"})};
+               Const("w", *Tensor::Zeros(DType::kF32, Shape{784, 10})), Node("logits", "MatMul", {"x", "w"})};
   auto g = Graph::FromGraphDef(def);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   const Graph::Node* logits = g->Find("logits");
@@ -48,16 +47,17 @@ TEST(Graph, ValidatesAndInfersTypesAndShapes) {
 
 TEST(Graph, ShapeErrorsNameTheNode) {
   // The message STYLE.md gives as its example.
-  EXPECT_EQ(ErrorOf({Const("a", *Tensor::Zeros(DType::kF32, Shape{128, 784})),
-                     Const("b", *Tensor::Zeros(DType::kF32, Shape{512, 10})),
-                     Node("dense1/matmul", "MatMul", {"a", "b"})}),
-            "node 'dense1/matmul' (MatMul): inner dimensions differ: [128,784] x [512,10] (784 vs 512)");
+  EXPECT_EQ(
+      ErrorOf({Const("a", *Tensor::Zeros(DType::kF32, Shape{128, 784})),
+               Const("b", *Tensor::Zeros(DType::kF32, Shape{512, 10})), Node("dense1/matmul", "MatMul", {"a", "b"})}),
+      "node 'dense1/matmul' (MatMul): inner dimensions differ: [128,784] x [512,10] (784 vs 512)");
 }
 
 TEST(Graph, UnknownOpSuggestsTheClosest) {
   EXPECT_EQ(ErrorOf({Node("m", "MatMull")}),
             "node 'm' (MatMull): unknown op \"MatMull\"; did you mean \"MatMul\"? (`weft ops` lists them)");
-  EXPECT_EQ(ErrorOf({Node("m", "Frobnicate")}), "node 'm' (Frobnicate): unknown op \"Frobnicate\" (`weft ops` lists them)");
+  EXPECT_EQ(ErrorOf({Node("m", "Frobnicate")}),
+            "node 'm' (Frobnicate): unknown op \"Frobnicate\" (`weft ops` lists them)");
 }
 
 TEST(Graph, AttrErrors) {
@@ -69,9 +69,9 @@ TEST(Graph, AttrErrors) {
             "node 'm' (MatMul): attr \"transpose_a\" must be a bool, got 1 (an int)");
   EXPECT_EQ(ErrorOf({Const("a", one), Node("m", "Neg", {"a"}, {{"transpose", AttrValue(true)}})}),
             "node 'm' (Neg): unknown attr \"transpose\"; Neg takes T");
-  EXPECT_EQ(ErrorOf({Const("a", one), Const("b", one),
-                     Node("m", "MatMul", {"a", "b"}, {{"transpose_c", AttrValue(true)}})}),
-            "node 'm' (MatMul): unknown attr \"transpose_c\"; did you mean \"transpose_a\"?");
+  EXPECT_EQ(
+      ErrorOf({Const("a", one), Const("b", one), Node("m", "MatMul", {"a", "b"}, {{"transpose_c", AttrValue(true)}})}),
+      "node 'm' (MatMul): unknown attr \"transpose_c\"; did you mean \"transpose_a\"?");
   EXPECT_EQ(ErrorOf({Const("s", Tensor::Strings({"x"}, Shape{})), Node("m", "Exp", {"s"})}),
             "node 'm' (Exp): attr \"T\" is string, which Exp does not accept (f16, bf16, f32, f64)");
   EXPECT_EQ(ErrorOf({Const("a", *Tensor::Zeros(DType::kF32, Shape{1, 4, 4, 1})),
@@ -80,13 +80,15 @@ TEST(Graph, AttrErrors) {
                            {"strides", AttrValue(std::vector<int64_t>{1, 2, 2, 1})},
                            {"padding", AttrValue("FULL")}})}),
             "node 'p' (MaxPool): attr \"padding\" is \"FULL\"; expected one of \"SAME\", \"VALID\"");
-  EXPECT_EQ(ErrorOf({Const("a", one), Node("s", "Split", {"a"}, {{"num_split", AttrValue(int64_t{0})}, {"axis", AttrValue(int64_t{0})}})}),
+  EXPECT_EQ(ErrorOf({Const("a", one), Node("s", "Split", {"a"},
+                                           {{"num_split", AttrValue(int64_t{0})}, {"axis", AttrValue(int64_t{0})}})}),
             "node 's' (Split): attr \"num_split\" is 0; it must be >= 1");
 }
 
 TEST(Graph, InputErrors) {
   const Tensor one = Tensor::Scalar<float>(1);
-  EXPECT_EQ(ErrorOf({Const("a", one), Node("n", "Neg", {"b"})}), "node 'n' (Neg): input 0 \"b\" names no node in the graph");
+  EXPECT_EQ(ErrorOf({Const("a", one), Node("n", "Neg", {"b"})}),
+            "node 'n' (Neg): input 0 \"b\" names no node in the graph");
   EXPECT_EQ(ErrorOf({Const("a", one), Node("n", "Neg", {"a:1"})}),
             "node 'n' (Neg): input 0 \"a:1\" but node 'a' (Const) has 1 output");
   EXPECT_EQ(ErrorOf({Const("a", one), Node("n", "Add", {"a"})}).substr(0, 45),
@@ -110,7 +112,8 @@ TEST(Graph, CyclesAreNamed) {
 TEST(Graph, NamesAndVersions) {
   const Tensor one = Tensor::Scalar<float>(1);
   EXPECT_EQ(ErrorOf({Const("a", one), Const("a", one)}), "node \"a\" is defined twice (nodes #0 and #1)");
-  EXPECT_EQ(ErrorOf({Const("a b", one)}), "node #0: node name \"a b\" contains \" \"; names use letters, digits and _ . - /");
+  EXPECT_EQ(ErrorOf({Const("a b", one)}),
+            "node #0: node name \"a b\" contains \" \"; names use letters, digits and _ . - /");
   EXPECT_EQ(ErrorOf({Const("", one)}), "node #0: a node has an empty name");
   GraphDef future;
   future.producer = 9;

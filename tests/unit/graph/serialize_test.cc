@@ -77,8 +77,8 @@ void ExpectSame(const GraphDef& a, const GraphDef& b) {
     ASSERT_EQ(a.nodes[i].attrs.size(), b.nodes[i].attrs.size());
     for (const auto& [name, value] : a.nodes[i].attrs) {
       ASSERT_TRUE(b.nodes[i].attrs.count(name)) << name;
-      EXPECT_TRUE(value == b.nodes[i].attrs.at(name)) << name << ": " << value.ToString() << " vs "
-                                                      << b.nodes[i].attrs.at(name).ToString();
+      EXPECT_TRUE(value == b.nodes[i].attrs.at(name))
+          << name << ": " << value.ToString() << " vs " << b.nodes[i].attrs.at(name).ToString();
     }
   }
   ASSERT_EQ(a.library.size(), b.library.size());
@@ -115,7 +115,8 @@ TEST(Serialize, GarbageAndTruncatedBinaryFiles) {
             "truncated?");
   auto truncated = ParseGraphDef(bytes.substr(0, bytes.size() / 2 / 8 * 8), GraphFormat::kBinary, "g.wg");
   ASSERT_FALSE(truncated.ok());
-  EXPECT_EQ(truncated.status().message().rfind("g.wg: not a valid .wg graph file: ", 0), 0u) << truncated.status().message();
+  EXPECT_EQ(truncated.status().message().rfind("g.wg: not a valid .wg graph file: ", 0), 0u)
+      << truncated.status().message();
   std::string garbage(64, '\xff');
   auto bad = ParseGraphDef(garbage, GraphFormat::kBinary, "junk.wg");
   ASSERT_FALSE(bad.ok());
@@ -171,8 +172,9 @@ TEST(Serialize, WriteFailuresAreIoErrorsNamingThePath) {
   GraphDef def = EveryAttrKind();
   Status missing = WriteGraphFile(base + "/no/such/dir/g.wg", def);
   EXPECT_EQ(missing.code(), Code::kNotFound) << missing.ToString();
-  EXPECT_EQ(missing.message().rfind("writing " + base + "/no/such/dir/g.wg: creating " + base + "/no/such/dir/g.wg.tmp-", 0),
-            0u)
+  EXPECT_EQ(
+      missing.message().rfind("writing " + base + "/no/such/dir/g.wg: creating " + base + "/no/such/dir/g.wg.tmp-", 0),
+      0u)
       << missing.message();
   EXPECT_NE(missing.message().find(": No such file or directory"), std::string::npos) << missing.message();
   // A path through a regular file.

@@ -15,8 +15,13 @@ Status NoShapes(InferenceContext&) { return Status(); }
 // heterogeneous list it takes.
 OpRegistry EchoRegistry() {
   OpRegistry r;
-  EXPECT_TRUE(r.Register(OpDefBuilder("Const").Output("output: dtype").Attr("value: tensor").Attr("dtype: type")
-                             .Shape(NoShapes).Doc("c")).ok());
+  EXPECT_TRUE(r.Register(OpDefBuilder("Const")
+                             .Output("output: dtype")
+                             .Attr("value: tensor")
+                             .Attr("dtype: type")
+                             .Shape(NoShapes)
+                             .Doc("c"))
+                  .ok());
   EXPECT_TRUE(r.Register(OpDefBuilder("Echo")
                              .Input("xs: T")
                              .Input("y: f32")
@@ -71,19 +76,21 @@ TEST(TypeListArgs, ChecksAnExplicitList) {
   Output i = b.Const(Tensor::Scalar<int32_t>(1), "i");
   Output y = b.Const(Tensor::Scalar<float>(3), "y");
   b.AddNode("Echo", {i, y}, {{"T", AttrValue(std::vector<DType>{DType::kF32})}}, "echo");
-  EXPECT_EQ(b.status(), InvalidArgumentError("node 'echo' (Echo): input 0 \"i\" is i32, but 'xs' must be f32 (attr T)"));
+  EXPECT_EQ(b.status(),
+            InvalidArgumentError("node 'echo' (Echo): input 0 \"i\" is i32, but 'xs' must be f32 (attr T)"));
   GraphBuilder b2(r);
   Output y2 = b2.Const(Tensor::Scalar<float>(3), "y");
   b2.AddNode("Echo", {y2}, {{"T", AttrValue(std::vector<DType>{DType::kF32, DType::kF32})}}, "echo");
-  EXPECT_EQ(b2.status(),
-            InvalidArgumentError("node 'echo' (Echo): expects 3 data inputs (", r.Find("Echo")->Signature(), "), has 1"));
+  EXPECT_EQ(b2.status(), InvalidArgumentError("node 'echo' (Echo): expects 3 data inputs (",
+                                              r.Find("Echo")->Signature(), "), has 1"));
 }
 
 TEST(TypeListArgs, RejectsANumberAttrOnATypeList) {
   OpRegistry r;
-  EXPECT_EQ(r.Register(OpDefBuilder("X").Input("v: N * T").Attr("N: int").Attr("T: list(type)").Shape(NoShapes).Doc("d"))
-                .message(),
-            "op X: arg 'v' has both a number attr and the list(type) attr 'T'");
+  EXPECT_EQ(
+      r.Register(OpDefBuilder("X").Input("v: N * T").Attr("N: int").Attr("T: list(type)").Shape(NoShapes).Doc("d"))
+          .message(),
+      "op X: arg 'v' has both a number attr and the list(type) attr 'T'");
 }
 
 }  // namespace

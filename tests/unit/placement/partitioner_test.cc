@@ -25,16 +25,22 @@ const NodeDef* Find(const GraphDef& def, const std::string& name) {
   return nullptr;
 }
 
-bool Has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 // while i < 5: i += 1; x = x * 3 (the Mul on device 1, the rest on 0).
 Graph SplitLoop(std::vector<int>* device_of) {
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{}, "x");
   auto r = WhileLoop(
-      b, [&](const Outputs& v) -> Expected<Output> { return b.Op("Less", {v[0], b.Scalar<int32_t>(5)}); },
+      b,
+      [&](const Outputs& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], b.Scalar<int32_t>(5)});
+      },
       [&](const Outputs& v) -> Expected<Outputs> {
-        return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), b.Op("Mul", {v[1], b.Scalar<float>(3)}, {}, "triple")};
+        return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}),
+                       b.Op("Mul", {v[1], b.Scalar<float>(3)}, {}, "triple")};
       },
       {b.Scalar<int32_t>(0), x});
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -124,10 +130,14 @@ NodeDef Def(std::string name, std::string op, std::vector<std::string> inputs, A
 // it on device 1.
 Graph FrameWithLoopConds(int loop_conds) {
   GraphDef def;
-  def.nodes.push_back(Def("b", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(true))}}));
-  def.nodes.push_back(Def("x", "Const", {}, {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(1))}}));
-  def.nodes.push_back(Def("enter_b", "Enter", {"b"}, {{"T", AttrValue(DType::kBool)}, {"frame_name", AttrValue(std::string("f"))}}));
-  def.nodes.push_back(Def("enter_x", "Enter", {"x"}, {{"T", AttrValue(DType::kF32)}, {"frame_name", AttrValue(std::string("f"))}}));
+  def.nodes.push_back(
+      Def("b", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(true))}}));
+  def.nodes.push_back(
+      Def("x", "Const", {}, {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(1))}}));
+  def.nodes.push_back(
+      Def("enter_b", "Enter", {"b"}, {{"T", AttrValue(DType::kBool)}, {"frame_name", AttrValue(std::string("f"))}}));
+  def.nodes.push_back(
+      Def("enter_x", "Enter", {"x"}, {{"T", AttrValue(DType::kF32)}, {"frame_name", AttrValue(std::string("f"))}}));
   for (int k = 0; k < loop_conds; ++k) def.nodes.push_back(Def(StrCat("cond", k), "LoopCond", {"enter_b"}, {}));
   def.nodes.push_back(Def("neg", "Neg", {"enter_x"}, {{"T", AttrValue(DType::kF32)}}));
   def.nodes.push_back(Def("exit", "Exit", {"neg"}, {{"T", AttrValue(DType::kF32)}}));

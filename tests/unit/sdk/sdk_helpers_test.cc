@@ -123,7 +123,7 @@ TEST(SdkStruct, StructArrayRejectsBadStrides) {
   weft_kernel_def_t defs[2] = {};
   EXPECT_TRUE(sdk::StructArray<weft_kernel_def_t>(nullptr, 5).empty());
   EXPECT_TRUE(sdk::StructArray<weft_kernel_def_t>(defs, 2).empty());  // struct_size 0
-  defs[0].struct_size = 12;  // not a multiple of the alignment
+  defs[0].struct_size = 12;                                           // not a multiple of the alignment
   EXPECT_TRUE(sdk::StructArray<weft_kernel_def_t>(defs, 2).empty());
   defs[0].struct_size = 16;  // aligned, but older than 1.0
   sdk::StructArray<weft_kernel_def_t> old(defs, 2);

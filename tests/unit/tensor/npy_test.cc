@@ -45,7 +45,8 @@ TEST(Npy, ReadsEveryDtypeNumPyWrites) {
 
 TEST(Npy, WritesTheBytesNumPyWrites) {
   // Our writer's header layout matches NumPy's, byte for byte.
-  for (const char* name : {"f32_2x3.npy", "f64_scalar.npy", "i64_vec.npy", "bool_vec.npy", "empty_0x4.npy", "rank6.npy"}) {
+  for (const char* name :
+       {"f32_2x3.npy", "f64_scalar.npy", "i64_vec.npy", "bool_vec.npy", "empty_0x4.npy", "rank6.npy"}) {
     Tensor t = Read(name);
     auto bytes = SerializeNpy(t);
     ASSERT_TRUE(bytes.ok());
@@ -72,8 +73,9 @@ TEST(Npy, WriteFailuresAreIoErrorsNamingThePath) {
 
 TEST(Npy, RefusesWhatItCannotRepresent) {
   EXPECT_EQ(ReadNpy(kDir + "f32_fortran.npy").status().message(),
-            kDir + "f32_fortran.npy: Fortran-order arrays are not supported; save it in C order "
-                   "(numpy.ascontiguousarray) and try again");
+            kDir +
+                "f32_fortran.npy: Fortran-order arrays are not supported; save it in C order "
+                "(numpy.ascontiguousarray) and try again");
   EXPECT_EQ(ReadNpy(kDir + "complex64.npy").status().message(),
             kDir + "complex64.npy: dtype '<c8' is not supported (use float16/32/64, int8/16/32/64, uint8 or bool)");
   EXPECT_EQ(ReadNpy(kDir + "object.npy").status().message(),
@@ -109,10 +111,12 @@ TEST(Npy, MalformedFilesAreClearErrors) {
             "x.npy: not a valid .npy file: shape [99999999999,99999999999] has more than 2^63 elements");
   std::string bad_bool = Bytes(kDir + "bool_vec.npy");
   bad_bool.back() = 7;
-  EXPECT_EQ(ParseNpy(bad_bool, "b.npy").status().message(), "b.npy: not a valid .npy file: bool element 2 is 7, not 0 or 1");
+  EXPECT_EQ(ParseNpy(bad_bool, "b.npy").status().message(),
+            "b.npy: not a valid .npy file: bool element 2 is 7, not 0 or 1");
   std::string no_shape = good;
   no_shape.replace(no_shape.find("'shape'"), 7, "'shope'");
-  EXPECT_EQ(ParseNpy(no_shape, "x.npy").status().message(), "x.npy: not a valid .npy file: unexpected key 'shope' in the header");
+  EXPECT_EQ(ParseNpy(no_shape, "x.npy").status().message(),
+            "x.npy: not a valid .npy file: unexpected key 'shope' in the header");
 }
 
 }  // namespace

@@ -95,8 +95,8 @@ TEST(Half, KnownBitPatterns) {
   // IEEE 754 binary16 by hand: sign | 5-bit exponent (bias 15) | 10-bit fraction.
   EXPECT_EQ(sdk::FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(sdk::FloatToHalf(-2.0f), 0xc000);
-  EXPECT_EQ(sdk::FloatToHalf(65504.0f), 0x7bff);  // largest finite
-  EXPECT_EQ(sdk::FloatToHalf(65520.0f), 0x7c00);  // rounds to inf
+  EXPECT_EQ(sdk::FloatToHalf(65504.0f), 0x7bff);                // largest finite
+  EXPECT_EQ(sdk::FloatToHalf(65520.0f), 0x7c00);                // rounds to inf
   EXPECT_EQ(sdk::FloatToHalf(5.9604644775390625e-8f), 0x0001);  // smallest subnormal, 2^-24
   EXPECT_EQ(sdk::FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);      // tie, rounds to even
   EXPECT_EQ(sdk::FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);      // tie, rounds to even

@@ -68,8 +68,7 @@ ConnectionStateMachine DriveTo(S state) {
       {S::kSideChannelConnected, {E::kSideChannelConnected}},
       {S::kQpInfoExchanged, {E::kSideChannelConnected, E::kQpInfoExchanged}},
       {S::kReadyToReceive, {E::kSideChannelConnected, E::kQpInfoExchanged, E::kQpReadyToReceive}},
-      {S::kReadyToSend,
-       {E::kSideChannelConnected, E::kQpInfoExchanged, E::kQpReadyToReceive, E::kQpReadyToSend}},
+      {S::kReadyToSend, {E::kSideChannelConnected, E::kQpInfoExchanged, E::kQpReadyToReceive, E::kQpReadyToSend}},
       {S::kClosing, {E::kSideChannelConnected, E::kCloseRequested}},
       {S::kClosed, {E::kCloseRequested}},
       {S::kError, {E::kSetupFailed}},
@@ -184,8 +183,12 @@ TEST(RdmaFrame, PrefixLayoutIsLittleEndianAsDocumented) {
 
 TEST(RdmaFrame, RoundTrips) {
   const FrameLimits limits;
-  for (const auto& [header, payload] : std::vector<std::pair<std::string, std::string>>{
-           {"", ""}, {"h", ""}, {"", "p"}, {"header", "payload bytes"}, {std::string(1000, 'x'), std::string(70000, 'y')}}) {
+  for (const auto& [header, payload] :
+       std::vector<std::pair<std::string, std::string>>{{"", ""},
+                                                        {"h", ""},
+                                                        {"", "p"},
+                                                        {"header", "payload bytes"},
+                                                        {std::string(1000, 'x'), std::string(70000, 'y')}}) {
     Result<std::vector<uint8_t>> frame = EncodeFrame(7, Bytes(header), Bytes(payload), limits);
     ASSERT_TRUE(frame.ok()) << frame.failure().message;
     EXPECT_EQ(frame->size(), kFramePrefixSize + header.size() + payload.size());
@@ -279,8 +282,8 @@ TEST(RdmaFrame, DecoderNamesWhatIsWrong) {
 TEST(RdmaFrame, HugeAnnouncedLengthsAreRefusedBeforeAnythingIsAllocated) {
   // A prefix announcing 2^64-1 payload bytes and 2^32-1 header bytes: with
   // the default limits both are refused, so no buffer is ever sized.
-  std::vector<uint8_t> prefix = {'W', 'R', 'D', 'M', 1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0,
-                                 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<uint8_t> prefix = {'W',  'R',  'D',  'M',  1,    0,    0,    0,    0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0,
+                                 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0,    0,    0,    0,    0, 0, 0, 0};
   FrameAssembler assembler{FrameLimits{}};
   Result<std::optional<AssembledMessage>> r = assembler.Consume(prefix);
   ASSERT_FALSE(r.ok());
@@ -389,9 +392,9 @@ TEST(RdmaHandshake, LayoutIsAsDocumented) {
   EXPECT_EQ(std::vector<uint8_t>(b.begin() + 40, b.begin() + 62),
             (std::vector<uint8_t>{0x44, 0x33, 0x22, 0x11, 0x00, 0x7F, 0, 0,  // ring address
                                   0xBE, 0xBA, 0xFE, 0xCA,                    // rkey
-                                  16, 0, 0, 0,                               // slots
-                                  0, 0, 0x10, 0,                             // slot size 1 MiB
-                                  6, 0}));                                   // name length
+                                  16,   0,    0,    0,                       // slots
+                                  0,    0,    0x10, 0,                       // slot size 1 MiB
+                                  6,    0}));                                // name length
   EXPECT_EQ(std::string(b.begin() + 62, b.end()), "mlx5_0");
 }
 
@@ -472,7 +475,8 @@ TEST(RdmaHandshake, EveryFieldIsRangeCheckedBothWays) {
       {[](HandshakeInfo& i) { i.ring_slots = 0; }, "ring slot count 0 is outside 1..1024"},
       {[](HandshakeInfo& i) { i.ring_slots = 1025; }, "ring slot count 1025 is outside 1..1024"},
       {[](HandshakeInfo& i) { i.slot_size = 4095; }, "ring slot size 4095 is outside 4096..67108864 bytes"},
-      {[](HandshakeInfo& i) { i.slot_size = (64u << 20) + 1; }, "ring slot size 67108865 is outside 4096..67108864 bytes"},
+      {[](HandshakeInfo& i) { i.slot_size = (64u << 20) + 1; },
+       "ring slot size 67108865 is outside 4096..67108864 bytes"},
       {[](HandshakeInfo& i) { i.ring_address = 0; }, "ring address is null"},
   };
   for (const Case& c : cases) {
@@ -546,8 +550,8 @@ TEST(RdmaRegistrationCache, MissRegistersThenContainedRangesHit) {
   EXPECT_EQ((*first)->memory.lkey, 1u);
   EXPECT_EQ((*first)->uses, 1u);
   // The same range, an inner range, and the exact last byte: all hits.
-  for (auto [address, size] : std::vector<std::pair<uintptr_t, uint64_t>>{
-           {0x10000, 4096}, {0x10100, 100}, {0x10FFF, 1}}) {
+  for (auto [address, size] :
+       std::vector<std::pair<uintptr_t, uint64_t>>{{0x10000, 4096}, {0x10100, 100}, {0x10FFF, 1}}) {
     Result<const Region*> hit = cache.Acquire(At(address), size);
     ASSERT_TRUE(hit.ok());
     EXPECT_EQ(*hit, *first);
@@ -656,9 +660,9 @@ TEST(RdmaRegistrationCache, RefusesEmptyAndWrappingRanges) {
   const uintptr_t high = ~uintptr_t{0} - 15;
   r = cache.Pin(At(high), 32);
   ASSERT_FALSE(r.ok());
-  ExpectFailure(r.failure(), WEFT_INVALID_ARGUMENT,
-                "rdma memory registration: the range of 32 bytes at " + std::to_string(high) +
-                    " wraps around the address space");
+  ExpectFailure(
+      r.failure(), WEFT_INVALID_ARGUMENT,
+      "rdma memory registration: the range of 32 bytes at " + std::to_string(high) + " wraps around the address space");
   EXPECT_EQ(cache.Find(At(0x1000), 0), nullptr);
 }
 

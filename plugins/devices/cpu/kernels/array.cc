@@ -406,8 +406,8 @@ class ConcatKernel {
       }
       for (int d = 0; d < rank; ++d) {
         if (d != axis && t.dim(d) != out_dims[ToSize(d)]) {
-          Fail("input ", i, " has shape ", DimsString(t.dims), ", which differs from the others in dimension ", d,
-               " (", t.dim(d), " vs ", out_dims[ToSize(d)], "); only axis ", axis, " may differ");
+          Fail("input ", i, " has shape ", DimsString(t.dims), ", which differs from the others in dimension ", d, " (",
+               t.dim(d), " vs ", out_dims[ToSize(d)], "); only axis ", axis, " may differ");
         }
       }
       out_dims[ToSize(axis)] += t.dim(axis);
@@ -495,7 +495,8 @@ class GatherKernel {
     // Output row (o, j) is params row (o, idx[j]), of |inner| elements.
     const int64_t outer = Product(params.dims, 0, ToSize(axis));
     const int64_t n = indices.num_elements;
-    const std::size_t row_bytes = ToSize(Product(params.dims, ToSize(axis) + 1, params.dims.size())) * ElementSize(params.dtype);
+    const std::size_t row_bytes =
+        ToSize(Product(params.dims, ToSize(axis) + 1, params.dims.size())) * ElementSize(params.dtype);
     const auto* src = static_cast<const char*>(params.data);
     auto* dst = static_cast<char*>(out.data);
     ParallelFor(outer * n, CopyCost(row_bytes), [&](int64_t begin, int64_t end) {
@@ -604,7 +605,6 @@ class ScatterNdKernel {
  private:
   const std::vector<int64_t> shape_;
 };
-
 
 // --- Pad -------------------------------------------------------------------------
 
@@ -816,7 +816,8 @@ class RangeKernel {
         Fail("start, limit and delta must be finite, got ", ds, ", ", dl, ", ", dd);
       }
       const double count = std::ceil(std::abs((dl - ds) / dd));
-      if (!(count < 9223372036854775808.0)) Fail("Range from ", ds, " to ", dl, " by ", dd, " has 2^63 elements or more");
+      if (!(count < 9223372036854775808.0))
+        Fail("Range from ", ds, " to ", dl, " by ", dd, " has 2^63 elements or more");
       n = static_cast<int64_t>(count);
     }
     Tensor out = ctx.allocate_output(0, {n});

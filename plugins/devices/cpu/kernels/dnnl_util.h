@@ -4,8 +4,8 @@
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNELS_DNNL_UTIL_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNELS_DNNL_UTIL_H_
 
-#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <map>
 #include <memory>

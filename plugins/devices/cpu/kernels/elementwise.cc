@@ -82,18 +82,18 @@ class UnaryKernel {
 };
 
 // Ops over the compute type that return the same type.
-#define WEFT_FLOAT_UNARY(Name, cost, expr)                                   \
-  struct Name {                                                              \
-    static constexpr int64_t kCost = cost;                                   \
-    template <class T>                                                       \
-    using Out = T;                                                           \
-    explicit Name(const InitContext&) {}                                     \
-    template <class T>                                                       \
-    T Apply(T v) const {                                                     \
-      using C = typename ComputeType<T>::type;                               \
-      const C x = Load(v);                                                   \
-      return StoreAs<T>(static_cast<C>(expr));                               \
-    }                                                                        \
+#define WEFT_FLOAT_UNARY(Name, cost, expr)     \
+  struct Name {                                \
+    static constexpr int64_t kCost = cost;     \
+    template <class T>                         \
+    using Out = T;                             \
+    explicit Name(const InitContext&) {}       \
+    template <class T>                         \
+    T Apply(T v) const {                       \
+      using C = typename ComputeType<T>::type; \
+      const C x = Load(v);                     \
+      return StoreAs<T>(static_cast<C>(expr)); \
+    }                                          \
   };
 
 WEFT_FLOAT_UNARY(ExpOp, 10, std::exp(x))
@@ -108,8 +108,7 @@ WEFT_FLOAT_UNARY(CosOp, 10, std::cos(x))
 WEFT_FLOAT_UNARY(TanhOp, 10, std::tanh(x))
 WEFT_FLOAT_UNARY(SigmoidOp, 10, x >= 0 ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
 WEFT_FLOAT_UNARY(EluOp, 10, x > 0 ? x : std::expm1(x))
-WEFT_FLOAT_UNARY(SeluOp, 10,
-                 C(1.0507009873554805) * (x > 0 ? x : C(1.6732632423543772) * std::expm1(x)))
+WEFT_FLOAT_UNARY(SeluOp, 10, C(1.0507009873554805) * (x > 0 ? x : C(1.6732632423543772) * std::expm1(x)))
 WEFT_FLOAT_UNARY(SoftplusOp, 10, x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
 WEFT_FLOAT_UNARY(ErfOp, 10, std::erf(x))
 WEFT_FLOAT_UNARY(FloorOp, 2, std::floor(x))
@@ -293,62 +292,62 @@ class BinaryKernel {
     Out* out = z.as<Out>();
     const auto plan = PlanBroadcast<2>(out_dims, {x.dims, y.dims});
     std::atomic<bool> failed{false};
-    ForEachRun(plan, Op::kCost, [&](int64_t o, const std::array<int64_t, 2>& off, int64_t n,
-                                    const std::array<int64_t, 2>& step) {
-      const T* pa = a + off[0];
-      const T* pb = b + off[1];
-      Out* po = out + o;
-      if (step[0] == 1 && step[1] == 1) {
-        for (int64_t i = 0; i < n; ++i) {
-          if (!Op::template Apply<T>(pa[i], pb[i], po + i)) failed = true;
-        }
-      } else if (step[0] == 1 && step[1] == 0) {
-        const T vb = pb[0];
-        for (int64_t i = 0; i < n; ++i) {
-          if (!Op::template Apply<T>(pa[i], vb, po + i)) failed = true;
-        }
-      } else if (step[0] == 0 && step[1] == 1) {
-        const T va = pa[0];
-        for (int64_t i = 0; i < n; ++i) {
-          if (!Op::template Apply<T>(va, pb[i], po + i)) failed = true;
-        }
-      } else {
-        for (int64_t i = 0; i < n; ++i) {
-          if (!Op::template Apply<T>(pa[i * step[0]], pb[i * step[1]], po + i)) failed = true;
-        }
-      }
-    });
+    ForEachRun(plan, Op::kCost,
+               [&](int64_t o, const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& step) {
+                 const T* pa = a + off[0];
+                 const T* pb = b + off[1];
+                 Out* po = out + o;
+                 if (step[0] == 1 && step[1] == 1) {
+                   for (int64_t i = 0; i < n; ++i) {
+                     if (!Op::template Apply<T>(pa[i], pb[i], po + i)) failed = true;
+                   }
+                 } else if (step[0] == 1 && step[1] == 0) {
+                   const T vb = pb[0];
+                   for (int64_t i = 0; i < n; ++i) {
+                     if (!Op::template Apply<T>(pa[i], vb, po + i)) failed = true;
+                   }
+                 } else if (step[0] == 0 && step[1] == 1) {
+                   const T va = pa[0];
+                   for (int64_t i = 0; i < n; ++i) {
+                     if (!Op::template Apply<T>(va, pb[i], po + i)) failed = true;
+                   }
+                 } else {
+                   for (int64_t i = 0; i < n; ++i) {
+                     if (!Op::template Apply<T>(pa[i * step[0]], pb[i * step[1]], po + i)) failed = true;
+                   }
+                 }
+               });
     if (failed) Fail(Op::kError);
   }
 };
 
 // A binary op: Apply writes *out and returns false on an error (integer
 // division by zero), whose message is kError.
-#define WEFT_BINARY(Name, cost, float_expr, int_expr, error_test)                 \
-  struct Name {                                                                   \
-    static constexpr int64_t kCost = cost;                                        \
-    static constexpr const char* kError = "integer division by zero";             \
-    template <class T>                                                            \
-    using Out = T;                                                                \
-    template <class T>                                                            \
-    static bool Apply(T va, T vb, T* out) {                                       \
-      if constexpr (kIsFloat<T>) {                                                \
-        using C = typename ComputeType<T>::type;                                  \
-        const C x = Load(va), y = Load(vb);                                       \
-        *out = StoreAs<T>(static_cast<C>(float_expr));                            \
-        return true;                                                              \
-      } else {                                                                    \
-        const T x = va, y = vb;                                                   \
-        if (error_test) return false;                                             \
-        *out = static_cast<T>(int_expr);                                          \
-        return true;                                                              \
-      }                                                                           \
-    }                                                                             \
+#define WEFT_BINARY(Name, cost, float_expr, int_expr, error_test)     \
+  struct Name {                                                       \
+    static constexpr int64_t kCost = cost;                            \
+    static constexpr const char* kError = "integer division by zero"; \
+    template <class T>                                                \
+    using Out = T;                                                    \
+    template <class T>                                                \
+    static bool Apply(T va, T vb, T* out) {                           \
+      if constexpr (kIsFloat<T>) {                                    \
+        using C = typename ComputeType<T>::type;                      \
+        const C x = Load(va), y = Load(vb);                           \
+        *out = StoreAs<T>(static_cast<C>(float_expr));                \
+        return true;                                                  \
+      } else {                                                        \
+        const T x = va, y = vb;                                       \
+        if (error_test) return false;                                 \
+        *out = static_cast<T>(int_expr);                              \
+        return true;                                                  \
+      }                                                               \
+    }                                                                 \
   };
 
 WEFT_BINARY(AddOp, 1, x + y, WrapAdd<T>(x, y), false)
 WEFT_BINARY(SubOp, 1, x - y, WrapSub<T>(x, y), false)
-WEFT_BINARY(MulOp, 1, x * y, WrapMul<T>(x, y), false)
+WEFT_BINARY(MulOp, 1, x* y, WrapMul<T>(x, y), false)
 // C division truncates; INT_MIN / -1 wraps to INT_MIN.
 WEFT_BINARY(DivOp, 2, x / y, (y == -1 ? WrapSub<T>(0, x) : x / y), y == 0)
 WEFT_BINARY(RealDivOp, 2, x / y, x / y, y == 0)
@@ -388,19 +387,19 @@ struct PowOp {
   }
 };
 
-#define WEFT_COMPARE(Name, expr)                               \
-  struct Name {                                                \
-    static constexpr int64_t kCost = 1;                        \
-    static constexpr const char* kError = "";                  \
-    template <class T>                                         \
-    using Out = bool;                                          \
-    template <class T>                                         \
-    static bool Apply(T va, T vb, bool* out) {                 \
-      const auto x = Load(va);                                 \
-      const auto y = Load(vb);                                 \
-      *out = (expr);                                           \
-      return true;                                             \
-    }                                                          \
+#define WEFT_COMPARE(Name, expr)               \
+  struct Name {                                \
+    static constexpr int64_t kCost = 1;        \
+    static constexpr const char* kError = "";  \
+    template <class T>                         \
+    using Out = bool;                          \
+    template <class T>                         \
+    static bool Apply(T va, T vb, bool* out) { \
+      const auto x = Load(va);                 \
+      const auto y = Load(vb);                 \
+      *out = (expr);                           \
+      return true;                             \
+    }                                          \
   };
 WEFT_COMPARE(EqualOp, x == y)
 WEFT_COMPARE(NotEqualOp, x != y)
@@ -408,7 +407,7 @@ WEFT_COMPARE(LessOp, x < y)
 WEFT_COMPARE(LessEqualOp, x <= y)
 WEFT_COMPARE(GreaterOp, x > y)
 WEFT_COMPARE(GreaterEqualOp, x >= y)
-WEFT_COMPARE(LogicalAndOp, x && y)
+WEFT_COMPARE(LogicalAndOp, x&& y)
 WEFT_COMPARE(LogicalOrOp, x || y)
 #undef WEFT_COMPARE
 
@@ -522,9 +521,9 @@ To CastOne(From v) {
     return Load(v) != 0;
   } else if constexpr (std::is_same_v<From, bool>) {
     return StoreAs<To>(static_cast<typename ComputeType<To>::type>(v ? 1 : 0));
-  } else if constexpr ((std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) &&
-                       (std::is_same_v<From, double> || std::is_same_v<From, int32_t> ||
-                        std::is_same_v<From, int64_t>)) {
+  } else if constexpr ((std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)&&(std::is_same_v<From, double> ||
+                                                                                    std::is_same_v<From, int32_t> ||
+                                                                                    std::is_same_v<From, int64_t>)) {
     // One rounding from the exact source value (weft/sdk/half.h), not two
     // through float.
     const float odd = [&] {
@@ -638,9 +637,9 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
 
   auto select = [&r]<class T>() { r.Add<SelectKernel<T>>("Select", {{"T", DtypeOf<T>()}}); };
   (select.template operator()<float>(), select.template operator()<double>(), select.template operator()<Half>(),
-   select.template operator()<BFloat16>(), select.template operator()<int8_t>(),
-   select.template operator()<int16_t>(), select.template operator()<int32_t>(),
-   select.template operator()<int64_t>(), select.template operator()<uint8_t>(), select.template operator()<bool>());
+   select.template operator()<BFloat16>(), select.template operator()<int8_t>(), select.template operator()<int16_t>(),
+   select.template operator()<int32_t>(), select.template operator()<int64_t>(), select.template operator()<uint8_t>(),
+   select.template operator()<bool>());
   auto clip = [&r]<class T>() { r.Add<ClipKernel<T>>("ClipByValue", {{"T", DtypeOf<T>()}}); };
   auto addn = [&r]<class T>() { r.Add<AddNKernel<T>>("AddN", {{"T", DtypeOf<T>()}}); };
   auto both = [&]<class T>() {

@@ -140,18 +140,18 @@ class GradKernel {
 };
 
 // An op of inputs (a, b) computed in the compute type C.
-#define WEFT_GRAD_OP(Name, first, second, cost, expr)  \
-  struct Name {                                         \
-    static constexpr int64_t kCost = cost;              \
-    static constexpr const char* kFirst = first;        \
-    static constexpr const char* kSecond = second;      \
-    explicit Name(const InitContext&) {}                \
-    template <class T>                                  \
-    T Apply(T va, T vb) const {                         \
-      using C = typename ComputeType<T>::type;          \
-      const C a = Load(va), b = Load(vb);               \
-      return StoreAs<T>(static_cast<C>(expr));          \
-    }                                                   \
+#define WEFT_GRAD_OP(Name, first, second, cost, expr) \
+  struct Name {                                       \
+    static constexpr int64_t kCost = cost;            \
+    static constexpr const char* kFirst = first;      \
+    static constexpr const char* kSecond = second;    \
+    explicit Name(const InitContext&) {}              \
+    template <class T>                                \
+    T Apply(T va, T vb) const {                       \
+      using C = typename ComputeType<T>::type;        \
+      const C a = Load(va), b = Load(vb);             \
+      return StoreAs<T>(static_cast<C>(expr));        \
+    }                                                 \
   };
 
 constexpr double kSeluScale = 1.0507009873554805;
@@ -161,15 +161,14 @@ constexpr double kSeluAlpha = 1.6732632423543772;
 WEFT_GRAD_OP(ReluGradOp, "gradients", "features", 1, b > C(0) ? a : C(0))
 WEFT_GRAD_OP(Relu6GradOp, "gradients", "features", 1, (b > C(0) && b < C(6)) ? a : C(0))
 WEFT_GRAD_OP(EluGradOp, "gradients", "outputs", 1, b > C(0) ? a : a * (b + C(1)))
-WEFT_GRAD_OP(SeluGradOp, "gradients", "outputs", 1,
-             b > C(0) ? a * C(kSeluScale) : a * (b + C(kSeluScale * kSeluAlpha)))
+WEFT_GRAD_OP(SeluGradOp, "gradients", "outputs", 1, b > C(0) ? a * C(kSeluScale) : a * (b + C(kSeluScale * kSeluAlpha)))
 WEFT_GRAD_OP(SoftplusGradOp, "gradients", "features", 10,
-             a * (b >= C(0) ? C(1) / (C(1) + std::exp(-b)) : std::exp(b) / (C(1) + std::exp(b))))
-WEFT_GRAD_OP(SigmoidGradOp, "y", "dy", 1, b * a * (C(1) - a))
-WEFT_GRAD_OP(TanhGradOp, "y", "dy", 1, b * (C(1) - a * a))
+             a*(b >= C(0) ? C(1) / (C(1) + std::exp(-b)) : std::exp(b) / (C(1) + std::exp(b))))
+WEFT_GRAD_OP(SigmoidGradOp, "y", "dy", 1, b* a*(C(1) - a))
+WEFT_GRAD_OP(TanhGradOp, "y", "dy", 1, b*(C(1) - a * a))
 WEFT_GRAD_OP(SqrtGradOp, "y", "dy", 2, C(0.5) * b / a)
 WEFT_GRAD_OP(RsqrtGradOp, "y", "dy", 1, C(-0.5) * b * (a * a * a))
-WEFT_GRAD_OP(ReciprocalGradOp, "y", "dy", 1, -b * (a * a))
+WEFT_GRAD_OP(ReciprocalGradOp, "y", "dy", 1, -b*(a* a))
 #undef WEFT_GRAD_OP
 
 struct GeluGradOp {
@@ -405,7 +404,8 @@ class SumToShapeKernel {
       const int64_t width = std::min(kColumns, w - c0);
       for (int64_t j = 0; j < width; ++j) {
         A sum = A(0);
-        for (int64_t block = 0; block < blocks; ++block) sum = Add(sum, partial[ToSize((task * blocks + block) * cols + j)]);
+        for (int64_t block = 0; block < blocks; ++block)
+          sum = Add(sum, partial[ToSize((task * blocks + block) * cols + j)]);
         out[r * w + c0 + j] = FromAcc<T>(sum);
       }
     }
@@ -443,10 +443,12 @@ class SumToShapeKernel {
         A sum = A(0);
         if (cut_run) {
           const int64_t from = std::min(v, block * per_block), to = std::min(v, (block + 1) * per_block);
-          for (int64_t i = 0; i < n_red; ++i) sum = Add(sum, SumRun(x + elems[ToSize(e)] + reduced[ToSize(i)] + from, to - from));
+          for (int64_t i = 0; i < n_red; ++i)
+            sum = Add(sum, SumRun(x + elems[ToSize(e)] + reduced[ToSize(i)] + from, to - from));
         } else {
           const int64_t i1 = std::min(n_red, (block + 1) * per_block);
-          for (int64_t i = block * per_block; i < i1; ++i) sum = Add(sum, SumRun(x + elems[ToSize(e)] + reduced[ToSize(i)], v));
+          for (int64_t i = block * per_block; i < i1; ++i)
+            sum = Add(sum, SumRun(x + elems[ToSize(e)] + reduced[ToSize(i)], v));
         }
         if (blocks == 1) {
           out[e] = FromAcc<T>(sum);
@@ -518,7 +520,8 @@ class UnsortedSegmentSumKernel {
     starts.push_back(rows.size());
     const auto segments = static_cast<int64_t>(starts.size()) - 1;
     const int64_t col_blocks = (inner + kColumns - 1) / kColumns;
-    const int64_t cost = std::min(inner, kColumns) * (1 + static_cast<int64_t>(rows.size()) / std::max<int64_t>(segments, 1));
+    const int64_t cost =
+        std::min(inner, kColumns) * (1 + static_cast<int64_t>(rows.size()) / std::max<int64_t>(segments, 1));
     const T* pd = data.as<T>();
     ParallelFor(segments * col_blocks, cost, [&](int64_t begin, int64_t end) {
       A acc[kColumns];
@@ -674,10 +677,10 @@ class StridedSliceGradKernel {
     }
     const int rank = static_cast<int>(dims.size());
     const std::vector<int64_t> out_strides = Strides(dims);
-    Dims lens;                   // the selected positions: a grid over the output
+    Dims lens;  // the selected positions: a grid over the output
     std::vector<int64_t> steps;
     int64_t offset = 0;
-    Dims sliced;                 // the slice's shape, with new axes, without shrunk ones
+    Dims sliced;  // the slice's shape, with new axes, without shrunk ones
     auto bit = [](int64_t mask, std::size_t i) { return ((mask >> i) & 1) != 0; };
     int consumed = 0;
     for (std::size_t i = 0; i < begin.size(); ++i) {
@@ -764,8 +767,7 @@ class StridedSliceGradKernel {
 template <class T, bool kProd>
 class ScanKernel {
  public:
-  explicit ScanKernel(const InitContext& init)
-      : exclusive_(init.Bool("exclusive")), reverse_(init.Bool("reverse")) {}
+  explicit ScanKernel(const InitContext& init) : exclusive_(init.Bool("exclusive")), reverse_(init.Bool("reverse")) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const int axis = NormalizeAxis(ReadScalar(ctx.input(1), "axis"), x.rank());
@@ -853,8 +855,10 @@ void RegisterGradSupportKernels(KernelRegistry& r) {
   });
   r.Add<InvertPermutationKernel<int32_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I32}});
   r.Add<InvertPermutationKernel<int64_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I64}});
-  r.Add<ConcatOffsetKernel<int32_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I32}}, 0, {"concat_dim", "shape", "offset"});
-  r.Add<ConcatOffsetKernel<int64_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I64}}, 0, {"concat_dim", "shape", "offset"});
+  r.Add<ConcatOffsetKernel<int32_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I32}}, 0,
+                                     {"concat_dim", "shape", "offset"});
+  r.Add<ConcatOffsetKernel<int64_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I64}}, 0,
+                                     {"concat_dim", "shape", "offset"});
 }
 
 }  // namespace weft::cpu

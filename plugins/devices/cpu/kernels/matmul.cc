@@ -85,8 +85,7 @@ using MatMulCache = PrimitiveCache<DnnlMatMul>;
 
 // One matrix product, for any dtype.
 template <class T>
-void MatMulOne(MatMulCache& cache, const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta,
-               bool tb) {
+void MatMulOne(MatMulCache& cache, const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m * n; ++i) c[i] = StoreAs<T>(0);
@@ -120,7 +119,8 @@ class MatMulKernel {
   explicit MatMulKernel(const InitContext& init) : ta_(init.Bool("transpose_a")), tb_(init.Bool("transpose_b")) {}
   void Compute(Context& ctx) {
     const Tensor a = ctx.input(0), b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2) Fail("MatMul takes rank-2 tensors, got ", DimsString(a.dims), " and ", DimsString(b.dims));
+    if (a.rank() != 2 || b.rank() != 2)
+      Fail("MatMul takes rank-2 tensors, got ", DimsString(a.dims), " and ", DimsString(b.dims));
     const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
     const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
     if (k != kb) {
@@ -142,10 +142,12 @@ class BatchMatMulKernel {
   explicit BatchMatMulKernel(const InitContext& init) : ax_(init.Bool("adj_x")), ay_(init.Bool("adj_y")) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), y = ctx.input(1);
-    if (x.rank() < 2 || y.rank() < 2) Fail("BatchMatMul takes rank >= 2, got ", DimsString(x.dims), " and ", DimsString(y.dims));
+    if (x.rank() < 2 || y.rank() < 2)
+      Fail("BatchMatMul takes rank >= 2, got ", DimsString(x.dims), " and ", DimsString(y.dims));
     const int64_t m = x.dim(x.rank() - (ax_ ? 1 : 2)), k = x.dim(x.rank() - (ax_ ? 2 : 1));
     const int64_t ky = y.dim(y.rank() - (ay_ ? 1 : 2)), n = y.dim(y.rank() - (ay_ ? 2 : 1));
-    if (k != ky) Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
+    if (k != ky)
+      Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
     const Dims bx(x.dims.begin(), x.dims.end() - 2), by(y.dims.begin(), y.dims.end() - 2);
     const Dims batch = BroadcastDims(bx, by);
     Dims out_dims = batch;
@@ -200,8 +202,7 @@ void Gemm(GemmCache& cache, const T* a, const T* b, T* c, int64_t m, int64_t n, 
   MatMulOne<T>(cache.impl().cache, a, b, c, m, n, k, ta, tb);
 }
 template void Gemm<float>(GemmCache&, const float*, const float*, float*, int64_t, int64_t, int64_t, bool, bool);
-template void Gemm<double>(GemmCache&, const double*, const double*, double*, int64_t, int64_t, int64_t, bool,
-                           bool);
+template void Gemm<double>(GemmCache&, const double*, const double*, double*, int64_t, int64_t, int64_t, bool, bool);
 
 void RegisterMatMulKernels(KernelRegistry& r) {
   auto add = [&r]<class T>() {

@@ -44,10 +44,10 @@ class DnnlConv {
     dst_md_ = DataDesc(g.batch, g.out_channels, g.out_h, g.out_w, nchw);
     filter_md_ = dnnl::memory::desc(weights_dims, dnnl::memory::data_type::f32, tag::hwio);
     const dnnl::memory::desc any_weights(weights_dims, dnnl::memory::data_type::f32, tag::any);
-    auto desc = dnnl::convolution_forward::desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md_, any_weights, dst_md_,
-        {g.stride_h, g.stride_w}, {g.dilation_h - 1, g.dilation_w - 1}, {g.pad_top, g.pad_left},
-        {g.pad_bottom, g.pad_right});
+    auto desc = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                src_md_, any_weights, dst_md_, {g.stride_h, g.stride_w},
+                                                {g.dilation_h - 1, g.dilation_w - 1}, {g.pad_top, g.pad_left},
+                                                {g.pad_bottom, g.pad_right});
     dnnl::convolution_forward::primitive_desc pd(desc, Engine());
     weights_md_ = pd.weights_desc();
     primitive_ = dnnl::convolution_forward(pd);
@@ -344,8 +344,8 @@ class BiasAddKernel {
     const int axis = nchw_ ? 1 : value.rank() - 1;
     const int64_t channels = value.dim(axis);
     if (bias.dim(0) != channels) {
-      Fail("bias has ", bias.dim(0), " elements but value has ", channels, " channels (", DimsString(value.dims),
-           ", ", nchw_ ? "NCHW" : "NHWC", ")");
+      Fail("bias has ", bias.dim(0), " elements but value has ", channels, " channels (", DimsString(value.dims), ", ",
+           nchw_ ? "NCHW" : "NHWC", ")");
     }
     // value is [outer, channels, inner].
     int64_t outer = 1, inner = 1;

@@ -107,7 +107,8 @@ class DnnlConvBackwardData {
     }
     dnnl::memory diff_dst(d_.dst, Engine(), const_cast<void*>(dy));
     dnnl::memory diff_src(d_.src, Engine(), dx);
-    primitive_.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, diff_src}});
+    primitive_.execute(stream,
+                       {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, diff_src}});
     stream.wait();
   }
 
@@ -254,9 +255,9 @@ class ConvBackpropInputKernel {
     const Tensor sizes = ctx.input(0), filter = ctx.input(1), dy = ctx.input(2);
     const Dims in_dims = ReadSizes<Index>(sizes, "input_sizes");
     const Geometry g = ConvGeometry(attrs_, in_dims, filter.dims, kDepthwise);
-    CheckGradShape("out_backprop", dy, g.OutputDims(attrs_.nchw),
-                   Str(ForwardName(kDepthwise), " of an input ", DimsString(in_dims), " with a filter ",
-                       DimsString(filter.dims)));
+    CheckGradShape(
+        "out_backprop", dy, g.OutputDims(attrs_.nchw),
+        Str(ForwardName(kDepthwise), " of an input ", DimsString(in_dims), " with a filter ", DimsString(filter.dims)));
     Tensor dx = ctx.allocate_output(0, in_dims);
     if (dx.num_elements == 0) return;
     if (dy.num_elements == 0) {  // no output channels: nothing flows back
@@ -290,9 +291,9 @@ class ConvBackpropFilterKernel {
     const Tensor x = ctx.input(0), sizes = ctx.input(1), dy = ctx.input(2);
     const Dims filter_dims = ReadSizes<Index>(sizes, "filter_sizes");
     const Geometry g = ConvGeometry(attrs_, x.dims, filter_dims, kDepthwise);
-    CheckGradShape("out_backprop", dy, g.OutputDims(attrs_.nchw),
-                   Str(ForwardName(kDepthwise), " of an input ", DimsString(x.dims), " with a filter ",
-                       DimsString(filter_dims)));
+    CheckGradShape(
+        "out_backprop", dy, g.OutputDims(attrs_.nchw),
+        Str(ForwardName(kDepthwise), " of an input ", DimsString(x.dims), " with a filter ", DimsString(filter_dims)));
     Tensor df = ctx.allocate_output(0, filter_dims);
     if (df.num_elements == 0) return;
     if (dy.num_elements == 0) {  // an empty batch (or input): an empty sum
@@ -548,8 +549,7 @@ void RegisterNnConvGradKernels(KernelRegistry& r) {
     r.Add<ConvBackpropInputKernel<T, Index, false>>("Conv2DBackpropInput", {t, shape}, 0, {"input_sizes"});
     r.Add<ConvBackpropFilterKernel<T, Index, false>>("Conv2DBackpropFilter", {t, shape}, 0, {"filter_sizes"});
     r.Add<ConvBackpropInputKernel<T, Index, true>>("DepthwiseConv2DBackpropInput", {t, shape}, 0, {"input_sizes"});
-    r.Add<ConvBackpropFilterKernel<T, Index, true>>("DepthwiseConv2DBackpropFilter", {t, shape}, 0,
-                                                    {"filter_sizes"});
+    r.Add<ConvBackpropFilterKernel<T, Index, true>>("DepthwiseConv2DBackpropFilter", {t, shape}, 0, {"filter_sizes"});
     r.Add<AvgPoolGradKernel<T, Index>>("AvgPoolGrad", {t, shape}, 0, {"orig_input_shape"});
   };
   add.template operator()<float, int32_t>();

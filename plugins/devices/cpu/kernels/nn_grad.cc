@@ -120,8 +120,8 @@ class FusedBatchNormGradKernel {
         inv[c] = 1 / std::sqrt(static_cast<double>(variance_in[c]) + epsilon_);
       }
     }
-    const std::vector<double> sum_dy =
-        ChannelSums<double>(outer, channels, inner, [grad](int64_t, int64_t i) { return static_cast<double>(grad[i]); });
+    const std::vector<double> sum_dy = ChannelSums<double>(
+        outer, channels, inner, [grad](int64_t, int64_t i) { return static_cast<double>(grad[i]); });
     const std::vector<double> sum_dy_xhat = ChannelSums<double>(outer, channels, inner, [&](int64_t c, int64_t i) {
       const auto k = static_cast<std::size_t>(c);
       return static_cast<double>(grad[i]) * (static_cast<double>(in[i]) - mean[k]) * inv[k];

@@ -196,7 +196,8 @@ struct TruncatedNormal {
 // The dims held by the 1-D i32 or i64 'shape' input, and their element
 // count.
 Dims OutputDims(const Tensor& shape, int64_t* num_elements) {
-  if (shape.rank() != 1) Fail("'shape' must be a 1-D tensor of dimensions, not a tensor of shape ", DimsString(shape.dims));
+  if (shape.rank() != 1)
+    Fail("'shape' must be a 1-D tensor of dimensions, not a tensor of shape ", DimsString(shape.dims));
   Dims dims(static_cast<std::size_t>(shape.num_elements));
   for (std::size_t i = 0; i < dims.size(); ++i) {
     dims[i] = shape.dtype == WEFT_DTYPE_I32 ? shape.as<int32_t>()[i] : shape.as<int64_t>()[i];
@@ -207,7 +208,8 @@ Dims OutputDims(const Tensor& shape, int64_t* num_elements) {
     if (dims[i] < 0) negative += Str(negatives++ == 0 ? "" : ", ", "dim ", i, " is ", dims[i]);
   }
   if (negatives > 0) {
-    Fail("shape ", DimsString(dims), " has ", negatives > 1 ? "negative dimensions: " : "a negative dimension: ", negative);
+    Fail("shape ", DimsString(dims), " has ",
+         negatives > 1 ? "negative dimensions: " : "a negative dimension: ", negative);
   }
   *num_elements = 1;
   for (int64_t d : dims) {

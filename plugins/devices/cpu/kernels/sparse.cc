@@ -105,13 +105,14 @@ class DynamicPartitionKernel {
     std::vector<int64_t> counts(ToSize(n_), 0);
     for (int64_t i = 0; i < rows; ++i) {
       if (pp[i] < 0 || pp[i] >= n_) {
-        Fail("partitions", Position(i, partitions.dims), " = ", pp[i], " is outside [0, ", n_,
-             ") (num_partitions is ", n_, ")");
+        Fail("partitions", Position(i, partitions.dims), " = ", pp[i], " is outside [0, ", n_, ") (num_partitions is ",
+             n_, ")");
       }
       ++counts[ToSize(pp[i])];
     }
     const Dims inner(data.dims.begin() + partitions.rank(), data.dims.end());
-    const std::size_t row_bytes = ToSize(Product(inner, 0, static_cast<int64_t>(inner.size()))) * ElementSize(data.dtype);
+    const std::size_t row_bytes =
+        ToSize(Product(inner, 0, static_cast<int64_t>(inner.size()))) * ElementSize(data.dtype);
     std::vector<char*> out(ToSize(n_));
     for (int64_t p = 0; p < n_; ++p) {
       Dims dims{counts[ToSize(p)]};
@@ -170,7 +171,8 @@ class DynamicStitchKernel {
     Dims out_dims{rows};
     out_dims.insert(out_dims.end(), inner.begin(), inner.end());
     Tensor out = ctx.allocate_output(0, out_dims);
-    const std::size_t row_bytes = ToSize(Product(inner, 0, static_cast<int64_t>(inner.size()))) * ElementSize(out.dtype);
+    const std::size_t row_bytes =
+        ToSize(Product(inner, 0, static_cast<int64_t>(inner.size()))) * ElementSize(out.dtype);
     std::vector<char> named(ToSize(rows), 0);
     auto* dst = static_cast<char*>(out.data);
     for (int m = 0; m < n; ++m) {
@@ -182,7 +184,8 @@ class DynamicStitchKernel {
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
-      if (!named[ToSize(r)]) Fail("index ", r, " is below the largest index, ", rows - 1, ", but no indices list names it");
+      if (!named[ToSize(r)])
+        Fail("index ", r, " is below the largest index, ", rows - 1, ", but no indices list names it");
     }
   }
 };

@@ -80,7 +80,8 @@ class ResourceGatherKernel {
     const std::string name = ctx.variable_name(0);
     for (int64_t i = 0; i < indices.num_elements; ++i) {
       const int64_t r = CheckedIndex(idx, i, var.dim(0), name);
-      std::memcpy(dst + static_cast<std::size_t>(i) * row_bytes, src + static_cast<std::size_t>(r) * row_bytes, row_bytes);
+      std::memcpy(dst + static_cast<std::size_t>(i) * row_bytes, src + static_cast<std::size_t>(r) * row_bytes,
+                  row_bytes);
     }
   }
 
@@ -124,8 +125,10 @@ void RegisterStateKernels(KernelRegistry& r) {
   auto numeric = [&r]<class T>() {
     r.Add<AssignUpdateKernel<T, false>>("AssignAdd", {{"dtype", DtypeOf<T>()}});
     r.Add<AssignUpdateKernel<T, true>>("AssignSub", {{"dtype", DtypeOf<T>()}});
-    r.Add<ResourceScatterAddKernel<T, int32_t>>("ResourceScatterAdd", {{"dtype", DtypeOf<T>()}, {"Tindices", WEFT_DTYPE_I32}});
-    r.Add<ResourceScatterAddKernel<T, int64_t>>("ResourceScatterAdd", {{"dtype", DtypeOf<T>()}, {"Tindices", WEFT_DTYPE_I64}});
+    r.Add<ResourceScatterAddKernel<T, int32_t>>("ResourceScatterAdd",
+                                                {{"dtype", DtypeOf<T>()}, {"Tindices", WEFT_DTYPE_I32}});
+    r.Add<ResourceScatterAddKernel<T, int64_t>>("ResourceScatterAdd",
+                                                {{"dtype", DtypeOf<T>()}, {"Tindices", WEFT_DTYPE_I64}});
   };
   numeric.template operator()<float>();
   numeric.template operator()<double>();

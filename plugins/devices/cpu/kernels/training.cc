@@ -190,8 +190,8 @@ struct Adam {
 
 struct AdamW {
   static constexpr std::string_view kKinds = "rrrsssssng";
-  static constexpr const char* kNames[] = {"var",   "m",       "v",            "lr",   "beta1",
-                                           "beta2", "epsilon", "weight_decay", "step", "grad"};
+  static constexpr const char* kNames[] = {"var",          "m",    "v",   "lr", "beta1", "beta2", "epsilon",
+                                           "weight_decay", "step", "grad"};
   explicit AdamW(const InitContext&) {}
   template <class T>
   void Apply(const ApplyArgs<T>& a) const {

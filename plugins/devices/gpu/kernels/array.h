@@ -84,7 +84,7 @@ void EnqueueStridedCopy(rt::Stream stream, const void* src, int64_t src_base, vo
   BySize(element_size, [&](auto e) {
     using E = decltype(e);
     StridedCopy<E><<<GridFor(n), kBlock, 0, stream>>>(static_cast<const E*>(src), src_base, static_cast<E*>(dst),
-                                                       dst_base, n, plan);
+                                                      dst_base, n, plan);
   });
   CheckLaunch(what);
 }
@@ -108,7 +108,7 @@ class FillKernel {
         FillWithValue<E><<<GridFor(out.num_elements), kBlock, 0, ctx.stream()>>>(out.as<E>(), v, out.num_elements);
       } else {
         FillFromDevice<E><<<GridFor(out.num_elements), kBlock, 0, ctx.stream()>>>(out.as<E>(), value.as<const E>(),
-                                                                                   out.num_elements);
+                                                                                  out.num_elements);
       }
     });
     CheckLaunch("Fill");
@@ -158,8 +158,8 @@ class BroadcastToKernel {
     for (std::size_t i = target.size(); i-- > lead;) {
       const int64_t d = x.dims[i - lead];
       if (d != target[i] && d != 1) {
-        Fail("cannot broadcast ", DimsString(x.dims), " to ", DimsString(target), ": dimension ", i - lead,
-             " is ", d, ", not 1 or ", target[i]);
+        Fail("cannot broadcast ", DimsString(x.dims), " to ", DimsString(target), ": dimension ", i - lead, " is ", d,
+             ", not 1 or ", target[i]);
       }
       src_strides[i] = d == 1 ? 0 : stride;
       stride *= d;
@@ -297,7 +297,7 @@ class AddNKernel {
       const int count = n - begin < kAddNPerLaunch ? n - begin : kAddNPerLaunch;
       for (int k = 0; k < count; ++k) batch.p[k] = inputs[static_cast<std::size_t>(begin + k)].as<const T>();
       AddNLoop<T><<<GridFor(out.num_elements), kBlock, 0, ctx.stream()>>>(batch, count, begin > 0, out.as<T>(),
-                                                                         out.num_elements);
+                                                                          out.num_elements);
       CheckLaunch("AddN");
     }
   }
@@ -305,7 +305,7 @@ class AddNKernel {
 
 // --- Registration ------------------------------------------------------------------
 
-constexpr weft_dtype_t kMovable[] = {WEFT_DTYPE_F32, WEFT_DTYPE_F64, WEFT_DTYPE_I32, WEFT_DTYPE_I64, WEFT_DTYPE_BOOL,
+constexpr weft_dtype_t kMovable[] = {WEFT_DTYPE_F32, WEFT_DTYPE_F64,  WEFT_DTYPE_I32, WEFT_DTYPE_I64, WEFT_DTYPE_BOOL,
                                      WEFT_DTYPE_F16, WEFT_DTYPE_BF16, WEFT_DTYPE_I8,  WEFT_DTYPE_U8,  WEFT_DTYPE_I16};
 
 template <class T>

@@ -129,7 +129,7 @@ WEFT_GPU_COMPARE(LessOp, x < y)
 WEFT_GPU_COMPARE(LessEqualOp, x <= y)
 WEFT_GPU_COMPARE(GreaterOp, x > y)
 WEFT_GPU_COMPARE(GreaterEqualOp, x >= y)
-WEFT_GPU_COMPARE(LogicalAndOp, x && y)
+WEFT_GPU_COMPARE(LogicalAndOp, x&& y)
 WEFT_GPU_COMPARE(LogicalOrOp, x || y)
 #undef WEFT_GPU_COMPARE
 
@@ -160,12 +160,12 @@ class BinaryKernel {
     const int64_t n = z.num_elements;
     if (n == 0) return;
     if (a.dims == b.dims) {
-      ZipKernel<In, Out, Op><<<GridFor(n), kBlock, 0, ctx.stream()>>>(a.as<const In>(), b.as<const In>(),
-                                                                       z.as<Out>(), n, Op());
+      ZipKernel<In, Out, Op>
+          <<<GridFor(n), kBlock, 0, ctx.stream()>>>(a.as<const In>(), b.as<const In>(), z.as<Out>(), n, Op());
     } else {
       const BroadcastPlan<2> plan = PlanBroadcast2(dims, a.dims, b.dims);
-      BroadcastZipKernel<In, Out, Op><<<GridFor(n), kBlock, 0, ctx.stream()>>>(
-          a.as<const In>(), b.as<const In>(), z.as<Out>(), n, plan, Op());
+      BroadcastZipKernel<In, Out, Op>
+          <<<GridFor(n), kBlock, 0, ctx.stream()>>>(a.as<const In>(), b.as<const In>(), z.as<Out>(), n, plan, Op());
     }
     CheckLaunch(name_.c_str());
   }

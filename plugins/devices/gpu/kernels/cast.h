@@ -64,8 +64,8 @@ class CastKernel {
     const Tensor x = ctx.input(0);
     const Tensor y = ctx.allocate_output(0, x.dims);
     if (y.num_elements == 0) return;
-    CastLoop<From, To><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const From>(), y.as<To>(),
-                                                                             y.num_elements);
+    CastLoop<From, To>
+        <<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const From>(), y.as<To>(), y.num_elements);
     CheckLaunch("Cast");
   }
 };

@@ -99,7 +99,8 @@ class BatchMatMulKernel {
     const int rx = x.rank(), ry = y.rank();
     const int64_t m = x.dim(rx - (adj_x_ ? 1 : 2)), k = x.dim(rx - (adj_x_ ? 2 : 1));
     const int64_t ky = y.dim(ry - (adj_y_ ? 1 : 2)), n = y.dim(ry - (adj_y_ ? 2 : 1));
-    if (k != ky) Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
+    if (k != ky)
+      Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
     const Dims bx(x.dims.begin(), x.dims.end() - 2), by(y.dims.begin(), y.dims.end() - 2);
     const Dims batch = BroadcastDims(bx, by);
     Dims out_dims = batch;

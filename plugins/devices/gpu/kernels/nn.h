@@ -50,14 +50,14 @@ class BiasAddKernel {
     const int channel = nchw_ ? 1 : value.rank() - 1;
     const int64_t channels = value.dim(channel);
     if (bias.dim(0) != channels) {
-      Fail("bias has ", bias.dim(0), " elements but value has ", channels, " channels (", DimsString(value.dims),
-           ", ", nchw_ ? "NCHW" : "NHWC", ")");
+      Fail("bias has ", bias.dim(0), " elements but value has ", channels, " channels (", DimsString(value.dims), ", ",
+           nchw_ ? "NCHW" : "NHWC", ")");
     }
     const Tensor y = ctx.allocate_output(0, value.dims);
     if (y.num_elements == 0) return;
     const int64_t inner = Product(value.dims, channel + 1, value.rank());
-    BiasAddLoop<T><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(
-        value.as<const T>(), bias.as<const T>(), y.as<T>(), y.num_elements, channels, inner);
+    BiasAddLoop<T><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(value.as<const T>(), bias.as<const T>(),
+                                                                         y.as<T>(), y.num_elements, channels, inner);
     CheckLaunch("BiasAdd");
   }
 
@@ -126,8 +126,8 @@ class SoftmaxKernel {
 // labels p: loss = -sum_j p_j log softmax_j, backprop = softmax - p.
 // Sparse label l: loss = -log softmax_l, backprop = softmax - onehot(l).
 template <class T, class L, bool kSparse>
-__global__ void XentRows(const T* x, const T* dense_labels, const L* sparse_labels, T* loss, T* backprop,
-                         int64_t rows, int64_t n) {
+__global__ void XentRows(const T* x, const T* dense_labels, const L* sparse_labels, T* loss, T* backprop, int64_t rows,
+                         int64_t n) {
   __shared__ T shared[kBlock];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * n;

@@ -58,9 +58,9 @@ __global__ void ChannelMoments(const T* x, ChannelShape s, double* mean, double*
 // batch_variance the unbiased one (NaN for one element per channel, as
 // NumPy's ddof=1); in inference they are the inputs, passed through.
 template <class T>
-__global__ void BatchNormFinish(const T* scale, const T* mean_in, const T* variance_in, double* mean,
-                                double* variance, T* batch_mean, T* batch_variance, double* factor, int64_t channels,
-                                double count, double epsilon, bool training) {
+__global__ void BatchNormFinish(const T* scale, const T* mean_in, const T* variance_in, double* mean, double* variance,
+                                T* batch_mean, T* batch_variance, double* factor, int64_t channels, double count,
+                                double epsilon, bool training) {
   for (int64_t c = GlobalIndex(); c < channels; c += GlobalStride()) {
     if (training) {
       batch_mean[c] = static_cast<T>(mean[c]);
@@ -130,8 +130,8 @@ class FusedBatchNormKernel {
         batch_variance.as<T>(), factor, s.channels, static_cast<double>(s.count()), epsilon_, training_);
     CheckLaunch("FusedBatchNorm");
     if (y.num_elements == 0) return;
-    BatchNormApply<T><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(
-        x.as<const T>(), offset.as<const T>(), mean, factor, y.as<T>(), s, y.num_elements);
+    BatchNormApply<T><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const T>(), offset.as<const T>(), mean,
+                                                                            factor, y.as<T>(), s, y.num_elements);
     CheckLaunch("FusedBatchNorm");
   }
 
@@ -175,9 +175,9 @@ __global__ void BatchNormGradSums(const T* dy, const T* x, const double* mean, c
 // dx = scale * inv * (dy - [sum_dy + xhat * sum_dy_xhat] / count) in
 // training, where the moments depend on x; scale * inv * dy otherwise.
 template <class T>
-__global__ void BatchNormGradInput(const T* dy, const T* x, const T* scale, const double* mean,
-                                   const double* variance, const double* sum_dy, const double* sum_dy_xhat,
-                                   double epsilon, bool training, ChannelShape s, T* dx, int64_t total) {
+__global__ void BatchNormGradInput(const T* dy, const T* x, const T* scale, const double* mean, const double* variance,
+                                   const double* sum_dy, const double* sum_dy_xhat, double epsilon, bool training,
+                                   ChannelShape s, T* dx, int64_t total) {
   const double count = static_cast<double>(s.count());
   for (int64_t i = GlobalIndex(); i < total; i += GlobalStride()) {
     const int64_t c = (i / s.inner) % s.channels;

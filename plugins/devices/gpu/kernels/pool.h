@@ -28,7 +28,7 @@ struct PoolShape {
 };
 
 PoolShape ShapeOf(const Geometry& g, bool nchw) {
-  return PoolShape{g.batch,    g.in_h,     g.in_w,     g.channels, g.out_h,           g.out_w,            g.window_h,
+  return PoolShape{g.batch,    g.in_h,     g.in_w,     g.channels,     g.out_h,        g.out_w, g.window_h,
                    g.window_w, g.stride_h, g.stride_w, g.h.pad_before, g.w.pad_before, nchw};
 }
 
@@ -38,8 +38,8 @@ __device__ inline int64_t At(const PoolShape& s, int64_t n, int64_t h, int64_t w
 }
 
 // Splits a linear index over (n, h, w, c) in the layout into coordinates.
-__device__ inline void Coordinates(const PoolShape& s, int64_t i, int64_t height, int64_t width, int64_t* n,
-                                   int64_t* h, int64_t* w, int64_t* c) {
+__device__ inline void Coordinates(const PoolShape& s, int64_t i, int64_t height, int64_t width, int64_t* n, int64_t* h,
+                                   int64_t* w, int64_t* c) {
   if (s.nchw) {
     *w = i % width;
     i /= width;
@@ -154,8 +154,8 @@ class PoolKernel {
     const Geometry g = PoolGeometry(attrs_, x.dims);
     const Tensor y = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     if (y.num_elements == 0) return;
-    PoolForward<T, kMax><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(
-        x.as<const T>(), y.as<T>(), ShapeOf(g, attrs_.nchw), y.num_elements);
+    PoolForward<T, kMax><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const T>(), y.as<T>(),
+                                                                               ShapeOf(g, attrs_.nchw), y.num_elements);
     CheckLaunch(kMax ? "MaxPool" : "AvgPool");
   }
 

@@ -179,8 +179,7 @@ class ReduceKernel {
     }
     const ReducePlan plan = PlanReduce(x.dims, reduce);
     if ((name_ == "Max" || name_ == "Min") && plan.num_reduced == 0 && plan.num_out > 0) {
-      Fail(name_, " of an empty set has no identity: input shape ", DimsString(x.dims), ", axis ",
-           DimsString(axis_));
+      Fail(name_, " of an empty set has no identity: input shape ", DimsString(x.dims), ", axis ", DimsString(axis_));
     }
     const Tensor y = ctx.allocate_output(0, out_dims);
     EnqueueReduce<T, R>(ctx.stream(), x.as<const T>(), y.as<T>(), plan, name_.c_str());
@@ -244,8 +243,8 @@ class ArgKernel {
     const Tensor y = ctx.allocate_output(0, out_dims);
     if (y.num_elements == 0) return;
     const int64_t outer = Product(x.dims, 0, a), inner = Product(x.dims, a + 1, rank);
-    ArgLoop<T, I, kMax><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const T>(), y.as<I>(), outer, n,
-                                                                               inner);
+    ArgLoop<T, I, kMax>
+        <<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const T>(), y.as<I>(), outer, n, inner);
     CheckLaunch(name);
   }
 

@@ -48,12 +48,12 @@ class AssignUpdateKernel {
     }
     const Tensor delta = ctx.input(1);
     if (delta.dims != var.dims) {
-      Fail(name, " to variable '", ctx.variable_name(0), "' of shape ", DimsString(var.dims),
-           " with a value of shape ", DimsString(delta.dims));
+      Fail(name, " to variable '", ctx.variable_name(0), "' of shape ", DimsString(var.dims), " with a value of shape ",
+           DimsString(delta.dims));
     }
     if (var.num_elements == 0) return;
-    AssignUpdateLoop<T, kSubtract><<<GridFor(var.num_elements), kBlock, 0, ctx.stream()>>>(
-        var.as<T>(), delta.as<const T>(), var.num_elements);
+    AssignUpdateLoop<T, kSubtract>
+        <<<GridFor(var.num_elements), kBlock, 0, ctx.stream()>>>(var.as<T>(), delta.as<const T>(), var.num_elements);
     CheckLaunch(name);
   }
 };
@@ -211,8 +211,8 @@ struct Adam {
 // kept in scalars[5] (AdamW has five scalars before it).
 struct AdamW {
   static constexpr const char* kKinds = "rrrsssssng";
-  static constexpr const char* kNames[] = {"var",   "m",       "v",            "lr",   "beta1",
-                                           "beta2", "epsilon", "weight_decay", "step", "grad"};
+  static constexpr const char* kNames[] = {"var",          "m",    "v",   "lr", "beta1", "beta2", "epsilon",
+                                           "weight_decay", "step", "grad"};
   explicit AdamW(const InitContext&) {}
   template <class T>
   void Prepare(ApplyArgs<T>& a) const {

@@ -240,8 +240,8 @@ __global__ void ZipSameShapeKernel(const In* a, const In* b, Out* y, int64_t n, 
 template <class In, class Out, class Op>
 void LaunchMap(Context& ctx, const Tensor& x, const Tensor& y, const char* name) {
   if (y.num_elements == 0) return;
-  MapKernel<In, Out, Op><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const In>(), y.as<Out>(),
-                                                                               y.num_elements, Op());
+  MapKernel<In, Out, Op>
+      <<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const In>(), y.as<Out>(), y.num_elements, Op());
   CheckLaunch(name);
 }
 
@@ -287,8 +287,8 @@ void LaunchSameShape(Context& ctx, const char* name, const char* first, const ch
   }
   const Tensor z = ctx.allocate_output(0, a.dims);
   if (z.num_elements == 0) return;
-  ZipSameShapeKernel<T, T, Op><<<GridFor(z.num_elements), kBlock, 0, ctx.stream()>>>(
-      a.as<const T>(), b.as<const T>(), z.as<T>(), z.num_elements, Op());
+  ZipSameShapeKernel<T, T, Op><<<GridFor(z.num_elements), kBlock, 0, ctx.stream()>>>(a.as<const T>(), b.as<const T>(),
+                                                                                     z.as<T>(), z.num_elements, Op());
   CheckLaunch(name);
 }
 

@@ -63,9 +63,9 @@ struct Geometry {
 
   // The int16 the kernels of conv.cl take.
   cl_int16 Packed(bool nchw) const {
-    const int64_t values[16] = {batch,      in_h,       in_w,     channels, out_h,      out_w,
-                                out_channels, window_h, window_w, stride_h, stride_w,   dilation_h,
-                                dilation_w, pad_top,    pad_left, nchw ? 1 : 0};
+    const int64_t values[16] = {batch,        in_h,     in_w,     channels,    out_h,    out_w,
+                                out_channels, window_h, window_w, stride_h,    stride_w, dilation_h,
+                                dilation_w,   pad_top,  pad_left, nchw ? 1 : 0};
     cl_int16 g{};
     for (int i = 0; i < 16; ++i) {
       if (values[i] > INT32_MAX) Fail("a dimension of ", values[i], " is too large for the OpenCL kernels (2^31 - 1)");
@@ -186,7 +186,12 @@ class Conv2DKernel {
     if (y.num_elements == 0) return;
     Tensor col;
     if (x.num_elements > 0 && UseColumns(ctx, g, attrs_.nchw, x.dtype, &col)) {
-      Launch(ctx, *program_, "im2col").Buf(x).Buf(col).Val(g.Packed(false)).Val<cl_ulong>(col.num_elements).Run(col.num_elements);
+      Launch(ctx, *program_, "im2col")
+          .Buf(x)
+          .Buf(col)
+          .Val(g.Packed(false))
+          .Val<cl_ulong>(col.num_elements)
+          .Run(col.num_elements);
       Multiply(ctx, *matmul_, col, filter, y, col.dim(0), g.out_channels, col.dim(1), false, false, Single(), 1);
       return;
     }
@@ -224,7 +229,12 @@ class ConvBackpropInputKernel {
     if (UseColumns(ctx, g, attrs_.nchw, dy.dtype, &col)) {
       // dcol = dy x filter^T, the filter as [KH*KW*C, OC].
       Multiply(ctx, *matmul_, dy, filter, col, col.dim(0), col.dim(1), g.out_channels, false, true, Single(), 1);
-      Launch(ctx, *program_, "col2im").Buf(col).Buf(dx).Val(g.Packed(false)).Val<cl_ulong>(dx.num_elements).Run(dx.num_elements);
+      Launch(ctx, *program_, "col2im")
+          .Buf(col)
+          .Buf(dx)
+          .Val(g.Packed(false))
+          .Val<cl_ulong>(dx.num_elements)
+          .Run(dx.num_elements);
       return;
     }
     Launch(ctx, *program_, "conv2d_backprop_input")
@@ -260,7 +270,12 @@ class ConvBackpropFilterKernel {
     Tensor col;
     if (UseColumns(ctx, g, attrs_.nchw, x.dtype, &col)) {
       // dfilter = col^T x dy, as [KH*KW*C, OC].
-      Launch(ctx, *program_, "im2col").Buf(x).Buf(col).Val(g.Packed(false)).Val<cl_ulong>(col.num_elements).Run(col.num_elements);
+      Launch(ctx, *program_, "im2col")
+          .Buf(x)
+          .Buf(col)
+          .Val(g.Packed(false))
+          .Val<cl_ulong>(col.num_elements)
+          .Run(col.num_elements);
       Multiply(ctx, *matmul_, col, dy, df, col.dim(1), g.out_channels, col.dim(0), true, false, Single(), 1);
       return;
     }

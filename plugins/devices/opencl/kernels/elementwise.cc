@@ -18,26 +18,66 @@
 namespace weft::opencl {
 namespace {
 
-constexpr weft_dtype_t kF32 = WEFT_DTYPE_F32, kF64 = WEFT_DTYPE_F64, kI32 = WEFT_DTYPE_I32,
-                       kI64 = WEFT_DTYPE_I64, kBool = WEFT_DTYPE_BOOL;
+constexpr weft_dtype_t kF32 = WEFT_DTYPE_F32, kF64 = WEFT_DTYPE_F64, kI32 = WEFT_DTYPE_I32, kI64 = WEFT_DTYPE_I64,
+                       kBool = WEFT_DTYPE_BOOL;
 
 // The OpenCL kernel of each op (elementwise.cl).
 const char* KernelOf(std::string_view op) {
   static const std::map<std::string_view, const char*> kernels = {
-      {"Neg", "neg"}, {"Abs", "abs_"}, {"Sign", "sign_"}, {"Exp", "exp_"}, {"Expm1", "expm1_"},
-      {"Log", "log_"}, {"Log1p", "log1p_"}, {"Sqrt", "sqrt_"}, {"Rsqrt", "rsqrt_"}, {"Square", "square"},
-      {"Reciprocal", "reciprocal"}, {"Sin", "sin_"}, {"Cos", "cos_"}, {"Tanh", "tanh_"}, {"Sigmoid", "sigmoid"},
-      {"Relu", "relu"}, {"Relu6", "relu6"}, {"Elu", "elu"}, {"Selu", "selu"}, {"Softplus", "softplus"},
-      {"Erf", "erf_"}, {"Floor", "floor_"}, {"Ceil", "ceil_"}, {"Round", "round_"}, {"IsNan", "is_nan"},
-      {"IsInf", "is_inf"}, {"LogicalNot", "logical_not"},
-      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div_"}, {"RealDiv", "div_"},
-      {"Maximum", "maximum"}, {"Minimum", "minimum"}, {"Pow", "pow_"},
-      {"SquaredDifference", "squared_difference"}, {"Equal", "equal"}, {"NotEqual", "not_equal"},
-      {"Less", "less"}, {"LessEqual", "less_equal"}, {"Greater", "greater"}, {"GreaterEqual", "greater_equal"},
-      {"LogicalAnd", "logical_and"}, {"LogicalOr", "logical_or"},
-      {"ReluGrad", "relu_grad"}, {"Relu6Grad", "relu6_grad"}, {"EluGrad", "elu_grad"}, {"SeluGrad", "selu_grad"},
-      {"SoftplusGrad", "softplus_grad"}, {"SigmoidGrad", "sigmoid_grad"}, {"TanhGrad", "tanh_grad"},
-      {"SqrtGrad", "sqrt_grad"}, {"RsqrtGrad", "rsqrt_grad"}, {"ReciprocalGrad", "reciprocal_grad"},
+      {"Neg", "neg"},
+      {"Abs", "abs_"},
+      {"Sign", "sign_"},
+      {"Exp", "exp_"},
+      {"Expm1", "expm1_"},
+      {"Log", "log_"},
+      {"Log1p", "log1p_"},
+      {"Sqrt", "sqrt_"},
+      {"Rsqrt", "rsqrt_"},
+      {"Square", "square"},
+      {"Reciprocal", "reciprocal"},
+      {"Sin", "sin_"},
+      {"Cos", "cos_"},
+      {"Tanh", "tanh_"},
+      {"Sigmoid", "sigmoid"},
+      {"Relu", "relu"},
+      {"Relu6", "relu6"},
+      {"Elu", "elu"},
+      {"Selu", "selu"},
+      {"Softplus", "softplus"},
+      {"Erf", "erf_"},
+      {"Floor", "floor_"},
+      {"Ceil", "ceil_"},
+      {"Round", "round_"},
+      {"IsNan", "is_nan"},
+      {"IsInf", "is_inf"},
+      {"LogicalNot", "logical_not"},
+      {"Add", "add"},
+      {"Sub", "sub"},
+      {"Mul", "mul"},
+      {"Div", "div_"},
+      {"RealDiv", "div_"},
+      {"Maximum", "maximum"},
+      {"Minimum", "minimum"},
+      {"Pow", "pow_"},
+      {"SquaredDifference", "squared_difference"},
+      {"Equal", "equal"},
+      {"NotEqual", "not_equal"},
+      {"Less", "less"},
+      {"LessEqual", "less_equal"},
+      {"Greater", "greater"},
+      {"GreaterEqual", "greater_equal"},
+      {"LogicalAnd", "logical_and"},
+      {"LogicalOr", "logical_or"},
+      {"ReluGrad", "relu_grad"},
+      {"Relu6Grad", "relu6_grad"},
+      {"EluGrad", "elu_grad"},
+      {"SeluGrad", "selu_grad"},
+      {"SoftplusGrad", "softplus_grad"},
+      {"SigmoidGrad", "sigmoid_grad"},
+      {"TanhGrad", "tanh_grad"},
+      {"SqrtGrad", "sqrt_grad"},
+      {"RsqrtGrad", "rsqrt_grad"},
+      {"ReciprocalGrad", "reciprocal_grad"},
   };
   auto it = kernels.find(op);
   if (it == kernels.end()) throw sdk::Error(WEFT_INTERNAL, Str("no OpenCL kernel is named for op ", op));
@@ -98,8 +138,8 @@ class GradKernel {
                     ? (init.Bool("approximate") ? "gelu_grad_tanh" : "gelu_grad_erf")
                     : KernelOf(init.op())) {
     const std::string_view op = init.op();
-    const bool from_output = op == "SigmoidGrad" || op == "TanhGrad" || op == "SqrtGrad" || op == "RsqrtGrad" ||
-                             op == "ReciprocalGrad";
+    const bool from_output =
+        op == "SigmoidGrad" || op == "TanhGrad" || op == "SqrtGrad" || op == "RsqrtGrad" || op == "ReciprocalGrad";
     first_ = from_output ? "y" : "gradients";
     second_ = from_output ? "dy" : (op == "EluGrad" || op == "SeluGrad" ? "outputs" : "features");
   }
@@ -272,9 +312,9 @@ class ConstantLikeKernel {
         default: pattern[0] = 1; break;  // bool
       }
     }
-    ctx.device().Check(clEnqueueFillBuffer(ctx.queue(), y.mem, pattern, size, y.offset, y.byte_size, 0, nullptr,
-                                           nullptr),
-                       "clEnqueueFillBuffer");
+    ctx.device().Check(
+        clEnqueueFillBuffer(ctx.queue(), y.mem, pattern, size, y.offset, y.byte_size, 0, nullptr, nullptr),
+        "clEnqueueFillBuffer");
   }
 
  private:
@@ -339,7 +379,8 @@ class TransposeKernel {
       Fail("perm ", DimsString(perm), " has ", perm.size(), " entries for a tensor of rank ", rank);
     }
     std::vector<int64_t> strides(static_cast<std::size_t>(rank), 1);
-    for (int i = rank - 2; i >= 0; --i) strides[static_cast<std::size_t>(i)] = strides[static_cast<std::size_t>(i + 1)] * x.dim(i + 1);
+    for (int i = rank - 2; i >= 0; --i)
+      strides[static_cast<std::size_t>(i)] = strides[static_cast<std::size_t>(i + 1)] * x.dim(i + 1);
     std::vector<bool> seen(perm.size(), false);
     BroadcastPlan<1> plan;
     plan.rank = std::max(rank, 1);
@@ -385,10 +426,11 @@ void AddFor(KernelRegistry& r, const char* op, std::initializer_list<weft_dtype_
 }  // namespace
 
 void RegisterElementwiseKernels(KernelRegistry& r) {
-  for (const char* op : {"Neg", "Abs", "Sign", "Square", "Relu", "Relu6"}) AddFor<UnaryKernel>(r, op, {kF32, kF64, kI32, kI64});
-  for (const char* op : {"Exp", "Expm1", "Log", "Log1p", "Sqrt", "Rsqrt", "Reciprocal", "Sin", "Cos", "Tanh",
-                         "Sigmoid", "Elu", "Selu", "Softplus", "Erf", "Floor", "Ceil", "Round", "Gelu", "IsNan",
-                         "IsInf"}) {
+  for (const char* op : {"Neg", "Abs", "Sign", "Square", "Relu", "Relu6"})
+    AddFor<UnaryKernel>(r, op, {kF32, kF64, kI32, kI64});
+  for (const char* op :
+       {"Exp", "Expm1", "Log",      "Log1p", "Sqrt",  "Rsqrt", "Reciprocal", "Sin",  "Cos",   "Tanh", "Sigmoid",
+        "Elu", "Selu",  "Softplus", "Erf",   "Floor", "Ceil",  "Round",      "Gelu", "IsNan", "IsInf"}) {
     AddFor<UnaryKernel>(r, op, {kF32, kF64});
   }
   r.Add<UnaryKernel>("LogicalNot", {});
@@ -397,7 +439,8 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
   }
   for (const char* op : {"Div", "RealDiv", "Pow"}) AddFor<BinaryKernel>(r, op, {kF32, kF64});
   for (const char* op : {"Equal", "NotEqual"}) AddFor<BinaryKernel>(r, op, {kF32, kF64, kI32, kI64, kBool});
-  for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual"}) AddFor<BinaryKernel>(r, op, {kF32, kF64, kI32, kI64});
+  for (const char* op : {"Less", "LessEqual", "Greater", "GreaterEqual"})
+    AddFor<BinaryKernel>(r, op, {kF32, kF64, kI32, kI64});
   r.Add<BinaryKernel>("LogicalAnd", {});
   r.Add<BinaryKernel>("LogicalOr", {});
   for (const char* op : {"ReluGrad", "Relu6Grad"}) AddFor<GradKernel>(r, op, {kF32, kF64, kI32, kI64});

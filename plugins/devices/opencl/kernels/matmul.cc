@@ -87,8 +87,8 @@ class MatMulKernel {
     const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
     const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
     if (k != kb) {
-      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims),
-           tb_ ? "^T" : "", " (", k, " vs ", kb, ")");
+      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims), tb_ ? "^T" : "",
+           " (", k, " vs ", kb, ")");
     }
     const Tensor c = ctx.allocate_output(0, {m, n});
     Multiply(ctx, *program_, a, b, c, m, n, k, ta_, tb_, PlanBroadcast2({1}, {1}, {1}), 1);
@@ -119,8 +119,8 @@ class BatchMatMulKernel {
     const Dims batch = BroadcastDims(bx, by);
     int64_t batches = 1;
     for (int64_t d : batch) batches *= d;
-    BroadcastPlan<2> plan = PlanBroadcast2(batch.empty() ? Dims{1} : batch, bx.empty() ? Dims{1} : bx,
-                                           by.empty() ? Dims{1} : by);
+    BroadcastPlan<2> plan =
+        PlanBroadcast2(batch.empty() ? Dims{1} : batch, bx.empty() ? Dims{1} : bx, by.empty() ? Dims{1} : by);
     // Strides between matrices, in elements.
     for (int i = 0; i < 8; ++i) {
       plan.strides[0].s[i] *= m * k;

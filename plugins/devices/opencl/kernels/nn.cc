@@ -51,7 +51,8 @@ void CheckFeatures(const Tensor& features) {
 
 class SoftmaxXentKernel {
  public:
-  explicit SoftmaxXentKernel(const InitContext& init) : program_(&ProgramFor(init.device(), "nn", init.input_dtype(0))) {}
+  explicit SoftmaxXentKernel(const InitContext& init)
+      : program_(&ProgramFor(init.device(), "nn", init.input_dtype(0))) {}
   void Compute(Context& ctx) {
     const Tensor features = ctx.input(0), labels = ctx.input(1);
     CheckFeatures(features);

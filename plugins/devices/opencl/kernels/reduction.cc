@@ -12,8 +12,7 @@
 namespace weft::opencl {
 namespace {
 
-constexpr weft_dtype_t kF32 = WEFT_DTYPE_F32, kF64 = WEFT_DTYPE_F64, kI32 = WEFT_DTYPE_I32,
-                       kI64 = WEFT_DTYPE_I64;
+constexpr weft_dtype_t kF32 = WEFT_DTYPE_F32, kF64 = WEFT_DTYPE_F64, kI32 = WEFT_DTYPE_I32, kI64 = WEFT_DTYPE_I64;
 
 // Below this many outputs, and above this many elements per output, a sum
 // is split into chunks summed in parallel, then added in order.
@@ -50,8 +49,8 @@ void Sum(Context& ctx, Program& program, const Tensor& x, const Tensor& y, const
   }
   const int64_t parts = std::min<int64_t>(256, (plan.num_reduced + kChunk - 1) / kChunk);
   const int64_t chunk = (plan.num_reduced + parts - 1) / parts;
-  const Tensor partial = ctx.allocate_temp(
-      WEFT_DTYPE_U8, {plan.num_out * parts * static_cast<int64_t>(AccBytes(ctx.device(), x.dtype))});
+  const Tensor partial =
+      ctx.allocate_temp(WEFT_DTYPE_U8, {plan.num_out * parts * static_cast<int64_t>(AccBytes(ctx.device(), x.dtype))});
   {
     Launch launch(ctx, program, "reduce_sum_parts");
     launch.Buf(x).Buf(partial);
@@ -106,7 +105,10 @@ class ReduceKernel {
       Sum(ctx, *program_, x, y, plan, op_ == "Mean");
       return;
     }
-    const char* kernel = extremum ? "reduce_extremum" : op_ == "Prod" ? "reduce_prod" : op_ == "All" ? "reduce_all" : "reduce_any";
+    const char* kernel = extremum        ? "reduce_extremum"
+                         : op_ == "Prod" ? "reduce_prod"
+                         : op_ == "All"  ? "reduce_all"
+                                         : "reduce_any";
     Launch launch(ctx, *program_, kernel);
     launch.Buf(x).Buf(y);
     PlanArgs(launch, plan);

@@ -85,7 +85,8 @@ Result Run(bool shared, int connections, int round_trips, int transfers, int por
     if (shared) s.send(zmq::buffer(&c, sizeof c), zmq::send_flags::sndmore);
     s.send(zmq::str_buffer("M"), zmq::send_flags::sndmore);
     if (zero_copy) {
-      zmq::message_t m(const_cast<void*>(data), size, [](void*, void*) {}, nullptr);
+      zmq::message_t m(
+          const_cast<void*>(data), size, [](void*, void*) {}, nullptr);
       s.send(m, zmq::send_flags::none);
     } else {
       s.send(zmq::const_buffer(data, size), zmq::send_flags::none);
@@ -187,10 +188,10 @@ int main(int argc, char** argv) {
   for (int connections : counts) {
     for (bool shared : {false, true}) {
       const Result r = Run(shared, connections, round_trips, transfers, port++);
-      std::printf("%-15s connections=%d  4KiB round trip (all connections): %7.1f us   64MiB transfers: %5.2f GB/s"
-                  "   4KiB round trip beside 64MiB: %8.1f us\n",
-                  shared ? "shared" : "per-connection", connections, r.round_trip_us, r.transfer_gbps,
-                  r.busy_round_trip_us);
+      std::printf(
+          "%-15s connections=%d  4KiB round trip (all connections): %7.1f us   64MiB transfers: %5.2f GB/s"
+          "   4KiB round trip beside 64MiB: %8.1f us\n",
+          shared ? "shared" : "per-connection", connections, r.round_trip_us, r.transfer_gbps, r.busy_round_trip_us);
     }
   }
   return 0;

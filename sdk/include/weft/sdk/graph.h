@@ -35,10 +35,18 @@ struct Attr {
   weft_dtype_t type = WEFT_DTYPE_INVALID;
   std::string s;
 
-  static Attr Int(const char* name, int64_t v) { return Make(name, Kind::kInt, [&](Attr& a) { a.i = v; }); }
-  static Attr Float(const char* name, double v) { return Make(name, Kind::kFloat, [&](Attr& a) { a.f = v; }); }
-  static Attr Bool(const char* name, bool v) { return Make(name, Kind::kBool, [&](Attr& a) { a.i = v ? 1 : 0; }); }
-  static Attr Type(const char* name, weft_dtype_t v) { return Make(name, Kind::kType, [&](Attr& a) { a.type = v; }); }
+  static Attr Int(const char* name, int64_t v) {
+    return Make(name, Kind::kInt, [&](Attr& a) { a.i = v; });
+  }
+  static Attr Float(const char* name, double v) {
+    return Make(name, Kind::kFloat, [&](Attr& a) { a.f = v; });
+  }
+  static Attr Bool(const char* name, bool v) {
+    return Make(name, Kind::kBool, [&](Attr& a) { a.i = v ? 1 : 0; });
+  }
+  static Attr Type(const char* name, weft_dtype_t v) {
+    return Make(name, Kind::kType, [&](Attr& a) { a.type = v; });
+  }
   static Attr String(const char* name, std::string v) {
     return Make(name, Kind::kString, [&](Attr& a) { a.s = std::move(v); });
   }

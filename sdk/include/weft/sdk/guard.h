@@ -32,13 +32,11 @@ namespace internal {
 
 // Builds the status without allocating in C++, so that reporting an
 // exception cannot throw another one.
-inline weft_status_t StatusFromException(weft_code_t code, const char* prefix,
-                                         const char* what) noexcept {
+inline weft_status_t StatusFromException(weft_code_t code, const char* prefix, const char* what) noexcept {
   if (host() == nullptr) {
     // Only reachable when a plugin calls into the SDK before its entry
     // point ran: a programming error with no way to report it.
-    std::fprintf(stderr, "weft sdk: exception before the plugin was initialised: %s\n",
-                 what != nullptr ? what : "");
+    std::fprintf(stderr, "weft sdk: exception before the plugin was initialised: %s\n", what != nullptr ? what : "");
     std::abort();
   }
   char message[1024];

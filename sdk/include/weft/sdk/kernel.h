@@ -413,23 +413,21 @@ class BasicKernelContext {
   // kernel's device (in host memory for a host-memory arg).
   TensorT allocate_output(int i, const Dims& dims) {
     weft_tensor_t v = internal::EmptyView();
-    ThrowIfError(
-        internal::KernelApi()->allocate_output(ctx_, i, static_cast<int32_t>(dims.size()), dims.data(), &v));
+    ThrowIfError(internal::KernelApi()->allocate_output(ctx_, i, static_cast<int32_t>(dims.size()), dims.data(), &v));
     return TensorT(v);
   }
   // Output |output| shares input |input|'s buffer and shape.
   void forward(int input, int output) { ThrowIfError(internal::KernelApi()->forward_input(ctx_, input, output)); }
   // The same with a new shape of as many elements.
   void forward_reshaped(int input, int output, const Dims& dims) {
-    ThrowIfError(internal::KernelApi()->forward_input_reshaped(ctx_, input, output,
-                                                               static_cast<int32_t>(dims.size()), dims.data()));
+    ThrowIfError(internal::KernelApi()->forward_input_reshaped(ctx_, input, output, static_cast<int32_t>(dims.size()),
+                                                               dims.data()));
   }
   // Scratch memory on the kernel's device, released once the compute has
   // returned and the stream work it enqueued has run.
   TensorT allocate_temp(weft_dtype_t dtype, const Dims& dims) {
     weft_tensor_t v = internal::EmptyView();
-    ThrowIfError(internal::KernelApi()->allocate_temp(ctx_, dtype, static_cast<int32_t>(dims.size()),
-                                                      dims.data(), &v));
+    ThrowIfError(internal::KernelApi()->allocate_temp(ctx_, dtype, static_cast<int32_t>(dims.size()), dims.data(), &v));
     return TensorT(v);
   }
   // The variable behind resource input |i|, locked until the compute

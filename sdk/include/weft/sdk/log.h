@@ -18,8 +18,7 @@ namespace weft::sdk {
 
 class LogMessage {
  public:
-  LogMessage(weft_log_level_t level, const char* file, int line)
-      : level_(level), file_(file), line_(line) {}
+  LogMessage(weft_log_level_t level, const char* file, int line) : level_(level), file_(file), line_(line) {}
   LogMessage(const LogMessage&) = delete;
   LogMessage& operator=(const LogMessage&) = delete;
   ~LogMessage() {
@@ -39,15 +38,13 @@ class LogMessage {
   std::ostringstream stream_;
 };
 
-inline bool LogEnabled(weft_log_level_t level) noexcept {
-  return host() != nullptr && host()->log_enabled(level) != 0;
-}
+inline bool LogEnabled(weft_log_level_t level) noexcept { return host() != nullptr && host()->log_enabled(level) != 0; }
 
 }  // namespace weft::sdk
 
-#define WEFT_SDK_LOG(level)                                     \
-  if (!::weft::sdk::LogEnabled(WEFT_LOG_##level)) {             \
-  } else                                                        \
+#define WEFT_SDK_LOG(level)                         \
+  if (!::weft::sdk::LogEnabled(WEFT_LOG_##level)) { \
+  } else                                            \
     ::weft::sdk::LogMessage(WEFT_LOG_##level, __FILE__, __LINE__).stream()
 
 #endif  // WEFT_SDK_LOG_H_

@@ -27,19 +27,18 @@
 #ifndef WEFT_SDK_PLUGIN_H_
 #define WEFT_SDK_PLUGIN_H_
 
-#include "weft/weft_plugin.h"
 #include "weft/sdk/guard.h"
 #include "weft/sdk/host.h"
 #include "weft/sdk/log.h"
 #include "weft/sdk/options.h"
 #include "weft/sdk/status.h"
 #include "weft/sdk/struct.h"
+#include "weft/weft_plugin.h"
 
 namespace weft::sdk::internal {
 
 template <class Describe>
-weft_status_t RunInit(const weft_host_t* host_table, const weft_plugin_t** out_plugin,
-                      Describe describe) noexcept {
+weft_status_t RunInit(const weft_host_t* host_table, const weft_plugin_t** out_plugin, Describe describe) noexcept {
   if (out_plugin == nullptr) return nullptr;
   *out_plugin = nullptr;
   // Without a host there is no way to make a status; the host then sees no
@@ -48,8 +47,7 @@ weft_status_t RunInit(const weft_host_t* host_table, const weft_plugin_t** out_p
   if (!WEFT_STRUCT_HAS(host_table, weft_host_t, status_new)) return nullptr;
   g_host = host_table;
   if (host_table->struct_size < WEFT_HOST_SIZE_V1_0) {
-    return host_table->status_new(WEFT_FAILED_PRECONDITION,
-                                  "the host's services table is smaller than ABI 1.0");
+    return host_table->status_new(WEFT_FAILED_PRECONDITION, "the host's services table is smaller than ABI 1.0");
   }
   return Guard([&]() -> weft_status_t {
     const weft_plugin_t* plugin = describe();
@@ -64,10 +62,10 @@ weft_status_t RunInit(const weft_host_t* host_table, const weft_plugin_t** out_p
 
 }  // namespace weft::sdk::internal
 
-#define WEFT_SDK_DEFINE_PLUGIN(describe_fn)                                        \
-  extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(                 \
-      const weft_host_t* host, const weft_plugin_t** out_plugin) {                 \
-    return ::weft::sdk::internal::RunInit(host, out_plugin, describe_fn);          \
+#define WEFT_SDK_DEFINE_PLUGIN(describe_fn)                                                           \
+  extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t* host,            \
+                                                                  const weft_plugin_t** out_plugin) { \
+    return ::weft::sdk::internal::RunInit(host, out_plugin, describe_fn);                             \
   }
 
 #endif  // WEFT_SDK_PLUGIN_H_

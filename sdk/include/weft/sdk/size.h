@@ -26,8 +26,8 @@ namespace weft::sdk {
 inline int64_t AddSize(int64_t a, int64_t b, const char* what) {
   int64_t out;
   if (__builtin_add_overflow(a, b, &out)) {
-    throw Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                                           " does not fit in 64 bits");
+    throw Error(WEFT_INVALID_ARGUMENT,
+                std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) + " does not fit in 64 bits");
   }
   return out;
 }
@@ -35,8 +35,8 @@ inline int64_t AddSize(int64_t a, int64_t b, const char* what) {
 inline int64_t MulSize(int64_t a, int64_t b, const char* what) {
   int64_t out;
   if (__builtin_mul_overflow(a, b, &out)) {
-    throw Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) +
-                                           " does not fit in 64 bits");
+    throw Error(WEFT_INVALID_ARGUMENT,
+                std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) + " does not fit in 64 bits");
   }
   return out;
 }

@@ -25,8 +25,7 @@ namespace weft::sdk {
 // code and message.
 class Error : public std::runtime_error {
  public:
-  Error(weft_code_t code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Error(weft_code_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
   weft_code_t code() const noexcept { return code_; }
 
  private:

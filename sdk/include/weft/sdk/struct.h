@@ -79,10 +79,8 @@ class StructArray {
   // gives an empty view.
   StructArray(const T* base, std::size_t count) noexcept
       : base_(reinterpret_cast<const char*>(base)),
-        count_(base == nullptr || count == 0 || base->struct_size == 0 ||
-                       base->struct_size % alignof(T) != 0
-                   ? 0
-                   : count),
+        count_(base == nullptr || count == 0 || base->struct_size == 0 || base->struct_size % alignof(T) != 0 ? 0
+                                                                                                              : count),
         stride_(count_ == 0 ? 0 : base->struct_size) {}
 
   // Whether every element is at least |min_size| bytes (the struct's
@@ -92,9 +90,7 @@ class StructArray {
   std::size_t size() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
   std::size_t stride() const noexcept { return stride_; }
-  const T& operator[](std::size_t i) const {
-    return *reinterpret_cast<const T*>(base_ + i * stride_);
-  }
+  const T& operator[](std::size_t i) const { return *reinterpret_cast<const T*>(base_ + i * stride_); }
   iterator begin() const { return iterator(base_, stride_); }
   iterator end() const { return iterator(base_ + count_ * stride_, stride_); }
 
