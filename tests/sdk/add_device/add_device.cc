@@ -15,6 +15,8 @@ namespace {
 
 using weft::sdk::Guard;
 
+constexpr uint64_t kMemory = uint64_t{1} << 30;  // what the device says it has
+
 // The device's memory: a buffer handle is a pointer to one of these.
 struct Buffer {
   std::vector<unsigned char> bytes;
@@ -83,13 +85,16 @@ const weft_device_plugin_t kDevice = [] {
     return Guard([&] {
       auto p = weft::sdk::Make<weft_device_properties_t>();
       p.model = "Add-only device";
-      p.memory_bytes = uint64_t{1} << 30;
+      p.memory_bytes = kMemory;
       p.alignment = alignof(std::max_align_t);
       weft::sdk::FillOut(out, p);
     });
   };
   t.buffer_alloc = [](weft_device_t, uint64_t size, weft_buffer_t* out) {
-    return Guard([&] { *out = reinterpret_cast<weft_buffer_t>(new Buffer{std::vector<unsigned char>(size)}); });
+    return Guard([&] {
+      if (size > kMemory) throw weft::sdk::Error(WEFT_RESOURCE_EXHAUSTED, "more than the ADD device's 1 GiB");
+      *out = reinterpret_cast<weft_buffer_t>(new Buffer{std::vector<unsigned char>(size)});
+    });
   };
   t.buffer_free = [](weft_device_t, weft_buffer_t b) { delete reinterpret_cast<Buffer*>(b); };
   weft::sdk::SetInlineStreams(t);  // copies and kernels finish before returning

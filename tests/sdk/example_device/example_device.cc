@@ -25,6 +25,8 @@
 
 namespace {
 
+constexpr uint64_t kMemoryBytes = uint64_t{1} << 30;  // what the device says it has
+
 struct Buffer {
   std::vector<unsigned char> bytes;
 };
@@ -56,7 +58,7 @@ weft_status_t Properties(weft_device_t, weft_device_properties_t* out) {
     auto props = weft::sdk::Make<weft_device_properties_t>();
     props.model = "Example device";
     props.vendor = "Weft SDK example";
-    props.memory_bytes = uint64_t{1} << 30;
+    props.memory_bytes = kMemoryBytes;
     // What std::vector's storage guarantees: every dtype's elements.
     props.alignment = alignof(std::max_align_t);
     props.host_visible = 0;
@@ -65,9 +67,16 @@ weft_status_t Properties(weft_device_t, weft_device_properties_t* out) {
   });
 }
 
+// A buffer larger than the device's memory is refused before anything is
+// allocated (RESOURCE_EXHAUSTED, as weft_device.h asks).
 weft_status_t Alloc(weft_device_t, uint64_t size, weft_buffer_t* out) {
-  return weft::sdk::Guard(
-      [&] { *out = reinterpret_cast<weft_buffer_t>(new Buffer{std::vector<unsigned char>(size)}); });
+  return weft::sdk::Guard([&] {
+    if (size > kMemoryBytes) {
+      throw weft::sdk::Error(WEFT_RESOURCE_EXHAUSTED,
+                             "a buffer of " + std::to_string(size) + " bytes is more than the example device's 1 GiB");
+    }
+    *out = reinterpret_cast<weft_buffer_t>(new Buffer{std::vector<unsigned char>(size)});
+  });
 }
 
 void Free(weft_device_t, weft_buffer_t buffer) { delete AsBuffer(buffer); }
