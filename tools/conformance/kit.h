@@ -63,14 +63,13 @@ struct CaseOutcome {
 };
 
 // Runs |c| on |device| (every node of its one-op graph placed there) and
-// checks the result against the case's reference.
+// checks the result against the case's reference. |supported| is false,
+// and nothing runs, when the device has no kernel for the case's op and
+// binding of type attrs or its kernel's query refuses the node (a runtime
+// op runs everywhere; a case whose graph does not build counts as
+// supported, so its error is checked).
 CaseOutcome RunCase(const cases::Case& c, const std::string& dir, const std::shared_ptr<runtime::DeviceSet>& devices,
                     const std::string& device);
-
-// Whether |device| has a kernel for the case's op and binding of type
-// attrs (a runtime op runs everywhere; a case whose graph does not build
-// counts as supported, so its error is checked).
-bool Supports(const cases::Case& c, const std::string& dir, const runtime::RuntimeDevice& device);
 
 struct Options {
   // The devices to test, by name ("/device:EXAMPLE:0").
