@@ -64,20 +64,8 @@ const weft_device_plugin_t& UnavailableTable() {
 }
 
 const weft_plugin_t* UnavailablePlugin() {
-  static const weft_plugin_t plugin = [] {
-    auto p = sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = Vendor().plugin_name;
-    p.version = Vendor().version;
-    p.description = Vendor().description;
-    p.kind = WEFT_PLUGIN_DEVICE;
-    p.device = &UnavailableTable();
-    p.options = kOptions;
-    p.num_options = kNumOptions;
-    p.configure = [](const weft_options_t*) -> weft_status_t { return nullptr; };
-    return p;
-  }();
+  static const weft_plugin_t plugin =
+      Description(&UnavailableTable(), [](const weft_options_t*) -> weft_status_t { return nullptr; });
   return &plugin;
 }
 

@@ -297,20 +297,7 @@ const weft_device_plugin_t& DeviceTable() {
 }
 
 const weft_plugin_t* Describe() {
-  static const weft_plugin_t plugin = [] {
-    auto p = sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = Vendor().plugin_name;
-    p.version = Vendor().version;
-    p.description = Vendor().description;
-    p.kind = WEFT_PLUGIN_DEVICE;
-    p.device = &DeviceTable();
-    p.options = kOptions;
-    p.num_options = sizeof kOptions / sizeof kOptions[0];
-    p.configure = Configure;
-    return p;
-  }();
+  static const weft_plugin_t plugin = Description(&DeviceTable(), Configure);
   return &plugin;
 }
 

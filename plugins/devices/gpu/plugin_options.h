@@ -1,11 +1,13 @@
-// The [devices.cuda] / [devices.hip] keys, declared alike by the plugin and
-// by its front (gpu_front.cc), so a config is validated the same whether a
-// GPU is present or not.
+// The [devices.cuda] / [devices.hip] keys and the plugin's description,
+// declared alike by the plugin and by its front (gpu_front.cc), so a config
+// is validated the same whether a GPU is present or not.
 #ifndef WEFT_PLUGINS_DEVICES_GPU_PLUGIN_OPTIONS_H_
 #define WEFT_PLUGINS_DEVICES_GPU_PLUGIN_OPTIONS_H_
 
 #include <cstddef>
 
+#include "gpu/vendor.h"
+#include "weft/sdk/struct.h"
 #include "weft/weft_plugin.h"
 
 namespace weft::gpu {
@@ -17,6 +19,23 @@ inline const weft_option_def_t kOptions[] = {
      0, 0, 0, 0, nullptr, 0},
 };
 inline constexpr std::size_t kNumOptions = sizeof kOptions / sizeof kOptions[0];
+
+// The plugin's description with the vendor's names and the options above,
+// around |table| and |configure|.
+inline weft_plugin_t Description(const weft_device_plugin_t* table, weft_status_t (*configure)(const weft_options_t*)) {
+  auto p = sdk::Make<weft_plugin_t>();
+  p.abi_major = WEFT_ABI_VERSION_MAJOR;
+  p.abi_minor = WEFT_ABI_VERSION_MINOR;
+  p.name = Vendor().plugin_name;
+  p.version = Vendor().version;
+  p.description = Vendor().description;
+  p.kind = WEFT_PLUGIN_DEVICE;
+  p.device = table;
+  p.options = kOptions;
+  p.num_options = kNumOptions;
+  p.configure = configure;
+  return p;
+}
 
 }  // namespace weft::gpu
 
