@@ -50,6 +50,9 @@ packages=(
   python3-numpy            # independent reference values in the tests
   python3-matplotlib       # tools/bench/scale_model.py: the scaling plot in docs/distributed.md
   zlib1g-dev               # reading .gz datasets (IDX files)
+  libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import and export (core/onnx, docs/onnx.md)
+  python3-onnx             # the ONNX tests: reading what Weft exports, building bad models
+  python3-torch python3-torchvision  # tools/onnx/export_models.py: PyTorch models as ONNX, the benchmarks' peer
   dataset-fashion-mnist    # the training demo's data (/usr/share/datasets/fashion-mnist)
   # The OpenCL device plugin: headers and the ICD loader to build it, PoCL
   # as a real OpenCL device on machines without a GPU (its tests and the

@@ -781,7 +781,8 @@ Status Run::BuildGraph() {
   WEFT_ASSIGN_OR_RETURN(optimizer_choice_, ChooseOptimizer(config_, host_));
   WEFT_ASSIGN_OR_RETURN(optimizer_, Optimizer::Create(*optimizer_choice_.plugin, optimizer_choice_.hyperparameters));
 
-  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(options_.model_path));
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, options_.read_model ? options_.read_model(options_.model_path)
+                                                          : ReadGraphFile(options_.model_path));
   auto model = Graph::FromGraphDef(std::move(def));
   if (!model.ok()) return model.status().WithContext(options_.model_path);
   const config::ModelConfig& m = config_.model;

@@ -27,6 +27,10 @@ namespace weft::train {
 
 struct TrainerOptions {
   std::string model_path;
+  // Reads model_path into a graph; null: core/graph/serialize.h's
+  // ReadGraphFile (.wg, .wgt). The CLI passes one that imports .onnx too
+  // (core/onnx/onnx.h), which libweft does not link.
+  std::function<Expected<GraphDef>(const std::string&)> read_model;
   // Continue from the newest checkpoint of [checkpoint] dir (from step 0
   // when there is none yet).
   bool resume = false;

@@ -16,7 +16,7 @@ namespace weft::cli {
 namespace {
 
 Expected<Graph> LoadGraph(const std::string& path) {
-  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(path));
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadTrainableModel(path));
   auto graph = Graph::FromGraphDef(std::move(def));
   if (!graph.ok()) return graph.status().WithContext(path);
   return graph;
@@ -333,14 +333,14 @@ void AddGraphCommands(CLI::App& app, Runner& run) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   CLI::App* inspect = app.add_subcommand("inspect", "Summarise a graph file: inputs, outputs, op counts, parameters");
-  inspect->add_option("GRAPH", *path, "A .wg or .wgt graph file")->required();
+  inspect->add_option("GRAPH", *path, "A .wg, .wgt or .onnx graph file")->required();
   inspect->add_flag("--json", *json, "Print as JSON");
   inspect->callback([&run, path, json] { run = [path, json](Context&) { return Inspect(*path, *json); }; });
 
   auto dot_path = std::make_shared<std::string>();
   CLI::App* dot =
       app.add_subcommand("dot", "Print a graph file as Graphviz (name scopes and loop frames become clusters)");
-  dot->add_option("GRAPH", *dot_path, "A .wg or .wgt graph file")->required();
+  dot->add_option("GRAPH", *dot_path, "A .wg, .wgt or .onnx graph file")->required();
   dot->footer("Example: weft dot model.wgt | dot -Tsvg > model.svg");
   dot->callback([&run, dot_path] { run = [dot_path](Context&) { return Dot(*dot_path); }; });
 

@@ -84,13 +84,14 @@ int Run(Context& ctx, const PlaceArgs& args) {
     if (!host.ok()) return ReportError(host.status());
     train::TrainerOptions options;
     options.model_path = args.graph;
+    options.read_model = ReadTrainableModel;
     options.cluster = cluster;
     auto plan = train::PlanTrainingPlacement(ctx.config(), **host, options);
     if (!plan.ok()) return ReportError(plan.status());
     graph = std::move(plan->graph);
     pins = std::move(plan->pins);
   } else {
-    auto def = ReadGraphFile(args.graph);
+    auto def = onnx_io::ReadModelFile(args.graph, FrozenImport());
     if (!def.ok()) return ReportError(def.status());
     graph = Graph::FromGraphDef(std::move(*def));
     if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
@@ -185,7 +186,7 @@ void AddPlaceCommand(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("place",
                                      "Show where each node of a graph runs on this machine's "
                                      "devices, and the Send/Recv pairs between them");
-  cmd->add_option("GRAPH", args->graph, "A .wg or .wgt graph file")->required();
+  cmd->add_option("GRAPH", args->graph, "A .wg, .wgt or .onnx graph file")->required();
   cmd->add_flag("--explain", args->explain, "List every node with its device and the reason it went there");
   cmd->add_flag("--json", args->json, "Print nodes and transfers as JSON");
   cmd->add_flag("--local", args->local, "Place on this machine's devices even when the config has a [cluster]");

@@ -11,6 +11,7 @@
 #include "core/dist/dist_session.h"
 #include "core/graph/graph.h"
 #include "core/graph/serialize.h"
+#include "core/onnx/onnx.h"
 #include "core/runtime/session.h"
 #include "core/runtime/trace.h"
 #include "core/tensor/npy.h"
@@ -61,7 +62,7 @@ int Run(Context& ctx, const RunArgs& args) {
     return ReportError(InvalidArgumentError("nothing to run: give at least one --fetch or --target (`weft inspect ",
                                             args.graph, "` lists the graph's outputs)"));
   }
-  auto def = ReadGraphFile(args.graph);
+  auto def = onnx_io::ReadModelFile(args.graph, FrozenImport());
   if (!def.ok()) return ReportError(def.status());
   auto graph = Graph::FromGraphDef(std::move(*def));
   if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
@@ -148,7 +149,8 @@ int Run(Context& ctx, const RunArgs& args) {
 void AddRunCommand(CLI::App& app, Runner& run) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a graph file once: feeds from .npy files, fetches to .npy files");
-  cmd->add_option("GRAPH", args->graph, "A .wg or .wgt graph file")->required();
+  cmd->add_option("GRAPH", args->graph, "A .wg, .wgt or .onnx graph file (an .onnx model is imported frozen)")
+      ->required();
   cmd->add_option("--feed", args->feeds, "NAME=FILE.npy: a value for a tensor (usually a Placeholder); repeatable");
   cmd->add_option("--fetch", args->fetches, "NAME or NAME:K: a tensor to compute and save; repeatable");
   cmd->add_option("--target", args->targets, "A node to run for its effect (e.g. an initializer); repeatable");

@@ -39,6 +39,7 @@ int Train(Context& ctx, const TrainArgs& args) {
     if ((*cluster)->self && (*cluster)->self->job != "worker") return ServeTask(ctx, "weft train", true);
   }
   options.model_path = args.model;
+  options.read_model = ReadTrainableModel;
   options.resume = args.resume;
   options.steps = args.steps;
   options.out = &std::cout;
@@ -56,7 +57,9 @@ int Train(Context& ctx, const TrainArgs& args) {
 void AddTrainCommand(CLI::App& app, Runner& run) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model graph file as the --config file's training sections say");
-  cmd->add_option("MODEL", args->model, "A .wg or .wgt graph file with variables, a loss and an initialiser")
+  cmd->add_option(
+         "MODEL", args->model,
+         "A .wg or .wgt graph file with variables, a loss and an initialiser, or an .onnx model (see docs/onnx.md)")
       ->required();
   cmd->add_flag("--resume", args->resume, "Continue from the newest checkpoint in [checkpoint] dir");
   cmd->add_flag("--local", args->local, "Train in this process even when the config has a [cluster] section");

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "core/onnx/onnx.h"
 #include "tools/weft/context.h"
 
 namespace weft::cli {
@@ -27,6 +28,15 @@ void AddGraphCommands(CLI::App& app, Runner& run);
 void AddCheckpointCommands(CLI::App& app, Runner& run);
 // conformance --plugin PATH
 void AddConformanceCommand(CLI::App& app, Runner& run);
+
+// onnx: import MODEL.onnx -o MODEL.wg, export MODEL.wg -o MODEL.onnx
+void AddOnnxCommands(CLI::App& app, Runner& run);
+
+// How the commands read a graph file: .wg/.wgt as they are, .onnx
+// imported (core/onnx/onnx.h) with its initializers as constants (run,
+// place) or as variables with an "init" (train, inspect, dot).
+onnx_io::ImportOptions FrozenImport();
+Expected<GraphDef> ReadTrainableModel(const std::string& path);
 
 // Serves this process's task of the config's cluster until SIGINT or
 // SIGTERM, or, with |stop_when_told|, until the chief of a training run

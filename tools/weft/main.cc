@@ -59,6 +59,7 @@ int Main(int argc, char** argv) {
   weft::cli::AddGraphCommands(app, run);
   weft::cli::AddCheckpointCommands(app, run);
   weft::cli::AddConformanceCommand(app, run);
+  weft::cli::AddOnnxCommands(app, run);
 
   try {
     app.parse(argc, argv);

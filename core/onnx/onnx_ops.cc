@@ -1,0 +1,1564 @@
+// The ONNX op converters: each maps one ONNX node (of opsets 7 to 17) onto
+// Weft ops, with the op's attribute defaults and its opset's form (attrs
+// that became inputs in opset 10, 11 or 13). docs/onnx.md has the table.
+//
+// Conventions: the node's main Weft node is named after the ONNX node
+// (c.Name()), helpers under it (c.Name("MatMul")). Inputs that are attrs
+// in Weft (axes, pads, shapes, perm) must be known at import time
+// (KnownInts); an unknown one is an UNIMPLEMENTED error naming the input.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/base/strings.h"
+#include "core/onnx/importer.h"
+
+namespace weft::onnx_io {
+namespace {
+
+using Conv = std::map<std::string, Converter, std::less<>>;
+
+Output Op(NodeContext& c, std::string_view op, const std::vector<Output>& in, AttrMap attrs = {},
+          std::string_view suffix = {}) {
+  return c.b().Op(op, in, std::move(attrs), c.Name(suffix));
+}
+
+Output ConstOf(NodeContext& c, const Tensor& t, std::string_view suffix) { return c.b().Const(t, c.Name(suffix)); }
+
+Expected<Output> ScalarLike(NodeContext& c, DType dtype, double value, std::string_view suffix) {
+  WEFT_ASSIGN_OR_RETURN(Tensor t, ScalarOf(dtype, value));
+  return ConstOf(c, t, suffix);
+}
+
+// Normalises axis |a| for |rank|; an error naming |what| when out of range.
+Expected<int64_t> Axis(NodeContext& c, int64_t a, int rank, std::string_view what) {
+  if (rank < 0) return a;
+  if (a < -rank || a >= rank) return c.Error(what, " ", a, " is out of range for rank ", rank);
+  return a < 0 ? a + rank : a;
+}
+
+Status Unary(NodeContext& c, std::string_view weft_op) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  c.SetOut(0, Op(c, weft_op, {x}));
+  return Status();
+}
+
+Status Binary(NodeContext& c, std::string_view weft_op) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output y, c.In(1));
+  c.SetOut(0, Op(c, weft_op, {x, y}));
+  return Status();
+}
+
+// Sum, Max, Min, Mean of any number of inputs, broadcasting.
+Status Variadic(NodeContext& c, std::string_view weft_op, bool mean) {
+  if (c.num_inputs() < 1) return c.Error("needs at least one input");
+  WEFT_ASSIGN_OR_RETURN(Output acc, c.In(0));
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(Output next, c.In(i));
+    acc = Op(c, weft_op, {acc, next}, {}, StrCat(weft_op, "_", i));
+  }
+  if (mean && c.num_inputs() > 1) {
+    WEFT_ASSIGN_OR_RETURN(Output n, ScalarLike(c, acc.dtype(), c.num_inputs(), "count"));
+    acc = Op(c, "Div", {acc, n});
+  } else {
+    acc = Op(c, "Identity", {acc});
+  }
+  c.SetOut(0, acc);
+  return Status();
+}
+
+// --- Elementwise with attributes -------------------------------------------------------------
+
+Status LeakyRelu(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output alpha, ScalarLike(c, x.dtype(), c.Float("alpha", 0.01), "alpha"));
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+  Output positive = Op(c, "Greater", {x, zero}, {}, "positive");
+  c.SetOut(0, Op(c, "Select", {positive, x, Op(c, "Mul", {x, alpha}, {}, "scaled")}));
+  return Status();
+}
+
+Status PRelu(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output slope, c.In(1));
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+  Output positive = Op(c, "Greater", {x, zero}, {}, "positive");
+  c.SetOut(0, Op(c, "Select", {positive, x, Op(c, "Mul", {x, slope}, {}, "scaled")}));
+  return Status();
+}
+
+Status Elu(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const double alpha = c.Float("alpha", 1.0);
+  if (alpha == 1.0) {
+    c.SetOut(0, Op(c, "Elu", {x}));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output a, ScalarLike(c, x.dtype(), alpha, "alpha"));
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+  Output negative = Op(c, "Mul", {a, Op(c, "Expm1", {x}, {}, "expm1")}, {}, "negative");
+  c.SetOut(0, Op(c, "Select", {Op(c, "Greater", {x, zero}, {}, "positive"), x, negative}));
+  return Status();
+}
+
+Status Selu(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  // ONNX's defaults are the float32 roundings of Weft's constants.
+  const double alpha = c.Float("alpha", 1.67326319217681884765625), gamma = c.Float("gamma", 1.05070102214813232421875);
+  if (std::abs(alpha - 1.6732632423543772) < 1e-6 && std::abs(gamma - 1.0507009873554805) < 1e-6) {
+    c.SetOut(0, Op(c, "Selu", {x}));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output a, ScalarLike(c, x.dtype(), alpha * gamma, "alpha"));
+  WEFT_ASSIGN_OR_RETURN(Output g, ScalarLike(c, x.dtype(), gamma, "gamma"));
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+  Output negative = Op(c, "Mul", {a, Op(c, "Expm1", {x}, {}, "expm1")}, {}, "negative");
+  Output positive = Op(c, "Mul", {g, x}, {}, "scaled");
+  c.SetOut(0, Op(c, "Select", {Op(c, "Greater", {x, zero}, {}, "positive"), positive, negative}));
+  return Status();
+}
+
+// clip(alpha * x + beta, 0, 1), times x for HardSwish.
+Status HardSigmoid(NodeContext& c, bool swish) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const double alpha = swish ? 1.0 / 6 : c.Float("alpha", 0.2), beta = swish ? 0.5 : c.Float("beta", 0.5);
+  WEFT_ASSIGN_OR_RETURN(Output a, ScalarLike(c, x.dtype(), alpha, "alpha"));
+  WEFT_ASSIGN_OR_RETURN(Output bb, ScalarLike(c, x.dtype(), beta, "beta"));
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+  WEFT_ASSIGN_OR_RETURN(Output one, ScalarLike(c, x.dtype(), 1, "one"));
+  Output y = Op(c, "ClipByValue", {Op(c, "Add", {Op(c, "Mul", {x, a}, {}, "scaled"), bb}, {}, "shifted"), zero, one},
+                {}, swish ? "hard_sigmoid" : "");
+  c.SetOut(0, swish ? Op(c, "Mul", {x, y}) : y);
+  return Status();
+}
+
+Status Softsign(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output one, ScalarLike(c, x.dtype(), 1, "one"));
+  c.SetOut(0, Op(c, "RealDiv", {x, Op(c, "Add", {one, Op(c, "Abs", {x}, {}, "abs")}, {}, "denominator")}));
+  return Status();
+}
+
+Status Clip(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const DType dt = x.dtype();
+  const double lowest = IsFloating(dt)      ? -std::numeric_limits<double>::infinity()
+                        : dt == DType::kI64 ? static_cast<double>(std::numeric_limits<int64_t>::min())
+                        : dt == DType::kI32 ? static_cast<double>(std::numeric_limits<int32_t>::min())
+                                            : 0.0;
+  const double highest = IsFloating(dt)      ? std::numeric_limits<double>::infinity()
+                         : dt == DType::kI64 ? static_cast<double>(std::numeric_limits<int64_t>::max())
+                         : dt == DType::kI32 ? static_cast<double>(std::numeric_limits<int32_t>::max())
+                                             : 255.0;
+  Output lo, hi;
+  if (c.opset() < 11) {
+    WEFT_ASSIGN_OR_RETURN(lo, ScalarLike(c, dt, c.Float("min", lowest), "min"));
+    WEFT_ASSIGN_OR_RETURN(hi, ScalarLike(c, dt, c.Float("max", highest), "max"));
+  } else {
+    if (c.has_input(1)) {
+      WEFT_ASSIGN_OR_RETURN(lo, c.In(1));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(lo, ScalarLike(c, dt, lowest, "min"));
+    }
+    if (c.has_input(2)) {
+      WEFT_ASSIGN_OR_RETURN(hi, c.In(2));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(hi, ScalarLike(c, dt, highest, "max"));
+    }
+  }
+  // ReLU6, MobileNet's activation, has a kernel of its own.
+  const Tensor klo = c.opset() < 11 ? Tensor() : c.Known(1), khi = c.opset() < 11 ? Tensor() : c.Known(2);
+  const bool relu6 = c.opset() < 11
+                         ? (c.Float("min", lowest) == 0 && c.Float("max", highest) == 6)
+                         : (klo.valid() && khi.valid() && klo.num_elements() == 1 && khi.num_elements() == 1 &&
+                            IsFloating(dt) && *c.KnownScalar(1, "min") == 0 && *c.KnownScalar(2, "max") == 6);
+  if (relu6 && (dt == DType::kF32 || dt == DType::kF64)) {
+    c.SetOut(0, Op(c, "Relu6", {x}));
+    return Status();
+  }
+  c.SetOut(0, Op(c, "ClipByValue", {x, lo, hi}));
+  return Status();
+}
+
+Status Cast(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  auto to = DTypeFromOnnx(static_cast<int32_t>(c.Int("to", 0)));
+  if (!to.ok()) return to.status().WithContext("attr 'to'");
+  const Tensor known = c.Known(0);
+  if (known.valid() && IsInteger(known.dtype()) && (*to == DType::kI64 || *to == DType::kI32) && known.rank() <= 1) {
+    std::vector<int64_t> v = ToInts(known);
+    if (*to == DType::kI64) {
+      c.SetKnown(0, Int64s(v, known.shape()));
+    } else {
+      std::vector<int32_t> v32(v.begin(), v.end());
+      c.SetKnown(0, Tensor::FromVector<int32_t>(v32, known.shape()));
+    }
+    return Status();
+  }
+  c.SetOut(0, *to == x.dtype() ? Op(c, "Identity", {x}) : Op(c, "Cast", {x}, {{"DstT", AttrValue(*to)}}));
+  return Status();
+}
+
+Status IsInf(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const bool neg = c.Int("detect_negative", 1) != 0, pos = c.Int("detect_positive", 1) != 0;
+  Output inf = Op(c, "IsInf", {x}, {}, neg && pos ? "" : "any");
+  if (neg && pos) {
+    c.SetOut(0, inf);
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+  Output sign = Op(c, pos ? "Greater" : "Less", {x, zero}, {}, "sign");
+  c.SetOut(0, (neg || pos) ? Op(c, "LogicalAnd", {inf, sign}) : Op(c, "LogicalAnd", {inf, Op(c, "LogicalNot", {inf})}));
+  return Status();
+}
+
+Status Mod(NodeContext& c) {
+  if (c.Int("fmod", 0) != 0) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+    WEFT_ASSIGN_OR_RETURN(Output y, c.In(1));
+    // fmod: x - y * trunc(x / y), the sign of x.
+    if (!IsFloating(x.dtype())) {
+      Output q = Op(c, "Div", {x, y}, {}, "quotient");  // integer Div truncates
+      c.SetOut(0, Op(c, "Sub", {x, Op(c, "Mul", {y, q}, {}, "product")}));
+      return Status();
+    }
+    WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+    Output q = Op(c, "RealDiv", {x, y}, {}, "quotient");
+    Output t =
+        Op(c, "Select",
+           {Op(c, "Less", {q, zero}, {}, "negative"), Op(c, "Ceil", {q}, {}, "ceil"), Op(c, "Floor", {q}, {}, "floor")},
+           {}, "trunc");
+    c.SetOut(0, Op(c, "Sub", {x, Op(c, "Mul", {y, t}, {}, "product")}));
+    return Status();
+  }
+  return Binary(c, "FloorMod");
+}
+
+Status Pow(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output y, c.In(1));
+  if (y.dtype() != x.dtype()) y = Op(c, "Cast", {y}, {{"DstT", AttrValue(x.dtype())}}, "exponent");
+  // x^2 and x^0.5, common in exported normalisations, have cheaper ops.
+  const Tensor k = c.Known(1);
+  if (k.valid() && k.num_elements() == 1 && IsFloating(x.dtype())) {
+    const double e = *c.KnownScalar(1, "exponent");
+    if (e == 2.0) {
+      c.SetOut(0, Op(c, "Square", {x}));
+      return Status();
+    }
+    if (e == 0.5) {
+      c.SetOut(0, Op(c, "Sqrt", {x}));
+      return Status();
+    }
+  }
+  c.SetOut(0, Op(c, "Pow", {x, y}));
+  return Status();
+}
+
+// --- Matrix products ---------------------------------------------------------------------
+
+Status MatMul(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output a, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output bm, c.In(1));
+  const int ra = a.shape().rank(), rb = bm.shape().rank();
+  if (ra < 0 || rb < 0) return c.Unsupported("MatMul of inputs of unknown rank");
+  if (ra == 0 || rb == 0) return c.Error("MatMul of a scalar (ranks ", ra, " and ", rb, ")");
+  if (ra == 2 && rb == 2) {
+    c.SetOut(0, Op(c, "MatMul", {a, bm}));
+    return Status();
+  }
+  // NumPy's matmul: a 1-D operand gains an axis that is dropped after.
+  if (ra == 1) a = Op(c, "ExpandDims", {a}, {{"axis", AttrValue(int64_t{0})}}, "a_matrix");
+  if (rb == 1) bm = Op(c, "ExpandDims", {bm}, {{"axis", AttrValue(int64_t{-1})}}, "b_matrix");
+  // [.., m, k] x [k, n] with a 2-D right side: one MatMul over the rows.
+  Output y;
+  if (rb == 2 && ra > 2 && a.shape().dim(ra - 1) >= 0) {
+    const Shape& sa = a.shape();
+    bool static_rows = true;
+    for (int i = 0; i < ra - 1; ++i) static_rows = static_rows && sa.dim(i) >= 0;
+    Output flat = Op(c, "Reshape", {a, ConstOf(c, Int64s({-1, sa.dim(ra - 1)}), "rows_shape")}, {}, "rows");
+    Output prod = Op(c, "MatMul", {flat, bm}, {}, "MatMul");
+    Output shape;
+    if (static_rows && bm.shape().dim(1) >= 0) {
+      std::vector<int64_t> dims(sa.dims().begin(), sa.dims().end() - 1);
+      dims.push_back(bm.shape().dim(1));
+      shape = ConstOf(c, Int64s(dims), "out_shape");
+    } else {
+      Output lead = Op(c, "StridedSlice", {Op(c, "Shape", {a}, {{"out_type", AttrValue(DType::kI64)}}, "a_shape")},
+                       {{"begin", AttrValue(std::vector<int64_t>{0})},
+                        {"end", AttrValue(std::vector<int64_t>{-1})},
+                        {"strides", AttrValue(std::vector<int64_t>{1})}},
+                       "lead");
+      Output n = Op(c, "StridedSlice", {Op(c, "Shape", {bm}, {{"out_type", AttrValue(DType::kI64)}}, "b_shape")},
+                    {{"begin", AttrValue(std::vector<int64_t>{1})},
+                     {"end", AttrValue(std::vector<int64_t>{2})},
+                     {"strides", AttrValue(std::vector<int64_t>{1})}},
+                    "n");
+      shape = Op(c, "Concat", {lead, n}, {{"axis", AttrValue(int64_t{0})}}, "out_shape");
+    }
+    y = Op(c, "Reshape", {prod, shape}, {}, rb == 1 ? "product" : "");
+  } else {
+    y = Op(c, "BatchMatMul", {a, bm}, {}, (ra == 1 || rb == 1) ? "product" : "");
+  }
+  if (ra == 1 || rb == 1) {
+    const int r = y.shape().rank();
+    std::vector<int64_t> drop;
+    if (ra == 1) drop.push_back(r - 2);
+    if (rb == 1) drop.push_back(r - 1);
+    y = Op(c, "Squeeze", {y}, {{"axis", AttrValue(drop)}});
+  }
+  c.SetOut(0, y);
+  return Status();
+}
+
+Status Gemm(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output a, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output bm, c.In(1));
+  const double alpha = c.Float("alpha", 1.0), beta = c.Float("beta", 1.0);
+  const bool ta = c.Int("transA", 0) != 0, tb = c.Int("transB", 0) != 0;
+  Output y = Op(c, "MatMul", {a, bm}, {{"transpose_a", AttrValue(ta)}, {"transpose_b", AttrValue(tb)}},
+                c.has_input(2) || alpha != 1.0 ? "MatMul" : "");
+  if (alpha != 1.0) {
+    WEFT_ASSIGN_OR_RETURN(Output s, ScalarLike(c, y.dtype(), alpha, "alpha"));
+    y = Op(c, "Mul", {y, s}, {}, c.has_input(2) ? "scaled" : "");
+  }
+  if (c.has_input(2) && beta != 0.0) {
+    WEFT_ASSIGN_OR_RETURN(Output bias, c.In(2));
+    if (beta != 1.0) {
+      WEFT_ASSIGN_OR_RETURN(Output s, ScalarLike(c, bias.dtype(), beta, "beta"));
+      bias = Op(c, "Mul", {bias, s}, {}, "bias");
+    }
+    const Shape& bs = bias.shape();
+    const bool vector = bs.rank() == 1 || (bs.rank() == 2 && bs.dim(0) == 1);
+    if (vector && bs.rank() == 2) bias = Op(c, "Squeeze", {bias}, {{"axis", AttrValue(std::vector<int64_t>{0})}});
+    y = vector && IsFloating(y.dtype()) ? Op(c, "BiasAdd", {y, bias}) : Op(c, "Add", {y, bias});
+  }
+  c.SetOut(0, y);
+  return Status();
+}
+
+// --- Convolution and pooling ---------------------------------------------------------------
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // spatial; pads begin..., end...
+};
+
+// The padding of a window op on NCHW input |in|: "SAME", "VALID", or an
+// explicit Pad (paddings for Weft's Pad, NCHW order) with VALID.
+struct Padding {
+  std::string mode;                    // SAME or VALID
+  std::vector<int64_t> explicit_pads;  // non-empty: pad first, then VALID
+};
+
+Expected<Padding> ResolvePadding(NodeContext& c, const Window& w, const Shape& in) {
+  const std::size_t n = w.kernel.size();
+  const std::string auto_pad = c.Str("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = w.pads;
+  if (auto_pad == "VALID") return Padding{"VALID", {}};
+  if (auto_pad == "SAME_UPPER" && !(c.node().op_type() == "AveragePool" && c.Int("count_include_pad", 0) != 0)) {
+    return Padding{"SAME", {}};
+  }
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    pads.assign(2 * n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int64_t size = in.rank() == static_cast<int>(n) + 2 ? in.dim(static_cast<int>(i) + 2) : -1;
+      if (size < 0) return c.Unsupported("auto_pad ", auto_pad, " with an input of unknown spatial size");
+      const int64_t out = (size + w.strides[i] - 1) / w.strides[i];
+      const int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - size);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + n] = total - pads[i];
+    }
+  } else if (auto_pad != "NOTSET") {
+    return c.Error("attr 'auto_pad' is ", Quote(auto_pad), "; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  }
+  if (pads.empty()) pads.assign(2 * n, 0);
+  if (pads.size() != 2 * n) return c.Error("attr 'pads' has ", pads.size(), " entries for ", n, " spatial axes");
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return Padding{"VALID", {}};
+  for (int64_t p : pads) {
+    if (p < 0) return c.Unsupported("negative pads ", ListString(pads));
+  }
+  // Weft's SAME (TensorFlow's): the same pads, when the sizes are known.
+  bool same = in.rank() == static_cast<int>(n) + 2;
+  for (std::size_t i = 0; same && i < n; ++i) {
+    const int64_t size = in.dim(static_cast<int>(i) + 2);
+    if (size < 0) {
+      same = false;
+      break;
+    }
+    const int64_t out = (size + w.strides[i] - 1) / w.strides[i];
+    const int64_t total =
+        std::max<int64_t>(0, (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - size);
+    same = pads[i] == total / 2 && pads[i + n] == total - total / 2;
+  }
+  if (same && !(c.node().op_type() == "AveragePool" && c.Int("count_include_pad", 0) != 0)) {
+    return Padding{"SAME", {}};
+  }
+  Padding p{"VALID", std::vector<int64_t>(2 * (n + 2), 0)};
+  for (std::size_t i = 0; i < n; ++i) {
+    p.explicit_pads[2 * (i + 2)] = pads[i];
+    p.explicit_pads[2 * (i + 2) + 1] = pads[i + n];
+  }
+  return p;
+}
+
+Expected<Window> ReadWindow(NodeContext& c, int spatial, std::vector<int64_t> kernel) {
+  Window w;
+  w.kernel = c.Ints("kernel_shape", kernel);
+  if (static_cast<int>(w.kernel.size()) != spatial) {
+    return c.Error("attr 'kernel_shape' has ", w.kernel.size(), " entries for ", spatial, " spatial axes");
+  }
+  w.strides = c.Ints("strides", std::vector<int64_t>(static_cast<std::size_t>(spatial), 1));
+  w.dilations = c.Ints("dilations", std::vector<int64_t>(static_cast<std::size_t>(spatial), 1));
+  w.pads = c.Ints("pads");
+  if (static_cast<int>(w.strides.size()) != spatial || static_cast<int>(w.dilations.size()) != spatial) {
+    return c.Error("attrs 'strides' and 'dilations' need ", spatial, " entries each");
+  }
+  for (int64_t v : w.kernel) {
+    if (v < 1) return c.Error("attr 'kernel_shape' ", ListString(w.kernel), " must be positive");
+  }
+  for (int64_t v : w.strides) {
+    if (v < 1) return c.Error("attr 'strides' ", ListString(w.strides), " must be positive");
+  }
+  for (int64_t v : w.dilations) {
+    if (v < 1) return c.Error("attr 'dilations' ", ListString(w.dilations), " must be positive");
+  }
+  return w;
+}
+
+// Pads |x| (NCHW) as |p| says, with |value|.
+Output ApplyPadding(NodeContext& c, Output x, const Padding& p, double value) {
+  if (p.explicit_pads.empty()) return x;
+  return Op(c, "Pad", {x}, {{"paddings", AttrValue(p.explicit_pads)}, {"constant_value", AttrValue(value)}}, "pad");
+}
+
+std::vector<int64_t> Nchw4(const std::vector<int64_t>& hw) { return {1, 1, hw[0], hw[1]}; }
+
+Status ConvOp(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const Shape xs = c.InShape(0);
+  const Tensor w_initial = c.Initial(1);
+  const Shape ws = w_initial.valid() ? w_initial.shape() : c.InShape(1);
+  if (ws.rank() < 0) return c.Unsupported("Conv weights of unknown rank");
+  const int spatial = ws.rank() - 2;
+  if (spatial == 3) return c.Unsupported("3-D convolution (Weft has Conv2D)");
+  if (spatial != 1 && spatial != 2) return c.Error("Conv weights of rank ", ws.rank());
+  std::vector<int64_t> kdims(ws.dims().begin() + 2, ws.dims().end());
+  WEFT_ASSIGN_OR_RETURN(Window w, ReadWindow(c, spatial, kdims));
+  const int64_t group = c.Int("group", 1);
+  // 1-D: a 2-D convolution over [N, C, 1, L].
+  if (spatial == 1) {
+    if (c.LayoutOf(1) != Layout::kAsIs) return c.Unsupported("1-D Conv sharing weights with a 2-D one");
+    x = Op(c, "ExpandDims", {x}, {{"axis", AttrValue(int64_t{2})}}, "as_2d");
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    if (!w.pads.empty()) w.pads = {0, w.pads[0], 0, w.pads[1]};
+  }
+  Shape x4 = x.shape();
+  if (x4.rank() == 4 && xs.rank() == 4 && spatial == 2) x4 = xs;
+  WEFT_ASSIGN_OR_RETURN(Padding pad, ResolvePadding(c, w, x4));
+  x = ApplyPadding(c, x, pad, 0.0);
+  AttrMap attrs = {{"strides", AttrValue(Nchw4(w.strides))},
+                   {"dilations", AttrValue(Nchw4(w.dilations))},
+                   {"padding", AttrValue(pad.mode)},
+                   {"data_format", AttrValue("NCHW")}};
+  const bool has_bias = c.has_input(2);
+  Output y;
+  const Layout layout = c.LayoutOf(1);
+  if (group == 1) {
+    Output filter;
+    if (layout == Layout::kConvHwio) {
+      WEFT_ASSIGN_OR_RETURN(filter, c.InWithLayout(1, layout));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(Output raw, c.In(1));
+      if (spatial == 1) raw = Op(c, "ExpandDims", {raw}, {{"axis", AttrValue(int64_t{2})}}, "weights_2d");
+      filter = Op(c, "Transpose", {raw}, {{"perm", AttrValue(std::vector<int64_t>{2, 3, 1, 0})}}, "weights_hwio");
+    }
+    y = Op(c, "Conv2D", {x, filter}, attrs, has_bias || spatial == 1 ? "Conv2D" : "");
+  } else if (layout == Layout::kDepthwiseHwcm) {
+    WEFT_ASSIGN_OR_RETURN(Output filter, c.InWithLayout(1, layout));
+    y = Op(c, "DepthwiseConv2D", {x, filter}, attrs, has_bias || spatial == 1 ? "DepthwiseConv2D" : "");
+  } else {
+    // Grouped: split channels into |group| convolutions, then join them.
+    if (group < 1) return c.Error("attr 'group' is ", group);
+    const int64_t channels = x.shape().rank() == 4 ? x.shape().dim(1) : -1;
+    if (channels < 0 || channels % group != 0 || ws.dim(0) % group != 0) {
+      return c.Error("group ", group, " must divide the input channels (", channels, ") and the output channels (",
+                     ws.dim(0), ")");
+    }
+    WEFT_ASSIGN_OR_RETURN(Output raw, c.In(1));
+    if (spatial == 1) raw = Op(c, "ExpandDims", {raw}, {{"axis", AttrValue(int64_t{2})}}, "weights_2d");
+    Output hwio = Op(c, "Transpose", {raw}, {{"perm", AttrValue(std::vector<int64_t>{2, 3, 1, 0})}}, "weights_hwio");
+    std::vector<Output> xs_split =
+        c.b().AddNode("Split", {x}, {{"num_split", AttrValue(group)}, {"axis", AttrValue(int64_t{1})}}, c.Name("x"));
+    std::vector<Output> ws_split =
+        c.b().AddNode("Split", {hwio}, {{"num_split", AttrValue(group)}, {"axis", AttrValue(int64_t{3})}}, c.Name("w"));
+    if (static_cast<int64_t>(xs_split.size()) != group || static_cast<int64_t>(ws_split.size()) != group) {
+      return c.b().status();
+    }
+    std::vector<Output> parts;
+    for (int64_t g = 0; g < group; ++g) {
+      parts.push_back(Op(c, "Conv2D", {xs_split[static_cast<std::size_t>(g)], ws_split[static_cast<std::size_t>(g)]},
+                         attrs, StrCat("group_", g)));
+    }
+    y = Op(c, "Concat", parts, {{"axis", AttrValue(int64_t{1})}}, has_bias || spatial == 1 ? "Concat" : "");
+  }
+  if (has_bias) {
+    WEFT_ASSIGN_OR_RETURN(Output bias, c.In(2));
+    y = Op(c, "BiasAdd", {y, bias}, {{"data_format", AttrValue("NCHW")}}, spatial == 1 ? "BiasAdd" : "");
+  }
+  if (spatial == 1) y = Op(c, "Squeeze", {y}, {{"axis", AttrValue(std::vector<int64_t>{2})}});
+  c.SetOut(0, y);
+  return Status();
+}
+
+Status Pool(NodeContext& c, bool max) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
+  Shape xs = c.InShape(0);
+  if (xs.rank() >= 0 && xs.rank() != 4 && xs.rank() != 3) {
+    return c.Unsupported("pooling of a rank-", xs.rank(), " input (Weft pools 1-D and 2-D windows)");
+  }
+  const bool one_d = xs.rank() == 3;
+  std::vector<int64_t> kernel = c.Ints("kernel_shape");
+  WEFT_ASSIGN_OR_RETURN(Window w, ReadWindow(c, static_cast<int>(kernel.size()), kernel));
+  if (one_d) {
+    x = Op(c, "ExpandDims", {x}, {{"axis", AttrValue(int64_t{2})}}, "as_2d");
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    if (!w.pads.empty()) w.pads = {0, w.pads[0], 0, w.pads[1]};
+    xs = x.shape();
+  }
+  if (w.kernel.size() != 2) return c.Unsupported(w.kernel.size(), "-D pooling");
+  for (int64_t d : w.dilations) {
+    if (d != 1) return c.Unsupported("pooling with dilations ", ListString(w.dilations));
+  }
+  if (c.Int("storage_order", 0) != 0) return c.Unsupported("MaxPool storage_order 1");
+  // ceil_mode: extra padding at the end so that floor gives the ceiling.
+  if (c.Int("ceil_mode", 0) != 0) {
+    if (w.pads.empty()) w.pads.assign(4, 0);
+    for (int i = 0; i < 2; ++i) {
+      const int64_t size = xs.rank() == 4 ? xs.dim(i + 2) : -1;
+      if (size < 0) return c.Unsupported("ceil_mode with an input of unknown spatial size");
+      const int64_t padded = size + w.pads[static_cast<std::size_t>(i)] + w.pads[static_cast<std::size_t>(i) + 2];
+      const int64_t floor_out =
+          (padded - w.kernel[static_cast<std::size_t>(i)]) / w.strides[static_cast<std::size_t>(i)] + 1;
+      int64_t ceil_out = (padded - w.kernel[static_cast<std::size_t>(i)] + w.strides[static_cast<std::size_t>(i)] - 1) /
+                             w.strides[static_cast<std::size_t>(i)] +
+                         1;
+      // The last window must start inside the input or its begin padding.
+      if ((ceil_out - 1) * w.strides[static_cast<std::size_t>(i)] >= size + w.pads[static_cast<std::size_t>(i)]) {
+        --ceil_out;
+      }
+      w.pads[static_cast<std::size_t>(i) + 2] += (ceil_out - floor_out) * w.strides[static_cast<std::size_t>(i)];
+    }
+    if (!max && c.Int("count_include_pad", 0) != 0) {
+      return c.Unsupported("AveragePool with ceil_mode and count_include_pad");
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Padding pad, ResolvePadding(c, w, xs));
+  if (!pad.explicit_pads.empty() && !max && c.Int("count_include_pad", 0) == 0) {
+    return c.Unsupported("AveragePool with pads ", ListString(w.pads),
+                         " that exclude the padding from the count (count_include_pad = 0) and differ from SAME");
+  }
+  x = ApplyPadding(c, x, pad, max ? -std::numeric_limits<double>::infinity() : 0.0);
+  AttrMap attrs = {{"ksize", AttrValue(Nchw4(w.kernel))},
+                   {"strides", AttrValue(Nchw4(w.strides))},
+                   {"padding", AttrValue(pad.mode)},
+                   {"data_format", AttrValue("NCHW")}};
+  Output y = Op(c, max ? "MaxPool" : "AvgPool", {x}, attrs, one_d ? "pool" : "");
+  if (one_d) y = Op(c, "Squeeze", {y}, {{"axis", AttrValue(std::vector<int64_t>{2})}});
+  c.SetOut(0, y);
+  return Status();
+}
+
+Status GlobalPool(NodeContext& c, std::string_view reduce) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const int r = c.InShape(0).rank();
+  if (r < 3) return c.Unsupported("global pooling of an input of rank ", r);
+  std::vector<int64_t> axes;
+  for (int i = 2; i < r; ++i) axes.push_back(i);
+  c.SetOut(0, Op(c, reduce, {x}, {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(true)}}));
+  return Status();
+}
+
+Status BatchNorm(NodeContext& c) {
+  if (c.Int("training_mode", 0) != 0) {
+    return c.Unsupported("BatchNormalization in training mode (export the model in eval mode)");
+  }
+  for (int i = 1; i < 5; ++i) {
+    if (c.has_output(i)) return c.Unsupported("BatchNormalization's running statistics outputs");
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  std::vector<Output> in = {x};
+  for (int i = 1; i < 5; ++i) {
+    WEFT_ASSIGN_OR_RETURN(Output v, c.In(i));
+    in.push_back(v);
+  }
+  const int r = c.InShape(0).rank();
+  if (r != 2 && r != 3 && r != 4) return c.Unsupported("BatchNormalization of a rank-", r, " input");
+  if (r == 3) in[0] = Op(c, "ExpandDims", {x}, {{"axis", AttrValue(int64_t{3})}}, "as_4d");
+  std::vector<Output> y = c.b().AddNode("FusedBatchNorm", in,
+                                        {{"epsilon", AttrValue(c.Float("epsilon", 1e-5))},
+                                         {"is_training", AttrValue(false)},
+                                         {"data_format", AttrValue("NCHW")}},
+                                        c.Name(r == 3 ? "FusedBatchNorm" : ""));
+  if (y.empty()) return c.b().status();
+  c.SetOut(0, r == 3 ? Op(c, "Squeeze", {y[0]}, {{"axis", AttrValue(std::vector<int64_t>{3})}}) : y[0]);
+  return Status();
+}
+
+Status InstanceNorm(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output scale, c.In(1));
+  WEFT_ASSIGN_OR_RETURN(Output bias, c.In(2));
+  const int r = c.InShape(0).rank();
+  if (r < 3) return c.Error("InstanceNormalization of an input of rank ", r);
+  std::vector<int64_t> axes, param_shape = {-1};
+  for (int i = 2; i < r; ++i) {
+    axes.push_back(i);
+    param_shape.push_back(1);
+  }
+  AttrMap keep = {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(true)}};
+  Output mean = Op(c, "Mean", {x}, keep, "mean");
+  Output centred = Op(c, "Sub", {x, mean}, {}, "centred");
+  Output var = Op(c, "Mean", {Op(c, "Square", {centred}, {}, "square")}, keep, "variance");
+  WEFT_ASSIGN_OR_RETURN(Output eps, ScalarLike(c, x.dtype(), c.Float("epsilon", 1e-5), "epsilon"));
+  Output norm =
+      Op(c, "Mul", {centred, Op(c, "Rsqrt", {Op(c, "Add", {var, eps}, {}, "var_eps")}, {}, "rsqrt")}, {}, "normalised");
+  Output shape = ConstOf(c, Int64s(param_shape), "param_shape");
+  Output s = Op(c, "Reshape", {scale, shape}, {}, "scale");
+  Output bb = Op(c, "Reshape", {bias, shape}, {}, "bias");
+  c.SetOut(0, Op(c, "Add", {Op(c, "Mul", {norm, s}, {}, "scaled"), bb}));
+  return Status();
+}
+
+Status LayerNormalization(NodeContext& c) {
+  if (c.has_output(1) || c.has_output(2)) return c.Unsupported("LayerNormalization's Mean and InvStdDev outputs");
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output scale, c.In(1));
+  const int r = c.InShape(0).rank();
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.Int("axis", -1), r, "attr 'axis'"));
+  Output bias;
+  if (c.has_input(2)) {
+    WEFT_ASSIGN_OR_RETURN(bias, c.In(2));
+  } else {
+    bias = Op(c, "ZerosLike", {scale}, {}, "zero_bias");
+  }
+  c.SetOut(0, Op(c, "LayerNorm", {x, scale, bias},
+                 {{"epsilon", AttrValue(c.Float("epsilon", 1e-5))}, {"begin_norm_axis", AttrValue(axis)}}));
+  return Status();
+}
+
+// Softmax and LogSoftmax: opset 13 takes one axis; before it, the input is
+// seen as 2-D [prod(d[:axis]), prod(d[axis:])].
+Status SoftmaxOp(NodeContext& c, std::string_view weft_op) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const int r = c.InShape(0).rank();
+  const int64_t def = c.opset() >= 13 ? -1 : 1;
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.Int("axis", def), r, "attr 'axis'"));
+  if (c.opset() >= 13 || axis == r - 1) {
+    c.SetOut(0, Op(c, weft_op, {x}, {{"axis", AttrValue(c.opset() >= 13 ? axis : int64_t{-1})}}));
+    return Status();
+  }
+  Output shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "shape");
+  // [prod(lead), prod(rest)], the lead inferred.
+  Shape xs = c.InShape(0);
+  int64_t rest = 1;
+  for (int i = static_cast<int>(axis); i < r; ++i) rest = xs.dim(i) < 0 || rest < 0 ? -1 : rest * xs.dim(i);
+  if (rest < 0) return c.Unsupported("opset-", c.opset(), " ", c.node().op_type(), " over axes of unknown size");
+  Output flat2 = Op(c, "Reshape", {x, ConstOf(c, Int64s({-1, rest}), "flat_shape")}, {}, "as_2d");
+  Output y = Op(c, weft_op, {flat2}, {{"axis", AttrValue(int64_t{-1})}}, weft_op);
+  c.SetOut(0, Op(c, "Reshape", {y, shape}));
+  return Status();
+}
+
+Status Flatten(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const Shape xs = c.InShape(0);
+  const int r = xs.rank();
+  if (r < 0) return c.Unsupported("Flatten of an input of unknown rank");
+  int64_t axis = c.Int("axis", 1);
+  if (axis < -r || axis > r) return c.Error("attr 'axis' ", axis, " is out of range for rank ", r);
+  if (axis < 0) axis += r;
+  int64_t lead = 1, rest = 1;
+  for (int i = 0; i < r; ++i) {
+    int64_t& p = i < axis ? lead : rest;
+    p = (xs.dim(i) < 0 || p < 0) ? -1 : p * xs.dim(i);
+  }
+  if (lead < 0 && rest < 0) return c.Unsupported("Flatten with unknown sizes on both sides of axis ", axis);
+  c.SetOut(0, Op(c, "Reshape", {x, ConstOf(c, Int64s({lead, rest}), "shape")}));
+  return Status();
+}
+
+// --- Shapes and indexing -----------------------------------------------------------------
+
+Status Reshape(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const bool allowzero = c.Int("allowzero", 0) != 0;
+  std::vector<int64_t> dims;
+  if (c.opset() < 5) {
+    dims = c.Ints("shape");
+  } else {
+    const Tensor k = c.Known(1);
+    if (!k.valid()) {
+      // A computed shape: used as it is (0 means "copy" unless allowzero,
+      // which a computed shape cannot be checked for here).
+      WEFT_ASSIGN_OR_RETURN(Output shape, c.In(1));
+      if (!allowzero) {
+        const int n = shape.shape().rank() == 1 ? static_cast<int>(shape.shape().dim(0)) : -1;
+        if (n < 0) return c.Unsupported("Reshape to a computed shape of unknown length");
+        Output s64 = shape.dtype() == DType::kI64
+                         ? shape
+                         : Op(c, "Cast", {shape}, {{"DstT", AttrValue(DType::kI64)}}, "shape64");
+        Output in_shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "in_shape");
+        Output head = Op(c, "StridedSlice", {in_shape},
+                         {{"begin", AttrValue(std::vector<int64_t>{0})},
+                          {"end", AttrValue(std::vector<int64_t>{n})},
+                          {"strides", AttrValue(std::vector<int64_t>{1})}},
+                         "in_head");
+        Output zero = ConstOf(c, Tensor::Scalar<int64_t>(0), "zero");
+        shape = Op(c, "Select", {Op(c, "Equal", {s64, zero}, {}, "copies"), head, s64}, {}, "resolved_shape");
+      }
+      c.SetOut(0, Op(c, "Reshape", {x, shape}));
+      return Status();
+    }
+    dims = ToInts(k);
+  }
+  const Shape xs = c.InShape(0);
+  bool runtime = false;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0 && !allowzero) {
+      if (static_cast<int>(i) < xs.rank() && xs.dim(static_cast<int>(i)) >= 0) {
+        dims[i] = xs.dim(static_cast<int>(i));
+      } else if (static_cast<int>(i) < xs.rank() && xs.dim(static_cast<int>(i)) < 0 &&
+                 std::count(dims.begin(), dims.end(), -1) == 0) {
+        dims[i] = -1;  // the one unknown dimension is inferred
+      } else {
+        runtime = true;
+      }
+    }
+  }
+  if (runtime) return c.Unsupported("Reshape copying (0) more than one dimension of unknown size");
+  const Tensor known = c.Known(0);
+  Output shape = ConstOf(c, Int64s(dims), "shape");
+  (void)known;
+  c.SetOut(0, Op(c, "Reshape", {x, shape}));
+  return Status();
+}
+
+Status Transpose(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  c.SetOut(0, Op(c, "Transpose", {x}, {{"perm", AttrValue(c.Ints("perm"))}}));
+  return Status();
+}
+
+// Unsqueeze/Squeeze axes: an attr before opset 13, an input since.
+Expected<std::optional<std::vector<int64_t>>> AxesArg(NodeContext& c, int input, int since) {
+  if (c.opset() < since) {
+    if (!c.HasAttr("axes")) return std::optional<std::vector<int64_t>>();
+    return std::optional<std::vector<int64_t>>(c.Ints("axes"));
+  }
+  if (!c.has_input(input)) return std::optional<std::vector<int64_t>>();
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> axes, c.KnownInts(input, "axes"));
+  return std::optional<std::vector<int64_t>>(axes);
+}
+
+Status Unsqueeze(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(auto axes_opt, AxesArg(c, 1, 13));
+  if (!axes_opt.has_value()) return c.Error("needs axes");
+  std::vector<int64_t> axes = *axes_opt;
+  const int r = c.InShape(0).rank();
+  if (r < 0) return c.Unsupported("Unsqueeze of an input of unknown rank");
+  const int out_rank = r + static_cast<int>(axes.size());
+  for (int64_t& a : axes) {
+    WEFT_ASSIGN_OR_RETURN(a, Axis(c, a, out_rank, "axis"));
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return c.Error("repeated axes ", ListString(axes));
+  const Tensor known = c.Known(0);
+  if (known.valid() && known.rank() <= 1 && IsInteger(known.dtype())) {
+    std::vector<int64_t> dims = known.shape().dims();
+    for (int64_t a : axes) dims.insert(dims.begin() + a, 1);
+    c.SetKnown(0, Int64s(ToInts(known), Shape(dims)));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    x = Op(c, "ExpandDims", {x}, {{"axis", AttrValue(axes[i])}}, i + 1 == axes.size() ? "" : StrCat("axis_", axes[i]));
+  }
+  c.SetOut(0, x);
+  return Status();
+}
+
+Status Squeeze(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(auto axes_opt, AxesArg(c, 1, 13));
+  std::vector<int64_t> axes = axes_opt.value_or(std::vector<int64_t>{});
+  const int r = c.InShape(0).rank();
+  for (int64_t& a : axes) {
+    WEFT_ASSIGN_OR_RETURN(a, Axis(c, a, r, "axis"));
+  }
+  const Tensor known = c.Known(0);
+  if (known.valid() && known.rank() <= 1 && IsInteger(known.dtype()) && known.num_elements() == 1) {
+    c.SetKnown(0, Tensor::Scalar<int64_t>(ToInts(known)[0]));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  c.SetOut(0, Op(c, "Squeeze", {x}, {{"axis", AttrValue(axes)}}));
+  return Status();
+}
+
+Status Concat(NodeContext& c) {
+  const int64_t axis_attr = c.Int("axis", 0);
+  // Shape arithmetic: concatenating known integer vectors.
+  bool all_known = true;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    const Tensor k = c.Known(i);
+    all_known = all_known && k.valid() && k.rank() == 1 && IsInteger(k.dtype());
+  }
+  if (all_known && c.num_inputs() > 0) {
+    std::vector<int64_t> joined;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      const std::vector<int64_t> v = ToInts(c.Known(i));
+      joined.insert(joined.end(), v.begin(), v.end());
+    }
+    c.SetKnown(0, Int64s(joined));
+    return Status();
+  }
+  std::vector<Output> parts;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) continue;
+    WEFT_ASSIGN_OR_RETURN(Output p, c.In(i));
+    parts.push_back(p);
+  }
+  const int r = parts.empty() ? -1 : parts[0].shape().rank();
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, axis_attr, r, "attr 'axis'"));
+  c.SetOut(0, Op(c, "Concat", parts, {{"axis", AttrValue(axis)}}));
+  return Status();
+}
+
+Status ShapeOp(NodeContext& c) {
+  const Shape xs = c.InShape(0);
+  int64_t start = c.Int("start", 0), end = c.Int("end", std::numeric_limits<int64_t>::max());
+  if (xs.rank() >= 0) {
+    const int64_t r = xs.rank();
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = std::clamp<int64_t>(start, 0, r);
+    end = std::clamp<int64_t>(end, 0, r);
+    std::vector<int64_t> dims;
+    bool known = true;
+    for (int64_t i = start; i < end; ++i) {
+      dims.push_back(xs.dim(static_cast<int>(i)));
+      known = known && xs.dim(static_cast<int>(i)) >= 0;
+    }
+    if (known) {
+      c.SetKnown(0, Int64s(dims));
+      return Status();
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  Output s = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}},
+                c.HasAttr("start") || c.HasAttr("end") ? "Shape" : "");
+  if (c.HasAttr("start") || c.HasAttr("end")) {
+    if (xs.rank() < 0) return c.Unsupported("Shape with start/end of an input of unknown rank");
+    s = Op(c, "StridedSlice", {s},
+           {{"begin", AttrValue(std::vector<int64_t>{start})},
+            {"end", AttrValue(std::vector<int64_t>{end})},
+            {"strides", AttrValue(std::vector<int64_t>{1})}});
+  }
+  c.SetOut(0, s);
+  return Status();
+}
+
+Status Size(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  c.SetOut(0, Op(c, "Size", {x}, {{"out_type", AttrValue(DType::kI64)}}));
+  return Status();
+}
+
+Status Gather(NodeContext& c) {
+  const Shape xs = c.InShape(0);
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.Int("axis", 0), xs.rank(), "attr 'axis'"));
+  const Tensor data = c.Known(0);
+  Tensor idx = c.Known(1);
+  // Negative indices count from the end: fixed here when they are known.
+  if (idx.valid()) {
+    std::vector<int64_t> v = ToInts(idx);
+    const int64_t dim = xs.rank() > axis ? xs.dim(static_cast<int>(axis)) : -1;
+    bool changed = false;
+    for (int64_t& i : v) {
+      if (i < 0) {
+        if (dim < 0) return c.Unsupported("a negative Gather index on an axis of unknown size");
+        i += dim;
+        changed = true;
+      }
+    }
+    if (data.valid() && data.rank() == 1 && IsInteger(data.dtype()) && axis == 0) {
+      const std::vector<int64_t> d = ToInts(data);
+      std::vector<int64_t> out;
+      for (int64_t i : v) {
+        if (i < 0 || i >= static_cast<int64_t>(d.size())) return c.Error("index ", i, " is out of range");
+        out.push_back(d[static_cast<std::size_t>(i)]);
+      }
+      c.SetKnown(0, Int64s(out, idx.shape()));
+      return Status();
+    }
+    if (changed) idx = Int64s(v, idx.shape());
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  Output indices;
+  if (idx.valid()) {
+    indices =
+        ConstOf(c, idx.dtype() == DType::kI64 || idx.dtype() == DType::kI32 ? idx : Int64s(ToInts(idx), idx.shape()),
+                "indices");
+  } else {
+    WEFT_ASSIGN_OR_RETURN(indices, c.In(1));
+  }
+  c.SetOut(0, Op(c, "Gather", {x, indices}, {{"axis", AttrValue(axis)}}));
+  return Status();
+}
+
+Status Slice(NodeContext& c) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset() < 10) {
+    starts = c.Ints("starts");
+    ends = c.Ints("ends");
+    axes = c.Ints("axes");
+  } else {
+    WEFT_ASSIGN_OR_RETURN(starts, c.KnownInts(1, "starts"));
+    WEFT_ASSIGN_OR_RETURN(ends, c.KnownInts(2, "ends"));
+    if (c.has_input(3)) {
+      WEFT_ASSIGN_OR_RETURN(axes, c.KnownInts(3, "axes"));
+    }
+    if (c.has_input(4)) {
+      WEFT_ASSIGN_OR_RETURN(steps, c.KnownInts(4, "steps"));
+    }
+  }
+  if (starts.size() != ends.size()) return c.Error("starts and ends differ in length");
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) {
+    return c.Error("starts, ends, axes and steps differ in length");
+  }
+  const Shape xs = c.InShape(0);
+  const int r = xs.rank();
+  if (r < 0) return c.Unsupported("Slice of an input of unknown rank");
+  std::vector<int64_t> begin(static_cast<std::size_t>(r), 0), end(static_cast<std::size_t>(r), 0),
+      stride(static_cast<std::size_t>(r), 1);
+  int64_t begin_mask = (int64_t{1} << r) - 1, end_mask = begin_mask;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    WEFT_ASSIGN_OR_RETURN(int64_t a, Axis(c, axes[i], r, "axis"));
+    if (steps[i] == 0) return c.Error("a step of 0");
+    const std::size_t ai = static_cast<std::size_t>(a);
+    stride[ai] = steps[i];
+    begin[ai] = starts[i];
+    end[ai] = ends[i];
+    begin_mask &= ~(int64_t{1} << a);
+    end_mask &= ~(int64_t{1} << a);
+    // "To the end" (INT64_MAX, or INT64_MIN going backwards) is a mask bit.
+    const int64_t big = int64_t{1} << 31;
+    if ((steps[i] > 0 && ends[i] >= big) || (steps[i] < 0 && ends[i] <= -big)) {
+      end_mask |= int64_t{1} << a;
+      end[ai] = 0;
+    }
+    if ((steps[i] > 0 && starts[i] <= -big) || (steps[i] < 0 && starts[i] >= big)) {
+      begin_mask |= int64_t{1} << a;
+      begin[ai] = 0;
+    }
+  }
+  const Tensor known = c.Known(0);
+  if (known.valid() && known.rank() == 1 && IsInteger(known.dtype())) {
+    const std::vector<int64_t> v = ToInts(known);
+    const int64_t n = static_cast<int64_t>(v.size());
+    int64_t b0 = (begin_mask & 1) ? (stride[0] > 0 ? 0 : n - 1) : begin[0];
+    int64_t e0 = (end_mask & 1) ? (stride[0] > 0 ? n : -1) : end[0];
+    if (!(begin_mask & 1))
+      b0 = b0 < 0 ? std::max<int64_t>(b0 + n, stride[0] > 0 ? 0 : -1) : std::min(b0, stride[0] > 0 ? n : n - 1);
+    if (!(end_mask & 1))
+      e0 = e0 < 0 ? std::max<int64_t>(e0 + n, stride[0] > 0 ? 0 : -1) : std::min(e0, stride[0] > 0 ? n : n - 1);
+    std::vector<int64_t> out;
+    for (int64_t i = b0; stride[0] > 0 ? i < e0 : i > e0; i += stride[0]) out.push_back(v[static_cast<std::size_t>(i)]);
+    c.SetKnown(0, Int64s(out));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  c.SetOut(0, Op(c, "StridedSlice", {x},
+                 {{"begin", AttrValue(begin)},
+                  {"end", AttrValue(end)},
+                  {"strides", AttrValue(stride)},
+                  {"begin_mask", AttrValue(begin_mask)},
+                  {"end_mask", AttrValue(end_mask)}}));
+  return Status();
+}
+
+Status SplitOp(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const Shape xs = c.InShape(0);
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.Int("axis", 0), xs.rank(), "attr 'axis'"));
+  std::vector<int64_t> sizes;
+  if (c.opset() < 13) {
+    sizes = c.Ints("split");
+  } else if (c.has_input(1)) {
+    WEFT_ASSIGN_OR_RETURN(sizes, c.KnownInts(1, "split"));
+  }
+  const int n = c.node().output_size();
+  const int64_t dim = xs.rank() > axis ? xs.dim(static_cast<int>(axis)) : -1;
+  if (sizes.empty() && (dim < 0 || dim % n == 0)) {
+    std::vector<Output> parts =
+        c.b().AddNode("Split", {x}, {{"num_split", AttrValue(int64_t{n})}, {"axis", AttrValue(axis)}}, c.Name());
+    for (int i = 0; i < static_cast<int>(parts.size()); ++i) c.SetOut(i, parts[static_cast<std::size_t>(i)]);
+    return Status();
+  }
+  if (sizes.empty()) {
+    // Opset 18's uneven split: ceil(dim / n) each, the last smaller.
+    const int64_t each = (dim + n - 1) / n;
+    for (int i = 0; i < n; ++i) sizes.push_back(std::min(each, dim - each * i));
+  }
+  if (static_cast<int>(sizes.size()) != n) return c.Error(sizes.size(), " split sizes for ", n, " outputs");
+  int64_t offset = 0;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int64_t> begin(static_cast<std::size_t>(xs.rank()), 0), size(static_cast<std::size_t>(xs.rank()), -1);
+    begin[static_cast<std::size_t>(axis)] = offset;
+    size[static_cast<std::size_t>(axis)] = sizes[static_cast<std::size_t>(i)];
+    offset += sizes[static_cast<std::size_t>(i)];
+    c.SetOut(i, Op(c, "Slice", {x}, {{"begin", AttrValue(begin)}, {"size", AttrValue(size)}}, StrCat("part_", i)));
+  }
+  return Status();
+}
+
+Status ConstantOp(NodeContext& c) {
+  const onnx::AttributeProto* a = nullptr;
+  for (const char* name : {"value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
+                           "value_strings", "sparse_value"}) {
+    if ((a = c.Attr(name)) != nullptr) break;
+  }
+  if (a == nullptr) return c.Error("Constant without a value attr");
+  Tensor t;
+  if (a->name() == "value") {
+    auto v = TensorFromProto(a->t(), "");
+    if (!v.ok()) return v.status();
+    t = *v;
+  } else if (a->name() == "value_float") {
+    t = Tensor::Scalar<float>(a->f());
+  } else if (a->name() == "value_floats") {
+    t = Tensor::FromVector<float>(std::vector<float>(a->floats().begin(), a->floats().end()));
+  } else if (a->name() == "value_int") {
+    t = Tensor::Scalar<int64_t>(a->i());
+  } else if (a->name() == "value_ints") {
+    t = Int64s(std::vector<int64_t>(a->ints().begin(), a->ints().end()));
+  } else if (a->name() == "value_string") {
+    t = Tensor::Strings({a->s()}, Shape{});
+  } else if (a->name() == "value_strings") {
+    t = Tensor::Strings(std::vector<std::string>(a->strings().begin(), a->strings().end()),
+                        Shape{static_cast<int64_t>(a->strings_size())});
+  } else {
+    return c.Unsupported("a sparse Constant");
+  }
+  c.SetKnown(0, t);
+  return Status();
+}
+
+Status ConstantOfShape(NodeContext& c) {
+  Tensor value = Tensor::Scalar<float>(0.0f);
+  if (const auto* a = c.Attr("value")) {
+    auto v = TensorFromProto(a->t(), "");
+    if (!v.ok()) return v.status().WithContext("attr 'value'");
+    if (v->num_elements() != 1) return c.Error("attr 'value' must have one element, got ", v->TypeString());
+    WEFT_ASSIGN_OR_RETURN(value, v->Reshaped(Shape{}));
+  }
+  Output dims;
+  const Tensor k = c.Known(0);
+  if (k.valid()) {
+    dims = ConstOf(c, Int64s(ToInts(k)), "dims");
+  } else {
+    WEFT_ASSIGN_OR_RETURN(dims, c.In(0));
+  }
+  c.SetOut(0, Op(c, "Fill", {dims, ConstOf(c, value, "value")}));
+  return Status();
+}
+
+Status Expand(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const Tensor k = c.Known(1);
+  const Shape xs = c.InShape(0);
+  if (k.valid() && xs.IsFullyDefined()) {
+    // Bidirectional broadcasting of the two shapes.
+    std::vector<int64_t> a = xs.dims(), s = ToInts(k);
+    const std::size_t n = std::max(a.size(), s.size());
+    a.insert(a.begin(), n - a.size(), 1);
+    s.insert(s.begin(), n - s.size(), 1);
+    std::vector<int64_t> out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (a[i] != s[i] && a[i] != 1 && s[i] != 1) {
+        return c.Error("cannot broadcast ", xs.ToString(), " to ", ListString(ToInts(k)));
+      }
+      out[i] = a[i] == 1 ? s[i] : a[i];
+    }
+    c.SetOut(0, Op(c, "BroadcastTo", {x, ConstOf(c, Int64s(out), "shape")}));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output shape, c.In(1));
+  if (x.dtype() == DType::kBool) {
+    Output f = Op(c, "Fill", {shape, ConstOf(c, Tensor::Scalar<bool>(false), "false")}, {}, "false_like");
+    c.SetOut(0, Op(c, "LogicalOr", {x, f}));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+  c.SetOut(0, Op(c, "Add", {x, Op(c, "Fill", {shape, zero}, {}, "zeros")}));
+  return Status();
+}
+
+Status Tile(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, c.KnownInts(1, "repeats"));
+  c.SetOut(0, Op(c, "Tile", {x}, {{"multiples", AttrValue(repeats)}}));
+  return Status();
+}
+
+Status PadOp(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (c.opset() < 11) {
+    pads = c.Ints("pads");
+    value = c.Float("value", 0.0);
+  } else {
+    WEFT_ASSIGN_OR_RETURN(pads, c.KnownInts(1, "pads"));
+    if (c.has_input(2)) {
+      WEFT_ASSIGN_OR_RETURN(value, c.KnownScalar(2, "constant_value"));
+    }
+  }
+  const int r = c.InShape(0).rank();
+  if (r < 0 || static_cast<int>(pads.size()) != 2 * r) {
+    return c.Error("pads has ", pads.size(), " entries for an input of rank ", r);
+  }
+  std::vector<int64_t> paddings(pads.size());
+  bool at_most_one = true;
+  for (int i = 0; i < r; ++i) {
+    paddings[2 * static_cast<std::size_t>(i)] = pads[static_cast<std::size_t>(i)];
+    paddings[2 * static_cast<std::size_t>(i) + 1] = pads[static_cast<std::size_t>(i + r)];
+  }
+  for (int64_t p : pads) {
+    if (p < 0) return c.Unsupported("negative pads ", ListString(pads), " (cropping)");
+    at_most_one = at_most_one && p <= 1;
+  }
+  std::string mode = c.Str("mode", "constant");
+  std::string weft_mode;
+  if (mode == "constant") {
+    weft_mode = "CONSTANT";
+  } else if (mode == "reflect") {
+    weft_mode = "REFLECT";
+  } else if (mode == "edge" && at_most_one) {
+    weft_mode = "SYMMETRIC";  // mirroring with the edge repeats the edge, for one element
+  } else if (mode == "edge") {
+    return c.Unsupported("Pad mode 'edge' with pads above 1");
+  } else {
+    return c.Error("attr 'mode' is ", Quote(mode), "; expected constant, reflect or edge");
+  }
+  c.SetOut(
+      0, Op(c, "Pad", {x},
+            {{"paddings", AttrValue(paddings)}, {"mode", AttrValue(weft_mode)}, {"constant_value", AttrValue(value)}}));
+  return Status();
+}
+
+Status Where(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output cond, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(1));
+  WEFT_ASSIGN_OR_RETURN(Output y, c.In(2));
+  c.SetOut(0, Op(c, "Select", {cond, x, y}));
+  return Status();
+}
+
+Status RangeOp(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output start, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output limit, c.In(1));
+  WEFT_ASSIGN_OR_RETURN(Output delta, c.In(2));
+  c.SetOut(0, Op(c, "Range", {start, limit, delta}));
+  return Status();
+}
+
+Status CumSum(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output axis, c.In(1));
+  c.SetOut(
+      0, Op(c, "Cumsum", {x, axis},
+            {{"exclusive", AttrValue(c.Int("exclusive", 0) != 0)}, {"reverse", AttrValue(c.Int("reverse", 0) != 0)}}));
+  return Status();
+}
+
+// ReduceX: axes an attr before opset 13 for ReduceSum (18 for the others).
+Status Reduce(NodeContext& c, std::string_view kind) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const bool keep = c.Int("keepdims", 1) != 0;
+  std::vector<int64_t> axes;
+  bool axes_given = false;
+  if (c.node().op_type() == "ReduceSum" && c.opset() >= 13) {
+    if (c.has_input(1)) {
+      WEFT_ASSIGN_OR_RETURN(axes, c.KnownInts(1, "axes"));
+      axes_given = true;
+    }
+    if (!axes_given && c.Int("noop_with_empty_axes", 0) != 0) {
+      c.SetOut(0, Op(c, "Identity", {x}));
+      return Status();
+    }
+  } else {
+    axes = c.Ints("axes");
+  }
+  const int r = c.InShape(0).rank();
+  for (int64_t& a : axes) {
+    WEFT_ASSIGN_OR_RETURN(a, Axis(c, a, r, "axis"));
+  }
+  AttrMap attrs = {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(keep)}};
+  Output y;
+  if (kind == "L1") {
+    y = Op(c, "Sum", {Op(c, "Abs", {x}, {}, "abs")}, attrs);
+  } else if (kind == "L2") {
+    y = Op(c, "Sqrt", {Op(c, "Sum", {Op(c, "Square", {x}, {}, "square")}, attrs, "sum")});
+  } else if (kind == "SumSquare") {
+    y = Op(c, "Sum", {Op(c, "Square", {x}, {}, "square")}, attrs);
+  } else if (kind == "LogSum") {
+    y = Op(c, "Log", {Op(c, "Sum", {x}, attrs, "sum")});
+  } else if (kind == "LogSumExp") {
+    AttrMap keep_attrs = {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(true)}};
+    Output m = Op(c, "StopGradient", {Op(c, "Max", {x}, keep_attrs, "max")}, {}, "shift");
+    Output s = Op(c, "Sum", {Op(c, "Exp", {Op(c, "Sub", {x, m}, {}, "shifted")}, {}, "exp")}, attrs, "sum");
+    Output mm = keep ? m
+                     : Op(c, "Squeeze", {m}, {{"axis", AttrValue(axes.empty() ? std::vector<int64_t>{} : axes)}},
+                          "shift_squeezed");
+    if (!keep && axes.empty()) mm = Op(c, "Max", {x}, attrs, "max_all");
+    y = Op(c, "Add", {Op(c, "Log", {s}, {}, "log"), mm});
+  } else {
+    y = Op(c, kind, {x}, attrs);
+  }
+  c.SetOut(0, y);
+  return Status();
+}
+
+Status ArgOp(NodeContext& c, std::string_view weft_op) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const int r = c.InShape(0).rank();
+  WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.Int("axis", 0), r, "attr 'axis'"));
+  const bool keep = c.Int("keepdims", 1) != 0;
+  if (c.Int("select_last_index", 0) != 0) {
+    // The last extreme: the first one along the reversed axis, mirrored.
+    const int64_t dim = c.InShape(0).dim(static_cast<int>(axis));
+    if (dim < 0) return c.Unsupported("select_last_index on an axis of unknown size");
+    Output rev = Op(c, "Reverse", {x}, {{"axis", AttrValue(std::vector<int64_t>{axis})}}, "reversed");
+    Output idx = Op(c, weft_op, {rev}, {{"axis", AttrValue(axis)}, {"output_type", AttrValue(DType::kI64)}}, "first");
+    Output last = ConstOf(c, Tensor::Scalar<int64_t>(dim - 1), "last");
+    Output y = Op(c, "Sub", {last, idx}, {}, keep ? "index" : "");
+    c.SetOut(0, keep ? Op(c, "ExpandDims", {y}, {{"axis", AttrValue(axis)}}) : y);
+    return Status();
+  }
+  Output y =
+      Op(c, weft_op, {x}, {{"axis", AttrValue(axis)}, {"output_type", AttrValue(DType::kI64)}}, keep ? weft_op : "");
+  c.SetOut(0, keep ? Op(c, "ExpandDims", {y}, {{"axis", AttrValue(axis)}}) : y);
+  return Status();
+}
+
+Status Identity(NodeContext& c) {
+  if (!c.has_input(0)) return c.Error("input 0 is missing");
+  c.Alias(0, 0);  // no node: the same tensor
+  return Status();
+}
+
+Status Dropout(NodeContext& c) {
+  if (c.has_output(1)) return c.Unsupported("Dropout's mask output");
+  if (c.opset() >= 12 && c.has_input(2)) {
+    const Tensor t = c.Known(2);
+    if (!t.valid() || ToInts(t)[0] != 0) return c.Unsupported("Dropout in training mode");
+  }
+  return Identity(c);
+}
+
+// Integer shape arithmetic on known vectors (Shape -> Gather -> Mul ->
+// Concat chains), folded; anything else is the Weft op.
+Status Arith(NodeContext& c, std::string_view weft_op) {
+  const Tensor a = c.Known(0), bk = c.Known(1);
+  if (a.valid() && bk.valid() && IsInteger(a.dtype()) && IsInteger(bk.dtype()) && a.rank() <= 1 && bk.rank() <= 1 &&
+      (a.num_elements() == bk.num_elements() || a.num_elements() == 1 || bk.num_elements() == 1)) {
+    const std::vector<int64_t> x = ToInts(a), y = ToInts(bk);
+    const std::size_t n = std::max(x.size(), y.size());
+    std::vector<int64_t> out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int64_t p = x[x.size() == 1 ? 0 : i], q = y[y.size() == 1 ? 0 : i];
+      if (weft_op == "Add") out[i] = p + q;
+      if (weft_op == "Sub") out[i] = p - q;
+      if (weft_op == "Mul") out[i] = p * q;
+      if (weft_op == "Div") {
+        if (q == 0) return c.Error("integer division by zero in a shape computation");
+        out[i] = p / q;
+      }
+    }
+    const Shape shape = a.num_elements() >= bk.num_elements() ? a.shape() : bk.shape();
+    c.SetKnown(0, Int64s(out, a.rank() == 1 || bk.rank() == 1 ? Shape{static_cast<int64_t>(n)} : shape));
+    return Status();
+  }
+  return Binary(c, weft_op);
+}
+
+// --- LSTM --------------------------------------------------------------------------------
+
+// ONNX's LSTM, forward or reverse, one direction at a time, unrolled over
+// a sequence of static length with Weft's LSTMCell (gates reordered from
+// ONNX's i, o, f, c to Weft's i, f, g, o; W and R joined).
+Status Lstm(NodeContext& c) {
+  if (c.has_input(4)) {
+    return c.Unsupported("LSTM with sequence_lens (Weft unrolls sequences of one static length)");
+  }
+  if (c.has_input(7)) return c.Unsupported("LSTM with peepholes (input P)");
+  if (c.HasAttr("clip")) return c.Unsupported("LSTM with 'clip'");
+  if (c.Int("input_forget", 0) != 0) return c.Unsupported("LSTM with input_forget");
+  if (c.HasAttr("activations")) {
+    const auto* a = c.Attr("activations");
+    for (int i = 0; i < a->strings_size(); ++i) {
+      const std::string& s = a->strings(i);
+      if (s != (i % 3 == 0 ? "Sigmoid" : "Tanh")) return c.Unsupported("LSTM activation ", Quote(s));
+    }
+  }
+  const std::string direction = c.Str("direction", "forward");
+  const int layout = static_cast<int>(c.Int("layout", 0));
+  const int64_t hidden = c.Int("hidden_size", -1);
+  const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
+  if (!w.valid() || !r.valid() || (c.has_input(3) && !bias.valid())) {
+    return c.Unsupported("LSTM weights that are not initializers");
+  }
+  if (w.dtype() != DType::kF32 && w.dtype() != DType::kF64) return c.Unsupported("LSTM of ", DTypeName(w.dtype()));
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    return c.Error("attr 'direction' is ", Quote(direction));
+  }
+  if (w.rank() != 3 || w.dim(0) != dirs || r.rank() != 3 || r.dim(0) != dirs || w.dim(1) != 4 * hidden ||
+      r.dim(1) != 4 * hidden || r.dim(2) != hidden) {
+    return c.Error("W ", w.shape().ToString(), " and R ", r.shape().ToString(), " do not fit hidden_size ", hidden,
+                   " and ", dirs, " direction(s)");
+  }
+  const int64_t input = w.dim(2);
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  if (layout == 1) x = Op(c, "Transpose", {x}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, "time_major");
+  const Shape xs = x.shape();
+  if (xs.rank() != 3) return c.Error("X has rank ", xs.rank(), "; expected 3");
+  const int64_t steps = xs.dim(0);
+  if (steps < 0) return c.Unsupported("LSTM over a sequence of unknown length (Weft unrolls it)");
+  const std::size_t es = DTypeSize(w.dtype());
+  const int64_t gate_order[4] = {0, 2, 3, 1};  // Weft block k takes ONNX block gate_order[k]
+  std::vector<Output> y_dirs, h_dirs, c_dirs;
+  for (int64_t d = 0; d < dirs; ++d) {
+    // w_weft [input + hidden, 4 hidden] = [W_d^T; R_d^T], columns reordered.
+    WEFT_ASSIGN_OR_RETURN(Tensor kernel, Tensor::Allocate(w.dtype(), Shape{input + hidden, 4 * hidden}));
+    WEFT_ASSIGN_OR_RETURN(Tensor b, Tensor::Zeros(w.dtype(), Shape{4 * hidden}));
+    const char* wsrc = static_cast<const char*>(w.raw_data()) + static_cast<std::size_t>(d * 4 * hidden * input) * es;
+    const char* rsrc = static_cast<const char*>(r.raw_data()) + static_cast<std::size_t>(d * 4 * hidden * hidden) * es;
+    char* kdst = static_cast<char*>(kernel.raw_data());
+    for (int64_t k = 0; k < 4; ++k) {
+      for (int64_t j = 0; j < hidden; ++j) {
+        const int64_t src_row = gate_order[k] * hidden + j, col = k * hidden + j;
+        for (int64_t i = 0; i < input; ++i) {
+          std::memcpy(kdst + static_cast<std::size_t>(i * 4 * hidden + col) * es,
+                      wsrc + static_cast<std::size_t>(src_row * input + i) * es, es);
+        }
+        for (int64_t i = 0; i < hidden; ++i) {
+          std::memcpy(kdst + static_cast<std::size_t>((input + i) * 4 * hidden + col) * es,
+                      rsrc + static_cast<std::size_t>(src_row * hidden + i) * es, es);
+        }
+        if (bias.valid()) {
+          const std::size_t base = static_cast<std::size_t>(d * 8 * hidden);
+          if (w.dtype() == DType::kF32) {
+            b.data<float>()[col] = bias.data<float>()[base + static_cast<std::size_t>(src_row)] +
+                                   bias.data<float>()[base + static_cast<std::size_t>(4 * hidden + src_row)];
+          } else {
+            b.data<double>()[col] = bias.data<double>()[base + static_cast<std::size_t>(src_row)] +
+                                    bias.data<double>()[base + static_cast<std::size_t>(4 * hidden + src_row)];
+          }
+        }
+      }
+    }
+    const std::string dname = dirs == 2 ? StrCat("dir_", d) : std::string("cell");
+    WEFT_ASSIGN_OR_RETURN(Output kw, c.Param(kernel, c.Name(dname + "/kernel")));
+    WEFT_ASSIGN_OR_RETURN(Output kb, c.Param(b, c.Name(dname + "/bias")));
+    // Initial states [dirs, batch, hidden] -> this direction's [batch, hidden].
+    auto initial = [&](int index, const char* what) -> Expected<Output> {
+      if (c.has_input(index)) {
+        WEFT_ASSIGN_OR_RETURN(Output s, c.In(index));
+        return Op(c, "Squeeze",
+                  {Op(c, "StridedSlice", {s},
+                      {{"begin", AttrValue(std::vector<int64_t>{d, 0, 0})},
+                       {"end", AttrValue(std::vector<int64_t>{d + 1, 0, 0})},
+                       {"strides", AttrValue(std::vector<int64_t>{1, 1, 1})},
+                       {"end_mask", AttrValue(int64_t{6})}},
+                      StrCat(dname, "/", what, "_slice"))},
+                  {{"axis", AttrValue(std::vector<int64_t>{0})}}, StrCat(dname, "/", what));
+      }
+      Output x0 = Op(c, "Squeeze",
+                     {Op(c, "StridedSlice", {x},
+                         {{"begin", AttrValue(std::vector<int64_t>{0, 0, 0})},
+                          {"end", AttrValue(std::vector<int64_t>{1, 0, 0})},
+                          {"strides", AttrValue(std::vector<int64_t>{1, 1, 1})},
+                          {"end_mask", AttrValue(int64_t{6})}},
+                         StrCat(dname, "/", what, "_x0"))},
+                     {{"axis", AttrValue(std::vector<int64_t>{0})}}, StrCat(dname, "/", what, "_x0s"));
+      // zeros [batch, hidden]: x0 [batch, input] @ zeros [input, hidden].
+      WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(w.dtype(), Shape{input, hidden}));
+      return Op(c, "MatMul", {x0, ConstOf(c, z, StrCat(dname, "/", what, "_zeros"))}, {}, StrCat(dname, "/", what));
+    };
+    WEFT_ASSIGN_OR_RETURN(Output h, initial(5, "h0"));
+    WEFT_ASSIGN_OR_RETURN(Output cs, initial(6, "c0"));
+    const bool reverse = direction == "reverse" || d == 1;
+    std::vector<Output> hs(static_cast<std::size_t>(steps));
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t t = reverse ? steps - 1 - s : s;
+      Output xt = Op(c, "Squeeze",
+                     {Op(c, "StridedSlice", {x},
+                         {{"begin", AttrValue(std::vector<int64_t>{t, 0, 0})},
+                          {"end", AttrValue(std::vector<int64_t>{t + 1, 0, 0})},
+                          {"strides", AttrValue(std::vector<int64_t>{1, 1, 1})},
+                          {"end_mask", AttrValue(int64_t{6})}},
+                         StrCat(dname, "/x_", t, "_slice"))},
+                     {{"axis", AttrValue(std::vector<int64_t>{0})}}, StrCat(dname, "/x_", t));
+      std::vector<Output> out = c.b().AddNode("LSTMCell", {xt, cs, h, kw, kb}, {{"forget_bias", AttrValue(0.0)}},
+                                              c.Name(StrCat(dname, "/step_", t)));
+      if (out.size() != 3) return c.b().status();
+      cs = out[0];
+      h = out[1];
+      hs[static_cast<std::size_t>(t)] = h;
+    }
+    if (c.has_output(0)) {
+      y_dirs.push_back(Op(c, "Pack", hs, {{"axis", AttrValue(int64_t{0})}}, StrCat(dname, "/Y")));
+    }
+    h_dirs.push_back(h);
+    c_dirs.push_back(cs);
+  }
+  // Y [T, dirs, batch, hidden] (layout 0) or [batch, T, dirs, hidden] (layout 1).
+  if (c.has_output(0)) {
+    Output y = Op(c, "Pack", y_dirs, {{"axis", AttrValue(int64_t{1})}}, layout == 1 ? "Y_time_major" : "Y");
+    if (layout == 1) y = Op(c, "Transpose", {y}, {{"perm", AttrValue(std::vector<int64_t>{2, 0, 1, 3})}}, "Y");
+    c.SetOut(0, y);
+  }
+  const std::vector<int64_t> state_perm = {1, 0, 2};
+  if (c.has_output(1)) {
+    Output yh = Op(c, "Pack", h_dirs, {{"axis", AttrValue(int64_t{0})}}, "Y_h");
+    c.SetOut(1, layout == 1 ? Op(c, "Transpose", {yh}, {{"perm", AttrValue(state_perm)}}, "Y_h_batch_major") : yh);
+  }
+  if (c.has_output(2)) {
+    Output yc = Op(c, "Pack", c_dirs, {{"axis", AttrValue(int64_t{0})}}, "Y_c");
+    c.SetOut(2, layout == 1 ? Op(c, "Transpose", {yc}, {{"perm", AttrValue(state_perm)}}, "Y_c_batch_major") : yc);
+  }
+  return Status();
+}
+
+Conv BuildConverters() {
+  Conv t;
+  const std::pair<const char*, const char*> unary[] = {
+      {"Relu", "Relu"},      {"Sigmoid", "Sigmoid"},   {"Tanh", "Tanh"},
+      {"Exp", "Exp"},        {"Log", "Log"},           {"Abs", "Abs"},
+      {"Neg", "Neg"},        {"Sqrt", "Sqrt"},         {"Reciprocal", "Reciprocal"},
+      {"Floor", "Floor"},    {"Ceil", "Ceil"},         {"Sin", "Sin"},
+      {"Cos", "Cos"},        {"Erf", "Erf"},           {"Round", "Round"},
+      {"Sign", "Sign"},      {"Softplus", "Softplus"}, {"IsNaN", "IsNan"},
+      {"Not", "LogicalNot"},
+  };
+  for (const auto& [onnx_op, weft_op] : unary) {
+    const std::string w = weft_op;
+    t[onnx_op] = [w](NodeContext& c) { return Unary(c, w); };
+  }
+  const std::pair<const char*, const char*> binary[] = {
+      {"Pow", ""},
+      {"Equal", "Equal"},
+      {"Less", "Less"},
+      {"Greater", "Greater"},
+      {"LessOrEqual", "LessEqual"},
+      {"GreaterOrEqual", "GreaterEqual"},
+      {"And", "LogicalAnd"},
+      {"Or", "LogicalOr"},
+      {"Xor", "NotEqual"},
+  };
+  for (const auto& [onnx_op, weft_op] : binary) {
+    const std::string w = weft_op;
+    if (!w.empty()) t[onnx_op] = [w](NodeContext& c) { return Binary(c, w); };
+  }
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    const std::string w = op;
+    t[op] = [w](NodeContext& c) { return Arith(c, w); };
+  }
+  t["Pow"] = Pow;
+  t["Mod"] = Mod;
+  t["Sum"] = [](NodeContext& c) { return Variadic(c, "Add", false); };
+  t["Max"] = [](NodeContext& c) { return Variadic(c, "Maximum", false); };
+  t["Min"] = [](NodeContext& c) { return Variadic(c, "Minimum", false); };
+  t["Mean"] = [](NodeContext& c) { return Variadic(c, "Add", true); };
+  t["LeakyRelu"] = LeakyRelu;
+  t["PRelu"] = PRelu;
+  t["Elu"] = Elu;
+  t["Selu"] = Selu;
+  t["HardSigmoid"] = [](NodeContext& c) { return HardSigmoid(c, false); };
+  t["HardSwish"] = [](NodeContext& c) { return HardSigmoid(c, true); };
+  t["Softsign"] = Softsign;
+  t["Clip"] = Clip;
+  t["Cast"] = Cast;
+  t["IsInf"] = IsInf;
+  t["MatMul"] = MatMul;
+  t["Gemm"] = Gemm;
+  t["Conv"] = ConvOp;
+  t["MaxPool"] = [](NodeContext& c) { return Pool(c, true); };
+  t["AveragePool"] = [](NodeContext& c) { return Pool(c, false); };
+  t["GlobalAveragePool"] = [](NodeContext& c) { return GlobalPool(c, "Mean"); };
+  t["GlobalMaxPool"] = [](NodeContext& c) { return GlobalPool(c, "Max"); };
+  t["BatchNormalization"] = BatchNorm;
+  t["InstanceNormalization"] = InstanceNorm;
+  t["LayerNormalization"] = LayerNormalization;
+  t["Softmax"] = [](NodeContext& c) { return SoftmaxOp(c, "Softmax"); };
+  t["LogSoftmax"] = [](NodeContext& c) { return SoftmaxOp(c, "LogSoftmax"); };
+  t["Flatten"] = Flatten;
+  t["Reshape"] = Reshape;
+  t["Transpose"] = Transpose;
+  t["Unsqueeze"] = Unsqueeze;
+  t["Squeeze"] = Squeeze;
+  t["Concat"] = Concat;
+  t["Shape"] = ShapeOp;
+  t["Size"] = Size;
+  t["Gather"] = Gather;
+  t["Slice"] = Slice;
+  t["Split"] = SplitOp;
+  t["Constant"] = ConstantOp;
+  t["ConstantOfShape"] = ConstantOfShape;
+  t["Expand"] = Expand;
+  t["Tile"] = Tile;
+  t["Pad"] = PadOp;
+  t["Where"] = Where;
+  t["Range"] = RangeOp;
+  t["CumSum"] = CumSum;
+  t["ReduceMean"] = [](NodeContext& c) { return Reduce(c, "Mean"); };
+  t["ReduceSum"] = [](NodeContext& c) { return Reduce(c, "Sum"); };
+  t["ReduceMax"] = [](NodeContext& c) { return Reduce(c, "Max"); };
+  t["ReduceMin"] = [](NodeContext& c) { return Reduce(c, "Min"); };
+  t["ReduceProd"] = [](NodeContext& c) { return Reduce(c, "Prod"); };
+  t["ReduceL1"] = [](NodeContext& c) { return Reduce(c, "L1"); };
+  t["ReduceL2"] = [](NodeContext& c) { return Reduce(c, "L2"); };
+  t["ReduceSumSquare"] = [](NodeContext& c) { return Reduce(c, "SumSquare"); };
+  t["ReduceLogSum"] = [](NodeContext& c) { return Reduce(c, "LogSum"); };
+  t["ReduceLogSumExp"] = [](NodeContext& c) { return Reduce(c, "LogSumExp"); };
+  t["ArgMax"] = [](NodeContext& c) { return ArgOp(c, "ArgMax"); };
+  t["ArgMin"] = [](NodeContext& c) { return ArgOp(c, "ArgMin"); };
+  t["Identity"] = Identity;
+  t["Dropout"] = Dropout;
+  t["LSTM"] = Lstm;
+  return t;
+}
+
+}  // namespace
+
+const std::map<std::string, Converter, std::less<>>& Converters() {
+  static const Conv* table = new Conv(BuildConverters());
+  return *table;
+}
+
+}  // namespace weft::onnx_io

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""PyTorch models exported to ONNX, run through `weft run`, against PyTorch.
+
+    onnx_models_test.py WEFT_CLI [--models mlp,cnn,...] [--keep DIR]
+
+tools/onnx/export_models.py exports each model with its input and what the
+PyTorch module itself computes for it; `weft run MODEL.onnx` (imported on
+the fly, initializers frozen) must give the same output within a relative
+error of 1e-4: max |weft - torch| / max |torch| over the output (an
+element-wise ratio means nothing where torch's value is near 0).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPORT = os.path.join(HERE, "..", "..", "tools", "onnx", "export_models.py")
+TOLERANCE = 1e-4
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cli")
+    parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet_v2,lstm")
+    parser.add_argument("--keep")
+    args = parser.parse_args()
+    workdir = args.keep or tempfile.mkdtemp(prefix="onnx_models_")
+    os.makedirs(workdir, exist_ok=True)
+    export = subprocess.run([sys.executable, EXPORT, workdir, "--models", args.models], capture_output=True, text=True)
+    if export.returncode != 0:
+        print(export.stdout + export.stderr)
+        print("FAIL: exporting the models failed")
+        return 1
+    failures = 0
+    for name in args.models.split(","):
+        out = os.path.join(workdir, "out_" + name)
+        proc = subprocess.run([args.cli, "run", os.path.join(workdir, name + ".onnx"), "--feed",
+                               "input=" + os.path.join(workdir, name + ".input.npy"), "--fetch", "output", "--out", out,
+                               "-q"], capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            print(f"FAIL {name}: weft run exited {proc.returncode}: {proc.stderr.strip()}")
+            failures += 1
+            continue
+        got = np.load(os.path.join(out, "output.npy"))
+        want = np.load(os.path.join(workdir, name + ".expected.npy"))
+        if got.shape != want.shape:
+            print(f"FAIL {name}: shape {got.shape}, PyTorch's {want.shape}")
+            failures += 1
+            continue
+        rel = float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max())
+        same_argmax = bool((got.argmax(-1) == want.argmax(-1)).all())
+        ok = rel <= TOLERANCE
+        print(f"{'ok  ' if ok else 'FAIL'} {name:13s} {str(got.shape):12s} max relative error {rel:.2e} "
+              f"(limit {TOLERANCE:g}), same argmax: {same_argmax}")
+        failures += 0 if ok else 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

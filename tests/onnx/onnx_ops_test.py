@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+"""The ONNX importer op by op: single-node ONNX models (built with onnx.helper)
+run through `weft run`, compared with NumPy computing the ONNX operator's
+definition directly (the expected values never come from Weft).
+
+    onnx_ops_test.py WEFT_CLI [--keep DIR] [-k SUBSTRING]
+
+Cases of one opset go into one model (one node per case, its own inputs and
+outputs), run by one `weft run`; when the model does not import, each case
+runs alone so that the failure names the case.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(7)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# --- NumPy references (the ONNX operator definitions) ---------------------------
+
+
+def conv2d(x, w, b=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group=1):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    eh, ew = (kh - 1) * dilations[0] + 1, (kw - 1) * dilations[1] + 1
+    oh = (xp.shape[2] - eh) // strides[0] + 1
+    ow = (xp.shape[3] - ew) // strides[1] + 1
+    out = np.zeros((n, o, oh, ow), np.float64)
+    og = o // group
+    for g in range(group):
+        for oc in range(g * og, (g + 1) * og):
+            for i in range(oh):
+                for j in range(ow):
+                    patch = xp[:, g * cg:(g + 1) * cg, i * strides[0]:i * strides[0] + eh:dilations[0],
+                               j * strides[1]:j * strides[1] + ew:dilations[1]]
+                    out[:, oc, i, j] = (patch * w[oc]).sum(axis=(1, 2, 3))
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+    return out.astype(np.float32)
+
+
+def pool2d(x, k, strides, pads=(0, 0, 0, 0), mode="max", count_include_pad=False, ceil=False):
+    n, c, h, w = x.shape
+    fill = -np.inf if mode == "max" else np.nan
+    hp, wp = h + pads[0] + pads[2], w + pads[1] + pads[3]
+
+    def out_size(size, kk, s):
+        return (-(-(size - kk) // s) if ceil else (size - kk) // s) + 1
+
+    oh = out_size(hp, k[0], strides[0])
+    ow = out_size(wp, k[1], strides[1])
+    # Windows may run past the padded input in ceil mode: pad more with the fill.
+    extra_h = max(0, (oh - 1) * strides[0] + k[0] - hp)
+    extra_w = max(0, (ow - 1) * strides[1] + k[1] - wp)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2] + extra_h), (pads[1], pads[3] + extra_w)),
+                constant_values=np.nan)
+    inside = np.pad(np.ones((h, w)), ((pads[0], pads[2] + extra_h), (pads[1], pads[3] + extra_w)))
+    in_pad = np.pad(np.ones((h, w)), ((pads[0], pads[2]), (pads[1], pads[3])), constant_values=1)
+    in_pad = np.pad(in_pad, ((0, extra_h), (0, extra_w)))
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * strides[0]:i * strides[0] + k[0], j * strides[1]:j * strides[1] + k[1]]
+            if mode == "max":
+                out[:, :, i, j] = np.nanmax(np.where(np.isnan(win), fill, win), axis=(2, 3))
+            else:
+                s = np.nansum(win, axis=(2, 3))
+                if count_include_pad:
+                    cnt = in_pad[i * strides[0]:i * strides[0] + k[0], j * strides[1]:j * strides[1] + k[1]].sum()
+                else:
+                    cnt = inside[i * strides[0]:i * strides[0] + k[0], j * strides[1]:j * strides[1] + k[1]].sum()
+                out[:, :, i, j] = s / cnt
+    return out.astype(np.float32)
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_legacy(x, axis, log=False):
+    shape = x.shape
+    flat = x.reshape(int(np.prod(shape[:axis])), -1)
+    y = softmax(flat, 1)
+    return (np.log(y) if log else y).reshape(shape)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def lstm_ref(x, w, r, b, h0, c0, reverse=False):
+    # ONNX LSTM, one direction, gates i, o, f, c.
+    hidden = r.shape[-1]
+    wb, rb = b[:4 * hidden], b[4 * hidden:]
+    h, c = h0, c0
+    ys = [None] * x.shape[0]
+    order = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+    for t in order:
+        z = x[t] @ w.T + h @ r.T + wb + rb
+        i, o, f, cc = np.split(z, 4, axis=1)
+        i, o, f, cc = sigmoid(i), sigmoid(o), sigmoid(f), np.tanh(cc)
+        c = f * c + i * cc
+        h = o * np.tanh(c)
+        ys[t] = h
+    return np.stack(ys), h, c
+
+
+# --- Cases --------------------------------------------------------------------------
+
+
+class Case:
+    def __init__(self, name, op, inputs, expected, attrs=None, opset=17, consts=None, rtol=1e-5, atol=1e-5,
+                 outputs=None):
+        self.name, self.op, self.inputs, self.attrs, self.opset = name, op, inputs, attrs or {}, opset
+        self.expected = expected if isinstance(expected, list) else [expected]
+        self.consts = consts or {}  # input index -> array given as an initializer
+        self.rtol, self.atol = rtol, atol
+        self.outputs = outputs  # output slots to name (None: one per expected)
+
+
+def cases():
+    c = []
+    x = f32(2, 3, 4)
+    for op, fn in [("Relu", lambda a: np.maximum(a, 0)), ("Sigmoid", sigmoid), ("Tanh", np.tanh),
+                   ("Exp", np.exp), ("Abs", np.abs), ("Neg", np.negative), ("Floor", np.floor),
+                   ("Ceil", np.ceil), ("Sin", np.sin), ("Cos", np.cos), ("Sign", np.sign),
+                   ("Softplus", lambda a: np.log1p(np.exp(a))), ("Softsign", lambda a: a / (1 + np.abs(a)))]:
+        c.append(Case(op.lower(), op, [x], fn(x).astype(np.float32)))
+    pos = np.abs(f32(3, 4)) + 0.1
+    c.append(Case("log", "Log", [pos], np.log(pos)))
+    c.append(Case("sqrt", "Sqrt", [pos], np.sqrt(pos)))
+    c.append(Case("reciprocal", "Reciprocal", [pos], 1 / pos))
+    r = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.4], np.float32)
+    c.append(Case("round_half_even", "Round", [r], np.round(r)))
+    c.append(Case("leaky_relu", "LeakyRelu", [x], np.where(x > 0, x, 0.1 * x), {"alpha": 0.1}))
+    c.append(Case("elu_alpha", "Elu", [x], np.where(x > 0, x, 0.5 * np.expm1(x)), {"alpha": 0.5}))
+    c.append(Case("elu", "Elu", [x], np.where(x > 0, x, np.expm1(x))))
+    c.append(Case("selu", "Selu", [x], np.where(x > 0, 1.0507009873554805 * x,
+                                                1.0507009873554805 * 1.6732632423543772 * np.expm1(x)), rtol=1e-5))
+    c.append(Case("hard_sigmoid", "HardSigmoid", [x], np.clip(0.2 * x + 0.5, 0, 1)))
+    c.append(Case("hard_swish", "HardSwish", [x], x * np.clip(x / 6 + 0.5, 0, 1), opset=14))
+    slope = f32(3, 1)
+    c.append(Case("prelu", "PRelu", [x, slope], np.where(x > 0, x, x * slope)))
+    a, b = f32(2, 3, 4), f32(3, 1)
+    for op, fn in [("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)]:
+        c.append(Case(op.lower() + "_broadcast", op, [a, b], fn(a, b).astype(np.float32)))
+    c.append(Case("pow", "Pow", [pos, np.float32(1.7)], np.power(pos, 1.7).astype(np.float32), consts={1: None}))
+    c.append(Case("pow_square", "Pow", [x, np.float32(2)], x * x, consts={1: None}))
+    ia, ib = np.array([7, -7, 7, -7], np.int64), np.array([3, 3, -3, -3], np.int64)
+    c.append(Case("mod_int", "Mod", [ia, ib], np.mod(ia, ib)))
+    c.append(Case("mod_fmod", "Mod", [a, b], np.fmod(a, b).astype(np.float32), {"fmod": 1}))
+    c3 = f32(4)
+    c.append(Case("max3", "Max", [a, b, c3], np.maximum(np.maximum(a, b), c3)))
+    c.append(Case("min2", "Min", [a, b], np.minimum(a, b)))
+    c.append(Case("mean2", "Mean", [a, b], ((a + b) / 2).astype(np.float32)))
+    c.append(Case("sum3", "Sum", [a, b, a], (a + b + a).astype(np.float32)))
+    for op, fn in [("Equal", np.equal), ("Less", np.less), ("Greater", np.greater),
+                   ("LessOrEqual", np.less_equal), ("GreaterOrEqual", np.greater_equal)]:
+        ra, rb = np.round(a), np.round(b)
+        c.append(Case(op.lower(), op, [ra, rb], fn(ra, rb)))
+    ba, bb = a > 0, b > 0
+    c.append(Case("and", "And", [ba, bb], ba & bb))
+    c.append(Case("xor", "Xor", [ba, bb], ba ^ bb))
+    c.append(Case("not", "Not", [ba], ~ba))
+    c.append(Case("where", "Where", [ba, a, b], np.where(ba, a, b)))
+    c.append(Case("clip_inputs", "Clip", [x, np.float32(-0.5), np.float32(0.7)], np.clip(x, -0.5, 0.7),
+                  consts={1: None, 2: None}))
+    c.append(Case("clip_relu6", "Clip", [x * 4, np.float32(0), np.float32(6)], np.clip(x * 4, 0, 6),
+                  consts={1: None, 2: None}))
+    c.append(Case("clip_min_only", "Clip", [x, np.float32(0.1)], np.maximum(x, 0.1), consts={1: None}))
+    c.append(Case("clip_attrs", "Clip", [x], np.clip(x, -0.2, 0.3), {"min": -0.2, "max": 0.3}, opset=10))
+    c.append(Case("cast_f_to_i", "Cast", [x * 3], (x * 3).astype(np.int32), {"to": TensorProto.INT32}))
+    c.append(Case("isnan", "IsNaN", [np.array([1, np.nan, np.inf], np.float32)], np.array([0, 1, 0], bool)))
+    c.append(Case("isinf_pos", "IsInf", [np.array([1, -np.inf, np.inf], np.float32)], np.array([0, 0, 1], bool),
+                  {"detect_negative": 0}))
+    # Matrix products.
+    m1, m2 = f32(3, 4), f32(4, 5)
+    c.append(Case("matmul_2d", "MatMul", [m1, m2], m1 @ m2))
+    b3, m3 = f32(2, 3, 4), f32(2, 4, 5)
+    c.append(Case("matmul_batch", "MatMul", [b3, m3], b3 @ m3))
+    c.append(Case("matmul_3d_2d", "MatMul", [b3, m2], b3 @ m2))
+    v = f32(4)
+    c.append(Case("matmul_1d_right", "MatMul", [m1, v], m1 @ v))
+    c.append(Case("matmul_1d_left", "MatMul", [f32(3), m1], None))
+    c[-1].expected = [c[-1].inputs[0] @ m1]
+    ga, gb, gc = f32(4, 3), f32(5, 4), f32(5)
+    c.append(Case("gemm_trans", "Gemm", [ga, gb, gc], (0.5 * ga.T @ gb.T + 2.0 * gc).astype(np.float32),
+                  {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}))
+    gm = f32(3, 5)
+    c.append(Case("gemm_matrix_c", "Gemm", [f32(3, 4), m2, gm], None))
+    c[-1].expected = [c[-1].inputs[0] @ m2 + gm]
+    # Convolution and pooling.
+    xi = f32(2, 3, 9, 8)
+    wc = f32(4, 3, 3, 3)
+    bc = f32(4)
+    c.append(Case("conv_same", "Conv", [xi, wc, bc], conv2d(xi, wc, bc, pads=(1, 1, 1, 1)),
+                  {"pads": [1, 1, 1, 1]}, consts={1: None, 2: None}, rtol=1e-4, atol=1e-4))
+    c.append(Case("conv_stride2_pads", "Conv", [xi, wc], conv2d(xi, wc, strides=(2, 2), pads=(1, 2, 1, 0)),
+                  {"pads": [1, 2, 1, 0], "strides": [2, 2]}, consts={1: None}, rtol=1e-4, atol=1e-4))
+    c.append(Case("conv_dilated", "Conv", [xi, wc], conv2d(xi, wc, dilations=(2, 1)),
+                  {"dilations": [2, 1]}, consts={1: None}, rtol=1e-4, atol=1e-4))
+    c.append(Case("conv_computed_weights", "Conv", [xi, wc], conv2d(xi, wc), {}, rtol=1e-4, atol=1e-4))
+    xg = f32(1, 4, 6, 6)
+    wg = f32(6, 2, 3, 3)
+    c.append(Case("conv_groups", "Conv", [xg, wg], conv2d(xg, wg, group=2), {"group": 2}, consts={1: None},
+                  rtol=1e-4, atol=1e-4))
+    wd = f32(8, 1, 3, 3)
+    c.append(Case("conv_depthwise", "Conv", [xg, wd], conv2d(xg, wd, pads=(1, 1, 1, 1), group=4),
+                  {"group": 4, "pads": [1, 1, 1, 1]}, consts={1: None}, rtol=1e-4, atol=1e-4))
+    c.append(Case("conv_auto_pad_same_lower", "Conv", [xi, wc[:, :, :2, :2]], None,
+                  {"auto_pad": "SAME_LOWER"}, consts={1: None}, rtol=1e-4, atol=1e-4))
+    c[-1].expected = [conv2d(xi, wc[:, :, :2, :2], pads=(1, 1, 0, 0))]
+    x1 = f32(2, 3, 10)
+    w1 = f32(4, 3, 3)
+    c.append(Case("conv_1d", "Conv", [x1, w1], conv2d(x1[:, :, None, :], w1[:, :, None, :], pads=(0, 1, 0, 1))[:, :, 0, :],
+                  {"pads": [1, 1]}, consts={1: None}, rtol=1e-4, atol=1e-4))
+    c.append(Case("maxpool_pads", "MaxPool", [xi], pool2d(xi, (3, 3), (2, 2), (1, 1, 1, 1)),
+                  {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}))
+    c.append(Case("maxpool_ceil", "MaxPool", [xi], pool2d(xi, (2, 2), (2, 2), ceil=True),
+                  {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}))
+    c.append(Case("avgpool", "AveragePool", [xi], pool2d(xi, (2, 2), (2, 2), mode="avg"),
+                  {"kernel_shape": [2, 2], "strides": [2, 2]}))
+    c.append(Case("avgpool_include_pad", "AveragePool", [xi],
+                  pool2d(xi, (3, 3), (1, 1), (1, 1, 1, 1), mode="avg", count_include_pad=True),
+                  {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}))
+    c.append(Case("avgpool_same_exclude_pad", "AveragePool", [xi],
+                  pool2d(xi, (3, 3), (1, 1), (1, 1, 1, 1), mode="avg", count_include_pad=False),
+                  {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}))
+    c.append(Case("global_avg", "GlobalAveragePool", [xi], xi.mean(axis=(2, 3), keepdims=True)))
+    c.append(Case("global_max", "GlobalMaxPool", [xi], xi.max(axis=(2, 3), keepdims=True)))
+    scale, bias, mean, var = f32(3), f32(3), f32(3), np.abs(f32(3)) + 0.5
+    bn = (xi - mean.reshape(1, 3, 1, 1)) / np.sqrt(var.reshape(1, 3, 1, 1) + 1e-3) * scale.reshape(1, 3, 1, 1) + \
+        bias.reshape(1, 3, 1, 1)
+    c.append(Case("batchnorm", "BatchNormalization", [xi, scale, bias, mean, var], bn.astype(np.float32),
+                  {"epsilon": 1e-3}, consts={1: None, 2: None, 3: None, 4: None}, rtol=1e-4, atol=1e-5))
+    m_ = xi.mean(axis=(2, 3), keepdims=True)
+    v_ = xi.var(axis=(2, 3), keepdims=True)
+    inorm = (xi - m_) / np.sqrt(v_ + 1e-5) * scale.reshape(1, 3, 1, 1) + bias.reshape(1, 3, 1, 1)
+    c.append(Case("instance_norm", "InstanceNormalization", [xi, scale, bias], inorm.astype(np.float32),
+                  rtol=1e-4, atol=1e-4))
+    ln_s, ln_b = f32(4), f32(4)
+    lm, lv = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    c.append(Case("layer_norm", "LayerNormalization", [x, ln_s, ln_b],
+                  ((x - lm) / np.sqrt(lv + 1e-5) * ln_s + ln_b).astype(np.float32), rtol=1e-4, atol=1e-4))
+    # Softmax: opset 13 one axis; before, the input flattened to 2-D at axis.
+    c.append(Case("softmax_13", "Softmax", [x], softmax(x, 1), {"axis": 1}, opset=13))
+    c.append(Case("softmax_11_axis1", "Softmax", [x], softmax_legacy(x, 1), {"axis": 1}, opset=11))
+    c.append(Case("logsoftmax_11_default", "LogSoftmax", [x], softmax_legacy(x, 1, log=True), opset=11))
+    c.append(Case("logsoftmax", "LogSoftmax", [x], np.log(softmax(x, -1))))
+    # Shapes.
+    c.append(Case("flatten", "Flatten", [xi], xi.reshape(2, -1)))
+    c.append(Case("flatten_axis2", "Flatten", [xi], xi.reshape(6, -1), {"axis": 2}))
+    c.append(Case("reshape_zero_minus1", "Reshape", [xi, np.array([0, -1, 8], np.int64)], xi.reshape(2, -1, 8),
+                  consts={1: None}))
+    c.append(Case("transpose", "Transpose", [xi], xi.transpose(0, 2, 3, 1), {"perm": [0, 2, 3, 1]}))
+    c.append(Case("transpose_default", "Transpose", [x], x.transpose()))
+    c.append(Case("unsqueeze_13", "Unsqueeze", [x, np.array([0, -1], np.int64)], x[None, ..., None],
+                  consts={1: None}))
+    c.append(Case("unsqueeze_11", "Unsqueeze", [x], x[:, None], {"axes": [1]}, opset=11))
+    sq = f32(1, 3, 1, 2)
+    c.append(Case("squeeze_13", "Squeeze", [sq, np.array([2], np.int64)], sq[:, :, 0], consts={1: None}))
+    c.append(Case("squeeze_all", "Squeeze", [sq], sq.reshape(3, 2)))
+    c.append(Case("squeeze_11", "Squeeze", [sq], sq[0], {"axes": [0]}, opset=11))
+    c.append(Case("concat", "Concat", [a, f32(2, 1, 4)], None, {"axis": -2}))
+    c[-1].expected = [np.concatenate([a, c[-1].inputs[1]], axis=-2)]
+    c.append(Case("slice_13", "Slice", [xi, np.array([1, -1], np.int64), np.array([1000, -9], np.int64),
+                                        np.array([2, 3], np.int64), np.array([1, -2], np.int64)],
+                  xi[:, :, 1:1000, -1:-9:-2], consts={1: None, 2: None, 3: None, 4: None}))
+    c.append(Case("slice_9", "Slice", [xi], xi[:, 1:2, :, -3:], {"starts": [1, -3], "ends": [2, 100], "axes": [1, 3]},
+                  opset=9))
+    c.append(Case("split_13", "Split", [xi, np.array([2, 6], np.int64)], [xi[:, :, :, :2], xi[:, :, :, 2:]],
+                  {"axis": 3}, consts={1: None}))
+    c.append(Case("split_equal", "Split", [xi], [xi[:, :, :, :4], xi[:, :, :, 4:]], {"axis": -1}))
+    c.append(Case("split_11_attr", "Split", [xi], [xi[:, :1], xi[:, 1:]], {"axis": 1, "split": [1, 2]}, opset=11))
+    g_idx = np.array([[0, -1], [1, 0]], np.int64)
+    c.append(Case("gather", "Gather", [xi, g_idx], np.take(xi, g_idx, axis=1), {"axis": 1}, consts={1: None}))
+    c.append(Case("gather_runtime_indices", "Gather", [x, np.array([2, 0], np.int64)], np.take(x, [2, 0], axis=2),
+                  {"axis": 2}))
+    c.append(Case("shape", "Shape", [xi], np.array(xi.shape, np.int64)))
+    c.append(Case("shape_slice", "Shape", [xi], np.array(xi.shape[1:3], np.int64), {"start": 1, "end": -1},
+                  opset=15))
+    c.append(Case("size", "Size", [xi], np.array(xi.size, np.int64)))
+    c.append(Case("expand", "Expand", [b, np.array([2, 1, 5], np.int64)], np.broadcast_to(b, (2, 3, 5)),
+                  consts={1: None}))
+    c.append(Case("tile", "Tile", [a, np.array([1, 2, 1], np.int64)], np.tile(a, (1, 2, 1)), consts={1: None}))
+    c.append(Case("pad_constant", "Pad", [x, np.array([0, 1, 2, 0, 0, 1], np.int64), np.float32(1.5)],
+                  np.pad(x, ((0, 0), (1, 0), (2, 1)), constant_values=1.5), consts={1: None, 2: None}))
+    c.append(Case("pad_reflect", "Pad", [x, np.array([0, 0, 2, 0, 0, 1], np.int64)],
+                  np.pad(x, ((0, 0), (0, 0), (2, 1)), mode="reflect"), {"mode": "reflect"}, consts={1: None}))
+    c.append(Case("pad_edge", "Pad", [x, np.array([0, 1, 1, 0, 1, 1], np.int64)],
+                  np.pad(x, ((0, 0), (1, 1), (1, 1)), mode="edge"), {"mode": "edge"}, consts={1: None}))
+    c.append(Case("pad_10_attr", "Pad", [x], np.pad(x, ((0, 0), (1, 0), (0, 2))), {"pads": [0, 1, 0, 0, 0, 2]},
+                  opset=10))
+    c.append(Case("constant_of_shape", "ConstantOfShape", [np.array([2, 3], np.int64)], np.full((2, 3), 7, np.int64),
+                  {"value": numpy_helper.from_array(np.array([7], np.int64))}, consts={0: None}))
+    c.append(Case("range", "Range", [np.int64(1), np.int64(10), np.int64(3)], np.arange(1, 10, 3)))
+    c.append(Case("cumsum_reverse_exclusive", "CumSum", [x, np.int64(2)],
+                  np.flip(np.cumsum(np.flip(x, 2), 2), 2) - x, {"reverse": 1, "exclusive": 1}, consts={1: None}))
+    for op, fn in [("ReduceMean", np.mean), ("ReduceMax", np.max), ("ReduceMin", np.min), ("ReduceProd", np.prod)]:
+        c.append(Case(op.lower(), op, [x], fn(x, axis=(0, 2), keepdims=True), {"axes": [0, -1]}))
+    c.append(Case("reducesum_13", "ReduceSum", [x, np.array([1], np.int64)], x.sum(axis=1), {"keepdims": 0},
+                  consts={1: None}))
+    c.append(Case("reducesum_11", "ReduceSum", [x], x.sum(axis=1, keepdims=True), {"axes": [1]}, opset=11))
+    c.append(Case("reducesum_all", "ReduceSum", [x], x.sum(keepdims=True)))
+    c.append(Case("reducel2", "ReduceL2", [x], np.sqrt((x * x).sum(axis=2, keepdims=True)), {"axes": [2]}))
+    c.append(Case("reducel1", "ReduceL1", [x], np.abs(x).sum(axis=2), {"axes": [2], "keepdims": 0}))
+    c.append(Case("reducelogsumexp", "ReduceLogSumExp", [x * 30],
+                  np.log(np.exp(x * 30 - (x * 30).max(2, keepdims=True)).sum(2)) + (x * 30).max(2),
+                  {"axes": [2], "keepdims": 0}, rtol=1e-5, atol=1e-4))
+    c.append(Case("argmax_keep", "ArgMax", [x], np.argmax(x, axis=1)[:, None], {"axis": 1}))
+    ties = np.array([[1, 3, 3, 0], [2, 2, 1, 2]], np.float32)
+    c.append(Case("argmax_last", "ArgMax", [ties], np.array([2, 3]), {"axis": 1, "keepdims": 0,
+                                                                      "select_last_index": 1}))
+    c.append(Case("argmin", "ArgMin", [x], np.argmin(x, axis=2), {"axis": -1, "keepdims": 0}))
+    c.append(Case("identity", "Identity", [x], x))
+    c.append(Case("dropout_inference", "Dropout", [x], x))
+    # LSTM, forward and bidirectional, with and without initial states.
+    t, bsz, inp, hid = 4, 2, 3, 5
+    lx = f32(t, bsz, inp)
+    lw, lr, lb = f32(1, 4 * hid, inp), f32(1, 4 * hid, hid), f32(1, 8 * hid)
+    y, yh, yc = lstm_ref(lx, lw[0], lr[0], lb[0], np.zeros((bsz, hid), np.float32), np.zeros((bsz, hid), np.float32))
+    c.append(Case("lstm", "LSTM", [lx, lw, lr, lb], [y[:, None].astype(np.float32), yh[None].astype(np.float32),
+                                                     yc[None].astype(np.float32)],
+                  {"hidden_size": hid}, consts={1: None, 2: None, 3: None}, rtol=1e-4, atol=1e-5))
+    lw2, lr2, lb2 = f32(2, 4 * hid, inp), f32(2, 4 * hid, hid), f32(2, 8 * hid)
+    h0, c0 = f32(2, bsz, hid), f32(2, bsz, hid)
+    yf, hf, cf = lstm_ref(lx, lw2[0], lr2[0], lb2[0], h0[0], c0[0])
+    yb, hb, cb = lstm_ref(lx, lw2[1], lr2[1], lb2[1], h0[1], c0[1], reverse=True)
+    c.append(Case("lstm_bidirectional", "LSTM", [lx, lw2, lr2, lb2, None, h0, c0],
+                  [np.stack([yf, yb], 1).astype(np.float32), np.stack([hf, hb]).astype(np.float32)],
+                  {"hidden_size": hid, "direction": "bidirectional"}, consts={1: None, 2: None, 3: None},
+                  rtol=1e-4, atol=1e-5))
+    return c
+
+
+# --- Building and running ----------------------------------------------------------------
+
+
+def add_case(case, nodes, inputs, inits, outputs, feeds, fetches):
+    names = []
+    for i, value in enumerate(case.inputs):
+        if value is None:
+            names.append("")
+            continue
+        name = f"{case.name}_in{i}"
+        names.append(name)
+        arr = np.asarray(value)
+        if i in case.consts:
+            inits.append(numpy_helper.from_array(arr, name))
+        else:
+            inputs.append(helper.make_tensor_value_info(name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(arr.dtype)], arr.shape))
+            feeds[name] = arr
+    while names and names[-1] == "":
+        names.pop()
+    outs = [f"{case.name}_out{i}" for i in range(len(case.expected))]
+    nodes.append(helper.make_node(case.op, names, outs, name=case.name, **case.attrs))
+    for i, o in enumerate(outs):
+        e = np.asarray(case.expected[i])
+        outputs.append(helper.make_tensor_value_info(o, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(e.dtype)], e.shape))
+        fetches.append((o, case, i))
+
+
+def run_model(cli, batch, opset, workdir, tag):
+    nodes, inputs, inits, outputs, feeds, fetches = [], [], [], [], {}, []
+    for case in batch:
+        add_case(case, nodes, inputs, inits, outputs, feeds, fetches)
+    graph = helper.make_graph(nodes, f"ops_{tag}", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="onnx_ops_test")
+    model.ir_version = 8
+    path = os.path.join(workdir, f"{tag}.onnx")
+    onnx.save(model, path)
+    args = [cli, "run", path, "-q", "--out", os.path.join(workdir, tag)]
+    for name, arr in feeds.items():
+        f = os.path.join(workdir, f"{name}.npy")
+        np.save(f, arr)
+        args += ["--feed", f"{name}={f}"]
+    for o, _, _ in fetches:
+        args += ["--fetch", o]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    return proc, fetches
+
+
+def compare(workdir, tag, fetches):
+    failures = []
+    for o, case, i in fetches:
+        got = np.load(os.path.join(workdir, tag, o + ".npy"))
+        want = np.asarray(case.expected[i])
+        if got.shape != want.shape:
+            failures.append(f"{case.name} output {i}: shape {got.shape}, expected {want.shape}")
+        elif want.dtype == bool or np.issubdtype(want.dtype, np.integer):
+            if not np.array_equal(got, want):
+                failures.append(f"{case.name} output {i}: {got.ravel()[:8]} != {want.ravel()[:8]}")
+        elif not np.allclose(got, want, rtol=case.rtol, atol=case.atol, equal_nan=True):
+            err = np.nanmax(np.abs(got.astype(np.float64) - want))
+            failures.append(f"{case.name} output {i}: max abs error {err:.3g} (rtol {case.rtol}, atol {case.atol})")
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cli")
+    parser.add_argument("--keep")
+    parser.add_argument("-k", default="")
+    args = parser.parse_args()
+    all_cases = [c for c in cases() if args.k in c.name]
+    workdir = args.keep or tempfile.mkdtemp(prefix="onnx_ops_")
+    os.makedirs(workdir, exist_ok=True)
+    by_opset = {}
+    for c in all_cases:
+        by_opset.setdefault(c.opset, []).append(c)
+    failures = []
+    for opset, batch in sorted(by_opset.items()):
+        proc, fetches = run_model(args.cli, batch, opset, workdir, f"opset{opset}")
+        if proc.returncode == 0:
+            failures += compare(workdir, f"opset{opset}", fetches)
+            continue
+        # Find the cases that fail alone.
+        for case in batch:
+            proc1, fetches1 = run_model(args.cli, [case], opset, workdir, case.name)
+            if proc1.returncode != 0:
+                failures.append(f"{case.name} (opset {opset}): weft run failed:\n    {proc1.stderr.strip()}")
+            else:
+                failures += compare(workdir, case.name, fetches1)
+    print(f"{len(all_cases)} cases in {len(by_opset)} opsets ({', '.join(map(str, sorted(by_opset)))}), "
+          f"{len(failures)} failed")
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

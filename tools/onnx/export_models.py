@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Exports PyTorch models to ONNX, with an input and PyTorch's output for it.
+
+    tools/onnx/export_models.py OUTDIR [--models mlp,cnn,...] [--opset 17] [--batch N]
+
+For each model NAME it writes OUTDIR/NAME.onnx, OUTDIR/NAME.input.npy (a
+seeded random input) and OUTDIR/NAME.expected.npy (what the PyTorch module
+itself, under torch.no_grad() in eval mode, gives for that input). The
+tests run each .onnx through `weft run` and compare with the .expected.npy;
+the benchmarks time the same files (see docs/onnx.md).
+
+Models (random weights, seeded):
+  mlp           the sample MLP of configs/models/mnist_mlp.wgt: 784-64-10
+  cnn           a Fashion-MNIST CNN: two 3x3 conv + 2x2 max-pool blocks, two dense
+  resnet18      torchvision's ResNet-18, 3x224x224
+  mobilenet_v2  torchvision's MobileNet-v2, 3x224x224
+  lstm          a one-layer LSTM (16 -> 32, 10 steps) and a dense layer on its last step
+
+The batch axis of every input and output is dynamic ("batch"), so one file
+takes any batch size. Needs Debian's python3-torch and python3-torchvision
+(tools/setup.sh installs them).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+
+def build(name):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    if name == "mlp":
+        return nn.Sequential(nn.Linear(784, 64), nn.ReLU(), nn.Linear(64, 10)), (784,)
+    if name == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)), (1, 28, 28)
+    if name == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(weights=None), (3, 224, 224)
+    if name == "mobilenet_v2":
+        import torchvision
+        return torchvision.models.mobilenet_v2(weights=None), (3, 224, 224)
+    if name == "lstm":
+
+        class Lstm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(16, 32, batch_first=True)
+                self.dense = nn.Linear(32, 5)
+
+            def forward(self, x):
+                out, _ = self.lstm(x)
+                return self.dense(out[:, -1, :])
+
+        return Lstm(), (10, 16)
+    raise SystemExit(f"export_models.py: no model {name!r}; the models are {', '.join(MODELS)}")
+
+
+MODELS = ["mlp", "cnn", "resnet18", "mobilenet_v2", "lstm"]
+
+
+def export(name, outdir, opset, batch):
+    import torch
+
+    model, shape = build(name)
+    model.eval()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch,) + shape).astype(np.float32)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    path = os.path.join(outdir, name + ".onnx")
+    torch.onnx.export(model, torch.from_numpy(x), path, opset_version=opset, input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                      do_constant_folding=True)
+    np.save(os.path.join(outdir, name + ".input.npy"), x)
+    np.save(os.path.join(outdir, name + ".expected.npy"), expected)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outdir")
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated, from: " + ", ".join(MODELS))
+    parser.add_argument("--opset", type=int, default=17)
+    parser.add_argument("--batch", type=int, default=2)
+    args = parser.parse_args()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        sys.exit("export_models.py: PyTorch is not installed (Debian's python3-torch; run tools/setup.sh)")
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in args.models.split(","):
+        print(export(name.strip(), args.outdir, args.opset, args.batch))
+
+
+if __name__ == "__main__":
+    main()
