@@ -35,7 +35,13 @@ enum class Layout {
 };
 
 struct Value {
-  Output out;                          // invalid until materialised
+  // The tensor as ONNX has it. For a rank-4 activation made by a
+  // channels-last converter this is invalid until a converter that needs
+  // NCHW asks (a Transpose of |nhwc| is made then, once).
+  Output out;  // invalid until materialised
+  // The same tensor channels-last (NHWC), when a converter made it so or
+  // one asked for it (a Transpose of |out|, once).
+  Output nhwc;
   Tensor known;                        // valid when the value is known at import time
   std::string initializer;             // the initializer it is (or is an Identity of), or ""
   Shape shape = Shape::UnknownRank();  // from ONNX's shape inference where Weft knows less
@@ -51,6 +57,7 @@ class NodeContext {
       : importer_(importer), node_(node), opset_(opset) {}
 
   const onnx::NodeProto& node() const { return node_; }
+  const ImportOptions& options() const;
   int64_t opset() const { return opset_; }
   GraphBuilder& b();
 
@@ -58,8 +65,14 @@ class NodeContext {
   // Whether input |i| is given (ONNX optional inputs may be "" or absent).
   bool has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
   bool has_output(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
-  // Input |i| as an Output.
+  // Input |i| as an Output, as ONNX lays it out (NCHW for images).
   Expected<Output> In(int i);
+  // Input |i|, rank 4, channels-last: [N, H, W, C] (a Transpose is made
+  // when it is NCHW only).
+  Expected<Output> InNhwc(int i);
+  // Whether input |i| exists channels-last already (so that a
+  // layout-agnostic op should work on that form and keep it).
+  bool IsNhwc(int i) const;
   // Input |i| as an Output of initializer |i| stored in |layout| (an
   // initializer with another layout, or a computed value, is an error the
   // caller avoids by asking LayoutOf first).
@@ -96,6 +109,8 @@ class NodeContext {
   void Alias(int out, int in);
   // Sets output |i|.
   void SetOut(int i, const Output& out);
+  // Sets output |i| to |out|, the ONNX output's NHWC transpose.
+  void SetOutNhwc(int i, const Output& out);
   void SetKnown(int i, const Tensor& value);
   // The Weft name for a new node: the ONNX node's name under "/" + |suffix|.
   std::string Name(std::string_view suffix = {}) const;
@@ -143,6 +158,7 @@ class Importer {
   GraphBuilder& b() { return b_; }
   Value* Find(const std::string& name);
   Expected<Output> Materialise(const std::string& name, Layout layout);
+  Expected<Output> MaterialiseNhwc(const std::string& name);
   Layout LayoutOf(const std::string& name) const;
   const ImportOptions& options() const { return options_; }
   Expected<Output> Param(const Tensor& value, const std::string& name);

@@ -37,6 +37,11 @@ struct ImportOptions {
   bool freeze = false;
   // The name of the initialiser NoOp (without freeze).
   std::string init_name = "init";
+  // Run convolutions, pooling and batch normalisation channels-last (NHWC,
+  // where Weft's CPU kernels are fastest), keeping activations NHWC through
+  // elementwise ops and transposing back only where an op needs ONNX's
+  // NCHW. Off: every op runs on the NCHW tensors as ONNX has them.
+  bool channels_last = true;
 };
 
 struct ImportedModel {

@@ -238,10 +238,22 @@ std::string SanitiseName(std::string_view onnx_name) {
 // --- NodeContext -------------------------------------------------------------------------
 
 GraphBuilder& NodeContext::b() { return importer_.b(); }
+const ImportOptions& NodeContext::options() const { return importer_.options(); }
 
 Expected<Output> NodeContext::In(int i) {
   if (!has_input(i)) return Error("input ", i, " is missing");
   return importer_.Materialise(node_.input(i), importer_.LayoutOf(node_.input(i)));
+}
+
+Expected<Output> NodeContext::InNhwc(int i) {
+  if (!has_input(i)) return Error("input ", i, " is missing");
+  return importer_.MaterialiseNhwc(node_.input(i));
+}
+
+bool NodeContext::IsNhwc(int i) const {
+  if (!has_input(i)) return false;
+  const Value* v = importer_.Find(node_.input(i));
+  return v != nullptr && v->nhwc.valid();
 }
 
 Expected<Output> NodeContext::InWithLayout(int i, Layout layout) {
@@ -307,6 +319,10 @@ Shape NodeContext::InShape(int i) const {
   const Value* v = importer_.Find(node_.input(i));
   if (v == nullptr) return Shape::UnknownRank();
   Shape shape = v->out.valid() ? v->out.shape() : (v->known.valid() ? v->known.shape() : Shape::UnknownRank());
+  if (!v->out.valid() && v->nhwc.valid() && v->nhwc.shape().rank() == 4) {
+    const Shape& n = v->nhwc.shape();
+    shape = Shape{n.dim(0), n.dim(3), n.dim(1), n.dim(2)};
+  }
   if (!v->shape.unknown_rank()) {
     if (shape.unknown_rank()) return v->shape;
     auto merged = shape.Merge(v->shape);
@@ -320,6 +336,7 @@ DType NodeContext::InDType(int i) const {
   const Value* v = importer_.Find(node_.input(i));
   if (v == nullptr) return DType::kInvalid;
   if (v->out.valid()) return v->out.dtype();
+  if (v->nhwc.valid()) return v->nhwc.dtype();
   if (v->known.valid()) return v->known.dtype();
   return v->dtype;
 }
@@ -368,8 +385,15 @@ void NodeContext::Alias(int out, int in) {
   Value* dst = importer_.Find(node_.output(out));
   if (src == nullptr || dst == nullptr) return;
   dst->out = src->out;
+  dst->nhwc = src->nhwc;
   dst->known = src->known;
   dst->initializer = src->initializer;
+}
+
+void NodeContext::SetOutNhwc(int i, const Output& out) {
+  if (!has_output(i)) return;
+  Value* v = importer_.Find(node_.output(i));
+  if (v != nullptr) v->nhwc = out;
 }
 
 void NodeContext::SetKnown(int i, const Tensor& value) {
@@ -469,6 +493,12 @@ Expected<Output> Importer::Materialise(const std::string& name, Layout layout) {
                                 "output (a dangling input)");
   }
   if (v->out.valid()) return v->out;
+  if (v->nhwc.valid()) {
+    v->out = b_.Op("Transpose", {v->nhwc}, {{"perm", AttrValue(std::vector<int64_t>{0, 3, 1, 2})}},
+                   SanitiseName(name) + "/nchw");
+    WEFT_RETURN_IF_ERROR(b_.status());
+    return v->out;
+  }
   if (!v->known.valid()) {
     auto it = unproduced_.find(name);
     if (it != unproduced_.end()) {
@@ -499,6 +529,19 @@ Expected<Output> Importer::Materialise(const std::string& name, Layout layout) {
   v->out = b_.Const(v->known, SanitiseName(name));
   WEFT_RETURN_IF_ERROR(b_.status());
   return v->out;
+}
+
+Expected<Output> Importer::MaterialiseNhwc(const std::string& name) {
+  Value* v = Find(name);
+  if (v != nullptr && v->nhwc.valid()) return v->nhwc;
+  WEFT_ASSIGN_OR_RETURN(Output nchw, Materialise(name, LayoutOf(name)));
+  if (nchw.shape().rank() != 4) {
+    return InternalError("tensor ", Quote(name), " of shape ", nchw.shape().ToString(), " is not 4-D");
+  }
+  v->nhwc =
+      b_.Op("Transpose", {nchw}, {{"perm", AttrValue(std::vector<int64_t>{0, 2, 3, 1})}}, SanitiseName(name) + "/nhwc");
+  WEFT_RETURN_IF_ERROR(b_.status());
+  return v->nhwc;
 }
 
 Status Importer::CheckOpsSupported(const onnx::GraphProto& graph) {
@@ -618,7 +661,7 @@ Status Importer::ConvertNode(const onnx::NodeProto& node, int index, int count) 
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
     const Value& v = values_[node.output(i)];
-    if (!v.out.valid() && !v.known.valid()) {
+    if (!v.out.valid() && !v.nhwc.valid() && !v.known.valid()) {
       // An optional output this converter does not produce: an error only
       // when something reads it (see Materialise / the graph outputs).
       unproduced_[node.output(i)] = where;

@@ -38,26 +38,96 @@ Expected<int64_t> Axis(NodeContext& c, int64_t a, int rank, std::string_view wha
   return a < 0 ? a + rank : a;
 }
 
+// --- Layouts ----------------------------------------------------------------------------------
+//
+// Images run channels-last (ImportOptions::channels_last): Conv, pools and
+// BatchNormalization make NHWC outputs; elementwise ops keep an input's
+// NHWC form; any other op reads the NCHW form, made by one Transpose.
+
+// Input |i| of an elementwise op: its NHWC form when it has one.
+Expected<std::pair<Output, bool>> ElementwiseIn(NodeContext& c, int i) {
+  if (c.IsNhwc(i)) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.InNhwc(i));
+    return std::make_pair(x, true);
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(i));
+  return std::make_pair(x, false);
+}
+
+void SetOutAs(NodeContext& c, int i, const Output& y, bool nhwc) {
+  if (nhwc) {
+    c.SetOutNhwc(i, y);
+  } else {
+    c.SetOut(i, y);
+  }
+}
+
+// The inputs of an op with NumPy broadcasting, all NHWC when one is (a
+// lower-rank operand is padded to 4-D and permuted as the NCHW one would
+// be), else all as ONNX has them. Returns the inputs and whether NHWC.
+Expected<std::pair<std::vector<Output>, bool>> BroadcastIns(NodeContext& c, const std::vector<int>& indices) {
+  bool any = false, possible = true;
+  for (int i : indices) {
+    any = any || c.IsNhwc(i);
+    const Shape s = c.InShape(i);
+    possible = possible && !s.unknown_rank() && s.rank() <= 4;
+  }
+  std::vector<Output> ins;
+  if (!any || !possible) {
+    for (int i : indices) {
+      WEFT_ASSIGN_OR_RETURN(Output x, c.In(i));
+      ins.push_back(x);
+    }
+    return std::make_pair(ins, false);
+  }
+  for (int i : indices) {
+    const Shape s = c.InShape(i);
+    if (c.IsNhwc(i) || s.rank() == 4) {
+      WEFT_ASSIGN_OR_RETURN(Output x, c.InNhwc(i));
+      ins.push_back(x);
+      continue;
+    }
+    WEFT_ASSIGN_OR_RETURN(Output x, c.In(i));
+    bool ones_only = true;  // a scalar or size-1 dims broadcast the same either way
+    for (int d = 0; d < s.rank(); ++d) ones_only = ones_only && s.dim(d) == 1;
+    if (s.rank() == 0 || ones_only) {
+      ins.push_back(x);
+      continue;
+    }
+    std::vector<int64_t> dims(static_cast<std::size_t>(4 - s.rank()), 1);
+    for (int d = 0; d < s.rank(); ++d) {
+      if (s.dim(d) < 0) return c.Unsupported("broadcasting an operand of unknown shape ", s.ToString());
+      dims.push_back(s.dim(d));
+    }
+    Output four = c.b().Op("Reshape", {x, c.b().Const(Int64s(dims), c.Name(StrCat("in", i, "_4d_shape")))}, {},
+                           c.Name(StrCat("in", i, "_4d")));
+    ins.push_back(c.b().Op("Transpose", {four}, {{"perm", AttrValue(std::vector<int64_t>{0, 2, 3, 1})}},
+                           c.Name(StrCat("in", i, "_nhwc"))));
+  }
+  return std::make_pair(ins, true);
+}
+
 Status Unary(NodeContext& c, std::string_view weft_op) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
-  c.SetOut(0, Op(c, weft_op, {x}));
+  WEFT_ASSIGN_OR_RETURN(auto x, ElementwiseIn(c, 0));
+  SetOutAs(c, 0, Op(c, weft_op, {x.first}), x.second);
   return Status();
 }
 
 Status Binary(NodeContext& c, std::string_view weft_op) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
-  WEFT_ASSIGN_OR_RETURN(Output y, c.In(1));
-  c.SetOut(0, Op(c, weft_op, {x, y}));
+  WEFT_ASSIGN_OR_RETURN(auto in, BroadcastIns(c, {0, 1}));
+  SetOutAs(c, 0, Op(c, weft_op, in.first), in.second);
   return Status();
 }
 
 // Sum, Max, Min, Mean of any number of inputs, broadcasting.
 Status Variadic(NodeContext& c, std::string_view weft_op, bool mean) {
   if (c.num_inputs() < 1) return c.Error("needs at least one input");
-  WEFT_ASSIGN_OR_RETURN(Output acc, c.In(0));
-  for (int i = 1; i < c.num_inputs(); ++i) {
-    WEFT_ASSIGN_OR_RETURN(Output next, c.In(i));
-    acc = Op(c, weft_op, {acc, next}, {}, StrCat(weft_op, "_", i));
+  std::vector<int> indices(static_cast<std::size_t>(c.num_inputs()));
+  std::iota(indices.begin(), indices.end(), 0);
+  WEFT_ASSIGN_OR_RETURN(auto in, BroadcastIns(c, indices));
+  Output acc = in.first[0];
+  for (std::size_t i = 1; i < in.first.size(); ++i) {
+    acc = Op(c, weft_op, {acc, in.first[i]}, {}, StrCat(weft_op, "_", i));
   }
   if (mean && c.num_inputs() > 1) {
     WEFT_ASSIGN_OR_RETURN(Output n, ScalarLike(c, acc.dtype(), c.num_inputs(), "count"));
@@ -65,27 +135,28 @@ Status Variadic(NodeContext& c, std::string_view weft_op, bool mean) {
   } else {
     acc = Op(c, "Identity", {acc});
   }
-  c.SetOut(0, acc);
+  SetOutAs(c, 0, acc, in.second);
   return Status();
 }
 
 // --- Elementwise with attributes -------------------------------------------------------------
 
 Status LeakyRelu(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(auto xl, ElementwiseIn(c, 0));
+  const Output x = xl.first;
   WEFT_ASSIGN_OR_RETURN(Output alpha, ScalarLike(c, x.dtype(), c.Float("alpha", 0.01), "alpha"));
   WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
   Output positive = Op(c, "Greater", {x, zero}, {}, "positive");
-  c.SetOut(0, Op(c, "Select", {positive, x, Op(c, "Mul", {x, alpha}, {}, "scaled")}));
+  SetOutAs(c, 0, Op(c, "Select", {positive, x, Op(c, "Mul", {x, alpha}, {}, "scaled")}), xl.second);
   return Status();
 }
 
 Status PRelu(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
-  WEFT_ASSIGN_OR_RETURN(Output slope, c.In(1));
+  WEFT_ASSIGN_OR_RETURN(auto in, BroadcastIns(c, {0, 1}));
+  const Output x = in.first[0], slope = in.first[1];
   WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
   Output positive = Op(c, "Greater", {x, zero}, {}, "positive");
-  c.SetOut(0, Op(c, "Select", {positive, x, Op(c, "Mul", {x, slope}, {}, "scaled")}));
+  SetOutAs(c, 0, Op(c, "Select", {positive, x, Op(c, "Mul", {x, slope}, {}, "scaled")}), in.second);
   return Status();
 }
 
@@ -142,7 +213,8 @@ Status Softsign(NodeContext& c) {
 }
 
 Status Clip(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(auto xl, ElementwiseIn(c, 0));
+  const Output x = xl.first;
   const DType dt = x.dtype();
   const double lowest = IsFloating(dt)      ? -std::numeric_limits<double>::infinity()
                         : dt == DType::kI64 ? static_cast<double>(std::numeric_limits<int64_t>::min())
@@ -175,10 +247,10 @@ Status Clip(NodeContext& c) {
                          : (klo.valid() && khi.valid() && klo.num_elements() == 1 && khi.num_elements() == 1 &&
                             IsFloating(dt) && *c.KnownScalar(1, "min") == 0 && *c.KnownScalar(2, "max") == 6);
   if (relu6 && (dt == DType::kF32 || dt == DType::kF64)) {
-    c.SetOut(0, Op(c, "Relu6", {x}));
+    SetOutAs(c, 0, Op(c, "Relu6", {x}), xl.second);
     return Status();
   }
-  c.SetOut(0, Op(c, "ClipByValue", {x, lo, hi}));
+  SetOutAs(c, 0, Op(c, "ClipByValue", {x, lo, hi}), xl.second);
   return Status();
 }
 
@@ -429,16 +501,24 @@ Expected<Window> ReadWindow(NodeContext& c, int spatial, std::vector<int64_t> ke
   return w;
 }
 
-// Pads |x| (NCHW) as |p| says, with |value|.
-Output ApplyPadding(NodeContext& c, Output x, const Padding& p, double value) {
+// Pads |x| as |p| says (its pads in NCHW order), with |value|; |x| is NHWC
+// when |nhwc|.
+Output ApplyPadding(NodeContext& c, Output x, const Padding& p, double value, bool nhwc) {
   if (p.explicit_pads.empty()) return x;
-  return Op(c, "Pad", {x}, {{"paddings", AttrValue(p.explicit_pads)}, {"constant_value", AttrValue(value)}}, "pad");
+  std::vector<int64_t> pads = p.explicit_pads;
+  if (nhwc) {
+    const std::vector<int64_t>& q = p.explicit_pads;
+    pads = {q[0], q[1], q[4], q[5], q[6], q[7], q[2], q[3]};
+  }
+  return Op(c, "Pad", {x}, {{"paddings", AttrValue(pads)}, {"constant_value", AttrValue(value)}}, "pad");
 }
 
-std::vector<int64_t> Nchw4(const std::vector<int64_t>& hw) { return {1, 1, hw[0], hw[1]}; }
+// A 4-entry window attr (strides, ksize, dilations) from its (h, w) entries.
+std::vector<int64_t> Window4(const std::vector<int64_t>& hw, bool nhwc) {
+  return nhwc ? std::vector<int64_t>{1, hw[0], hw[1], 1} : std::vector<int64_t>{1, 1, hw[0], hw[1]};
+}
 
 Status ConvOp(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   const Shape xs = c.InShape(0);
   const Tensor w_initial = c.Initial(1);
   const Shape ws = w_initial.valid() ? w_initial.shape() : c.InShape(1);
@@ -449,23 +529,33 @@ Status ConvOp(NodeContext& c) {
   std::vector<int64_t> kdims(ws.dims().begin() + 2, ws.dims().end());
   WEFT_ASSIGN_OR_RETURN(Window w, ReadWindow(c, spatial, kdims));
   const int64_t group = c.Int("group", 1);
-  // 1-D: a 2-D convolution over [N, C, 1, L].
+  // Images go channels-last; 1-D convolutions run as 2-D ones over
+  // [N, C, 1, L], as ONNX lays them out.
+  const bool nhwc = spatial == 2 && c.options().channels_last;
+  Output x;
+  if (nhwc) {
+    WEFT_ASSIGN_OR_RETURN(x, c.InNhwc(0));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(x, c.In(0));
+  }
+  Shape x4 = xs;  // NCHW
   if (spatial == 1) {
     if (c.LayoutOf(1) != Layout::kAsIs) return c.Unsupported("1-D Conv sharing weights with a 2-D one");
     x = Op(c, "ExpandDims", {x}, {{"axis", AttrValue(int64_t{2})}}, "as_2d");
+    x4 = x.shape();
     w.kernel.insert(w.kernel.begin(), 1);
     w.strides.insert(w.strides.begin(), 1);
     w.dilations.insert(w.dilations.begin(), 1);
     if (!w.pads.empty()) w.pads = {0, w.pads[0], 0, w.pads[1]};
   }
-  Shape x4 = x.shape();
-  if (x4.rank() == 4 && xs.rank() == 4 && spatial == 2) x4 = xs;
   WEFT_ASSIGN_OR_RETURN(Padding pad, ResolvePadding(c, w, x4));
-  x = ApplyPadding(c, x, pad, 0.0);
-  AttrMap attrs = {{"strides", AttrValue(Nchw4(w.strides))},
-                   {"dilations", AttrValue(Nchw4(w.dilations))},
+  x = ApplyPadding(c, x, pad, 0.0, nhwc);
+  const char* format = nhwc ? "NHWC" : "NCHW";
+  const int64_t channel_axis = nhwc ? 3 : 1;
+  AttrMap attrs = {{"strides", AttrValue(Window4(w.strides, nhwc))},
+                   {"dilations", AttrValue(Window4(w.dilations, nhwc))},
                    {"padding", AttrValue(pad.mode)},
-                   {"data_format", AttrValue("NCHW")}};
+                   {"data_format", AttrValue(format)}};
   const bool has_bias = c.has_input(2);
   Output y;
   const Layout layout = c.LayoutOf(1);
@@ -485,7 +575,7 @@ Status ConvOp(NodeContext& c) {
   } else {
     // Grouped: split channels into |group| convolutions, then join them.
     if (group < 1) return c.Error("attr 'group' is ", group);
-    const int64_t channels = x.shape().rank() == 4 ? x.shape().dim(1) : -1;
+    const int64_t channels = x.shape().rank() == 4 ? x.shape().dim(static_cast<int>(channel_axis)) : -1;
     if (channels < 0 || channels % group != 0 || ws.dim(0) % group != 0) {
       return c.Error("group ", group, " must divide the input channels (", channels, ") and the output channels (",
                      ws.dim(0), ")");
@@ -494,7 +584,7 @@ Status ConvOp(NodeContext& c) {
     if (spatial == 1) raw = Op(c, "ExpandDims", {raw}, {{"axis", AttrValue(int64_t{2})}}, "weights_2d");
     Output hwio = Op(c, "Transpose", {raw}, {{"perm", AttrValue(std::vector<int64_t>{2, 3, 1, 0})}}, "weights_hwio");
     std::vector<Output> xs_split =
-        c.b().AddNode("Split", {x}, {{"num_split", AttrValue(group)}, {"axis", AttrValue(int64_t{1})}}, c.Name("x"));
+        c.b().AddNode("Split", {x}, {{"num_split", AttrValue(group)}, {"axis", AttrValue(channel_axis)}}, c.Name("x"));
     std::vector<Output> ws_split =
         c.b().AddNode("Split", {hwio}, {{"num_split", AttrValue(group)}, {"axis", AttrValue(int64_t{3})}}, c.Name("w"));
     if (static_cast<int64_t>(xs_split.size()) != group || static_cast<int64_t>(ws_split.size()) != group) {
@@ -505,25 +595,34 @@ Status ConvOp(NodeContext& c) {
       parts.push_back(Op(c, "Conv2D", {xs_split[static_cast<std::size_t>(g)], ws_split[static_cast<std::size_t>(g)]},
                          attrs, StrCat("group_", g)));
     }
-    y = Op(c, "Concat", parts, {{"axis", AttrValue(int64_t{1})}}, has_bias || spatial == 1 ? "Concat" : "");
+    y = Op(c, "Concat", parts, {{"axis", AttrValue(channel_axis)}}, has_bias || spatial == 1 ? "Concat" : "");
   }
   if (has_bias) {
     WEFT_ASSIGN_OR_RETURN(Output bias, c.In(2));
-    y = Op(c, "BiasAdd", {y, bias}, {{"data_format", AttrValue("NCHW")}}, spatial == 1 ? "BiasAdd" : "");
+    y = Op(c, "BiasAdd", {y, bias}, {{"data_format", AttrValue(format)}}, spatial == 1 ? "BiasAdd" : "");
   }
-  if (spatial == 1) y = Op(c, "Squeeze", {y}, {{"axis", AttrValue(std::vector<int64_t>{2})}});
-  c.SetOut(0, y);
+  if (spatial == 1) {
+    c.SetOut(0, Op(c, "Squeeze", {y}, {{"axis", AttrValue(std::vector<int64_t>{2})}}));
+  } else {
+    SetOutAs(c, 0, y, nhwc);
+  }
   return Status();
 }
 
 Status Pool(NodeContext& c, bool max) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
   Shape xs = c.InShape(0);
   if (xs.rank() >= 0 && xs.rank() != 4 && xs.rank() != 3) {
     return c.Unsupported("pooling of a rank-", xs.rank(), " input (Weft pools 1-D and 2-D windows)");
   }
   const bool one_d = xs.rank() == 3;
+  const bool nhwc = !one_d && c.options().channels_last;
+  Output x;
+  if (nhwc) {
+    WEFT_ASSIGN_OR_RETURN(x, c.InNhwc(0));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(x, c.In(0));
+  }
   std::vector<int64_t> kernel = c.Ints("kernel_shape");
   WEFT_ASSIGN_OR_RETURN(Window w, ReadWindow(c, static_cast<int>(kernel.size()), kernel));
   if (one_d) {
@@ -542,20 +641,16 @@ Status Pool(NodeContext& c, bool max) {
   // ceil_mode: extra padding at the end so that floor gives the ceiling.
   if (c.Int("ceil_mode", 0) != 0) {
     if (w.pads.empty()) w.pads.assign(4, 0);
-    for (int i = 0; i < 2; ++i) {
-      const int64_t size = xs.rank() == 4 ? xs.dim(i + 2) : -1;
+    for (std::size_t i = 0; i < 2; ++i) {
+      const int64_t size = xs.rank() == 4 ? xs.dim(static_cast<int>(i) + 2) : -1;
       if (size < 0) return c.Unsupported("ceil_mode with an input of unknown spatial size");
-      const int64_t padded = size + w.pads[static_cast<std::size_t>(i)] + w.pads[static_cast<std::size_t>(i) + 2];
-      const int64_t floor_out =
-          (padded - w.kernel[static_cast<std::size_t>(i)]) / w.strides[static_cast<std::size_t>(i)] + 1;
-      int64_t ceil_out = (padded - w.kernel[static_cast<std::size_t>(i)] + w.strides[static_cast<std::size_t>(i)] - 1) /
-                             w.strides[static_cast<std::size_t>(i)] +
-                         1;
+      const int64_t k = w.kernel[i], st = w.strides[i];
+      const int64_t padded = size + w.pads[i] + w.pads[i + 2];
+      const int64_t floor_out = (padded - k) / st + 1;
+      int64_t ceil_out = (padded - k + st - 1) / st + 1;
       // The last window must start inside the input or its begin padding.
-      if ((ceil_out - 1) * w.strides[static_cast<std::size_t>(i)] >= size + w.pads[static_cast<std::size_t>(i)]) {
-        --ceil_out;
-      }
-      w.pads[static_cast<std::size_t>(i) + 2] += (ceil_out - floor_out) * w.strides[static_cast<std::size_t>(i)];
+      if ((ceil_out - 1) * st >= size + w.pads[i]) --ceil_out;
+      w.pads[i + 2] += (ceil_out - floor_out) * st;
     }
     if (!max && c.Int("count_include_pad", 0) != 0) {
       return c.Unsupported("AveragePool with ceil_mode and count_include_pad");
@@ -566,21 +661,30 @@ Status Pool(NodeContext& c, bool max) {
     return c.Unsupported("AveragePool with pads ", ListString(w.pads),
                          " that exclude the padding from the count (count_include_pad = 0) and differ from SAME");
   }
-  x = ApplyPadding(c, x, pad, max ? -std::numeric_limits<double>::infinity() : 0.0);
-  AttrMap attrs = {{"ksize", AttrValue(Nchw4(w.kernel))},
-                   {"strides", AttrValue(Nchw4(w.strides))},
+  x = ApplyPadding(c, x, pad, max ? -std::numeric_limits<double>::infinity() : 0.0, nhwc);
+  AttrMap attrs = {{"ksize", AttrValue(Window4(w.kernel, nhwc))},
+                   {"strides", AttrValue(Window4(w.strides, nhwc))},
                    {"padding", AttrValue(pad.mode)},
-                   {"data_format", AttrValue("NCHW")}};
+                   {"data_format", AttrValue(nhwc ? "NHWC" : "NCHW")}};
   Output y = Op(c, max ? "MaxPool" : "AvgPool", {x}, attrs, one_d ? "pool" : "");
-  if (one_d) y = Op(c, "Squeeze", {y}, {{"axis", AttrValue(std::vector<int64_t>{2})}});
-  c.SetOut(0, y);
+  if (one_d) {
+    c.SetOut(0, Op(c, "Squeeze", {y}, {{"axis", AttrValue(std::vector<int64_t>{2})}}));
+  } else {
+    SetOutAs(c, 0, y, nhwc);
+  }
   return Status();
 }
 
 Status GlobalPool(NodeContext& c, std::string_view reduce) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   const int r = c.InShape(0).rank();
   if (r < 3) return c.Unsupported("global pooling of an input of rank ", r);
+  if (r == 4 && c.IsNhwc(0)) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.InNhwc(0));
+    c.SetOutNhwc(0,
+                 Op(c, reduce, {x}, {{"axis", AttrValue(std::vector<int64_t>{1, 2})}, {"keep_dims", AttrValue(true)}}));
+    return Status();
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   std::vector<int64_t> axes;
   for (int i = 2; i < r; ++i) axes.push_back(i);
   c.SetOut(0, Op(c, reduce, {x}, {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(true)}}));
@@ -594,22 +698,32 @@ Status BatchNorm(NodeContext& c) {
   for (int i = 1; i < 5; ++i) {
     if (c.has_output(i)) return c.Unsupported("BatchNormalization's running statistics outputs");
   }
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const int r = c.InShape(0).rank();
+  if (r != 2 && r != 3 && r != 4) return c.Unsupported("BatchNormalization of a rank-", r, " input");
+  const bool nhwc = r == 4 && c.options().channels_last;
+  Output x;
+  if (nhwc) {
+    WEFT_ASSIGN_OR_RETURN(x, c.InNhwc(0));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(x, c.In(0));
+  }
   std::vector<Output> in = {x};
   for (int i = 1; i < 5; ++i) {
     WEFT_ASSIGN_OR_RETURN(Output v, c.In(i));
     in.push_back(v);
   }
-  const int r = c.InShape(0).rank();
-  if (r != 2 && r != 3 && r != 4) return c.Unsupported("BatchNormalization of a rank-", r, " input");
   if (r == 3) in[0] = Op(c, "ExpandDims", {x}, {{"axis", AttrValue(int64_t{3})}}, "as_4d");
   std::vector<Output> y = c.b().AddNode("FusedBatchNorm", in,
                                         {{"epsilon", AttrValue(c.Float("epsilon", 1e-5))},
                                          {"is_training", AttrValue(false)},
-                                         {"data_format", AttrValue("NCHW")}},
+                                         {"data_format", AttrValue(nhwc ? "NHWC" : "NCHW")}},
                                         c.Name(r == 3 ? "FusedBatchNorm" : ""));
   if (y.empty()) return c.b().status();
-  c.SetOut(0, r == 3 ? Op(c, "Squeeze", {y[0]}, {{"axis", AttrValue(std::vector<int64_t>{3})}}) : y[0]);
+  if (r == 3) {
+    c.SetOut(0, Op(c, "Squeeze", {y[0]}, {{"axis", AttrValue(std::vector<int64_t>{3})}}));
+  } else {
+    SetOutAs(c, 0, y[0], nhwc);
+  }
   return Status();
 }
 
@@ -679,8 +793,15 @@ Status SoftmaxOp(NodeContext& c, std::string_view weft_op) {
 }
 
 Status Flatten(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   const Shape xs = c.InShape(0);
+  // [N, C, 1, 1] has its elements in the same order channels-last.
+  const bool pooled = c.IsNhwc(0) && xs.rank() == 4 && xs.dim(2) == 1 && xs.dim(3) == 1 && c.Int("axis", 1) == 1;
+  Output x;
+  if (pooled) {
+    WEFT_ASSIGN_OR_RETURN(x, c.InNhwc(0));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(x, c.In(0));
+  }
   const int r = xs.rank();
   if (r < 0) return c.Unsupported("Flatten of an input of unknown rank");
   int64_t axis = c.Int("axis", 1);

@@ -30,6 +30,14 @@
 //                         (tools/bench/torch_lstm_cell.py, its own process);
 //                         a second line gives the same cell composed from
 //                         primitive ops (core/graph/nn_builders.h) vs fused
+//   onnx_resnet18_b1, onnx_resnet18_b32, onnx_mobilenet_b1
+//                         milliseconds per inference of a PyTorch model exported
+//                         to ONNX (tools/onnx/export_models.py), imported with
+//                         its initializers frozen and run through a Session, vs
+//                         PyTorch running the original module under no_grad
+//                         (tools/bench/torch_onnx_peer.py); a second line
+//                         (<name>_vs_ort) has ONNX Runtime running the same
+//                         .onnx file (tools/bench/ort_peer.js)
 //
 // Each prints one line: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // with medians of repeated runs; speedup > 1 means Weft is ahead (for
@@ -44,6 +52,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -56,6 +65,7 @@
 #include "core/base/thread_pool.h"
 #include "core/graph/nn_builders.h"
 #include "core/graph/serialize.h"
+#include "core/onnx/onnx.h"
 #include "core/ops/generated_ops.h"
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
@@ -154,6 +164,7 @@ class Env {
     return std::move(*session);
   }
   const runtime::DeviceSet& devices() const { return *devices_; }
+  const std::shared_ptr<runtime::DeviceSet>& shared_devices() const { return devices_; }
   static void Check(const Status& s) {
     if (!s.ok()) {
       std::cerr << "weft_bench: " << s.ToString() << "\n";
@@ -549,6 +560,103 @@ void LstmCell(Env& env, int64_t batch, int64_t input, int64_t hidden) {
   Print("lstm_cell_composed", composed * 1e6, fused * 1e6, "us", false);
 }
 
+// Runs |command| and returns the number after "ms_per_step=" in its output,
+// and the text after |tag|= (a version) in |version|.
+double RunPeer(const std::string& command, const char* tag, std::string* version) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) Env::Check(InternalError("cannot run ", command));
+  char buffer[512];
+  double ms = -1;
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) {
+    const std::string line = buffer;
+    if (std::sscanf(buffer, "ms_per_step=%lf", &ms) != 1) continue;
+    const auto at = line.find(StrCat(tag, "="));
+    if (at != std::string::npos) {
+      *version = line.substr(at + std::strlen(tag) + 1);
+      while (!version->empty() && (version->back() == '\n' || version->back() == ' ')) version->pop_back();
+    }
+  }
+  const int rc = pclose(pipe);
+  if (ms < 0 || rc != 0) Env::Check(InternalError("benchmark peer failed (exit ", rc, "): ", command));
+  return ms;
+}
+
+// One exported model: Weft (in this process) against PyTorch and ONNX
+// Runtime (child processes), in alternating rounds.
+void OnnxBench(Env& env, const std::string& name, const std::string& model, int64_t batch) {
+  const std::string dir = StrCat(WEFT_BINARY_DIR, "/onnx_bench");
+  const std::string path = StrCat(dir, "/", model, ".onnx");
+  if (!std::ifstream(path).good()) {
+    const std::string export_cmd = StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/onnx/export_models.py ", dir,
+                                          " --models ", model, " > /dev/null 2>&1");
+    if (std::system(export_cmd.c_str()) != 0) Env::Check(InternalError("exporting failed: ", export_cmd));
+  }
+  onnx_io::ImportOptions options;
+  options.freeze = true;
+  auto imported = onnx_io::ImportOnnxFile(path, options);
+  Env::Check(imported.status());
+  auto graph = Graph::FromGraphDef(std::move(imported->def));
+  Env::Check(graph.status());
+  auto session = runtime::Session::Create(std::move(*graph), env.shared_devices());
+  Env::Check(session.status());
+  const Shape shape{batch, 3, 224, 224};
+  const Tensor x = Random(shape, 3);
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{imported->inputs[0], x}};
+  const std::vector<std::string> fetches = {imported->outputs[0]};
+  std::vector<Tensor> out;
+  auto run = [&] { Env::Check((*session)->Run(feeds, fetches, {}, &out)); };
+  const int repeats = g_repeats > 0 ? g_repeats : (batch > 8 ? 5 : 30);
+  for (int i = 0; i < 3; ++i) run();
+  if (std::getenv("WEFT_BENCH_PROFILE") != nullptr) {
+    runtime::TraceRecorder trace;
+    runtime::RunOptions run_options;
+    run_options.trace = &trace;
+    for (int i = 0; i < repeats; ++i) Env::Check((*session)->Run(feeds, fetches, {}, &out, run_options));
+    std::map<std::string, std::pair<int64_t, int>> by_op;
+    for (const auto& e : trace.events()) {
+      by_op[e.op].first += e.duration_us;
+      by_op[e.op].second += 1;
+    }
+    std::vector<std::pair<int64_t, std::string>> sorted;
+    for (const auto& [op, t] : by_op) sorted.emplace_back(t.first, op);
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (const auto& [us, op] : sorted) {
+      std::fprintf(stderr, "%-32s %10.3f ms/run  (%d nodes/run)\n", op.c_str(), static_cast<double>(us) / 1e3 / repeats,
+                   by_op[op].second / repeats);
+    }
+  }
+  const int threads = AvailableCores();
+  const std::string ort_prefix = StrCat(WEFT_BINARY_DIR, "/ort");
+  const std::string torch_cmd = StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/bench/torch_onnx_peer.py ", model,
+                                       " ", batch, " ", threads, " ", repeats);
+  const std::string ort_cmd = StrCat("node ", WEFT_SOURCE_DIR, "/tools/bench/ort_peer.js ", ort_prefix, " ", path, " ",
+                                     batch, ",3,224,224 ", threads, " ", repeats);
+  const bool have_ort = std::ifstream(StrCat(ort_prefix, "/node_modules/onnxruntime-node/package.json")).good();
+  std::vector<double> weft_ms, torch_ms, ort_ms;
+  std::string torch_version, ort_version;
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    run();
+    for (int i = 0; i < repeats; ++i) weft_ms.push_back(Seconds(run) * 1e3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    torch_ms.push_back(RunPeer(torch_cmd, "torch", &torch_version));
+    if (have_ort) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      ort_ms.push_back(RunPeer(ort_cmd, "ort", &ort_version));
+    }
+  }
+  const double weft = MedianOf(weft_ms);
+  Print(name, weft, MedianOf(torch_ms), "ms", false);
+  if (have_ort) {
+    Print(name + "_vs_ort", weft, MedianOf(ort_ms), "ms", false);
+  } else {
+    std::cerr << "weft_bench: ONNX Runtime is not installed under " << ort_prefix
+              << " (tools/bench/run.sh installs it with npm); no _vs_ort line\n";
+  }
+  std::cerr << "# " << name << ": " << threads << " threads; PyTorch " << torch_version
+            << (have_ort ? ", ONNX Runtime " + ort_version : std::string()) << "\n";
+}
+
 int Main(int argc, char** argv) {
   if (argc >= 6 && std::string(argv[1]) == "--train-side") {
     return TrainSide({argv[2], argv[3], std::atoi(argv[4])}, std::atoi(argv[5]));
@@ -556,7 +664,7 @@ int Main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
                  "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd "
-                 "train_mlp_adam train_cnn_sgd lstm_cell\n";
+                 "train_mlp_adam train_cnn_sgd lstm_cell onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -596,6 +704,9 @@ int Main(int argc, char** argv) {
          TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]);
        }},
       {"lstm_cell", [&] { LstmCell(env, 64, 256, 256); }},
+      {"onnx_resnet18_b1", [&] { OnnxBench(env, "onnx_resnet18_b1", "resnet18", 1); }},
+      {"onnx_resnet18_b32", [&] { OnnxBench(env, "onnx_resnet18_b32", "resnet18", 32); }},
+      {"onnx_mobilenet_b1", [&] { OnnxBench(env, "onnx_mobilenet_b1", "mobilenet_v2", 1); }},
   };
   auto it = benches.find(name);
   if (it == benches.end()) {

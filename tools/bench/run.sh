@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout while_loop_iter run_trivial
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
+     onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1
      tensor_send_64m tensor_send_4k null_step remote_loop ps_train_mlp sparse_step startup_rss)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
@@ -21,6 +22,12 @@ if [ ! -x build/bin/weft_bench ] || [ ! -x build/bin/weft_dist_bench ] ||
   cmake --build --preset release --target weft_bench weft_dist_bench >/dev/null
 fi
 echo "# $(date -u +%FT%TZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
+# The ONNX benchmarks' second peer, ONNX Runtime: npm's onnxruntime-node
+# ships its CPU library inside the package (no install scripts needed).
+if [[ " ${names[*]} " == *" onnx_"* ]] && [ ! -f build/ort/node_modules/onnxruntime-node/package.json ]; then
+  npm install --silent --ignore-scripts --no-audit --no-fund --prefix build/ort onnxruntime-node >&2 ||
+    echo "run.sh: npm could not install onnxruntime-node; the ONNX benchmarks run without ONNX Runtime" >&2
+fi
 for name in "${names[@]}"; do
   if [ "$name" = startup_rss ]; then
     # `weft devices` with every plugin against the same without the GPU ones.
