@@ -100,7 +100,13 @@ OptionSpec Bool(std::string key, bool default_value, std::string doc) {
 }
 
 std::vector<OptionSpec> ModelSpecs() {
-  return {Str("loss", "loss", "The scalar tensor training minimises."),
+  return {Str("loss", "loss",
+              "The scalar tensor training minimises; with [model] output set, the built-in loss to build over the "
+              "output instead: \"softmax_cross_entropy\" or \"mse\"."),
+          Str("output", "",
+              "The model's output tensor (logits, for softmax_cross_entropy), for a model without its own loss, such "
+              "as an imported ONNX model: training then builds [model] loss over it, and the labels Placeholder and "
+              "the accuracy when the model has none. Empty: the model has its loss."),
           Str("images", "images", "The Placeholder fed with a batch of examples."),
           Str("labels", "labels", "The Placeholder fed with their labels."),
           Str("accuracy", "accuracy", "A scalar metric reported with the loss; empty for none."),
@@ -255,6 +261,7 @@ void ApplyModel(const OptionValues& v, ModelConfig& out) {
   out.labels = GetStr(v, "labels");
   out.accuracy = GetStr(v, "accuracy");
   out.init = GetStr(v, "init");
+  out.output = GetStr(v, "output");
 }
 
 void ApplyData(const OptionValues& v, std::string_view base_dir, DataConfig& out) {

@@ -72,6 +72,7 @@ struct ModelConfig {
   std::string labels = "labels";      // the Placeholder fed with labels
   std::string accuracy = "accuracy";  // a scalar metric; empty for none
   std::string init = "init";          // the node that initialises the model's variables
+  std::string output;                 // non-empty: training builds |loss| over this tensor
 };
 
 // [data]: where examples come from and how they are prepared.

@@ -72,8 +72,12 @@ struct ExportOptions {
   // Graph outputs: "node" or "node:k" tensors. Empty: every node whose
   // outputs no other node reads (Placeholders and Consts excluded).
   std::vector<std::string> outputs;
-  // The model's producer_name / graph name.
+  // The model's graph name.
   std::string graph_name = "weft";
+  // Variables' values: the newest checkpoint of this directory (or this
+  // bundle prefix). Without one, each variable takes the Const its
+  // initialiser assigns (an imported, untrained model).
+  std::string checkpoint;
 };
 
 struct ExportedModel {

@@ -785,7 +785,14 @@ Status Run::BuildGraph() {
                                                           : ReadGraphFile(options_.model_path));
   auto model = Graph::FromGraphDef(std::move(def));
   if (!model.ok()) return model.status().WithContext(options_.model_path);
-  const config::ModelConfig& m = config_.model;
+  config::ModelConfig m = config_.model;
+  if (!m.output.empty()) {
+    auto with_loss = AddBuiltInLoss(*model, m.output, m.loss, m.labels, m.accuracy);
+    if (!with_loss.ok()) return with_loss.status().WithContext(options_.model_path);
+    model = std::move(with_loss->graph);
+    m.loss = with_loss->loss;
+    m.accuracy = with_loss->accuracy;
+  }
   for (const auto& [key, name] : {std::pair<const char*, const std::string*>{"images", &m.images},
                                   std::pair<const char*, const std::string*>{"labels", &m.labels}}) {
     const Graph::Node* node = model->Find(*name);

@@ -271,4 +271,62 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
   return tg;
 }
 
+Expected<BuiltInLoss> AddBuiltInLoss(const Graph& model, const std::string& output, const std::string& loss,
+                                     const std::string& labels, const std::string& accuracy) {
+  const std::string where = StrCat("[model] output = ", Quote(output));
+  if (loss != "softmax_cross_entropy" && loss != "mse") {
+    return InvalidArgumentError(where, ": [model] loss = ", Quote(loss),
+                                " must name a built-in loss: \"softmax_cross_entropy\" (class indices as labels) or "
+                                "\"mse\" (targets of the output's shape)");
+  }
+  GraphBuilder b;
+  WEFT_RETURN_IF_ERROR(b.Import(model));
+  auto out = b.Resolve(output);
+  if (!out.ok()) return out.status().WithContext(where);
+  const DType dtype = out->dtype();
+  const Shape shape = out->shape();
+  if (dtype != DType::kF32 && dtype != DType::kF64) {
+    return InvalidArgumentError(where, ": the output is ", DTypeName(dtype), "; a loss needs f32 or f64");
+  }
+  const bool xent = loss == "softmax_cross_entropy";
+  if (xent && shape.rank() != 2) {
+    return InvalidArgumentError(where, ": softmax_cross_entropy needs logits of shape [batch, classes]; the output is ",
+                                shape.ToString());
+  }
+  Output label = b.Find(labels);
+  if (label.valid()) {
+    if (b.node_def(label.node()).op != "Placeholder") {
+      return InvalidArgumentError("[model] labels = ", Quote(labels), " is a ", b.node_def(label.node()).op,
+                                  " node of the model, not a Placeholder");
+    }
+  } else {
+    Shape label_shape = xent ? Shape{Shape::kUnknownDim} : shape;
+    if (!label_shape.unknown_rank() && label_shape.rank() > 0) label_shape.set_dim(0, Shape::kUnknownDim);
+    label = b.Placeholder(xent ? DType::kI64 : dtype, label_shape, labels);
+  }
+  BuiltInLoss result;
+  {
+    auto scope = b.NameScope("loss_fn");
+    Output per_example;
+    if (xent) {
+      per_example = b.AddNode("SparseSoftmaxCrossEntropyWithLogits", {*out, label}, {}, "xent")[0];
+    } else {
+      per_example = b.Op("SquaredDifference", {*out, label}, {}, "squared_error");
+    }
+    result.loss = b.Op("Mean", {per_example}, {}, "loss").name();
+  }
+  if (xent && !accuracy.empty() && !b.Find(accuracy).valid()) {
+    auto scope = b.NameScope("accuracy_fn");
+    Output predicted =
+        b.Op("ArgMax", {*out}, {{"axis", AttrValue(int64_t{1})}, {"output_type", AttrValue(DType::kI64)}}, "predicted");
+    Output hit = b.Op("Cast", {b.Op("Equal", {predicted, label}, {}, "hit")}, {{"DstT", AttrValue(dtype)}}, "hit_f");
+    result.accuracy = b.Op("Mean", {hit}, {}, "accuracy").name();
+  } else if (!accuracy.empty() && b.Find(accuracy).valid()) {
+    result.accuracy = accuracy;
+  }
+  WEFT_RETURN_IF_ERROR(b.status().WithContext(where));
+  WEFT_ASSIGN_OR_RETURN(result.graph, b.Build());
+  return result;
+}
+
 }  // namespace weft::train

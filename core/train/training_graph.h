@@ -79,6 +79,22 @@ struct TrainingGraph {
 Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGraphOptions& options,
                                            const Optimizer& optimizer);
 
+// [model] output: a model without its own loss (an imported ONNX model)
+// gets one over its output tensor |output|, named "loss": "softmax_cross_entropy"
+// (the mean over the batch of the cross entropy of softmax(output), [batch,
+// classes], against i64 class indices) or "mse" (the mean of the squared
+// differences between output and labels of its shape). The Placeholder
+// |labels| is added when the model has none, and, for
+// softmax_cross_entropy, the scalar |accuracy| (the fraction of rows whose
+// argmax is the label) when it is not empty and not in the model.
+struct BuiltInLoss {
+  Graph graph;
+  std::string loss;      // the loss tensor's name
+  std::string accuracy;  // the accuracy tensor's name, or ""
+};
+Expected<BuiltInLoss> AddBuiltInLoss(const Graph& model, const std::string& output, const std::string& loss,
+                                     const std::string& labels, const std::string& accuracy);
+
 }  // namespace weft::train
 
 #endif  // WEFT_CORE_TRAIN_TRAINING_GRAPH_H_

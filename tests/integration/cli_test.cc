@@ -700,7 +700,9 @@ TEST_F(Cli, EveryCommandHasHelp) {
                                                                              {"inspect", "--help"},
                                                                              {"dot", "--help"},
                                                                              {"convert", "--help"},
-                                                                             {"ops", "--help"}}) {
+                                                                             {"ops", "--help"},
+                                                                             {"import", "--help"},
+                                                                             {"export", "--help"}}) {
     ProcessResult r = Weft(args);
     EXPECT_EQ(r.exit_code, 0) << StrJoin(args, " ");
     EXPECT_NE(r.out.find("Usage: "), std::string::npos) << StrJoin(args, " ") << r.out;
@@ -712,8 +714,8 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-            "devices, config, run, train, place, serve, inspect, dot, convert, ops, ckpt, conformance\nRun `weft "
-            "--help` for usage.\n");
+            "devices, config, run, train, place, serve, inspect, dot, convert, ops, ckpt, conformance, import, "
+            "export\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {

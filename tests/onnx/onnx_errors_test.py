@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Bad ONNX models through `weft import`: each must exit 1 with a message that
 names the file and what is wrong (the node, the op, the missing file), and
-write nothing.
+write nothing. Then the refusals of `weft export`, `weft run --checkpoint` and
+`weft train` with [model] output, each with its message.
 
     onnx_errors_test.py WEFT_CLI
 """
@@ -89,7 +90,7 @@ def cases(workdir):
 
 
 def main():
-    cli = sys.argv[1]
+    cli = os.path.abspath(sys.argv[1])
     workdir = tempfile.mkdtemp(prefix="onnx_errors_")
     failures = 0
     all_cases = cases(workdir)
@@ -107,8 +108,82 @@ def main():
             print(f"FAIL {name}: exit {proc.returncode}, wrote {os.path.exists(out)}, missing {missing}\n  {err.strip()}")
         else:
             print(f"ok   {name}: {err.strip().splitlines()[0][:150]}")
-    print(f"{len(all_cases)} bad models, {failures} failed")
+    failures += other_errors(cli, workdir)
+    print(f"{len(all_cases)} bad models and the export, restore and loss errors: {failures} failed")
     return 1 if failures else 0
+
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MODELS = os.path.join(ROOT, "configs", "models")
+
+
+def other_errors(cli, workdir):
+    """`weft export`, `weft run --checkpoint`, `weft train` with [model] output."""
+    onnx.save(model([helper.make_node("Gemm", ["x", "w"], ["logits"], name="dense"),
+                     helper.make_node("ReduceSum", ["logits", "axes"], ["sums"], name="sum", keepdims=0)],
+                    [vi("x", [None, 4])], [vi("logits", [None, 3]), vi("sums", [None])],
+                    [numpy_helper.from_array(np.ones((4, 3), np.float32), "w"),
+                     numpy_helper.from_array(np.array([1], np.int64), "axes")]),
+              os.path.join(workdir, "dense.onnx"))
+    np.save(os.path.join(workdir, "x.npy"), np.ones((5, 4), np.float32))
+    np.save(os.path.join(workdir, "y.npy"), np.zeros(5, np.int64))
+
+    def config(name, model_section):
+        path = os.path.join(workdir, name + ".toml")
+        with open(path, "w") as f:
+            f.write(f"""[model]\n{model_section}\ninit = "init"\n[data]\nformat = "npy"\n"""
+                    f"""train_images = "x.npy"\ntrain_labels = "y.npy"\n[training]\nbatch_size = 5\nsteps = 1\n"""
+                    f"""[optimizer]\nname = "sgd"\nlearning_rate = 0.01\n[checkpoint]\ndir = "ckpt_{name}"\n""")
+        return path
+
+    cases = [
+        ("export to a file that is not .onnx", ["export", os.path.join(MODELS, "mnist_mlp.wgt"), "-o",
+                                                 os.path.join(workdir, "mlp.txt")], ["must end in .onnx"]),
+        ("export of ops ONNX does not have", ["export", os.path.join(MODELS, "char_lstm.wgt"), "-o",
+                                              os.path.join(workdir, "lstm.onnx")],
+         ["9 op types of the graph cannot be exported", "Enter x12 (first: node \"lstm/Enter\")",
+          "Switch x4", "name the ones to export with --output"]),
+        ("export of variables without values", ["export", os.path.join(MODELS, "fashion_cnn.wgt"), "--output",
+                                                "logits", "-o", os.path.join(workdir, "cnn.onnx")],
+         ["8 variables have no value to export", "conv1/kernel", "--checkpoint DIR"]),
+        ("export of a tensor that does not exist", ["export", os.path.join(MODELS, "mnist_mlp.wgt"), "--output",
+                                                    "logit", "-o", os.path.join(workdir, "mlp.onnx")],
+         ["no node \"logit\"", "did you mean \"logits\""]),
+        ("export with a checkpoint that does not exist", ["export", os.path.join(workdir, "dense.onnx"),
+                                                          "--checkpoint", os.path.join(workdir, "nowhere"), "-o",
+                                                          os.path.join(workdir, "d.onnx")],
+         ["--checkpoint", "nowhere", "not found"]),
+        ("run with a checkpoint that does not exist", ["run", os.path.join(workdir, "dense.onnx"), "--checkpoint",
+                                                       os.path.join(workdir, "nowhere"), "--fetch", "logits"],
+         ["--checkpoint", "nowhere", "not found"]),
+        ("train with a loss Weft does not build",
+         ["train", os.path.join(workdir, "dense.onnx"), "--config",
+          config("hinge", 'images = "x"\noutput = "logits"\nloss = "hinge"')],
+         ["[model] loss = \"hinge\" must name a built-in loss", "softmax_cross_entropy", "mse"]),
+        ("train over an output that does not exist",
+         ["train", os.path.join(workdir, "dense.onnx"), "--config",
+          config("nope", 'images = "x"\noutput = "logit"\nloss = "softmax_cross_entropy"')],
+         ["[model] output = \"logit\"", "did you mean \"logits\""]),
+        ("train softmax_cross_entropy over a vector",
+         ["train", os.path.join(workdir, "dense.onnx"), "--config",
+          config("rank", 'images = "x"\noutput = "sums"\nloss = "softmax_cross_entropy"')],
+         ["softmax_cross_entropy needs logits of shape [batch, classes]", "the output is [?]"]),
+        ("train over a variable",
+         ["train", os.path.join(workdir, "dense.onnx"), "--config",
+          config("resource", 'images = "x"\noutput = "w"\nloss = "mse"')],
+         ["[model] output = \"w\"", "the output is resource; a loss needs f32 or f64"]),
+    ]
+    failures = 0
+    for label, args, expect in cases:
+        proc = subprocess.run([cli] + args, capture_output=True, text=True, timeout=300, cwd=workdir)
+        err = proc.stderr.replace(workdir + "/", "")
+        missing = [e for e in expect if e not in err]
+        if proc.returncode != 1 or missing:
+            failures += 1
+            print(f"FAIL {label}: exit {proc.returncode}, missing {missing}\n  {err.strip()}")
+        else:
+            print(f"ok   {label}: {err.strip().splitlines()[0][:150]}")
+    return failures
 
 
 if __name__ == "__main__":

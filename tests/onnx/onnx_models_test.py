@@ -37,27 +37,41 @@ def main():
         return 1
     failures = 0
     for name in args.models.split(","):
-        out = os.path.join(workdir, "out_" + name)
-        proc = subprocess.run([args.cli, "run", os.path.join(workdir, name + ".onnx"), "--feed",
-                               "input=" + os.path.join(workdir, name + ".input.npy"), "--fetch", "output", "--out", out,
-                               "-q"], capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            print(f"FAIL {name}: weft run exited {proc.returncode}: {proc.stderr.strip()}")
-            failures += 1
-            continue
-        got = np.load(os.path.join(out, "output.npy"))
-        want = np.load(os.path.join(workdir, name + ".expected.npy"))
-        if got.shape != want.shape:
-            print(f"FAIL {name}: shape {got.shape}, PyTorch's {want.shape}")
-            failures += 1
-            continue
-        rel = float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max())
-        same_argmax = bool((got.argmax(-1) == want.argmax(-1)).all())
-        ok = rel <= TOLERANCE
-        print(f"{'ok  ' if ok else 'FAIL'} {name:13s} {str(got.shape):12s} max relative error {rel:.2e} "
-              f"(limit {TOLERANCE:g}), same argmax: {same_argmax}")
-        failures += 0 if ok else 1
+        failures += check(args.cli, workdir, name, name + ".onnx", "weft run")
+        wg = os.path.join(workdir, name + ".wg")
+        rt = os.path.join(workdir, name + ".roundtrip.onnx")
+        for step in (["import", os.path.join(workdir, name + ".onnx"), "-o", wg, "--freeze"],
+                     ["export", wg, "--output", "output", "-o", rt]):
+            proc = subprocess.run([args.cli] + step, capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                print(f"FAIL {name}: weft {step[0]} exited {proc.returncode}: {proc.stderr.strip()}")
+                failures += 1
+                break
+        else:
+            failures += check(args.cli, workdir, name, name + ".roundtrip.onnx", "round trip")
     return 1 if failures else 0
+
+
+def check(cli, workdir, name, model, label):
+    """Runs |model| on |name|'s input; 1 when it does not match PyTorch."""
+    out = os.path.join(workdir, "out_" + model)
+    proc = subprocess.run([cli, "run", os.path.join(workdir, model), "--feed",
+                           "input=" + os.path.join(workdir, name + ".input.npy"), "--fetch", "output", "--out", out,
+                           "-q"], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        print(f"FAIL {name} ({label}): weft run exited {proc.returncode}: {proc.stderr.strip()}")
+        return 1
+    got = np.load(os.path.join(out, "output.npy"))
+    want = np.load(os.path.join(workdir, name + ".expected.npy"))
+    if got.shape != want.shape:
+        print(f"FAIL {name} ({label}): shape {got.shape}, PyTorch's {want.shape}")
+        return 1
+    rel = float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max())
+    same_argmax = bool((got.argmax(-1) == want.argmax(-1)).all())
+    ok = rel <= TOLERANCE
+    print(f"{'ok  ' if ok else 'FAIL'} {name:13s} {label:10s} {str(got.shape):12s} max relative error {rel:.2e} "
+          f"(limit {TOLERANCE:g}), same argmax: {same_argmax}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

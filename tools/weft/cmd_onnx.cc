@@ -57,6 +57,32 @@ int Import(const ImportArgs& args) {
   return kExitOk;
 }
 
+struct ExportArgs {
+  std::string graph;
+  std::string out;
+  std::vector<std::string> outputs;
+  std::string checkpoint;
+};
+
+int Export(const ExportArgs& args) {
+  if (!onnx_io::IsOnnxPath(args.out)) {
+    return ReportError(InvalidArgumentError("-o ", Quote(args.out), ": the file to write must end in .onnx"));
+  }
+  auto def = onnx_io::ReadModelFile(args.graph);
+  if (!def.ok()) return ReportError(def.status());
+  onnx_io::ExportOptions options;
+  options.outputs = args.outputs;
+  options.checkpoint = args.checkpoint;
+  auto model = onnx_io::ExportOnnxFile(*def, args.out, options);
+  if (!model.ok()) return ReportError(model.status().WithContext(StrCat("exporting ", args.graph)));
+  std::cout << "exported " << args.graph << " as " << args.out << " (ONNX opset " << onnx_io::kExportOpset << ", "
+            << model->bytes.size() << " bytes, " << model->initializers
+            << " initializers), checked by ONNX's checker\n";
+  std::cout << "  inputs:  " << StrJoin(model->inputs, ", ") << "\n";
+  std::cout << "  outputs: " << StrJoin(model->outputs, ", ") << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddOnnxCommands(CLI::App& app, Runner& run) {
@@ -74,6 +100,22 @@ void AddOnnxCommands(CLI::App& app, Runner& run) {
       "  weft run resnet18.onnx --feed input=x.npy --fetch output     (imports on the fly)\n"
       "docs/onnx.md lists the ONNX ops Weft imports and what each error means.");
   cmd->callback([args, &run] { run = [args](Context&) { return Import(*args); }; });
+
+  auto eargs = std::make_shared<ExportArgs>();
+  CLI::App* exp = app.add_subcommand("export", "Export a graph's inference part as an ONNX model (opset 17)");
+  exp->add_option("GRAPH", eargs->graph, "A .wg or .wgt graph file (or an .onnx model, re-exported)")->required();
+  exp->add_option("-o,--out", eargs->out, "The .onnx file to write")->required();
+  exp->add_option("--output", eargs->outputs,
+                  "A tensor to export as a model output (\"node\" or \"node:k\"; repeat for more); default: every "
+                  "output nothing in the graph reads");
+  exp->add_option("--checkpoint", eargs->checkpoint,
+                  "Take the variables' values from the newest checkpoint of this directory (as `weft train` writes "
+                  "them); default: the constants their initialiser assigns");
+  exp->footer(
+      "Example:\n"
+      "  weft train configs/models/fashion_cnn.wgt --config configs/train_cnn.toml\n"
+      "  weft export configs/models/fashion_cnn.wgt --checkpoint checkpoints/ --output probabilities -o cnn.onnx");
+  exp->callback([eargs, &run] { run = [eargs](Context&) { return Export(*eargs); }; });
 }
 
 }  // namespace weft::cli

@@ -6,9 +6,13 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 
+#include "core/checkpoint/bundle.h"
+#include "core/checkpoint/manager.h"
 #include "core/dist/cluster_runtime.h"
 #include "core/dist/dist_session.h"
+#include "core/graph/builder.h"
 #include "core/graph/graph.h"
 #include "core/graph/serialize.h"
 #include "core/onnx/onnx.h"
@@ -27,6 +31,7 @@ struct RunArgs {
   std::vector<std::string> targets;
   std::string out_dir = ".";
   std::string trace;
+  std::string checkpoint;
   bool quiet = false;
   bool local = false;
 };
@@ -57,15 +62,62 @@ std::string Printed(const Tensor& t) {
   return out;
 }
 
+// Adds to |graph| a NoOp that assigns every variable its value from the
+// newest checkpoint of |dir| (fed through one Placeholder each), and returns
+// the extended graph, the NoOp's name and the feeds.
+struct Restore {
+  Graph graph;
+  std::string op;
+  std::vector<std::pair<std::string, Tensor>> feeds;
+};
+Expected<Restore> AddRestore(const Graph& graph, const std::string& dir) {
+  std::string prefix = dir;
+  checkpoint::CheckpointManager manager(dir, 0);
+  WEFT_ASSIGN_OR_RETURN(auto latest, manager.Latest());
+  if (latest.has_value()) prefix = *latest;
+  WEFT_ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(prefix));
+  GraphBuilder b;
+  WEFT_RETURN_IF_ERROR(b.Import(graph));
+  Restore r;
+  std::vector<Output> assigns;
+  for (const Graph::Node& n : graph.nodes()) {
+    if (n.op_name() != "VarHandle") continue;
+    if (reader->Find(n.name()) == nullptr) {
+      return NotFoundError("variable ", Quote(n.name()), " is not in the checkpoint ", Quote(reader->prefix()),
+                           " (`weft ckpt inspect ", reader->prefix(), "` lists what it holds)");
+    }
+    WEFT_ASSIGN_OR_RETURN(Tensor value, reader->Read(n.name()));
+    Output ph = b.Placeholder(value.dtype(), value.shape(), StrCat("weft_run/restore/", n.name()));
+    assigns.push_back(b.Op("Assign", {b.Find(n.name()), ph}, {}, StrCat("weft_run/restore/", n.name(), "/assign")));
+    r.feeds.emplace_back(ph.node_name(), std::move(value));
+  }
+  {
+    auto deps = b.ControlDependencies(assigns);
+    r.op = b.Op("NoOp", {}, {}, "weft_run/restore").node_name();
+  }
+  WEFT_RETURN_IF_ERROR(b.status());
+  WEFT_ASSIGN_OR_RETURN(r.graph, b.Build());
+  return r;
+}
+
 int Run(Context& ctx, const RunArgs& args) {
   if (args.fetches.empty() && args.targets.empty()) {
     return ReportError(InvalidArgumentError("nothing to run: give at least one --fetch or --target (`weft inspect ",
                                             args.graph, "` lists the graph's outputs)"));
   }
-  auto def = onnx_io::ReadModelFile(args.graph, FrozenImport());
+  // With a checkpoint, an .onnx model keeps its variables, to be restored.
+  auto def =
+      args.checkpoint.empty() ? onnx_io::ReadModelFile(args.graph, FrozenImport()) : onnx_io::ReadModelFile(args.graph);
   if (!def.ok()) return ReportError(def.status());
   auto graph = Graph::FromGraphDef(std::move(*def));
   if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
+  std::optional<Restore> restore;
+  if (!args.checkpoint.empty()) {
+    auto added = AddRestore(*graph, args.checkpoint);
+    if (!added.ok()) return ReportError(added.status().WithContext(StrCat("--checkpoint ", args.checkpoint)));
+    restore = std::move(*added);
+    graph = std::move(restore->graph);
+  }
 
   std::vector<std::pair<std::string, Tensor>> feeds;
   for (const std::string& feed : args.feeds) {
@@ -108,6 +160,11 @@ int Run(Context& ctx, const RunArgs& args) {
     session = std::move(*created);
   }
 
+  if (restore.has_value()) {
+    Status restored = session != nullptr ? session->Run(restore->feeds, {}, {restore->op}, nullptr)
+                                         : dist_session->Run(restore->feeds, {}, {restore->op}, nullptr);
+    if (!restored.ok()) return ReportError(restored.WithContext(StrCat("restoring ", args.checkpoint)));
+  }
   runtime::TraceRecorder trace;
   runtime::RunOptions options;
   if (!args.trace.empty()) options.trace = &trace;
@@ -156,6 +213,9 @@ void AddRunCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--target", args->targets, "A node to run for its effect (e.g. an initializer); repeatable");
   cmd->add_option("--out", args->out_dir, "Where to write one .npy per fetch (default: the current directory)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace of the step (for ui.perfetto.dev) to this file");
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "Restore every variable from the newest checkpoint of this directory first (as `weft train` "
+                  "writes them)");
   cmd->add_flag("-q,--quiet", args->quiet, "Print nothing on success");
   cmd->add_flag("--local", args->local,
                 "Run in this process even when the config has a [cluster] (by default the graph runs on the cluster's "

@@ -29,7 +29,7 @@ void AddCheckpointCommands(CLI::App& app, Runner& run);
 // conformance --plugin PATH
 void AddConformanceCommand(CLI::App& app, Runner& run);
 
-// onnx: import MODEL.onnx -o MODEL.wg, export MODEL.wg -o MODEL.onnx
+// import MODEL.onnx -o MODEL.wg; export MODEL.wg -o MODEL.onnx
 void AddOnnxCommands(CLI::App& app, Runner& run);
 
 // How the commands read a graph file: .wg/.wgt as they are, .onnx
