@@ -2,11 +2,18 @@
 
 namespace weft {
 
-const std::string& Output::node_name() const { return builder_->node_def(node_).name; }
+const std::string& Output::node_name() const {
+  static const std::string kNone;
+  return valid() ? builder_->node_def(node_).name : kNone;
+}
 
 std::string Output::name() const { return InputRefString(node_name(), index_); }
 
+// An invalid Output (what a failed AddNode returns) has no dtype and an
+// unknown shape, so that code building on it reaches the builder's error
+// instead of a null builder.
 DType Output::dtype() const {
+  if (!valid()) return DType::kInvalid;
   const auto& types = builder_->node_types(node_).output_types;
   return index_ >= 0 && static_cast<std::size_t>(index_) < types.size() ? types[static_cast<std::size_t>(index_)]
                                                                         : DType::kInvalid;
@@ -14,6 +21,7 @@ DType Output::dtype() const {
 
 const Shape& Output::shape() const {
   static const Shape kUnknown = Shape::UnknownRank();
+  if (!valid()) return kUnknown;
   const auto& shapes = builder_->node_types(node_).output_shapes;
   return index_ >= 0 && static_cast<std::size_t>(index_) < shapes.size() ? shapes[static_cast<std::size_t>(index_)]
                                                                          : kUnknown;

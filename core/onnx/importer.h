@@ -44,7 +44,7 @@ struct Value {
   Output nhwc;
   Tensor known;                        // valid when the value is known at import time
   std::string initializer;             // the initializer it is (or is an Identity of), or ""
-  Shape shape = Shape::UnknownRank();  // from ONNX's shape inference where Weft knows less
+  Shape shape = Shape::UnknownRank();  // as declared (graph inputs, initializers)
   DType dtype = DType::kInvalid;
 };
 
@@ -178,9 +178,8 @@ class Importer {
   std::map<std::string, Value> values_;
   std::map<std::string, const onnx::TensorProto*> initializers_;
   std::map<std::string, Layout> layouts_;
-  std::map<std::string, int64_t> groups_;                    // of depthwise initializers
-  std::map<std::string, std::pair<Shape, DType>> inferred_;  // by ONNX's shape inference
-  std::map<std::string, std::string> unproduced_;            // optional outputs not produced -> the node
+  std::map<std::string, int64_t> groups_;          // of depthwise initializers
+  std::map<std::string, std::string> unproduced_;  // optional outputs not produced -> the node
   std::vector<Output> inits_;
   int64_t variables_ = 0;
 };

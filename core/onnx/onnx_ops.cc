@@ -526,6 +526,10 @@ Status ConvOp(NodeContext& c) {
   const int spatial = ws.rank() - 2;
   if (spatial == 3) return c.Unsupported("3-D convolution (Weft has Conv2D)");
   if (spatial != 1 && spatial != 2) return c.Error("Conv weights of rank ", ws.rank());
+  if (xs.rank() >= 0 && xs.rank() != spatial + 2) {
+    return c.Error("the input has shape ", xs.ToString(), " and the weights ", ws.ToString(), "; a ", spatial,
+                   "-D Conv takes an input of rank ", spatial + 2, " [N, C, ...]");
+  }
   std::vector<int64_t> kdims(ws.dims().begin() + 2, ws.dims().end());
   WEFT_ASSIGN_OR_RETURN(Window w, ReadWindow(c, spatial, kdims));
   const int64_t group = c.Int("group", 1);

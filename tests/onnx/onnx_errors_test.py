@@ -50,7 +50,18 @@ def cases(workdir):
                                 [vi("y", [2, 3])]), ["dangling.onnx", "nowhere", "relu"]))
     c.append(("shapes", model([helper.make_node("Add", ["a", "b"], ["y"], name="sum")],
                               [vi("a", [2, 3]), vi("b", [4, 5])], [vi("y", [2, 3])]),
-              ["shapes.onnx", "shape inference", "sum"]))
+              ["shapes.onnx", "node \"sum\" (Add", "[2,3] and [4,5] cannot be broadcast"]))
+    c.append(("declared_shape", model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2, 3])],
+                                      [vi("y", [4, 5])]),
+              ["declared_shape.onnx", "ONNX's shape inference refuses the model", "relu"]))
+    # Found by the fuzzer: ONNX 1.12's own shape inference crashes on these.
+    w4 = numpy_helper.from_array(np.ones((2, 3, 3, 3), np.float32), "w")
+    c.append(("conv_rank", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [vi("x", [65, 8, 8])],
+                                 [vi("y", [1, 2, 6, 6])], [w4]),
+              ["conv_rank.onnx", "node \"conv\" (Conv", "a 2-D Conv takes an input of rank 4"]))
+    c.append(("conv_stride0", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[0, 1])],
+                                    [vi("x", [1, 3, 8, 8])], [vi("y", [1, 2, 6, 6])], [w4]),
+              ["conv_stride0.onnx", "node \"conv\" (Conv): attr \"strides\" must be positive"]))
     unsupported = [helper.make_node("Det", ["x"], ["d1"], name="det_a"),
                    helper.make_node("Det", ["x"], ["d2"], name="det_b"),
                    helper.make_node("Relu", ["x"], ["r"], name="fine"),
