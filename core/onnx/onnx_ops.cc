@@ -1295,19 +1295,15 @@ Status PadOp(NodeContext& c) {
   return Status();
 }
 
-Status Where(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output cond, c.In(0));
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(1));
-  WEFT_ASSIGN_OR_RETURN(Output y, c.In(2));
-  c.SetOut(0, Op(c, "Select", {cond, x, y}));
-  return Status();
-}
-
-Status RangeOp(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output start, c.In(0));
-  WEFT_ASSIGN_OR_RETURN(Output limit, c.In(1));
-  WEFT_ASSIGN_OR_RETURN(Output delta, c.In(2));
-  c.SetOut(0, Op(c, "Range", {start, limit, delta}));
+// An ONNX op that is one Weft op on the same |inputs| inputs (Where,
+// Range).
+Status Direct(NodeContext& c, std::string_view weft_op, int inputs) {
+  std::vector<Output> in;
+  for (int i = 0; i < inputs; ++i) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.In(i));
+    in.push_back(x);
+  }
+  c.SetOut(0, Op(c, weft_op, in));
   return Status();
 }
 
@@ -1658,8 +1654,8 @@ Conv BuildConverters() {
   t["Expand"] = Expand;
   t["Tile"] = Tile;
   t["Pad"] = PadOp;
-  t["Where"] = Where;
-  t["Range"] = RangeOp;
+  t["Where"] = [](NodeContext& c) { return Direct(c, "Select", 3); };
+  t["Range"] = [](NodeContext& c) { return Direct(c, "Range", 3); };
   t["CumSum"] = CumSum;
   t["ReduceMean"] = [](NodeContext& c) { return Reduce(c, "Mean"); };
   t["ReduceSum"] = [](NodeContext& c) { return Reduce(c, "Sum"); };

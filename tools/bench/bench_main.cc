@@ -401,6 +401,27 @@ struct SideResult {
   long rss_kb = 0;
 };
 
+// Traces |count| calls of |run| and prints, to stderr, each op's time per
+// call (|per| names the call: "step", "run"), largest first.
+void PrintOpProfile(int count, const char* per, const std::function<void(const runtime::RunOptions&)>& run) {
+  runtime::TraceRecorder trace;
+  runtime::RunOptions run_options;
+  run_options.trace = &trace;
+  for (int i = 0; i < count; ++i) run(run_options);
+  std::map<std::string, std::pair<int64_t, int>> by_op;
+  for (const auto& e : trace.events()) {
+    by_op[e.op].first += e.duration_us;
+    by_op[e.op].second += 1;
+  }
+  std::vector<std::pair<int64_t, std::string>> sorted;
+  for (const auto& [op, t] : by_op) sorted.emplace_back(t.first, op);
+  std::sort(sorted.rbegin(), sorted.rend());
+  for (const auto& [us, op] : sorted) {
+    std::fprintf(stderr, "%-32s %10.3f ms/%s  (%d nodes/%s)\n", op.c_str(), static_cast<double>(us) / 1e3 / count, per,
+                 by_op[op].second / count, per);
+  }
+}
+
 // The Weft side, run in a child process (`weft_bench --train-side ...`):
 // the model file's training graph, as `weft train` builds it, stepped on a
 // fixed random batch.
@@ -447,25 +468,10 @@ int TrainSide(const TrainSpec& spec, int steps) {
   for (int i = 0; i < 5; ++i) step();
   if (std::getenv("WEFT_BENCH_PROFILE") != nullptr) {
     // Where a step's time goes, by op, summed over |steps| traced steps.
-    runtime::TraceRecorder trace;
-    runtime::RunOptions run_options;
-    run_options.trace = &trace;
-    for (int i = 0; i < steps; ++i) {
+    PrintOpProfile(steps, "step", [&](const runtime::RunOptions& run_options) {
       Env::Check((*session)->Run({{"images", x}, {"labels", y}, {tg->learning_rate, lr}}, {tg->loss}, {tg->train}, &out,
                                  run_options));
-    }
-    std::map<std::string, std::pair<int64_t, int>> by_op;
-    for (const auto& e : trace.events()) {
-      by_op[e.op].first += e.duration_us;
-      by_op[e.op].second += 1;
-    }
-    std::vector<std::pair<int64_t, std::string>> sorted;
-    for (const auto& [op, t] : by_op) sorted.emplace_back(t.first, op);
-    std::sort(sorted.rbegin(), sorted.rend());
-    for (const auto& [us, op] : sorted) {
-      std::fprintf(stderr, "%-32s %10.3f ms/step  (%d nodes/step)\n", op.c_str(), static_cast<double>(us) / 1e3 / steps,
-                   by_op[op].second / steps);
-    }
+    });
   }
   std::vector<double> times;
   for (int i = 0; i < steps; ++i) times.push_back(Seconds(step));
@@ -608,22 +614,9 @@ void OnnxBench(Env& env, const std::string& name, const std::string& model, int6
   const int repeats = g_repeats > 0 ? g_repeats : (batch > 8 ? 5 : 30);
   for (int i = 0; i < 3; ++i) run();
   if (std::getenv("WEFT_BENCH_PROFILE") != nullptr) {
-    runtime::TraceRecorder trace;
-    runtime::RunOptions run_options;
-    run_options.trace = &trace;
-    for (int i = 0; i < repeats; ++i) Env::Check((*session)->Run(feeds, fetches, {}, &out, run_options));
-    std::map<std::string, std::pair<int64_t, int>> by_op;
-    for (const auto& e : trace.events()) {
-      by_op[e.op].first += e.duration_us;
-      by_op[e.op].second += 1;
-    }
-    std::vector<std::pair<int64_t, std::string>> sorted;
-    for (const auto& [op, t] : by_op) sorted.emplace_back(t.first, op);
-    std::sort(sorted.rbegin(), sorted.rend());
-    for (const auto& [us, op] : sorted) {
-      std::fprintf(stderr, "%-32s %10.3f ms/run  (%d nodes/run)\n", op.c_str(), static_cast<double>(us) / 1e3 / repeats,
-                   by_op[op].second / repeats);
-    }
+    PrintOpProfile(repeats, "run", [&](const runtime::RunOptions& run_options) {
+      Env::Check((*session)->Run(feeds, fetches, {}, &out, run_options));
+    });
   }
   const int threads = AvailableCores();
   const std::string ort_prefix = StrCat(WEFT_BINARY_DIR, "/ort");
