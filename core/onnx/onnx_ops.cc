@@ -756,6 +756,41 @@ Status InstanceNorm(NodeContext& c) {
   return Status();
 }
 
+// Local response normalisation across channels: y = x / (bias + alpha /
+// size * sum of x^2 over the size channels around c)^beta, the sum from the
+// channels padded with zeros and one slice per offset.
+Status Lrn(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const Shape xs = c.InShape(0);
+  const int64_t size = c.Int("size", 0);
+  if (size < 1) return c.Error("attr 'size' must be positive, got ", size);
+  if (xs.rank() < 3 || xs.dim(1) < 0) {
+    return c.Unsupported("LRN of an input of shape ", xs.ToString(), " (Weft needs [N, C, ...] with C known)");
+  }
+  const int r = xs.rank();
+  const int64_t channels = xs.dim(1);
+  std::vector<int64_t> paddings(2 * static_cast<std::size_t>(r), 0);
+  paddings[2] = (size - 1) / 2;
+  paddings[3] = size - 1 - (size - 1) / 2;
+  Output padded = Op(c, "Pad", {Op(c, "Square", {x}, {}, "square")}, {{"paddings", AttrValue(paddings)}}, "padded");
+  std::vector<Output> windows;
+  for (int64_t k = 0; k < size; ++k) {
+    std::vector<int64_t> begin(static_cast<std::size_t>(r), 0), extent(static_cast<std::size_t>(r), -1);
+    begin[1] = k;
+    extent[1] = channels;
+    windows.push_back(
+        Op(c, "Slice", {padded}, {{"begin", AttrValue(begin)}, {"size", AttrValue(extent)}}, StrCat("shift_", k)));
+  }
+  Output sum = windows.size() == 1 ? windows[0] : Op(c, "AddN", windows, {}, "square_sum");
+  WEFT_ASSIGN_OR_RETURN(Output scale,
+                        ScalarLike(c, x.dtype(), c.Float("alpha", 1e-4) / static_cast<double>(size), "alpha"));
+  WEFT_ASSIGN_OR_RETURN(Output bias, ScalarLike(c, x.dtype(), c.Float("bias", 1.0), "bias"));
+  WEFT_ASSIGN_OR_RETURN(Output beta, ScalarLike(c, x.dtype(), c.Float("beta", 0.75), "beta"));
+  Output base = Op(c, "Add", {bias, Op(c, "Mul", {sum, scale}, {}, "scaled")}, {}, "base");
+  c.SetOut(0, Op(c, "RealDiv", {x, Op(c, "Pow", {base, beta}, {}, "denominator")}));
+  return Status();
+}
+
 Status LayerNormalization(NodeContext& c) {
   if (c.has_output(1) || c.has_output(2)) return c.Unsupported("LayerNormalization's Mean and InvStdDev outputs");
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
@@ -1636,6 +1671,7 @@ Conv BuildConverters() {
   t["BatchNormalization"] = BatchNorm;
   t["InstanceNormalization"] = InstanceNorm;
   t["LayerNormalization"] = LayerNormalization;
+  t["LRN"] = Lrn;
   t["Softmax"] = [](NodeContext& c) { return SoftmaxOp(c, "Softmax"); };
   t["LogSoftmax"] = [](NodeContext& c) { return SoftmaxOp(c, "LogSoftmax"); };
   t["Flatten"] = Flatten;

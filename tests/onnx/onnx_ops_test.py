@@ -250,6 +250,13 @@ def cases():
     inorm = (xi - m_) / np.sqrt(v_ + 1e-5) * scale.reshape(1, 3, 1, 1) + bias.reshape(1, 3, 1, 1)
     c.append(Case("instance_norm", "InstanceNormalization", [xi, scale, bias], inorm.astype(np.float32),
                   rtol=1e-4, atol=1e-4))
+    sq = np.pad(xi.astype(np.float64) ** 2, ((0, 0), (2, 2), (0, 0), (0, 0)))
+    sums = sum(sq[:, k:k + 3] for k in range(5))
+    c.append(Case("lrn", "LRN", [xi], (xi / (2.0 + 0.5 / 5 * sums) ** 0.6).astype(np.float32),
+                  {"size": 5, "alpha": 0.5, "beta": 0.6, "bias": 2.0}, rtol=1e-5, atol=1e-6))
+    sq2 = np.pad(xi.astype(np.float64) ** 2, ((0, 0), (0, 1), (0, 0), (0, 0)))
+    c.append(Case("lrn_even_size", "LRN", [xi], (xi / (1.0 + 1e-4 / 2 * (sq2[:, 0:3] + sq2[:, 1:4])) ** 0.75)
+                  .astype(np.float32), {"size": 2}, rtol=1e-5, atol=1e-6))
     ln_s, ln_b = f32(4), f32(4)
     lm, lv = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
     c.append(Case("layer_norm", "LayerNormalization", [x, ln_s, ln_b],
