@@ -359,4 +359,9 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+Expected<std::unique_ptr<BundleReader>> OpenNewestBundle(const std::string& dir_or_prefix) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> latest, CheckpointManager(dir_or_prefix, 0).Latest());
+  return BundleReader::Open(latest.value_or(dir_or_prefix));
+}
+
 }  // namespace weft::checkpoint

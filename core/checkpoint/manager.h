@@ -159,6 +159,11 @@ class SavePolicy {
   std::optional<Clock::time_point> last_time_;
 };
 
+// The newest bundle of the checkpoint directory |dir_or_prefix| (Latest), or,
+// when that directory has none, the bundle whose prefix it is: what
+// `weft run --checkpoint` and `weft export --checkpoint` read.
+Expected<std::unique_ptr<BundleReader>> OpenNewestBundle(const std::string& dir_or_prefix);
+
 }  // namespace weft::checkpoint
 
 #endif  // WEFT_CORE_CHECKPOINT_MANAGER_H_

@@ -17,7 +17,6 @@
 
 #include "core/base/file_util.h"
 #include "core/base/strings.h"
-#include "core/checkpoint/bundle.h"
 #include "core/checkpoint/manager.h"
 #include "core/graph/graph.h"
 #include "core/onnx/importer.h"
@@ -180,7 +179,7 @@ class Exporter {
   Status Collect();
   Status ResolveVariables();
   Status Convert(int id);
-  Status ConvertWindow(int id, const Node& n, const std::string& out);
+  Status ConvertWindow(const Node& n, const std::string& out);
   Status ConvertLstmCell(int id, const Node& n);
 
   const Graph& g_;
@@ -250,11 +249,7 @@ Status Exporter::Collect() {
 Status Exporter::ResolveVariables() {
   std::unique_ptr<checkpoint::BundleReader> reader;
   if (!options_.checkpoint.empty()) {
-    std::string prefix = options_.checkpoint;
-    checkpoint::CheckpointManager manager(options_.checkpoint, 0);
-    auto latest = manager.Latest();
-    if (latest.ok() && latest->has_value()) prefix = **latest;
-    auto opened = checkpoint::BundleReader::Open(prefix);
+    auto opened = checkpoint::OpenNewestBundle(options_.checkpoint);
     if (!opened.ok()) return opened.status().WithContext(StrCat("--checkpoint ", options_.checkpoint));
     reader = std::move(*opened);
     have_checkpoint_ = true;
@@ -290,8 +285,7 @@ Status Exporter::ResolveVariables() {
 }
 
 // Conv2D, DepthwiseConv2D, MaxPool, AvgPool: ONNX's are NCHW.
-Status Exporter::ConvertWindow(int id, const Node& n, const std::string& out) {
-  (void)id;
+Status Exporter::ConvertWindow(const Node& n, const std::string& out) {
   const std::string& op = n.op_name();
   const bool nchw = AStr(n, "data_format", "NHWC") == "NCHW";
   const Shape& xs = InShape(n, 0);
@@ -360,7 +354,6 @@ Status Exporter::ConvertWindow(int id, const Node& n, const std::string& out) {
 
 // LSTMCell from primitive ONNX ops (opset 17 has no single-step cell).
 Status Exporter::ConvertLstmCell(int id, const Node& n) {
-  (void)id;
   const std::string base = n.name();
   const std::string xh =
       Emit1("Concat", {In(n, 0), In(n, 2)}, base + "/xh", [](onnx::NodeProto* p) { AttrInt(p, "axis", 1); });
@@ -573,7 +566,7 @@ Status Exporter::Convert(int id) {
     return Status();
   }
   if (op == "Conv2D" || op == "DepthwiseConv2D" || op == "MaxPool" || op == "AvgPool") {
-    return ConvertWindow(id, n, out);
+    return ConvertWindow(n, out);
   }
   if (op == "FusedBatchNorm") {
     if (ABool(n, "is_training", true)) {

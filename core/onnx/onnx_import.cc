@@ -830,8 +830,7 @@ Expected<ImportedModel> Importer::Run() {
     result.init = b_.Op("NoOp", {}, {}, options_.init_name).node_name();
   }
   WEFT_RETURN_IF_ERROR(b_.status().WithContext(source_));
-  WEFT_ASSIGN_OR_RETURN(Graph checked, b_.Build());
-  (void)checked;
+  WEFT_RETURN_IF_ERROR(b_.Build().status());
   result.def = b_.def();
   result.variables = variables_;
   return result;

@@ -905,9 +905,7 @@ Status Reshape(NodeContext& c) {
     }
   }
   if (runtime) return c.Unsupported("Reshape copying (0) more than one dimension of unknown size");
-  const Tensor known = c.Known(0);
   Output shape = ConstOf(c, Int64s(dims), "shape");
-  (void)known;
   c.SetOut(0, Op(c, "Reshape", {x, shape}));
   return Status();
 }

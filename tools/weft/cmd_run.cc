@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 
-#include "core/checkpoint/bundle.h"
 #include "core/checkpoint/manager.h"
 #include "core/dist/cluster_runtime.h"
 #include "core/dist/dist_session.h"
@@ -71,11 +70,7 @@ struct Restore {
   std::vector<std::pair<std::string, Tensor>> feeds;
 };
 Expected<Restore> AddRestore(const Graph& graph, const std::string& dir) {
-  std::string prefix = dir;
-  checkpoint::CheckpointManager manager(dir, 0);
-  WEFT_ASSIGN_OR_RETURN(auto latest, manager.Latest());
-  if (latest.has_value()) prefix = *latest;
-  WEFT_ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(prefix));
+  WEFT_ASSIGN_OR_RETURN(auto reader, checkpoint::OpenNewestBundle(dir));
   GraphBuilder b;
   WEFT_RETURN_IF_ERROR(b.Import(graph));
   Restore r;
