@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/graph/builder.h"
@@ -115,6 +116,15 @@ class NodeContext {
   // The Weft name for a new node: the ONNX node's name under "/" + |suffix|.
   std::string Name(std::string_view suffix = {}) const;
 
+  // Subgraphs (If branches, Loop and Scan bodies). MaterialiseCaptures
+  // makes, in the current context, every outer value |graph| reads (so
+  // that variables and constants are made outside a cond or loop and
+  // routed in); call it before Cond or WhileLoop. Subgraph converts
+  // |graph| in the builder's current context with its inputs bound to
+  // |inputs| and returns its outputs.
+  Status MaterialiseCaptures(const onnx::GraphProto& graph);
+  Expected<std::vector<Output>> Subgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs);
+
   // An error about this node (the driver adds the node's name and type).
   template <class... Args>
   Status Error(const Args&... args) const {
@@ -140,6 +150,10 @@ const std::map<std::string, Converter, std::less<>>& Converters();
 Expected<DType> DTypeFromOnnx(int32_t onnx_type);
 int32_t DTypeToOnnx(DType dtype);  // 0 (UNDEFINED) for none
 
+// The shape and type a ValueInfoProto declares (UNIMPLEMENTED for
+// sequences, maps and optionals).
+Expected<std::pair<Shape, DType>> ValueInfoType(const onnx::ValueInfoProto& info);
+
 // A tensor from a TensorProto (raw or typed fields, or external data under
 // |base_dir|).
 Expected<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir);
@@ -162,11 +176,18 @@ class Importer {
   Layout LayoutOf(const std::string& name) const;
   const ImportOptions& options() const { return options_; }
   Expected<Output> Param(const Tensor& value, const std::string& name);
+  Status MaterialiseCaptures(const onnx::GraphProto& graph);
+  // Converts |graph| (a subgraph) with its inputs bound to |inputs|; the
+  // values it defines are forgotten afterwards and the outer values it
+  // reads are restored as they were, so that nothing made inside a cond
+  // branch or loop body is used outside it.
+  Expected<std::vector<Output>> ConvertSubgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs);
 
  private:
   Status CheckOpsSupported(const onnx::GraphProto& graph);
   Status DecideLayouts(const onnx::GraphProto& graph);
-  Status ConvertNode(const onnx::NodeProto& node, int index, int count);
+  // |graph_name| is "" for the main graph, else the subgraph's name.
+  Status ConvertNode(const onnx::NodeProto& node, int index, int count, const std::string& graph_name = "");
   Expected<Tensor> InitializerValue(const std::string& name, Layout layout);
 
   const onnx::ModelProto& model_;

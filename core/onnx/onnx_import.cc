@@ -413,6 +413,12 @@ Expected<Output> NodeContext::Param(const Tensor& value, const std::string& name
   return importer_.Param(value, name);
 }
 
+Status NodeContext::MaterialiseCaptures(const onnx::GraphProto& graph) { return importer_.MaterialiseCaptures(graph); }
+
+Expected<std::vector<Output>> NodeContext::Subgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs) {
+  return importer_.ConvertSubgraph(graph, inputs);
+}
+
 // --- Importer ------------------------------------------------------------------------------
 
 Importer::Importer(const onnx::ModelProto& model, std::string source, std::string base_dir,
@@ -589,17 +595,26 @@ Status Importer::DecideLayouts(const onnx::GraphProto& graph) {
     int input;
   };
   std::map<std::string, std::vector<Use>> uses;
-  for (const auto& node : graph.node()) {
-    for (int i = 0; i < node.input_size(); ++i) {
-      auto it = alias.find(node.input(i));
-      if (it == alias.end()) continue;
-      if (node.op_type() == "Identity" && node.output_size() == 1) {
-        alias[node.output(0)] = it->second;
-        continue;
+  // Uses in subgraphs count: an If branch or Loop body may read any
+  // initializer of the main graph.
+  std::function<void(const onnx::GraphProto&)> scan = [&](const onnx::GraphProto& g) {
+    for (const auto& node : g.node()) {
+      for (int i = 0; i < node.input_size(); ++i) {
+        auto it = alias.find(node.input(i));
+        if (it == alias.end()) continue;
+        if (node.op_type() == "Identity" && node.output_size() == 1) {
+          alias[node.output(0)] = it->second;
+          continue;
+        }
+        uses[it->second].push_back({&node, i});
       }
-      uses[it->second].push_back({&node, i});
+      for (const auto& attr : node.attribute()) {
+        if (attr.has_g()) scan(attr.g());
+        for (const auto& sub : attr.graphs()) scan(sub);
+      }
     }
-  }
+  };
+  scan(graph);
   for (const auto& [init, list] : uses) {
     const onnx::TensorProto* proto = initializers_[init];
     if (proto->dims_size() != 4) continue;
@@ -631,11 +646,15 @@ Status Importer::DecideLayouts(const onnx::GraphProto& graph) {
   return Status();
 }
 
-Status Importer::ConvertNode(const onnx::NodeProto& node, int index, int count) {
+Status Importer::ConvertNode(const onnx::NodeProto& node, int index, int count, const std::string& graph_name) {
   const auto& table = Converters();
   auto it = table.find(node.op_type());
-  const std::string where = StrCat(source_, ": node ", Quote(node.name().empty() ? StrCat("#", index) : node.name()),
-                                   " (", node.op_type(), ", ", index + 1, " of ", count, ")");
+  // A subgraph's node is named inside its parent's context ("model: node
+  // 'loop' (Loop, ...): node 'add' (Add, 1 of 3) of subgraph 'body'").
+  const std::string where =
+      StrCat(graph_name.empty() ? source_ + ": " : std::string(), "node ",
+             Quote(node.name().empty() ? StrCat("#", index) : node.name()), " (", node.op_type(), ", ", index + 1,
+             " of ", count, ")", graph_name.empty() ? std::string() : StrCat(" of subgraph ", Quote(graph_name)));
   for (const std::string& out : node.output()) {
     if (out.empty()) continue;
     if (values_.count(out) != 0) {
@@ -669,6 +688,123 @@ Status Importer::ConvertNode(const onnx::NodeProto& node, int index, int count) 
 
 namespace {
 
+// The names |graph| and its nested subgraphs read and define.
+void CollectNames(const onnx::GraphProto& graph, std::set<std::string>& used, std::set<std::string>& defined) {
+  for (const auto& input : graph.input()) defined.insert(input.name());
+  for (const auto& init : graph.initializer()) defined.insert(init.name());
+  for (const auto& node : graph.node()) {
+    for (const std::string& in : node.input()) {
+      if (!in.empty()) used.insert(in);
+    }
+    for (const std::string& out : node.output()) {
+      if (!out.empty()) defined.insert(out);
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) CollectNames(attr.g(), used, defined);
+      for (const auto& g : attr.graphs()) CollectNames(g, used, defined);
+    }
+  }
+  for (const auto& output : graph.output()) used.insert(output.name());
+}
+
+// The outer values |graph| reads (ONNX subgraphs see every name of their
+// enclosing graphs).
+std::vector<std::string> Captures(const onnx::GraphProto& graph) {
+  std::set<std::string> used, defined;
+  CollectNames(graph, used, defined);
+  std::vector<std::string> out;
+  for (const std::string& name : used) {
+    if (defined.count(name) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Importer::MaterialiseCaptures(const onnx::GraphProto& graph) {
+  for (const std::string& name : Captures(graph)) {
+    const Value* v = Find(name);
+    if (v == nullptr || (!v->out.valid() && !v->nhwc.valid() && !v->known.valid())) continue;
+    auto out = Materialise(name, LayoutOf(name));
+    if (!out.ok()) return out.status().WithContext(StrCat("subgraph ", Quote(graph.name()), " reads ", Quote(name)));
+  }
+  return b_.status();
+}
+
+Expected<std::vector<Output>> Importer::ConvertSubgraph(const onnx::GraphProto& graph,
+                                                        const std::vector<Output>& inputs) {
+  const std::string gname = graph.name().empty() ? std::string("subgraph") : graph.name();
+  if (static_cast<std::size_t>(graph.input_size()) != inputs.size()) {
+    return InvalidArgumentError("subgraph ", Quote(gname), " has ", graph.input_size(), " inputs; the op gives it ",
+                                inputs.size());
+  }
+  // What the subgraph may change of the outer values it reads (a Transpose
+  // cached in a branch) is undone when it is converted.
+  std::map<std::string, Value> saved;
+  for (const std::string& name : Captures(graph)) {
+    if (const Value* v = Find(name)) saved.emplace(name, *v);
+  }
+  std::vector<std::string> locals;
+  auto define = [&](const std::string& name, Value v) -> Status {
+    if (values_.count(name) != 0) {
+      return InvalidArgumentError("subgraph ", Quote(gname), " defines ", Quote(name),
+                                  ", a name its enclosing graph already has");
+    }
+    values_.emplace(name, std::move(v));
+    locals.push_back(name);
+    return Status();
+  };
+  Status status;
+  for (const auto& init : graph.initializer()) {
+    // A subgraph's initializers are constants (a variable cannot be made
+    // inside a cond or loop).
+    auto t = TensorFromProto(init, base_dir_);
+    if (!t.ok()) {
+      status = t.status().WithContext(StrCat("subgraph ", Quote(gname)));
+      break;
+    }
+    Value v;
+    v.known = std::move(*t);
+    v.shape = v.known.shape();
+    v.dtype = v.known.dtype();
+    status = define(init.name(), std::move(v));
+    if (!status.ok()) break;
+  }
+  for (int k = 0; status.ok() && k < graph.input_size(); ++k) {
+    Value v;
+    v.out = inputs[static_cast<std::size_t>(k)];
+    v.dtype = v.out.dtype();
+    status = define(graph.input(k).name(), std::move(v));
+  }
+  const int count = graph.node_size();
+  for (int i = 0; status.ok() && i < count; ++i) {
+    for (const std::string& out : graph.node(i).output()) {
+      if (!out.empty() && values_.count(out) == 0) locals.push_back(out);
+    }
+    status = ConvertNode(graph.node(i), i, count, gname);
+  }
+  std::vector<Output> results;
+  for (int k = 0; status.ok() && k < graph.output_size(); ++k) {
+    const std::string& name = graph.output(k).name();
+    auto value = Materialise(name, LayoutOf(name));
+    if (!value.ok()) {
+      status = value.status().WithContext(StrCat("subgraph ", Quote(gname), " output ", Quote(name)));
+      break;
+    }
+    // Through an Identity made here, so that an outer value or a constant
+    // returned by a branch or body belongs to it.
+    results.push_back(b_.Op("Identity", {*value}, {}, SanitiseName(name)));
+    status = b_.status();
+  }
+  for (const std::string& name : locals) {
+    values_.erase(name);
+    unproduced_.erase(name);
+  }
+  for (auto& [name, v] : saved) values_[name] = std::move(v);
+  if (!status.ok()) return status;
+  return results;
+}
+
 Expected<std::pair<Shape, DType>> ValueInfoType(const onnx::ValueInfoProto& info) {
   if (!info.type().has_tensor_type()) {
     return UnimplementedError("value ", Quote(info.name()),
@@ -682,8 +818,6 @@ Expected<std::pair<Shape, DType>> ValueInfoType(const onnx::ValueInfoProto& info
   for (const auto& d : tt.shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : Shape::kUnknownDim);
   return std::make_pair(Shape(dims), dtype);
 }
-
-}  // namespace
 
 namespace {
 

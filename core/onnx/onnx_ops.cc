@@ -7,11 +7,13 @@
 // in Weft (axes, pads, shapes, perm) must be known at import time
 // (KnownInts); an unknown one is an UNIMPLEMENTED error naming the input.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
 #include "core/base/strings.h"
+#include "core/graph/control_flow.h"
 #include "core/onnx/importer.h"
 
 namespace weft::onnx_io {
@@ -858,6 +860,24 @@ Status Flatten(NodeContext& c) {
 
 // --- Shapes and indexing -----------------------------------------------------------------
 
+// |shape| (1-D i64, |n| values) with each 0 replaced by the input's
+// dimension at that position (ONNX's "copy" without allowzero), at run time.
+Output ResolvedShape(NodeContext& c, const Output& x, const Output& shape, int n) {
+  Output in_shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "in_shape");
+  // Padded with n zeros, so that a target longer than the input's rank has
+  // a head to select from (a 0 past the input's rank stays 0).
+  in_shape =
+      Op(c, "Concat", {in_shape, ConstOf(c, Int64s(std::vector<int64_t>(static_cast<std::size_t>(n), 0)), "pad")},
+         {{"axis", AttrValue(int64_t{0})}}, "in_shape_padded");
+  Output head = Op(c, "StridedSlice", {in_shape},
+                   {{"begin", AttrValue(std::vector<int64_t>{0})},
+                    {"end", AttrValue(std::vector<int64_t>{n})},
+                    {"strides", AttrValue(std::vector<int64_t>{1})}},
+                   "in_head");
+  Output zero = ConstOf(c, Tensor::Scalar<int64_t>(0), "zero");
+  return Op(c, "Select", {Op(c, "Equal", {shape, zero}, {}, "copies"), head, shape}, {}, "resolved_shape");
+}
+
 Status Reshape(NodeContext& c) {
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   const bool allowzero = c.Int("allowzero", 0) != 0;
@@ -867,8 +887,8 @@ Status Reshape(NodeContext& c) {
   } else {
     const Tensor k = c.Known(1);
     if (!k.valid()) {
-      // A computed shape: used as it is (0 means "copy" unless allowzero,
-      // which a computed shape cannot be checked for here).
+      // A computed shape: its zeros copy the input's dimensions at run
+      // time (unless allowzero).
       WEFT_ASSIGN_OR_RETURN(Output shape, c.In(1));
       if (!allowzero) {
         const int n = shape.shape().rank() == 1 ? static_cast<int>(shape.shape().dim(0)) : -1;
@@ -876,20 +896,14 @@ Status Reshape(NodeContext& c) {
         Output s64 = shape.dtype() == DType::kI64
                          ? shape
                          : Op(c, "Cast", {shape}, {{"DstT", AttrValue(DType::kI64)}}, "shape64");
-        Output in_shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "in_shape");
-        Output head = Op(c, "StridedSlice", {in_shape},
-                         {{"begin", AttrValue(std::vector<int64_t>{0})},
-                          {"end", AttrValue(std::vector<int64_t>{n})},
-                          {"strides", AttrValue(std::vector<int64_t>{1})}},
-                         "in_head");
-        Output zero = ConstOf(c, Tensor::Scalar<int64_t>(0), "zero");
-        shape = Op(c, "Select", {Op(c, "Equal", {s64, zero}, {}, "copies"), head, s64}, {}, "resolved_shape");
+        shape = ResolvedShape(c, x, s64, n);
       }
       c.SetOut(0, Op(c, "Reshape", {x, shape}));
       return Status();
     }
     dims = ToInts(k);
   }
+  const std::vector<int64_t> given = dims;
   const Shape xs = c.InShape(0);
   bool runtime = false;
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -904,8 +918,37 @@ Status Reshape(NodeContext& c) {
       }
     }
   }
-  if (runtime) return c.Unsupported("Reshape copying (0) more than one dimension of unknown size");
-  Output shape = ConstOf(c, Int64s(dims), "shape");
+  if (runtime && !allowzero && xs.rank() >= 0) {
+    // [0, 0, -1] of [8, ?, 2, 24]: the one unknown dimension is copied, so
+    // it cancels out and the -1 is known (48); the copy becomes the -1.
+    int unknown = 0, copied_unknown = -1;
+    int64_t in_known = 1, out_known = 1;
+    for (int i = 0; i < xs.rank(); ++i) {
+      const bool copied = static_cast<std::size_t>(i) < given.size() && given[static_cast<std::size_t>(i)] == 0;
+      if (xs.dim(i) < 0) {
+        ++unknown;
+        if (copied) copied_unknown = i;
+      } else if (!copied) {
+        in_known *= xs.dim(i);
+      }
+    }
+    int64_t infer = -1;
+    for (std::size_t i = 0; i < given.size(); ++i) {
+      if (given[i] == -1) infer = static_cast<int64_t>(i);
+      if (given[i] > 0) out_known *= given[i];
+    }
+    if (unknown == 1 && copied_unknown >= 0 && infer >= 0 && out_known > 0 && in_known % out_known == 0) {
+      dims = given;
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] == 0) dims[i] = static_cast<int>(i) == copied_unknown ? -1 : xs.dim(static_cast<int>(i));
+      }
+      dims[static_cast<std::size_t>(infer)] = in_known / out_known;
+      runtime = false;
+    }
+  }
+  // Zeros copying dimensions of unknown size beside a -1: resolved at run time.
+  Output shape = runtime ? ResolvedShape(c, x, ConstOf(c, Int64s(given), "shape"), static_cast<int>(given.size()))
+                         : ConstOf(c, Int64s(dims), "shape");
   c.SetOut(0, Op(c, "Reshape", {x, shape}));
   return Status();
 }
@@ -1465,6 +1508,31 @@ Status Arith(NodeContext& c, std::string_view weft_op) {
 // ONNX's LSTM, forward or reverse, one direction at a time, unrolled over
 // a sequence of static length with Weft's LSTMCell (gates reordered from
 // ONNX's i, o, f, c to Weft's i, f, g, o; W and R joined).
+// The sequence input X of LSTM, GRU or RNN, time-major ([T, B, I]; layout 1
+// is batch-major), with T static (the recurrence is unrolled).
+Expected<Output> SequenceInput(NodeContext& c, std::string_view what) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  if (c.Int("layout", 0) == 1) {
+    x = Op(c, "Transpose", {x}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, "time_major");
+  }
+  const Shape xs = x.shape();
+  if (xs.rank() != 3) return c.Error("X has rank ", xs.rank(), "; expected 3");
+  if (xs.dim(0) < 0) return c.Unsupported(what, " over a sequence of unknown length (Weft unrolls it)");
+  return x;
+}
+
+// Step |i| of a [T, ...] tensor: t[i], named |name|.
+Output StepSlice(NodeContext& c, const Output& t, int64_t i, const std::string& name) {
+  return Op(c, "Squeeze",
+            {Op(c, "StridedSlice", {t},
+                {{"begin", AttrValue(std::vector<int64_t>{i, 0, 0})},
+                 {"end", AttrValue(std::vector<int64_t>{i + 1, 0, 0})},
+                 {"strides", AttrValue(std::vector<int64_t>{1, 1, 1})},
+                 {"end_mask", AttrValue(int64_t{6})}},
+                name + "_slice")},
+            {{"axis", AttrValue(std::vector<int64_t>{0})}}, name);
+}
+
 Status Lstm(NodeContext& c) {
   if (c.has_input(4)) {
     return c.Unsupported("LSTM with sequence_lens (Weft unrolls sequences of one static length)");
@@ -1497,12 +1565,8 @@ Status Lstm(NodeContext& c) {
                    " and ", dirs, " direction(s)");
   }
   const int64_t input = w.dim(2);
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
-  if (layout == 1) x = Op(c, "Transpose", {x}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, "time_major");
-  const Shape xs = x.shape();
-  if (xs.rank() != 3) return c.Error("X has rank ", xs.rank(), "; expected 3");
-  const int64_t steps = xs.dim(0);
-  if (steps < 0) return c.Unsupported("LSTM over a sequence of unknown length (Weft unrolls it)");
+  WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, "LSTM"));
+  const int64_t steps = x.shape().dim(0);
   const std::size_t es = DTypeSize(w.dtype());
   const int64_t gate_order[4] = {0, 2, 3, 1};  // Weft block k takes ONNX block gate_order[k]
   std::vector<Output> y_dirs, h_dirs, c_dirs;
@@ -1543,23 +1607,9 @@ Status Lstm(NodeContext& c) {
     auto initial = [&](int index, const char* what) -> Expected<Output> {
       if (c.has_input(index)) {
         WEFT_ASSIGN_OR_RETURN(Output s, c.In(index));
-        return Op(c, "Squeeze",
-                  {Op(c, "StridedSlice", {s},
-                      {{"begin", AttrValue(std::vector<int64_t>{d, 0, 0})},
-                       {"end", AttrValue(std::vector<int64_t>{d + 1, 0, 0})},
-                       {"strides", AttrValue(std::vector<int64_t>{1, 1, 1})},
-                       {"end_mask", AttrValue(int64_t{6})}},
-                      StrCat(dname, "/", what, "_slice"))},
-                  {{"axis", AttrValue(std::vector<int64_t>{0})}}, StrCat(dname, "/", what));
+        return StepSlice(c, s, d, StrCat(dname, "/", what));
       }
-      Output x0 = Op(c, "Squeeze",
-                     {Op(c, "StridedSlice", {x},
-                         {{"begin", AttrValue(std::vector<int64_t>{0, 0, 0})},
-                          {"end", AttrValue(std::vector<int64_t>{1, 0, 0})},
-                          {"strides", AttrValue(std::vector<int64_t>{1, 1, 1})},
-                          {"end_mask", AttrValue(int64_t{6})}},
-                         StrCat(dname, "/", what, "_x0"))},
-                     {{"axis", AttrValue(std::vector<int64_t>{0})}}, StrCat(dname, "/", what, "_x0s"));
+      Output x0 = StepSlice(c, x, 0, StrCat(dname, "/", what, "_x0s"));
       // zeros [batch, hidden]: x0 [batch, input] @ zeros [input, hidden].
       WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(w.dtype(), Shape{input, hidden}));
       return Op(c, "MatMul", {x0, ConstOf(c, z, StrCat(dname, "/", what, "_zeros"))}, {}, StrCat(dname, "/", what));
@@ -1570,14 +1620,7 @@ Status Lstm(NodeContext& c) {
     std::vector<Output> hs(static_cast<std::size_t>(steps));
     for (int64_t s = 0; s < steps; ++s) {
       const int64_t t = reverse ? steps - 1 - s : s;
-      Output xt = Op(c, "Squeeze",
-                     {Op(c, "StridedSlice", {x},
-                         {{"begin", AttrValue(std::vector<int64_t>{t, 0, 0})},
-                          {"end", AttrValue(std::vector<int64_t>{t + 1, 0, 0})},
-                          {"strides", AttrValue(std::vector<int64_t>{1, 1, 1})},
-                          {"end_mask", AttrValue(int64_t{6})}},
-                         StrCat(dname, "/x_", t, "_slice"))},
-                     {{"axis", AttrValue(std::vector<int64_t>{0})}}, StrCat(dname, "/x_", t));
+      Output xt = StepSlice(c, x, t, StrCat(dname, "/x_", t));
       std::vector<Output> out = c.b().AddNode("LSTMCell", {xt, cs, h, kw, kb}, {{"forget_bias", AttrValue(0.0)}},
                                               c.Name(StrCat(dname, "/step_", t)));
       if (out.size() != 3) return c.b().status();
@@ -1606,6 +1649,807 @@ Status Lstm(NodeContext& c) {
     Output yc = Op(c, "Pack", c_dirs, {{"axis", AttrValue(int64_t{0})}}, "Y_c");
     c.SetOut(2, layout == 1 ? Op(c, "Transpose", {yc}, {{"perm", AttrValue(state_perm)}}, "Y_c_batch_major") : yc);
   }
+  return Status();
+}
+
+// --- GRU and RNN ----------------------------------------------------------------------------
+//
+// Unrolled like LSTM, from Weft's own ops: the input projection of every
+// step is one MatMul (X [T*B, I] x W^T), then per step one MatMul of the
+// state by R^T, Split into the gates, and the elementwise update. The
+// weights are parameters (trainable unless frozen), stored transposed.
+
+// Recurrence |what| of ONNX GRU or RNN: |gates| blocks in W, R and B.
+Status Recurrent(NodeContext& c, std::string_view what, int64_t gates) {
+  if (c.has_input(4)) {
+    return c.Unsupported(what, " with sequence_lens (Weft unrolls sequences of one static length)");
+  }
+  if (c.HasAttr("clip")) return c.Unsupported(what, " with 'clip'");
+  if (c.HasAttr("activations")) {
+    const auto* a = c.Attr("activations");
+    for (int i = 0; i < a->strings_size(); ++i) {
+      const std::string& s = a->strings(i);
+      const bool gate = gates == 3 && i % 2 == 0;
+      if (s != (gate ? "Sigmoid" : "Tanh")) return c.Unsupported(what, " activation ", Quote(s));
+    }
+  }
+  const std::string direction = c.Str("direction", "forward");
+  const int layout = static_cast<int>(c.Int("layout", 0));
+  const int64_t hidden = c.Int("hidden_size", -1);
+  const bool before_reset = c.Int("linear_before_reset", 0) != 0;
+  const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
+  if (!w.valid() || !r.valid() || (c.has_input(3) && !bias.valid())) {
+    return c.Unsupported(what, " weights that are not initializers");
+  }
+  if (w.dtype() != DType::kF32 && w.dtype() != DType::kF64) return c.Unsupported(what, " of ", DTypeName(w.dtype()));
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    return c.Error("attr 'direction' is ", Quote(direction));
+  }
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  const int64_t gh = gates * hidden;
+  if (hidden < 1 || w.rank() != 3 || w.dim(0) != dirs || w.dim(1) != gh || r.rank() != 3 || r.dim(0) != dirs ||
+      r.dim(1) != gh || r.dim(2) != hidden || (bias.valid() && (bias.rank() != 2 || bias.dim(1) != 2 * gh))) {
+    return c.Error("W ", w.shape().ToString(), ", R ", r.shape().ToString(), " and B ",
+                   bias.valid() ? bias.shape().ToString() : std::string("(none)"), " do not fit hidden_size ", hidden,
+                   " and ", dirs, " direction(s)");
+  }
+  const int64_t input = w.dim(2);
+  WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, what));
+  const int64_t steps = x.shape().dim(0);
+  GraphBuilder& b = c.b();
+  // Slice [d] of a [dirs, rows, cols] tensor, transposed: [cols, rows].
+  auto transposed = [&](const Tensor& t, int64_t d) -> Expected<Tensor> {
+    const int64_t rows = t.dim(1), cols = t.dim(2);
+    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype(), Shape{cols, rows}));
+    const std::size_t es = DTypeSize(t.dtype());
+    const char* src = static_cast<const char*>(t.raw_data()) + static_cast<std::size_t>(d * rows * cols) * es;
+    char* dst = static_cast<char*>(out.raw_data());
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        std::memcpy(dst + static_cast<std::size_t>(j * rows + i) * es,
+                    src + static_cast<std::size_t>(i * cols + j) * es, es);
+      }
+    }
+    return out;
+  };
+  auto bias_part = [&](int64_t d, int64_t half) -> Expected<Tensor> {
+    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(w.dtype(), Shape{gh}));
+    if (bias.valid()) {
+      const std::size_t es = DTypeSize(w.dtype());
+      std::memcpy(out.raw_data(),
+                  static_cast<const char*>(bias.raw_data()) + static_cast<std::size_t>(d * 2 * gh + half * gh) * es,
+                  static_cast<std::size_t>(gh) * es);
+    }
+    return out;
+  };
+  std::vector<Output> y_dirs, h_dirs;
+  for (int64_t d = 0; d < dirs; ++d) {
+    const std::string dname = dirs == 2 ? StrCat("dir_", d) : std::string("cell");
+    WEFT_ASSIGN_OR_RETURN(Tensor wt, transposed(w, d));
+    WEFT_ASSIGN_OR_RETURN(Tensor rt, transposed(r, d));
+    WEFT_ASSIGN_OR_RETURN(Tensor wb, bias_part(d, 0));
+    WEFT_ASSIGN_OR_RETURN(Tensor rb, bias_part(d, 1));
+    WEFT_ASSIGN_OR_RETURN(Output kw, c.Param(wt, c.Name(dname + "/W")));
+    WEFT_ASSIGN_OR_RETURN(Output kr, c.Param(rt, c.Name(dname + "/R")));
+    WEFT_ASSIGN_OR_RETURN(Output kwb, c.Param(wb, c.Name(dname + "/Wb")));
+    WEFT_ASSIGN_OR_RETURN(Output krb, c.Param(rb, c.Name(dname + "/Rb")));
+    // Every step's input projection at once: [T, B, G*H].
+    Output rows =
+        Op(c, "Reshape", {x, ConstOf(c, Int64s({-1, input}), dname + "/x_rows_shape")}, {}, dname + "/x_rows");
+    Output proj = Op(c, "BiasAdd", {Op(c, "MatMul", {rows, kw}, {}, dname + "/xw"), kwb}, {}, dname + "/xw_bias");
+    proj = Op(c, "Reshape", {proj, ConstOf(c, Int64s({steps, -1, gh}), dname + "/xw_shape")}, {}, dname + "/xw_steps");
+    // The initial state [B, H]: input 5's slice d, or zeros (x0 [B, I] x zeros [I, H]).
+    Output h;
+    if (c.has_input(5)) {
+      WEFT_ASSIGN_OR_RETURN(Output h0, c.In(5));
+      h = StepSlice(c, h0, d, dname + "/h0");
+    } else {
+      WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(w.dtype(), Shape{input, hidden}));
+      h = Op(c, "MatMul", {StepSlice(c, x, 0, dname + "/x0"), ConstOf(c, z, dname + "/h0_zeros")}, {}, dname + "/h0");
+    }
+    // GRU without linear_before_reset multiplies the reset state by Rh,
+    // the last H columns of R^T, on its own.
+    Output rh, rbh;
+    if (gates == 3 && !before_reset) {
+      rh = Op(c, "Slice", {kr},
+              {{"begin", AttrValue(std::vector<int64_t>{0, 2 * hidden})},
+               {"size", AttrValue(std::vector<int64_t>{-1, hidden})}},
+              dname + "/Rh");
+      rbh = Op(
+          c, "Slice", {krb},
+          {{"begin", AttrValue(std::vector<int64_t>{2 * hidden})}, {"size", AttrValue(std::vector<int64_t>{hidden})}},
+          dname + "/Rbh");
+    }
+    const bool reverse = direction == "reverse" || d == 1;
+    std::vector<Output> hs(static_cast<std::size_t>(steps));
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t t = reverse ? steps - 1 - s : s;
+      const std::string sn = StrCat(dname, "/step_", t);
+      Output xw = StepSlice(c, proj, t, sn + "/xw");
+      Output hr = Op(c, "BiasAdd", {Op(c, "MatMul", {h, kr}, {}, sn + "/hr"), krb}, {}, sn + "/hr_bias");
+      if (gates == 1) {
+        h = Op(c, "Tanh", {Op(c, "Add", {xw, hr}, {}, sn + "/sum")}, {}, sn + "/h");
+      } else {
+        std::vector<Output> xg =
+            b.AddNode("Split", {xw}, {{"num_split", AttrValue(int64_t{3})}, {"axis", AttrValue(int64_t{1})}},
+                      c.Name(sn + "/xw_gates"));
+        std::vector<Output> hg =
+            b.AddNode("Split", {hr}, {{"num_split", AttrValue(int64_t{3})}, {"axis", AttrValue(int64_t{1})}},
+                      c.Name(sn + "/hr_gates"));
+        if (xg.size() != 3 || hg.size() != 3) return b.status();
+        Output z = Op(c, "Sigmoid", {Op(c, "Add", {xg[0], hg[0]}, {}, sn + "/z_sum")}, {}, sn + "/z");
+        Output rg = Op(c, "Sigmoid", {Op(c, "Add", {xg[1], hg[1]}, {}, sn + "/r_sum")}, {}, sn + "/r");
+        Output cand;
+        if (before_reset) {
+          // tanh(Xt Wh + rt * (Ht-1 Rh + Rbh) + Wbh)
+          cand = Op(c, "Add", {xg[2], Op(c, "Mul", {rg, hg[2]}, {}, sn + "/reset")}, {}, sn + "/h_sum");
+        } else {
+          // tanh(Xt Wh + (rt * Ht-1) Rh + Rbh + Wbh).
+          Output reset = Op(c, "MatMul", {Op(c, "Mul", {rg, h}, {}, sn + "/reset_h"), rh}, {}, sn + "/reset");
+          cand = Op(c, "Add", {xg[2], Op(c, "BiasAdd", {reset, rbh}, {}, sn + "/reset_bias")}, {}, sn + "/h_sum");
+        }
+        cand = Op(c, "Tanh", {cand}, {}, sn + "/candidate");
+        // Ht = (1 - z) * cand + z * Ht-1 = cand + z * (Ht-1 - cand)
+        h = Op(c, "Add", {cand, Op(c, "Mul", {z, Op(c, "Sub", {h, cand}, {}, sn + "/diff")}, {}, sn + "/keep")}, {},
+               sn + "/h");
+      }
+      hs[static_cast<std::size_t>(t)] = h;
+    }
+    if (c.has_output(0)) y_dirs.push_back(Op(c, "Pack", hs, {{"axis", AttrValue(int64_t{0})}}, dname + "/Y"));
+    h_dirs.push_back(h);
+  }
+  if (c.has_output(0)) {
+    Output y = Op(c, "Pack", y_dirs, {{"axis", AttrValue(int64_t{1})}}, layout == 1 ? "Y_time_major" : "Y");
+    if (layout == 1) y = Op(c, "Transpose", {y}, {{"perm", AttrValue(std::vector<int64_t>{2, 0, 1, 3})}}, "Y");
+    c.SetOut(0, y);
+  }
+  if (c.has_output(1)) {
+    Output yh = Op(c, "Pack", h_dirs, {{"axis", AttrValue(int64_t{0})}}, "Y_h");
+    c.SetOut(1, layout == 1
+                    ? Op(c, "Transpose", {yh}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, "Y_h_batch_major")
+                    : yh);
+  }
+  return Status();
+}
+
+// --- Control flow: If, Loop, Scan ---------------------------------------------------------
+//
+// If becomes a cond (core/graph/control_flow.h), Loop and Scan while
+// loops; their subgraphs are converted inside them (Importer::
+// ConvertSubgraph), reading outer values through the Switch or Enter
+// nodes the builder makes. A Loop's or Scan's scan outputs are stacked
+// by a Concat per iteration onto a loop variable that starts empty, so
+// the body's declared output must give their shape.
+
+const onnx::GraphProto* GraphAttr(NodeContext& c, std::string_view name) {
+  const onnx::AttributeProto* a = c.Attr(name);
+  return a != nullptr && a->has_g() ? &a->g() : nullptr;
+}
+
+// An ONNX condition (a bool tensor of one element) as a scalar.
+Expected<Output> ScalarBool(NodeContext& c, const Output& x, std::string_view what) {
+  if (x.dtype() != DType::kBool) return c.Error(what, " must be bool, got ", DTypeName(x.dtype()));
+  if (x.shape().rank() == 0) return x;
+  return c.b().Op("Reshape", {x, c.b().Const(Int64s({}, Shape{0}), c.Name(StrCat(what, "_shape")))}, {},
+                  c.Name(StrCat(what, "_scalar")));
+}
+
+Status IfOp(NodeContext& c) {
+  const onnx::GraphProto* then_g = GraphAttr(c, "then_branch");
+  const onnx::GraphProto* else_g = GraphAttr(c, "else_branch");
+  if (then_g == nullptr || else_g == nullptr) return c.Error("needs graph attrs then_branch and else_branch");
+  if (then_g->output_size() != else_g->output_size()) {
+    return c.Error("then_branch has ", then_g->output_size(), " outputs and else_branch ", else_g->output_size());
+  }
+  std::vector<Output> outs;
+  const Tensor known = c.Known(0);
+  if (known.valid() && known.num_elements() == 1 && known.dtype() == DType::kBool) {
+    // A condition known at import time: only its branch, inline.
+    WEFT_ASSIGN_OR_RETURN(outs, c.Subgraph(known.data<bool>()[0] ? *then_g : *else_g, {}));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(Output cond, c.In(0));
+    WEFT_ASSIGN_OR_RETURN(Output pred, ScalarBool(c, cond, "cond"));
+    WEFT_RETURN_IF_ERROR(c.MaterialiseCaptures(*then_g));
+    WEFT_RETURN_IF_ERROR(c.MaterialiseCaptures(*else_g));
+    WEFT_ASSIGN_OR_RETURN(outs, Cond(
+                                    c.b(), pred, [&]() { return c.Subgraph(*then_g, {}); },
+                                    [&]() { return c.Subgraph(*else_g, {}); }, c.Name()));
+  }
+  for (std::size_t k = 0; k < outs.size(); ++k) c.SetOut(static_cast<int>(k), outs[k]);
+  return Status();
+}
+
+// The shape a loop-carried value keeps through the iterations: its initial
+// shape, with the dimensions the body's declared output leaves open (or
+// declares otherwise) unknown.
+Shape LoopInvariant(const Shape& initial, const onnx::ValueInfoProto& declared) {
+  auto type = ValueInfoType(declared);
+  if (!type.ok() || initial.unknown_rank()) return Shape::UnknownRank();
+  const Shape& d = type->first;
+  if (d.unknown_rank()) return initial;
+  if (d.rank() != initial.rank()) return Shape::UnknownRank();
+  std::vector<int64_t> dims;
+  for (int i = 0; i < initial.rank(); ++i) {
+    dims.push_back(initial.dim(i) == d.dim(i) ? initial.dim(i) : Shape::kUnknownDim);
+  }
+  return Shape(dims);
+}
+
+// The empty start of a scan output's stack, [0, ...] of the per-iteration
+// shape the body declares.
+Expected<std::pair<Output, Shape>> EmptyStack(NodeContext& c, const onnx::ValueInfoProto& declared) {
+  auto type = ValueInfoType(declared);
+  if (!type.ok()) return type.status().WithContext(StrCat("scan output ", Quote(declared.name())));
+  const Shape& s = type->first;
+  if (!s.IsFullyDefined()) {
+    return c.Unsupported("scan output ", Quote(declared.name()), " has the declared shape ", s.ToString(),
+                         "; Weft stacks scan outputs from an empty tensor and needs every dimension of the body's "
+                         "output declared");
+  }
+  std::vector<int64_t> dims = {0};
+  dims.insert(dims.end(), s.dims().begin(), s.dims().end());
+  WEFT_ASSIGN_OR_RETURN(Tensor empty, Tensor::Allocate(type->second, Shape(dims)));
+  dims[0] = Shape::kUnknownDim;
+  return std::make_pair(c.b().Const(empty, c.Name(StrCat(SanitiseName(declared.name()), "_stack"))), Shape(dims));
+}
+
+Output Stack(NodeContext& c, const Output& stack, const Output& value) {
+  GraphBuilder& b = c.b();
+  Output row = b.Op("ExpandDims", {value}, {{"axis", AttrValue(int64_t{0})}}, c.Name("row"));
+  return b.Op("Concat", {stack, row}, {{"axis", AttrValue(int64_t{0})}}, c.Name("stack"));
+}
+
+Expected<Output> ScalarI64(NodeContext& c, const Output& x, std::string_view what) {
+  Output y = x;
+  if (x.dtype() != DType::kI64) {
+    if (!IsInteger(x.dtype())) return c.Error(what, " must be an integer, got ", DTypeName(x.dtype()));
+    y = c.b().Op("Cast", {x}, {{"DstT", AttrValue(DType::kI64)}}, c.Name(StrCat(what, "_i64")));
+  }
+  if (y.shape().rank() == 0) return y;
+  return c.b().Op("Reshape", {y, c.b().Const(Int64s({}, Shape{0}), c.Name(StrCat(what, "_shape")))}, {},
+                  c.Name(StrCat(what, "_scalar")));
+}
+
+Status LoopOp(NodeContext& c) {
+  const onnx::GraphProto* body = GraphAttr(c, "body");
+  if (body == nullptr) return c.Error("needs the graph attr body");
+  const int n_vars = std::max(0, c.num_inputs() - 2);
+  const int n_scan = body->output_size() - 1 - n_vars;
+  if (body->input_size() != 2 + n_vars || n_scan < 0) {
+    return c.Error("the body has ", body->input_size(), " inputs and ", body->output_size(), " outputs; with ", n_vars,
+                   " loop-carried values it needs ", 2 + n_vars, " inputs and at least ", 1 + n_vars, " outputs");
+  }
+  GraphBuilder& b = c.b();
+  std::optional<Output> trips;
+  if (c.has_input(0)) {
+    WEFT_ASSIGN_OR_RETURN(Output m, c.In(0));
+    WEFT_ASSIGN_OR_RETURN(trips, ScalarI64(c, m, "M"));
+  }
+  Output go = b.Const(Tensor::Scalar<bool>(true), c.Name("always"));
+  if (c.has_input(1)) {
+    WEFT_ASSIGN_OR_RETURN(Output cond, c.In(1));
+    WEFT_ASSIGN_OR_RETURN(go, ScalarBool(c, cond, "cond"));
+  }
+  WhileOptions options;
+  options.name = c.Name();
+  std::vector<Output> vars = {b.Const(Tensor::Scalar<int64_t>(0), c.Name("iteration")), go};
+  options.shape_invariants = {Shape{}, Shape{}};
+  for (int j = 0; j < n_vars; ++j) {
+    WEFT_ASSIGN_OR_RETURN(Output v, c.In(2 + j));
+    vars.push_back(v);
+    options.shape_invariants.push_back(LoopInvariant(v.shape(), body->output(1 + j)));
+  }
+  for (int k = 0; k < n_scan; ++k) {
+    WEFT_ASSIGN_OR_RETURN(auto stack, EmptyStack(c, body->output(1 + n_vars + k)));
+    vars.push_back(stack.first);
+    options.shape_invariants.push_back(stack.second);
+  }
+  WEFT_RETURN_IF_ERROR(c.MaterialiseCaptures(*body));
+  auto cond_fn = [&](const std::vector<Output>& v) -> Expected<Output> {
+    if (!trips.has_value()) return v[1];
+    return b.Op("LogicalAnd", {b.Op("Less", {v[0], *trips}, {}, c.Name("more")), v[1]}, {}, c.Name("go"));
+  };
+  auto body_fn = [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
+    const std::vector<Output> ins(v.begin(), v.begin() + 2 + n_vars);
+    WEFT_ASSIGN_OR_RETURN(std::vector<Output> outs, c.Subgraph(*body, ins));
+    std::vector<Output> next = {
+        b.Op("Add", {v[0], b.Const(Tensor::Scalar<int64_t>(1), c.Name("one"))}, {}, c.Name("next_iteration"))};
+    WEFT_ASSIGN_OR_RETURN(Output cond_out, ScalarBool(c, outs[0], "cond_out"));
+    next.push_back(cond_out);
+    for (int j = 0; j < n_vars; ++j) next.push_back(outs[static_cast<std::size_t>(1 + j)]);
+    for (int k = 0; k < n_scan; ++k) {
+      next.push_back(
+          Stack(c, v[static_cast<std::size_t>(2 + n_vars + k)], outs[static_cast<std::size_t>(1 + n_vars + k)]));
+    }
+    return next;
+  };
+  WEFT_ASSIGN_OR_RETURN(std::vector<Output> results, WhileLoop(b, cond_fn, body_fn, vars, options));
+  for (int j = 0; j < n_vars + n_scan; ++j) c.SetOut(j, results[static_cast<std::size_t>(2 + j)]);
+  return Status();
+}
+
+Status ScanOp(NodeContext& c) {
+  if (c.opset() < 9) return c.Unsupported("Scan of opset 8 (with a batch axis and sequence_lens); opset 9 and later");
+  const onnx::GraphProto* body = GraphAttr(c, "body");
+  if (body == nullptr) return c.Error("needs the graph attr body");
+  const int64_t m = c.Int("num_scan_inputs", 0);
+  const int64_t n = c.num_inputs() - m;
+  const int64_t k_out = body->output_size() - n;
+  if (m < 1 || n < 0 || body->input_size() != n + m || k_out < 0) {
+    return c.Error("num_scan_inputs ", m, " with ", c.num_inputs(), " inputs and a body of ", body->input_size(),
+                   " inputs and ", body->output_size(), " outputs do not fit (the body takes the ", n,
+                   " states and one slice of each scan input, and returns the states and the scan outputs)");
+  }
+  const std::vector<int64_t> in_axes = c.Ints("scan_input_axes", std::vector<int64_t>(m, 0));
+  const std::vector<int64_t> in_dirs = c.Ints("scan_input_directions", std::vector<int64_t>(m, 0));
+  const std::vector<int64_t> out_axes = c.Ints("scan_output_axes", std::vector<int64_t>(k_out, 0));
+  const std::vector<int64_t> out_dirs = c.Ints("scan_output_directions", std::vector<int64_t>(k_out, 0));
+  if (static_cast<int64_t>(in_axes.size()) != m || static_cast<int64_t>(in_dirs.size()) != m ||
+      static_cast<int64_t>(out_axes.size()) != k_out || static_cast<int64_t>(out_dirs.size()) != k_out) {
+    return c.Error("scan_input_axes and scan_input_directions need ", m,
+                   " values and scan_output_axes and scan_output_directions ", k_out);
+  }
+  GraphBuilder& b = c.b();
+  std::vector<Output> scans;
+  std::vector<int64_t> axes;
+  Output length;
+  for (int64_t j = 0; j < m; ++j) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.In(static_cast<int>(n + j)));
+    const int rank = x.shape().rank();
+    if (rank < 1) return c.Unsupported("scan input ", j, " of unknown rank or a scalar");
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, in_axes[static_cast<std::size_t>(j)], rank, "scan_input_axes"));
+    if (in_dirs[static_cast<std::size_t>(j)] != 0) {
+      x = b.Op("Reverse", {x}, {{"axis", AttrValue(std::vector<int64_t>{axis})}}, c.Name(StrCat("reversed_", j)));
+    }
+    if (j == 0) {
+      const int64_t dim = x.shape().dim(static_cast<int>(axis));
+      length = dim >= 0 ? b.Const(Tensor::Scalar<int64_t>(dim), c.Name("length"))
+                        : b.Op("Gather",
+                               {b.Op("Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, c.Name("input_shape")),
+                                b.Const(Tensor::Scalar<int64_t>(axis), c.Name("axis"))},
+                               {}, c.Name("length"));
+    }
+    scans.push_back(x);
+    axes.push_back(axis);
+  }
+  WhileOptions options;
+  options.name = c.Name();
+  std::vector<Output> vars = {b.Const(Tensor::Scalar<int64_t>(0), c.Name("iteration"))};
+  options.shape_invariants = {Shape{}};
+  for (int64_t j = 0; j < n; ++j) {
+    WEFT_ASSIGN_OR_RETURN(Output v, c.In(static_cast<int>(j)));
+    vars.push_back(v);
+    options.shape_invariants.push_back(LoopInvariant(v.shape(), body->output(static_cast<int>(j))));
+  }
+  for (int64_t k = 0; k < k_out; ++k) {
+    WEFT_ASSIGN_OR_RETURN(auto stack, EmptyStack(c, body->output(static_cast<int>(n + k))));
+    vars.push_back(stack.first);
+    options.shape_invariants.push_back(stack.second);
+  }
+  WEFT_RETURN_IF_ERROR(c.MaterialiseCaptures(*body));
+  auto cond_fn = [&](const std::vector<Output>& v) -> Expected<Output> {
+    return b.Op("Less", {v[0], length}, {}, c.Name("more"));
+  };
+  auto body_fn = [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
+    std::vector<Output> ins(v.begin() + 1, v.begin() + 1 + n);
+    for (int64_t j = 0; j < m; ++j) {
+      const auto uj = static_cast<std::size_t>(j);
+      ins.push_back(b.Op("Gather", {scans[uj], v[0]}, {{"axis", AttrValue(axes[uj])}}, c.Name(StrCat("slice_", j))));
+    }
+    WEFT_ASSIGN_OR_RETURN(std::vector<Output> outs, c.Subgraph(*body, ins));
+    std::vector<Output> next = {
+        b.Op("Add", {v[0], b.Const(Tensor::Scalar<int64_t>(1), c.Name("one"))}, {}, c.Name("next_iteration"))};
+    for (int64_t j = 0; j < n; ++j) next.push_back(outs[static_cast<std::size_t>(j)]);
+    for (int64_t k = 0; k < k_out; ++k) {
+      next.push_back(Stack(c, v[static_cast<std::size_t>(1 + n + k)], outs[static_cast<std::size_t>(n + k)]));
+    }
+    return next;
+  };
+  WEFT_ASSIGN_OR_RETURN(std::vector<Output> results, WhileLoop(b, cond_fn, body_fn, vars, options));
+  for (int64_t j = 0; j < n; ++j) c.SetOut(static_cast<int>(j), results[static_cast<std::size_t>(1 + j)]);
+  for (int64_t k = 0; k < k_out; ++k) {
+    const auto uk = static_cast<std::size_t>(k);
+    Output y = results[static_cast<std::size_t>(1 + n + k)];
+    const int rank = y.shape().rank();
+    if (out_dirs[uk] != 0) {
+      y = b.Op("Reverse", {y}, {{"axis", AttrValue(std::vector<int64_t>{0})}},
+               c.Name(StrCat("output_", k, "_reversed")));
+    }
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, out_axes[uk], rank, "scan_output_axes"));
+    if (axis != 0) {
+      std::vector<int64_t> perm;
+      for (int64_t i = 0; i < rank; ++i) perm.push_back(i < axis ? i + 1 : (i == axis ? 0 : i));
+      y = b.Op("Transpose", {y}, {{"perm", AttrValue(perm)}}, c.Name(StrCat("output_", k)));
+    }
+    c.SetOut(static_cast<int>(n + k), y);
+  }
+  return Status();
+}
+
+// --- Einsum -------------------------------------------------------------------------------
+//
+// Composed, as XLA and ONNX Runtime do: each operand first sums the
+// letters no other operand and not the output has; operands are then
+// contracted left to right, each pair as one MatMul or BatchMatMul of
+// [batch..., free_a, summed] x [batch..., summed, free_b] with Transposes
+// and Reshapes around it; the result is transposed into the output's
+// order. Ellipses are expanded to letters of their own (right-aligned,
+// equal sizes: no broadcasting of 1 against n). Not supported: a letter
+// twice in one operand (a diagonal).
+
+struct EinsumTerm {
+  Output x;
+  std::string letters;  // one per axis
+};
+
+// The 1-D i64 shape [d(groups[0]), d(groups[1]), ...] of |x|, where each
+// group's size is the product of the axes it lists: a Const when every
+// size is static, else computed from Shape(x).
+Output GroupedShape(NodeContext& c, const Output& x, const std::vector<std::vector<int>>& groups,
+                    std::string_view suffix) {
+  GraphBuilder& b = c.b();
+  const Shape& s = x.shape();
+  std::vector<int64_t> dims;
+  bool known = true;
+  for (const auto& g : groups) {
+    int64_t d = 1;
+    for (int a : g) {
+      if (s.dim(a) < 0) known = false;
+      d *= std::max<int64_t>(s.dim(a), 0);
+    }
+    dims.push_back(d);
+  }
+  if (known) return ConstOf(c, Int64s(dims), suffix);
+  Output shape = b.Op("Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, c.Name(StrCat(suffix, "_of")));
+  std::vector<Output> parts;
+  for (const auto& g : groups) {
+    std::vector<int64_t> idx(g.begin(), g.end());
+    Output picked = b.Op("Gather", {shape, ConstOf(c, Int64s(idx), StrCat(suffix, "_axes"))}, {}, c.Name(suffix));
+    parts.push_back(b.Op("Prod", {picked},
+                         {{"axis", AttrValue(std::vector<int64_t>{0})}, {"keep_dims", AttrValue(true)}},
+                         c.Name(suffix)));
+  }
+  return b.Op("Concat", parts, {{"axis", AttrValue(int64_t{0})}}, c.Name(suffix));
+}
+
+// |t| with the axes of the letters outside |keep| summed away.
+EinsumTerm SumAway(NodeContext& c, const EinsumTerm& t, const std::string& keep) {
+  std::vector<int64_t> axes;
+  std::string rest;
+  for (std::size_t i = 0; i < t.letters.size(); ++i) {
+    if (keep.find(t.letters[i]) == std::string::npos) {
+      axes.push_back(static_cast<int64_t>(i));
+    } else {
+      rest.push_back(t.letters[i]);
+    }
+  }
+  if (axes.empty()) return t;
+  return {c.b().Op("Sum", {t.x}, {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(false)}}, c.Name("sum")), rest};
+}
+
+// |t| transposed into the letter order |order| (a permutation of its letters).
+Output Permuted(NodeContext& c, const EinsumTerm& t, const std::string& order) {
+  if (order == t.letters) return t.x;
+  std::vector<int64_t> perm;
+  for (char l : order) perm.push_back(static_cast<int64_t>(t.letters.find(l)));
+  return c.b().Op("Transpose", {t.x}, {{"perm", AttrValue(perm)}}, c.Name("transpose"));
+}
+
+EinsumTerm Contract(NodeContext& c, EinsumTerm a, EinsumTerm bt, const std::string& keep) {
+  GraphBuilder& b = c.b();
+  a = SumAway(c, a, keep + bt.letters);
+  bt = SumAway(c, bt, keep + a.letters);
+  std::string batch, summed, free_a, free_b;
+  for (char l : a.letters) {
+    const bool in_b = bt.letters.find(l) != std::string::npos;
+    const bool kept = keep.find(l) != std::string::npos;
+    (in_b ? (kept ? batch : summed) : free_a).push_back(l);
+  }
+  for (char l : bt.letters) {
+    if (a.letters.find(l) == std::string::npos) free_b.push_back(l);
+  }
+  const int nb = static_cast<int>(batch.size());
+  auto range = [](int from, int count) {
+    std::vector<int> v(static_cast<std::size_t>(count));
+    std::iota(v.begin(), v.end(), from);
+    return v;
+  };
+  Output xa = Permuted(c, a, batch + free_a + summed);
+  Output xb = Permuted(c, bt, batch + summed + free_b);
+  std::vector<std::vector<int>> ga, gb;
+  for (int i = 0; i < nb; ++i) {
+    ga.push_back({i});
+    gb.push_back({i});
+  }
+  ga.push_back(range(nb, static_cast<int>(free_a.size())));
+  ga.push_back(range(nb + static_cast<int>(free_a.size()), static_cast<int>(summed.size())));
+  gb.push_back(range(nb, static_cast<int>(summed.size())));
+  gb.push_back(range(nb + static_cast<int>(summed.size()), static_cast<int>(free_b.size())));
+  Output ma = b.Op("Reshape", {xa, GroupedShape(c, xa, ga, "a_shape")}, {}, c.Name("a"));
+  Output mb = b.Op("Reshape", {xb, GroupedShape(c, xb, gb, "b_shape")}, {}, c.Name("b"));
+  Output prod = b.Op(nb == 0 ? "MatMul" : "BatchMatMul", {ma, mb}, {}, c.Name("product"));
+  // [batch..., free_a..., free_b...] from the operands' shapes.
+  std::vector<std::vector<int>> gr;
+  for (int i = 0; i < nb + static_cast<int>(free_a.size()); ++i) gr.push_back({i});
+  Output shape_a = GroupedShape(c, xa, gr, "out_shape_a");
+  std::vector<std::vector<int>> gr_b;
+  for (int i = nb + static_cast<int>(summed.size()); i < static_cast<int>(bt.letters.size()); ++i) gr_b.push_back({i});
+  Output out_shape = shape_a;
+  if (!gr_b.empty()) {
+    out_shape = b.Op("Concat", {shape_a, GroupedShape(c, xb, gr_b, "out_shape_b")}, {{"axis", AttrValue(int64_t{0})}},
+                     c.Name("out_shape"));
+  }
+  return {b.Op("Reshape", {prod, out_shape}, {}, c.Name("contracted")), batch + free_a + free_b};
+}
+
+Status Einsum(NodeContext& c) {
+  std::string eq;
+  for (char ch : c.Str("equation", "")) {
+    if (ch != ' ') eq.push_back(ch);
+  }
+  const std::size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int>(terms.size()) != c.num_inputs()) {
+    return c.Error("equation ", Quote(eq), " has ", terms.size(), " operands; the node has ", c.num_inputs(),
+                   " inputs");
+  }
+  std::string used;
+  for (char ch : eq) {
+    if (std::isalpha(static_cast<unsigned char>(ch)) != 0) used.push_back(ch);
+  }
+  // Letters for the axes ellipses stand for.
+  std::string pool;
+  for (char ch : std::string("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")) {
+    if (used.find(ch) == std::string::npos) pool.push_back(ch);
+  }
+  std::vector<EinsumTerm> ops;
+  int ellipsis = 0;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.In(static_cast<int>(k)));
+    const int rank = x.shape().rank();
+    if (rank < 0) return c.Unsupported("Einsum of an operand of unknown rank (input ", k, ")");
+    std::string t = terms[k];
+    const std::size_t dots = t.find("...");
+    const int explicit_letters = static_cast<int>(t.size()) - (dots == std::string::npos ? 0 : 3);
+    if (dots != std::string::npos) ellipsis = std::max(ellipsis, rank - explicit_letters);
+    ops.push_back({x, t});
+  }
+  if (ellipsis > static_cast<int>(pool.size())) return c.Unsupported("an ellipsis of ", ellipsis, " axes");
+  const std::string ell = pool.substr(0, static_cast<std::size_t>(ellipsis));
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    std::string& t = ops[k].letters;
+    const int rank = ops[k].x.shape().rank();
+    const std::size_t dots = t.find("...");
+    if (dots != std::string::npos) {
+      const int n = rank - (static_cast<int>(t.size()) - 3);
+      if (n < 0) return c.Error("operand ", k, " (", Quote(terms[k]), ") has rank ", rank);
+      t = t.substr(0, dots) + ell.substr(ell.size() - static_cast<std::size_t>(n)) + t.substr(dots + 3);
+    }
+    if (static_cast<int>(t.size()) != rank) {
+      return c.Error("operand ", k, " (", Quote(terms[k]), ") names ", t.size(), " axes; the input has rank ", rank);
+    }
+    for (char l : t) {
+      if (std::isalpha(static_cast<unsigned char>(l)) == 0)
+        return c.Error("equation ", Quote(eq), ": bad letter ", Quote(std::string(1, l)));
+      if (std::count(t.begin(), t.end(), l) > 1) {
+        return c.Unsupported("equation ", Quote(eq), ": letter ", std::string(1, l),
+                             " twice in one operand (a diagonal)");
+      }
+    }
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+    const std::size_t dots = out.find("...");
+    if (dots != std::string::npos) out = out.substr(0, dots) + ell + out.substr(dots + 3);
+  } else {
+    // Implicit output: the ellipsis axes, then the letters used once, in
+    // alphabetical order.
+    std::string once;
+    for (char l : used) {
+      if (std::count(used.begin(), used.end(), l) == 1) once.push_back(l);
+    }
+    std::sort(once.begin(), once.end());
+    out = ell + once;
+  }
+  for (char l : out) {
+    bool found = false;
+    for (const auto& t : ops) found = found || t.letters.find(l) != std::string::npos;
+    if (!found || std::count(out.begin(), out.end(), l) > 1) {
+      return c.Error("equation ", Quote(eq), ": output letter ", std::string(1, l),
+                     found ? " appears twice" : " is in no operand");
+    }
+  }
+  // Sum away what only one operand has, then contract left to right.
+  auto needed_after = [&](std::size_t k) {
+    std::string keep = out;
+    for (std::size_t j = k + 1; j < ops.size(); ++j) keep += ops[j].letters;
+    return keep;
+  };
+  EinsumTerm cur = SumAway(c, ops[0], needed_after(0));
+  for (std::size_t k = 1; k < ops.size(); ++k) cur = Contract(c, cur, ops[k], needed_after(k));
+  cur = SumAway(c, cur, out);
+  c.SetOut(0, Op(c, "Identity", {Permuted(c, cur, out)}));
+  return Status();
+}
+
+// --- Resize -------------------------------------------------------------------------------
+//
+// Every mode of Resize (nearest, linear, cubic; opsets 11 to 17) is a
+// linear map along each resized axis: output = A x, with A [out, in] the
+// interpolation weights, which depend only on the sizes and the
+// attributes. The importer computes A from ONNX's definition (neighbours
+// clamped to the edge as the reference pads them; exclude_outside
+// renormalised) and applies it as one MatMul or BatchMatMul per resized
+// axis: exact, differentiable, and the sizes along resized axes (and
+// after them) must be known at import.
+
+// The source coordinate of output index |x| (ONNX's coordinate_transformation_mode).
+Expected<double> SourceCoordinate(std::string_view mode, double x, double scale, int64_t in, int64_t out) {
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  return UnimplementedError("coordinate_transformation_mode ", Quote(std::string(mode)),
+                            " (Weft imports half_pixel, pytorch_half_pixel, align_corners, asymmetric and "
+                            "tf_half_pixel_for_nn)");
+}
+
+// The interpolation matrix [out, in] of one axis, row-major.
+Expected<std::vector<double>> ResizeMatrix(NodeContext& c, int64_t in, int64_t out, double scale) {
+  const std::string mode = c.Str("mode", "nearest");
+  const std::string coord = c.Str("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = c.Str("nearest_mode", "round_prefer_floor");
+  const double a = c.Float("cubic_coeff_a", -0.75);
+  const bool exclude = c.Int("exclude_outside", 0) != 0;
+  std::vector<double> m(static_cast<std::size_t>(in * out), 0.0);
+  for (int64_t y = 0; y < out; ++y) {
+    WEFT_ASSIGN_OR_RETURN(double x, SourceCoordinate(coord, static_cast<double>(y), scale, in, out));
+    const double fl = std::floor(x);
+    const double r = x - fl;
+    const auto base = static_cast<int64_t>(fl);
+    std::vector<std::pair<int64_t, double>> taps;  // (source index, weight)
+    if (mode == "nearest") {
+      bool up = false;
+      if (nearest == "round_prefer_floor") {
+        up = r > 0.5;
+      } else if (nearest == "round_prefer_ceil") {
+        up = r >= 0.5;
+      } else if (nearest == "floor") {
+        up = false;
+      } else if (nearest == "ceil") {
+        up = r > 0;
+      } else {
+        return c.Error("nearest_mode ", Quote(nearest),
+                       " is not one of round_prefer_floor, round_prefer_ceil, "
+                       "floor, ceil");
+      }
+      taps.push_back({base + (up ? 1 : 0), 1.0});
+    } else if (mode == "linear") {
+      taps = {{base, 1 - r}, {base + 1, r}};
+    } else if (mode == "cubic") {
+      auto w = [a](double t) {  // Keys' cubic kernel at distance |t|
+        t = std::abs(t);
+        if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+        if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+        return 0.0;
+      };
+      taps = {{base - 1, w(r + 1)}, {base, w(r)}, {base + 1, w(1 - r)}, {base + 2, w(2 - r)}};
+    } else {
+      return c.Error("mode ", Quote(mode), " is not one of nearest, linear, cubic");
+    }
+    double total = 0;
+    for (auto& [i, weight] : taps) {
+      if (exclude && (i < 0 || i >= in)) weight = 0;
+      total += weight;
+    }
+    for (const auto& [i, weight] : taps) {
+      const int64_t src = std::clamp<int64_t>(i, 0, in - 1);
+      m[static_cast<std::size_t>(y * in + src)] += exclude && total != 0 ? weight / total : weight;
+    }
+  }
+  return m;
+}
+
+Tensor Weights(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  if (dtype == DType::kF64) return Tensor::FromVector<double>(values, shape);
+  return Tensor::FromVector<float>(std::vector<float>(values.begin(), values.end()), shape);
+}
+
+Status Resize(NodeContext& c) {
+  if (c.opset() < 11) {
+    return c.Unsupported("Resize of opset 10 (its coordinates differ); convert the model to opset 11 or later");
+  }
+  if (c.Str("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") {
+    return c.Unsupported("Resize with coordinate_transformation_mode tf_crop_and_resize");
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const Shape xs = x.shape();
+  const int rank = xs.rank();
+  if (rank < 1) return c.Unsupported("Resize of an input of unknown rank or a scalar");
+  if (x.dtype() != DType::kF32 && x.dtype() != DType::kF64) {
+    return c.Unsupported("Resize of ", DTypeName(x.dtype()), " (f32 and f64)");
+  }
+  std::vector<double> scales;
+  bool scales_f32 = false;
+  std::vector<int64_t> sizes;
+  if (c.has_input(3)) {
+    WEFT_ASSIGN_OR_RETURN(sizes, c.KnownInts(3, "sizes"));
+  } else if (c.has_input(2)) {
+    // Its value even when it is a float initializer (which would otherwise
+    // become a variable): scales are not trained.
+    const Tensor t = c.Initial(2);
+    if (!t.valid()) return c.Unsupported("scales (input 2) must be known when the model is imported");
+    if (t.dtype() != DType::kF32 && t.dtype() != DType::kF64) return c.Error("scales must be floats");
+    scales_f32 = t.dtype() == DType::kF32;
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      scales.push_back(t.dtype() == DType::kF64 ? t.data<double>()[i] : static_cast<double>(t.data<float>()[i]));
+    }
+  }
+  if (sizes.empty() && scales.empty()) return c.Error("needs scales or sizes");
+  const std::size_t n = sizes.empty() ? scales.size() : sizes.size();
+  if (static_cast<int>(n) != rank)
+    return c.Error(sizes.empty() ? "scales" : "sizes", " has ", n, " values for rank ", rank);
+  GraphBuilder& b = c.b();
+  Output y = x;
+  std::vector<int64_t> dims(xs.dims().begin(), xs.dims().end());
+  for (int axis = 0; axis < rank; ++axis) {
+    const auto ua = static_cast<std::size_t>(axis);
+    const int64_t in = dims[ua];
+    if (!sizes.empty() && sizes[ua] < 0) return c.Error("sizes[", axis, "] is ", sizes[ua]);
+    if (sizes.empty() && !(scales[ua] > 0))
+      return c.Error("scales[", axis, "] is ", scales[ua], "; scales are positive");
+    if (sizes.empty() && scales[ua] == 1.0) continue;
+    if (in < 0) return c.Unsupported("Resize along axis ", axis, ", whose size is not known at import");
+    // floor(in * scale) in the scales' own precision, as ONNX's shape
+    // inference and runtimes compute it (5 * 1.4f is 7 in f32, 6.99... in f64).
+    const int64_t out = !sizes.empty() ? sizes[ua]
+                        : scales_f32
+                            ? static_cast<int64_t>(std::floor(static_cast<float>(in) * static_cast<float>(scales[ua])))
+                            : static_cast<int64_t>(std::floor(static_cast<double>(in) * scales[ua]));
+    const double scale = sizes.empty() ? scales[ua] : static_cast<double>(out) / static_cast<double>(in);
+    if (out == in && scale == 1.0) continue;
+    if (in == 0 || out == 0) return c.Unsupported("Resize to or from an empty axis ", axis);
+    WEFT_ASSIGN_OR_RETURN(std::vector<double> m, ResizeMatrix(c, in, out, scale));
+    int64_t post = 1;
+    for (int i = axis + 1; i < rank; ++i) {
+      if (dims[static_cast<std::size_t>(i)] < 0)
+        return c.Unsupported("Resize of an input whose axis ", i, " is not known");
+      post *= dims[static_cast<std::size_t>(i)];
+    }
+    int unknown_before = 0;
+    for (int i = 0; i < axis; ++i) unknown_before += dims[static_cast<std::size_t>(i)] < 0 ? 1 : 0;
+    if (unknown_before > 1) return c.Unsupported("Resize of an input with more than one unknown axis");
+    const std::string tag = StrCat("axis_", axis);
+    Output weights;
+    if (axis == rank - 1) {
+      // Last axis: [rows, in] x A^T [in, out].
+      std::vector<double> mt(m.size());
+      for (int64_t i = 0; i < in; ++i) {
+        for (int64_t o = 0; o < out; ++o)
+          mt[static_cast<std::size_t>(i * out + o)] = m[static_cast<std::size_t>(o * in + i)];
+      }
+      const Tensor w = Weights(mt, Shape{in, out}, x.dtype());
+      Output rows = b.Op("Reshape", {y, ConstOf(c, Int64s({-1, in}), tag + "_rows_shape")}, {}, c.Name(tag + "_rows"));
+      y = b.Op("MatMul", {rows, ConstOf(c, w, tag + "_weights")}, {}, c.Name(tag));
+    } else {
+      const Tensor w = Weights(m, Shape{out, in}, x.dtype());
+      Output blocks =
+          b.Op("Reshape", {y, ConstOf(c, Int64s({-1, in, post}), tag + "_blocks_shape")}, {}, c.Name(tag + "_blocks"));
+      y = b.Op("BatchMatMul", {ConstOf(c, w, tag + "_weights"), blocks}, {}, c.Name(tag));
+    }
+    dims[ua] = out;
+    y = b.Op("Reshape", {y, ConstOf(c, Int64s(dims), tag + "_shape")}, {}, c.Name(tag + "_resized"));
+  }
+  c.SetOut(0, Op(c, "Identity", {y}));
   return Status();
 }
 
@@ -1706,6 +2550,13 @@ Conv BuildConverters() {
   t["Identity"] = Identity;
   t["Dropout"] = Dropout;
   t["LSTM"] = Lstm;
+  t["GRU"] = [](NodeContext& c) { return Recurrent(c, "GRU", 3); };
+  t["RNN"] = [](NodeContext& c) { return Recurrent(c, "RNN", 1); };
+  t["If"] = IfOp;
+  t["Loop"] = LoopOp;
+  t["Scan"] = ScanOp;
+  t["Einsum"] = Einsum;
+  t["Resize"] = Resize;
   return t;
 }
 

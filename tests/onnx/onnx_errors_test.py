@@ -97,6 +97,61 @@ def cases(workdir):
     c.append(("reshape_unknown_length", model([reshape], [vi("x", [2, 3]), vi("s", [None], TensorProto.INT64)],
                                               [vi("y", [None, None])]),
               ["reshape_unknown_length.onnx", "node \"reshape\" (Reshape", "unknown length"]))
+    # Control flow, Einsum and Resize: what the importer refuses, by name.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Relu", ["v"], ["v_out"]),
+         helper.make_node("Identity", ["v_out"], ["scan"])], "body",
+        [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("v", [2, 3])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("v_out", [2, 3]), vi("scan", [None, 3])])
+    loop = helper.make_node("Loop", ["m", "", "x"], ["v_final", "scans"], name="loop", body=body)
+    c.append(("loop_scan_shape", model([loop], [vi("x", [2, 3])], [vi("v_final", [2, 3]), vi("scans", [None, 2, 3])],
+                                       [numpy_helper.from_array(np.int64(3), "m")]),
+              ["loop_scan_shape.onnx", "node \"loop\" (Loop", "scan output \"scan\"", "[?,3]",
+               "needs every dimension of the body's output declared"]))
+    bad_body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+                                 [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL)],
+                                 [vi("cond_out", [], TensorProto.BOOL)])
+    inner = helper.make_node("Loop", ["m", "", "x"], ["v_final"], name="loop", body=bad_body)
+    c.append(("loop_body_arity", model([inner], [vi("x", [2, 3])], [vi("v_final", [2, 3])],
+                                       [numpy_helper.from_array(np.int64(3), "m")]),
+              ["loop_body_arity.onnx", "node \"loop\" (Loop", "the body has 2 inputs and 1 outputs; with 1 loop-carried values it needs 3 inputs"]))
+    sub_bad = helper.make_graph([helper.make_node("Add", ["x", "nothing"], ["t"], name="inner_add")], "then", [],
+                                [vi("t", [2, 3])])
+    sub_ok = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="inner_neg")], "else", [], [vi("e", [2, 3])])
+    c.append(("if_dangling", model([helper.make_node("If", ["p"], ["y"], name="branch", then_branch=sub_bad,
+                                                     else_branch=sub_ok)],
+                                   [vi("p", [], TensorProto.BOOL), vi("x", [2, 3])], [vi("y", [2, 3])]),
+              ["if_dangling.onnx", "nothing"]))
+    diag_then = helper.make_graph([helper.make_node("Einsum", ["x"], ["t"], name="diag", equation="ii->i")], "then", [],
+                                  [vi("t", [3])])
+    neg_else = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["e"], name="rows", keepdims=0,
+                                                   axes=[1])], "else", [], [vi("e", [3])])
+    c.append(("if_nested_error", model([helper.make_node("If", ["p"], ["y"], name="branch", then_branch=diag_then,
+                                                         else_branch=neg_else)],
+                                       [vi("p", [], TensorProto.BOOL), vi("x", [3, 3])], [vi("y", [3])], opset=12),
+              ["if_nested_error.onnx", "node \"branch\" (If, 1 of 1)", "node \"diag\" (Einsum, 1 of 1) of subgraph \"then\"",
+               "(a diagonal)"]))
+    c.append(("einsum_diagonal", model([helper.make_node("Einsum", ["x"], ["y"], name="diag", equation="ii->i")],
+                                       [vi("x", [3, 3])], [vi("y", [3])], opset=12),
+              ["einsum_diagonal.onnx", "node \"diag\" (Einsum", "twice in one operand (a diagonal)"]))
+    c.append(("einsum_rank", model([helper.make_node("Einsum", ["x", "w"], ["y"], name="mix", equation="ij,jk->ik")],
+                                   [vi("x", [3, 3, 3]), vi("w", [3, 4])], [vi("y", [3, 4])], opset=12),
+              ["einsum_rank.onnx", "node \"mix\" (Einsum", "names 2 axes; the input has rank 3"]))
+    roi = numpy_helper.from_array(np.zeros(0, np.float32), "roi")
+    crop = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize",
+                            coordinate_transformation_mode="tf_crop_and_resize")
+    c.append(("resize_crop", model([crop], [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 8, 8])],
+                                   [roi, numpy_helper.from_array(np.float32([1, 1, 2, 2]), "scales")], opset=13),
+              ["resize_crop.onnx", "node \"resize\" (Resize", "tf_crop_and_resize"]))
+    fed = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize")
+    c.append(("resize_fed_scales", model([fed], [vi("x", [1, 1, 4, 4]), vi("scales", [4])], [vi("y", [None] * 4)], [roi],
+                                         opset=13),
+              ["resize_fed_scales.onnx", "node \"resize\" (Resize", "scales (input 2) must be known"]))
+    c.append(("resize_mode", model([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize",
+                                                     mode="area")],
+                                   [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 8, 8])],
+                                   [roi, numpy_helper.from_array(np.float32([1, 1, 2, 2]), "scales")], opset=13),
+              ["resize_mode.onnx", "node \"resize\" (Resize", "mode \"area\" is not one of nearest, linear, cubic"]))
     return c
 
 

@@ -25,7 +25,7 @@ TOLERANCE = 1e-4
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cli")
-    parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet_v2,lstm")
+    parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet_v2,lstm,gru,upsample")
     parser.add_argument("--keep")
     args = parser.parse_args()
     workdir = args.keep or tempfile.mkdtemp(prefix="onnx_models_")

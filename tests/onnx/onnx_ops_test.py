@@ -117,17 +117,52 @@ def lstm_ref(x, w, r, b, h0, c0, reverse=False):
     return np.stack(ys), h, c
 
 
+def gru_ref(x, w, r, b, h0, linear_before_reset=False, reverse=False):
+    # ONNX GRU, one direction, gates z, r, h.
+    hid = r.shape[-1]
+    wz, wr, wh = np.split(w, 3)
+    rz, rr, rh = np.split(r, 3)
+    wbz, wbr, wbh, rbz, rbr, rbh = np.split(b, 6)
+    h = h0
+    ys = [None] * x.shape[0]
+    order = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+    for t in order:
+        z = sigmoid(x[t] @ wz.T + h @ rz.T + wbz + rbz)
+        rg = sigmoid(x[t] @ wr.T + h @ rr.T + wbr + rbr)
+        if linear_before_reset:
+            hh = np.tanh(x[t] @ wh.T + rg * (h @ rh.T + rbh) + wbh)
+        else:
+            hh = np.tanh(x[t] @ wh.T + (rg * h) @ rh.T + rbh + wbh)
+        h = (1 - z) * hh + z * h
+        ys[t] = h
+    return np.stack(ys), h
+
+
+def rnn_ref(x, w, r, b, h0, reverse=False):
+    hid = r.shape[-1]
+    wb, rb = b[:hid], b[hid:]
+    h = h0
+    ys = [None] * x.shape[0]
+    order = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+    for t in order:
+        h = np.tanh(x[t] @ w.T + h @ r.T + wb + rb)
+        ys[t] = h
+    return np.stack(ys), h
+
+
 # --- Cases --------------------------------------------------------------------------
 
 
 class Case:
     def __init__(self, name, op, inputs, expected, attrs=None, opset=17, consts=None, rtol=1e-5, atol=1e-5,
-                 outputs=None):
+                 outputs=None, node_inputs=None):
         self.name, self.op, self.inputs, self.attrs, self.opset = name, op, inputs, attrs or {}, opset
         self.expected = expected if isinstance(expected, list) else [expected]
         self.consts = consts or {}  # input index -> array given as an initializer
         self.rtol, self.atol = rtol, atol
         self.outputs = outputs  # output slots to name (None: one per expected)
+        # How many of the inputs the node takes; the rest are graph inputs its subgraphs read by name.
+        self.node_inputs = node_inputs
 
 
 def cases():
@@ -299,6 +334,9 @@ def cases():
     c.append(Case("shape_slice", "Shape", [xi], np.array(xi.shape[1:3], np.int64), {"start": 1, "end": -1},
                   opset=15))
     c.append(Case("size", "Size", [xi], np.array(xi.size, np.int64)))
+    # Reshape to a shape fed at run time (not known at import), longer than the input's rank, with a 0 (copy).
+    x23 = f32(2, 3)
+    c.append(Case("reshape_computed_longer", "Reshape", [x23, np.array([0, 1, 3], np.int64)], x23.reshape(2, 1, 3)))
     c.append(Case("expand", "Expand", [b, np.array([2, 1, 5], np.int64)], np.broadcast_to(b, (2, 3, 5)),
                   consts={1: None}))
     c.append(Case("tile", "Tile", [a, np.array([1, 2, 1], np.int64)], np.tile(a, (1, 2, 1)), consts={1: None}))
@@ -351,6 +389,247 @@ def cases():
                   rtol=1e-4, atol=1e-5))
     return c
 
+# --- Control flow: If, Loop, Scan (subgraphs read the case's inputs by name) -------------
+
+
+def vi(name, arr_or_dtype, shape=None):
+    if shape is None:
+        arr = np.asarray(arr_or_dtype)
+        return helper.make_tensor_value_info(name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[arr.dtype], arr.shape)
+    return helper.make_tensor_value_info(name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(arr_or_dtype)], shape)
+
+
+def control_flow_cases():
+    c = []
+    x = f32(2, 3)
+    # If: the branches read the node's outer input x; a Constant inside one.
+    for tag, flag in [("true", True), ("false", False)]:
+        name = f"if_{tag}"
+        xin = f"{name}_in1"
+        then_g = helper.make_graph(
+            [helper.make_node("Constant", [], [f"{name}_two"], value=numpy_helper.from_array(np.float32(2))),
+             helper.make_node("Mul", [xin, f"{name}_two"], [f"{name}_t"])], f"{name}_then", [],
+            [vi(f"{name}_t", np.float32, (2, 3))])
+        else_g = helper.make_graph([helper.make_node("Neg", [xin], [f"{name}_e"])], f"{name}_else", [],
+                                   [vi(f"{name}_e", np.float32, (2, 3))])
+        c.append(Case(name, "If", [np.array([flag]), x], x * 2 if flag else -x,
+                      {"then_branch": then_g, "else_branch": else_g}, node_inputs=1))
+    # If whose condition is an initializer: imported as the chosen branch only.
+    name = "if_known"
+    then_g = helper.make_graph([helper.make_node("Abs", [f"{name}_in1"], [f"{name}_t"])], f"{name}_then", [],
+                               [vi(f"{name}_t", np.float32, (2, 3))])
+    else_g = helper.make_graph([helper.make_node("Neg", [f"{name}_in1"], [f"{name}_e"])], f"{name}_else", [],
+                               [vi(f"{name}_e", np.float32, (2, 3))])
+    c.append(Case(name, "If", [np.array(True), x], np.abs(x), {"then_branch": then_g, "else_branch": else_g},
+                  consts={0: None}, node_inputs=1))
+    # Loop with a trip count: v += x (read from outside) 5 times; the scan output stacks each v.
+    name = "loop_trips"
+    v0 = f32(2, 3)
+    body = helper.make_graph(
+        [helper.make_node("Identity", [f"{name}_cond"], [f"{name}_cond_out"]),
+         helper.make_node("Add", [f"{name}_v", f"{name}_in3"], [f"{name}_v_out"]),
+         helper.make_node("Identity", [f"{name}_v_out"], [f"{name}_scan"])], f"{name}_body",
+        [vi(f"{name}_i", np.int64, ()), vi(f"{name}_cond", np.bool_, ()), vi(f"{name}_v", np.float32, (2, 3))],
+        [vi(f"{name}_cond_out", np.bool_, ()), vi(f"{name}_v_out", np.float32, (2, 3)),
+         vi(f"{name}_scan", np.float32, (2, 3))])
+    steps = [v0 + (i + 1) * x for i in range(5)]
+    c.append(Case(name, "Loop", [np.int64(5), None, v0, x], [steps[-1], np.stack(steps)], {"body": body},
+                  consts={0: None}, node_inputs=3))
+    # Loop with a condition and no trip count: double v while its sum stays under 100; the iteration
+    # number is a second loop-carried value's source.
+    name = "loop_cond"
+    v0 = np.abs(f32(3)) + 0.5
+    body = helper.make_graph(
+        [helper.make_node("Mul", [f"{name}_v", f"{name}_two"], [f"{name}_v_out"]),
+         helper.make_node("ReduceSum", [f"{name}_v_out"], [f"{name}_sum"], keepdims=0),
+         helper.make_node("Less", [f"{name}_sum", f"{name}_limit"], [f"{name}_cond_out"]),
+         helper.make_node("Identity", [f"{name}_i"], [f"{name}_n_out"])], f"{name}_body",
+        [vi(f"{name}_i", np.int64, ()), vi(f"{name}_cond", np.bool_, ()), vi(f"{name}_v", np.float32, (3,)),
+         vi(f"{name}_n", np.int64, ())],
+        [vi(f"{name}_cond_out", np.bool_, ()), vi(f"{name}_v_out", np.float32, (3,)),
+         vi(f"{name}_n_out", np.int64, ())],
+        [numpy_helper.from_array(np.float32(2), f"{name}_two"), numpy_helper.from_array(np.float32(100), f"{name}_limit")])
+    v, n, i = v0.copy(), np.int64(-1), 0
+    while True:
+        v = v * 2
+        n = np.int64(i)
+        i += 1
+        if not v.sum() < 100:
+            break
+    c.append(Case(name, "Loop", [None, np.array(True), v0, np.int64(-1)], [v.astype(np.float32), n],
+                  {"body": body}))
+    # Scan: a running sum over the rows of X (the state), and the sums stacked.
+    name = "scan_cumsum"
+    xs = f32(4, 3)
+    s0 = f32(3)
+    body = helper.make_graph(
+        [helper.make_node("Add", [f"{name}_s", f"{name}_x"], [f"{name}_s_out"]),
+         helper.make_node("Identity", [f"{name}_s_out"], [f"{name}_y"])], f"{name}_body",
+        [vi(f"{name}_s", np.float32, (3,)), vi(f"{name}_x", np.float32, (3,))],
+        [vi(f"{name}_s_out", np.float32, (3,)), vi(f"{name}_y", np.float32, (3,))])
+    run = s0 + np.cumsum(xs, 0)
+    c.append(Case(name, "Scan", [s0, xs], [run[-1], run], {"body": body, "num_scan_inputs": 1}))
+    # Scan over axis 1, backwards, the outputs stacked on axis 1 and prepended.
+    name = "scan_axes"
+    xs = f32(3, 5)
+    body = helper.make_graph(
+        [helper.make_node("Add", [f"{name}_s", f"{name}_x"], [f"{name}_s_out"]),
+         helper.make_node("Mul", [f"{name}_s_out", f"{name}_x"], [f"{name}_y"])], f"{name}_body",
+        [vi(f"{name}_s", np.float32, (3,)), vi(f"{name}_x", np.float32, (3,))],
+        [vi(f"{name}_s_out", np.float32, (3,)), vi(f"{name}_y", np.float32, (3,))])
+    s, ys = np.zeros(3, np.float32), []
+    for t in range(4, -1, -1):
+        s = s + xs[:, t]
+        ys.append(s * xs[:, t])
+    # Prepending: the last iteration's output comes first.
+    y = np.stack(ys[::-1], axis=1)
+    c.append(Case(name, "Scan", [np.zeros(3, np.float32), xs], [s, y],
+                  {"body": body, "num_scan_inputs": 1, "scan_input_axes": [1], "scan_input_directions": [1],
+                   "scan_output_axes": [-1], "scan_output_directions": [1]}))
+    return c
+
+def einsum_cases():
+    c = []
+    specs = [
+        ("matmul", "ij,jk->ik", [(3, 4), (4, 5)]),
+        ("batch_matmul", "bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+        ("transpose", "ij->ji", [(3, 4)]),
+        ("sum_all", "ij->", [(3, 4)]),
+        ("sum_axis", "ijk->ik", [(2, 3, 4)]),
+        ("dot", "i,i->", [(5,), (5,)]),
+        ("outer", "i,j->ij", [(3,), (4,)]),
+        ("attention", "bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+        ("ellipsis", "...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+        ("implicit", "ij,jk", [(3, 4), (4, 5)]),
+        ("three", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+        ("one_side_sum", "ij,kl->ik", [(2, 3), (4, 5)]),
+        ("mixed", "abc,cbd->da", [(2, 3, 4), (4, 3, 5)]),
+    ]
+    for tag, eq, shapes in specs:
+        ins = [f32(*sh) for sh in shapes]
+        c.append(Case(f"einsum_{tag}", "Einsum", ins, np.einsum(eq, *ins).astype(np.float32), {"equation": eq},
+                      opset=12, rtol=1e-4, atol=1e-5))
+    return c
+
+def resize_ref(x, out_shape, scales, mode="nearest", coord="half_pixel", nearest="round_prefer_floor", a=-0.75,
+               exclude_outside=False):
+    """ONNX Resize, one axis at a time, each output element from its neighbours (the operator's definition)."""
+    y = x.astype(np.float64)
+    for axis, (n_out, scale) in enumerate(zip(out_shape, scales)):
+        n_in = y.shape[axis]
+        moved = np.moveaxis(y, axis, -1)
+        res = np.zeros(moved.shape[:-1] + (n_out,))
+        for o in range(n_out):
+            if coord == "half_pixel":
+                xo = (o + 0.5) / scale - 0.5
+            elif coord == "pytorch_half_pixel":
+                xo = (o + 0.5) / scale - 0.5 if n_out > 1 else 0.0
+            elif coord == "align_corners":
+                xo = 0.0 if n_out == 1 else o * (n_in - 1) / (n_out - 1)
+            elif coord == "asymmetric":
+                xo = o / scale
+            else:
+                xo = (o + 0.5) / scale
+            xi = int(np.floor(xo))
+            r = xo - xi
+            if mode == "nearest":
+                if nearest == "round_prefer_floor":
+                    up = r > 0.5
+                elif nearest == "round_prefer_ceil":
+                    up = r >= 0.5
+                elif nearest == "floor":
+                    up = False
+                else:
+                    up = r > 0
+                idx, coeffs = [xi, xi + 1], [0.0, 1.0] if up else [1.0, 0.0]
+            elif mode == "linear":
+                idx, coeffs = [xi, xi + 1], [1 - r, r]
+            else:
+                idx = [xi - 1, xi, xi + 1, xi + 2]
+                coeffs = [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                          ((a + 2) * r - (a + 3)) * r * r + 1,
+                          ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+                          ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a]
+            coeffs = np.array(coeffs)
+            if exclude_outside:
+                coeffs = np.where([0 <= i < n_in for i in idx], coeffs, 0)
+                coeffs = coeffs / coeffs.sum()
+            for i, w in zip(idx, coeffs):
+                res[..., o] += w * moved[..., min(max(i, 0), n_in - 1)]
+        y = np.moveaxis(res, -1, axis)
+    return y.astype(x.dtype)
+
+
+def resize_cases():
+    c = []
+    x = f32(1, 2, 4, 5)
+    empty_roi = np.zeros(0, np.float32)
+    specs = [
+        ("nearest_up_asym_floor", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                   "nearest_mode": "floor"}, [1, 1, 2, 2], None),
+        ("nearest_default", {}, [1, 1, 1.5, 2.5], None),
+        ("nearest_ceil", {"nearest_mode": "ceil"}, [1, 1, 1.75, 0.6], None),
+        ("linear_half_pixel", {"mode": "linear"}, [1, 1, 2, 2], None),
+        ("linear_align_corners", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+         [1, 1, 2, 1.6], None),
+        ("linear_down_sizes", {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, None,
+         [1, 2, 3, 1]),
+        ("cubic", {"mode": "cubic"}, [1, 1, 2, 2], None),
+        ("cubic_exclude", {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, [1, 1, 0.75, 1.5], None),
+        ("nearest_tf_half_pixel", {"coordinate_transformation_mode": "tf_half_pixel_for_nn"}, [1, 1, 0.5, 1.4],
+         None),
+    ]
+    for tag, attrs, scales, sizes in specs:
+        if sizes is None:
+            sc = np.array(scales, np.float32)
+            out = [int(np.floor(np.float32(d) * s)) for d, s in zip(x.shape, sc)]  # in f32, as ONNX
+            inputs, consts = [x, empty_roi, sc], {1: None, 2: None}
+            eff = [float(s) for s in sc]
+        else:
+            out = sizes
+            inputs, consts = [x, empty_roi, np.zeros(0, np.float32), np.array(sizes, np.int64)], {1: None, 2: None,
+                                                                                                   3: None}
+            eff = [o / d for o, d in zip(sizes, x.shape)]
+        want = resize_ref(x, out, eff, attrs.get("mode", "nearest"),
+                          attrs.get("coordinate_transformation_mode", "half_pixel"),
+                          attrs.get("nearest_mode", "round_prefer_floor"), attrs.get("cubic_coeff_a", -0.75),
+                          bool(attrs.get("exclude_outside", 0)))
+        c.append(Case(f"resize_{tag}", "Resize", inputs, want, attrs, opset=13, consts=consts, rtol=1e-5, atol=1e-5))
+    return c
+
+
+def rnn_cases():
+    c = []
+    t, bsz, inp, hid = 4, 2, 3, 5
+    lx = f32(t, bsz, inp)
+    # GRU (both reset forms), bidirectional with initial state, and RNN.
+    gw, gr, gb = f32(1, 3 * hid, inp), f32(1, 3 * hid, hid), f32(1, 6 * hid)
+    zeros = np.zeros((bsz, hid), np.float32)
+    for lbr in (0, 1):
+        y, yh = gru_ref(lx, gw[0], gr[0], gb[0], zeros, linear_before_reset=lbr)
+        c.append(Case(f"gru_lbr{lbr}", "GRU", [lx, gw, gr, gb], [y[:, None].astype(np.float32), yh[None].astype(np.float32)],
+                      {"hidden_size": hid, "linear_before_reset": lbr}, consts={1: None, 2: None, 3: None},
+                      rtol=1e-4, atol=1e-5))
+    gw2, gr2, gb2, gh0 = f32(2, 3 * hid, inp), f32(2, 3 * hid, hid), f32(2, 6 * hid), f32(2, bsz, hid)
+    yf, hf = gru_ref(lx, gw2[0], gr2[0], gb2[0], gh0[0], True)
+    yb, hb = gru_ref(lx, gw2[1], gr2[1], gb2[1], gh0[1], True, reverse=True)
+    c.append(Case("gru_bidirectional", "GRU", [lx, gw2, gr2, gb2, None, gh0],
+                  [np.stack([yf, yb], 1).astype(np.float32), np.stack([hf, hb]).astype(np.float32)],
+                  {"hidden_size": hid, "direction": "bidirectional", "linear_before_reset": 1},
+                  consts={1: None, 2: None, 3: None}, rtol=1e-4, atol=1e-5))
+    rw, rr, rb = f32(1, hid, inp), f32(1, hid, hid), f32(1, 2 * hid)
+    y, yh = rnn_ref(lx, rw[0], rr[0], rb[0], zeros, reverse=True)
+    c.append(Case("rnn_reverse", "RNN", [lx, rw, rr, rb], [y[:, None].astype(np.float32), yh[None].astype(np.float32)],
+                  {"hidden_size": hid, "direction": "reverse"}, consts={1: None, 2: None, 3: None},
+                  rtol=1e-4, atol=1e-5))
+    # Batch-major (layout 1), no bias.
+    y, yh = rnn_ref(lx, rw[0], rr[0], np.zeros(2 * hid, np.float32), zeros)
+    c.append(Case("rnn_layout1", "RNN", [np.transpose(lx, (1, 0, 2)).copy(), rw, rr],
+                  [np.transpose(y[:, None], (2, 0, 1, 3)).astype(np.float32),
+                   np.transpose(yh[None], (1, 0, 2)).astype(np.float32)],
+                  {"hidden_size": hid, "layout": 1}, consts={1: None, 2: None}, opset=14, rtol=1e-4, atol=1e-5))
+    return c
+
 
 # --- Building and running ----------------------------------------------------------------
 
@@ -369,6 +648,8 @@ def add_case(case, nodes, inputs, inits, outputs, feeds, fetches):
         else:
             inputs.append(helper.make_tensor_value_info(name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(arr.dtype)], arr.shape))
             feeds[name] = arr
+    if case.node_inputs is not None:
+        names = names[:case.node_inputs]
     while names and names[-1] == "":
         names.pop()
     outs = [f"{case.name}_out{i}" for i in range(len(case.expected))]
@@ -421,7 +702,7 @@ def main():
     parser.add_argument("--keep")
     parser.add_argument("-k", default="")
     args = parser.parse_args()
-    all_cases = [c for c in cases() if args.k in c.name]
+    all_cases = [c for c in cases() + control_flow_cases() + einsum_cases() + resize_cases() + rnn_cases() if args.k in c.name]
     workdir = args.keep or tempfile.mkdtemp(prefix="onnx_ops_")
     os.makedirs(workdir, exist_ok=True)
     by_opset = {}

@@ -15,6 +15,9 @@ Models (random weights, seeded):
   resnet18      torchvision's ResNet-18, 3x224x224
   mobilenet_v2  torchvision's MobileNet-v2, 3x224x224
   lstm          a one-layer LSTM (16 -> 32, 10 steps) and a dense layer on its last step
+  gru           a two-layer bidirectional GRU (16 -> 24, 8 steps) and a dense layer on its last step
+  upsample      a small decoder: conv, bilinear and nearest 2x upsampling (Resize),
+                a 1x1 channel mix by torch.einsum (Einsum), 3x8x8 -> 4x32x32
 
 The batch axis of every input and output is dynamic ("batch"), so one file
 takes any batch size. Needs Debian's python3-torch and python3-torchvision
@@ -58,10 +61,34 @@ def build(name):
                 return self.dense(out[:, -1, :])
 
         return Lstm(), (10, 16)
+    if name == "gru":
+        class Gru(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(16, 24, num_layers=2, bidirectional=True, batch_first=True)
+                self.dense = nn.Linear(48, 5)
+
+            def forward(self, x):
+                out, _ = self.gru(x)
+                return self.dense(out[:, -1, :])
+        return Gru(), (8, 16)
+    if name == "upsample":
+        class Upsample(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3, padding=1)
+                self.up1 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+                self.up2 = nn.Upsample(scale_factor=2, mode="nearest")
+                self.mix = nn.Parameter(torch.randn(4, 8))
+
+            def forward(self, x):
+                y = self.up2(self.up1(torch.relu(self.conv(x))))
+                return torch.einsum("bchw,oc->bohw", y, self.mix)
+        return Upsample(), (3, 8, 8)
     raise SystemExit(f"export_models.py: no model {name!r}; the models are {', '.join(MODELS)}")
 
 
-MODELS = ["mlp", "cnn", "resnet18", "mobilenet_v2", "lstm"]
+MODELS = ["mlp", "cnn", "resnet18", "mobilenet_v2", "lstm", "gru", "upsample"]
 
 
 def export(name, outdir, opset, batch):
