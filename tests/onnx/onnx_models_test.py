@@ -49,7 +49,20 @@ def main():
                 break
         else:
             failures += check(args.cli, workdir, name, name + ".roundtrip.onnx", "round trip")
+        if name in IMAGE_MODELS:
+            # The channels-first path (weft import --nchw): convolutions as ONNX lays them out.
+            nchw = os.path.join(workdir, name + ".nchw.wg")
+            proc = subprocess.run([args.cli, "import", os.path.join(workdir, name + ".onnx"), "-o", nchw, "--freeze",
+                                   "--nchw"], capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                print(f"FAIL {name}: weft import --nchw exited {proc.returncode}: {proc.stderr.strip()}")
+                failures += 1
+            else:
+                failures += check(args.cli, workdir, name, name + ".nchw.wg", "nchw")
     return 1 if failures else 0
+
+
+IMAGE_MODELS = {"cnn", "resnet18", "mobilenet_v2", "upsample"}
 
 
 def check(cli, workdir, name, model, label):

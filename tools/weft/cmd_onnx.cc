@@ -26,6 +26,7 @@ struct ImportArgs {
   std::string model;
   std::string out;
   bool freeze = false;
+  bool nchw = false;
   std::string init = "init";
 };
 
@@ -38,6 +39,7 @@ int Import(const ImportArgs& args) {
   if (Status format = FormatForPath(args.out).status(); !format.ok()) return ReportError(format);
   onnx_io::ImportOptions options;
   options.freeze = args.freeze;
+  options.channels_last = !args.nchw;
   options.init_name = args.init;
   auto model = onnx_io::ImportOnnxFile(args.model, options);
   if (!model.ok()) return ReportError(model.status());
@@ -93,6 +95,9 @@ void AddOnnxCommands(CLI::App& app, Runner& run) {
   cmd->add_flag("--freeze", args->freeze,
                 "Make the initializers constants (inference only); by default floating-point initializers become "
                 "variables, so the model can be trained");
+  cmd->add_flag("--nchw", args->nchw,
+                "Keep images channels-first as ONNX has them (by default convolutions, pooling and batch norm run "
+                "channels-last, NHWC, where Weft's CPU kernels are fastest; see docs/onnx.md)");
   cmd->add_option("--init", args->init, "The name of the NoOp that initialises the variables")->capture_default_str();
   cmd->footer(
       "Examples:\n"
