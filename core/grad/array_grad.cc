@@ -1,4 +1,5 @@
-// Gradients of the array ops: reshaping, slicing, joining, gathering.
+// Gradients of the array and indexing ops: reshaping, slicing, joining,
+// gathering, scattering, TopK.
 #include <numeric>
 
 #include "core/grad/gradients.h"
@@ -235,6 +236,48 @@ void RegisterArrayGradients(GradRegistry& r) {
     dx[1] = c.Op("GatherNd", {c.grad(0), c.input(0)});
     return Status();
   });
+  // Element indexing (core/ops/indexing_ops.cc).
+  r.Register("GatherElements", [](GradContext& c, Dx& dx) {
+    // Each output element's gradient is added to the element it came from.
+    const Output data = c.input(0);
+    dx[0] = c.Op("ScatterElements", {c.Op("ZerosLike", {data}), c.input(1), c.grad(0)},
+                 {{"axis", AttrValue(c.Int("axis"))}, {"reduction", AttrValue("add")}});
+    return Status();
+  });
+  r.Register("ScatterElements", [](GradContext& c, Dx& dx) {
+    const std::string& reduction = c.String("reduction");
+    if (reduction == "mul") {
+      return UnimplementedError(
+          "the gradient of ScatterElements is implemented for reduction 'none' and 'add', not 'mul'");
+    }
+    const Output data = c.input(0), indices = c.input(1), updates = c.input(2), g = c.grad(0);
+    const AttrMap axis = {{"axis", AttrValue(c.Int("axis"))}};
+    Output gathered = c.Op("GatherElements", {g, indices}, axis);
+    if (reduction == "add") {
+      dx[0] = g;
+      dx[2] = gathered;
+      return Status();
+    }
+    // 'none': the positions written lose their gradient to the update kept
+    // there, the last one naming each position. Numbering the updates and
+    // scattering the numbers finds the kept ones.
+    dx[0] = c.Op("ScatterElements", {g, indices, c.Op("ZerosLike", {updates})}, axis);
+    Output count = c.Op("Size", {updates}, {{"out_type", AttrValue(DType::kI64)}});
+    Output ids = c.Op("Reshape", {c.Op("Range", {I64Scalar(c, 0), count, I64Scalar(c, 1)}), c.ShapeOf(updates)});
+    Output kept = c.Op("ScatterElements", {c.Op("Fill", {c.ShapeOf(data), I64Scalar(c, -1)}), indices, ids}, axis);
+    Output is_kept = c.Op("Equal", {c.Op("GatherElements", {kept, indices}, axis), ids});
+    dx[2] = c.Op("Select", {is_kept, gathered, c.Op("ZerosLike", {gathered})});
+    return Status();
+  });
+  r.Register("TopK", [](GradContext& c, Dx& dx) {
+    // The values' gradient goes back to the elements picked (distinct
+    // within each line along the axis).
+    const Output x = c.input(0);
+    dx[0] = c.Op("ScatterElements", {c.Op("ZerosLike", {x}), c.output(1), c.grad_or_zeros(0)},
+                 {{"axis", AttrValue(c.Int("axis"))}, {"reduction", AttrValue("add")}});
+    return Status();
+  });
+  r.NotDifferentiable("NonZero");
   r.Register("Fill", [](GradContext& c, Dx& dx) {
     dx[1] = c.Op("Sum", {c.grad(0)});
     return Status();

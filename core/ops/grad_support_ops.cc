@@ -16,15 +16,6 @@ namespace {
 
 // --- Helpers -------------------------------------------------------------------------
 
-// The value of a constant integer scalar input, or nullopt when unknown.
-std::optional<int64_t> ConstIntScalar(const InferenceContext& c, int input) {
-  const Tensor* t = c.input_value(input);
-  if (t == nullptr || t->rank() != 0) return std::nullopt;
-  if (t->dtype() == DType::kI32) return t->scalar<int32_t>();
-  if (t->dtype() == DType::kI64) return t->scalar<int64_t>();
-  return std::nullopt;
-}
-
 // Input |i|'s name in the op's signature, for messages.
 const std::string& InputName(const InferenceContext& c, int i) {
   const auto& inputs = c.op().inputs;

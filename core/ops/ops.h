@@ -11,6 +11,7 @@ Status RegisterArrayOps(OpRegistry& registry);        // array_ops.cc
 Status RegisterControlFlowOps(OpRegistry& registry);  // control_flow_ops.cc
 Status RegisterDataFlowOps(OpRegistry& registry);     // data_flow_ops.cc
 Status RegisterGradSupportOps(OpRegistry& registry);  // grad_support_ops.cc
+Status RegisterIndexingOps(OpRegistry& registry);     // indexing_ops.cc
 Status RegisterIoOps(OpRegistry& registry);           // io_ops.cc
 Status RegisterMathOps(OpRegistry& registry);         // math_ops.cc
 Status RegisterNnOps(OpRegistry& registry);           // nn_ops.cc

@@ -8,6 +8,7 @@ namespace weft {
 namespace ops {
 Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterArrayOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterIndexingOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterMathOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterNnOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterNnGradOps(registry));

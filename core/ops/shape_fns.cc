@@ -92,6 +92,14 @@ std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, in
   return out;
 }
 
+std::optional<int64_t> ConstIntScalar(const InferenceContext& c, int input) {
+  const Tensor* t = c.input_value(input);
+  if (t == nullptr || t->rank() != 0) return std::nullopt;
+  if (t->dtype() == DType::kI32) return t->scalar<int32_t>();
+  if (t->dtype() == DType::kI64) return t->scalar<int64_t>();
+  return std::nullopt;
+}
+
 Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64_t dilation,
                                const std::string& padding) {
   if (in < 0 || window < 0) return int64_t{-1};

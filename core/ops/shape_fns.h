@@ -30,6 +30,8 @@ Expected<std::vector<int>> ReductionAxes(const std::vector<int64_t>& axis, int r
 
 // The values of a constant 1-D integer input, or nullopt when unknown.
 std::optional<std::vector<int64_t>> ConstIntVector(const InferenceContext& c, int input);
+// The value of a constant integer scalar input, or nullopt when unknown.
+std::optional<int64_t> ConstIntScalar(const InferenceContext& c, int input);
 
 // The number of elements one dimension of size |dim| gives in a
 // StridedSlice (NumPy basic indexing: begin and end clamped, or replaced

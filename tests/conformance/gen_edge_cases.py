@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from gen_cases import NUMPY_DTYPE, TOLERANCE, open_generator, to_bf16, write_cases  # noqa: E402
-from cases import conv, grad_support, nn_grad, reduction_nn, rnn, sparse  # noqa: E402
+from cases import conv, grad_support, indexing, nn_grad, reduction_nn, rnn, sparse  # noqa: E402
 from cases.ieee import round_bf16  # noqa: E402
 
 FLOATS = ("f16", "bf16", "f32", "f64")
@@ -820,6 +820,85 @@ def gen_indexing(edge, op, binding):
         raise KeyError(op)
 
 
+# --- element indexing ------------------------------------------------------------------
+
+def scatter_elements_edge(data, indices, updates, axis, reduction, d):
+    """ScatterElements in the dtype's arithmetic: floats in the type Weft
+    computes them in (f16 and bf16 in float32, rounded after each update),
+    integers exact and then wrapped, bool add as or and mul as and."""
+    out = np.array(data, copy=True)
+    idx = np.where(indices < 0, indices + data.shape[axis], indices)
+    for pos in np.ndindex(*indices.shape):
+        target = list(pos)
+        target[axis] = idx[pos]
+        target = tuple(target)
+        a, u = out[target], updates[pos]
+        if reduction == "none":
+            v = u
+        elif d == "bool":
+            v = (a or u) if reduction == "add" else (a and u)
+        elif d in FLOATS:
+            x, y = native(a, d), native(u, d)
+            v = round_native(x + y if reduction == "add" else x * y, d)
+        else:
+            v = out_int([int(a) + int(u) if reduction == "add" else int(a) * int(u)], d)[0]
+        out[target] = v
+    return out
+
+
+def gen_elements(edge, op, binding):
+    d = binding["T"]
+    s = storage(d)
+    if op == "NonZero":
+        e = edges(d)
+        for layout, x in unary_layouts(e, d):
+            edge.add(op, binding, layout, [x], [indexing.non_zero_ref(x)])
+        return
+    if op == "TopK":
+        e = edges(d)
+        n = 2 * len(e)
+        x = arr([e + e[::-1], e[::-1] + e], d)  # each line holds every edge value twice: ties
+        x8 = arr(tiled(d, 16), d, RANK_SHAPES[8])
+        for tk in choices(binding, "Tk", ("i32", "i64")):
+            b = dict(binding, Tk=tk)
+            for largest in (True, False):
+                for layout, v, k, axis in [("rows_k3", x, 3, 1), ("rows_all", x, n, -1), ("columns", x, 2, 0),
+                                           ("k0", x, 0, 1), ("rank8", x8, 1, 7), ("empty", np.zeros((0, 3), s), 2, 1)]:
+                    want = indexing.top_k_ref(v, k, axis, largest)
+                    edge.add(op, b, f"{layout}_largest{int(largest)}", [v, np.array(k, NUMPY_DTYPE[tk])],
+                             [dense(w) for w in want], {"axis": axis, "largest": largest}, signed_zeros=True)
+            edge.add(op, b, "k_too_large", [x, np.array(n + 1, NUMPY_DTYPE[tk])],
+                     error=f"k = {n + 1} is out of range for axis 1 of input [2,{n}] (valid: 0 to {n})")
+        return
+    ti = binding["Tindices"]
+    t = NUMPY_DTYPE[ti]
+    x = movement_input(d, (5, 3))
+    x8 = arr(tiled(d, 16), d, RANK_SHAPES[8])
+    i8 = np.array([i % 3 - 1 for i in range(16)], t).reshape(RANK_SHAPES[8])  # -1, 0, 1 along an axis of 2
+    layouts = [("rows", np.array([[4, 0, -1], [0, 0, 2], [-5, 3, 3]], t), 0),
+               ("columns", np.array([[2, -3, 0, 1]] * 5, t), 1), ("rank8", i8, 7), ("empty", np.zeros((0, 3), t), 0)]
+    if op == "GatherElements":
+        for layout, i, axis in layouts:
+            add_move(edge, op, binding, layout, [x if i.ndim == 2 else x8, i],
+                     [dense(indexing.gather_elements_ref(x if i.ndim == 2 else x8, i, axis))], {"axis": axis})
+        edge.add(op, binding, "out_of_range", [x, np.array([[5]], t)], attrs={"axis": 0},
+                 error="index 5 at position [0, 0] of indices is out of range for axis 0 of data [5,3]")
+        return
+    e = edges(d)
+    for reduction in ("none", "add", "mul"):
+        b = dict(binding)
+        for layout, i, axis in layouts:
+            data = x if i.ndim == 2 else x8
+            # The edge values in reverse, so each meets the others in a sum or product.
+            u = arr([e[::-1][k % len(e)] for k in range(i.size)], d, i.shape)
+            want = scatter_elements_edge(data, i, u, axis, reduction, d)
+            edge.add(op, b, f"{layout}_{reduction}", [data, i, u], [want], {"axis": axis, "reduction": reduction},
+                     signed_zeros=True)
+        edge.add(op, b, f"out_of_range_{reduction}", [x, np.array([[-6]], t), x[:1, :1]],
+                 attrs={"axis": 0, "reduction": reduction},
+                 error="index -6 at position [0, 0] of indices is out of range for axis 0 of data [5,3]")
+
+
 def unique_float(x):
     """Unique by value: +0 and -0 are one value (the first's sign), each NaN its own."""
     values, idx = [], []
@@ -1313,6 +1392,8 @@ for _op in ("Identity", "StopGradient", "ZerosLike", "OnesLike", "Shape", "Size"
 for _op in ("Gather", "GatherNd", "ScatterNd", "UnsortedSegmentSum", "DynamicPartition", "DynamicStitch", "Unique",
             "OneHot", "InvertPermutation"):
     FAMILIES[_op] = gen_indexing
+for _op in ("GatherElements", "ScatterElements", "TopK", "NonZero"):
+    FAMILIES[_op] = gen_elements
 for _op in ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2D",
             "DepthwiseConv2DBackpropInput", "DepthwiseConv2DBackpropFilter", "MaxPool", "AvgPool", "MaxPoolGrad",
             "AvgPoolGrad"):

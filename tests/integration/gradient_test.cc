@@ -351,6 +351,27 @@ std::vector<Case> Cases() {
        {In::Fixed(I32({0, 3}, Shape{2})), In::Fixed(I32({2, 1, 4, 5}, Shape{2, 2})), In::F(Shape{2, 3}),
         In::F(Shape{2, 2, 3})},
        A({{"N", AttrValue(int64_t{2})}})});
+  // Indexing ops. The values are drawn at random, so TopK sees no ties.
+  add({"TopK", "TopK", {In::F(Shape{3, 5}), In::Fixed(Tensor::Scalar<int64_t>(3))}});
+  add({"TopK/axis0-smallest",
+       "TopK",
+       {In::F(Shape{4, 3}), In::Fixed(Tensor::Scalar<int32_t>(2))},
+       A({{"axis", AttrValue(int64_t{0})}, {"largest", AttrValue(false)}})});
+  add({"GatherElements/axis0",
+       "GatherElements",
+       {In::F(Shape{3, 4}), In::Fixed(I64({2, 0, -1, 1, 0, 0, 2, 1}, Shape{2, 4}))}});
+  add({"GatherElements/axis1-narrower",
+       "GatherElements",
+       {In::F(Shape{3, 3}), In::Fixed(I32({2, 2, 0, 1, -3, 1, 1, 0}, Shape{2, 4}))},
+       A({{"axis", AttrValue(int64_t{1})}})});
+  // Rows 1 and 2 are written twice in columns 0 and 2: the last update wins.
+  add({"ScatterElements/none-repeated",
+       "ScatterElements",
+       {In::F(Shape{3, 4}), In::Fixed(I64({1, 0, 2, 1, 1, 2, 2, 0}, Shape{2, 4})), In::F(Shape{2, 4})}});
+  add({"ScatterElements/add-axis1",
+       "ScatterElements",
+       {In::F(Shape{2, 4}), In::Fixed(I32({3, 0, 3, -1, 1, 1}, Shape{2, 3})), In::F(Shape{2, 3})},
+       A({{"axis", AttrValue(int64_t{-1})}, {"reduction", AttrValue("add")}})});
   // Neural-network ops.
   for (const char* format : {"NHWC", "NCHW"}) {
     const bool nhwc = std::string(format) == "NHWC";
@@ -629,6 +650,19 @@ TEST(Gradients, AnOpWithoutAGradientFunctionIsNamed) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().message(),
             "gradients: op Cumsum (node 'running') has no gradient function, and it lies between the xs and the ys");
+}
+
+TEST(Gradients, ScatterElementsWithMulHasNone) {
+  GraphBuilder b;
+  Output data = b.Const(Tensor::FromVector<double>({1, 2, 3}), "data");
+  Output y = b.Op("ScatterElements",
+                  {data, b.Const(Tensor::FromVector<int64_t>({0, 0})), b.Const(Tensor::FromVector<double>({4, 5}))},
+                  {{"reduction", AttrValue("mul")}}, "scatter");
+  auto g = grad::AddGradients(b, {y}, {data});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().message(),
+            "gradient of node 'scatter' (ScatterElements): the gradient of ScatterElements is implemented for "
+            "reduction 'none' and 'add', not 'mul'");
 }
 
 TEST(Gradients, OnlyFloatingPointTensorsAreDifferentiated) {

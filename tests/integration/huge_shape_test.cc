@@ -289,6 +289,18 @@ const std::vector<SizeCase>& Cases() {
        [](Builder& g, int64_t v) {
          g.Op("GatherNd", {g.F32({4}), g.I64({v}, Shape{1, 1})});
        }},
+      {"GatherElements", "indices",
+       [](Builder& g, int64_t v) {
+         g.Op("GatherElements", {g.F32({4}), g.I64({v})});
+       }},
+      {"ScatterElements", "indices",
+       [](Builder& g, int64_t v) {
+         g.Op("ScatterElements", {g.F32({4}), g.I64({v}), g.F32({1})});
+       }},
+      {"TopK", "k",
+       [](Builder& g, int64_t v) {
+         g.Op("TopK", {g.F32({4}), g.Scalar64(v)});
+       }},
       {"Cumsum", "axis",
        [](Builder& g, int64_t v) {
          g.Op("Cumsum", {g.F32({4}), g.Scalar64(v)});
@@ -492,6 +504,7 @@ TEST_F(HugeShapeTest, EveryOpThatTakesASizeIsHere) {
                                                    "num_partitions",
                                                    "N",
                                                    "indices",
+                                                   "k",
                                                    "n",
                                                    "capacity",
                                                    "index",

@@ -155,6 +155,7 @@ const KernelRegistry& Kernels() {
     RegisterMatMulKernels(r);
     RegisterReductionKernels(r);
     RegisterArrayKernels(r);
+    RegisterIndexingKernels(r);
     RegisterNnKernels(r);
     RegisterNnGradKernels(r);
     RegisterRandomKernels(r);

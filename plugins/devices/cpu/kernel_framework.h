@@ -171,6 +171,7 @@ void RegisterElementwiseKernels(KernelRegistry& r);
 void RegisterMatMulKernels(KernelRegistry& r);
 void RegisterReductionKernels(KernelRegistry& r);
 void RegisterArrayKernels(KernelRegistry& r);
+void RegisterIndexingKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
 void RegisterNnGradKernels(KernelRegistry& r);
 void RegisterRandomKernels(KernelRegistry& r);

@@ -66,6 +66,32 @@ TEST(Builder, MultiOutputOpsNeedAddNode) {
   EXPECT_EQ(c.status().message(), "node 'split' (Split) has 2 outputs; use AddNode");
 }
 
+// What the indexing ops' shape functions infer from partly known inputs
+// (their values and errors are the conformance cases').
+TEST(Builder, IndexingOpsInferWhatTheirInputsTell) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{3, -1, 5}, "x");
+  Output k = b.Placeholder(DType::kI64, Shape{}, "k");
+  Output unknown = b.Placeholder(DType::kI64, Shape::UnknownRank(), "unknown");
+  EXPECT_EQ(b.AddNode("TopK", {x, b.Scalar<int64_t>(2)})[0].shape(), (Shape{3, -1, 2}));
+  EXPECT_EQ(b.AddNode("TopK", {x, k}, {{"axis", AttrValue(int64_t{0})}})[1].shape(), (Shape{-1, -1, 5}));
+  // Against an unknown dimension, k is the kernel's to check.
+  EXPECT_EQ(b.AddNode("TopK", {x, b.Scalar<int64_t>(9)}, {{"axis", AttrValue(int64_t{1})}})[0].shape(),
+            (Shape{3, 9, 5}));
+  EXPECT_TRUE(b.AddNode("TopK", {unknown, k})[0].shape().unknown_rank());
+  EXPECT_EQ(b.Op("NonZero", {x}).shape(), (Shape{3, -1}));
+  EXPECT_EQ(b.Op("NonZero", {b.Placeholder(DType::kBool, Shape{2, 0}, "empty")}).shape(), (Shape{2, 0}));
+  EXPECT_EQ(b.Op("NonZero", {unknown}).shape(), (Shape{-1, -1}));
+  Output i = b.Placeholder(DType::kI64, Shape{2, -1, 7}, "i");
+  EXPECT_EQ(b.Op("GatherElements", {x, i}, {{"axis", AttrValue(int64_t{2})}}).shape(), (Shape{2, -1, 7}));
+  EXPECT_EQ(b.Op("GatherElements", {x, unknown}).shape(), (Shape{-1, -1, -1}));
+  Output u = b.Placeholder(DType::kF32, Shape{-1, 4, -1}, "u");
+  EXPECT_EQ(b.Op("ScatterElements", {x, i, u}, {{"axis", AttrValue(int64_t{-1})}}).shape(), (Shape{3, -1, 5}));
+  EXPECT_EQ(b.Op("ScatterElements", {b.Placeholder(DType::kF32, Shape::UnknownRank(), "d"), i, u}).shape(),
+            (Shape{-1, -1, -1}));
+  EXPECT_TRUE(b.status().ok()) << b.status().ToString();
+}
+
 TEST(OpRegistry, EveryOpIsDocumentedAndShaped) {
   const auto ops = OpRegistry::Global().All();
   int visible = 0;

@@ -25,23 +25,10 @@ namespace {
 
 // --- Helpers ---------------------------------------------------------------------
 
-// The values of an i32 or i64 tensor.
-std::vector<int64_t> ReadInts(const Tensor& t) {
-  if (t.dtype == WEFT_DTYPE_I32) return std::vector<int64_t>(t.as<int32_t>(), t.as<int32_t>() + t.num_elements);
-  if (t.dtype == WEFT_DTYPE_I64) return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.num_elements);
-  Fail("expected an i32 or i64 tensor, got ", weft_dtype_name(t.dtype) ? weft_dtype_name(t.dtype) : "?");
-}
-
 // Input |t|, named |what|, as a vector: it must be 1-D.
 std::vector<int64_t> ReadVector(const Tensor& t, const char* what) {
   if (t.rank() != 1) Fail(what, " must be 1-D, got shape ", DimsString(t.dims));
   return ReadInts(t);
-}
-
-// Input |t|, named |what|, as a scalar.
-int64_t ReadScalar(const Tensor& t, const char* what) {
-  if (t.rank() != 0) Fail(what, " must be a scalar, got shape ", DimsString(t.dims));
-  return ReadInts(t)[0];
 }
 
 // A shape input: 1-D, without negative entries.

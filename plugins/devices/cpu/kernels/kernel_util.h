@@ -1,7 +1,7 @@
 // Helpers the CPU kernel families share: element-type traits, shape
-// arithmetic (products, row-major strides, axes), moving elements by size,
-// walking strided grids in parallel, per-channel sums, and the dtype lists
-// kernels are registered for.
+// arithmetic (products, row-major strides, axes), reading integer inputs,
+// moving elements by size, walking strided grids in parallel, per-channel
+// sums, and the dtype lists kernels are registered for.
 //
 //   const int axis = NormalizeAxis(attr, x.rank());     // throws "axis 3 is out of range for rank 2 ..."
 //   const int64_t outer = Product(x.dims, 0, axis);
@@ -85,6 +85,19 @@ inline std::vector<int64_t> Strides(const Dims& dims) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
   return strides;
+}
+
+// The values of an i32 or i64 tensor (in host memory).
+inline std::vector<int64_t> ReadInts(const Tensor& t) {
+  if (t.dtype == WEFT_DTYPE_I32) return std::vector<int64_t>(t.as<int32_t>(), t.as<int32_t>() + t.num_elements);
+  if (t.dtype == WEFT_DTYPE_I64) return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.num_elements);
+  Fail("expected an i32 or i64 tensor, got ", weft_dtype_name(t.dtype) ? weft_dtype_name(t.dtype) : "?");
+}
+
+// Input |t|, named |what| in the error, as an integer scalar.
+inline int64_t ReadScalar(const Tensor& t, const char* what) {
+  if (t.rank() != 0) Fail(what, " must be a scalar, got shape ", DimsString(t.dims));
+  return ReadInts(t)[0];
 }
 
 // |axis| in [0, rank), counting negative values from the end; the message
