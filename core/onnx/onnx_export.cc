@@ -577,6 +577,12 @@ Status Exporter::Convert(int id) {
     const std::string y = nchw ? out : Fresh(n.name() + "/nchw_out");
     onnx::NodeProto* p = Emit("BatchNormalization", {x, In(n, 1), In(n, 2), In(n, 3), In(n, 4)}, {y}, n.name());
     AttrFloat(p, "epsilon", AFloat(n, "epsilon", 1e-3));
+    // In inference, batch_mean and batch_variance are the inputs passed through.
+    for (int k = 1; k <= 2; ++k) {
+      auto it = names_.find(Endpoint{id, k});
+      if (it != names_.end())
+        Emit("Identity", {In(n, 2 + k)}, {it->second}, n.name() + (k == 1 ? "/mean" : "/variance"));
+    }
     if (!nchw) {
       Emit("Transpose", {y}, {out}, n.name() + "/nhwc_out", [](onnx::NodeProto* q) {
         AttrInts(q, "perm", {0, 2, 3, 1});
@@ -690,6 +696,56 @@ Status Exporter::Convert(int id) {
   }
   if (op == "Gather") {
     AttrInt(simple("Gather", 2), "axis", AInt(n, "axis"));
+    return Status();
+  }
+  if (op == "FloorMod") {
+    if (IsInteger(dt)) {
+      simple("Mod", 2);  // fmod = 0: the result has the divisor's sign, as FloorMod
+      return Status();
+    }
+    // Floats: x - y * floor(x / y) (ONNX's Mod takes floats only with fmod = 1).
+    const std::string x = In(n, 0), y = In(n, 1);
+    const std::string q = Emit1("Floor", {Emit1("Div", {x, y}, n.name() + "/ratio")}, n.name() + "/floor");
+    Emit("Sub", {x, Emit1("Mul", {y, q}, n.name() + "/multiple")}, {out}, n.name());
+    return Status();
+  }
+  if (op == "Reverse") {
+    // A Slice with step -1 along each axis.
+    const std::vector<int64_t> axes = AInts(n, "axis");
+    const std::vector<int64_t> starts(axes.size(), -1), steps(axes.size(), -1);
+    const std::vector<int64_t> ends(axes.size(), std::numeric_limits<int64_t>::min());
+    Emit("Slice",
+         {In(n, 0), I64s(n.name() + "/starts", starts), I64s(n.name() + "/ends", ends), I64s(n.name() + "/axes", axes),
+          I64s(n.name() + "/steps", steps)},
+         {out}, n.name());
+    return Status();
+  }
+  if (op == "GatherElements") {
+    AttrInt(simple("GatherElements", 2), "axis", AInt(n, "axis"));
+    return Status();
+  }
+  if (op == "ScatterElements") {
+    onnx::NodeProto* p = simple("ScatterElements", 3);
+    AttrInt(p, "axis", AInt(n, "axis"));
+    const std::string reduction = AStr(n, "reduction", "none");
+    if (reduction != "none") AttrStr(p, "reduction", reduction);
+    return Status();
+  }
+  if (op == "NonZero") {
+    simple("NonZero", 1);
+    return Status();
+  }
+  if (op == "TopK") {
+    // ONNX's K is an i64 tensor of shape [1].
+    std::string k = In(n, 1);
+    if (InType(n, 1) != DType::kI64) {
+      k = Emit1("Cast", {k}, n.name() + "/k64", [](onnx::NodeProto* c) { AttrInt(c, "to", onnx::TensorProto::INT64); });
+    }
+    k = Emit1("Reshape", {k, I64s(n.name() + "/k_shape", {1})}, n.name() + "/k");
+    onnx::NodeProto* p = Emit("TopK", {In(n, 0), k}, {out, names_.at(Endpoint{id, 1})}, n.name());
+    AttrInt(p, "axis", AInt(n, "axis", -1));
+    AttrInt(p, "largest", ABool(n, "largest", true) ? 1 : 0);
+    AttrInt(p, "sorted", ABool(n, "sorted", true) ? 1 : 0);
     return Status();
   }
   if (op == "Pad") {

@@ -2094,8 +2094,9 @@ Output GroupedShape(NodeContext& c, const Output& x, const std::vector<std::vect
   for (const auto& g : groups) {
     int64_t d = 1;
     for (int a : g) {
-      if (s.dim(a) < 0) known = false;
-      d *= std::max<int64_t>(s.dim(a), 0);
+      const int64_t dim = a < s.rank() ? s.dim(a) : -1;  // rank -1 when unknown
+      if (dim < 0) known = false;
+      d *= std::max<int64_t>(dim, 0);
     }
     dims.push_back(d);
   }
@@ -2135,7 +2136,7 @@ Output Permuted(NodeContext& c, const EinsumTerm& t, const std::string& order) {
   return c.b().Op("Transpose", {t.x}, {{"perm", AttrValue(perm)}}, c.Name("transpose"));
 }
 
-EinsumTerm Contract(NodeContext& c, EinsumTerm a, EinsumTerm bt, const std::string& keep) {
+Expected<EinsumTerm> Contract(NodeContext& c, EinsumTerm a, EinsumTerm bt, const std::string& keep) {
   GraphBuilder& b = c.b();
   a = SumAway(c, a, keep + bt.letters);
   bt = SumAway(c, bt, keep + a.letters);
@@ -2156,6 +2157,7 @@ EinsumTerm Contract(NodeContext& c, EinsumTerm a, EinsumTerm bt, const std::stri
   };
   Output xa = Permuted(c, a, batch + free_a + summed);
   Output xb = Permuted(c, bt, batch + summed + free_b);
+  WEFT_RETURN_IF_ERROR(b.status());
   std::vector<std::vector<int>> ga, gb;
   for (int i = 0; i < nb; ++i) {
     ga.push_back({i});
@@ -2179,7 +2181,7 @@ EinsumTerm Contract(NodeContext& c, EinsumTerm a, EinsumTerm bt, const std::stri
     out_shape = b.Op("Concat", {shape_a, GroupedShape(c, xb, gr_b, "out_shape_b")}, {{"axis", AttrValue(int64_t{0})}},
                      c.Name("out_shape"));
   }
-  return {b.Op("Reshape", {prod, out_shape}, {}, c.Name("contracted")), batch + free_a + free_b};
+  return EinsumTerm{b.Op("Reshape", {prod, out_shape}, {}, c.Name("contracted")), batch + free_a + free_b};
 }
 
 Status Einsum(NodeContext& c) {
@@ -2274,7 +2276,10 @@ Status Einsum(NodeContext& c) {
     return keep;
   };
   EinsumTerm cur = SumAway(c, ops[0], needed_after(0));
-  for (std::size_t k = 1; k < ops.size(); ++k) cur = Contract(c, cur, ops[k], needed_after(k));
+  for (std::size_t k = 1; k < ops.size(); ++k) {
+    WEFT_RETURN_IF_ERROR(c.b().status());
+    WEFT_ASSIGN_OR_RETURN(cur, Contract(c, cur, ops[k], needed_after(k)));
+  }
   cur = SumAway(c, cur, out);
   c.SetOut(0, Op(c, "Identity", {Permuted(c, cur, out)}));
   return Status();
@@ -2359,6 +2364,8 @@ Expected<std::vector<double>> ResizeMatrix(NodeContext& c, int64_t in, int64_t o
   return m;
 }
 
+constexpr int64_t kMaxResizeMatrix = int64_t{1} << 24;
+
 Tensor Weights(const std::vector<double>& values, const Shape& shape, DType dtype) {
   if (dtype == DType::kF64) return Tensor::FromVector<double>(values, shape);
   return Tensor::FromVector<float>(std::vector<float>(values.begin(), values.end()), shape);
@@ -2411,10 +2418,15 @@ Status Resize(NodeContext& c) {
     if (in < 0) return c.Unsupported("Resize along axis ", axis, ", whose size is not known at import");
     // floor(in * scale) in the scales' own precision, as ONNX's shape
     // inference and runtimes compute it (5 * 1.4f is 7 in f32, 6.99... in f64).
-    const int64_t out = !sizes.empty() ? sizes[ua]
-                        : scales_f32
-                            ? static_cast<int64_t>(std::floor(static_cast<float>(in) * static_cast<float>(scales[ua])))
-                            : static_cast<int64_t>(std::floor(static_cast<double>(in) * scales[ua]));
+    const double out_size = !sizes.empty() ? static_cast<double>(sizes[ua])
+                            : scales_f32   ? std::floor(static_cast<float>(in) * static_cast<float>(scales[ua]))
+                                           : std::floor(static_cast<double>(in) * scales[ua]);
+    // The interpolation matrix has in * out elements: axes up to 4096 each way.
+    if (!(out_size * static_cast<double>(in) <= static_cast<double>(kMaxResizeMatrix))) {
+      return c.Unsupported("Resize of axis ", axis, " from ", in, " to ", out_size, ": Weft's Resize builds an ",
+                           "interpolation matrix of in x out weights, at most ", kMaxResizeMatrix, " of them");
+    }
+    const auto out = static_cast<int64_t>(out_size);
     const double scale = sizes.empty() ? scales[ua] : static_cast<double>(out) / static_cast<double>(in);
     if (out == in && scale == 1.0) continue;
     if (in == 0 || out == 0) return c.Unsupported("Resize to or from an empty axis ", axis);
@@ -2429,7 +2441,6 @@ Status Resize(NodeContext& c) {
     for (int i = 0; i < axis; ++i) unknown_before += dims[static_cast<std::size_t>(i)] < 0 ? 1 : 0;
     if (unknown_before > 1) return c.Unsupported("Resize of an input with more than one unknown axis");
     const std::string tag = StrCat("axis_", axis);
-    Output weights;
     if (axis == rank - 1) {
       // Last axis: [rows, in] x A^T [in, out].
       std::vector<double> mt(m.size());
@@ -2450,6 +2461,60 @@ Status Resize(NodeContext& c) {
     y = b.Op("Reshape", {y, ConstOf(c, Int64s(dims), tag + "_shape")}, {}, c.Name(tag + "_resized"));
   }
   c.SetOut(0, Op(c, "Identity", {y}));
+  return Status();
+}
+
+// --- TopK, GatherElements, ScatterElements, NonZero --------------------------------------
+
+Status TopK(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  Output k;
+  if (c.opset() < 10) {
+    if (!c.HasAttr("k")) return c.Error("needs attr 'k'");
+    k = ConstOf(c, Tensor::Scalar<int64_t>(c.Int("k", 0)), "k");
+  } else if (const Tensor known = c.Known(1); known.valid()) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> kv, c.KnownInts(1, "K"));
+    if (kv.size() != 1) return c.Error("K must have one value, got ", kv.size());
+    k = ConstOf(c, Tensor::Scalar<int64_t>(kv[0]), "k");
+  } else {
+    WEFT_ASSIGN_OR_RETURN(Output kin, c.In(1));
+    WEFT_ASSIGN_OR_RETURN(k, ScalarI64(c, kin, "K"));
+  }
+  std::vector<Output> outs = c.b().AddNode("TopK", {x, k},
+                                           {{"axis", AttrValue(c.Int("axis", -1))},
+                                            {"largest", AttrValue(c.Int("largest", 1) != 0)},
+                                            {"sorted", AttrValue(c.Int("sorted", 1) != 0)}},
+                                           c.Name());
+  if (outs.size() != 2) return c.b().status();
+  c.SetOut(0, outs[0]);
+  c.SetOut(1, outs[1]);
+  return Status();
+}
+
+Status GatherElements(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output data, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output indices, c.In(1));
+  c.SetOut(0, Op(c, "GatherElements", {data, indices}, {{"axis", AttrValue(c.Int("axis", 0))}}));
+  return Status();
+}
+
+// ScatterElements, and Scatter (opsets 9 and 10), its older name.
+Status ScatterElements(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output data, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output indices, c.In(1));
+  WEFT_ASSIGN_OR_RETURN(Output updates, c.In(2));
+  const std::string reduction = c.Str("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul") {
+    return c.Unsupported("reduction ", Quote(reduction), " (Weft has none, add and mul)");
+  }
+  c.SetOut(0, Op(c, "ScatterElements", {data, indices, updates},
+                 {{"axis", AttrValue(c.Int("axis", 0))}, {"reduction", AttrValue(reduction)}}));
+  return Status();
+}
+
+Status NonZero(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  c.SetOut(0, Op(c, "NonZero", {x}));
   return Status();
 }
 
@@ -2557,6 +2622,11 @@ Conv BuildConverters() {
   t["Scan"] = ScanOp;
   t["Einsum"] = Einsum;
   t["Resize"] = Resize;
+  t["TopK"] = TopK;
+  t["GatherElements"] = GatherElements;
+  t["ScatterElements"] = ScatterElements;
+  t["Scatter"] = ScatterElements;
+  t["NonZero"] = NonZero;
   return t;
 }
 

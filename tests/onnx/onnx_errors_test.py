@@ -137,6 +137,11 @@ def cases(workdir):
     c.append(("einsum_rank", model([helper.make_node("Einsum", ["x", "w"], ["y"], name="mix", equation="ij,jk->ik")],
                                    [vi("x", [3, 3, 3]), vi("w", [3, 4])], [vi("y", [3, 4])], opset=12),
               ["einsum_rank.onnx", "node \"mix\" (Einsum", "names 2 axes; the input has rank 3"]))
+    # Found by the fuzzer: operands whose contracted sizes differ, and a scale that overflows.
+    c.append(("einsum_sizes", model([helper.make_node("Einsum", ["a", "b", "d"], ["y"], name="chain",
+                                                      equation="ij,jk,kl->il")],
+                                    [vi("a", [2, 35]), vi("b", [3, 4]), vi("d", [4, 5])], [vi("y", [2, 5])], opset=12),
+              ["einsum_sizes.onnx", "node \"chain\" (Einsum", "35", "3"]))
     roi = numpy_helper.from_array(np.zeros(0, np.float32), "roi")
     crop = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize",
                             coordinate_transformation_mode="tf_crop_and_resize")
@@ -147,6 +152,10 @@ def cases(workdir):
     c.append(("resize_fed_scales", model([fed], [vi("x", [1, 1, 4, 4]), vi("scales", [4])], [vi("y", [None] * 4)], [roi],
                                          opset=13),
               ["resize_fed_scales.onnx", "node \"resize\" (Resize", "scales (input 2) must be known"]))
+    c.append(("resize_huge", model([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize")],
+                                   [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 4, None])],
+                                   [roi, numpy_helper.from_array(np.float32([1, 1, 1, 1e20]), "scales")], opset=13),
+              ["resize_huge.onnx", "node \"resize\" (Resize", "interpolation matrix", "at most 16777216"]))
     c.append(("resize_mode", model([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize",
                                                      mode="area")],
                                    [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 8, 8])],
