@@ -161,7 +161,8 @@ class ScatterElementsKernel {
     if (out.num_elements == 0) return;
     T* dst = out.as<T>();
     const T* src = data.as<T>();
-    ParallelFor(out.num_elements, 1, [&](int64_t begin, int64_t end) { std::copy(src + begin, src + end, dst + begin); });
+    ParallelFor(out.num_elements, 1,
+                [&](int64_t begin, int64_t end) { std::copy(src + begin, src + end, dst + begin); });
     const int64_t n = data.dim(axis), step = Strides(data.dims)[ToSize(axis)];
     const Index* idx = indices.as<Index>();
     const T* upd = updates.as<T>();
