@@ -137,6 +137,12 @@ std::vector<OptionSpec> DataSpecs() {
 }
 
 std::vector<OptionSpec> TrainingSpecs() {
+  OptionSpec mode = Str("mode", "async",
+                        "How the workers of a cluster combine their gradients: async (each applies its own to the "
+                        "parameter servers), sync (the first replicas_to_aggregate of each step, averaged), "
+                        "allreduce (every worker's, averaged by a collective). One process trains the same in "
+                        "every mode.");
+  mode.choices = {"async", "sync", "allreduce"};
   return {Int("batch_size", 64, 1, "Examples per step."),
           Int("epochs", 1, 0, "Passes over the training data (a last partial batch is dropped)."),
           Int("steps", 0, 0, "Steps to train; when > 0 it overrides epochs."),
@@ -148,7 +154,17 @@ std::vector<OptionSpec> TrainingSpecs() {
           Bool("sparse_updates", true,
                "Update a variable read only through gathers (an embedding) from the rows read, with the "
                "optimizer's sparse rule; false: a dense gradient of the whole variable."),
-          Str("metrics", "", "Append one JSON object per report to this file; empty: none.")};
+          Str("metrics", "", "Append one JSON object per report to this file; empty: none."),
+          mode,
+          Int("replicas_to_aggregate", 0, 0,
+              "mode = sync: the gradients averaged into each step's update (N); 0: the workers less "
+              "backup_workers."),
+          Int("backup_workers", 0, 0,
+              "mode = sync: workers beyond N whose gradients, arriving after the first N of a step, are dropped "
+              "(b); stragglers then cost no time."),
+          Float("bucket_mb", "25.0", 0.001,
+                "mode = allreduce: gradients are reduced in buckets of about this many MiB while the backward "
+                "pass still runs.")};
 }
 
 std::vector<OptionSpec> ScheduleSpecs() {
@@ -288,6 +304,10 @@ void ApplyTraining(const OptionValues& v, std::string_view base_dir, TrainingCon
   out.clip_global_norm = GetF(v, "clip_global_norm");
   out.sparse_updates = GetB(v, "sparse_updates");
   out.metrics = ResolvePath(GetStr(v, "metrics"), base_dir);
+  out.mode = GetStr(v, "mode");
+  out.replicas_to_aggregate = GetI(v, "replicas_to_aggregate");
+  out.backup_workers = GetI(v, "backup_workers");
+  out.bucket_mb = GetF(v, "bucket_mb");
 }
 
 void ApplySchedule(const OptionValues& v, ScheduleConfig& out) {
@@ -318,26 +338,46 @@ bool IsPluginName(std::string_view name) {
   return true;
 }
 
+// Keys that apply to one value of a selector key only (schedule.kind,
+// training.mode): written under another value they would be ignored, so
+// each is an error naming the key and the selector's value.
+void CheckKeysOfKind(const Section& section, std::string_view selector, std::string_view default_value,
+                     std::initializer_list<std::pair<std::string_view, std::string_view>> owners,
+                     std::vector<ConfigError>& errors) {
+  auto it = section.values.find(std::string(selector));
+  const std::string value = it != section.values.end() ? it->second.s : std::string(default_value);
+  const std::string value_text = it != section.values.end()
+                                     ? StrCat(selector, " is \"", value, "\"")
+                                     : StrCat(selector, " is \"", default_value, "\" (the default)");
+  for (const auto& [key, written] : section.values) {
+    for (const auto& [known, owner] : owners) {
+      if (key == known && value != owner) {
+        errors.push_back({written.key_pos, StrCat(section.path, ".", key),
+                          StrCat("applies to ", selector, " = \"", owner, "\" only, but ", value_text)});
+      }
+    }
+  }
+}
+
 // What the bounds of ScheduleSpecs cannot say: a key of another kind's
 // schedule is a mistake (it would be ignored), and a decay factor of 0
 // stops training at the first decay.
+void CheckTraining(const Section& section, std::vector<ConfigError>& errors) {
+  CheckKeysOfKind(section, "mode", "async",
+                  {{"replicas_to_aggregate", "sync"}, {"backup_workers", "sync"}, {"bucket_mb", "allreduce"}}, errors);
+}
+
 void CheckSchedule(const Section& section, std::vector<ConfigError>& errors) {
-  constexpr std::pair<std::string_view, std::string_view> kKindOf[] = {
-      {"step_size", "step"},          {"gamma", "step"},
-      {"decay_steps", "exponential"}, {"decay_rate", "exponential"},
-      {"staircase", "exponential"},   {"min_learning_rate", "cosine"},
-      {"total_steps", "cosine"}};
-  auto it = section.values.find("kind");
-  const std::string kind = it != section.values.end() ? it->second.s : "constant";
-  const std::string kind_text =
-      it != section.values.end() ? StrCat("kind is \"", kind, "\"") : "kind is \"constant\" (the default)";
+  CheckKeysOfKind(section, "kind", "constant",
+                  {{"step_size", "step"},
+                   {"gamma", "step"},
+                   {"decay_steps", "exponential"},
+                   {"decay_rate", "exponential"},
+                   {"staircase", "exponential"},
+                   {"min_learning_rate", "cosine"},
+                   {"total_steps", "cosine"}},
+                  errors);
   for (const auto& [key, value] : section.values) {
-    for (const auto& [known, owner] : kKindOf) {
-      if (key == known && kind != owner) {
-        errors.push_back({value.key_pos, StrCat(section.path, ".", key),
-                          StrCat("applies to kind = \"", owner, "\" only, but ", kind_text)});
-      }
-    }
     if ((key == "gamma" || key == "decay_rate") && value.f == 0 && value.i == 0) {
       errors.push_back({value.pos, StrCat(section.path, ".", key),
                         StrCat("expected a number > 0, got ", value.text, " (the rate would drop to 0)")});
@@ -404,6 +444,7 @@ void CheckCoreSection(const CoreSection& core, const toml::node& node, std::stri
   std::vector<ConfigError> found = CheckOptions(&section, core.name, core.specs(), nullptr);
   // Cross-key checks only once every value is of its type and range.
   if (found.empty() && core.name == "schedule") CheckSchedule(section, found);
+  if (found.empty() && core.name == "training") CheckTraining(section, found);
   for (ConfigError& error : found) errors.push_back(std::move(error));
 }
 

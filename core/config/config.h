@@ -98,6 +98,11 @@ struct TrainingConfig {
   double clip_global_norm = 0;  // 0: no clipping
   bool sparse_updates = true;   // sparse gradients for variables read by gathers only
   std::string metrics;          // JSONL file, resolved; empty for none
+  // How the workers of a cluster combine their gradients (docs/distributed.md).
+  std::string mode = "async";         // async, sync, allreduce
+  int64_t replicas_to_aggregate = 0;  // sync: N; 0: the workers less backup_workers
+  int64_t backup_workers = 0;         // sync: b
+  double bucket_mb = 25.0;            // allreduce: the gradient bucket size
 };
 
 // [schedule]: the learning rate over the steps.

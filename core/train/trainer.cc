@@ -172,6 +172,35 @@ Status CheckDataFile(const config::Config& config, const std::string& key, const
 
 }  // namespace
 
+Status CheckTrainingMode(const config::Config& config, int64_t workers, bool has_ps) {
+  const config::TrainingConfig& t = config.training;
+  if (t.mode != "sync" || workers == 0) return Status();
+  if (!has_ps) {
+    return InvalidArgumentError(Where(config, "training", "mode"),
+                                "\"sync\" averages the workers' gradients on the parameter servers, and [cluster] "
+                                "has no job named \"ps\"; add one, or use mode = \"allreduce\"");
+  }
+  const int64_t n = t.replicas_to_aggregate > 0 ? t.replicas_to_aggregate : workers - t.backup_workers;
+  if (n < 1) {
+    return InvalidArgumentError(Where(config, "training", "backup_workers"), t.backup_workers,
+                                " backup workers leave none of the ", workers,
+                                " workers to aggregate; replicas_to_aggregate + backup_workers must equal the workers");
+  }
+  if (n + t.backup_workers != workers) {
+    // "training.backup_workers (train.toml:13:1) 1"
+    std::string b = "training.backup_workers";
+    if (auto v = config.values.find("training"); v != config.values.end()) {
+      if (const config::SourcePos* pos = v->second.PositionOf("backup_workers"))
+        b += StrCat(" (", pos->ToString(), ")");
+    }
+    return InvalidArgumentError(Where(config, "training", "replicas_to_aggregate"), n, " + ", b, " ", t.backup_workers,
+                                " = ", n + t.backup_workers, " workers, but the cluster has ", workers,
+                                "; they must be equal (replicas_to_aggregate = 0 means all the workers "
+                                "but the backup ones)");
+  }
+  return Status();
+}
+
 Status CheckDataSection(const config::Config& config) {
   const auto values = config.values.find("data");
   if (values == config.values.end()) return Status();
@@ -1053,6 +1082,13 @@ Status Run::CheckClusterRole() {
   cluster_ = c;
   worker_ = c->self->task;
   num_workers_ = static_cast<int64_t>(workers->tasks.size());
+  WEFT_RETURN_IF_ERROR(CheckTrainingMode(config_, num_workers_, true));
+  if (config_.training.mode != "async") {
+    return UnimplementedError(Where(config_, "training", "mode"), "\"", config_.training.mode,
+                              "\" training on a cluster is not built yet (its design: docs/design/sync-training.md); "
+                              "use mode = \"async\" on a cluster, or train in one process, where every mode trains "
+                              "alike");
+  }
   return Status();
 }
 

@@ -72,6 +72,13 @@ Status CheckOptimizerSection(const config::Config& config, const plugin::PluginH
 // `weft config check` uses it; `weft train` checks the same before reading.
 Status CheckDataSection(const config::Config& config);
 
+// Checks [training] mode against the cluster it trains on: |workers| worker
+// tasks (0: one process, where every mode trains alike) and whether there
+// is a ps job. sync needs a ps job and replicas_to_aggregate (N) +
+// backup_workers (b) = the workers, N >= 1; each error names the keys with
+// their file:line:col. `weft config check` and `weft train` use it.
+Status CheckTrainingMode(const config::Config& config, int64_t workers, bool has_ps);
+
 Expected<TrainResult> Train(const config::Config& config, const plugin::PluginHost& host,
                             const TrainerOptions& options);
 

@@ -269,6 +269,51 @@ worker = ["127.0.0.1:7071", "127.0.0.1:7070", "localhost"]
                        "host:port, e.g. \"127.0.0.1:7070\")\n");
 }
 
+TEST_F(Cli, ConfigCheckMatchesSyncReplicasToTheWorkers) {
+  const std::string cluster = R"(
+[cluster]
+transport = "tcp"
+[cluster.jobs]
+ps = ["127.0.0.1:7070"]
+worker = ["127.0.0.1:7071", "127.0.0.1:7072", "127.0.0.1:7073"]
+)";
+  // N + b = 2 + 2 = 4 workers, and there are 3.
+  const std::string bad = Write("sync_bad.toml",
+                                "[training]\nmode = \"sync\"\nreplicas_to_aggregate = 2\n"
+                                "backup_workers = 2\n" +
+                                    cluster);
+  ProcessResult r = Weft({"config", "check", bad});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, bad + ":3:25: training.replicas_to_aggregate: 2 + training.backup_workers (" + bad +
+                       ":4:18) 2 = 4 workers, but the cluster has 3; they must be equal (replicas_to_aggregate = 0 "
+                       "means all the workers but the backup ones)\n");
+  // b = 3 leaves no worker to aggregate.
+  const std::string none = Write("sync_none.toml", "[training]\nmode = \"sync\"\nbackup_workers = 3\n" + cluster);
+  r = Weft({"config", "check", none});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, none +
+                       ":3:18: training.backup_workers: 3 backup workers leave none of the 3 workers to "
+                       "aggregate; replicas_to_aggregate + backup_workers must equal the workers\n");
+  // sync needs parameter servers.
+  const std::string no_ps = Write("sync_no_ps.toml", R"([training]
+mode = "sync"
+[cluster]
+transport = "tcp"
+[cluster.jobs]
+worker = ["127.0.0.1:7071", "127.0.0.1:7072"]
+)");
+  r = Weft({"config", "check", no_ps});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, no_ps +
+                       ":2:8: training.mode: \"sync\" averages the workers' gradients on the parameter "
+                       "servers, and [cluster] has no job named \"ps\"; add one, or use mode = \"allreduce\"\n");
+  // N = 0 (the default) is the workers less the backups: 2 + 1 = 3.
+  const std::string good = Write("sync_good.toml", "[training]\nmode = \"sync\"\nbackup_workers = 1\n" + cluster);
+  r = Weft({"config", "check", good});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.out.ends_with("OK\n")) << r.out;
+}
+
 TEST_F(Cli, ConfigCheckSummarisesTheShippedCluster) {
   ProcessResult r = Weft({"config", "check", WEFT_SOURCE_DIR "/configs/cluster_local.toml"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

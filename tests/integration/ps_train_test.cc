@@ -414,6 +414,22 @@ TEST_F(PsTraining, AClusterWithoutAPsJobIsRefused) {
       << r.err;
 }
 
+TEST_F(PsTraining, SyncAndAllreduceModesOnAClusterAreNotBuiltYetAndSaySo) {
+  // 2 workers: N = 2 - 1 backup = 1 fits, so the refusal is the mode itself.
+  const std::string sync = WriteConfig("sync.toml", {}, "steps = 1\nmode = \"sync\"\nbackup_workers = 1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", sync, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("training.mode: \"sync\" training on a cluster is not built yet (its design: "
+                       "docs/design/sync-training.md)"),
+            std::string::npos)
+      << r.err;
+  // A count that does not fit the workers is named first.
+  const std::string bad = WriteConfig("sync_bad.toml", {}, "steps = 1\nmode = \"sync\"\nreplicas_to_aggregate = 3\n");
+  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", bad, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("3 + training.backup_workers 0 = 3 workers, but the cluster has 2"), std::string::npos) << r.err;
+}
+
 TEST_F(PsTraining, AnUnknownVariablePlacementIsRefusedWithItsPosition) {
   Layout layout;
   layout.cluster_extra = "variable_placement = \"by_size\"\n";

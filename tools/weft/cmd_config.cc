@@ -78,7 +78,17 @@ int CheckCluster(const config::Config& config, const plugin::PluginHost& host, c
     std::cout << cluster.status().message() << '\n';
     return ExitCodeFor(cluster.status());
   }
-  if (cluster->distributed()) PrintCluster(*cluster);
+  if (cluster->distributed()) {
+    const dist::JobSpec* workers = cluster->FindJob("worker");
+    const dist::JobSpec* ps = cluster->FindJob("ps");
+    Status mode = train::CheckTrainingMode(config, workers == nullptr ? 0 : static_cast<int64_t>(workers->tasks.size()),
+                                           ps != nullptr && !ps->tasks.empty());
+    if (!mode.ok()) {
+      std::cout << mode.message() << '\n';
+      return ExitCodeFor(mode);
+    }
+    PrintCluster(*cluster);
+  }
   return kExitOk;
 }
 

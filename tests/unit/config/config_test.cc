@@ -256,6 +256,37 @@ TEST(Config, ScheduleDecayFactorsMustBePositive) {
             "local.toml:3:9: schedule.gamma: expected a number >= 0, got -0.5");
 }
 
+TEST(Config, TrainingModes) {
+  auto config = Parse("[training]\nmode = \"sync\"\nreplicas_to_aggregate = 2\nbackup_workers = 1\n", "t.toml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->training.mode, "sync");
+  EXPECT_EQ(config->training.replicas_to_aggregate, 2);
+  EXPECT_EQ(config->training.backup_workers, 1);
+  auto defaults = Parse("", "t.toml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->training.mode, "async");
+  EXPECT_EQ(defaults->training.replicas_to_aggregate, 0);
+  EXPECT_EQ(defaults->training.backup_workers, 0);
+  EXPECT_EQ(defaults->training.bucket_mb, 25.0);
+  auto allreduce = Parse("[training]\nmode = \"allreduce\"\nbucket_mb = 4\n", "t.toml");
+  ASSERT_TRUE(allreduce.ok()) << allreduce.status().ToString();
+  EXPECT_EQ(allreduce->training.bucket_mb, 4.0);
+}
+
+TEST(Config, TrainingKeysOfAnotherModeAreErrors) {
+  EXPECT_EQ(ErrorOf("[training]\nbackup_workers = 1\n"),
+            "local.toml:2:1: training.backup_workers: applies to mode = \"sync\" only, but mode is \"async\" (the "
+            "default)");
+  EXPECT_EQ(ErrorOf("[training]\nmode = \"sync\"\nbucket_mb = 4.0\nreplicas_to_aggregate = 2\n"),
+            "local.toml:3:1: training.bucket_mb: applies to mode = \"allreduce\" only, but mode is \"sync\"");
+  EXPECT_EQ(ErrorOf("[training]\nmode = \"allreduce\"\nreplicas_to_aggregate = 2\n"),
+            "local.toml:3:1: training.replicas_to_aggregate: applies to mode = \"sync\" only, but mode is "
+            "\"allreduce\"");
+  EXPECT_NE(ErrorOf("[training]\nmode = \"synchronous\"\n").find("training.mode"), std::string::npos);
+  EXPECT_NE(ErrorOf("[training]\nmode = \"allreduce\"\nbucket_mb = 0.0\n").find("training.bucket_mb"),
+            std::string::npos);
+}
+
 TEST(Config, ScheduleKeysOfAnotherKindAreErrors) {
   EXPECT_EQ(ErrorOf("[schedule]\nkind = \"cosine\"\ngamma = 0.5\nstaircase = true\n"),
             "local.toml:3:1: schedule.gamma: applies to kind = \"step\" only, but kind is \"cosine\"\n"
