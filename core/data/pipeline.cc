@@ -85,6 +85,18 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::Create(std::shared_ptr<const Examp
   if (options.batch_size < 1) {
     return InvalidArgumentError("input pipeline: batch_size must be at least 1; got ", options.batch_size);
   }
+  if (options.num_shards < 1 || options.shard_index < 0 || options.shard_index >= options.num_shards) {
+    return InvalidArgumentError("input pipeline: shard_index ", options.shard_index, " of num_shards ",
+                                options.num_shards, " (shards are 0..num_shards - 1, num_shards >= 1)");
+  }
+  if (options.num_shards > 1 && !options.drop_remainder) {
+    return InvalidArgumentError("input pipeline: num_shards ", options.num_shards,
+                                " needs drop_remainder (every shard takes a full slice of each global batch)");
+  }
+  if (options.num_shards > 1 && options.batch_size > n / options.num_shards) {
+    return InvalidArgumentError("input pipeline: batch_size ", options.batch_size, " times num_shards ",
+                                options.num_shards, " is larger than the ", n, " examples; every epoch would be empty");
+  }
   if (options.drop_remainder && options.batch_size > n) {
     return InvalidArgumentError("input pipeline: batch_size ", options.batch_size, " is larger than the ", n,
                                 " examples; with drop_remainder every epoch would be empty");
@@ -123,21 +135,29 @@ Pipeline::~Pipeline() {
 }
 
 int64_t Pipeline::batches_per_epoch() const {
-  const int64_t b = options_.batch_size;
+  const int64_t b = options_.batch_size * options_.num_shards;
   return options_.drop_remainder ? n_ / b : (n_ + b - 1) / b;
 }
 
+Position Pipeline::PositionOfStep(int64_t step) const {
+  const int64_t per_epoch = batches_per_epoch();
+  return Normalize({step / per_epoch, (step % per_epoch) * options_.batch_size * options_.num_shards});
+}
+
 Position Pipeline::Normalize(Position pos) const {
+  const int64_t global = options_.batch_size * options_.num_shards;
   while (!AtEnd(pos)) {
     const int64_t remaining = n_ - pos.index;
-    if (remaining > 0 && !(options_.drop_remainder && remaining < options_.batch_size)) return pos;
+    if (remaining > 0 && !(options_.drop_remainder && remaining < global)) return pos;
     pos = {pos.epoch + 1, 0};
   }
   return {options_.epochs, 0};
 }
 
 Position Pipeline::After(const Batch& batch) const {
-  return Normalize({batch.start.epoch, batch.start.index + batch.labels.dim(0)});
+  // A sharded step consumes the whole global batch (all full slices).
+  const int64_t taken = options_.num_shards > 1 ? options_.batch_size * options_.num_shards : batch.labels.dim(0);
+  return Normalize({batch.start.epoch, batch.start.index + taken});
 }
 
 Status Pipeline::EndStatus() const {
@@ -150,7 +170,9 @@ Expected<Batch> Pipeline::Build(const Position& pos) {
     order_ = ShuffledOrder(n_, options_.seed, pos.epoch);
     order_epoch_ = pos.epoch;
   }
-  const int64_t count = std::min(options_.batch_size, n_ - pos.index);
+  // This shard's slice of the global batch at |pos|.
+  const int64_t first = pos.index + options_.shard_index * options_.batch_size;
+  const int64_t count = std::min(options_.batch_size, n_ - first);
   std::vector<int64_t> dims = {count};
   dims.insert(dims.end(), example_shape_.dims().begin(), example_shape_.dims().end());
   Batch batch;
@@ -164,7 +186,7 @@ Expected<Batch> Pipeline::Build(const Position& pos) {
   const bool identity = options_.scale == 1 && options_.shift == 0;
   const auto size = static_cast<std::size_t>(example_size_);
   for (int64_t k = 0; k < count; ++k) {
-    const int64_t i = pos.index + k;
+    const int64_t i = first + k;
     const int64_t e = options_.shuffle ? order_[static_cast<std::size_t>(i)] : i;
     const float* from = src + e * example_size_;
     float* to = dst + k * example_size_;

@@ -15,6 +15,10 @@
 //     ... train on batch->features, batch->labels; save pipeline->position() with a checkpoint ...
 //   }
 //
+// Sharded (PipelineOptions::num_shards), shard i of step k is slice i of
+// the global batch k that one process with num_shards times the batch
+// would see.
+//
 // Determinism: the order of epoch e is ShuffledOrder(n, seed, e), a
 // function of (seed, e) alone, specified below to the bit, so a run
 // resumed from a saved Position sees exactly the batches the uninterrupted
@@ -57,6 +61,14 @@ struct PipelineOptions {
   bool drop_remainder = true;
   // Epochs to run; -1 runs forever.
   int64_t epochs = -1;
+  // Sharding for synchronous training (docs/design/sync-training.md): each
+  // step takes a global batch of batch_size * num_shards examples from the
+  // epoch's order, and shard |shard_index| gets its slice number
+  // shard_index, so that num_shards workers together see exactly the
+  // batches one process with batch_size * num_shards would. Positions count
+  // global examples, the same on every shard. Needs drop_remainder.
+  int64_t num_shards = 1;
+  int64_t shard_index = 0;
 };
 
 // Where a pipeline stands: the next example is number |index| of epoch
@@ -103,8 +115,10 @@ class Pipeline {
   // prefetch 0: preparing it), in total: the training loop's input stall.
   // Safe from any thread.
   double wait_seconds() const;
-  // Batches in one epoch.
+  // Batches in one epoch (global batches, when sharded).
   int64_t batches_per_epoch() const;
+  // Where the |step|-th batch from the beginning starts (step >= 0).
+  Position PositionOfStep(int64_t step) const;
 
  private:
   Pipeline(std::shared_ptr<const Examples> examples, PipelineOptions options, Shape batch_shape);

@@ -232,6 +232,84 @@ TEST(Pipeline, BadOptionsAreErrors) {
   EXPECT_EQ(ErrorOf(Pipeline::Create(bad, o)), "input pipeline: labels must be host i64 [2]; got i64[3]");
 }
 
+TEST(Pipeline, ShardsAreSlicesOfTheGlobalBatch) {
+  // 3 shards of 4 against one pipeline of 12, over 23 examples: one global
+  // batch per epoch plus a dropped remainder of 11, so every step crosses
+  // an epoch boundary.
+  for (int64_t prefetch : {0, 2}) {
+    PipelineOptions whole;
+    whole.batch_size = 12;
+    whole.seed = 5;
+    whole.prefetch = prefetch;
+    auto reference = Make(Numbered(23), whole);
+    const Collected want = Collect(*reference, 4);
+    ASSERT_EQ(want.batches.size(), 4u);
+    std::vector<Collected> shards;
+    for (int64_t s = 0; s < 3; ++s) {
+      PipelineOptions o = whole;
+      o.batch_size = 4;
+      o.num_shards = 3;
+      o.shard_index = s;
+      auto p = Make(Numbered(23), o);
+      EXPECT_EQ(p->batches_per_epoch(), 1);
+      shards.push_back(Collect(*p, 4));
+      ASSERT_EQ(shards.back().batches.size(), 4u);
+    }
+    for (std::size_t k = 0; k < 4; ++k) {
+      const std::vector<int64_t> all = Values<int64_t>(want.batches[k].labels);
+      const std::vector<float> features = Values<float>(want.batches[k].features);
+      for (std::size_t s = 0; s < 3; ++s) {
+        const Batch& got = shards[s].batches[k];
+        EXPECT_EQ(Values<int64_t>(got.labels), std::vector<int64_t>(all.begin() + 4 * s, all.begin() + 4 * s + 4))
+            << "step " << k << " shard " << s;
+        EXPECT_EQ(Values<float>(got.features),
+                  std::vector<float>(features.begin() + 24 * s, features.begin() + 24 * s + 24));
+        // Positions are global: the same on every shard as on the whole.
+        EXPECT_EQ(got.start, want.batches[k].start);
+        EXPECT_EQ(shards[s].positions[k], want.positions[k]);
+      }
+    }
+  }
+}
+
+TEST(Pipeline, PositionOfStep) {
+  PipelineOptions o;
+  o.batch_size = 2;
+  o.num_shards = 2;
+  o.shard_index = 1;
+  o.prefetch = 0;
+  auto p = Make(Numbered(10), o);  // global batches of 4: 2 per epoch, 2 examples dropped
+  EXPECT_EQ(p->PositionOfStep(0), (Position{0, 0}));
+  EXPECT_EQ(p->PositionOfStep(1), (Position{0, 4}));
+  EXPECT_EQ(p->PositionOfStep(2), (Position{1, 0}));
+  EXPECT_EQ(p->PositionOfStep(5), (Position{2, 4}));
+  // The same positions a run reaches.
+  const Collected run = Collect(*p, 6);
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(run.positions[static_cast<std::size_t>(k)], p->PositionOfStep(k)) << k;
+}
+
+TEST(Pipeline, BadShardsAreErrors) {
+  auto ex = Numbered(10);
+  PipelineOptions o;
+  o.batch_size = 2;
+  o.num_shards = 0;
+  EXPECT_EQ(ErrorOf(Pipeline::Create(ex, o)),
+            "input pipeline: shard_index 0 of num_shards 0 (shards are 0..num_shards - 1, num_shards >= 1)");
+  o.num_shards = 2;
+  o.shard_index = 2;
+  EXPECT_EQ(ErrorOf(Pipeline::Create(ex, o)),
+            "input pipeline: shard_index 2 of num_shards 2 (shards are 0..num_shards - 1, num_shards >= 1)");
+  o.shard_index = 1;
+  o.drop_remainder = false;
+  EXPECT_EQ(ErrorOf(Pipeline::Create(ex, o)),
+            "input pipeline: num_shards 2 needs drop_remainder (every shard takes a full slice of each global batch)");
+  o.drop_remainder = true;
+  o.batch_size = 6;
+  EXPECT_EQ(ErrorOf(Pipeline::Create(ex, o)),
+            "input pipeline: batch_size 6 times num_shards 2 is larger than the 10 examples; every epoch would be "
+            "empty");
+}
+
 TEST(Pipeline, EndsWithOutOfRangeAfterTheLastEpoch) {
   for (int64_t prefetch : {0, 2}) {
     PipelineOptions o;
