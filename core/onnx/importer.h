@@ -123,7 +123,10 @@ class NodeContext {
   // |graph| in the builder's current context with its inputs bound to
   // |inputs| and returns its outputs.
   Status MaterialiseCaptures(const onnx::GraphProto& graph);
-  Expected<std::vector<Output>> Subgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs);
+  // |known|, when given, gets each output's value known at import (or an
+  // invalid Tensor).
+  Expected<std::vector<Output>> Subgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs,
+                                         std::vector<Tensor>* known = nullptr);
 
   // An error about this node (the driver adds the node's name and type).
   template <class... Args>
@@ -181,7 +184,8 @@ class Importer {
   // values it defines are forgotten afterwards and the outer values it
   // reads are restored as they were, so that nothing made inside a cond
   // branch or loop body is used outside it.
-  Expected<std::vector<Output>> ConvertSubgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs);
+  Expected<std::vector<Output>> ConvertSubgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs,
+                                                std::vector<Tensor>* known = nullptr);
 
  private:
   Status CheckOpsSupported(const onnx::GraphProto& graph);
@@ -203,6 +207,8 @@ class Importer {
   std::map<std::string, std::string> unproduced_;  // optional outputs not produced -> the node
   std::vector<Output> inits_;
   int64_t variables_ = 0;
+  // How deep in subgraphs the conversion is (0: the main graph).
+  int subgraph_depth_ = 0;
 };
 
 // A Weft node name for an ONNX name: "/layer1/conv/Conv" -> "layer1/conv/Conv",

@@ -703,10 +703,17 @@ Status Exporter::Convert(int id) {
       simple("Mod", 2);  // fmod = 0: the result has the divisor's sign, as FloorMod
       return Status();
     }
-    // Floats: x - y * floor(x / y) (ONNX's Mod takes floats only with fmod = 1).
+    // Floats: ONNX's Mod takes them only with fmod = 1 (C's fmod, exact);
+    // a remainder of the other sign than y then moves by y, as FloorMod.
     const std::string x = In(n, 0), y = In(n, 1);
-    const std::string q = Emit1("Floor", {Emit1("Div", {x, y}, n.name() + "/ratio")}, n.name() + "/floor");
-    Emit("Sub", {x, Emit1("Mul", {y, q}, n.name() + "/multiple")}, {out}, n.name());
+    const std::string r = Emit1("Mod", {x, y}, n.name() + "/fmod", [](onnx::NodeProto* m) { AttrInt(m, "fmod", 1); });
+    const std::string zero = ScalarConst(n.name() + "/zero", dt, 0);
+    const std::string nonzero = Emit1("Not", {Emit1("Equal", {r, zero}, n.name() + "/is_zero")}, n.name() + "/nonzero");
+    const std::string signs_differ = Emit1(
+        "Xor", {Emit1("Less", {r, zero}, n.name() + "/r_negative"), Emit1("Less", {y, zero}, n.name() + "/y_negative")},
+        n.name() + "/signs_differ");
+    const std::string shift = Emit1("And", {nonzero, signs_differ}, n.name() + "/shift");
+    Emit("Where", {shift, Emit1("Add", {r, y}, n.name() + "/shifted"), r}, {out}, n.name());
     return Status();
   }
   if (op == "Reverse") {

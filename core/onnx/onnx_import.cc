@@ -415,8 +415,9 @@ Expected<Output> NodeContext::Param(const Tensor& value, const std::string& name
 
 Status NodeContext::MaterialiseCaptures(const onnx::GraphProto& graph) { return importer_.MaterialiseCaptures(graph); }
 
-Expected<std::vector<Output>> NodeContext::Subgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs) {
-  return importer_.ConvertSubgraph(graph, inputs);
+Expected<std::vector<Output>> NodeContext::Subgraph(const onnx::GraphProto& graph, const std::vector<Output>& inputs,
+                                                    std::vector<Tensor>* known) {
+  return importer_.ConvertSubgraph(graph, inputs, known);
 }
 
 // --- Importer ------------------------------------------------------------------------------
@@ -480,6 +481,13 @@ Expected<Tensor> Rearranged(const Tensor& t, Layout layout, int64_t group) {
 Expected<Output> Importer::Param(const Tensor& value, const std::string& name) {
   const bool variable = !options_.freeze && IsFloating(value.dtype());
   if (!variable) return b_.Const(value, name);
+  if (subgraph_depth_ > 0) {
+    // A variable and its initialising Assign would be inside the cond or
+    // loop, out of reach of the init NoOp.
+    return UnimplementedError("parameters derived from initializers (", Quote(name),
+                              ") inside an If, Loop or Scan body can only be constants: import the model with "
+                              "--freeze (weft run does), which makes it an inference graph");
+  }
   Output handle =
       b_.Op("VarHandle", {}, {{"dtype", AttrValue(value.dtype())}, {"shape", AttrValue(value.shape())}}, name);
   {
@@ -613,6 +621,18 @@ Status Importer::DecideLayouts(const onnx::GraphProto& graph) {
         for (const auto& sub : attr.graphs()) scan(sub);
       }
     }
+    // An output (of the model or of a subgraph) that is an initializer is
+    // a use as ONNX lays it out.
+    for (const auto& out : g.output()) {
+      auto it = alias.find(out.name());
+      if (it != alias.end()) uses[it->second].push_back({nullptr, -1});
+    }
+    // An output (of the model or of a subgraph) that is an initializer is
+    // a use as ONNX lays it out.
+    for (const auto& out : g.output()) {
+      auto it = alias.find(out.name());
+      if (it != alias.end()) uses[it->second].push_back({nullptr, -1});
+    }
   };
   scan(graph);
   for (const auto& [init, list] : uses) {
@@ -624,7 +644,7 @@ Status Importer::DecideLayouts(const onnx::GraphProto& graph) {
     for (const Use& use : list) {
       Layout l = Layout::kAsIs;
       int64_t g = 1;
-      if (use.node->op_type() == "Conv" && use.input == 1) {
+      if (use.node != nullptr && use.node->op_type() == "Conv" && use.input == 1) {
         for (const auto& a : use.node->attribute()) {
           if (a.name() == "group") g = a.i();
         }
@@ -732,7 +752,7 @@ Status Importer::MaterialiseCaptures(const onnx::GraphProto& graph) {
 }
 
 Expected<std::vector<Output>> Importer::ConvertSubgraph(const onnx::GraphProto& graph,
-                                                        const std::vector<Output>& inputs) {
+                                                        const std::vector<Output>& inputs, std::vector<Tensor>* known) {
   const std::string gname = graph.name().empty() ? std::string("subgraph") : graph.name();
   if (static_cast<std::size_t>(graph.input_size()) != inputs.size()) {
     return InvalidArgumentError("subgraph ", Quote(gname), " has ", graph.input_size(), " inputs; the op gives it ",
@@ -777,12 +797,14 @@ Expected<std::vector<Output>> Importer::ConvertSubgraph(const onnx::GraphProto& 
     status = define(graph.input(k).name(), std::move(v));
   }
   const int count = graph.node_size();
+  ++subgraph_depth_;
   for (int i = 0; status.ok() && i < count; ++i) {
     for (const std::string& out : graph.node(i).output()) {
       if (!out.empty() && values_.count(out) == 0) locals.push_back(out);
     }
     status = ConvertNode(graph.node(i), i, count, gname);
   }
+  --subgraph_depth_;
   std::vector<Output> results;
   for (int k = 0; status.ok() && k < graph.output_size(); ++k) {
     const std::string& name = graph.output(k).name();
@@ -795,6 +817,10 @@ Expected<std::vector<Output>> Importer::ConvertSubgraph(const onnx::GraphProto& 
     // returned by a branch or body belongs to it.
     results.push_back(b_.Op("Identity", {*value}, {}, SanitiseName(name)));
     status = b_.status();
+    if (known != nullptr) {
+      const Value* v = Find(name);
+      known->push_back(v != nullptr ? v->known : Tensor());
+    }
   }
   for (const std::string& name : locals) {
     values_.erase(name);

@@ -299,13 +299,18 @@ Status Mod(NodeContext& c) {
       c.SetOut(0, Op(c, "Sub", {x, Op(c, "Mul", {y, q}, {}, "product")}));
       return Status();
     }
+    // Floats, exactly: FloorMod's remainder (the sign of y) moved by y
+    // where its sign is not x's; r - y is then fmod's exact value, which
+    // a float holds, so the subtraction rounds to it. x - y * trunc(x / y)
+    // is not exact (1e8 mod 3 in f32). An infinite y leaves x.
     WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
-    Output q = Op(c, "RealDiv", {x, y}, {}, "quotient");
-    Output t =
-        Op(c, "Select",
-           {Op(c, "Less", {q, zero}, {}, "negative"), Op(c, "Ceil", {q}, {}, "ceil"), Op(c, "Floor", {q}, {}, "floor")},
-           {}, "trunc");
-    c.SetOut(0, Op(c, "Sub", {x, Op(c, "Mul", {y, t}, {}, "product")}));
+    Output r = Op(c, "FloorMod", {x, y}, {}, "floor_mod");
+    Output differ =
+        Op(c, "NotEqual", {Op(c, "Less", {r, zero}, {}, "r_negative"), Op(c, "Less", {x, zero}, {}, "x_negative")}, {},
+           "signs_differ");
+    Output shift = Op(c, "LogicalAnd", {Op(c, "NotEqual", {r, zero}, {}, "nonzero"), differ}, {}, "shift");
+    Output shifted = Op(c, "Select", {shift, Op(c, "Sub", {r, y}, {}, "moved"), r}, {}, "fmod");
+    c.SetOut(0, Op(c, "Select", {Op(c, "IsInf", {y}, {}, "y_infinite"), x, shifted}));
     return Status();
   }
   return Binary(c, "FloorMod");
@@ -905,6 +910,14 @@ Status Reshape(NodeContext& c) {
   }
   const std::vector<int64_t> given = dims;
   const Shape xs = c.InShape(0);
+  if (!allowzero && xs.rank() >= 0) {
+    for (std::size_t i = static_cast<std::size_t>(xs.rank()); i < dims.size(); ++i) {
+      if (dims[i] == 0) {
+        return c.Error("shape[", i, "] is 0, which copies the input's dimension ", i, ", but the input ", xs.ToString(),
+                       " has rank ", xs.rank(), " (set allowzero for an empty dimension)");
+      }
+    }
+  }
   bool runtime = false;
   for (std::size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == 0 && !allowzero) {
@@ -923,21 +936,22 @@ Status Reshape(NodeContext& c) {
     // it cancels out and the -1 is known (48); the copy becomes the -1.
     int unknown = 0, copied_unknown = -1;
     int64_t in_known = 1, out_known = 1;
+    bool overflow = false;
     for (int i = 0; i < xs.rank(); ++i) {
       const bool copied = static_cast<std::size_t>(i) < given.size() && given[static_cast<std::size_t>(i)] == 0;
       if (xs.dim(i) < 0) {
         ++unknown;
         if (copied) copied_unknown = i;
       } else if (!copied) {
-        in_known *= xs.dim(i);
+        overflow = overflow || __builtin_mul_overflow(in_known, xs.dim(i), &in_known);
       }
     }
     int64_t infer = -1;
     for (std::size_t i = 0; i < given.size(); ++i) {
       if (given[i] == -1) infer = static_cast<int64_t>(i);
-      if (given[i] > 0) out_known *= given[i];
+      if (given[i] > 0) overflow = overflow || __builtin_mul_overflow(out_known, given[i], &out_known);
     }
-    if (unknown == 1 && copied_unknown >= 0 && infer >= 0 && out_known > 0 && in_known % out_known == 0) {
+    if (!overflow && unknown == 1 && copied_unknown >= 0 && infer >= 0 && out_known > 0 && in_known % out_known == 0) {
       dims = given;
       for (std::size_t i = 0; i < dims.size(); ++i) {
         if (dims[i] == 0) dims[i] = static_cast<int>(i) == copied_unknown ? -1 : xs.dim(static_cast<int>(i));
@@ -1509,8 +1523,8 @@ Status Arith(NodeContext& c, std::string_view weft_op) {
 // a sequence of static length with Weft's LSTMCell (gates reordered from
 // ONNX's i, o, f, c to Weft's i, f, g, o; W and R joined).
 // The sequence input X of LSTM, GRU or RNN, time-major ([T, B, I]; layout 1
-// is batch-major), with T static (the recurrence is unrolled).
-Expected<Output> SequenceInput(NodeContext& c, std::string_view what) {
+// is batch-major), with T static (the recurrence is unrolled) and I = |input|.
+Expected<Output> SequenceInput(NodeContext& c, std::string_view what, int64_t input) {
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   if (c.Int("layout", 0) == 1) {
     x = Op(c, "Transpose", {x}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, "time_major");
@@ -1518,6 +1532,9 @@ Expected<Output> SequenceInput(NodeContext& c, std::string_view what) {
   const Shape xs = x.shape();
   if (xs.rank() != 3) return c.Error("X has rank ", xs.rank(), "; expected 3");
   if (xs.dim(0) < 0) return c.Unsupported(what, " over a sequence of unknown length (Weft unrolls it)");
+  if (xs.dim(2) >= 0 && xs.dim(2) != input) {
+    return c.Error("X has ", xs.dim(2), " features per step; W takes ", input);
+  }
   return x;
 }
 
@@ -1531,6 +1548,38 @@ Output StepSlice(NodeContext& c, const Output& t, int64_t i, const std::string& 
                  {"end_mask", AttrValue(int64_t{6})}},
                 name + "_slice")},
             {{"axis", AttrValue(std::vector<int64_t>{0})}}, name);
+}
+
+// Checks W [dirs, gates*hidden, input], R [dirs, gates*hidden, hidden] and
+// B [dirs, 2*gates*hidden] of LSTM (gates 4), GRU (3) or RNN (1): shapes,
+// one floating dtype.
+Status CheckRecurrentWeights(NodeContext& c, std::string_view what, const Tensor& w, const Tensor& r,
+                             const Tensor& bias, int64_t dirs, int64_t gates, int64_t hidden) {
+  if (!w.valid() || !r.valid() || (c.has_input(3) && !bias.valid())) {
+    return c.Unsupported(what, " weights that are not initializers");
+  }
+  if (w.dtype() != DType::kF32 && w.dtype() != DType::kF64) return c.Unsupported(what, " of ", DTypeName(w.dtype()));
+  const int64_t gh = gates * hidden;
+  if (hidden < 1 || w.rank() != 3 || w.dim(0) != dirs || w.dim(1) != gh || r.rank() != 3 || r.dim(0) != dirs ||
+      r.dim(1) != gh || r.dim(2) != hidden ||
+      (bias.valid() && (bias.rank() != 2 || bias.dim(0) != dirs || bias.dim(1) != 2 * gh))) {
+    return c.Error("W ", w.shape().ToString(), ", R ", r.shape().ToString(), " and B ",
+                   bias.valid() ? bias.shape().ToString() : std::string("(none)"), " do not fit hidden_size ", hidden,
+                   " and ", dirs, " direction(s)");
+  }
+  if (r.dtype() != w.dtype() || (bias.valid() && bias.dtype() != w.dtype())) {
+    return c.Error("W is ", DTypeName(w.dtype()), ", R ", DTypeName(r.dtype()), " and B ",
+                   bias.valid() ? DTypeName(bias.dtype()) : "(none)", "; they must be one type");
+  }
+  return Status();
+}
+
+// Initial state input |index| of LSTM, GRU or RNN as [dirs, batch, hidden]
+// (layout 1 gives it [batch, dirs, hidden]).
+Expected<Output> InitialState(NodeContext& c, int index) {
+  WEFT_ASSIGN_OR_RETURN(Output s, c.In(index));
+  if (c.Int("layout", 0) != 1) return s;
+  return Op(c, "Transpose", {s}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, StrCat("initial_", index));
 }
 
 Status Lstm(NodeContext& c) {
@@ -1551,21 +1600,13 @@ Status Lstm(NodeContext& c) {
   const int layout = static_cast<int>(c.Int("layout", 0));
   const int64_t hidden = c.Int("hidden_size", -1);
   const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
-  if (!w.valid() || !r.valid() || (c.has_input(3) && !bias.valid())) {
-    return c.Unsupported("LSTM weights that are not initializers");
-  }
-  if (w.dtype() != DType::kF32 && w.dtype() != DType::kF64) return c.Unsupported("LSTM of ", DTypeName(w.dtype()));
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
     return c.Error("attr 'direction' is ", Quote(direction));
   }
-  if (w.rank() != 3 || w.dim(0) != dirs || r.rank() != 3 || r.dim(0) != dirs || w.dim(1) != 4 * hidden ||
-      r.dim(1) != 4 * hidden || r.dim(2) != hidden) {
-    return c.Error("W ", w.shape().ToString(), " and R ", r.shape().ToString(), " do not fit hidden_size ", hidden,
-                   " and ", dirs, " direction(s)");
-  }
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+  WEFT_RETURN_IF_ERROR(CheckRecurrentWeights(c, "LSTM", w, r, bias, dirs, 4, hidden));
   const int64_t input = w.dim(2);
-  WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, "LSTM"));
+  WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, "LSTM", input));
   const int64_t steps = x.shape().dim(0);
   const std::size_t es = DTypeSize(w.dtype());
   const int64_t gate_order[4] = {0, 2, 3, 1};  // Weft block k takes ONNX block gate_order[k]
@@ -1606,7 +1647,7 @@ Status Lstm(NodeContext& c) {
     // Initial states [dirs, batch, hidden] -> this direction's [batch, hidden].
     auto initial = [&](int index, const char* what) -> Expected<Output> {
       if (c.has_input(index)) {
-        WEFT_ASSIGN_OR_RETURN(Output s, c.In(index));
+        WEFT_ASSIGN_OR_RETURN(Output s, InitialState(c, index));
         return StepSlice(c, s, d, StrCat(dname, "/", what));
       }
       Output x0 = StepSlice(c, x, 0, StrCat(dname, "/", what, "_x0s"));
@@ -1678,23 +1719,14 @@ Status Recurrent(NodeContext& c, std::string_view what, int64_t gates) {
   const int64_t hidden = c.Int("hidden_size", -1);
   const bool before_reset = c.Int("linear_before_reset", 0) != 0;
   const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
-  if (!w.valid() || !r.valid() || (c.has_input(3) && !bias.valid())) {
-    return c.Unsupported(what, " weights that are not initializers");
-  }
-  if (w.dtype() != DType::kF32 && w.dtype() != DType::kF64) return c.Unsupported(what, " of ", DTypeName(w.dtype()));
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
     return c.Error("attr 'direction' is ", Quote(direction));
   }
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
   const int64_t gh = gates * hidden;
-  if (hidden < 1 || w.rank() != 3 || w.dim(0) != dirs || w.dim(1) != gh || r.rank() != 3 || r.dim(0) != dirs ||
-      r.dim(1) != gh || r.dim(2) != hidden || (bias.valid() && (bias.rank() != 2 || bias.dim(1) != 2 * gh))) {
-    return c.Error("W ", w.shape().ToString(), ", R ", r.shape().ToString(), " and B ",
-                   bias.valid() ? bias.shape().ToString() : std::string("(none)"), " do not fit hidden_size ", hidden,
-                   " and ", dirs, " direction(s)");
-  }
+  WEFT_RETURN_IF_ERROR(CheckRecurrentWeights(c, what, w, r, bias, dirs, gates, hidden));
   const int64_t input = w.dim(2);
-  WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, what));
+  WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, what, input));
   const int64_t steps = x.shape().dim(0);
   GraphBuilder& b = c.b();
   // Slice [d] of a [dirs, rows, cols] tensor, transposed: [cols, rows].
@@ -1741,7 +1773,7 @@ Status Recurrent(NodeContext& c, std::string_view what, int64_t gates) {
     // The initial state [B, H]: input 5's slice d, or zeros (x0 [B, I] x zeros [I, H]).
     Output h;
     if (c.has_input(5)) {
-      WEFT_ASSIGN_OR_RETURN(Output h0, c.In(5));
+      WEFT_ASSIGN_OR_RETURN(Output h0, InitialState(c, 5));
       h = StepSlice(c, h0, d, dname + "/h0");
     } else {
       WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(w.dtype(), Shape{input, hidden}));
@@ -1844,8 +1876,16 @@ Status IfOp(NodeContext& c) {
   std::vector<Output> outs;
   const Tensor known = c.Known(0);
   if (known.valid() && known.num_elements() == 1 && known.dtype() == DType::kBool) {
-    // A condition known at import time: only its branch, inline.
-    WEFT_ASSIGN_OR_RETURN(outs, c.Subgraph(known.data<bool>()[0] ? *then_g : *else_g, {}));
+    // A condition known at import time: only its branch, inline (its
+    // outer values made here first, so that the graph shares them), and
+    // what it knows stays known.
+    const onnx::GraphProto& branch = known.data<bool>()[0] ? *then_g : *else_g;
+    WEFT_RETURN_IF_ERROR(c.MaterialiseCaptures(branch));
+    std::vector<Tensor> known_outs;
+    WEFT_ASSIGN_OR_RETURN(outs, c.Subgraph(branch, {}, &known_outs));
+    for (std::size_t k = 0; k < known_outs.size(); ++k) {
+      if (known_outs[k].valid()) c.SetKnown(static_cast<int>(k), known_outs[k]);
+    }
   } else {
     WEFT_ASSIGN_OR_RETURN(Output cond, c.In(0));
     WEFT_ASSIGN_OR_RETURN(Output pred, ScalarBool(c, cond, "cond"));
@@ -1861,12 +1901,13 @@ Status IfOp(NodeContext& c) {
 
 // The shape a loop-carried value keeps through the iterations: its initial
 // shape, with the dimensions the body's declared output leaves open (or
-// declares otherwise) unknown.
+// declares otherwise) unknown; with no declared shape, its rank only.
 Shape LoopInvariant(const Shape& initial, const onnx::ValueInfoProto& declared) {
   auto type = ValueInfoType(declared);
   if (!type.ok() || initial.unknown_rank()) return Shape::UnknownRank();
   const Shape& d = type->first;
-  if (d.unknown_rank()) return initial;
+  // No declared shape: the rank is kept, every dimension may change.
+  if (d.unknown_rank()) return Shape::UnknownDims(initial.rank());
   if (d.rank() != initial.rank()) return Shape::UnknownRank();
   std::vector<int64_t> dims;
   for (int i = 0; i < initial.rank(); ++i) {
@@ -2390,7 +2431,8 @@ Status Resize(NodeContext& c) {
   std::vector<int64_t> sizes;
   if (c.has_input(3)) {
     WEFT_ASSIGN_OR_RETURN(sizes, c.KnownInts(3, "sizes"));
-  } else if (c.has_input(2)) {
+  }
+  if (sizes.empty() && c.has_input(2)) {  // an empty sizes is absent
     // Its value even when it is a float initializer (which would otherwise
     // become a variable): scales are not trained.
     const Tensor t = c.Initial(2);

@@ -131,6 +131,41 @@ def cases(workdir):
                                        [vi("p", [], TensorProto.BOOL), vi("x", [3, 3])], [vi("y", [3])], opset=12),
               ["if_nested_error.onnx", "node \"branch\" (If, 1 of 1)", "node \"diag\" (Einsum, 1 of 1) of subgraph \"then\"",
                "(a diagonal)"]))
+    # Found in review: a recurrent layer's weights inside a Loop body cannot be variables; B of the wrong
+    # direction count; a Reshape 0 past the input's rank.
+    gru_body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("GRU", ["step_x", "W", "R"], ["", "h_next"], name="decoder", hidden_size=4,
+                          initial_h="h"),
+         helper.make_node("Reshape", ["h_next", "h_shape"], ["h_out"])], "body",
+        [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("h", [1, 1, 4])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("h_out", [1, 1, 4])])
+    for node in gru_body.node:
+        if node.op_type == "GRU":
+            del node.input[:]
+            node.input.extend(["step_x", "W", "R", "", "", "h"])
+            del node.attribute[:]
+            node.attribute.extend([helper.make_attribute("hidden_size", 4)])
+    c.append(("loop_gru_variables",
+              model([helper.make_node("Loop", ["m", "", "h0"], ["h_final"], name="decode", body=gru_body)],
+                    [vi("h0", [1, 1, 4]), vi("step_x", [1, 1, 3])], [vi("h_final", [1, 1, 4])],
+                    [numpy_helper.from_array(np.int64(3), "m"),
+                     numpy_helper.from_array(np.ones((1, 12, 3), np.float32), "W"),
+                     numpy_helper.from_array(np.ones((1, 12, 4), np.float32), "R"),
+                     numpy_helper.from_array(np.array([1, 1, 4], np.int64), "h_shape")]),
+              ["loop_gru_variables.onnx", "node \"decode\" (Loop", "node \"decoder\" (GRU, 2 of 3) of subgraph \"body\"",
+               "inside an If, Loop or Scan body can only be constants", "--freeze"]))
+    gru = helper.make_node("GRU", ["x", "W", "R", "B"], ["y"], name="rnn", hidden_size=4, direction="bidirectional")
+    c.append(("gru_bias_dirs", model([gru], [vi("x", [2, 1, 3])], [vi("y", [2, 2, 1, 4])],
+                                     [numpy_helper.from_array(np.ones((2, 12, 3), np.float32), "W"),
+                                      numpy_helper.from_array(np.ones((2, 12, 4), np.float32), "R"),
+                                      numpy_helper.from_array(np.ones((1, 24), np.float32), "B")]),
+              ["gru_bias_dirs.onnx", "node \"rnn\" (GRU", "B [1,24] do not fit hidden_size 4 and 2 direction(s)"]))
+    reshape0 = helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")
+    c.append(("reshape_zero_past_rank", model([reshape0], [vi("x", [None, 6])], [vi("y", [None, None, None])],
+                                              [numpy_helper.from_array(np.array([0, -1, 0], np.int64), "s")]),
+              ["reshape_zero_past_rank.onnx", "node \"reshape\" (Reshape", "shape[2] is 0",
+               "has rank 2 (set allowzero for an empty dimension)"]))
     c.append(("einsum_diagonal", model([helper.make_node("Einsum", ["x"], ["y"], name="diag", equation="ii->i")],
                                        [vi("x", [3, 3])], [vi("y", [3])], opset=12),
               ["einsum_diagonal.onnx", "node \"diag\" (Einsum", "twice in one operand (a diagonal)"]))

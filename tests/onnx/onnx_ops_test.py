@@ -199,6 +199,10 @@ def cases():
     ia, ib = np.array([7, -7, 7, -7], np.int64), np.array([3, 3, -3, -3], np.int64)
     c.append(Case("mod_int", "Mod", [ia, ib], np.mod(ia, ib)))
     c.append(Case("mod_fmod", "Mod", [a, b], np.fmod(a, b).astype(np.float32), {"fmod": 1}))
+    # fmod exactly, where x - y * trunc(x / y) is not (1e8 = 33333333 * 3 + 1 in f32), and with infinite y.
+    fx = np.array([1e8, -7, 7, -5.5, 5.5, -0.0, 16777215, -3], np.float32)
+    fy = np.array([3, 3, -3, 2, -np.inf, 3, 7, np.inf], np.float32)
+    c.append(Case("mod_fmod_exact", "Mod", [fx, fy], np.fmod(fx, fy), {"fmod": 1}, rtol=0, atol=0))
     c3 = f32(4)
     c.append(Case("max3", "Max", [a, b, c3], np.maximum(np.maximum(a, b), c3)))
     c.append(Case("min2", "Min", [a, b], np.minimum(a, b)))
@@ -461,6 +465,17 @@ def control_flow_cases():
             break
     c.append(Case(name, "Loop", [None, np.array(True), v0, np.int64(-1)], [v.astype(np.float32), n],
                   {"body": body}))
+    # A loop-carried value whose body output declares no shape may change size: a row appended per iteration.
+    name = "loop_growing"
+    row = f32(1, 4)
+    body = helper.make_graph(
+        [helper.make_node("Identity", [f"{name}_cond"], [f"{name}_cond_out"]),
+         helper.make_node("Concat", [f"{name}_acc", f"{name}_in3"], [f"{name}_acc_out"], axis=0)], f"{name}_body",
+        [vi(f"{name}_i", np.int64, ()), vi(f"{name}_cond", np.bool_, ()), vi(f"{name}_acc", np.float32, (None, 4))],
+        [vi(f"{name}_cond_out", np.bool_, ()),
+         helper.make_tensor_value_info(f"{name}_acc_out", TensorProto.FLOAT, None)])
+    c.append(Case(name, "Loop", [np.int64(5), None, np.zeros((0, 4), np.float32), row], np.repeat(row, 5, 0),
+                  {"body": body}, consts={0: None}, node_inputs=3))
     # Scan: a running sum over the rows of X (the state), and the sums stacked.
     name = "scan_cumsum"
     xs = f32(4, 3)
@@ -625,6 +640,14 @@ def rnn_cases():
     c.append(Case("rnn_reverse", "RNN", [lx, rw, rr, rb], [y[:, None].astype(np.float32), yh[None].astype(np.float32)],
                   {"hidden_size": hid, "direction": "reverse"}, consts={1: None, 2: None, 3: None},
                   rtol=1e-4, atol=1e-5))
+    # Batch-major (layout 1) with an initial state [batch, directions, hidden].
+    gh0 = f32(bsz, 1, hid)
+    y, yh = gru_ref(lx, gw[0], gr[0], gb[0], gh0[:, 0], linear_before_reset=True)
+    c.append(Case("gru_layout1_initial", "GRU", [np.transpose(lx, (1, 0, 2)).copy(), gw, gr, gb, None, gh0],
+                  [np.transpose(y[:, None], (2, 0, 1, 3)).astype(np.float32),
+                   np.transpose(yh[None], (1, 0, 2)).astype(np.float32)],
+                  {"hidden_size": hid, "layout": 1, "linear_before_reset": 1}, consts={1: None, 2: None, 3: None},
+                  opset=14, rtol=1e-4, atol=1e-5))
     # Batch-major (layout 1), no bias.
     y, yh = rnn_ref(lx, rw[0], rr[0], np.zeros(2 * hid, np.float32), zeros)
     c.append(Case("rnn_layout1", "RNN", [np.transpose(lx, (1, 0, 2)).copy(), rw, rr],
@@ -693,6 +716,85 @@ def indexing_cases():
     nzb = np.array([True, False, True, True])
     c.append(Case("nonzero_bool", "NonZero", [nzb], np.array(np.nonzero(nzb), np.int64)))
     return c
+
+
+FLOOR_MOD_WGT = """( producer = 1, minConsumer = 1, nodes = [
+  ( name = "x", op = "Placeholder", inputs = [], device = "",
+    attrs = [ (name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (unknownRank = false, dims = [7]))) ] ),
+  ( name = "y", op = "Placeholder", inputs = [], device = "",
+    attrs = [ (name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (unknownRank = false, dims = [7]))) ] ),
+  ( name = "m", op = "FloorMod", inputs = ["x", "y"], device = "", attrs = [ (name = "T", value = (type = f32)) ] ) ] )
+"""
+
+
+def floor_mod_export(cli, workdir):
+    """A Weft graph's float FloorMod through weft export: exact, as NumPy's mod, even where x / y is not."""
+    wgt, exported = os.path.join(workdir, "floor_mod.wgt"), os.path.join(workdir, "floor_mod.onnx")
+    with open(wgt, "w") as f:
+        f.write(FLOOR_MOD_WGT)
+    proc = subprocess.run([cli, "export", wgt, "-o", exported, "--output", "m"], capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode != 0:
+        return [f"float FloorMod export: weft export failed:\n    {proc.stderr.strip()}"]
+    x = np.array([1e8, -7, 7, 5.5, -5.5, 0, 16777215], np.float32)
+    y = np.array([3, 3, -3, 2, 2, -3, 7], np.float32)
+    proc = run(cli, exported, {"x": x, "y": y}, ["m"], workdir, "floor_mod")
+    if proc.returncode != 0:
+        return [f"float FloorMod export: weft run failed:\n    {proc.stderr.strip()}"]
+    got, want = np.load(os.path.join(workdir, "floor_mod", "m.npy")), np.mod(x, y)
+    return [] if np.array_equal(got, want) else [f"float FloorMod export: {got} != NumPy's {want}"]
+
+
+def subgraph_sharing(cli, workdir):
+    """Initializers shared by the main graph and subgraphs: one variable, in the layout each use needs."""
+    failures = []
+    x = f32(2, 8)
+    w = f32(8, 8)
+    # An If with a known condition reads W, and so does the main graph: one variable, not two.
+    then_g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["t"])], "then", [], [vi("t", np.float32, (2, 8))])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", np.float32, (2, 8))])
+    g = helper.make_graph(
+        [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(True))),
+         helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("MatMul", ["y", "w"], ["z"])], "shared", [vi("x", x)], [vi("z", np.float32, (2, 8))],
+        [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(workdir, "shared_if.onnx")
+    onnx.save(m, path)
+    proc = subprocess.run([cli, "import", path, "-o", os.path.join(workdir, "shared_if.wgt")], capture_output=True,
+                          text=True, timeout=120)
+    if proc.returncode != 0 or "1 variables" not in proc.stdout:
+        failures.append(f"known If sharing an initializer: expected 1 variable:\n    {proc.stdout}{proc.stderr}")
+    proc = run(cli, path, {"x": x}, ["z"], workdir, "shared_if")
+    if proc.returncode != 0:
+        failures.append(f"known If sharing an initializer: weft run failed: {proc.stderr.strip()}")
+    elif not np.allclose(np.load(os.path.join(workdir, "shared_if", "z.npy")), (x @ w) @ w, rtol=1e-4, atol=1e-5):
+        failures.append("known If sharing an initializer: wrong values")
+    # A Conv's weights (stored HWIO for it) returned as they are by an If branch: ONNX's [O, I, kh, kw].
+    img, k = f32(1, 3, 5, 5), f32(4, 3, 3, 3)
+    then_g = helper.make_graph([helper.make_node("Neg", ["k"], ["nk"])], "then", [], [vi("nk", np.float32, k.shape)])
+    else_g = helper.make_graph([], "else", [], [vi("k", np.float32, k.shape)])
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["img", "k"], ["conv"], pads=[1, 1, 1, 1]),
+         helper.make_node("If", ["p"], ["kernel"], then_branch=then_g, else_branch=else_g)],
+        "conv_and_if", [vi("img", img), vi("p", np.bool_, ())],
+        [vi("conv", np.float32, (1, 4, 5, 5)), vi("kernel", np.float32, k.shape)], [numpy_helper.from_array(k, "k")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = os.path.join(workdir, "conv_and_if.onnx")
+    onnx.save(m, path)
+    proc = run(cli, path, {"img": img, "p": np.array(False)}, ["conv", "kernel"], workdir, "conv_and_if")
+    if proc.returncode != 0:
+        failures.append(f"a Conv's weights returned by an If: weft run failed: {proc.stderr.strip()}")
+    else:
+        got_k = np.load(os.path.join(workdir, "conv_and_if", "kernel.npy"))
+        got_conv = np.load(os.path.join(workdir, "conv_and_if", "conv.npy"))
+        if got_k.shape != k.shape or not np.array_equal(got_k, k):
+            failures.append(f"a Conv's weights returned by an If: shape {got_k.shape}, expected {k.shape} as stored")
+        if not np.allclose(got_conv, conv2d(img, k, pads=(1, 1, 1, 1)), rtol=1e-4, atol=1e-4):
+            failures.append("a Conv's weights returned by an If: the Conv's values are wrong")
+    return failures
 
 
 # --- Building and running ----------------------------------------------------------------
@@ -827,6 +929,9 @@ def main():
             else:
                 failures += compare(workdir, case.name, fetches1)
     exported = 0
+    if not args.k:
+        failures += floor_mod_export(args.cli, workdir)
+        failures += subgraph_sharing(args.cli, workdir)
     for opset, batch in sorted(by_opset.items()):
         failures += round_trip(args.cli, batch, opset, workdir)
         exported += len([c for c in batch if c.op not in NOT_EXPORTED and c.name != "pad_edge"])
