@@ -160,6 +160,10 @@ class Exporter {
   // when first read this way (a conv filter read through ConstInput only
   // is stored once, rearranged).
   std::string In(const Node& n, int i) {
+    if (i < 0 || static_cast<std::size_t>(i) >= n.inputs.size()) {
+      deferred_error_ = InternalError("node ", Quote(n.name()), " (", n.op_name(), ") has no input ", i);
+      return std::string();
+    }
     const std::string& name = names_.at(n.inputs[static_cast<std::size_t>(i)]);
     auto pending = pending_.find(name);
     if (pending != pending_.end()) {
@@ -602,12 +606,12 @@ Status Exporter::Convert(int id) {
   }
   if (op == "Reshape" || op == "BroadcastTo" || op == "Tile" || op == "Fill") {
     // Shapes are int64 in ONNX.
-    const int shape_input = op == "Fill" ? 0 : 1;
-    std::string shape = In(n, shape_input);
-    if (op == "Tile") {
+    if (op == "Tile") {  // one input: the repeats are an attr
       Emit("Tile", {In(n, 0), I64s(n.name() + "/repeats", AInts(n, "multiples"))}, {out}, n.name());
       return Status();
     }
+    const int shape_input = op == "Fill" ? 0 : 1;
+    std::string shape = In(n, shape_input);
     if (InType(n, shape_input) != DType::kI64) {
       shape = Emit1("Cast", {shape}, n.name() + "/shape64",
                     [](onnx::NodeProto* p) { AttrInt(p, "to", onnx::TensorProto::INT64); });
