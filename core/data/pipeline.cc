@@ -67,6 +67,18 @@ Pipeline::Pipeline(std::shared_ptr<const Examples> examples, PipelineOptions opt
   example_size_ = examples_->features.num_elements() / n_;
 }
 
+namespace {
+
+Status CheckPosition(const Position& p, int64_t n, std::string_view what) {
+  if (p.epoch < 0 || p.index < 0 || p.index > n) {
+    return InvalidArgumentError("input pipeline: ", what, " position (epoch ", p.epoch, ", index ", p.index,
+                                ") is outside the data (epochs from 0, index 0..", n, ")");
+  }
+  return Status();
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Pipeline>> Pipeline::Create(std::shared_ptr<const Examples> examples, PipelineOptions options,
                                                      Position start) {
   if (examples == nullptr) return InvalidArgumentError("input pipeline: no examples");
@@ -108,10 +120,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::Create(std::shared_ptr<const Examp
   if (options.epochs < -1) {
     return InvalidArgumentError("input pipeline: epochs must be >= 0, or -1 for no end; got ", options.epochs);
   }
-  if (start.epoch < 0 || start.index < 0 || start.index > n) {
-    return InvalidArgumentError("input pipeline: start position (epoch ", start.epoch, ", index ", start.index,
-                                ") is outside the data (epochs from 0, index 0..", n, ")");
-  }
+  if (Status inside = CheckPosition(start, n, "start"); !inside.ok()) return inside;
   std::vector<int64_t> stored(features.shape().dims().begin() + 1, features.shape().dims().end());
   auto example_shape = ResolveExampleShape(options.example_shape, Shape(stored));
   if (!example_shape.ok()) return example_shape.status().WithContext("input pipeline");
@@ -256,6 +265,29 @@ Expected<Batch> Pipeline::Next() {
   lock.unlock();
   not_full_.notify_one();
   return batch;
+}
+
+Status Pipeline::Seek(Position to) {
+  WEFT_RETURN_IF_ERROR(CheckPosition(to, n_, "seek"));
+  // Stop the producer (it may be waiting for room) and drop what it made.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  not_full_.notify_all();
+  if (producer_.joinable()) producer_.join();
+  Position first;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ready_.clear();
+    stop_ = false;
+    finished_ = false;
+    final_ = Status();
+    next_ = Normalize(to);
+    first = next_;
+  }
+  if (options_.prefetch > 0) producer_ = std::thread([this, first] { Produce(first); });
+  return Status();
 }
 
 Position Pipeline::position() const {

@@ -119,6 +119,12 @@ class Pipeline {
   int64_t batches_per_epoch() const;
   // Where the |step|-th batch from the beginning starts (step >= 0).
   Position PositionOfStep(int64_t step) const;
+  // Moves to |to|: the next Next() returns the batch a pipeline created at
+  // |to| would (batches prepared ahead are dropped; a finished pipeline
+  // runs again). A synchronous worker whose step jumped ahead uses it.
+  // INVALID_ARGUMENT, changing nothing, for a position outside the data.
+  // Call from the thread that calls Next().
+  Status Seek(Position to);
 
  private:
   Pipeline(std::shared_ptr<const Examples> examples, PipelineOptions options, Shape batch_shape);

@@ -288,6 +288,40 @@ TEST(Pipeline, PositionOfStep) {
   for (int k = 0; k < 6; ++k) EXPECT_EQ(run.positions[static_cast<std::size_t>(k)], p->PositionOfStep(k)) << k;
 }
 
+TEST(Pipeline, SeekGivesTheBatchesOfAPipelineStartedThere) {
+  for (int64_t prefetch : {0, 2}) {
+    PipelineOptions o;
+    o.batch_size = 2;
+    o.num_shards = 2;
+    o.shard_index = 1;
+    o.seed = 3;
+    o.epochs = 3;
+    o.prefetch = prefetch;
+    auto p = Make(Numbered(10), o);
+    // Forward past an epoch boundary, back to the start, and after the end.
+    for (int64_t step : {3, 0, 5, 1}) {
+      const Position at = p->PositionOfStep(step);
+      ASSERT_TRUE(p->Seek(at).ok());
+      EXPECT_EQ(p->position(), at);
+      auto fresh = Make(Numbered(10), o, at);
+      const Collected want = Collect(*fresh, static_cast<int>(6 - step));
+      const Collected got = Collect(*p, static_cast<int>(6 - step));
+      ASSERT_EQ(got.batches.size(), want.batches.size()) << "step " << step;
+      for (std::size_t k = 0; k < got.batches.size(); ++k) {
+        EXPECT_TRUE(got.batches[k].labels.BitwiseEquals(want.batches[k].labels)) << "step " << step << " k " << k;
+        EXPECT_TRUE(got.batches[k].features.BitwiseEquals(want.batches[k].features));
+        EXPECT_EQ(got.batches[k].start, want.batches[k].start);
+      }
+      // At the end of the 3 epochs; a seek runs it again.
+      EXPECT_EQ(p->Next().status().code(), Code::kOutOfRange);
+    }
+    EXPECT_EQ(p->Seek(Position{0, 11}).message(),
+              "input pipeline: seek position (epoch 0, index 11) is outside the data (epochs from 0, index 0..10)");
+    // A refused seek changes nothing: still at the end.
+    EXPECT_EQ(p->Next().status().code(), Code::kOutOfRange);
+  }
+}
+
 TEST(Pipeline, BadShardsAreErrors) {
   auto ex = Numbered(10);
   PipelineOptions o;
