@@ -1859,11 +1859,16 @@ const onnx::GraphProto* GraphAttr(NodeContext& c, std::string_view name) {
 }
 
 // An ONNX condition (a bool tensor of one element) as a scalar.
-Expected<Output> ScalarBool(NodeContext& c, const Output& x, std::string_view what) {
-  if (x.dtype() != DType::kBool) return c.Error(what, " must be bool, got ", DTypeName(x.dtype()));
+// |x| (one element) as a scalar, its nodes named after |what|.
+Output AsScalar(NodeContext& c, const Output& x, std::string_view what) {
   if (x.shape().rank() == 0) return x;
   return c.b().Op("Reshape", {x, c.b().Const(Int64s({}, Shape{0}), c.Name(StrCat(what, "_shape")))}, {},
                   c.Name(StrCat(what, "_scalar")));
+}
+
+Expected<Output> ScalarBool(NodeContext& c, const Output& x, std::string_view what) {
+  if (x.dtype() != DType::kBool) return c.Error(what, " must be bool, got ", DTypeName(x.dtype()));
+  return AsScalar(c, x, what);
 }
 
 Status IfOp(NodeContext& c) {
@@ -1946,9 +1951,7 @@ Expected<Output> ScalarI64(NodeContext& c, const Output& x, std::string_view wha
     if (!IsInteger(x.dtype())) return c.Error(what, " must be an integer, got ", DTypeName(x.dtype()));
     y = c.b().Op("Cast", {x}, {{"DstT", AttrValue(DType::kI64)}}, c.Name(StrCat(what, "_i64")));
   }
-  if (y.shape().rank() == 0) return y;
-  return c.b().Op("Reshape", {y, c.b().Const(Int64s({}, Shape{0}), c.Name(StrCat(what, "_shape")))}, {},
-                  c.Name(StrCat(what, "_scalar")));
+  return AsScalar(c, y, what);
 }
 
 Status LoopOp(NodeContext& c) {

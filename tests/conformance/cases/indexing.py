@@ -18,36 +18,10 @@ import math
 
 import numpy as np
 
-ALL = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool"]
-NUMERIC = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8"]
+# The dtype lists and value makers the array ops' cases use.
+from cases.array import ALL, NP, NUMERIC, cast, rng, values
+
 FLOATS = ["f32", "f64", "f16", "bf16"]
-NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32,
-      "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
-
-
-def rng(seed):
-    return np.random.default_rng(seed)
-
-
-def values(g, r, shape, dtype):
-    """Distinct-looking values of |dtype| (bf16 rounded, kept as f32)."""
-    if dtype == "bool":
-        return r.integers(0, 2, shape).astype(np.bool_)
-    if dtype == "u8":
-        return r.integers(0, 250, shape).astype(np.uint8)
-    if dtype in ("i8", "i16", "i32", "i64"):
-        return r.integers(-100, 100, shape).astype(NP[dtype])
-    x = r.standard_normal(shape) * 10
-    if dtype == "bf16":
-        return g.to_bf16(x.astype(np.float32))
-    return x.astype(NP[dtype])
-
-
-def cast(g, x, dtype):
-    """|x| as |dtype|, exactly representable (bf16 rounded, kept as f32)."""
-    if dtype == "bf16":
-        return g.to_bf16(np.asarray(x, np.float32))
-    return np.asarray(x).astype(NP[dtype])
 
 
 def positive(indices, size):
