@@ -38,6 +38,13 @@ void RegisterStateGradients(GradRegistry& r) {
   r.NotDifferentiable("Stack");
   r.NotDifferentiable("StackPush");
   r.NotDifferentiable("StackPop");
+  // Synchronous training's accumulators and step tokens move gradients and
+  // steps between tasks; the training graph wires them itself.
+  for (const char* op :
+       {"GradientAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient", "AccumulatorSetGlobalStep",
+        "StepTokenQueue", "StepTokenPut", "StepTokenTake", "StepTokenClose"}) {
+    r.NotDifferentiable(op);
+  }
 }
 
 }  // namespace weft::grad

@@ -223,9 +223,10 @@ Expected<NodeTypes> InferNode(const OpDef& op, NodeDef& def, const std::vector<N
     Status fits = CheckShapeFits(types.output_shapes[i], types.output_types[i]);
     if (!fits.ok()) return fits.WithContext(StrCat(where, ": output ", i));
   }
-  // Resource handles carry their variable's declared shape along.
+  // Resource handles carry their variable's (or gradient accumulator's)
+  // declared shape along.
   types.output_handle_shapes.assign(types.output_types.size(), Shape::UnknownRank());
-  if (def.op == "VarHandle") {
+  if (def.op == "VarHandle" || def.op == "GradientAccumulator") {
     types.output_handle_shapes[0] = attrs.find("shape")->second.get<Shape>();
   } else if ((def.op == "Identity" || def.op == "Enter" || def.op == "Exit" || def.op == "Switch" ||
               def.op == "Merge") &&

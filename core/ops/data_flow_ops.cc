@@ -3,6 +3,8 @@
 // runtime implements them for every device (core/runtime/queue_kernels.cc);
 // the elements live in host memory. Stacks: per-step resources that save a
 // loop's forward values by iteration (core/runtime/stack_kernels.cc).
+// Gradient accumulators and step tokens: synchronous training on parameter
+// servers (core/runtime/accumulator.h).
 #include "core/ops/ops.h"
 #include "core/ops/shape_fns.h"
 
@@ -51,6 +53,13 @@ Status DequeueManyShape(InferenceContext& c) {
   const Shape& n = c.input_shape(1);
   if (!n.unknown_rank() && n.rank() != 0) return c.Error("n must be a scalar; got shape ", n.ToString());
   for (int i = 0; i < c.num_outputs(); ++i) c.set_output(i, Shape::UnknownRank());
+  return Status();
+}
+
+// A handle-taking op's i64 scalar input |i|.
+Status ScalarI64Input(InferenceContext& c, int i, const char* what) {
+  const Shape& s = c.input_shape(i);
+  if (!s.unknown_rank() && s.rank() != 0) return c.Error(what, " must be a scalar; got shape ", s.ToString());
   return Status();
 }
 
@@ -175,6 +184,131 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           .Doc("Removes and returns the element saved under index: NOT_FOUND, naming the stack and the index, "
                "when there is none. elem_type must be the stack's; elem_shape, when given, is the shape the "
                "graph assumes for it (the shape its StackPush saw).")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("GradientAccumulator")
+          .Output("handle: resource")
+          .Attr("dtype: {f16, bf16, f32, f64}")
+          .Attr("shape: shape")
+          .Attr("replicas_to_aggregate: int")
+          .Attr("variable: string = ''")
+          .Attr("create: bool = true")
+          .Attr("container: string = ''")
+          .Attr("shared_name: string = ''")
+          .Stateful()
+          .Shape([](InferenceContext& c) {
+            const Shape& shape = c.ShapeAttr("shape");
+            if (!shape.IsFullyDefined()) {
+              return c.Error("shape is ", shape.ToString(), "; an accumulator's shape must be fully defined");
+            }
+            Status fits = CheckShapeFits(shape, c.Type("dtype"));
+            if (!fits.ok()) return c.Error(fits.message());
+            if (c.Int("replicas_to_aggregate") < 1) {
+              return c.Error("replicas_to_aggregate is ", c.Int("replicas_to_aggregate"), "; it must be >= 1");
+            }
+            c.set_output(0, Shape{});
+            return Status();
+          })
+          .Doc("A handle to the gradient accumulator (container, shared_name) on its device: it keeps the first "
+               "replicas_to_aggregate gradients of 'variable' (dtype, shape) computed at its current step and "
+               "drops older and later ones (synchronous training; docs/distributed.md). Created at step 0 the "
+               "first time unless create is false, when a missing one is NOT_FOUND naming the variable (a "
+               "worker whose model has a variable the chief's lacks). An existing one made with another dtype, "
+               "shape or replicas_to_aggregate is an error naming both.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("AccumulatorApplyGradient")
+          .Input("handle: resource")
+          .Input("local_step: i64")
+          .Input("gradient: dtype")
+          .Output("accepted: bool")
+          .Attr("dtype: {f16, bf16, f32, f64}")
+          .Attr("replica: int")
+          .Attr("replica_name: string = ''")
+          .Stateful()
+          .Shape([](InferenceContext& c) {
+            Status scalar = ScalarI64Input(c, 1, "local_step");
+            if (!scalar.ok()) return scalar;
+            c.set_output(0, Shape{});
+            return Status();
+          })
+          .Doc("Offers replica's gradient, computed with the parameters of step local_step. True when it is "
+               "kept; false when it is dropped as stale: computed at an older step than the accumulator's, or "
+               "arriving after replicas_to_aggregate were kept for this step. A gradient for a later step "
+               "(FAILED_PRECONDITION), a second one from the same replica in a step, or one of another shape "
+               "is an error naming both sides. replica_name names the replica in messages.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("AccumulatorTakeGradient")
+          .Input("handle: resource")
+          .Output("average: dtype")
+          .Output("aggregated: i64")
+          .Output("stale: i64")
+          .Output("late: i64")
+          .Attr("dtype: {f16, bf16, f32, f64}")
+          .Attr("timeout_ms: int = 0")
+          .Attr("replica_names: list(string) = []")
+          .Stateful()
+          .Shape([](InferenceContext& c) {
+            if (c.Int("timeout_ms") < 0) return c.Error("timeout_ms is ", c.Int("timeout_ms"), "; it must be >= 0");
+            c.set_output(0, c.input_handle_shape(0));
+            for (int i = 1; i < 4; ++i) c.set_output(i, Shape{});
+            return Status();
+          })
+          .Doc("Waits (without holding a thread) until replicas_to_aggregate gradients of the current step are "
+               "kept, then outputs their mean, summed in ascending replica order (f32 for 16-bit types), and "
+               "advances the accumulator to the next step, so that later gradients of this one are stale. "
+               "aggregated is the number averaged; stale and late count the gradients dropped since the "
+               "previous take for an older step and for arriving after the others. After timeout_ms (0: no "
+               "limit) fails with DEADLINE_EXCEEDED naming, by replica_names, the replicas that sent nothing.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("AccumulatorSetGlobalStep")
+                     .Input("handle: resource")
+                     .Input("step: i64")
+                     .Stateful()
+                     .Shape([](InferenceContext& c) { return ScalarI64Input(c, 1, "step"); })
+                     .Doc("Sets the accumulator's current step (at initialisation and after a restore) and drops the "
+                          "gradients it kept and its counts.")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("StepTokenQueue")
+                     .Output("handle: resource")
+                     .Attr("container: string = ''")
+                     .Attr("shared_name: string = ''")
+                     .Stateful()
+                     .Shape(ScalarShape)
+                     .Doc("A handle to the step token queue (container, shared_name) on its device: it holds the "
+                          "latest step the chief released to the workers of a synchronous run (none at first). "
+                          "Unlike TensorFlow's token FIFO it never hands out an old step.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("StepTokenPut")
+          .Input("handle: resource")
+          .Input("step: i64")
+          .Attr("reset: bool = false")
+          .Stateful()
+          .Shape([](InferenceContext& c) { return ScalarI64Input(c, 1, "step"); })
+          .Doc("Releases step (and every earlier one) to the waiting StepTokenTakes; a step below the latest "
+               "released is ignored. With reset, the released step becomes step exactly and a closed queue "
+               "opens again (after a restore).")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("StepTokenTake")
+          .Input("handle: resource")
+          .Input("local_step: i64")
+          .Output("step: i64")
+          .Attr("timeout_ms: int = 0")
+          .Stateful()
+          .Shape([](InferenceContext& c) {
+            if (c.Int("timeout_ms") < 0) return c.Error("timeout_ms is ", c.Int("timeout_ms"), "; it must be >= 0");
+            Status scalar = ScalarI64Input(c, 1, "local_step");
+            if (!scalar.ok()) return scalar;
+            c.set_output(0, Shape{});
+            return Status();
+          })
+          .Doc("Waits (without holding a thread) until a step later than local_step is released, and outputs the "
+               "latest released step. On a closed queue with none later, fails with OUT_OF_RANGE, the clean end "
+               "of the run; after timeout_ms (0: no limit), with DEADLINE_EXCEEDED.")));
+  WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("StepTokenClose")
+                                      .Input("handle: resource")
+                                      .Stateful()
+                                      .Shape(NoOutputShape)
+                                      .Doc("Closes the step token queue: takes waiting for a later step end "
+                                           "with OUT_OF_RANGE.")));
   return Status();
 }
 

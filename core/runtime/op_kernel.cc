@@ -7,6 +7,7 @@
 
 #include "core/ops/shape_fns.h"
 #include "core/plugin/host_services.h"
+#include "core/runtime/accumulator_kernels.h"
 #include "core/runtime/checkpoint_kernels.h"
 #include "core/runtime/queue_kernels.h"
 #include "core/runtime/send_recv_kernels.h"
@@ -586,6 +587,9 @@ KernelPtr Make(const Graph::Node&, const RuntimeDevice&) {
   return std::unique_ptr<OpKernel>(new K());
 }
 KernelPtr MakeQueue(const Graph::Node& node, const RuntimeDevice& device) { return CreateQueueKernel(node, device); }
+KernelPtr MakeAccumulator(const Graph::Node& node, const RuntimeDevice& device) {
+  return CreateAccumulatorKernel(node, device);
+}
 KernelPtr MakeStack(const Graph::Node& node, const RuntimeDevice&) { return CreateStackKernel(node); }
 KernelPtr MakeCheckpoint(const Graph::Node& node, const RuntimeDevice&) { return CreateCheckpointKernel(node); }
 KernelPtr MakeSendRecv(const Graph::Node& node, const RuntimeDevice& device) {
@@ -669,6 +673,15 @@ const std::map<std::string, RuntimeFactory, std::less<>>& RuntimeKernels() {
       {"QueueDequeueMany", MakeQueue},
       {"QueueEnqueueMany", MakeQueue},
       {"QueueSize", MakeQueue},
+      // accumulator_kernels.cc
+      {"GradientAccumulator", MakeAccumulator},
+      {"AccumulatorApplyGradient", MakeAccumulator},
+      {"AccumulatorTakeGradient", MakeAccumulator},
+      {"AccumulatorSetGlobalStep", MakeAccumulator},
+      {"StepTokenQueue", MakeAccumulator},
+      {"StepTokenPut", MakeAccumulator},
+      {"StepTokenTake", MakeAccumulator},
+      {"StepTokenClose", MakeAccumulator},
       // stack_kernels.cc
       {"Stack", MakeStack},
       {"StackPop", MakeStack},

@@ -100,6 +100,14 @@ const std::map<std::string, std::string>& Exempt() {
       {"Stack", "stack_test.cc (per-step stacks: push and pop by index, errors)"},
       {"StackPush", "stack_test.cc"},
       {"StackPop", "stack_test.cc"},
+      {"GradientAccumulator", "sync_ops_test.cc (accumulators and step tokens: stale, late, timeouts, threads)"},
+      {"AccumulatorApplyGradient", "sync_ops_test.cc"},
+      {"AccumulatorTakeGradient", "sync_ops_test.cc (the mean against a hand sum, in replica order)"},
+      {"AccumulatorSetGlobalStep", "sync_ops_test.cc"},
+      {"StepTokenQueue", "sync_ops_test.cc"},
+      {"StepTokenPut", "sync_ops_test.cc"},
+      {"StepTokenTake", "sync_ops_test.cc"},
+      {"StepTokenClose", "sync_ops_test.cc"},
   };
   return exempt;
 }
