@@ -223,10 +223,10 @@ void GradientAccumulator::Take(int64_t timeout_ms, std::vector<std::string> repl
     }
   }
   if (timeout_ms > 0) {
-    const Timer::Id timer = Timer::Global().Schedule(Timer::Clock::now() + std::chrono::milliseconds(timeout_ms),
-                                                     [self, id] {
-                                                       if (auto a = self.lock()) a->Expire(id);
-                                                     });
+    const Timer::Id timer =
+        Timer::Global().Schedule(Timer::Clock::now() + std::chrono::milliseconds(timeout_ms), [self, id] {
+          if (auto a = self.lock()) a->Expire(id);
+        });
     std::lock_guard<std::mutex> relock(mutex_);
     if (waiter_ && waiter_->id == id) {
       waiter_->timer = timer;
@@ -253,8 +253,8 @@ void GradientAccumulator::Cancelled(int64_t id) {
   }
   if (!w) return;
   if (w->timer != Timer::kInvalidId) Timer::Global().Cancel(w->timer);
-  w->done(Status(Code::kCancelled, StrCat("the step was cancelled while ", Named(), " waited for step ", step,
-                                          "'s gradients")),
+  w->done(Status(Code::kCancelled,
+                 StrCat("the step was cancelled while ", Named(), " waited for step ", step, "'s gradients")),
           Taken{});
 }
 
@@ -269,7 +269,7 @@ void GradientAccumulator::Expire(int64_t id) {
     const int64_t arrived = static_cast<int64_t>(kept_.size());
     auto name = [&](int64_t r) {
       return r < static_cast<int64_t>(w->replica_names.size()) ? w->replica_names[static_cast<std::size_t>(r)]
-                                                                 : StrCat("replica ", r);
+                                                               : StrCat("replica ", r);
     };
     std::vector<std::string> from;
     for (const auto& [replica, g] : kept_) from.push_back(name(replica));
@@ -398,10 +398,10 @@ void StepTokenQueue::Take(int64_t local_step, int64_t timeout_ms, CancellationMa
     it->second.token = token;
   }
   if (timeout_ms > 0) {
-    const Timer::Id timer = Timer::Global().Schedule(Timer::Clock::now() + std::chrono::milliseconds(timeout_ms),
-                                                     [self, id] {
-                                                       if (auto q = self.lock()) q->Expire(id);
-                                                     });
+    const Timer::Id timer =
+        Timer::Global().Schedule(Timer::Clock::now() + std::chrono::milliseconds(timeout_ms), [self, id] {
+          if (auto q = self.lock()) q->Expire(id);
+        });
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = waiters_.find(id);
     if (it == waiters_.end()) {

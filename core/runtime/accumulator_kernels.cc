@@ -84,8 +84,7 @@ Expected<std::unique_ptr<OpKernel>> CreateAccumulator(const Graph::Node& node, c
 
 class ApplyKernel : public OpKernel {
  public:
-  ApplyKernel(int64_t replica, std::string replica_name)
-      : replica_(replica), replica_name_(std::move(replica_name)) {}
+  ApplyKernel(int64_t replica, std::string replica_name) : replica_(replica), replica_name_(std::move(replica_name)) {}
   bool IsInline() const override { return true; }
   Status Compute(OpKernelContext& ctx) override {
     WEFT_ASSIGN_OR_RETURN(GradientAccumulator * acc, InputResource<GradientAccumulator>(ctx, "gradient accumulator"));
@@ -146,11 +145,10 @@ class SetGlobalStepKernel : public OpKernel {
 
 Expected<std::unique_ptr<OpKernel>> CreateTokenQueue(const Graph::Node& node, const RuntimeDevice& device) {
   const std::string name = ResourceName(node);
-  WEFT_ASSIGN_OR_RETURN(auto queue, device.resources().LookupOrCreate<StepTokenQueue>(
-                                        Attr(node, "container").get<std::string>(), name, "step token queue",
-                                        [&]() -> Expected<std::shared_ptr<StepTokenQueue>> {
-                                          return StepTokenQueue::Create(name);
-                                        }));
+  WEFT_ASSIGN_OR_RETURN(
+      auto queue, device.resources().LookupOrCreate<StepTokenQueue>(
+                      Attr(node, "container").get<std::string>(), name, "step token queue",
+                      [&]() -> Expected<std::shared_ptr<StepTokenQueue>> { return StepTokenQueue::Create(name); }));
   return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(queue))));
 }
 
@@ -208,9 +206,10 @@ Expected<int64_t> TimeoutAttr(const Graph::Node& node) {
   return ms;
 }
 
-constexpr std::array<std::string_view, 8> kAccumulatorOps = {
-    "AccumulatorApplyGradient", "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "GradientAccumulator",
-    "StepTokenClose",           "StepTokenPut",             "StepTokenQueue",          "StepTokenTake"};
+constexpr std::array<std::string_view, 8> kAccumulatorOps = {"AccumulatorApplyGradient", "AccumulatorSetGlobalStep",
+                                                             "AccumulatorTakeGradient",  "GradientAccumulator",
+                                                             "StepTokenClose",           "StepTokenPut",
+                                                             "StepTokenQueue",           "StepTokenTake"};
 
 }  // namespace
 

@@ -50,11 +50,10 @@ struct SyncOps {
            StrCat("apply", r));
     }
     b.AddNode("AccumulatorTakeGradient", {acc}, {{"dtype", AttrValue(dtype)}}, "take");
-    b.AddNode("AccumulatorTakeGradient", {acc},
-              {{"dtype", AttrValue(dtype)},
-               {"timeout_ms", AttrValue(int64_t{300})},
-               {"replica_names", AttrValue(kNames)}},
-              "take_timed");
+    b.AddNode(
+        "AccumulatorTakeGradient", {acc},
+        {{"dtype", AttrValue(dtype)}, {"timeout_ms", AttrValue(int64_t{300})}, {"replica_names", AttrValue(kNames)}},
+        "take_timed");
     b.Op("AccumulatorSetGlobalStep", {acc, s}, {}, "set");
     Output tq = b.Op("StepTokenQueue", {}, {}, "tq");
     b.Op("StepTokenPut", {tq, s}, {}, "put");
@@ -73,15 +72,13 @@ struct SyncOps {
   }
   Expected<bool> Apply(int64_t replica, int64_t step, const std::vector<float>& g) {
     std::vector<Tensor> out;
-    WEFT_RETURN_IF_ERROR(
-        session->Run({{"s", Tensor::Scalar<int64_t>(step)}, {StrCat("g", replica), Gradient(g)}},
-                     {StrCat("apply", replica)}, {}, &out));
+    WEFT_RETURN_IF_ERROR(session->Run({{"s", Tensor::Scalar<int64_t>(step)}, {StrCat("g", replica), Gradient(g)}},
+                                      {StrCat("apply", replica)}, {}, &out));
     return out[0].scalar<bool>();
   }
   Expected<Taken> Take(const std::string& node = "take", const runtime::RunOptions& options = {}) {
     std::vector<Tensor> out;
-    WEFT_RETURN_IF_ERROR(
-        session->Run({}, {node + ":0", node + ":1", node + ":2", node + ":3"}, {}, &out, options));
+    WEFT_RETURN_IF_ERROR(session->Run({}, {node + ":0", node + ":1", node + ":2", node + ":3"}, {}, &out, options));
     Taken t;
     for (int64_t i = 0; i < out[0].num_elements(); ++i) {
       t.average.push_back(dtype == DType::kF32 ? out[0].data<float>()[i]
@@ -153,8 +150,8 @@ TEST(GradientAccumulator, SumsInReplicaOrderWhateverTheArrivalOrder) {
   // In f32, 1 + 1e8 rounds to 1e8 (the spacing there is 8), so
   // (1 + 1e8) + -1e8 = 0 but (-1e8 + 1e8) + 1 = 1. The replica order
   // 0, 1, 2 always gives the first: mean 0.
-  for (const std::vector<int64_t>& order : {std::vector<int64_t>{0, 1, 2}, std::vector<int64_t>{2, 1, 0},
-                                            std::vector<int64_t>{1, 2, 0}}) {
+  for (const std::vector<int64_t>& order :
+       {std::vector<int64_t>{0, 1, 2}, std::vector<int64_t>{2, 1, 0}, std::vector<int64_t>{1, 2, 0}}) {
     SyncOps ops(3);
     const std::vector<std::vector<float>> g = {{1, 2, 0}, {1e8f, 1e8f, 0}, {-1e8f, -1e8f, 0}};
     for (int64_t r : order) ASSERT_TRUE(*ops.Apply(r, 0, g[static_cast<std::size_t>(r)]));
@@ -267,8 +264,7 @@ TEST(GradientAccumulator, SetGlobalStepMovesTheStepAndDropsWhatWasKept) {
   EXPECT_EQ(t->stale, 1);
   EXPECT_EQ(ops.accumulator().global_step(), 6);
   Status negative = ops.Run("set", -1);
-  EXPECT_EQ(negative.message(),
-            "node 'set' (AccumulatorSetGlobalStep) on /device:CPU:0: step is -1; it must be >= 0");
+  EXPECT_EQ(negative.message(), "node 'set' (AccumulatorSetGlobalStep) on /device:CPU:0: step is -1; it must be >= 0");
 }
 
 TEST(GradientAccumulator, AWorkerWithoutTheChiefsAccumulatorIsToldWhy) {
@@ -321,9 +317,13 @@ TEST(GradientAccumulator, BadAttrsAreRefusedWhenTheGraphIsBuilt) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{-1})}, {"replicas_to_aggregate", AttrValue(int64_t{2})}},
+      {{{"dtype", AttrValue(DType::kF32)},
+        {"shape", AttrValue(Shape{-1})},
+        {"replicas_to_aggregate", AttrValue(int64_t{2})}},
        "shape is [?]; an accumulator's shape must be fully defined"},
-      {{{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{3})}, {"replicas_to_aggregate", AttrValue(int64_t{0})}},
+      {{{"dtype", AttrValue(DType::kF32)},
+        {"shape", AttrValue(Shape{3})},
+        {"replicas_to_aggregate", AttrValue(int64_t{0})}},
        "replicas_to_aggregate is 0; it must be >= 1"},
       {{{"dtype", AttrValue(DType::kF32)},
         {"shape", AttrValue(Shape{int64_t{1} << 40, int64_t{1} << 40})},
