@@ -324,19 +324,34 @@ class Reporter {
     return Status();
   }
 
+  // |extra| (text before the ETA, and fields of the JSON record) adds
+  // what a mode reports besides: synchronous training's gradient counts.
   void Progress(int64_t step, int64_t total, double loss, double accuracy, double lr, double examples_per_sec,
-                double eta_seconds) {
+                double eta_seconds, const std::string& extra = "", const Json& extra_json = Json::object()) {
     std::ostringstream line;
     line << "step " << step << "/" << total << "  loss " << Fixed(loss, 4);
     if (!std::isnan(accuracy)) line << "  accuracy " << Fixed(accuracy, 4);
     line << "  lr " << std::setprecision(3) << lr << "  " << static_cast<int64_t>(examples_per_sec + 0.5)
-         << " examples/s  ETA " << FormatEta(eta_seconds);
+         << " examples/s";
+    if (!extra.empty()) line << "  " << extra;
+    line << "  ETA " << FormatEta(eta_seconds);
     Line(line.str(), /*transient=*/true);
+    Json record = {{"step", step},
+                   {"loss", loss},
+                   {"accuracy", accuracy},
+                   {"learning_rate", lr},
+                   {"examples_per_sec", examples_per_sec}};
+    for (auto it = extra_json.begin(); it != extra_json.end(); ++it) record[it.key()] = it.value();
+    Metric(record);
+  }
+
+  // Synchronous training, on the chief: one record per global step.
+  void SyncStep(int64_t step, int64_t aggregated, int64_t stale, int64_t late) {
     Metric({{"step", step},
-            {"loss", loss},
-            {"accuracy", accuracy},
-            {"learning_rate", lr},
-            {"examples_per_sec", examples_per_sec}});
+            {"aggregated", aggregated},
+            {"stale_dropped", stale + late},
+            {"late", late},
+            {"stale", stale}});
   }
 
   void Evaluation(int64_t step, double loss, double accuracy, int64_t examples) {
@@ -351,10 +366,14 @@ class Reporter {
   void Note(const std::string& text) { Line(text, false); }
 
   void Final(const TrainResult& r) {
-    Line(StrCat("final: step=", r.step, " loss=", Fixed(r.loss, 4), " test_accuracy=", Fixed(r.test_accuracy, 4),
-                " examples_per_sec=", Fixed(r.examples_per_sec, 1),
-                r.wire_bytes_per_step > 0 ? StrCat(" wire_bytes_per_step=", Fixed(r.wire_bytes_per_step, 0)) : ""),
-         false);
+    std::string sync;
+    if (r.aggregated >= 0) sync += StrCat(" aggregated=", r.aggregated, " stale_dropped=", r.stale_dropped);
+    if (r.late_gradients >= 0) sync += StrCat(" late_gradients=", r.late_gradients);
+    Line(
+        StrCat("final: step=", r.step, " loss=", Fixed(r.loss, 4), " test_accuracy=", Fixed(r.test_accuracy, 4),
+               " examples_per_sec=", Fixed(r.examples_per_sec, 1),
+               r.wire_bytes_per_step > 0 ? StrCat(" wire_bytes_per_step=", Fixed(r.wire_bytes_per_step, 0)) : "", sync),
+        false);
     Json final = {{"final", true},
                   {"step", r.step},
                   {"loss", r.loss},
@@ -363,6 +382,11 @@ class Reporter {
                   {"examples_per_sec", r.examples_per_sec},
                   {"input_wait_fraction", r.input_wait_fraction}};
     if (r.wire_bytes_per_step > 0) final["wire_bytes_per_step"] = r.wire_bytes_per_step;
+    if (r.aggregated >= 0) {
+      final["aggregated"] = r.aggregated;
+      final["stale_dropped"] = r.stale_dropped;
+    }
+    if (r.late_gradients >= 0) final["late_gradients"] = r.late_gradients;
     Metric(final);
   }
 
@@ -611,6 +635,16 @@ class Run {
   Status FinishCluster();
   bool distributed() const { return cluster_ != nullptr; }
   bool chief() const { return worker_ == 0; }
+  // training.mode = "sync" on a cluster (one process trains alike in every
+  // mode).
+  bool sync() const { return distributed() && config_.training.mode == "sync"; }
+  // Sync mode: the rest of Go() once the variables have values.
+  Expected<TrainResult> GoSync(bool restored);
+  // Sync mode, every worker (the chief's on a thread of its own): offers
+  // the gradients of the step it holds, then waits for the next, until the
+  // last step is released. Counts go to |stats|; |report|: progress lines.
+  struct SyncWorkerStats;
+  Status SyncWorkerLoop(SyncWorkerStats* stats, bool report);
 
   const config::Config& config_;
   const plugin::PluginHost& host_;
@@ -642,6 +676,19 @@ class Run {
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
   int64_t step_ = 0;
+};
+
+// What a sync worker's loop counts (read by the chief's apply loop while
+// its own worker thread runs).
+struct Run::SyncWorkerStats {
+  std::mutex mutex;
+  double loss_sum = 0, accuracy_sum = 0;
+  int64_t steps = 0;     // steps computed since the chief last read them
+  int64_t accepted = 0;  // of this worker's gradients (the first variable's), in all
+  int64_t late = 0;      // dropped as stale or late, in all
+  int64_t computed = 0;  // steps computed in all
+  double last_loss = kNaN;
+  double seconds = 0;  // spent in steps, in all
 };
 
 Status Run::Prepare() {
@@ -705,7 +752,7 @@ Status Run::Prepare() {
     return std::shared_ptr<const data::Examples>(std::make_shared<data::Examples>(std::move(*examples)));
   };
   WEFT_ASSIGN_OR_RETURN(train_, load(data.train_images, data.train_labels, "training"));
-  if (num_workers_ > 1) {
+  if (num_workers_ > 1 && !sync()) {
     auto shard = ShardExamples(*train_, worker_, num_workers_);
     if (!shard.ok()) return shard.status().WithContext(StrCat("worker ", worker_, "'s share of the training data"));
     train_ = std::move(*shard);
@@ -715,10 +762,15 @@ Status Run::Prepare() {
     WEFT_ASSIGN_OR_RETURN(test_, load(data.test_images, data.test_labels, "test"));
   }
   const int64_t n = train_->labels.num_elements();
-  steps_per_epoch_ = n / config_.training.batch_size;
+  // In sync mode a step reads a global batch: one batch per worker, each
+  // worker its own slice of it (every worker holds all the examples).
+  const int64_t global_batch = config_.training.batch_size * (sync() ? num_workers_ : 1);
+  steps_per_epoch_ = n / global_batch;
   if (steps_per_epoch_ == 0) {
-    return InvalidArgumentError(Where(config_, "training", "batch_size"), "the batch (", config_.training.batch_size,
-                                ") is larger than the training data (", n, " examples)");
+    return InvalidArgumentError(
+        Where(config_, "training", "batch_size"), "the batch (", config_.training.batch_size,
+        sync() ? StrCat(" per worker, ", global_batch, " for the ", num_workers_, " workers") : std::string(),
+        ") is larger than the training data (", n, " examples)");
   }
   total_steps_ = options_.steps > 0           ? options_.steps
                  : config_.training.steps > 0 ? config_.training.steps
@@ -743,6 +795,10 @@ data::PipelineOptions Run::TrainingInput() const {
   po.shift = config_.data.shift;
   po.example_shape = example_shape_;
   po.prefetch = config_.data.prefetch;
+  if (sync()) {
+    po.num_shards = num_workers_;
+    po.shard_index = worker_;
+  }
   return po;
 }
 
@@ -878,6 +934,21 @@ Status Run::BuildGraph() {
   tgo.seed = config_.training.seed;
   tgo.clip_global_norm = config_.training.clip_global_norm;
   tgo.sparse_updates = config_.training.sparse_updates;
+  if (sync()) {
+    SyncReplicaOptions so;
+    so.replica = worker_;
+    so.replicas_to_aggregate = config_.training.replicas_to_aggregate > 0
+                                   ? config_.training.replicas_to_aggregate
+                                   : num_workers_ - config_.training.backup_workers;
+    so.chief = chief();
+    for (int64_t i = 0; i < num_workers_; ++i) so.replica_names.push_back(dist::TaskPrefix("worker", i));
+    // A take or token wait fails, naming who is missing, before the RPC
+    // that carries it would (cluster.rpc_timeout_ms).
+    const int64_t rpc_ms = config_.cluster ? config_.cluster->rpc_timeout_ms : 60000;
+    so.take_timeout_ms = std::max<int64_t>(1000, rpc_ms - 5000);
+    so.token_timeout_ms = so.take_timeout_ms;
+    tgo.sync = std::move(so);
+  }
   tgo.variable_has_kernel = [variable_kernels, default_kernels](
                                 std::string_view variable, std::string_view op,
                                 const std::vector<std::pair<std::string, DType>>& types) {
@@ -1015,6 +1086,9 @@ Expected<TrainingPlacementPlan> Run::Plan() {
                                   "job named \"ps\", and [cluster] has none");
     }
     cluster_ = c;
+    if (const dist::JobSpec* workers = c->FindJob("worker")) {
+      num_workers_ = std::max<int64_t>(1, static_cast<int64_t>(workers->tasks.size()));
+    }
   }
   WEFT_RETURN_IF_ERROR(BuildGraph());
   TrainingPlacementPlan plan;
@@ -1039,6 +1113,25 @@ std::vector<placement::Pin> Run::ClusterPins() const {
       pins.push_back({StrCat(a.group.variable, "/", optimizer_->name(), suffix), StrCat("/job:ps/task:", a.task),
                       "weft train", StrCat("the update of ", Quote(a.group.variable), ", next to it")});
     }
+  }
+  if (tg_.sync) {
+    int gs_task = 0;
+    for (const dist::VariableAssignment& a : variable_placement_) {
+      if (trained.count(a.group.variable) != 0) {
+        pins.push_back({StrCat(a.group.variable, "/sync/*"), StrCat("/job:ps/task:", a.task), "weft train",
+                        StrCat("the gradient accumulator of ", Quote(a.group.variable), ", next to it")});
+      }
+      for (const std::string& m : a.group.members) {
+        if (m == tg_.global_step) gs_task = a.task;
+      }
+    }
+    for (const std::string& name : tg_.sync->with_global_step) {
+      pins.push_back({name, StrCat("/job:ps/task:", gs_task), "weft train",
+                      "the step tokens of synchronous training, next to the global step"});
+    }
+    // The clipping of the means runs where they are, not on the chief.
+    pins.push_back({"clip/*", StrCat("/job:ps/task:", gs_task), "weft train",
+                    "the clipping of the averaged gradients, on a ps task"});
   }
   pins.push_back(
       {"cluster/workers_done", "/job:ps/task:0", "weft train", "the count of workers that finished, on ps task 0"});
@@ -1083,7 +1176,7 @@ Status Run::CheckClusterRole() {
   worker_ = c->self->task;
   num_workers_ = static_cast<int64_t>(workers->tasks.size());
   WEFT_RETURN_IF_ERROR(CheckTrainingMode(config_, num_workers_, true));
-  if (config_.training.mode != "async") {
+  if (config_.training.mode == "allreduce") {
     return UnimplementedError(Where(config_, "training", "mode"), "\"", config_.training.mode,
                               "\" training on a cluster is not built yet (its design: docs/design/sync-training.md); "
                               "use mode = \"async\" on a cluster, or train in one process, where every mode trains "
@@ -1224,7 +1317,9 @@ Status Run::FinishCluster() {
 }
 
 Expected<std::string> Run::Save(int64_t step) {
-  const data::Position position = pipeline_->position();
+  // In sync mode the chief's worker thread moves its pipeline meanwhile;
+  // the data position of a global step is a function of the step.
+  const data::Position position = sync() ? pipeline_->PositionOfStep(step) : pipeline_->position();
   std::map<std::string, std::string> meta = {
       {kFormatKey, "1"},
       {"step", std::to_string(step)},
@@ -1321,6 +1416,7 @@ Expected<TrainResult> Run::Go() {
   if (!restored) {
     WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, TrainingInput()));
   }
+  if (sync()) return GoSync(restored);
 
   std::vector<std::string> fetches = {tg_.loss};
   if (!accuracy_.empty()) fetches.push_back(accuracy_);
@@ -1427,6 +1523,262 @@ Expected<TrainResult> Run::Go() {
   reporter_.Note(StrCat("trained ", trained, " steps in ", Fixed(train_seconds, 1), " s; waiting for input took ",
                         Fixed(100 * result.input_wait_fraction, 1), "% of it"));
   if (distributed()) WEFT_RETURN_IF_ERROR(FinishCluster());
+  reporter_.Final(result);
+  return result;
+}
+
+Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
+  const SyncNodes& sn = *tg_.sync;
+  std::vector<Tensor> out;
+  // The first step the chief releases: after it initialised or restored
+  // the variables and set the accumulators to that step.
+  WEFT_RETURN_IF_ERROR(session_->Run({{sn.local_step, Tensor::Scalar<int64_t>(-1)}}, {sn.first_token}, {}, &out)
+                           .WithContext("waiting for the chief to release the first step"));
+  int64_t local = out[0].scalar<int64_t>();
+  std::vector<std::string> fetches = {tg_.loss, sn.token, sn.accepted};
+  if (!accuracy_.empty()) fetches.push_back(accuracy_);
+  const int64_t batch_size = config_.training.batch_size;
+  double interval_loss = 0, interval_accuracy = 0;
+  int64_t interval_steps = 0;
+  Clock::time_point interval_start = Clock::now();
+  Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);
+  while (local < total_steps_) {
+    if (!chief() && Clock::now() >= next_chief_check) {
+      Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
+      if (!alive.ok()) {
+        return FailedPreconditionError("the chief (/job:worker/task:0) is gone at step ", local, ": ", alive.message(),
+                                       "; this worker stops");
+      }
+      next_chief_check = Clock::now() + std::chrono::seconds(5);
+    }
+    const Clock::time_point t0 = Clock::now();
+    // A worker whose gradients came too late skips to the step released
+    // since, and to that step's slice of the data.
+    const data::Position want = pipeline_->PositionOfStep(local);
+    if (!(pipeline_->position() == want)) WEFT_RETURN_IF_ERROR(pipeline_->Seek(want));
+    auto batch = pipeline_->Next();
+    if (!batch.ok()) return batch.status().WithContext(StrCat("reading training batch ", local + 1));
+    Status ran = session_->Run(
+        {{images_, batch->features}, {labels_, batch->labels}, {sn.local_step, Tensor::Scalar<int64_t>(local)}},
+        fetches, {}, &out);
+    if (!ran.ok()) {
+      if (ran.code() == Code::kOutOfRange) {
+        if (report) reporter_.Note(StrCat("the chief ended the run before step ", local + 1));
+        break;
+      }
+      return ran.WithContext(StrCat("training step ", local + 1));
+    }
+    const double loss = ScalarValue(out[0]);
+    if (!std::isfinite(loss)) {
+      return FailedPreconditionError("the loss became ", loss, " at step ", local + 1,
+                                     "; lower optimizer.learning_rate or set training.clip_global_norm");
+    }
+    const int64_t next = out[1].scalar<int64_t>();
+    const bool accepted = out[2].scalar<bool>();
+    const double accuracy = accuracy_.empty() ? kNaN : ScalarValue(out[3]);
+    const double seconds = Seconds(Clock::now() - t0);
+    {
+      std::lock_guard<std::mutex> lock(stats->mutex);
+      stats->loss_sum += loss;
+      if (!accuracy_.empty()) stats->accuracy_sum += accuracy;
+      ++stats->steps;
+      ++stats->computed;
+      (accepted ? stats->accepted : stats->late) += 1;
+      stats->last_loss = loss;
+      stats->seconds += seconds;
+    }
+    interval_loss += loss;
+    interval_accuracy += accuracy_.empty() ? 0 : accuracy;
+    ++interval_steps;
+    // Progress at each multiple of log_every the released step passes.
+    if (report && (next / config_.training.log_every > local / config_.training.log_every || next >= total_steps_)) {
+      const double elapsed = Seconds(Clock::now() - interval_start);
+      int64_t accepted_total, late_total;
+      {
+        std::lock_guard<std::mutex> lock(stats->mutex);
+        accepted_total = stats->accepted;
+        late_total = stats->late;
+      }
+      const double eps = elapsed > 0 ? static_cast<double>(interval_steps * batch_size) / elapsed : 0;
+      const double per_step = elapsed / static_cast<double>(interval_steps);
+      reporter_.Progress(std::min(next, total_steps_), total_steps_, interval_loss / interval_steps,
+                         accuracy_.empty() ? kNaN : interval_accuracy / interval_steps,
+                         LearningRateAt(config_.schedule, optimizer_choice_.learning_rate, local, total_steps_), eps,
+                         per_step * static_cast<double>(std::max<int64_t>(0, total_steps_ - next)),
+                         StrCat("own gradients: ", accepted_total, " kept, ", late_total, " dropped as stale"),
+                         {{"own_accepted", accepted_total}, {"own_dropped", late_total}});
+      interval_loss = interval_accuracy = 0;
+      interval_steps = 0;
+      interval_start = Clock::now();
+    }
+    local = next;
+  }
+  return Status();
+}
+
+Expected<TrainResult> Run::GoSync(bool restored) {
+  const SyncNodes& sn = *tg_.sync;
+  TrainResult result;
+  SyncWorkerStats stats;
+  const int64_t n = config_.training.replicas_to_aggregate > 0 ? config_.training.replicas_to_aggregate
+                                                               : num_workers_ - config_.training.backup_workers;
+  if (!chief()) {
+    const Clock::time_point start = Clock::now();
+    WEFT_RETURN_IF_ERROR(SyncWorkerLoop(&stats, /*report=*/true));
+    const double seconds = Seconds(Clock::now() - start);
+    result.step = total_steps_;
+    result.loss = stats.last_loss;
+    result.test_loss = result.test_accuracy = kNaN;
+    result.examples_per_sec =
+        seconds > 0 ? static_cast<double>(stats.computed * config_.training.batch_size) / seconds : 0;
+    result.late_gradients = stats.late;
+    reporter_.Note(StrCat("computed ", stats.computed, " steps; ", stats.accepted, " of this worker's gradients were ",
+                          "averaged, ", stats.late, " dropped as stale"));
+    WEFT_RETURN_IF_ERROR(FinishCluster());
+    reporter_.Final(result);
+    return result;
+  }
+
+  reporter_.Note(StrCat("synchronous: each step averages the first ", n, " of the ", num_workers_,
+                        " workers' gradients (", num_workers_ - n, " backup worker", num_workers_ - n == 1 ? "" : "s",
+                        "); a global batch is ", num_workers_, " x ", config_.training.batch_size, " examples"));
+  // Accumulators and the first token at the current step (0, or the
+  // restored one): the workers start there.
+  WEFT_RETURN_IF_ERROR(session_->Run({{sn.reset_step, Tensor::Scalar<int64_t>(step_)}}, {}, {sn.reset}, nullptr)
+                           .WithContext("setting the gradient accumulators to the first step"));
+  Status worker_status;
+  std::thread worker([&] { worker_status = SyncWorkerLoop(&stats, /*report=*/false); });
+  // Ends the run for the workers (those waiting for a step get
+  // OUT_OF_RANGE) and joins this process's worker thread.
+  bool closed = false;
+  auto close = [&]() -> Status {
+    if (closed) return Status();
+    closed = true;
+    Status s = session_->Run({}, {}, {sn.close}, nullptr);
+    worker.join();
+    return s;
+  };
+  auto fail = [&](Status s) -> Status {
+    (void)close();
+    if (!worker_status.ok() && worker_status.code() != Code::kCancelled) {
+      return worker_status.WithContext("the chief's own worker");
+    }
+    return s;
+  };
+
+  checkpoint::SavePolicy policy(config_.checkpoint.every_steps, config_.checkpoint.every_seconds);
+  policy.Saved(step_, Clock::now());
+  const int64_t first_step = step_;
+  int64_t saved_step = restored ? step_ : -1;
+  int64_t aggregated_total = 0, dropped_total = 0, interval_aggregated = 0, interval_dropped = 0;
+  int64_t last_aggregated = 0, last_dropped = 0;
+  double train_seconds = 0;
+  Clock::time_point interval_start = Clock::now();
+  int64_t interval_steps = 0;
+  const std::vector<std::string> counts = {sn.aggregated, sn.stale, sn.late};
+  while (step_ < total_steps_) {
+    const Clock::time_point t0 = Clock::now();
+    const int64_t next = step_ + 1;
+    const bool eval_due =
+        config_.training.eval_every > 0 && next % config_.training.eval_every == 0 && next != total_steps_;
+    const bool save_due = checkpoints_ != nullptr && next != total_steps_ && policy.Due(next, Clock::now());
+    const bool pause = eval_due || save_due;
+    const double lr = LearningRateAt(config_.schedule, optimizer_choice_.learning_rate, step_, total_steps_);
+    std::vector<Tensor> out;
+    Status applied = session_->Run({{tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, counts,
+                                   {pause ? sn.apply : sn.apply_and_release}, &out);
+    if (!applied.ok()) return fail(applied.WithContext(StrCat("applying the averaged gradients of step ", next)));
+    step_ = next;
+    train_seconds += Seconds(Clock::now() - t0);
+    const int64_t aggregated = out[0].scalar<int64_t>();
+    const int64_t stale = out[1].scalar<int64_t>();
+    const int64_t late = out[2].scalar<int64_t>();
+    reporter_.SyncStep(step_, aggregated, stale, late);
+    aggregated_total += aggregated;
+    dropped_total += stale + late;
+    interval_aggregated += aggregated;
+    interval_dropped += stale + late;
+    last_aggregated = aggregated;
+    last_dropped = stale + late;
+    ++interval_steps;
+    if (step_ % config_.training.log_every == 0 || step_ == total_steps_) {
+      double loss_sum, accuracy_sum;
+      int64_t steps;
+      {
+        std::lock_guard<std::mutex> lock(stats.mutex);
+        loss_sum = stats.loss_sum;
+        accuracy_sum = stats.accuracy_sum;
+        steps = stats.steps;
+        stats.loss_sum = stats.accuracy_sum = 0;
+        stats.steps = 0;
+      }
+      const double seconds = Seconds(Clock::now() - interval_start);
+      const double eps =
+          seconds > 0 ? static_cast<double>(interval_steps * n * config_.training.batch_size) / seconds : 0;
+      // The chief's own worker finishes step k after its release, so the
+      // losses lag a step; before the first, say so with NaN.
+      double last_loss;
+      {
+        std::lock_guard<std::mutex> lock(stats.mutex);
+        last_loss = stats.last_loss;
+      }
+      const double mean_loss = steps > 0 ? loss_sum / static_cast<double>(steps) : last_loss;
+      const double mean_acc = accuracy_.empty() || steps == 0 ? kNaN : accuracy_sum / static_cast<double>(steps);
+      reporter_.Progress(
+          step_, total_steps_, mean_loss, mean_acc, lr, eps,
+          seconds / static_cast<double>(interval_steps) * static_cast<double>(total_steps_ - step_),
+          StrCat("gradients ", last_aggregated, " aggregated, ", last_dropped, " dropped as stale (last step); ",
+                 interval_steps, " steps: ", interval_aggregated, " aggregated, ", interval_dropped, " dropped"),
+          {{"aggregated", interval_aggregated}, {"stale_dropped", interval_dropped}});
+      if (steps > 0) result.loss = mean_loss;
+      interval_aggregated = interval_dropped = 0;
+      interval_steps = 0;
+      interval_start = Clock::now();
+    }
+    // Between this update and the release of the next step every worker
+    // waits, so an evaluation or a checkpoint sees exactly |step_| updates.
+    if (eval_due) {
+      auto e = Evaluate();
+      if (!e.ok()) return fail(e.status());
+      if (e->examples > 0) reporter_.Evaluation(step_, e->loss, e->accuracy, e->examples);
+    }
+    if (save_due) {
+      auto saved = Save(step_);
+      if (!saved.ok()) return fail(saved.status());
+      result.checkpoint = *saved;
+      policy.Saved(step_, Clock::now());
+      saved_step = step_;
+      WEFT_LOG(INFO) << "saved " << result.checkpoint;
+    }
+    if (pause) {
+      Status released = session_->Run({}, {}, {sn.release}, nullptr);
+      if (!released.ok()) return fail(released.WithContext(StrCat("releasing step ", step_)));
+    }
+    if (pause) interval_start = Clock::now();
+    if (!worker_status.ok()) return fail(worker_status);
+  }
+  WEFT_RETURN_IF_ERROR(fail(close()));
+  if (checkpoints_ != nullptr && config_.checkpoint.at_end && saved_step != step_) {
+    WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
+    reporter_.Note(StrCat("saved ", result.checkpoint));
+  }
+  WEFT_ASSIGN_OR_RETURN(Evaluation e, Evaluate());
+  if (e.examples > 0) reporter_.Evaluation(step_, e.loss, e.accuracy, e.examples);
+  result.step = step_;
+  result.test_loss = e.loss;
+  result.test_accuracy = e.accuracy;
+  const int64_t trained = step_ - first_step;
+  result.examples_per_sec =
+      train_seconds > 0 ? static_cast<double>(trained * n * config_.training.batch_size) / train_seconds : 0;
+  result.aggregated = aggregated_total;
+  result.stale_dropped = dropped_total;
+  {
+    std::lock_guard<std::mutex> lock(stats.mutex);
+    result.late_gradients = stats.late;
+  }
+  reporter_.Note(StrCat("trained ", trained, " synchronous steps in ", Fixed(train_seconds, 1),
+                        " s: ", aggregated_total, " gradients averaged, ", dropped_total, " dropped as stale"));
+  WEFT_RETURN_IF_ERROR(FinishCluster());
   reporter_.Final(result);
   return result;
 }

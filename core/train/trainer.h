@@ -59,6 +59,13 @@ struct TrainResult {
   std::string checkpoint;          // the last checkpoint written, if any
   // On a cluster: bytes this worker sent and received per training step.
   double wire_bytes_per_step = 0;
+  // training.mode = "sync", on the chief: gradients averaged, and dropped
+  // as stale or late, over the run (-1 otherwise).
+  int64_t aggregated = -1;
+  int64_t stale_dropped = 0;
+  // training.mode = "sync", on each worker: how many of its own gradients
+  // were dropped (-1 otherwise).
+  int64_t late_gradients = -1;
 };
 
 // Checks [optimizer] of |config| against the optimizer plugins |host|

@@ -160,6 +160,70 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
       row_ids[i] = unique[0];
     }
   }
+  // Synchronous replicas: this worker offers its gradients to the
+  // accumulators (on the variables' ps tasks) and waits for the next step;
+  // the chief's update is built from the means it takes from them.
+  Output sync_token_queue;
+  std::vector<Output> sync_accumulators;
+  if (options.sync) {
+    const SyncReplicaOptions& so = *options.sync;
+    for (const TrainedVariable& v : tg.variables) {
+      if (v.sparse) {
+        return UnimplementedError(
+            "training.mode = \"sync\" does not aggregate sparse gradients yet: ", Quote(v.name), " (",
+            DTypeName(v.dtype), v.shape.ToString(),
+            ") is read only through gathers; set training.sparse_updates = false (a dense gradient of its whole "
+            "shape per worker per step) or use mode = \"async\"");
+      }
+    }
+    SyncNodes sn;
+    std::vector<Output> offers;
+    Output local_step = b.Placeholder(DType::kI64, Shape{}, "sync/local_step");
+    sn.local_step = local_step.name();
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      const TrainedVariable& v = tg.variables[i];
+      Output acc = b.Op("GradientAccumulator", {},
+                        {{"dtype", AttrValue(v.dtype)},
+                         {"shape", AttrValue(v.shape)},
+                         {"replicas_to_aggregate", AttrValue(so.replicas_to_aggregate)},
+                         {"variable", AttrValue(v.name)},
+                         {"create", AttrValue(so.chief)},
+                         {"shared_name", AttrValue(StrCat(v.name, "/sync/accumulator"))}},
+                        StrCat(v.name, "/sync/accumulator"));
+      sync_accumulators.push_back(acc);
+      const std::string replica_name = so.replica < static_cast<int64_t>(so.replica_names.size())
+                                           ? so.replica_names[static_cast<std::size_t>(so.replica)]
+                                           : StrCat("replica ", so.replica);
+      offers.push_back(b.Op("AccumulatorApplyGradient", {acc, local_step, grads[i]},
+                            {{"replica", AttrValue(so.replica)}, {"replica_name", AttrValue(replica_name)}},
+                            StrCat(v.name, "/sync/apply")));
+    }
+    sn.accepted = offers[0].name();
+    {
+      sync_token_queue =
+          b.Op("StepTokenQueue", {}, {{"shared_name", AttrValue("sync/token_queue")}}, "sync/token_queue");
+      const AttrMap timeout = {{"timeout_ms", AttrValue(so.token_timeout_ms)}};
+      sn.first_token = b.Op("StepTokenTake", {sync_token_queue, local_step}, timeout, "sync/first_token").name();
+      auto wait = b.ControlDependencies(offers);
+      sn.token = b.Op("StepTokenTake", {sync_token_queue, local_step}, timeout, "sync/token").name();
+    }
+    // The chief's part: the mean of each variable's first N gradients.
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      const TrainedVariable& v = tg.variables[i];
+      std::vector<Output> take = b.AddNode("AccumulatorTakeGradient", {sync_accumulators[i]},
+                                           {{"dtype", AttrValue(v.dtype)},
+                                            {"timeout_ms", AttrValue(so.take_timeout_ms)},
+                                            {"replica_names", AttrValue(so.replica_names)}},
+                                           StrCat(v.name, "/sync/take"));
+      grads[i] = take[0];
+      if (i == 0) {
+        sn.aggregated = take[1].name();
+        sn.stale = take[2].name();
+        sn.late = take[3].name();
+      }
+    }
+    tg.sync = std::move(sn);
+  }
   if (options.clip_global_norm > 0) {
     auto scope = b.NameScope("clip");
     Output norm;
@@ -210,8 +274,10 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
         v.slots.push_back(handle.node_name());
       }
     }
+    // The update waits for this step's forward reads of the variable. In
+    // sync mode those are in the workers' steps, not in the chief's apply.
     const auto reads = reached.reads.find(handles[i].node());
-    std::vector<Output> after = reads == reached.reads.end() ? std::vector<Output>{} : reads->second;
+    std::vector<Output> after = reads == reached.reads.end() || options.sync ? std::vector<Output>{} : reads->second;
     auto wait = b.ControlDependencies(after);
     HasKernelFn has_kernel = options.has_kernel;
     if (options.variable_has_kernel) {
@@ -231,6 +297,35 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     }
     auto wait = b.ControlDependencies({increment});
     tg.train = b.Op("NoOp", {}, {}, "step").node_name();
+  }
+  if (tg.sync) {
+    SyncNodes& sn = *tg.sync;
+    sn.apply = tg.train;
+    // release runs on its own after apply (the chief saves or evaluates in
+    // between); apply_and_release after the update in one step.
+    Output completed = b.Op("ReadVariable", {step_var}, {{"dtype", AttrValue(DType::kI64)}}, "sync/global_step_read");
+    sn.release = b.Op("StepTokenPut", {sync_token_queue, completed}, {}, "sync/release").node_name();
+    {
+      auto wait = b.ControlDependencies({Output(&b, b.Find(tg.train).node(), -1)});
+      sn.apply_and_release = b.Op("StepTokenPut", {sync_token_queue, step}, {}, "sync/apply_and_release").node_name();
+    }
+    Output reset_step = b.Placeholder(DType::kI64, Shape{}, "sync/reset_step");
+    sn.reset_step = reset_step.name();
+    std::vector<Output> resets;
+    for (std::size_t i = 0; i < sync_accumulators.size(); ++i) {
+      resets.push_back(b.Op("AccumulatorSetGlobalStep", {sync_accumulators[i], reset_step}, {},
+                            StrCat(tg.variables[i].name, "/sync/set_step")));
+    }
+    resets.push_back(
+        b.Op("StepTokenPut", {sync_token_queue, reset_step}, {{"reset", AttrValue(true)}}, "sync/reset_tokens"));
+    {
+      auto wait = b.ControlDependencies(resets);
+      sn.reset = b.Op("NoOp", {}, {}, "sync/reset").node_name();
+    }
+    sn.close = b.Op("StepTokenClose", {sync_token_queue}, {}, "sync/close").node_name();
+    sn.with_global_step = {"sync/token_queue",      "sync/first_token", "sync/token",
+                           "sync/global_step_read", "sync/release",     "sync/apply_and_release",
+                           "sync/reset_tokens",     "sync/reset",       "sync/close"};
   }
   {
     auto wait = b.ControlDependencies(inits);

@@ -12,6 +12,7 @@
 #define WEFT_CORE_TRAIN_TRAINING_GRAPH_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,24 @@
 #include "core/train/optimizer.h"
 
 namespace weft::train {
+
+// training.mode = "sync" on a cluster (docs/distributed.md, "Synchronous
+// training"): each worker offers its gradients to per-variable
+// accumulators on the ps tasks instead of applying them, and the chief
+// applies the mean of the first N of each step.
+struct SyncReplicaOptions {
+  int64_t replica = 0;                // this worker's index
+  int64_t replicas_to_aggregate = 1;  // N
+  // The chief's accumulators are created by its graph; another worker's
+  // only look them up, so one whose model has a variable the chief's lacks
+  // is told so.
+  bool chief = false;
+  std::vector<std::string> replica_names;  // "/job:worker/task:i", for messages
+  // The chief's takes and the workers' token waits fail after these (0: no
+  // limit), naming who is missing, before an RPC deadline would.
+  int64_t take_timeout_ms = 0;
+  int64_t token_timeout_ms = 0;
+};
 
 struct TrainingGraphOptions {
   std::string loss = "loss";  // a scalar float tensor of the model
@@ -42,6 +61,9 @@ struct TrainingGraphOptions {
   // has_kernel.
   std::function<bool(std::string_view variable, std::string_view op, const std::vector<std::pair<std::string, DType>>&)>
       variable_has_kernel;
+  // Set: synchronous replicas (SyncReplicaOptions); |train| is then the
+  // chief's apply step.
+  std::optional<SyncReplicaOptions> sync;
 };
 
 struct TrainedVariable {
@@ -50,6 +72,31 @@ struct TrainedVariable {
   Shape shape;
   std::vector<std::string> slots;  // the slot variables' VarHandle nodes
   bool sparse = false;             // updated from a sparse gradient (rows)
+};
+
+// The nodes of synchronous training (TrainingGraphOptions::sync). A worker
+// feeds |local_step| (the step whose parameters it reads) and fetches
+// |token| (after offering every gradient: the next step to compute) and
+// |accepted|; it starts by fetching |first_token| fed local_step = -1,
+// which waits until the chief released a step. The chief runs |reset|
+// (fed |reset_step|) after initialising or restoring, then each step
+// |apply_and_release|, or |apply| and later |release| when it saves or
+// evaluates in between, and |close| at the end.
+struct SyncNodes {
+  std::string local_step;  // i64 Placeholder
+  std::string first_token;
+  std::string token;
+  std::string accepted;  // bool: whether the first variable's gradient was kept
+  // The first variable's take: gradients averaged, and dropped since the
+  // previous take as stale (older step) and late (after N arrived).
+  std::string aggregated, stale, late;
+  std::string apply, release, apply_and_release;
+  std::string reset_step;  // i64 Placeholder
+  std::string reset, close;
+  // Nodes to pin next to each trained variable (its accumulator, apply,
+  // take, step reset): "<variable>/sync"; and the nodes that go with the
+  // global step (the token queue and its ops).
+  std::vector<std::string> with_global_step;
 };
 
 struct TrainingGraph {
@@ -72,6 +119,7 @@ struct TrainingGraph {
   // worker of a cluster knows the chief has initialised the variables.
   std::vector<std::string> state_ready;
   std::string restore;
+  std::optional<SyncNodes> sync;
 };
 
 // Errors name the model's tensors: a loss that does not exist (with a "did
