@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The house format (.clang-format, clang-format 14 from Debian's
 # clang-format package) over every C, C++, CUDA and HIP source the
-# repository tracks.
+# repository tracks, and new ones not yet added.
 #
 #   tools/format.sh           rewrite the files in place
 #   tools/format.sh --check   change nothing; list each file clang-format
@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 format=${CLANG_FORMAT:-clang-format}
 command -v "$format" >/dev/null || { echo "format.sh: $format not found (apt-get install clang-format)"; exit 2; }
 
-mapfile -t files < <(git ls-files '*.c' '*.cc' '*.h' '*.cu' '*.hip' | grep -v '^tests/fixtures/')
+# Tracked files and new ones not yet added (but not ignored ones), so that a
+# file is formatted and checked before its first commit.
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.cc' '*.h' '*.cu' '*.hip' | grep -v '^tests/fixtures/')
 if [ "${1:-}" != "--check" ]; then
   printf '%s\0' "${files[@]}" | xargs -0 -P "$(nproc)" -n 20 "$format" -i
   exit 0

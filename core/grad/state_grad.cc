@@ -42,7 +42,7 @@ void RegisterStateGradients(GradRegistry& r) {
   // steps between tasks; the training graph wires them itself.
   for (const char* op :
        {"GradientAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient", "AccumulatorSetGlobalStep",
-        "StepTokenQueue", "StepTokenPut", "StepTokenTake", "StepTokenClose"}) {
+        "StepTokenQueue", "StepTokenPut", "StepTokenTake", "StepTokenClose", "_TestDelay"}) {
     r.NotDifferentiable(op);
   }
 }

@@ -303,6 +303,19 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           .Doc("Waits (without holding a thread) until a step later than local_step is released, and outputs the "
                "latest released step. On a closed queue with none later, fails with OUT_OF_RANGE, the clean end "
                "of the run; after timeout_ms (0: no limit), with DEADLINE_EXCEEDED.")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("_TestDelay")
+          .Input("inputs: T")
+          .Output("outputs: T")
+          .Attr("T: list(type)")
+          .Attr("factor: float = 1.0")
+          .Shape([](InferenceContext& c) {
+            if (c.Float("factor") < 1.0) return c.Error("factor is ", c.Float("factor"), "; it must be >= 1");
+            for (int i = 0; i < c.num_inputs(); ++i) c.set_output(i, c.input_shape(i));
+            return Status();
+          })
+          .Doc("For tests (a straggler): forwards its inputs once the step has run factor times as long as it "
+               "had when they arrived, waiting without holding a thread.")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("StepTokenClose")
                                       .Input("handle: resource")
                                       .Stateful()

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 
 #include "core/runtime/accumulator.h"
 
@@ -200,16 +202,61 @@ class CloseKernel : public OpKernel {
   }
 };
 
+// _TestDelay: a straggler for tests. The step's work so far (reading the
+// parameters, the forward and backward passes) took now - start; waiting
+// (factor - 1) times that makes it take factor times as long.
+class TestDelayKernel : public OpKernel {
+ public:
+  explicit TestDelayKernel(double factor) : factor_(factor) {}
+  bool IsAsync() const override { return true; }
+  Status Compute(OpKernelContext&) override { return InternalError("_TestDelay runs asynchronously"); }
+  void ComputeAsync(OpKernelContext& ctx, std::function<void(Status)> done) override {
+    for (int i = 0; i < ctx.num_inputs(); ++i) ctx.set_output(i, ctx.input(i));
+    const auto elapsed = std::chrono::steady_clock::now() - ctx.step().start;
+    const auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(elapsed * (factor_ - 1.0));
+    if (wait <= std::chrono::steady_clock::duration::zero()) return done(Status());
+    // Whichever comes first, the time or the step's cancellation, finishes.
+    struct Once {
+      std::atomic<bool> fired{false};
+      std::function<void(Status)> done;
+      CancellationManager::Token token = CancellationManager::kInvalidToken;
+    };
+    auto once = std::make_shared<Once>();
+    once->done = std::move(done);
+    CancellationManager* cancellation = &ctx.step().cancellation;
+    once->token = cancellation->Register([once] {
+      if (!once->fired.exchange(true)) once->done(Status(Code::kCancelled, "the step was cancelled"));
+    });
+    if (once->token == CancellationManager::kInvalidToken) {
+      if (!once->fired.exchange(true)) once->done(Status(Code::kCancelled, "the step was cancelled"));
+      return;
+    }
+    Timer::Global().Schedule(std::chrono::steady_clock::now() + wait, [once, cancellation] {
+      if (once->fired.exchange(true)) return;
+      cancellation->Deregister(once->token);
+      once->done(Status());
+    });
+  }
+
+ private:
+  double factor_;
+};
+
 Expected<int64_t> TimeoutAttr(const Graph::Node& node) {
   const int64_t ms = Attr(node, "timeout_ms").get<int64_t>();
   if (ms < 0) return InvalidArgumentError("timeout_ms is ", ms, "; it must be >= 0 (0: no limit)");
   return ms;
 }
 
-constexpr std::array<std::string_view, 8> kAccumulatorOps = {"AccumulatorApplyGradient", "AccumulatorSetGlobalStep",
-                                                             "AccumulatorTakeGradient",  "GradientAccumulator",
-                                                             "StepTokenClose",           "StepTokenPut",
-                                                             "StepTokenQueue",           "StepTokenTake"};
+constexpr std::array<std::string_view, 9> kAccumulatorOps = {"AccumulatorApplyGradient",
+                                                             "AccumulatorSetGlobalStep",
+                                                             "AccumulatorTakeGradient",
+                                                             "GradientAccumulator",
+                                                             "StepTokenClose",
+                                                             "StepTokenPut",
+                                                             "StepTokenQueue",
+                                                             "StepTokenTake",
+                                                             "_TestDelay"};
 
 }  // namespace
 
@@ -238,6 +285,7 @@ Expected<std::unique_ptr<OpKernel>> CreateAccumulatorKernel(const Graph::Node& n
     return std::unique_ptr<OpKernel>(new TokenTakeKernel(timeout_ms));
   }
   if (op == "StepTokenClose") return std::unique_ptr<OpKernel>(new CloseKernel());
+  if (op == "_TestDelay") return std::unique_ptr<OpKernel>(new TestDelayKernel(Attr(node, "factor").get<double>()));
   return InternalError("no accumulator kernel for ", op);
 }
 

@@ -682,6 +682,7 @@ const std::map<std::string, RuntimeFactory, std::less<>>& RuntimeKernels() {
       {"StepTokenPut", MakeAccumulator},
       {"StepTokenTake", MakeAccumulator},
       {"StepTokenClose", MakeAccumulator},
+      {"_TestDelay", MakeAccumulator},
       // stack_kernels.cc
       {"Stack", MakeStack},
       {"StackPop", MakeStack},

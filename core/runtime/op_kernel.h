@@ -34,6 +34,8 @@ void SetPoisonOutputs(bool on);
 // What one step shares with its kernels.
 struct StepInfo {
   int64_t step_id = 0;
+  // When the step (on this task) began: made with it.
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   std::atomic<bool> cancelled{false};
   // Feeds (for _Arg) and fetches (for _Retval), by index.
   const std::vector<Tensor>* args = nullptr;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -947,6 +948,17 @@ Status Run::BuildGraph() {
     const int64_t rpc_ms = config_.cluster ? config_.cluster->rpc_timeout_ms : 60000;
     so.take_timeout_ms = std::max<int64_t>(1000, rpc_ms - 5000);
     so.token_timeout_ms = so.take_timeout_ms;
+    // Test-only (docs/development.md): WEFT_TEST_SLOW_TASK=/job:worker/task:2
+    // WEFT_TEST_SLOW_FACTOR=5 makes that worker a straggler.
+    const char* slow_task = std::getenv("WEFT_TEST_SLOW_TASK");
+    const char* slow_factor = std::getenv("WEFT_TEST_SLOW_FACTOR");
+    if (slow_task != nullptr && slow_factor != nullptr && dist::TaskPrefix("worker", worker_) == slow_task) {
+      so.test_delay_factor = std::strtod(slow_factor, nullptr);
+      if (so.test_delay_factor > 1) {
+        reporter_.Note(StrCat("note: WEFT_TEST_SLOW_FACTOR: this worker's steps take ", so.test_delay_factor,
+                              " times as long (a straggler, for tests)"));
+      }
+    }
     tgo.sync = std::move(so);
   }
   tgo.variable_has_kernel = [variable_kernels, default_kernels](

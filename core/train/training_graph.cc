@@ -178,6 +178,12 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     }
     SyncNodes sn;
     std::vector<Output> offers;
+    if (so.test_delay_factor > 1) {
+      std::vector<DType> types;
+      for (const Output& g : grads) types.push_back(g.dtype());
+      grads = b.AddNode("_TestDelay", grads, {{"T", AttrValue(types)}, {"factor", AttrValue(so.test_delay_factor)}},
+                        "sync/test_delay");
+    }
     Output local_step = b.Placeholder(DType::kI64, Shape{}, "sync/local_step");
     sn.local_step = local_step.name();
     for (std::size_t i = 0; i < handles.size(); ++i) {

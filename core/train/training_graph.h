@@ -37,6 +37,9 @@ struct SyncReplicaOptions {
   // limit), naming who is missing, before an RPC deadline would.
   int64_t take_timeout_ms = 0;
   int64_t token_timeout_ms = 0;
+  // For tests and benchmarks (a straggler): > 1 makes this worker's steps
+  // take this many times as long before it offers its gradients.
+  double test_delay_factor = 0;
 };
 
 struct TrainingGraphOptions {

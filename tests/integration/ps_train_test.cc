@@ -674,6 +674,69 @@ TEST_F(PsTraining, SyncWorkerWithAnotherModelIsRefusedNamingTheVariable) {
   EXPECT_TRUE(chief->running()) << chief->Output();
 }
 
+// What backup workers buy: one worker slowed 5x (the test-only knob,
+// WEFT_TEST_SLOW_TASK / WEFT_TEST_SLOW_FACTOR). Without a backup (N = 2 of
+// 2) every step waits for it and nothing is dropped; with one (N = 2 of 3)
+// its gradients come too late and are dropped, and the steps go at the
+// pace of the others. The step times are printed (tools/bench's
+// sync_straggler measures them); only the counts are asserted.
+TEST_F(PsTraining, SyncBackupWorkersDropAStragglersGradients) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  constexpr int kSteps = 40;
+  auto run = [&](const std::string& name, int workers, int backups, int slow) {
+    Layout layout;
+    layout.workers = workers;
+    const std::string config =
+        WriteConfig(name + ".toml", layout,
+                    StrCat("batch_size = 64\nsteps = ", kSteps,
+                           "\nlog_every = 10\nmode = \"sync\"\nbackup_workers = ", backups, "\n"));
+    std::map<std::string, std::string> env = Env();
+    env["WEFT_TEST_SLOW_TASK"] = StrCat("/job:worker/task:", slow);
+    env["WEFT_TEST_SLOW_FACTOR"] = "5";
+    ServePs(config, 0, /*train=*/true);
+    std::vector<BackgroundProcess*> ws;
+    for (int w = 0; w < workers; ++w) {
+      workers_.push_back(std::make_unique<BackgroundProcess>(
+          std::vector<std::string>{WEFT_CLI, "train", kModels + "fashion_mlp.wgt", "--config", config, "--job",
+                                   "worker", "--task", std::to_string(w)},
+          env));
+      ws.push_back(workers_.back().get());
+    }
+    std::vector<std::string> outs;
+    for (BackgroundProcess* w : ws) {
+      EXPECT_TRUE(w->Wait(300000)) << w->Output();
+      EXPECT_EQ(w->exit_code(), 0) << w->Output();
+      outs.push_back(w->Output());
+    }
+    EXPECT_NE(outs[static_cast<std::size_t>(slow)].find("this worker's steps take 5 times as long"), std::string::npos)
+        << outs[static_cast<std::size_t>(slow)];
+    workers_.clear();
+    tasks_.clear();
+    return outs;
+  };
+  auto seconds = [](const std::string& out) {
+    const std::size_t at = out.find(" synchronous steps in ");
+    return at == std::string::npos ? std::nan("") : std::strtod(out.c_str() + at + 22, nullptr);
+  };
+  const std::vector<std::string> a = run("no_backup", 2, 0, 1);
+  const std::vector<std::string> b = run("one_backup", 3, 1, 2);
+  // No backup: both gradients of every step are needed, none dropped.
+  EXPECT_EQ(FinalValue(a[0], "stale_dropped"), 0) << a[0];
+  EXPECT_EQ(FinalValue(a[1], "late_gradients"), 0) << a[1];
+  // One backup: the straggler's gradients are (nearly) all dropped. It
+  // computes a step about every 5 of the others' (it joins at the latest
+  // step each time), so its count is what the chief drops.
+  const std::size_t at = b[2].find("computed ");
+  ASSERT_NE(at, std::string::npos) << b[2];
+  const double computed = std::strtod(b[2].c_str() + at + 9, nullptr);
+  EXPECT_GE(computed, 1) << b[2];
+  EXPECT_GE(FinalValue(b[2], "late_gradients"), 0.5 * computed) << b[2];
+  EXPECT_GE(FinalValue(b[0], "stale_dropped"), 0.5 * computed) << b[0];
+  std::cout << "a worker slowed 5x, " << kSteps << " steps: without a backup " << seconds(a[0])
+            << " s, with one backup worker " << seconds(b[0]) << " s (the straggler computed " << computed << " steps, "
+            << FinalValue(b[2], "late_gradients") << " of its gradients dropped)\n";
+}
+
 TEST_F(PsTraining, AnUnknownVariablePlacementIsRefusedWithItsPosition) {
   Layout layout;
   layout.cluster_extra = "variable_placement = \"by_size\"\n";
