@@ -231,8 +231,9 @@ Status RegisterDataFlowOps(OpRegistry& r) {
             return Status();
           })
           .Doc("Offers replica's gradient, computed with the parameters of step local_step. True when it is "
-               "kept; false when it is dropped as stale: computed at an older step than the accumulator's, or "
-               "arriving after replicas_to_aggregate were kept for this step. A gradient for a later step "
+               "kept; false when it is dropped: computed at an older step than the accumulator's, or arriving "
+               "after replicas_to_aggregate were kept for its step (late when its step is the one taken last "
+               "or the current one, stale when older). A gradient for a later step "
                "(FAILED_PRECONDITION), a second one from the same replica in a step, or one of another shape "
                "is an error naming both sides. replica_name names the replica in messages.")));
   WEFT_RETURN_IF_ERROR(r.Register(
@@ -254,9 +255,10 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           })
           .Doc("Waits (without holding a thread) until replicas_to_aggregate gradients of the current step are "
                "kept, then outputs their mean, summed in ascending replica order (f32 for 16-bit types), and "
-               "advances the accumulator to the next step, so that later gradients of this one are stale. "
-               "aggregated is the number averaged; stale and late count the gradients dropped since the "
-               "previous take for an older step and for arriving after the others. After timeout_ms (0: no "
+               "advances the accumulator to the next step, so that later gradients of this one are dropped. "
+               "aggregated is the number averaged; late and stale count the gradients dropped since the "
+               "previous take: late, for the step taken last or after N were kept for theirs; stale, for an "
+               "older step. After timeout_ms (0: no "
                "limit) fails with DEADLINE_EXCEEDED naming, by replica_names, the replicas that sent nothing.")));
   WEFT_RETURN_IF_ERROR(
       r.Register(OpDefBuilder("AccumulatorSetGlobalStep")
@@ -292,6 +294,7 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           .Input("local_step: i64")
           .Output("step: i64")
           .Attr("timeout_ms: int = 0")
+          .Attr("wait_open: bool = false")
           .Stateful()
           .Shape([](InferenceContext& c) {
             if (c.Int("timeout_ms") < 0) return c.Error("timeout_ms is ", c.Int("timeout_ms"), "; it must be >= 0");
@@ -302,7 +305,9 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           })
           .Doc("Waits (without holding a thread) until a step later than local_step is released, and outputs the "
                "latest released step. On a closed queue with none later, fails with OUT_OF_RANGE, the clean end "
-               "of the run; after timeout_ms (0: no limit), with DEADLINE_EXCEEDED.")));
+               "of the run (ABORTED when the chief closed it after an error); after timeout_ms (0: no limit), with "
+               "DEADLINE_EXCEEDED. With wait_open (a worker's first take), a closed queue is waited on until a "
+               "reset opens it, so a queue left closed by an earlier run is not taken for the new one.")));
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("_TestDelay")
           .Input("inputs: T")
@@ -310,7 +315,9 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           .Attr("T: list(type)")
           .Attr("factor: float = 1.0")
           .Shape([](InferenceContext& c) {
-            if (c.Float("factor") < 1.0) return c.Error("factor is ", c.Float("factor"), "; it must be >= 1");
+            if (!(c.Float("factor") >= 1.0 && c.Float("factor") <= 1000.0)) {
+              return c.Error("factor is ", c.Float("factor"), "; it must be between 1 and 1000");
+            }
             for (int i = 0; i < c.num_inputs(); ++i) c.set_output(i, c.input_shape(i));
             return Status();
           })
@@ -318,10 +325,12 @@ Status RegisterDataFlowOps(OpRegistry& r) {
                "had when they arrived, waiting without holding a thread.")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("StepTokenClose")
                                       .Input("handle: resource")
+                                      .Attr("aborted: bool = false")
                                       .Stateful()
                                       .Shape(NoOutputShape)
                                       .Doc("Closes the step token queue: takes waiting for a later step end "
-                                           "with OUT_OF_RANGE.")));
+                                           "with OUT_OF_RANGE, or with ABORTED when aborted (the chief "
+                                           "stopped on an error).")));
   return Status();
 }
 

@@ -1,5 +1,6 @@
 #include "core/runtime/accumulator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/tensor/size.h"
@@ -7,6 +8,10 @@
 
 namespace weft::runtime {
 namespace {
+
+// Longer timeouts are taken as this (a week), so that now + timeout
+// cannot overflow the clock.
+constexpr int64_t kMaxTimeoutMs = int64_t{7} * 24 * 3600 * 1000;
 
 std::string Gradients(int64_t n) { return StrCat(n, n == 1 ? " gradient" : " gradients"); }
 
@@ -69,7 +74,15 @@ std::shared_ptr<GradientAccumulator> GradientAccumulator::Create(std::string nam
   return std::shared_ptr<GradientAccumulator>(new GradientAccumulator(std::move(name), std::move(spec)));
 }
 
-GradientAccumulator::~GradientAccumulator() = default;
+GradientAccumulator::~GradientAccumulator() {
+  // A take still waiting when the resource goes (its device closing)
+  // finishes rather than leaving its step hanging.
+  if (waiter_) {
+    if (waiter_->cancellation != nullptr) waiter_->cancellation->Deregister(waiter_->token);
+    if (waiter_->timer != Timer::kInvalidId) Timer::Global().Cancel(waiter_->timer);
+    waiter_->done(Status(Code::kCancelled, StrCat(Named(), " was destroyed while a take waited")), Taken{});
+  }
+}
 
 std::string GradientAccumulator::Named() const {
   return StrCat("the accumulator of '", spec_.variable.empty() ? name_ : spec_.variable, "'");
@@ -110,7 +123,10 @@ Expected<bool> GradientAccumulator::Apply(int64_t local_step, int64_t replica, c
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (local_step < step_) {
-      ++stale_;
+      // For the step just taken it came after the N (the take advances the
+      // step as the N-th arrives when the chief already waits); older is
+      // stale.
+      ++(local_step == step_ - 1 ? late_ : stale_);
       return false;
     }
     if (local_step > step_) {
@@ -223,8 +239,8 @@ void GradientAccumulator::Take(int64_t timeout_ms, std::vector<std::string> repl
     }
   }
   if (timeout_ms > 0) {
-    const Timer::Id timer =
-        Timer::Global().Schedule(Timer::Clock::now() + std::chrono::milliseconds(timeout_ms), [self, id] {
+    const Timer::Id timer = Timer::Global().Schedule(
+        Timer::Clock::now() + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, kMaxTimeoutMs)), [self, id] {
           if (auto a = self.lock()) a->Expire(id);
         });
     std::lock_guard<std::mutex> relock(mutex_);
@@ -295,7 +311,13 @@ std::shared_ptr<StepTokenQueue> StepTokenQueue::Create(std::string name) {
   return std::shared_ptr<StepTokenQueue>(new StepTokenQueue(std::move(name)));
 }
 
-StepTokenQueue::~StepTokenQueue() = default;
+StepTokenQueue::~StepTokenQueue() {
+  for (auto& [id, w] : waiters_) {
+    if (w.cancellation != nullptr) w.cancellation->Deregister(w.token);
+    if (w.timer != Timer::kInvalidId) Timer::Global().Cancel(w.timer);
+    w.done(Status(Code::kCancelled, StrCat(Named(), " was destroyed while a take waited")), -1);
+  }
+}
 
 int64_t StepTokenQueue::released() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -305,6 +327,14 @@ int64_t StepTokenQueue::released() const {
 bool StepTokenQueue::closed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return closed_;
+}
+
+Status StepTokenQueue::Ended() const {
+  if (aborted_) {
+    return Status(Code::kAborted,
+                  StrCat("the chief stopped the run after an error, at step ", released_, " (its output says which)"));
+  }
+  return Status(Code::kOutOfRange, StrCat("the chief ended the run at step ", released_));
 }
 
 int64_t StepTokenQueue::waiting() const {
@@ -317,10 +347,14 @@ void StepTokenQueue::Flush(Completions* out) {
     Waiter& w = it->second;
     Status status;
     int64_t token = released_;
+    if (w.wait_open && closed_) {
+      ++it;
+      continue;
+    }
     if (released_ > w.local_step) {
       status = Status();
     } else if (closed_) {
-      status = Status(Code::kOutOfRange, StrCat("the chief ended the run at step ", released_));
+      status = Ended();
     } else {
       ++it;
       continue;
@@ -341,6 +375,7 @@ void StepTokenQueue::Put(int64_t step, bool reset) {
     if (reset) {
       released_ = step;
       closed_ = false;
+      aborted_ = false;
     } else if (step > released_) {
       released_ = step;
     }
@@ -349,31 +384,33 @@ void StepTokenQueue::Put(int64_t step, bool reset) {
   for (auto& f : ready) f();
 }
 
-void StepTokenQueue::Close() {
+void StepTokenQueue::Close(bool aborted) {
   Completions ready;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
+    aborted_ = aborted_ || aborted;
     Flush(&ready);
   }
   for (auto& f : ready) f();
 }
 
-void StepTokenQueue::Take(int64_t local_step, int64_t timeout_ms, CancellationManager* cancellation, TakeDone done) {
+void StepTokenQueue::Take(int64_t local_step, int64_t timeout_ms, CancellationManager* cancellation, TakeDone done,
+                          bool wait_open) {
   int64_t id;
   std::weak_ptr<StepTokenQueue> self = weak_from_this();
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (released_ > local_step || closed_) {
+    if (!(wait_open && closed_) && (released_ > local_step || closed_)) {
       const int64_t token = released_;
-      const bool ended = released_ <= local_step;
+      Status status = released_ > local_step ? Status() : Ended();
       lock.unlock();
-      if (ended) return done(Status(Code::kOutOfRange, StrCat("the chief ended the run at step ", token)), token);
-      return done(Status(), token);
+      return done(std::move(status), token);
     }
     id = next_waiter_++;
     Waiter w;
     w.local_step = local_step;
+    w.wait_open = wait_open;
     w.done = std::move(done);
     w.cancellation = cancellation;
     w.timeout_ms = timeout_ms;
@@ -398,8 +435,8 @@ void StepTokenQueue::Take(int64_t local_step, int64_t timeout_ms, CancellationMa
     it->second.token = token;
   }
   if (timeout_ms > 0) {
-    const Timer::Id timer =
-        Timer::Global().Schedule(Timer::Clock::now() + std::chrono::milliseconds(timeout_ms), [self, id] {
+    const Timer::Id timer = Timer::Global().Schedule(
+        Timer::Clock::now() + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, kMaxTimeoutMs)), [self, id] {
           if (auto q = self.lock()) q->Expire(id);
         });
     std::lock_guard<std::mutex> lock(mutex_);

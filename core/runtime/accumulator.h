@@ -68,8 +68,8 @@ class GradientAccumulator : public Resource, public std::enable_shared_from_this
 
   // Offers |gradient| (a host tensor) from replica |replica| (named
   // |replica_name| in messages), computed at |local_step|. True when it
-  // is kept; false when it is stale (|local_step| is older than the
-  // accumulator's step) or late (N were already kept this step). A
+  // is kept; false when it is late (for the step taken last, or N were
+  // already kept for the current one) or stale (for an older step). A
   // gradient from a later step than the accumulator's, a second one from
   // the same replica in one step, or one of another dtype or shape is an
   // error naming both sides.
@@ -79,8 +79,8 @@ class GradientAccumulator : public Resource, public std::enable_shared_from_this
     Tensor average;          // host tensor of the spec's dtype and shape
     int64_t step = 0;        // the step these gradients were computed at
     int64_t aggregated = 0;  // N
-    int64_t stale = 0;       // dropped since the previous take: older steps
-    int64_t late = 0;        // dropped since the previous take: after N were kept
+    int64_t stale = 0;       // dropped since the previous take: steps before the one taken last
+    int64_t late = 0;        // dropped since the previous take: arrived after N were kept for their step
   };
   using TakeDone = std::function<void(Status, Taken)>;
 
@@ -141,11 +141,11 @@ class GradientAccumulator : public Resource, public std::enable_shared_from_this
 class StepTokenQueue : public Resource, public std::enable_shared_from_this<StepTokenQueue> {
  public:
   static std::shared_ptr<StepTokenQueue> Create(std::string name);
-  ~StepTokenQueue() override;
   StepTokenQueue(const StepTokenQueue&) = delete;
   StepTokenQueue& operator=(const StepTokenQueue&) = delete;
 
   std::string_view kind() const override { return "step token queue"; }
+  ~StepTokenQueue() override;
   const std::string& name() const override { return name_; }
 
   // Releases |step| (and every earlier one): waiting takes below it
@@ -158,11 +158,17 @@ class StepTokenQueue : public Resource, public std::enable_shared_from_this<Step
   // Calls |done| with the latest released step once it is later than
   // |local_step|. Once the queue is closed and holds no later step, fails
   // with OUT_OF_RANGE ("the chief ended the run at step 20"), the clean
-  // end of a run. Timeout and cancellation as for a gradient take.
-  void Take(int64_t local_step, int64_t timeout_ms, CancellationManager* cancellation, TakeDone done);
+  // end of a run, or, when it was aborted, with ABORTED. With
+  // |wait_open| (a worker's first take) a closed queue is waited on until
+  // a reset opens it: a queue a previous run closed on a ps task that
+  // kept serving does not hand its old step to a new run's workers.
+  // Timeout and cancellation as for a gradient take.
+  void Take(int64_t local_step, int64_t timeout_ms, CancellationManager* cancellation, TakeDone done,
+            bool wait_open = false);
 
-  // Closes the queue and wakes every waiting take.
-  void Close();
+  // Closes the queue and wakes every waiting take; |aborted|: the chief
+  // stopped the run on an error, which takes then report as one.
+  void Close(bool aborted = false);
 
   int64_t released() const;
   bool closed() const;
@@ -174,6 +180,7 @@ class StepTokenQueue : public Resource, public std::enable_shared_from_this<Step
 
   struct Waiter {
     int64_t local_step = 0;
+    bool wait_open = false;
     TakeDone done;
     CancellationManager* cancellation = nullptr;
     CancellationManager::Token token = CancellationManager::kInvalidToken;
@@ -189,11 +196,14 @@ class StepTokenQueue : public Resource, public std::enable_shared_from_this<Step
   void Fail(int64_t id, Status status);
   void Expire(int64_t id);
   std::string Named() const { return StrCat("step token queue '", name_, "'"); }
+  // Under |mutex_|: why a take on the closed queue ends.
+  Status Ended() const;
 
   std::string name_;
   mutable std::mutex mutex_;
   int64_t released_ = -1;
   bool closed_ = false;
+  bool aborted_ = false;
   int64_t next_waiter_ = 0;
   std::map<int64_t, Waiter> waiters_;
 };

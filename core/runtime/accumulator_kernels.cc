@@ -172,7 +172,7 @@ class PutKernel : public OpKernel {
 
 class TokenTakeKernel : public OpKernel {
  public:
-  explicit TokenTakeKernel(int64_t timeout_ms) : timeout_ms_(timeout_ms) {}
+  TokenTakeKernel(int64_t timeout_ms, bool wait_open) : timeout_ms_(timeout_ms), wait_open_(wait_open) {}
   bool IsAsync() const override { return true; }
   Status Compute(OpKernelContext&) override { return InternalError("StepTokenTake runs asynchronously"); }
   void ComputeAsync(OpKernelContext& ctx, std::function<void(Status)> done) override {
@@ -181,25 +181,32 @@ class TokenTakeKernel : public OpKernel {
     auto local_step = ScalarInput(ctx, 1, "local_step");
     if (!local_step.ok()) return done(local_step.status());
     OpKernelContext* c = &ctx;
-    (*queue)->Take(*local_step, timeout_ms_, &ctx.step().cancellation,
-                   [c, done = std::move(done)](Status status, int64_t step) {
-                     if (status.ok()) status = SetOutput(*c, 0, Tensor::Scalar<int64_t>(step));
-                     done(status);
-                   });
+    (*queue)->Take(
+        *local_step, timeout_ms_, &ctx.step().cancellation,
+        [c, done = std::move(done)](Status status, int64_t step) {
+          if (status.ok()) status = SetOutput(*c, 0, Tensor::Scalar<int64_t>(step));
+          done(status);
+        },
+        wait_open_);
   }
 
  private:
   int64_t timeout_ms_;
+  bool wait_open_;
 };
 
 class CloseKernel : public OpKernel {
  public:
+  explicit CloseKernel(bool aborted) : aborted_(aborted) {}
   bool IsInline() const override { return true; }
   Status Compute(OpKernelContext& ctx) override {
     WEFT_ASSIGN_OR_RETURN(StepTokenQueue * queue, InputResource<StepTokenQueue>(ctx, "step token queue"));
-    queue->Close();
+    queue->Close(aborted_);
     return Status();
   }
+
+ private:
+  bool aborted_;
 };
 
 // _TestDelay: a straggler for tests. The step's work so far (reading the
@@ -220,18 +227,22 @@ class TestDelayKernel : public OpKernel {
       std::atomic<bool> fired{false};
       std::function<void(Status)> done;
       CancellationManager::Token token = CancellationManager::kInvalidToken;
+      std::atomic<Timer::Id> timer{Timer::kInvalidId};
     };
     auto once = std::make_shared<Once>();
     once->done = std::move(done);
     CancellationManager* cancellation = &ctx.step().cancellation;
     once->token = cancellation->Register([once] {
-      if (!once->fired.exchange(true)) once->done(Status(Code::kCancelled, "the step was cancelled"));
+      if (once->fired.exchange(true)) return;
+      const Timer::Id timer = once->timer.load();
+      if (timer != Timer::kInvalidId) Timer::Global().Cancel(timer);
+      once->done(Status(Code::kCancelled, "the step was cancelled"));
     });
     if (once->token == CancellationManager::kInvalidToken) {
       if (!once->fired.exchange(true)) once->done(Status(Code::kCancelled, "the step was cancelled"));
       return;
     }
-    Timer::Global().Schedule(std::chrono::steady_clock::now() + wait, [once, cancellation] {
+    once->timer = Timer::Global().Schedule(std::chrono::steady_clock::now() + wait, [once, cancellation] {
       if (once->fired.exchange(true)) return;
       cancellation->Deregister(once->token);
       once->done(Status());
@@ -282,9 +293,9 @@ Expected<std::unique_ptr<OpKernel>> CreateAccumulatorKernel(const Graph::Node& n
   if (op == "StepTokenPut") return std::unique_ptr<OpKernel>(new PutKernel(Attr(node, "reset").get<bool>()));
   if (op == "StepTokenTake") {
     WEFT_ASSIGN_OR_RETURN(int64_t timeout_ms, TimeoutAttr(node));
-    return std::unique_ptr<OpKernel>(new TokenTakeKernel(timeout_ms));
+    return std::unique_ptr<OpKernel>(new TokenTakeKernel(timeout_ms, Attr(node, "wait_open").get<bool>()));
   }
-  if (op == "StepTokenClose") return std::unique_ptr<OpKernel>(new CloseKernel());
+  if (op == "StepTokenClose") return std::unique_ptr<OpKernel>(new CloseKernel(Attr(node, "aborted").get<bool>()));
   if (op == "_TestDelay") return std::unique_ptr<OpKernel>(new TestDelayKernel(Attr(node, "factor").get<double>()));
   return InternalError("no accumulator kernel for ", op);
 }

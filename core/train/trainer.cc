@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -689,7 +690,8 @@ struct Run::SyncWorkerStats {
   int64_t late = 0;      // dropped as stale or late, in all
   int64_t computed = 0;  // steps computed in all
   double last_loss = kNaN;
-  double seconds = 0;  // spent in steps, in all
+  double seconds = 0;   // spent in steps, in all
+  int64_t reached = 0;  // the last step released to this worker
 };
 
 Status Run::Prepare() {
@@ -1624,6 +1626,8 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
       interval_start = Clock::now();
     }
     local = next;
+    std::lock_guard<std::mutex> lock(stats->mutex);
+    stats->reached = std::min(local, total_steps_);
   }
   return Status();
 }
@@ -1638,7 +1642,7 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     const Clock::time_point start = Clock::now();
     WEFT_RETURN_IF_ERROR(SyncWorkerLoop(&stats, /*report=*/true));
     const double seconds = Seconds(Clock::now() - start);
-    result.step = total_steps_;
+    result.step = stats.reached;
     result.loss = stats.last_loss;
     result.test_loss = result.test_accuracy = kNaN;
     result.examples_per_sec =
@@ -1658,23 +1662,34 @@ Expected<TrainResult> Run::GoSync(bool restored) {
   // restored one): the workers start there.
   WEFT_RETURN_IF_ERROR(session_->Run({{sn.reset_step, Tensor::Scalar<int64_t>(step_)}}, {}, {sn.reset}, nullptr)
                            .WithContext("setting the gradient accumulators to the first step"));
+  // The chief's own worker thread: its status, set once when it ends
+  // (read here only after worker_failed says so, or after the join).
   Status worker_status;
-  std::thread worker([&] { worker_status = SyncWorkerLoop(&stats, /*report=*/false); });
-  // Ends the run for the workers (those waiting for a step get
-  // OUT_OF_RANGE) and joins this process's worker thread.
+  std::atomic<bool> worker_failed{false};
+  std::thread worker([&] {
+    Status s = SyncWorkerLoop(&stats, /*report=*/false);
+    if (!s.ok()) {
+      worker_status = std::move(s);
+      worker_failed.store(true);
+    }
+  });
+  // Ends the run for the workers and joins this process's worker thread:
+  // at the end, those waiting for a step get OUT_OF_RANGE (a clean end);
+  // after an error (|aborted|), ABORTED.
   bool closed = false;
-  auto close = [&]() -> Status {
+  auto close = [&](bool aborted) -> Status {
     if (closed) return Status();
     closed = true;
-    Status s = session_->Run({}, {}, {sn.close}, nullptr);
+    Status s = session_->Run({}, {}, {aborted ? sn.abort : sn.close}, nullptr);
     worker.join();
     return s;
   };
+  // The first error wins: this thread's, or the chief's worker's when it
+  // failed first (this thread then waited for its gradients in vain).
   auto fail = [&](Status s) -> Status {
-    (void)close();
-    if (!worker_status.ok() && worker_status.code() != Code::kCancelled) {
-      return worker_status.WithContext("the chief's own worker");
-    }
+    const bool worker_first = worker_failed.load();
+    (void)close(/*aborted=*/true);
+    if (worker_first) return worker_status.WithContext("the chief's own worker");
     return s;
   };
 
@@ -1699,7 +1714,10 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     std::vector<Tensor> out;
     Status applied = session_->Run({{tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, counts,
                                    {pause ? sn.apply : sn.apply_and_release}, &out);
-    if (!applied.ok()) return fail(applied.WithContext(StrCat("applying the averaged gradients of step ", next)));
+    if (!applied.ok()) {
+      return fail(applied.WithContext(
+          StrCat("update ", next, " (the averaged gradients of the workers' step at global step ", step_, ")")));
+    }
     step_ = next;
     train_seconds += Seconds(Clock::now() - t0);
     const int64_t aggregated = out[0].scalar<int64_t>();
@@ -1767,9 +1785,11 @@ Expected<TrainResult> Run::GoSync(bool restored) {
       if (!released.ok()) return fail(released.WithContext(StrCat("releasing step ", step_)));
     }
     if (pause) interval_start = Clock::now();
-    if (!worker_status.ok()) return fail(worker_status);
+    if (worker_failed.load()) return fail(Status());
   }
-  WEFT_RETURN_IF_ERROR(fail(close()));
+  Status closed_ok = close(/*aborted=*/false);
+  if (worker_failed.load()) return worker_status.WithContext("the chief's own worker");
+  WEFT_RETURN_IF_ERROR(closed_ok.WithContext("ending the run for the workers"));
   if (checkpoints_ != nullptr && config_.checkpoint.at_end && saved_step != step_) {
     WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
     reporter_.Note(StrCat("saved ", result.checkpoint));

@@ -209,7 +209,11 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
       sync_token_queue =
           b.Op("StepTokenQueue", {}, {{"shared_name", AttrValue("sync/token_queue")}}, "sync/token_queue");
       const AttrMap timeout = {{"timeout_ms", AttrValue(so.token_timeout_ms)}};
-      sn.first_token = b.Op("StepTokenTake", {sync_token_queue, local_step}, timeout, "sync/first_token").name();
+      // A queue an earlier run closed (on a ps task that kept serving) is
+      // waited on until this run's chief opens it again.
+      AttrMap first = timeout;
+      first["wait_open"] = AttrValue(true);
+      sn.first_token = b.Op("StepTokenTake", {sync_token_queue, local_step}, first, "sync/first_token").name();
       auto wait = b.ControlDependencies(offers);
       sn.token = b.Op("StepTokenTake", {sync_token_queue, local_step}, timeout, "sync/token").name();
     }
@@ -322,16 +326,22 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
       resets.push_back(b.Op("AccumulatorSetGlobalStep", {sync_accumulators[i], reset_step}, {},
                             StrCat(tg.variables[i].name, "/sync/set_step")));
     }
-    resets.push_back(
-        b.Op("StepTokenPut", {sync_token_queue, reset_step}, {{"reset", AttrValue(true)}}, "sync/reset_tokens"));
     {
+      // The first step is released only once every accumulator is at it:
+      // a worker's first gradient must not meet one not reset yet.
       auto wait = b.ControlDependencies(resets);
+      Output tokens =
+          b.Op("StepTokenPut", {sync_token_queue, reset_step}, {{"reset", AttrValue(true)}}, "sync/reset_tokens");
+      auto after = b.ControlDependencies({tokens});
       sn.reset = b.Op("NoOp", {}, {}, "sync/reset").node_name();
     }
     sn.close = b.Op("StepTokenClose", {sync_token_queue}, {}, "sync/close").node_name();
-    sn.with_global_step = {"sync/token_queue",      "sync/first_token", "sync/token",
-                           "sync/global_step_read", "sync/release",     "sync/apply_and_release",
-                           "sync/reset_tokens",     "sync/reset",       "sync/close"};
+    sn.abort = b.Op("StepTokenClose", {sync_token_queue}, {{"aborted", AttrValue(true)}}, "sync/abort").node_name();
+    sn.with_global_step = {"sync/token_queue",  "sync/first_token",
+                           "sync/token",        "sync/global_step_read",
+                           "sync/release",      "sync/apply_and_release",
+                           "sync/reset_tokens", "sync/reset",
+                           "sync/close",        "sync/abort"};
   }
   {
     auto wait = b.ControlDependencies(inits);

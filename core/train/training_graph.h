@@ -96,6 +96,9 @@ struct SyncNodes {
   std::string apply, release, apply_and_release;
   std::string reset_step;  // i64 Placeholder
   std::string reset, close;
+  // Closes the token queue after an error: waiting workers fail with
+  // ABORTED instead of ending cleanly.
+  std::string abort;
   // Nodes to pin next to each trained variable (its accumulator, apply,
   // take, step reset): "<variable>/sync"; and the nodes that go with the
   // global step (the token queue and its ops).

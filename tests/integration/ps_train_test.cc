@@ -595,9 +595,9 @@ TEST_F(PsTraining, SyncOnePsAndThreeWorkersWithABackupReachTheAccuracyDroppingSt
   EXPECT_GE(accuracy, 0.87) << chief.str();
   const double dropped = FinalValue(chief.str(), "stale_dropped");
   EXPECT_GT(dropped, 0) << chief.str();
-  EXPECT_EQ(FinalValue(chief.str(), "aggregated"), 2 * 1248) << chief.str();
+  EXPECT_EQ(FinalValue(chief.str(), "aggregated"), 2 * 1560) << chief.str();
   const std::vector<nlohmann::json> records = SyncStepRecords(metrics);
-  EXPECT_EQ(records.size(), 1248u);
+  EXPECT_EQ(records.size(), 1560u);
   int64_t dropped_in_records = 0;
   for (const nlohmann::json& j : records) {
     EXPECT_EQ(j["aggregated"], 2) << j.dump();

@@ -60,7 +60,9 @@ struct SyncOps {
     b.Op("StepTokenPut", {tq, s}, {{"reset", AttrValue(true)}}, "reset");
     b.Op("StepTokenTake", {tq, s}, {}, "token");
     b.Op("StepTokenTake", {tq, s}, {{"timeout_ms", AttrValue(int64_t{200})}}, "token_timed");
+    b.Op("StepTokenTake", {tq, s}, {{"wait_open", AttrValue(true)}}, "first_token");
     b.Op("StepTokenClose", {tq}, {}, "close");
+    b.Op("StepTokenClose", {tq}, {{"aborted", AttrValue(true)}}, "abort");
     session = env.Session(b);
   }
 
@@ -135,15 +137,26 @@ TEST(GradientAccumulator, TakesTheMeanOfTheFirstNAndCountsTheLateOnes) {
   EXPECT_EQ(t->stale, 0);
   EXPECT_EQ(t->late, 1);
   EXPECT_EQ(ops.accumulator().global_step(), 1);
-  // Gradients of step 0 are now stale; step 1 starts empty.
+  // A gradient of step 0, the step just taken, is late now; step 1
+  // starts empty.
   EXPECT_EQ(*ops.Apply(2, 0, {1, 1, 1}), false);
   EXPECT_EQ(*ops.Apply(2, 1, {4, 4, 4}), true);
   EXPECT_EQ(*ops.Apply(0, 1, {2, 2, 2}), true);
   t = ops.Take();
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->average, (std::vector<float>{3, 3, 3}));
+  EXPECT_EQ(t->stale, 0);
+  EXPECT_EQ(t->late, 1);
+  // At step 2, a gradient of step 0 is stale (older than the step taken
+  // last), one of step 1 late.
+  EXPECT_EQ(*ops.Apply(1, 0, {1, 1, 1}), false);
+  EXPECT_EQ(*ops.Apply(1, 1, {1, 1, 1}), false);
+  ASSERT_TRUE(*ops.Apply(0, 2, {1, 1, 1}));
+  ASSERT_TRUE(*ops.Apply(1, 2, {1, 1, 1}));
+  t = ops.Take();
+  ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->stale, 1);
-  EXPECT_EQ(t->late, 0);
+  EXPECT_EQ(t->late, 1);
 }
 
 TEST(GradientAccumulator, SumsInReplicaOrderWhateverTheArrivalOrder) {
@@ -255,7 +268,7 @@ TEST(GradientAccumulator, SetGlobalStepMovesTheStepAndDropsWhatWasKept) {
   ASSERT_TRUE(*ops.Apply(0, 0, {9, 9, 9}));
   ASSERT_TRUE(ops.Run("set", 5).ok());
   EXPECT_EQ(ops.accumulator().kept(), 0);
-  EXPECT_EQ(*ops.Apply(1, 4, {1, 1, 1}), false);  // stale
+  EXPECT_EQ(*ops.Apply(1, 3, {1, 1, 1}), false);  // stale
   ASSERT_TRUE(*ops.Apply(1, 5, {1, 1, 1}));
   ASSERT_TRUE(*ops.Apply(0, 5, {3, 3, 3}));
   auto t = ops.Take();
@@ -378,6 +391,36 @@ TEST(StepTokenQueue, CloseEndsTheRunForWorkersWaitingForMore) {
   // reset opens the queue again.
   ASSERT_TRUE(ops.Run("reset", 20).ok());
   EXPECT_FALSE(ops.tokens().closed());
+}
+
+TEST(StepTokenQueue, AnAbortEndsWaitingTakesWithAnError) {
+  SyncOps ops;
+  ASSERT_TRUE(ops.Run("put", 7).ok());
+  Expected<int64_t> got = InvalidArgumentError("not run");
+  std::thread worker([&] { got = ops.Token(7); });
+  while (ops.TokensWaiting() == 0) std::this_thread::yield();
+  ASSERT_TRUE(ops.Run("abort", 0).ok());
+  worker.join();
+  EXPECT_EQ(got.status().code(), Code::kAborted);
+  EXPECT_EQ(got.status().message(),
+            "node 'token' (StepTokenTake) on /device:CPU:0: the chief stopped the run after an error, at step 7 "
+            "(its output says which)");
+}
+
+TEST(StepTokenQueue, AFirstTakeWaitsForAQueueAnEarlierRunClosedToOpenAgain) {
+  // A run ended at step 20 and closed the queue; a new run's worker asks
+  // for its first step (-1) before the new chief has reset the queue: it
+  // must not be handed the old 20.
+  SyncOps ops;
+  ASSERT_TRUE(ops.Run("put", 20).ok());
+  ASSERT_TRUE(ops.Run("close", 0).ok());
+  Expected<int64_t> got = InvalidArgumentError("not run");
+  std::thread worker([&] { got = ops.Token(-1, "first_token"); });
+  while (ops.TokensWaiting() == 0) std::this_thread::yield();
+  ASSERT_TRUE(ops.Run("reset", 0).ok());
+  worker.join();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, 0);
 }
 
 TEST(StepTokenQueue, ATimedTakeNamesTheStepsAndTheLikelyCauses) {

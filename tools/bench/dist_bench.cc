@@ -37,6 +37,18 @@
 //                    (the mean over random batches of the data); ms per
 //                    step vs one process; and the sparse bytes vs the same
 //                    steps with sparse_updates = false
+//   sync_train_mlp   the sample MLP trained synchronously (training.mode =
+//                    "sync") by 2 worker processes of batch 64 and 1 ps,
+//                    Adam: examples per second (of the averaged gradients)
+//                    vs PyTorch DistributedDataParallel over gloo with 2
+//                    processes on the same model, batch and data
+//                    (tools/bench/torch_ddp_peer.py); one intra-op thread
+//                    per process on both sides
+//   sync_straggler   milliseconds per synchronous step of the sample MLP
+//                    with one worker slowed 5x (WEFT_TEST_SLOW_FACTOR):
+//                    without a backup (N = 2 of 2 workers) and with one
+//                    (N = 2 of 3), each against the same layout with no
+//                    straggler
 //
 // Each prints BENCH lines: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // (speedup > 1: Weft ahead). On a 2-core machine the processes share the
@@ -628,18 +640,19 @@ void RemoteLoop() {
 
 // --- ps_train_mlp ---------------------------------------------------------------------------
 
-// Runs `weft <args>` to its end; its stdout.
-std::string RunWeft(const std::vector<std::string>& args) {
+// Runs |argv| (argv[0] a path) to its end; its stdout. A failure ends the
+// benchmark with the program's output.
+std::string RunCommand(const std::vector<std::string>& args) {
   int fds[2];
   if (pipe(fds) != 0) Check(InternalError("pipe"));
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 1);
     close(fds[0]);
-    std::vector<char*> argv = {const_cast<char*>(g_weft_cli.c_str())};
+    std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(g_weft_cli.c_str(), argv.data());
+    execv(argv[0], argv.data());
     std::_Exit(127);
   }
   close(fds[1]);
@@ -651,10 +664,22 @@ std::string RunWeft(const std::vector<std::string>& args) {
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "weft %s failed:\n%s\n", args.empty() ? "" : args[0].c_str(), out.c_str());
+    std::fprintf(stderr, "%s %s failed:\n%s\n", args[0].c_str(), args.size() > 1 ? args[1].c_str() : "", out.c_str());
     std::exit(1);
   }
   return out;
+}
+
+// Runs `weft <args>` to its end; its stdout.
+std::string RunWeft(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {g_weft_cli};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+// A file of the source tree (the binary is in build/bin).
+std::string SourcePath(const std::string& relative) {
+  return (std::filesystem::path(g_weft_cli).parent_path() / ".." / ".." / relative).lexically_normal().string();
 }
 
 // Seconds of training in "trained N steps in X s".
@@ -733,7 +758,7 @@ void PsTrainMlp() {
   Bench("ps_train_mlp_1ps_2workers", Median(two_eps), Median(local_eps), "examples/s", true);
 }
 
-// --- sparse_step -----------------------------------------------------------------------
+// --- sync_train_mlp, sync_straggler --------------------------------------------------------
 
 // The value of "name=" in the final line of |out|.
 double FinalField(const std::string& out, const std::string& name) {
@@ -742,6 +767,95 @@ double FinalField(const std::string& out, const std::string& name) {
   if (at == std::string::npos) Die(StrCat("no ", name, "= in the final line of:\n", out));
   return std::atof(out.c_str() + at + name.size() + 2);
 }
+
+std::string FashionMlp() {
+  return (std::filesystem::path(g_weft_cli).parent_path() / ".." / ".." / "configs" / "models" / "fashion_mlp.wgt")
+      .lexically_normal()
+      .string();
+}
+
+std::string SyncConfig(const std::string& path, int workers, int backups, int steps) {
+  std::ofstream out(path);
+  out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = 30000\n[cluster.jobs]\nps = [\"127.0.0.1:" << FreePort()
+      << "\"]\nworker = [";
+  for (int w = 0; w < workers; ++w) out << (w ? ", " : "") << "\"127.0.0.1:" << FreePort() << "\"";
+  out << "]\n";
+  const std::string fashion = "/usr/share/datasets/fashion-mnist/";
+  out << "[model]\nloss = \"loss\"\nimages = \"images\"\nlabels = \"labels\"\naccuracy = \"accuracy\"\ninit = "
+         "\"init\"\n"
+      << "[data]\nformat = \"idx\"\ntrain_images = \"" << fashion << "train-images-idx3-ubyte.gz\"\ntrain_labels = \""
+      << fashion << "train-labels-idx1-ubyte.gz\"\nscale = 0.00392156862745098\nshuffle = true\n"
+      << "[training]\nmode = \"sync\"\nbackup_workers = " << backups
+      << "\nbatch_size = 64\nseed = 1\nlog_every = 1000\nsteps = " << steps << "\n"
+      << "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n"
+      << "[runtime]\nintra_op_threads = 1\n";
+  return path;
+}
+
+// One synchronous run (1 ps + |workers| workers, all `weft train`, with
+// |env| set for the workers); the chief's output.
+std::string SyncTrain(const std::string& config, int workers, const std::string& slow_task = "") {
+  std::vector<std::future<std::string>> runs;
+  const std::string model = FashionMlp();
+  runs.push_back(std::async(std::launch::async, [&] {
+    return RunWeft({"train", model, "--config", config, "--job", "ps", "--task", "0"});
+  }));
+  if (!slow_task.empty()) {
+    setenv("WEFT_TEST_SLOW_TASK", slow_task.c_str(), 1);
+    setenv("WEFT_TEST_SLOW_FACTOR", "5", 1);
+  }
+  for (int w = 0; w < workers; ++w) {
+    runs.push_back(std::async(std::launch::async, [&, w] {
+      return RunWeft({"train", model, "--config", config, "--job", "worker", "--task", std::to_string(w)});
+    }));
+  }
+  std::vector<std::string> outs;
+  for (auto& r : runs) outs.push_back(r.get());
+  unsetenv("WEFT_TEST_SLOW_TASK");
+  unsetenv("WEFT_TEST_SLOW_FACTOR");
+  return outs[1];
+}
+
+void SyncTrainMlp() {
+  const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_sync_train_bench_", getpid());
+  std::filesystem::create_directories(dir);
+  constexpr int kSteps = 300;
+  const int repeats = g_repeats > 0 ? g_repeats : 3;
+  std::vector<double> weft, torch;
+  for (int r = 0; r < repeats; ++r) {
+    const std::string out = SyncTrain(SyncConfig(dir + "/sync.toml", 2, 0, kSteps), 2);
+    weft.push_back(FinalField(out, "examples_per_sec"));
+    const std::string peer = RunCommand(
+        {"/usr/bin/python3", SourcePath("tools/bench/torch_ddp_peer.py"), "2", "64", std::to_string(kSteps), "1"});
+    const std::size_t at = peer.find("examples_per_sec=");
+    if (at == std::string::npos) Die("torch_ddp_peer.py printed no examples_per_sec=: " + peer);
+    torch.push_back(std::atof(peer.c_str() + at + 17));
+  }
+  std::filesystem::remove_all(dir);
+  Bench("sync_train_mlp_ps_2workers", Median(weft), Median(torch), "examples/s", true);
+}
+
+// Milliseconds per step of the chief's "trained N synchronous steps in X s".
+double SyncMsPerStep(const std::string& out, int steps) { return 1000 * TrainedSeconds(out) / steps; }
+
+void SyncStraggler() {
+  const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_sync_straggler_bench_", getpid());
+  std::filesystem::create_directories(dir);
+  constexpr int kSteps = 100;
+  const int repeats = g_repeats > 0 ? g_repeats : 3;
+  std::vector<double> b0, b0_plain, b1, b1_plain;
+  for (int r = 0; r < repeats; ++r) {
+    b0_plain.push_back(SyncMsPerStep(SyncTrain(SyncConfig(dir + "/a.toml", 2, 0, kSteps), 2), kSteps));
+    b0.push_back(SyncMsPerStep(SyncTrain(SyncConfig(dir + "/b.toml", 2, 0, kSteps), 2, "/job:worker/task:1"), kSteps));
+    b1_plain.push_back(SyncMsPerStep(SyncTrain(SyncConfig(dir + "/c.toml", 3, 1, kSteps), 3), kSteps));
+    b1.push_back(SyncMsPerStep(SyncTrain(SyncConfig(dir + "/d.toml", 3, 1, kSteps), 3, "/job:worker/task:2"), kSteps));
+  }
+  std::filesystem::remove_all(dir);
+  Bench("sync_straggler_5x_b0", Median(b0), Median(b0_plain), "ms/step", false);
+  Bench("sync_straggler_5x_b1", Median(b1), Median(b1_plain), "ms/step", false);
+}
+
+// --- sparse_step -----------------------------------------------------------------------
 
 std::string BowConfig(const std::string& path, const std::string& data, int num_ps, int steps, bool sparse) {
   std::ofstream out(path);
@@ -845,7 +959,8 @@ int main(int argc, char** argv) {
   using namespace weft::bench;
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp|sparse_step "
+                 "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp|sparse_step|"
+                 "sync_train_mlp|sync_straggler "
                  "[--repeats N]\n");
     return 2;
   }
@@ -866,6 +981,10 @@ int main(int argc, char** argv) {
     PsTrainMlp();
   } else if (name == "sparse_step") {
     SparseStep();
+  } else if (name == "sync_train_mlp") {
+    SyncTrainMlp();
+  } else if (name == "sync_straggler") {
+    SyncStraggler();
   } else {
     std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", name.c_str());
     return 2;
