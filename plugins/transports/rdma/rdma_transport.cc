@@ -810,7 +810,11 @@ Endpoint::Endpoint(const weft_transport_callbacks_t& callbacks, std::unique_ptr<
           options.registration_cache_bytes,
           [pd = device_->pd](void* address, uint64_t size) -> Result<RegisteredMemory> {
             errno = 0;
-            ibv_mr* mr = ibv_reg_mr(pd, address, size, IBV_ACCESS_LOCAL_WRITE);
+            // An int, not the enum: libibverbs' ibv_reg_mr macro ANDs it with
+            // a flag of another enum type, which clang rejects
+            // (-Wdeprecated-enum-enum-conversion).
+            const int access = IBV_ACCESS_LOCAL_WRITE;
+            ibv_mr* mr = ibv_reg_mr(pd, address, size, access);
             if (mr == nullptr) {
               return Fail(WEFT_RESOURCE_EXHAUSTED,
                           "ibv_reg_mr of " + std::to_string(size) + " bytes failed (" + ErrnoText(errno) + ")");
