@@ -32,9 +32,9 @@ done
 packages=(
   build-essential cmake ninja-build git pkg-config binutils
   ccache                   # repeated builds on one machine (CI's presets share it)
-  clang libclang-rt-14-dev  # the asan preset: ASan+UBSan tests and the libFuzzer targets
+  clang libclang-rt-14-dev  # libFuzzer targets (the fuzz preset) and a second compiler
   clang-format             # tools/format.sh: the house format, checked by CI
-  libomp-14-dev            # OpenMP for clang: the CPU plugin in the asan preset
+  libomp-14-dev            # OpenMP for clang: the CPU plugin in the fuzz preset (op_fuzzer)
   libboost-dev             # Boost.DLL (plugin loading), Boost.Asio (the tcp transport)
   libzmq3-dev cppzmq-dev   # the zmq transport
   libibverbs-dev           # the rdma transport (builds here; UNAVAILABLE without a device)
