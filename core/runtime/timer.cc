@@ -53,8 +53,11 @@ void Timer::Loop() {
       continue;
     }
     auto first = pending_.begin();
-    if (Clock::now() < first->first.first) {
-      wake_.wait_until(lock, first->first.first);
+    // A copy: a Cancel while this waits (the lock released) may free the
+    // entry, and wait_until reads its deadline again.
+    const Clock::time_point when = first->first.first;
+    if (Clock::now() < when) {
+      wake_.wait_until(lock, when);
       continue;
     }
     std::function<void()> fn = std::move(first->second);

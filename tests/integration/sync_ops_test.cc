@@ -445,6 +445,27 @@ TEST(StepTokenQueue, ACancelledTakeLeavesNothingWaiting) {
   EXPECT_EQ(ops.tokens().waiting(), 0);
 }
 
+// --- The timer ---------------------------------------------------------------
+
+TEST(Timer, CancellingTheEntryItWaitsForLeavesItServingOthers) {
+  // The timer thread waits for the earliest entry; cancelling that entry
+  // meanwhile must not leave it reading freed memory (ASan once saw it:
+  // wait_until re-reads its deadline), and later entries still run.
+  runtime::Timer timer;
+  std::atomic<int> ran{0};
+  for (int round = 0; round < 20; ++round) {
+    const runtime::Timer::Id far =
+        timer.Schedule(runtime::Timer::Clock::now() + std::chrono::seconds(30), [&] { ran += 100; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(timer.Cancel(far));
+    EXPECT_FALSE(timer.Cancel(far));
+  }
+  std::atomic<bool> soon{false};
+  timer.Schedule(runtime::Timer::Clock::now() + std::chrono::milliseconds(1), [&] { soon = true; });
+  while (!soon.load()) std::this_thread::yield();
+  EXPECT_EQ(ran.load(), 0);
+}
+
 // --- Both, on threads --------------------------------------------------------
 
 TEST(SyncOps, ThreeReplicaThreadsAndAChiefRunFiftyStepsWithOneBackup) {
