@@ -640,6 +640,10 @@ class Run {
   // training.mode = "sync" on a cluster (one process trains alike in every
   // mode).
   bool sync() const { return distributed() && config_.training.mode == "sync"; }
+  // The end of a run on the chief or in one process: the last checkpoint
+  // (unless |saved_step| is the current one), the final evaluation, and
+  // the result's step and test figures.
+  Status EndOfTraining(int64_t saved_step, TrainResult* result);
   // Sync mode: the rest of Go() once the variables have values.
   Expected<TrainResult> GoSync(bool restored);
   // Sync mode, every worker (the chief's on a thread of its own): offers
@@ -1522,15 +1526,7 @@ Expected<TrainResult> Run::Go() {
                           HumanBytes(static_cast<uint64_t>(sent)), ", received ",
                           HumanBytes(static_cast<uint64_t>(received)), ", ", Fixed(messages, 1), " messages)"));
   }
-  if (checkpoints_ != nullptr && config_.checkpoint.at_end && saved_step != step_) {
-    WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
-    reporter_.Note(StrCat("saved ", result.checkpoint));
-  }
-  WEFT_ASSIGN_OR_RETURN(Evaluation e, Evaluate());
-  if (e.examples > 0) reporter_.Evaluation(step_, e.loss, e.accuracy, e.examples);
-  result.step = step_;
-  result.test_loss = e.loss;
-  result.test_accuracy = e.accuracy;
+  WEFT_RETURN_IF_ERROR(EndOfTraining(saved_step, &result));
   const int64_t trained = step_ - first_step;
   result.examples_per_sec = train_seconds > 0 ? static_cast<double>(trained * batch_size) / train_seconds : 0;
   result.input_wait_fraction = train_seconds > 0 ? (pipeline_->wait_seconds() - wait_at_start) / train_seconds : 0;
@@ -1539,6 +1535,19 @@ Expected<TrainResult> Run::Go() {
   if (distributed()) WEFT_RETURN_IF_ERROR(FinishCluster());
   reporter_.Final(result);
   return result;
+}
+
+Status Run::EndOfTraining(int64_t saved_step, TrainResult* result) {
+  if (checkpoints_ != nullptr && config_.checkpoint.at_end && saved_step != step_) {
+    WEFT_ASSIGN_OR_RETURN(result->checkpoint, Save(step_));
+    reporter_.Note(StrCat("saved ", result->checkpoint));
+  }
+  WEFT_ASSIGN_OR_RETURN(Evaluation e, Evaluate());
+  if (e.examples > 0) reporter_.Evaluation(step_, e.loss, e.accuracy, e.examples);
+  result->step = step_;
+  result->test_loss = e.loss;
+  result->test_accuracy = e.accuracy;
+  return Status();
 }
 
 Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
@@ -1790,15 +1799,7 @@ Expected<TrainResult> Run::GoSync(bool restored) {
   Status closed_ok = close(/*aborted=*/false);
   if (worker_failed.load()) return worker_status.WithContext("the chief's own worker");
   WEFT_RETURN_IF_ERROR(closed_ok.WithContext("ending the run for the workers"));
-  if (checkpoints_ != nullptr && config_.checkpoint.at_end && saved_step != step_) {
-    WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
-    reporter_.Note(StrCat("saved ", result.checkpoint));
-  }
-  WEFT_ASSIGN_OR_RETURN(Evaluation e, Evaluate());
-  if (e.examples > 0) reporter_.Evaluation(step_, e.loss, e.accuracy, e.examples);
-  result.step = step_;
-  result.test_loss = e.loss;
-  result.test_accuracy = e.accuracy;
+  WEFT_RETURN_IF_ERROR(EndOfTraining(saved_step, &result));
   const int64_t trained = step_ - first_step;
   result.examples_per_sec =
       train_seconds > 0 ? static_cast<double>(trained * n * config_.training.batch_size) / train_seconds : 0;
