@@ -1,4 +1,4 @@
-# weft_add_plugin(NAME <name> KIND device|transport|optimizer
+# weft_add_plugin(NAME <name> KIND device|transport|optimizer|collectives
 #                 SRCS <file>... [DEPS <target>...]
 #                 [OUTPUT_DIRECTORY <dir>] [NO_INSTALL])
 #
@@ -24,8 +24,9 @@ function(weft_add_plugin)
   if(NOT ARG_NAME OR NOT ARG_NAME MATCHES "^[a-z][a-z0-9_]*$")
     message(FATAL_ERROR "weft_add_plugin: NAME must be lower_snake_case, got '${ARG_NAME}'")
   endif()
-  if(NOT ARG_KIND MATCHES "^(device|transport|optimizer)$")
-    message(FATAL_ERROR "weft_add_plugin(${ARG_NAME}): KIND must be device, transport or optimizer, got '${ARG_KIND}'")
+  if(NOT ARG_KIND MATCHES "^(device|transport|optimizer|collectives)$")
+    message(FATAL_ERROR "weft_add_plugin(${ARG_NAME}): KIND must be device, transport, optimizer or collectives, "
+                        "got '${ARG_KIND}'")
   endif()
   if(NOT ARG_SRCS)
     message(FATAL_ERROR "weft_add_plugin(${ARG_NAME}): SRCS is empty")

@@ -38,6 +38,7 @@ packages=(
   libboost-dev             # Boost.DLL (plugin loading), Boost.Asio (the tcp transport)
   libzmq3-dev cppzmq-dev   # the zmq transport
   libibverbs-dev           # the rdma transport (builds here; UNAVAILABLE without a device)
+  libgloo-dev              # the gloo collectives plugin: training.mode = "allreduce"
   iproute2                 # cluster tests in network namespaces (ip netns, veth)
   openmpi-bin              # mpirun: the test of a cluster launched by Open MPI
   libtomlplusplus-dev      # TOML configuration

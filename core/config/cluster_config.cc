@@ -235,8 +235,23 @@ std::vector<OptionSpec> ClusterSpecs() {
                                      "dimension 0 across the ps tasks, and a gather of it moves only "
                                      "the rows it reads (core/dist/variable_partition.h).");
   partition_mb.min = 0;
-  return {transport,          connect,      rpc,         job, task, membership, base_port, mpi_host, hosts,
-          variable_placement, init_timeout, partition_mb};
+  OptionSpec collectives = MakeSpec("collectives", OptionType::kString, "\"auto\"",
+                                    "training.mode = \"allreduce\": the collectives plugin that reduces "
+                                    "the gradients (\"gloo\" for tensors in host memory, \"nccl\" for "
+                                    "CUDA tensors); \"auto\" takes the first loaded one serving the "
+                                    "tensors' memory.");
+  OptionSpec collective_timeout = MakeSpec("collective_timeout_ms", OptionType::kInt, "60000",
+                                           "training.mode = \"allreduce\": the deadline of the workers' "
+                                           "rendezvous and of every collective; must exceed the chief's "
+                                           "evaluations and checkpoints, which the others wait through.");
+  collective_timeout.min = 1;
+  return {transport,    connect,
+          rpc,          job,
+          task,         membership,
+          base_port,    mpi_host,
+          hosts,        variable_placement,
+          init_timeout, partition_mb,
+          collectives,  collective_timeout};
 }
 
 std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {
@@ -604,6 +619,10 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
   if (auto it = written_.find("base_port"); it != written_.end()) out_.base_port = it->second.i;
   if (auto it = written_.find("variable_placement"); it != written_.end()) out_.variable_placement = it->second.s;
   if (auto it = written_.find("init_timeout_s"); it != written_.end()) out_.init_timeout_s = it->second.i;
+  if (auto it = written_.find("collectives"); it != written_.end()) out_.collectives = it->second.s;
+  if (auto it = written_.find("collective_timeout_ms"); it != written_.end()) {
+    out_.collective_timeout_ms = it->second.i;
+  }
   if (auto it = written_.find("partition_mb"); it != written_.end()) {
     out_.partition_mb = it->second.kind == Value::Kind::kInt ? static_cast<double>(it->second.i) : it->second.f;
   }

@@ -119,6 +119,10 @@ struct ClusterConfig {
   // weft train: variables above this many MiB are split across the ps
   // tasks (core/dist/variable_partition.h).
   double partition_mb = 64;
+  // weft train, mode "allreduce": the collectives backend ("auto", "gloo",
+  // "nccl") and the deadline of the rendezvous and of each collective.
+  std::string collectives = "auto";
+  int64_t collective_timeout_ms = 60000;
 
   // The job named |name|, or nullptr.
   const ClusterJobConfig* FindJob(std::string_view name) const;

@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kEmbeddedSource = "<embedded configs/local.toml>";
 
 // The kinds of plugin section, in the order the docs list them.
-constexpr std::string_view kPluginKinds[] = {"devices", "transports", "optimizers"};
+constexpr std::string_view kPluginKinds[] = {"devices", "transports", "optimizers", "collectives"};
 
 OptionSpec Spec(std::string key, OptionType type, std::string doc) {
   OptionSpec spec;

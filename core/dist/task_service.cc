@@ -45,6 +45,7 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   }
   std::unique_ptr<TaskService> service(new TaskService(std::move(options)));
   service->incarnation_ = NewIncarnation();
+  service->kv_ = std::make_shared<KvStoreService>(service->options_.name);
   service->devices_ = std::move(devices);
   runtime::SessionOptions session_options;
   session_options.inter_op_threads = service->options_.inter_op_threads;
@@ -68,6 +69,7 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
 }
 
 TaskService::~TaskService() {
+  if (kv_ != nullptr) kv_->Close(CancelledError(options_.name, " is shutting down"));
   std::map<int64_t, std::shared_ptr<Step>> steps;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -92,6 +94,14 @@ Status TaskService::Ping(const std::string& name, int64_t timeout_ms) {
   Request request;
   request.method = Method::kHeartbeat;
   return rpc_->CallSync(Peer{name, it->second}, std::move(request), timeout_ms).status();
+}
+
+Expected<std::shared_ptr<runtime::KvStore>> TaskService::KvStoreOf(const std::string& name) {
+  if (name == options_.name) return std::shared_ptr<runtime::KvStore>(kv_);
+  auto it = options_.peers.find(name);
+  if (it == options_.peers.end()) return NotFoundError(name, " is not a task of the cluster");
+  return std::shared_ptr<runtime::KvStore>(
+      std::make_shared<RemoteKvStore>(rpc_.get(), Peer{name, it->second}, options_.rpc_timeout_ms));
 }
 
 std::vector<std::string> TaskService::DeviceNames() const {
@@ -173,6 +183,21 @@ void TaskService::Handle(const std::string& caller, Request request, RpcNode::Re
       r.method = Method::kHeartbeat;
       r.incarnation = incarnation_;
       reply(Status(), std::move(r));
+      return;
+    }
+    case Method::kKvSet: {
+      Status set = kv_->Set(request.kv_keys[0], std::move(request.kv_value));
+      reply(set, Response());
+      return;
+    }
+    case Method::kKvGet: {
+      kv_->Serve(std::move(request.kv_keys), request.kv_wait_ms,
+                 [reply = std::move(reply)](Status status, std::vector<std::string> values) {
+                   Response r;
+                   r.method = Method::kKvGet;
+                   r.kv_values = std::move(values);
+                   reply(status, std::move(r));
+                 });
       return;
     }
     case Method::kShutdown: {

@@ -25,6 +25,7 @@
 
 #include "core/base/status.h"
 #include "core/base/thread_pool.h"
+#include "core/dist/kv_store.h"
 #include "core/dist/remote_rendezvous.h"
 #include "core/dist/rpc.h"
 #include "core/plugin/plugin_host.h"
@@ -64,6 +65,9 @@ class TaskService {
   // Whether task |name| of the cluster answers a Heartbeat within
   // |timeout_ms|; the error names it.
   Status Ping(const std::string& name, int64_t timeout_ms);
+  // The rendezvous store of task |name| (this task's own, or another's
+  // over RPC); it must not outlive this service.
+  Expected<std::shared_ptr<runtime::KvStore>> KvStoreOf(const std::string& name);
 
  private:
   struct Part {
@@ -95,6 +99,8 @@ class TaskService {
   std::unique_ptr<ThreadPool> pool_;
   std::shared_ptr<const plugin::IntraOpPool> intra_op_pool_;  // its kernels' parallel loops
   std::unique_ptr<RpcNode> rpc_;
+  // Declared after rpc_: destroyed (answering parked gets) while it lives.
+  std::shared_ptr<KvStoreService> kv_;
 
   std::mutex mutex_;
   std::map<uint64_t, std::shared_ptr<Registered>> graphs_;

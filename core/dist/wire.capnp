@@ -103,7 +103,22 @@ struct Request {
     # Asks a task that was started to serve one training run (`weft train`
     # on a ps task) to stop; the text says why. Others refuse.
     shutdown @10 :Text;
+    # The rendezvous store the chief serves for training.mode = "allreduce"
+    # (core/dist/kv_store.h).
+    kvSet @11 :KvSet;
+    kvGet @12 :KvGet;
   }
+}
+
+struct KvSet {
+  key @0 :Text;
+  value @1 :Data;
+}
+
+# Waits up to waitMs for every key; the answer is their values in order.
+struct KvGet {
+  keys @0 :List(Text);
+  waitMs @1 :Int64;
 }
 
 struct RunGraph {
@@ -134,6 +149,7 @@ struct Response {
     graphHandle @4 :UInt64;
     retvals @5 :List(Arg);
     tensor @6 :TensorMeta;
+    kvValues @8 :List(Data);
   }
   # RecvTensor: the sender's value is dead (a branch not taken, or a loop's
   # last check); `tensor` is then empty and not read.

@@ -156,6 +156,20 @@ Status EncodeRequest(Writer& writer, const Request& r, w::Request::Builder out) 
     case Method::kCleanupStep: out.setCleanupStep(r.step_id); return Status();
     case Method::kHeartbeat: out.setHeartbeat(); return Status();
     case Method::kShutdown: out.setShutdown(r.reason); return Status();
+    case Method::kKvSet: {
+      if (r.kv_keys.size() != 1) return InternalError("a KvSet carries one key, not ", r.kv_keys.size());
+      auto set = out.initKvSet();
+      set.setKey(r.kv_keys[0]);
+      set.setValue(AsData(r.kv_value));
+      return Status();
+    }
+    case Method::kKvGet: {
+      auto get = out.initKvGet();
+      auto keys = get.initKeys(static_cast<unsigned>(r.kv_keys.size()));
+      for (std::size_t i = 0; i < r.kv_keys.size(); ++i) keys.set(static_cast<unsigned>(i), r.kv_keys[i]);
+      get.setWaitMs(r.kv_wait_ms);
+      return Status();
+    }
     case Method::kNone: break;
   }
   return InternalError("a request without a method");
@@ -206,6 +220,11 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
         return Status();
       }
       return writer.AddTensor(r.tensor, out.initTensor());
+    case Method::kKvGet: {
+      auto values = out.initKvValues(static_cast<unsigned>(r.kv_values.size()));
+      for (std::size_t i = 0; i < r.kv_values.size(); ++i) values.set(static_cast<unsigned>(i), AsData(r.kv_values[i]));
+      return Status();
+    }
     default: out.setNone(); return Status();
   }
 }
@@ -358,6 +377,36 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
       r.method = Method::kShutdown;
       r.reason = Str(in.getShutdown());
       return Status();
+    case w::Request::KV_SET: {
+      r.method = Method::kKvSet;
+      auto set = in.getKvSet();
+      if (set.getKey().size() == 0 || set.getKey().size() > kMaxKvKeyBytes) {
+        return InvalidArgumentError("a KvSet key of ", set.getKey().size(), " bytes (1 to ", kMaxKvKeyBytes, ")");
+      }
+      if (set.getValue().size() > kMaxKvValueBytes) {
+        return InvalidArgumentError("a KvSet value of ", set.getValue().size(), " bytes (at most ", kMaxKvValueBytes,
+                                    ")");
+      }
+      r.kv_keys.push_back(Str(set.getKey()));
+      r.kv_value = ToString(set.getValue());
+      return Status();
+    }
+    case w::Request::KV_GET: {
+      r.method = Method::kKvGet;
+      auto get = in.getKvGet();
+      if (get.getKeys().size() == 0 || get.getKeys().size() > kMaxKvKeysPerGet) {
+        return InvalidArgumentError("a KvGet of ", get.getKeys().size(), " keys (1 to ", kMaxKvKeysPerGet, ")");
+      }
+      for (auto key : get.getKeys()) {
+        if (key.size() == 0 || key.size() > kMaxKvKeyBytes) {
+          return InvalidArgumentError("a KvGet key of ", key.size(), " bytes (1 to ", kMaxKvKeyBytes, ")");
+        }
+        r.kv_keys.push_back(Str(key));
+      }
+      r.kv_wait_ms = get.getWaitMs();
+      if (r.kv_wait_ms < 0) return InvalidArgumentError("a KvGet wait of ", r.kv_wait_ms, " ms");
+      return Status();
+    }
   }
   return InvalidArgumentError("a request of unknown kind ", static_cast<int>(in.which()), " (from a newer Weft?)");
 }
@@ -401,6 +450,10 @@ Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r)
       WEFT_ASSIGN_OR_RETURN(r.tensor, reader.ReadTensor(in.getTensor()));
       return Status();
     }
+    case w::Response::KV_VALUES:
+      r.method = Method::kKvGet;
+      for (auto value : in.getKvValues()) r.kv_values.push_back(ToString(value));
+      return Status();
   }
   return InvalidArgumentError("a response of unknown kind ", static_cast<int>(in.which()), " (from a newer Weft?)");
 }
@@ -428,6 +481,8 @@ std::string_view MethodName(Method method) {
     case Method::kCleanupStep: return "CleanupStep";
     case Method::kHeartbeat: return "Heartbeat";
     case Method::kShutdown: return "Shutdown";
+    case Method::kKvSet: return "KvSet";
+    case Method::kKvGet: return "KvGet";
   }
   return "(unknown)";
 }

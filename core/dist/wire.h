@@ -38,7 +38,14 @@ enum class Method {
   kCleanupStep,
   kHeartbeat,
   kShutdown,
+  kKvSet,
+  kKvGet,
 };
+
+// Limits of the rendezvous store's messages, checked on decoding.
+inline constexpr std::size_t kMaxKvKeyBytes = 256;
+inline constexpr std::size_t kMaxKvValueBytes = 1 << 20;
+inline constexpr std::size_t kMaxKvKeysPerGet = 1024;
 // "RunGraph", ...
 std::string_view MethodName(Method method);
 
@@ -90,6 +97,10 @@ struct Request {
   Status abort_status;
   // Shutdown: why.
   std::string reason;
+  // KvSet (one key, |kv_value|), KvGet (waiting up to |kv_wait_ms|).
+  std::vector<std::string> kv_keys;
+  std::string kv_value;
+  int64_t kv_wait_ms = 0;
 };
 
 struct Response {
@@ -108,6 +119,8 @@ struct Response {
   // RecvTensor
   Tensor tensor;
   bool is_dead = false;  // then |tensor| is empty
+  // KvGet: the values of the keys, in order.
+  std::vector<std::string> kv_values;
 };
 
 struct Envelope {

@@ -42,7 +42,8 @@ void RegisterStateGradients(GradRegistry& r) {
   // steps between tasks; the training graph wires them itself.
   for (const char* op :
        {"GradientAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient", "AccumulatorSetGlobalStep",
-        "StepTokenQueue", "StepTokenPut", "StepTokenTake", "StepTokenClose", "_TestDelay"}) {
+        "StepTokenQueue", "StepTokenPut", "StepTokenTake", "StepTokenClose", "_TestDelay", "CollectiveAllReduce",
+        "CollectiveBroadcast", "CollectiveAllGather"}) {
     r.NotDifferentiable(op);
   }
 }

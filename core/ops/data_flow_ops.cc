@@ -323,6 +323,82 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           })
           .Doc("For tests (a straggler): forwards its inputs once the step has run factor times as long as it "
                "had when they arrived, waiting without holding a thread.")));
+  // Collectives among the ranks of a group (core/runtime/collectives.h);
+  // kernels in core/runtime/collective_kernels.cc.
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("CollectiveAllReduce")
+          .Input("inputs: N * T")
+          .Output("outputs: N * T")
+          .Attr("N: int >= 1")
+          .Attr("T: {f16, bf16, f32, f64, i32, i64}")
+          .Attr("group: string = 'train'")
+          .Attr("round: string = 'train'")
+          .Attr("order: int >= 0 = 0")
+          .Attr("round_size: int >= 1 = 1")
+          .Attr("reduction: string = 'sum'")
+          .Stateful()
+          .Shape([](InferenceContext& c) {
+            const std::string& reduction = c.String("reduction");
+            if (reduction != "sum" && reduction != "mean" && reduction != "min" && reduction != "max") {
+              return c.Error("reduction is '", reduction, "'; it must be 'sum', 'mean', 'min' or 'max'");
+            }
+            if (reduction == "mean" && (c.Type("T") == DType::kI32 || c.Type("T") == DType::kI64)) {
+              return c.Error("reduction 'mean' needs a floating-point type, not ", DTypeName(c.Type("T")));
+            }
+            if (c.Int("order") >= c.Int("round_size")) {
+              return c.Error("order ", c.Int("order"), " is not below round_size ", c.Int("round_size"));
+            }
+            for (int i = 0; i < c.num_inputs(); ++i) c.set_output(i, c.input_shape(i));
+            return Status();
+          })
+          .Doc("Reduces each input elementwise over the ranks of the collective group `group` (sum, mean, min or "
+               "max); every rank gets the result. The N inputs travel as one fused buffer (a gradient bucket). "
+               "Every rank issues the ops of one round in `order` (0..round_size-1), whatever order they become "
+               "ready in.")));
+  WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("CollectiveBroadcast")
+                                      .Input("input: T")
+                                      .Output("output: T")
+                                      .Attr("T: {f16, bf16, f32, f64, i32, i64, i8, u8}")
+                                      .Attr("root: int >= 0 = 0")
+                                      .Attr("group: string = 'train'")
+                                      .Attr("round: string = 'init'")
+                                      .Attr("order: int >= 0 = 0")
+                                      .Attr("round_size: int >= 1 = 1")
+                                      .Stateful()
+                                      .Shape([](InferenceContext& c) {
+                                        if (c.Int("order") >= c.Int("round_size")) {
+                                          return c.Error("order ", c.Int("order"), " is not below round_size ",
+                                                         c.Int("round_size"));
+                                        }
+                                        c.set_output(0, c.input_shape(0));
+                                        return Status();
+                                      })
+                                      .Doc("Every rank of the group gets rank `root`'s input (the others' "
+                                           "inputs give only the shape and type).")));
+  WEFT_RETURN_IF_ERROR(
+      r.Register(OpDefBuilder("CollectiveAllGather")
+                     .Input("input: T")
+                     .Output("output: T")
+                     .Attr("T: {f16, bf16, f32, f64, i32, i64, i8, u8}")
+                     .Attr("group: string = 'train'")
+                     .Attr("round: string = 'train'")
+                     .Attr("order: int >= 0 = 0")
+                     .Attr("round_size: int >= 1 = 1")
+                     .Stateful()
+                     .Shape([](InferenceContext& c) {
+                       if (c.Int("order") >= c.Int("round_size")) {
+                         return c.Error("order ", c.Int("order"), " is not below round_size ", c.Int("round_size"));
+                       }
+                       const Shape& in = c.input_shape(0);
+                       if (in.unknown_rank()) return Status();
+                       if (in.rank() == 0) return c.Error("input must have rank >= 1, got a scalar");
+                       std::vector<int64_t> dims = in.dims();
+                       dims[0] = Shape::kUnknownDim;  // the group's size times dim 0, known at run time
+                       c.set_output(0, Shape(dims));
+                       return Status();
+                     })
+                     .Doc("The ranks' inputs concatenated along dimension 0, in rank order; every rank gets it. Every "
+                          "rank's input must have the same shape.")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("StepTokenClose")
                                       .Input("handle: resource")
                                       .Attr("aborted: bool = false")

@@ -21,6 +21,7 @@ std::string_view KindName(PluginKind kind) {
     case PluginKind::kDevice: return "device";
     case PluginKind::kTransport: return "transport";
     case PluginKind::kOptimizer: return "optimizer";
+    case PluginKind::kCollectives: return "collectives";
   }
   return "plugin";
 }
@@ -30,6 +31,7 @@ std::string_view SectionKind(PluginKind kind) {
     case PluginKind::kDevice: return "devices";
     case PluginKind::kTransport: return "transports";
     case PluginKind::kOptimizer: return "optimizers";
+    case PluginKind::kCollectives: return "collectives";
   }
   return "plugins";
 }
@@ -115,7 +117,8 @@ struct FileNameInfo {
 
 FileNameInfo InfoFromFileName(const std::string& path) {
   const std::string stem = fs::path(path).stem().string();
-  for (PluginKind kind : {PluginKind::kDevice, PluginKind::kTransport, PluginKind::kOptimizer}) {
+  for (PluginKind kind :
+       {PluginKind::kDevice, PluginKind::kTransport, PluginKind::kOptimizer, PluginKind::kCollectives}) {
     const std::string prefix = StrCat("weft_", KindName(kind), "_");
     if (stem.starts_with(prefix)) return {kind, stem.substr(prefix.size())};
   }
@@ -179,7 +182,56 @@ Expected<std::vector<config::OptionSpec>> ValidateOptimizerTable(const weft_opti
   return specs;
 }
 
+Status ValidateCollectivesTable(const weft_collectives_plugin_t* t, CollectivesPlugin* out) {
+  if (t->struct_size < WEFT_COLLECTIVES_PLUGIN_SIZE_V1_2) {
+    return InvalidArgumentError("weft_collectives_plugin_t.struct_size is ", t->struct_size,
+                                " bytes, smaller than the ", WEFT_COLLECTIVES_PLUGIN_SIZE_V1_2,
+                                " bytes of ABI 1.2; rebuild the plugin against the Weft SDK");
+  }
+  if (!IsSnakeName(t->backend)) {
+    return InvalidArgumentError("collectives backend ", Quote(t->backend ? t->backend : "(null)"),
+                                " must be lower_snake_case (\"gloo\")");
+  }
+#define WEFT_REQUIRE_MEMBER(member)                                                               \
+  if (t->member == nullptr) {                                                                     \
+    return InvalidArgumentError("required member weft_collectives_plugin_t." #member " is NULL"); \
+  }
+  WEFT_REQUIRE_MEMBER(device_types)
+  WEFT_REQUIRE_MEMBER(dtypes)
+  WEFT_REQUIRE_MEMBER(comm_create)
+  WEFT_REQUIRE_MEMBER(comm_destroy)
+  WEFT_REQUIRE_MEMBER(all_reduce)
+  WEFT_REQUIRE_MEMBER(all_gather)
+  WEFT_REQUIRE_MEMBER(broadcast)
+#undef WEFT_REQUIRE_MEMBER
+  if (t->num_device_types == 0) return InvalidArgumentError("num_device_types is 0: it serves no memory");
+  if (t->num_dtypes == 0) return InvalidArgumentError("num_dtypes is 0: it serves no element type");
+  for (std::size_t i = 0; i < t->num_device_types; ++i) {
+    if (t->device_types[i] == nullptr || t->device_types[i][0] == '\0') {
+      return InvalidArgumentError("device_types[", i, "] is empty");
+    }
+    out->device_types.emplace_back(t->device_types[i]);
+  }
+  for (std::size_t i = 0; i < t->num_dtypes; ++i) {
+    const char* name = weft_dtype_name(t->dtypes[i]);
+    if (name == nullptr || t->dtypes[i] == WEFT_DTYPE_STRING || t->dtypes[i] == WEFT_DTYPE_RESOURCE) {
+      return InvalidArgumentError("dtypes[", i, "] is ", t->dtypes[i], ", not a numeric element type");
+    }
+    out->dtypes.push_back(t->dtypes[i]);
+  }
+  out->table = t;
+  return Status();
+}
+
 }  // namespace
+
+bool CollectivesPlugin::Serves(std::string_view device_type) const {
+  return std::find(device_types.begin(), device_types.end(), device_type) != device_types.end();
+}
+
+bool CollectivesPlugin::Serves(std::string_view device_type, weft_dtype_t dtype) const {
+  return Serves(device_type) && std::find(dtypes.begin(), dtypes.end(), dtype) != dtypes.end();
+}
 
 Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_def_t* defs, size_t count) {
   std::vector<config::OptionSpec> specs;
@@ -333,7 +385,7 @@ Status PluginHost::LoadAll() {
 
 Status PluginHost::Load(const std::string& path) { return LoadOne(path).status; }
 
-PluginHost::Outcome PluginHost::Refuse(PluginInfo info, std::string reason) {
+PluginHost::Outcome PluginHost::Refuse(PluginInfo&& info, std::string reason) {
   info.state = PluginState::kRefused;
   info.reason = std::move(reason);
   Status status(Code::kFailedPrecondition, StrCat("plugin ", info.path, " refused: ", info.reason));
@@ -465,6 +517,7 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
 
   // The kind and its table.
   std::vector<config::OptionSpec> hyperparameters;
+  CollectivesPlugin collectives;
   Status table_status;
   switch (plugin->kind) {
     case WEFT_PLUGIN_DEVICE:
@@ -492,9 +545,21 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
       }
       break;
     }
+    case WEFT_PLUGIN_COLLECTIVES:
+      info.kind = PluginKind::kCollectives;
+      if (!WEFT_STRUCT_HAS(plugin, weft_plugin_t, collectives)) {
+        table_status = InvalidArgumentError(
+            "kind is collectives but its description predates ABI 1.2 (no collectives member); rebuild the plugin "
+            "against the Weft SDK");
+      } else if (plugin->collectives == nullptr) {
+        table_status = InvalidArgumentError("kind is collectives but the collectives table is NULL");
+      } else {
+        table_status = ValidateCollectivesTable(plugin->collectives, &collectives);
+      }
+      break;
     default:
-      table_status =
-          InvalidArgumentError("unknown kind ", plugin->kind, " (expected 1 device, 2 transport or 3 optimizer)");
+      table_status = InvalidArgumentError("unknown kind ", plugin->kind,
+                                          " (expected 1 device, 2 transport, 3 optimizer or 4 collectives)");
   }
   if (!table_status.ok()) return Refuse(std::move(info), table_status.message());
 
@@ -572,6 +637,11 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
           plugin->optimizer->name,
           std::make_unique<OptimizerPlugin>(OptimizerPlugin{info.name, plugin->optimizer, std::move(hyperparameters)}),
           owner);
+      break;
+    case PluginKind::kCollectives:
+      collectives.plugin_name = info.name;
+      registered = collectives_.Add(plugin->collectives->backend,
+                                    std::make_unique<CollectivesPlugin>(std::move(collectives)), owner);
       break;
   }
   if (!registered.ok()) return Refuse(std::move(info), registered.message());

@@ -44,10 +44,10 @@
 
 namespace weft::plugin {
 
-enum class PluginKind { kDevice, kTransport, kOptimizer };
+enum class PluginKind { kDevice, kTransport, kOptimizer, kCollectives };
 enum class PluginState { kLoaded, kUnavailable, kRefused, kDisabled };
 
-// "device", "transport", "optimizer"
+// "device", "transport", "optimizer", "collectives"
 std::string_view KindName(PluginKind kind);
 // The config section kind for plugins of |kind|: "devices", ...
 std::string_view SectionKind(PluginKind kind);
@@ -80,6 +80,15 @@ struct OptimizerPlugin {
   std::string plugin_name;
   const weft_optimizer_plugin_t* table;
   std::vector<config::OptionSpec> hyperparameters;
+};
+// A collectives table (ABI 1.2), validated, with what it serves.
+struct CollectivesPlugin {
+  std::string plugin_name;
+  const weft_collectives_plugin_t* table;
+  std::vector<std::string> device_types;
+  std::vector<weft_dtype_t> dtypes;
+  bool Serves(std::string_view device_type) const;
+  bool Serves(std::string_view device_type, weft_dtype_t dtype) const;
 };
 
 struct PluginHostOptions {
@@ -119,6 +128,8 @@ class PluginHost {
   const Registry<DevicePlugin>& devices() const { return devices_; }
   const Registry<TransportPlugin>& transports() const { return transports_; }
   const Registry<OptimizerPlugin>& optimizers() const { return optimizers_; }
+  // Keyed by backend ("gloo", "nccl").
+  const Registry<CollectivesPlugin>& collectives() const { return collectives_; }
 
   // Config sections for plugins that are not loaded ("devices.cuda" on a
   // machine without the CUDA plugin), as warnings with their position.
@@ -133,7 +144,9 @@ class PluginHost {
     bool config_error = false;
   };
   Outcome LoadOne(const std::string& path);
-  Outcome Refuse(PluginInfo info, std::string reason);
+  // Takes |info| by reference so that |reason| may be built from it (an
+  // argument moved from before the other is evaluated would read empty).
+  Outcome Refuse(PluginInfo&& info, std::string reason);
   Outcome Register(PluginInfo& info, const weft_plugin_t* plugin);
 
   config::Config config_;
@@ -147,6 +160,7 @@ class PluginHost {
   Registry<DevicePlugin> devices_{"device type"};
   Registry<TransportPlugin> transports_{"transport scheme"};
   Registry<OptimizerPlugin> optimizers_{"optimizer"};
+  Registry<CollectivesPlugin> collectives_{"collectives backend"};
 };
 
 // The folder of the plugins built or installed with this libweft:

@@ -9,6 +9,7 @@
 #include "core/plugin/host_services.h"
 #include "core/runtime/accumulator_kernels.h"
 #include "core/runtime/checkpoint_kernels.h"
+#include "core/runtime/collective_kernels.h"
 #include "core/runtime/queue_kernels.h"
 #include "core/runtime/send_recv_kernels.h"
 #include "core/runtime/stack_kernels.h"
@@ -590,6 +591,9 @@ KernelPtr MakeQueue(const Graph::Node& node, const RuntimeDevice& device) { retu
 KernelPtr MakeAccumulator(const Graph::Node& node, const RuntimeDevice& device) {
   return CreateAccumulatorKernel(node, device);
 }
+KernelPtr MakeCollective(const Graph::Node& node, const RuntimeDevice& device) {
+  return CreateCollectiveKernel(node, device);
+}
 KernelPtr MakeStack(const Graph::Node& node, const RuntimeDevice&) { return CreateStackKernel(node); }
 KernelPtr MakeCheckpoint(const Graph::Node& node, const RuntimeDevice&) { return CreateCheckpointKernel(node); }
 KernelPtr MakeSendRecv(const Graph::Node& node, const RuntimeDevice& device) {
@@ -683,6 +687,10 @@ const std::map<std::string, RuntimeFactory, std::less<>>& RuntimeKernels() {
       {"StepTokenTake", MakeAccumulator},
       {"StepTokenClose", MakeAccumulator},
       {"_TestDelay", MakeAccumulator},
+      // collective_kernels.cc
+      {"CollectiveAllReduce", MakeCollective},
+      {"CollectiveBroadcast", MakeCollective},
+      {"CollectiveAllGather", MakeCollective},
       // stack_kernels.cc
       {"Stack", MakeStack},
       {"StackPop", MakeStack},

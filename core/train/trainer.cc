@@ -34,6 +34,7 @@
 #include "core/dist/variable_placement.h"
 #include "core/graph/builder.h"
 #include "core/graph/serialize.h"
+#include "core/runtime/collectives.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/placement_support.h"
 #include "core/runtime/session.h"
@@ -605,6 +606,13 @@ class Run {
         options_(options),
         reporter_(options.out, options.interactive, config.training.metrics) {}
 
+  // Allreduce mode: a worker that stops on an error closes its links, so
+  // that the others fail at once rather than at their collective timeout.
+  ~Run() {
+    if (group_ == nullptr) return;
+    if (!finished_) group_->Abort(AbortedError(dist::TaskPrefix("worker", worker_), " stopped on an error"));
+    runtime::UnregisterCollectiveGroup(group_->options().name);
+  }
   Expected<TrainResult> Go();
   Expected<TrainingPlacementPlan> Plan();
 
@@ -640,6 +648,23 @@ class Run {
   // training.mode = "sync" on a cluster (one process trains alike in every
   // mode).
   bool sync() const { return distributed() && config_.training.mode == "sync"; }
+  // training.mode = "allreduce" on a cluster: a local session per worker,
+  // the gradients averaged by collectives.
+  bool allreduce() const { return allreduce_cluster_ != nullptr; }
+  // Whether a step reads a global batch, each worker its slice.
+  bool sharded() const { return sync() || allreduce(); }
+  // Allreduce mode: starts this worker's task (the chief's serves the
+  // rendezvous store), waits for the other workers, checks that they train
+  // the same model alike, and joins the collective group.
+  Status StartAllReduce();
+  // Allreduce mode: what every worker must agree on, one line each.
+  std::vector<std::string> Contract() const;
+  Status CheckContracts(runtime::KvStore& store, const std::string& prefix);
+  // Allreduce mode, at the end: each worker says it finished; the chief
+  // keeps the store up until all did.
+  Status FinishAllReduce();
+  // Allreduce mode: which other workers do not answer, for messages.
+  std::string DiagnosePeers();
   // The end of a run on the chief or in one process: the last checkpoint
   // (unless |saved_step| is the current one), the final evaluation, and
   // the result's step and test figures.
@@ -682,6 +707,15 @@ class Run {
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
   int64_t step_ = 0;
+  // Allreduce mode. The group goes before the service that serves its
+  // store.
+  const dist::ClusterSpec* allreduce_cluster_ = nullptr;
+  std::unique_ptr<dist::TaskService> service_;
+  std::shared_ptr<runtime::KvStore> store_;
+  std::string store_prefix_;
+  std::shared_ptr<runtime::CollectiveGroup> group_;
+  runtime::CollectiveGroup::Stats allreduce_start_;
+  bool finished_ = false;
 };
 
 // What a sync worker's loop counts (read by the chief's apply loop while
@@ -738,6 +772,7 @@ Status Run::Prepare() {
     WEFT_ASSIGN_OR_RETURN(auto session,
                           runtime::Session::Create(tg_.graph, devices_, runtime::SessionOptions::FromConfig(config_)));
     session_ = std::make_unique<LocalRunner>(std::move(session));
+    if (allreduce()) WEFT_RETURN_IF_ERROR(StartAllReduce());
   }
 
   // Data.
@@ -759,7 +794,7 @@ Status Run::Prepare() {
     return std::shared_ptr<const data::Examples>(std::make_shared<data::Examples>(std::move(*examples)));
   };
   WEFT_ASSIGN_OR_RETURN(train_, load(data.train_images, data.train_labels, "training"));
-  if (num_workers_ > 1 && !sync()) {
+  if (num_workers_ > 1 && !sharded()) {
     auto shard = ShardExamples(*train_, worker_, num_workers_);
     if (!shard.ok()) return shard.status().WithContext(StrCat("worker ", worker_, "'s share of the training data"));
     train_ = std::move(*shard);
@@ -771,12 +806,12 @@ Status Run::Prepare() {
   const int64_t n = train_->labels.num_elements();
   // In sync mode a step reads a global batch: one batch per worker, each
   // worker its own slice of it (every worker holds all the examples).
-  const int64_t global_batch = config_.training.batch_size * (sync() ? num_workers_ : 1);
+  const int64_t global_batch = config_.training.batch_size * (sharded() ? num_workers_ : 1);
   steps_per_epoch_ = n / global_batch;
   if (steps_per_epoch_ == 0) {
     return InvalidArgumentError(
         Where(config_, "training", "batch_size"), "the batch (", config_.training.batch_size,
-        sync() ? StrCat(" per worker, ", global_batch, " for the ", num_workers_, " workers") : std::string(),
+        sharded() ? StrCat(" per worker, ", global_batch, " for the ", num_workers_, " workers") : std::string(),
         ") is larger than the training data (", n, " examples)");
   }
   total_steps_ = options_.steps > 0           ? options_.steps
@@ -802,7 +837,7 @@ data::PipelineOptions Run::TrainingInput() const {
   po.shift = config_.data.shift;
   po.example_shape = example_shape_;
   po.prefetch = config_.data.prefetch;
-  if (sync()) {
+  if (sharded()) {
     po.num_shards = num_workers_;
     po.shard_index = worker_;
   }
@@ -966,6 +1001,11 @@ Status Run::BuildGraph() {
       }
     }
     tgo.sync = std::move(so);
+  }
+  if (allreduce()) {
+    AllReduceGraphOptions ao;
+    ao.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(config_.training.bucket_mb * 1048576.0));
+    tgo.allreduce = ao;
   }
   tgo.variable_has_kernel = [variable_kernels, default_kernels](
                                 std::string_view variable, std::string_view op,
@@ -1184,6 +1224,13 @@ Status Run::CheckClusterRole() {
                                 " --task ", c->self->task, "`, and each worker with `weft train MODEL --config ",
                                 config_.source, " --job worker --task I`");
   }
+  worker_ = c->self->task;
+  num_workers_ = static_cast<int64_t>(workers->tasks.size());
+  if (config_.training.mode == "allreduce") {
+    // Every worker holds the whole model; a ps job, if any, is not used.
+    allreduce_cluster_ = c;
+    return Status();
+  }
   if (ps == nullptr || ps->tasks.empty()) {
     return InvalidArgumentError(config_.source,
                                 ": weft train on a cluster keeps the variables on the tasks of a job "
@@ -1191,15 +1238,7 @@ Status Run::CheckClusterRole() {
                                 jobs(), ")");
   }
   cluster_ = c;
-  worker_ = c->self->task;
-  num_workers_ = static_cast<int64_t>(workers->tasks.size());
   WEFT_RETURN_IF_ERROR(CheckTrainingMode(config_, num_workers_, true));
-  if (config_.training.mode == "allreduce") {
-    return UnimplementedError(Where(config_, "training", "mode"), "\"", config_.training.mode,
-                              "\" training on a cluster is not built yet (its design: docs/design/sync-training.md); "
-                              "use mode = \"async\" on a cluster, or train in one process, where every mode trains "
-                              "alike");
-  }
   return Status();
 }
 
@@ -1334,10 +1373,174 @@ Status Run::FinishCluster() {
   return Status();
 }
 
+std::vector<std::string> Run::Contract() const {
+  // Each line "key = value"; a worker whose line differs from the chief's
+  // is refused, naming both values.
+  std::vector<std::string> lines = {
+      StrCat("training.bucket_mb = ", config_.training.bucket_mb),
+      StrCat("training.batch_size = ", config_.training.batch_size),
+      StrCat("training.seed = ", config_.training.seed),
+      StrCat("optimizer = ", optimizer_->name()),
+  };
+  for (const TrainedVariable& v : tg_.variables) {
+    lines.push_back(StrCat("variable ", Quote(v.name), " = ", Describe(v.dtype, v.shape)));
+  }
+  return lines;
+}
+
+Status Run::CheckContracts(runtime::KvStore& store, const std::string& prefix) {
+  const int64_t timeout_ms = config_.cluster ? config_.cluster->collective_timeout_ms : 60000;
+  const std::vector<std::string> mine = Contract();
+  // The chief compares every other worker with itself; the others compare
+  // themselves with the chief. Both sides of a difference fail, naming it.
+  const std::string me = dist::TaskPrefix("worker", worker_);
+  auto compare = [&](const std::vector<std::string>& chief, const std::vector<std::string>& other,
+                     const std::string& other_name) -> Status {
+    auto key_of = [](const std::string& line) { return line.substr(0, line.find(" = ")); };
+    std::map<std::string, std::string> theirs;
+    for (const std::string& line : other) theirs[key_of(line)] = line;
+    for (const std::string& line : chief) {
+      auto it = theirs.find(key_of(line));
+      const std::string value = line.substr(line.find(" = ") + 3);
+      if (it == theirs.end()) {
+        return FailedPreconditionError("the workers train different models: ", key_of(line), " (", value,
+                                       ") of the chief's model is not in ", other_name, "'s");
+      }
+      const std::string other_value = it->second.substr(it->second.find(" = ") + 3);
+      if (other_value != value) {
+        return FailedPreconditionError("the workers disagree: ", key_of(line), " is ", value,
+                                       " on the chief (/job:worker/task:0) but ", other_value, " on ", other_name,
+                                       "; every worker must train the same model with the same settings");
+      }
+      theirs.erase(it);
+    }
+    if (!theirs.empty()) {
+      const std::string& line = theirs.begin()->second;
+      return FailedPreconditionError("the workers train different models: ", line.substr(0, line.find(" = ")), " (",
+                                     line.substr(line.find(" = ") + 3), ") of ", other_name,
+                                     "'s model is not in the chief's");
+    }
+    return Status();
+  };
+  if (chief()) {
+    WEFT_RETURN_IF_ERROR(
+        store.Set(StrCat(prefix, "/contract/0"), StrJoin(mine, "\n")).WithContext("publishing what the chief trains"));
+    for (int64_t r = 1; r < num_workers_; ++r) {
+      auto other = store.Get(StrCat(prefix, "/contract/", r), timeout_ms);
+      if (!other.ok()) {
+        return other.status().WithContext(StrCat("waiting for ", dist::TaskPrefix("worker", r), " to join"));
+      }
+      WEFT_RETURN_IF_ERROR(compare(mine, StrSplit(*other, '\n'), dist::TaskPrefix("worker", r)));
+    }
+    return Status();
+  }
+  // The chief's first, then this worker's: a chief that finds them
+  // different stops, and its store with it (perhaps before it answers this
+  // worker's set), so this worker compares on its own.
+  auto theirs = store.Get(StrCat(prefix, "/contract/0"), timeout_ms);
+  if (!theirs.ok()) return theirs.status().WithContext("waiting for the chief (/job:worker/task:0) to join");
+  Status agreed = compare(StrSplit(*theirs, '\n'), mine, me);
+  Status published = store.Set(StrCat(prefix, "/contract/", worker_), StrJoin(mine, "\n"))
+                         .WithContext("publishing what this worker trains");
+  if (!agreed.ok()) return agreed;
+  return published;
+}
+
+std::string Run::DiagnosePeers() {
+  std::vector<std::string> silent;
+  for (int64_t r = 0; r < num_workers_; ++r) {
+    if (r == worker_) continue;
+    const std::string name = dist::TaskPrefix("worker", r);
+    Status answered = service_->Ping(name, 1000);
+    if (!answered.ok()) {
+      const dist::JobSpec* workers = allreduce_cluster_->FindJob("worker");
+      silent.push_back(StrCat(name, " (", workers->tasks[static_cast<std::size_t>(r)].address.ToString(),
+                              ") does not answer (", answered.message(), ")"));
+    }
+  }
+  return StrJoin(silent, "; ");
+}
+
+Status Run::StartAllReduce() {
+  const dist::ClusterSpec& c = *allreduce_cluster_;
+  const dist::JobSpec& workers = *c.FindJob("worker");
+  const std::string me = dist::TaskPrefix("worker", worker_);
+  // This worker's task: it answers the others' pings, and the chief's
+  // serves the rendezvous store.
+  WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
+  auto service = dist::TaskService::Start(service_options, host_, devices_);
+  if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
+  service_ = std::move(*service);
+  const int64_t connect_ms = config_.cluster ? config_.cluster->connect_timeout_ms : 10000;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point next_note = start + std::chrono::seconds(2);
+  for (const dist::TaskSpec& t : workers.tasks) {
+    const std::string name = dist::TaskPrefix("worker", t.index);
+    if (name == me) continue;
+    while (true) {
+      Status answered = service_->Ping(name, 1000);
+      if (answered.ok()) break;
+      const Clock::time_point now = Clock::now();
+      const double waited = Seconds(now - start);
+      if (waited * 1000 >= static_cast<double>(connect_ms)) {
+        return Status(Code::kUnavailable, StrCat("task ", name, " (", t.Url(), ") did not answer within ", connect_ms,
+                                                 " ms (cluster.connect_timeout_ms): ", answered.message()));
+      }
+      if (now >= next_note) {
+        reporter_.Note(StrCat("waiting for ", name, " (", t.Url(), ") to start: ", Fixed(waited, 0), " s of ",
+                              Fixed(static_cast<double>(connect_ms) / 1000, 0), " (cluster.connect_timeout_ms)"));
+        next_note = now + std::chrono::seconds(5);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(store_, service_->KvStoreOf(dist::TaskPrefix("worker", 0)));
+  std::ostringstream fingerprint;
+  fingerprint << std::hex << dist::ClusterFingerprint(c);
+  store_prefix_ = StrCat("weft/", fingerprint.str());
+  WEFT_RETURN_IF_ERROR(CheckContracts(*store_, store_prefix_));
+
+  runtime::CollectiveGroupOptions go;
+  go.name = "train";
+  go.rank = static_cast<int>(worker_);
+  go.size = static_cast<int>(num_workers_);
+  for (const dist::TaskSpec& t : workers.tasks) {
+    go.rank_names.push_back(dist::TaskPrefix("worker", t.index));
+    go.rank_hosts.push_back(t.address.host);
+  }
+  go.store = store_;
+  go.key_prefix = StrCat(store_prefix_, "/train");
+  go.backend = config_.cluster ? config_.cluster->collectives : "auto";
+  go.timeout_ms = config_.cluster ? config_.cluster->collective_timeout_ms : 60000;
+  go.diagnose = [this] { return DiagnosePeers(); };
+  WEFT_ASSIGN_OR_RETURN(group_, runtime::CollectiveGroup::Create(host_, go));
+  WEFT_RETURN_IF_ERROR(runtime::RegisterCollectiveGroup(group_));
+  reporter_.Note(StrCat("worker ", worker_, " of ", num_workers_, (chief() ? " (the chief)" : ""),
+                        ": gradients averaged by allreduce over ", group_->backend(), " in ", tg_.buckets.size(),
+                        " bucket", tg_.buckets.size() == 1 ? "" : "s"));
+  return Status();
+}
+
+Status Run::FinishAllReduce() {
+  WEFT_RETURN_IF_ERROR(
+      store_->Set(StrCat(store_prefix_, "/done/", worker_), "1").WithContext("telling the chief this worker finished"));
+  if (!chief()) return Status();
+  std::vector<std::string> keys;
+  for (int64_t r = 1; r < num_workers_; ++r) keys.push_back(StrCat(store_prefix_, "/done/", r));
+  if (keys.empty()) return Status();
+  const int64_t timeout_s = config_.cluster ? config_.cluster->init_timeout_s : 300;
+  Status all = store_->Wait(keys, timeout_s * 1000);
+  if (!all.ok()) {
+    reporter_.Note(StrCat("note: not every worker said it finished within ", timeout_s,
+                          " s (cluster.init_timeout_s): ", all.message()));
+  }
+  return Status();
+}
+
 Expected<std::string> Run::Save(int64_t step) {
   // In sync mode the chief's worker thread moves its pipeline meanwhile;
   // the data position of a global step is a function of the step.
-  const data::Position position = sync() ? pipeline_->PositionOfStep(step) : pipeline_->position();
+  const data::Position position = sharded() ? pipeline_->PositionOfStep(step) : pipeline_->position();
   std::map<std::string, std::string> meta = {
       {kFormatKey, "1"},
       {"step", std::to_string(step)},
@@ -1382,7 +1585,7 @@ Expected<TrainResult> Run::Go() {
                         " per epoch) of batch ", config_.training.batch_size, ", ", optimizer_->name(), " at ",
                         optimizer_choice_.learning_rate, ", ", tg_.variables.size(), " variables, ",
                         session_->Describe()));
-  if (!chief()) {
+  if (!chief() && !allreduce()) {
     if (options_.resume)
       reporter_.Note(
           "note: --resume is the chief's (worker 0) to act on; this "
@@ -1435,6 +1638,20 @@ Expected<TrainResult> Run::Go() {
     WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, TrainingInput()));
   }
   if (sync()) return GoSync(restored);
+  if (allreduce()) {
+    // Every worker takes the chief's state (initialised or restored), and
+    // reads its slice of the chief's step's global batch.
+    WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.broadcast}, nullptr)
+                             .WithContext("taking the chief's variables (the broadcast after initialising)"));
+    const auto gs = std::find(tg_.state.begin(), tg_.state.end(), tg_.global_step);
+    std::vector<Tensor> out;
+    WEFT_RETURN_IF_ERROR(
+        session_->Run({}, {tg_.state_reads[static_cast<std::size_t>(gs - tg_.state.begin())]}, {}, &out));
+    step_ = out[0].scalar<int64_t>();
+    WEFT_RETURN_IF_ERROR(pipeline_->Seek(pipeline_->PositionOfStep(step_)));
+    allreduce_start_ = group_->stats();
+    if (!chief() && step_ > 0) reporter_.Note(StrCat("the chief resumed at step ", step_, "; so does this worker"));
+  }
 
   std::vector<std::string> fetches = {tg_.loss};
   if (!accuracy_.empty()) fetches.push_back(accuracy_);
@@ -1533,6 +1750,19 @@ Expected<TrainResult> Run::Go() {
   reporter_.Note(StrCat("trained ", trained, " steps in ", Fixed(train_seconds, 1), " s; waiting for input took ",
                         Fixed(100 * result.input_wait_fraction, 1), "% of it"));
   if (distributed()) WEFT_RETURN_IF_ERROR(FinishCluster());
+  if (allreduce()) {
+    const runtime::CollectiveGroup::Stats stats = group_->stats();
+    if (trained > 0) {
+      const double ms = stats.busy_ms - allreduce_start_.busy_ms;
+      const int64_t bytes = stats.bytes - allreduce_start_.bytes;
+      reporter_.Note(StrCat("allreduce: ", Fixed(ms / static_cast<double>(trained), 2), " ms per step in ",
+                            tg_.buckets.size(), " bucket", tg_.buckets.size() == 1 ? "" : "s", ", ",
+                            HumanBytes(static_cast<uint64_t>(bytes / trained)), " per step, over ", group_->backend(),
+                            " among ", num_workers_, " workers"));
+    }
+    WEFT_RETURN_IF_ERROR(FinishAllReduce());
+    finished_ = true;
+  }
   reporter_.Final(result);
   return result;
 }

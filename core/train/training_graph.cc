@@ -1,6 +1,7 @@
 #include "core/train/training_graph.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -234,6 +235,67 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     }
     tg.sync = std::move(sn);
   }
+  if (options.allreduce) {
+    // Buckets of gradients, the last layer's first (the order backward
+    // makes them), each averaged over the workers by one fused allreduce
+    // while backward goes on with the earlier layers.
+    const AllReduceGraphOptions& ao = *options.allreduce;
+    std::vector<std::pair<int, std::size_t>> order;  // (first use, variable), latest use first
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      if (tg.variables[i].sparse) {
+        return InvalidArgumentError("training.mode = \"allreduce\" reduces dense gradients, and variable ",
+                                    Quote(tg.variables[i].name),
+                                    " is read only through gathers (a sparse gradient); set [training] "
+                                    "sparse_updates = false to reduce it densely");
+      }
+      int first = b.num_nodes();
+      if (auto r = reached.reads.find(handles[i].node()); r != reached.reads.end()) {
+        for (const Output& read : r->second) first = std::min(first, read.node());
+      }
+      if (auto g = reached.gathers.find(handles[i].node()); g != reached.gathers.end()) {
+        for (int id : g->second) first = std::min(first, id);
+      }
+      order.emplace_back(first, i);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::vector<std::vector<std::size_t>> buckets;
+    int64_t bytes = 0;
+    for (const auto& [first, i] : order) {
+      const TrainedVariable& v = tg.variables[i];
+      const int64_t size = v.shape.IsFullyDefined() ? v.shape.num_elements() * static_cast<int64_t>(DTypeSize(v.dtype))
+                                                    : std::numeric_limits<int64_t>::max() / 4;
+      // The open bucket's cap: the first one's is at most 1 MiB.
+      const int64_t cap = buckets.size() == 1 ? std::min<int64_t>(ao.bucket_bytes, int64_t{1} << 20) : ao.bucket_bytes;
+      const bool fits =
+          !buckets.empty() && tg.variables[buckets.back().front()].dtype == v.dtype && bytes + size <= cap;
+      if (!fits) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().push_back(i);
+      bytes += size;
+    }
+    auto scope = b.NameScope("allreduce");
+    for (std::size_t k = 0; k < buckets.size(); ++k) {
+      std::vector<Output> inputs;
+      std::vector<std::string> names;
+      for (std::size_t i : buckets[k]) {
+        inputs.push_back(grads[i]);
+        names.push_back(tg.variables[i].name);
+      }
+      std::vector<Output> reduced = b.AddNode("CollectiveAllReduce", inputs,
+                                              {{"N", AttrValue(static_cast<int64_t>(inputs.size()))},
+                                               {"T", AttrValue(tg.variables[buckets[k].front()].dtype)},
+                                               {"group", AttrValue(ao.group)},
+                                               {"round", AttrValue("train")},
+                                               {"order", AttrValue(static_cast<int64_t>(k))},
+                                               {"round_size", AttrValue(static_cast<int64_t>(buckets.size()))},
+                                               {"reduction", AttrValue("mean")}},
+                                              StrCat("bucket_", k));
+      for (std::size_t j = 0; j < buckets[k].size(); ++j) grads[buckets[k][j]] = reduced[j];
+      tg.buckets.push_back(std::move(names));
+    }
+  }
   if (options.clip_global_norm > 0) {
     auto scope = b.NameScope("clip");
     Output norm;
@@ -360,6 +422,32 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
   }
   std::sort(tg.state.begin(), tg.state.end());
   tg.state.erase(std::unique(tg.state.begin(), tg.state.end()), tg.state.end());
+  if (options.allreduce) {
+    // Every worker's state becomes the chief's (after init or a restore),
+    // whatever its own init gave: the replicas start bit-identical.
+    auto scope = b.NameScope("allreduce");
+    std::vector<std::pair<std::string, DType>> shared;
+    for (const std::string& name : tg.state) {
+      const DType dtype = b.node_def(b.Find(name).node()).attrs.at("dtype").get<DType>();
+      if (dtype != DType::kBool && dtype != DType::kString && dtype != DType::kI16) shared.emplace_back(name, dtype);
+    }
+    std::vector<Output> assigns;
+    for (std::size_t k = 0; k < shared.size(); ++k) {
+      const auto& [name, dtype] = shared[k];
+      const Output handle = b.Find(name);
+      Output read = b.Op("ReadVariable", {handle}, {{"dtype", AttrValue(dtype)}}, StrCat(name, "/read"));
+      Output chief = b.Op("CollectiveBroadcast", {read},
+                          {{"T", AttrValue(dtype)},
+                           {"group", AttrValue(options.allreduce->group)},
+                           {"round", AttrValue("init")},
+                           {"order", AttrValue(static_cast<int64_t>(k))},
+                           {"round_size", AttrValue(static_cast<int64_t>(shared.size()))}},
+                          StrCat(name, "/broadcast"));
+      assigns.push_back(b.Op("Assign", {handle, chief}, {}, StrCat(name, "/assign")));
+    }
+    auto wait = b.ControlDependencies(assigns);
+    tg.broadcast = b.Op("NoOp", {}, {}, "broadcast").node_name();
+  }
   {
     auto scope = b.NameScope("checkpoint");
     std::vector<Output> assigns;

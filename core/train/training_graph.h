@@ -42,6 +42,17 @@ struct SyncReplicaOptions {
   double test_delay_factor = 0;
 };
 
+// training.mode = "allreduce" (docs/distributed.md, "Allreduce"): every
+// worker holds the whole model; its gradients are averaged over the
+// workers by CollectiveAllReduce ops, one per bucket, before clipping and
+// the update, and |broadcast| makes every worker's state the chief's.
+struct AllReduceGraphOptions {
+  std::string group = "train";  // the collective group the ops name
+  // A bucket closes before it would exceed this many bytes; the first is
+  // capped at min(1 MiB, bucket_bytes) so that it leaves early, as DDP's.
+  int64_t bucket_bytes = int64_t{25} << 20;
+};
+
 struct TrainingGraphOptions {
   std::string loss = "loss";  // a scalar float tensor of the model
   std::string init;           // the model's initialiser node; empty: none
@@ -67,6 +78,8 @@ struct TrainingGraphOptions {
   // Set: synchronous replicas (SyncReplicaOptions); |train| is then the
   // chief's apply step.
   std::optional<SyncReplicaOptions> sync;
+  // Set: allreduce data parallelism (AllReduceGraphOptions).
+  std::optional<AllReduceGraphOptions> allreduce;
 };
 
 struct TrainedVariable {
@@ -126,6 +139,11 @@ struct TrainingGraph {
   std::vector<std::string> state_ready;
   std::string restore;
   std::optional<SyncNodes> sync;
+  // Allreduce mode: the variables of each gradient bucket, in the order
+  // the workers reduce them (the last layer's first), and the node that
+  // sets every state variable to the chief's value.
+  std::vector<std::vector<std::string>> buckets;
+  std::string broadcast;
 };
 
 // Errors name the model's tensors: a loss that does not exist (with a "did

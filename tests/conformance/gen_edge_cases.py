@@ -1421,6 +1421,8 @@ for _op in ("FIFOQueue", "RandomShuffleQueue", "QueueEnqueueMany", "QueueDequeue
 for _op in ("GradientAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient", "AccumulatorSetGlobalStep",
             "StepTokenQueue", "StepTokenPut", "StepTokenTake", "StepTokenClose"):
     EXEMPT[_op] = "synchronous training: needs an accumulator or token resource and other steps (sync_ops_test)"
+for _op in ("CollectiveAllReduce", "CollectiveBroadcast", "CollectiveAllGather"):
+    EXEMPT[_op] = "needs a collective group of several ranks (collectives_test)"
 for _op in ("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"):
     EXEMPT[_op] = "control flow: needs a frame (loop_executor_test, control_flow_test)"
 

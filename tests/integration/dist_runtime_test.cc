@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "core/dist/dist_session.h"
 #include "core/dist/task_service.h"
 #include "tests/integration/loopback.h"
@@ -184,6 +186,60 @@ TEST_F(TwoTasks, ATaskReachedUnderAnotherNameSaysWhoItIs) {
   ASSERT_FALSE(devices.ok());
   EXPECT_NE(devices.status().message().find("is /job:ps/task:0, not /job:worker/task:7"), std::string::npos)
       << devices.status().ToString();
+}
+
+// The rendezvous store each task serves: a get for keys not set yet waits
+// (holding no RPC thread) until a set completes it, from another task over
+// RPC; one that waits too long names the missing keys; and a task's own
+// view is the same store.
+TEST_F(TwoTasks, TheRendezvousStoreServesGetsThatWaitForTheirKeys) {
+  auto ps_view = services_[0]->KvStoreOf("/job:ps/task:0");
+  ASSERT_TRUE(ps_view.ok()) << ps_view.status().ToString();
+  auto remote = services_[1]->KvStoreOf("/job:ps/task:0");
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+
+  ASSERT_TRUE((*remote)->Set("k1", "one").ok());
+  auto got = (*ps_view)->Get("k1", 0);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, "one");
+
+  // Two remote gets wait for a key set later, by the owner itself.
+  std::vector<std::thread> waiters;
+  std::vector<std::string> seen(2);
+  for (int i = 0; i < 2; ++i) {
+    waiters.emplace_back([&, i] {
+      auto v = (*remote)->Get("later", 10000);
+      seen[static_cast<std::size_t>(i)] = v.ok() ? *v : std::string(v.status().message());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The store still answers others meanwhile.
+  ASSERT_TRUE((*remote)->Wait({"k1"}, 0).ok());
+  ASSERT_TRUE((*ps_view)->Set("later", "now").ok());
+  for (std::thread& t : waiters) t.join();
+  EXPECT_EQ(seen, (std::vector<std::string>{"now", "now"}));
+
+  Status waited = (*remote)->Wait({"k1", "never", "nor"}, 300);
+  EXPECT_EQ(waited.code(), Code::kDeadlineExceeded) << waited.ToString();
+  EXPECT_NE(waited.message().find("rendezvous at /job:ps/task:0: \"never\", \"nor\" did not appear within 300 ms"),
+            std::string::npos)
+      << waited.ToString();
+  auto unknown = services_[1]->KvStoreOf("/job:ps/task:7");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "/job:ps/task:7 is not a task of the cluster");
+}
+
+// A task that stops answers the gets parked at it rather than leaving them
+// to their deadline.
+TEST(KvStoreService, ClosingAnswersParkedGets) {
+  auto store = std::make_shared<KvStoreService>("/job:worker/task:0");
+  std::string answer;
+  store->Serve({"x"}, 60000, [&](Status s, std::vector<std::string>) { answer = std::string(s.message()); });
+  EXPECT_EQ(answer, "");
+  store->Close(CancelledError("/job:worker/task:0 is shutting down"));
+  EXPECT_EQ(answer, "/job:worker/task:0 is shutting down");
+  Status later = store->Set("x", "1");
+  EXPECT_EQ(later.message(), "/job:worker/task:0 is shutting down");
 }
 
 }  // namespace

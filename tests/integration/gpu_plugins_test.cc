@@ -370,8 +370,8 @@ TEST_P(GpuPluginTest, WeftPluginsListsItWithTheReason) {
   ProcessResult r = Weft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string state = probe_.has_gpu() ? "loaded" : "unavailable";
-  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.1", "0.1.0", state, p.file()})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.1", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.2", "0.1.0", state, p.file()})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.2", "0.1.0", "loaded"})) << r.out;
   if (probe_.has_gpu()) return;
   // Below the table, one line per plugin that is not loaded: its reason.
   const std::string prefix = StrCat("\n", p.name, ": unavailable: ");
@@ -446,6 +446,54 @@ INSTANTIATE_TEST_SUITE_P(Built, GpuPluginTest, ::testing::ValuesIn(BuiltPlugins(
                          [](const ::testing::TestParamInfo<GpuPlugin>& param) {
                            return std::string(param.param.name);
                          });
+
+#ifdef WEFT_TEST_CUDA_RUNTIME
+// The nccl collectives plugin (plugins/collectives/nccl), built where NCCL
+// is found next to the CUDA toolkit: a front that links the CUDA runtime
+// only, and an implementation, loaded once a device is found, that links
+// NCCL. Skipped when the plugin was not built.
+struct NcclPlugin {
+  static std::string file() { return StrCat(WEFT_BUILT_PLUGIN_DIR, "/weft_collectives_nccl.so"); }
+  static std::string implementation() { return StrCat(WEFT_BUILT_PLUGIN_DIR, "/nccl/weft_collectives_nccl_impl.so"); }
+  static bool built() { return fs::exists(file()); }
+};
+
+const GpuPlugin kCudaRuntime{
+    "cuda", "CUDA", WEFT_TEST_CUDA_RUNTIME, "cudaGetDeviceCount", "cudaGetErrorString", "cudaGetErrorName", true};
+
+TEST(NcclPluginTest, WeftPluginsListsItWithTheRuntimesReason) {
+  if (!NcclPlugin::built()) GTEST_SKIP() << NcclPlugin::file() << " was not built";
+  const Probe probe = AskRuntime(kCudaRuntime);
+  ProcessResult r = testing::Run({WEFT_CLI, "plugins"}, {{"WEFT_PLUGIN_PATH", ""}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string state = probe.has_gpu() ? "loaded" : "unavailable";
+  EXPECT_TRUE(HasRow(r.out, {"nccl", "collectives", "1.2", "0.1.0", state, NcclPlugin::file()})) << r.out;
+  if (probe.has_gpu()) return;
+  // Below the table: the reason, in the CUDA runtime's words.
+  const std::string reason = probe.error != 0 ? StrCat("no CUDA device: cudaGetDeviceCount: ", probe.text)
+                                              : std::string("no CUDA device: cudaGetDeviceCount found 0");
+  EXPECT_NE(r.out.find(StrCat("\nnccl: unavailable: ", reason, "\n")), std::string::npos) << r.out;
+}
+
+// The implementation needs NCCL; the file the host loads does not: the
+// 218 MB libnccl.so.2 is mapped only once a device is found.
+TEST(NcclPluginTest, TheImplementationNeedsNccl) {
+  if (!NcclPlugin::built()) GTEST_SKIP() << NcclPlugin::file() << " was not built";
+  ProcessResult r = testing::Run({WEFT_TEST_READELF, "-d", NcclPlugin::implementation()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Shared library: [libnccl.so.2]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
+}
+
+TEST(NcclPluginTest, TheFrontDoesNotNeedNccl) {
+  if (!NcclPlugin::built()) GTEST_SKIP() << NcclPlugin::file() << " was not built";
+  ProcessResult r = testing::Run({WEFT_TEST_READELF, "-d", NcclPlugin::file()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("libcudart"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libnccl"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
+}
+#endif  // WEFT_TEST_CUDA_RUNTIME
 
 }  // namespace
 }  // namespace weft

@@ -68,7 +68,7 @@ TEST(PluginHost, LoadsTheCpuPlugin) {
   EXPECT_EQ(info.kind, PluginKind::kDevice);
   EXPECT_EQ(info.state, PluginState::kLoaded);
   EXPECT_EQ(info.abi_major, 1u);
-  EXPECT_EQ(info.abi_minor, 1u);
+  EXPECT_EQ(info.abi_minor, 2u);
   EXPECT_FALSE(info.version.empty());
   ASSERT_EQ(info.options.size(), 2u);
   EXPECT_EQ(info.options[0].key, "count");
@@ -95,15 +95,15 @@ TEST(PluginHost, RefusesAnotherMajorVersionNamingBoth) {
   const std::string file = PluginFile("abi_v2", "weft_device_abi_v2.so");
   EXPECT_EQ(RefusalOf(file), "plugin " + file +
                                  " refused: built for plugin ABI v2 (it exports "
-                                 "weft_plugin_init_v2), but this weft speaks ABI v1.1; rebuild "
+                                 "weft_plugin_init_v2), but this weft speaks ABI v1.2; rebuild "
                                  "the plugin against a matching Weft SDK");
 }
 
 TEST(PluginHost, RefusesADeclaredMajorVersionMismatch) {
   const std::string file = PluginFile("abi_major_field", "weft_device_testdev.so");
   EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: built for plugin ABI v2.1, but this weft speaks ABI "
-                                 "v1.1; rebuild the plugin against a matching Weft SDK");
+                                 " refused: built for plugin ABI v2.2, but this weft speaks ABI "
+                                 "v1.2; rebuild the plugin against a matching Weft SDK");
 }
 
 TEST(PluginHost, RefusesATableSmallerThanTheAbi) {
@@ -355,6 +355,36 @@ TEST(PluginHost, TransportAndOptimizerRegistries) {
   EXPECT_EQ(optimizer->hyperparameters[0].key, "momentum");
   EXPECT_EQ(config::DescribeExpected(optimizer->hyperparameters[0]), "a number in [0, 1]");
   EXPECT_EQ(host.FindPlugin("nulltransport")->kind, PluginKind::kTransport);
+}
+
+TEST(PluginHost, LoadsACollectivesPlugin) {
+  PluginHost host(MakeConfig(), Isolated());
+  const std::string file = PluginFile("coll_0", "weft_collectives_nullcoll.so");
+  ASSERT_TRUE(host.Load(file).ok());
+  const CollectivesPlugin* coll = host.collectives().Find("nullcoll");
+  ASSERT_NE(coll, nullptr);
+  EXPECT_EQ(coll->plugin_name, "nullcoll");
+  EXPECT_TRUE(coll->Serves("CPU", WEFT_DTYPE_F32));
+  EXPECT_FALSE(coll->Serves("CPU", WEFT_DTYPE_F64));
+  EXPECT_FALSE(coll->Serves("CUDA"));
+  EXPECT_EQ(host.FindPlugin("nullcoll")->kind, PluginKind::kCollectives);
+  EXPECT_EQ(KindName(PluginKind::kCollectives), "collectives");
+}
+
+TEST(PluginHost, RefusesABadCollectivesTable) {
+  const std::string small = PluginFile("coll_1", "weft_collectives_nullcoll.so");
+  EXPECT_EQ(RefusalOf(small),
+            StrCat("plugin ", small, " refused: weft_collectives_plugin_t.struct_size is 16 bytes, smaller than the ",
+                   WEFT_COLLECTIVES_PLUGIN_SIZE_V1_2, " bytes of ABI 1.2; rebuild the plugin against the Weft SDK"));
+  const std::string null = PluginFile("coll_2", "weft_collectives_nullcoll.so");
+  EXPECT_EQ(RefusalOf(null),
+            StrCat("plugin ", null, " refused: required member weft_collectives_plugin_t.all_reduce is NULL"));
+  const std::string old = PluginFile("coll_3", "weft_collectives_nullcoll.so");
+  EXPECT_EQ(RefusalOf(old), StrCat("plugin ", old,
+                                   " refused: kind is collectives but its description predates ABI 1.2 (no "
+                                   "collectives member); rebuild the plugin against the Weft SDK"));
+  const std::string dtype = PluginFile("coll_4", "weft_collectives_nullcoll.so");
+  EXPECT_EQ(RefusalOf(dtype), StrCat("plugin ", dtype, " refused: dtypes[1] is 7, not a numeric element type"));
 }
 
 }  // namespace

@@ -418,18 +418,9 @@ TEST_F(PsTraining, AClusterWithoutAPsJobIsRefused) {
       << r.err;
 }
 
-TEST_F(PsTraining, AllreduceModeOnAClusterIsNotBuiltYetAndSaysSo) {
-  const std::string allreduce = WriteConfig("allreduce.toml", {}, "steps = 1\nmode = \"allreduce\"\n");
-  ProcessResult r =
-      Weft({"train", kModels + "fashion_mlp.wgt", "--config", allreduce, "--job", "worker", "--task", "0"});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("training.mode: \"allreduce\" training on a cluster is not built yet (its design: "
-                       "docs/design/sync-training.md)"),
-            std::string::npos)
-      << r.err;
-  // A sync count that does not fit the workers is named.
+TEST_F(PsTraining, ASyncCountThatDoesNotFitTheWorkersIsNamed) {
   const std::string bad = WriteConfig("sync_bad.toml", {}, "steps = 1\nmode = \"sync\"\nreplicas_to_aggregate = 3\n");
-  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", bad, "--job", "worker", "--task", "0"});
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", bad, "--job", "worker", "--task", "0"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("3 + training.backup_workers 0 = 3 workers, but the cluster has 2"), std::string::npos) << r.err;
 }
@@ -1008,6 +999,171 @@ TEST_F(PsTraining, LosingAPsTaskFailsTheStepNamingIt) {
   EXPECT_EQ(chief->exit_code(), 1) << out;
   EXPECT_NE(out.find("training step "), std::string::npos) << out;
   EXPECT_NE(out.find("/job:ps/task:0"), std::string::npos) << out;
+}
+
+// --- Allreduce (training.mode = "allreduce") ---------------------------------
+
+// Checkpoints of every step of a run of |kSteps| (the chief's).
+std::string EveryStepCheckpoints(const fs::path& dir) {
+  return StrCat("\n[checkpoint]\ndir = \"", dir.string(), "\"\nevery_steps = 1\nkeep = 100\n",
+                "\n[runtime]\nintra_op_threads = 1\ninter_op_threads = 1\n");
+}
+
+// The largest relative difference of the f32 tensors of checkpoints
+// |got|/ckpt-k and |want|/ckpt-k for k = 1..steps, and how many were
+// compared; bitwise equality of the last step of |got| and |again|.
+struct Compared {
+  double worst = 0;
+  int count = 0;
+};
+Compared CompareCheckpoints(const fs::path& want_dir, const fs::path& got_dir, int steps) {
+  Compared c;
+  for (int step = 1; step <= steps; ++step) {
+    auto want = checkpoint::BundleReader::Open((want_dir / StrCat("ckpt-", step)).string());
+    auto got = checkpoint::BundleReader::Open((got_dir / StrCat("ckpt-", step)).string());
+    EXPECT_TRUE(want.ok() && got.ok()) << step;
+    if (!want.ok() || !got.ok()) return c;
+    for (const checkpoint::TensorEntry& e : (*want)->entries()) {
+      if (e.dtype != DType::kF32) continue;
+      auto a = (*got)->Read(e.name);
+      auto b = (*want)->Read(e.name);
+      EXPECT_TRUE(a.ok() && b.ok()) << e.name << " at step " << step;
+      if (!a.ok() || !b.ok()) continue;
+      double max_abs = 0;
+      const double rel = RelativeDifference(*a, *b, &max_abs);
+      EXPECT_LE(rel, 1e-5) << e.name << " at step " << step << ": max |difference| " << max_abs;
+      c.worst = std::max(c.worst, rel);
+      ++c.count;
+    }
+    auto gs = (*got)->Read("train/global_step");
+    EXPECT_TRUE(gs.ok() && gs->scalar<int64_t>() == step) << step;
+  }
+  return c;
+}
+
+// Issue 18's equivalence in allreduce mode: two workers of batch 64 whose
+// gradients are averaged by Gloo give, step by step, the parameters (and
+// Adam's slots) of one process of batch 128; the same seed gives the same
+// bits.
+TEST_F(PsTraining, AllreduceReplicasOfBatch64MatchOneProcessOfBatch128StepByStep) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  constexpr int kSteps = 12;
+  const std::string common = StrCat("steps = ", kSteps, "\nseed = 1\nlog_every = 1\n");
+  Layout ref_layout;
+  ref_layout.more = EveryStepCheckpoints(dir_ / "ref");
+  const std::string ref = WriteConfig("ref.toml", ref_layout, "batch_size = 128\n" + common);
+  ProcessResult local = Weft({"train", kModels + "fashion_mlp.wgt", "--config", ref, "--local"});
+  ASSERT_EQ(local.exit_code, 0) << local.out << local.err;
+
+  auto cluster_run = [&](const std::string& name) {
+    Layout layout;
+    layout.ps_job = false;
+    layout.more = EveryStepCheckpoints(dir_ / name);
+    const std::string config =
+        WriteConfig(name + ".toml", layout, StrCat("batch_size = 64\nmode = \"allreduce\"\n", common));
+    BackgroundProcess* chief = StartWorker(config, 0);
+    BackgroundProcess* other = StartWorker(config, 1);
+    EXPECT_TRUE(chief->Wait(120000)) << chief->Output();
+    EXPECT_TRUE(other->Wait(120000)) << other->Output();
+    EXPECT_EQ(chief->exit_code(), 0) << chief->Output();
+    EXPECT_EQ(other->exit_code(), 0) << other->Output();
+    EXPECT_NE(chief->Output().find("worker 0 of 2 (the chief): gradients averaged by allreduce over gloo in 2 buckets"),
+              std::string::npos)
+        << chief->Output();
+    EXPECT_NE(chief->Output().find(StrCat("final: step=", kSteps)), std::string::npos) << chief->Output();
+    // fashion_mlp's 2.6 MiB of gradients: the 1 MiB first bucket takes the
+    // last layers, the second the rest.
+    EXPECT_NE(chief->Output().find(" per step, over gloo among 2 workers"), std::string::npos) << chief->Output();
+    workers_.clear();
+  };
+  cluster_run("allreduce_a");
+  cluster_run("allreduce_b");
+  const Compared c = CompareCheckpoints(dir_ / "ref", dir_ / "allreduce_a", kSteps);
+  EXPECT_EQ(c.count, kSteps * 18);
+  std::cout << "allreduce: largest relative difference from one process of batch 128: " << c.worst << "\n";
+  auto first = checkpoint::BundleReader::Open((dir_ / "allreduce_a" / StrCat("ckpt-", kSteps)).string());
+  auto second = checkpoint::BundleReader::Open((dir_ / "allreduce_b" / StrCat("ckpt-", kSteps)).string());
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (const checkpoint::TensorEntry& e : (*first)->entries()) {
+    auto a = (*first)->Read(e.name);
+    auto b = (*second)->Read(e.name);
+    ASSERT_TRUE(a.ok() && b.ok()) << e.name;
+    EXPECT_TRUE(a->BitwiseEquals(*b)) << e.name;
+  }
+}
+
+// Two workers given configs that differ only in bucket_mb: both stop
+// before training, each naming both values.
+TEST_F(PsTraining, AllreduceWorkersThatDisagreeOnBucketSizesAreRefusedNamingBoth) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.ps_job = false;
+  const std::string chief_config =
+      WriteConfig("b25.toml", layout, "batch_size = 64\nsteps = 20\nmode = \"allreduce\"\nbucket_mb = 25\n");
+  std::ifstream in(chief_config);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string other_text = text.str();
+  other_text.replace(other_text.find("bucket_mb = 25"), 14, "bucket_mb = 4");
+  const std::string other_config = (dir_ / "b4.toml").string();
+  std::ofstream(other_config) << other_text;
+  BackgroundProcess* chief = StartWorker(chief_config, 0);
+  BackgroundProcess* other = StartWorker(other_config, 1);
+  ASSERT_TRUE(chief->Wait(120000)) << chief->Output();
+  ASSERT_TRUE(other->Wait(120000)) << other->Output();
+  const std::string want =
+      "the workers disagree: training.bucket_mb is 25 on the chief (/job:worker/task:0) but 4 on "
+      "/job:worker/task:1; every worker must train the same model with the same settings";
+  EXPECT_EQ(chief->exit_code(), 1) << chief->Output();
+  EXPECT_NE(chief->Output().find(want), std::string::npos) << chief->Output();
+  EXPECT_EQ(other->exit_code(), 1) << other->Output();
+  EXPECT_NE(other->Output().find(want), std::string::npos) << other->Output();
+}
+
+// A worker that joins with another model is refused, naming the variable.
+TEST_F(PsTraining, AllreduceWorkerWithAnotherModelIsRefusedNamingTheVariable) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.ps_job = false;
+  const std::string config =
+      WriteConfig("other_model.toml", layout, "batch_size = 64\nsteps = 20\nmode = \"allreduce\"\n");
+  BackgroundProcess* chief = StartWorker(config, 0);
+  BackgroundProcess* other = StartWorker(config, 1, "fashion_cnn.wgt");
+  ASSERT_TRUE(chief->Wait(120000)) << chief->Output();
+  ASSERT_TRUE(other->Wait(120000)) << other->Output();
+  for (BackgroundProcess* p : {chief, other}) {
+    EXPECT_EQ(p->exit_code(), 1) << p->Output();
+    EXPECT_TRUE(p->Output().find("the workers train different models: variable \"") != std::string::npos ||
+                p->Output().find("the workers disagree: variable \"") != std::string::npos)
+        << p->Output();
+    EXPECT_NE(p->Output().find("/job:worker/task:1"), std::string::npos) << p->Output();
+  }
+}
+
+// A worker killed mid-run: the others fail at once (Gloo sees its links
+// close), each naming it, well before the collective timeout.
+TEST_F(PsTraining, AllreducePeerKilledMidRunFailsEveryOtherWorkerNamingIt) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.ps_job = false;
+  layout.workers = 3;
+  layout.cluster_extra = "collective_timeout_ms = 20000\n";
+  const std::string config =
+      WriteConfig("kill_peer.toml", layout, "batch_size = 32\nsteps = 100000\nlog_every = 10\nmode = \"allreduce\"\n");
+  BackgroundProcess* chief = StartWorker(config, 0);
+  BackgroundProcess* one = StartWorker(config, 1);
+  BackgroundProcess* two = StartWorker(config, 2);
+  ASSERT_TRUE(WaitForOutput(chief, "step 10/")) << chief->Output();
+  const auto killed = std::chrono::steady_clock::now();
+  two->Kill(SIGKILL);
+  for (BackgroundProcess* p : {chief, one}) {
+    ASSERT_TRUE(p->Wait(120000)) << p->Output();
+    EXPECT_EQ(p->exit_code(), 1) << p->Output();
+    EXPECT_NE(p->Output().find("/job:worker/task:2"), std::string::npos) << p->Output();
+    EXPECT_NE(p->Output().find("gloo said: "), std::string::npos) << p->Output();
+  }
+  std::cout << "the others stopped " << std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count()
+            << " s after the kill (collective timeout 20 s)\n";
 }
 
 }  // namespace

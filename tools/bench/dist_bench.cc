@@ -74,6 +74,7 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -85,10 +86,12 @@
 #include "core/base/strings.h"
 #include "core/config/config.h"
 #include "core/dist/dist_session.h"
+#include "core/dist/task_service.h"
 #include "core/dist/transport.h"
 #include "core/graph/builder.h"
 #include "core/graph/control_flow.h"
 #include "core/plugin/plugin_host.h"
+#include "core/runtime/collectives.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/session.h"
 #include "core/tensor/npy.h"
@@ -693,22 +696,35 @@ double TrainedSeconds(const std::string& out) {
   return std::atof(out.c_str() + in + 10);
 }
 
-std::string TrainingConfig(const std::string& path, int workers, int steps) {
+// A training config of the sample MLP on Fashion-MNIST: a [cluster] of
+// |num_ps| ps tasks and |workers| workers on free ports (none when
+// |workers| is 0) with |cluster_extra| keys, and |training| as the
+// [training] section's keys.
+std::string WriteTrainingConfig(const std::string& path, int num_ps, int workers, const std::string& cluster_extra,
+                                const std::string& training) {
   std::ofstream out(path);
+  auto ports = [&](int n) {
+    std::string list;
+    for (int i = 0; i < n; ++i) list += StrCat(i ? ", " : "", "\"127.0.0.1:", FreePort(), "\"");
+    return StrCat("[", list, "]");
+  };
   if (workers > 0) {
-    out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = 30000\n[cluster.jobs]\nps = [\"127.0.0.1:"
-        << FreePort() << "\"]\nworker = [";
-    for (int w = 0; w < workers; ++w) out << (w ? ", " : "") << "\"127.0.0.1:" << FreePort() << "\"";
-    out << "]\n";
+    out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = 30000\n" << cluster_extra << "[cluster.jobs]\n";
+    if (num_ps > 0) out << "ps = " << ports(num_ps) << "\n";
+    out << "worker = " << ports(workers) << "\n";
   }
   const std::string fashion = "/usr/share/datasets/fashion-mnist/";
   out << "[model]\nloss = \"loss\"\nimages = \"images\"\nlabels = \"labels\"\naccuracy = \"accuracy\"\ninit = "
          "\"init\"\n"
       << "[data]\nformat = \"idx\"\ntrain_images = \"" << fashion << "train-images-idx3-ubyte.gz\"\ntrain_labels = \""
       << fashion << "train-labels-idx1-ubyte.gz\"\nscale = 0.00392156862745098\nshuffle = true\n"
-      << "[training]\nbatch_size = 128\nlog_every = 1000\nsteps = " << steps << "\n"
-      << "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n";
+      << "[training]\n"
+      << training << "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n";
   return path;
+}
+
+std::string TrainingConfig(const std::string& path, int workers, int steps) {
+  return WriteTrainingConfig(path, 1, workers, "", StrCat("batch_size = 128\nlog_every = 1000\nsteps = ", steps, "\n"));
 }
 
 // One cluster run of |workers| workers (and one ps, also `weft train`);
@@ -775,21 +791,10 @@ std::string FashionMlp() {
 }
 
 std::string SyncConfig(const std::string& path, int workers, int backups, int steps) {
-  std::ofstream out(path);
-  out << "[cluster]\ntransport = \"tcp\"\nconnect_timeout_ms = 30000\n[cluster.jobs]\nps = [\"127.0.0.1:" << FreePort()
-      << "\"]\nworker = [";
-  for (int w = 0; w < workers; ++w) out << (w ? ", " : "") << "\"127.0.0.1:" << FreePort() << "\"";
-  out << "]\n";
-  const std::string fashion = "/usr/share/datasets/fashion-mnist/";
-  out << "[model]\nloss = \"loss\"\nimages = \"images\"\nlabels = \"labels\"\naccuracy = \"accuracy\"\ninit = "
-         "\"init\"\n"
-      << "[data]\nformat = \"idx\"\ntrain_images = \"" << fashion << "train-images-idx3-ubyte.gz\"\ntrain_labels = \""
-      << fashion << "train-labels-idx1-ubyte.gz\"\nscale = 0.00392156862745098\nshuffle = true\n"
-      << "[training]\nmode = \"sync\"\nbackup_workers = " << backups
-      << "\nbatch_size = 64\nseed = 1\nlog_every = 1000\nsteps = " << steps << "\n"
-      << "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n"
-      << "[runtime]\nintra_op_threads = 1\n";
-  return path;
+  return WriteTrainingConfig(
+      path, 1, workers, "",
+      StrCat("mode = \"sync\"\nbackup_workers = ", backups,
+             "\nbatch_size = 64\nseed = 1\nlog_every = 1000\nsteps = ", steps, "\n[runtime]\nintra_op_threads = 1\n"));
 }
 
 // One synchronous run (1 ps + |workers| workers, all `weft train`, with
@@ -816,25 +821,6 @@ std::string SyncTrain(const std::string& config, int workers, const std::string&
   return outs[1];
 }
 
-void SyncTrainMlp() {
-  const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_sync_train_bench_", getpid());
-  std::filesystem::create_directories(dir);
-  constexpr int kSteps = 300;
-  const int repeats = g_repeats > 0 ? g_repeats : 3;
-  std::vector<double> weft, torch;
-  for (int r = 0; r < repeats; ++r) {
-    const std::string out = SyncTrain(SyncConfig(dir + "/sync.toml", 2, 0, kSteps), 2);
-    weft.push_back(FinalField(out, "examples_per_sec"));
-    const std::string peer = RunCommand(
-        {"/usr/bin/python3", SourcePath("tools/bench/torch_ddp_peer.py"), "2", "64", std::to_string(kSteps), "1"});
-    const std::size_t at = peer.find("examples_per_sec=");
-    if (at == std::string::npos) Die("torch_ddp_peer.py printed no examples_per_sec=: " + peer);
-    torch.push_back(std::atof(peer.c_str() + at + 17));
-  }
-  std::filesystem::remove_all(dir);
-  Bench("sync_train_mlp_ps_2workers", Median(weft), Median(torch), "examples/s", true);
-}
-
 // Milliseconds per step of the chief's "trained N synchronous steps in X s".
 double SyncMsPerStep(const std::string& out, int steps) { return 1000 * TrainedSeconds(out) / steps; }
 
@@ -853,6 +839,170 @@ void SyncStraggler() {
   std::filesystem::remove_all(dir);
   Bench("sync_straggler_5x_b0", Median(b0), Median(b0_plain), "ms/step", false);
   Bench("sync_straggler_5x_b1", Median(b1), Median(b1_plain), "ms/step", false);
+}
+
+// Allreduce mode (no ps): |workers| `weft train` processes; the chief's
+// output.
+std::string AllreduceConfig(const std::string& path, int workers, int steps) {
+  return WriteTrainingConfig(path, 0, workers, "collectives = \"gloo\"\n",
+                             StrCat("mode = \"allreduce\"\nbatch_size = 64\nseed = 1\nlog_every = 1000\nsteps = ",
+                                    steps, "\n[runtime]\nintra_op_threads = 1\n"));
+}
+
+std::string AllreduceTrain(const std::string& config, int workers) {
+  std::vector<std::future<std::string>> runs;
+  const std::string model = FashionMlp();
+  for (int w = 0; w < workers; ++w) {
+    runs.push_back(std::async(std::launch::async, [&, w] {
+      return RunWeft({"train", model, "--config", config, "--job", "worker", "--task", std::to_string(w)});
+    }));
+  }
+  std::vector<std::string> outs;
+  for (auto& r : runs) outs.push_back(r.get());
+  return outs[0];
+}
+
+void SyncTrainMlp() {
+  const std::string dir = std::filesystem::temp_directory_path() / StrCat("weft_sync_train_bench_", getpid());
+  std::filesystem::create_directories(dir);
+  constexpr int kSteps = 300;
+  const int repeats = g_repeats > 0 ? g_repeats : 3;
+  std::vector<double> ps, allreduce, torch;
+  for (int r = 0; r < repeats; ++r) {
+    const std::string out = SyncTrain(SyncConfig(dir + "/sync.toml", 2, 0, kSteps), 2);
+    ps.push_back(FinalField(out, "examples_per_sec"));
+    // A worker's examples/s is its own batch's; the global batch is 2 x 64.
+    const std::string ar = AllreduceTrain(AllreduceConfig(dir + "/allreduce.toml", 2, kSteps), 2);
+    allreduce.push_back(2.0 * 64 * kSteps / TrainedSeconds(ar));
+    const std::string peer = RunCommand(
+        {"/usr/bin/python3", SourcePath("tools/bench/torch_ddp_peer.py"), "2", "64", std::to_string(kSteps), "1"});
+    const std::size_t at = peer.find("examples_per_sec=");
+    if (at == std::string::npos) Die("torch_ddp_peer.py printed no examples_per_sec=: " + peer);
+    torch.push_back(std::atof(peer.c_str() + at + 17));
+  }
+  std::filesystem::remove_all(dir);
+  Bench("sync_train_mlp_allreduce_2workers", Median(allreduce), Median(torch), "examples/s", true);
+  Bench("sync_train_mlp_ps_2workers", Median(ps), Median(torch), "examples/s", true);
+}
+
+// --- allreduce_busbw --------------------------------------------------------------------
+
+// One rank of the Weft side, in its own process: a task service (rank 0's
+// serves the rendezvous store), a collective group over the gloo plugin,
+// and |iters| in-place allreduces of |bytes| of f32 timed in 5 blocks after
+// a warm-up and a barrier. Rank 0 writes the median block's microseconds
+// per allreduce to |fd|.
+void AllreduceRank(int rank, const std::vector<int>& ports, uint64_t bytes, int iters, int fd) {
+  const int size = static_cast<int>(ports.size());
+  std::map<std::string, std::string> peers;
+  for (int r = 0; r < size; ++r) peers[StrCat("/job:worker/task:", r)] = StrCat("tcp://127.0.0.1:", ports[r]);
+  dist::TaskService::Options o;
+  o.name = StrCat("/job:worker/task:", rank);
+  o.listen_address = peers[o.name];
+  o.peers = peers;
+  o.cluster_fingerprint = 0xb0b;
+  o.inter_op_threads = 1;
+  auto devices = runtime::DeviceSet::Open(Plugins());
+  Check(devices.status());
+  auto service = dist::TaskService::Start(o, Plugins(), std::move(*devices));
+  Check(service.status());
+  for (int r = 0; r < size; ++r) {
+    const std::string name = StrCat("/job:worker/task:", r);
+    for (int tries = 0; (*service)->Ping(name, 1000).ok() == false; ++tries) {
+      if (tries > 300) Die(StrCat(name, " did not start"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  auto store = (*service)->KvStoreOf("/job:worker/task:0");
+  Check(store.status());
+  runtime::CollectiveGroupOptions go;
+  go.name = "bench";
+  go.rank = rank;
+  go.size = size;
+  for (int r = 0; r < size; ++r) {
+    go.rank_names.push_back(StrCat("/job:worker/task:", r));
+    go.rank_hosts.push_back("127.0.0.1");
+  }
+  go.store = *store;
+  go.key_prefix = "bench";
+  go.backend = "gloo";
+  auto group = runtime::CollectiveGroup::Create(Plugins(), go);
+  Check(group.status());
+  std::vector<float> data(bytes / 4, 1.0f);
+  weft_comm_buffer_t b{sizeof(weft_comm_buffer_t), WEFT_DTYPE_F32, data.size(), data.data()};
+  float one = 1;
+  weft_comm_buffer_t barrier{sizeof(weft_comm_buffer_t), WEFT_DTYPE_F32, 1, &one};
+  for (int i = 0; i < std::max(2, iters / 10); ++i) Check((*group)->AllReduce(b, WEFT_REDUCE_SUM));
+  std::vector<double> blocks;
+  for (int block = 0; block < 5; ++block) {
+    Check((*group)->AllReduce(barrier, WEFT_REDUCE_SUM));
+    const Clock::time_point t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) Check((*group)->AllReduce(b, WEFT_REDUCE_SUM));
+    blocks.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters);
+  }
+  // Everyone finishes before rank 0's store goes away.
+  Check((*group)->AllReduce(barrier, WEFT_REDUCE_SUM));
+  if (rank == 0) {
+    const double us = Median(blocks);
+    if (write(fd, &us, sizeof us) != sizeof us) Die("pipe");
+  }
+  group->reset();
+}
+
+double WeftAllreduceUs(int procs, uint64_t bytes, int iters) {
+  std::vector<int> ports;
+  for (int r = 0; r < procs; ++r) ports.push_back(FreePort());
+  int fds[2];
+  if (pipe(fds) != 0) Die("pipe");
+  std::vector<pid_t> pids;
+  for (int r = 0; r < procs; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      AllreduceRank(r, ports, bytes, iters, fds[1]);
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  close(fds[1]);
+  double us = 0;
+  if (read(fds[0], &us, sizeof us) != sizeof us) Die("a rank of the allreduce benchmark failed");
+  close(fds[0]);
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  return us;
+}
+
+double TorchAllreduceUs(int procs, uint64_t bytes, int iters) {
+  const std::string out = RunCommand({"/usr/bin/python3", SourcePath("tools/bench/torch_allreduce_peer.py"),
+                                      std::to_string(procs), std::to_string(bytes), std::to_string(iters)});
+  const std::size_t at = out.find("us_per_op=");
+  if (at == std::string::npos) Die("torch_allreduce_peer.py printed no us_per_op=: " + out);
+  return std::atof(out.c_str() + at + 10);
+}
+
+void AllreduceBusbw() {
+  const int repeats = g_repeats > 0 ? g_repeats : 3;
+  struct Size {
+    const char* name;
+    uint64_t bytes;
+    int iters;
+  };
+  for (int procs : {2, 4}) {
+    for (const Size& size : {Size{"4k", 4096, 2000}, Size{"1m", 1 << 20, 200}, Size{"64m", uint64_t{64} << 20, 10}}) {
+      std::vector<double> weft, torch;
+      for (int r = 0; r < repeats; ++r) {
+        weft.push_back(WeftAllreduceUs(procs, size.bytes, size.iters));
+        torch.push_back(TorchAllreduceUs(procs, size.bytes, size.iters));
+      }
+      // Bus bandwidth (nccl-tests): bytes x 2(P-1)/P per op, in GB/s.
+      const double factor = static_cast<double>(size.bytes) * 2.0 * (procs - 1) / procs / 1e3;
+      Bench(StrCat("allreduce_busbw_p", procs, "_", size.name), factor / Median(weft), factor / Median(torch), "GB/s",
+            true);
+    }
+  }
 }
 
 // --- sparse_step -----------------------------------------------------------------------
@@ -960,7 +1110,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp|sparse_step|"
-                 "sync_train_mlp|sync_straggler "
+                 "sync_train_mlp|sync_straggler|allreduce_busbw "
                  "[--repeats N]\n");
     return 2;
   }
@@ -985,6 +1135,8 @@ int main(int argc, char** argv) {
     SyncTrainMlp();
   } else if (name == "sync_straggler") {
     SyncStraggler();
+  } else if (name == "allreduce_busbw") {
+    AllreduceBusbw();
   } else {
     std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", name.c_str());
     return 2;

@@ -161,6 +161,16 @@ typedef struct weft_device_plugin_t {
    * that only moves memory). */
   const weft_kernel_def_t* kernels;
   size_t num_kernels;
+
+  /* --- Native handles (since 1.2) ------------------------------------ */
+
+  /* The device address of |buffer| (a CUDA device pointer) and the native
+   * stream behind |stream| (a cudaStream_t), for a collectives plugin of
+   * this device type (NCCL) that reads and writes device memory directly.
+   * Optional, both or neither: NULL means collectives on this device's
+   * tensors are refused, naming the device. */
+  void* (*buffer_device_pointer)(weft_device_t device, weft_buffer_t buffer);
+  void* (*stream_native)(weft_device_t device, weft_stream_t stream);
 } weft_device_plugin_t;
 
 #define WEFT_DEVICE_PLUGIN_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_device_plugin_t, num_kernels)

@@ -79,6 +79,7 @@
 #define WEFT_PLUGIN_H_
 
 #include "weft/weft_abi.h"
+#include "weft/weft_collectives.h"
 #include "weft/weft_device.h"
 #include "weft/weft_kernel.h"
 #include "weft/weft_optimizer.h"
@@ -90,7 +91,8 @@
 WEFT_EXTERN_C_BEGIN
 
 typedef int32_t weft_plugin_kind_t;
-enum { WEFT_PLUGIN_DEVICE = 1, WEFT_PLUGIN_TRANSPORT = 2, WEFT_PLUGIN_OPTIMIZER = 3 };
+/* WEFT_PLUGIN_COLLECTIVES since 1.2; a 1.1 host refuses kind 4 as unknown. */
+enum { WEFT_PLUGIN_DEVICE = 1, WEFT_PLUGIN_TRANSPORT = 2, WEFT_PLUGIN_OPTIMIZER = 3, WEFT_PLUGIN_COLLECTIVES = 4 };
 
 typedef int32_t weft_log_level_t;
 enum { WEFT_LOG_TRACE = 0, WEFT_LOG_DEBUG = 1, WEFT_LOG_INFO = 2, WEFT_LOG_WARNING = 3, WEFT_LOG_ERROR = 4 };
@@ -190,13 +192,14 @@ typedef struct weft_plugin_t {
   /* One line for `weft plugins`. Optional: NULL shows nothing. */
   const char* description;
   weft_plugin_kind_t kind;
-  /* The table for |kind|; the other two are NULL. */
+  /* The table for |kind|; the others are NULL (collectives, below, came
+   * later). */
   const weft_device_plugin_t* device;
   const weft_transport_plugin_t* transport;
   const weft_optimizer_plugin_t* optimizer;
   /* The keys of the plugin's TOML section: [devices.<name>],
-   * [transports.<name>] or [optimizers.<name>]. NULL when num_options is
-   * 0: the section must then be empty. */
+   * [transports.<name>], [optimizers.<name>] or [collectives.<name>].
+   * NULL when num_options is 0: the section must then be empty. */
   const weft_option_def_t* options;
   size_t num_options;
   /* Called after init and before any other call, with the plugin's
@@ -208,6 +211,9 @@ typedef struct weft_plugin_t {
   /* Called once when the host shuts down, after every device, endpoint and
    * optimizer instance of the plugin was released. Optional. */
   void (*shutdown)(void);
+  /* The table for kind WEFT_PLUGIN_COLLECTIVES (since 1.2); NULL for the
+   * other kinds. */
+  const weft_collectives_plugin_t* collectives;
 } weft_plugin_t;
 
 #define WEFT_PLUGIN_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_plugin_t, shutdown)

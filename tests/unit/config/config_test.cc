@@ -126,7 +126,7 @@ TEST(Config, UnknownSection) {
   EXPECT_EQ(ErrorOf("[cluster_of_things]\n"),
             "local.toml:1:2: cluster_of_things: unknown section; known sections: runtime, "
             "plugins, logging, model, data, training, schedule, checkpoint, placement, cluster, devices, transports, "
-            "optimizers, optimizer");
+            "optimizers, collectives, optimizer");
 }
 
 TEST(Config, SectionThatIsNotATable) {

@@ -135,6 +135,66 @@ TEST(Wire, EveryRequestKindRoundTrips) {
   }
 }
 
+TEST(Wire, TheRendezvousStoresMessagesRoundTripAndKeepToTheirLimits) {
+  Envelope e;
+  e.request.method = Method::kKvSet;
+  e.request.kv_keys = {"weft/abc/train/rank_0"};
+  e.request.kv_value = std::string("\0binary\xff", 8);
+  auto out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->request.method, Method::kKvSet);
+  EXPECT_EQ(out->request.kv_keys, e.request.kv_keys);
+  EXPECT_EQ(out->request.kv_value, e.request.kv_value);
+  EXPECT_EQ(MethodName(Method::kKvSet), "KvSet");
+
+  e = Envelope();
+  e.request.method = Method::kKvGet;
+  e.request.kv_keys = {"a", "b"};
+  e.request.kv_wait_ms = 1500;
+  out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->request.kv_keys, e.request.kv_keys);
+  EXPECT_EQ(out->request.kv_wait_ms, 1500);
+  EXPECT_EQ(MethodName(Method::kKvGet), "KvGet");
+
+  e = Envelope();
+  e.is_response = true;
+  e.response.method = Method::kKvGet;
+  e.response.kv_values = {"x", std::string(3, '\0')};
+  out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->response.method, Method::kKvGet);
+  EXPECT_EQ(out->response.kv_values, e.response.kv_values);
+
+  // Limits, checked on arrival.
+  auto refused = [](Envelope bad) {
+    auto r = RoundTrip(bad);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : std::string(r.status().message());
+  };
+  Envelope big;
+  big.request.method = Method::kKvSet;
+  big.request.kv_keys = {"k"};
+  big.request.kv_value = std::string(kMaxKvValueBytes + 1, 'v');
+  EXPECT_NE(refused(big).find("a KvSet value of 1048577 bytes (at most 1048576)"), std::string::npos);
+  Envelope long_key;
+  long_key.request.method = Method::kKvSet;
+  long_key.request.kv_keys = {std::string(kMaxKvKeyBytes + 1, 'k')};
+  EXPECT_NE(refused(long_key).find("a KvSet key of 257 bytes (1 to 256)"), std::string::npos);
+  Envelope many;
+  many.request.method = Method::kKvGet;
+  many.request.kv_keys = std::vector<std::string>(kMaxKvKeysPerGet + 1, "k");
+  EXPECT_NE(refused(many).find("a KvGet of 1025 keys (1 to 1024)"), std::string::npos);
+  Envelope none;
+  none.request.method = Method::kKvGet;
+  EXPECT_NE(refused(none).find("a KvGet of 0 keys (1 to 1024)"), std::string::npos);
+  Envelope negative;
+  negative.request.method = Method::kKvGet;
+  negative.request.kv_keys = {"k"};
+  negative.request.kv_wait_ms = -5;
+  EXPECT_NE(refused(negative).find("a KvGet wait of -5 ms"), std::string::npos);
+}
+
 TEST(Wire, ResponsesRoundTripAndErrorsCarryNoBody) {
   Envelope e;
   e.is_response = true;
@@ -274,6 +334,13 @@ TEST(Wire, WritesFuzzSeedsOnRequest) {
   samples[2].response.devices = {{"/job:ps/task:0/device:CPU:0", "CPU", 0, 1, true, 0, 0}};
   samples[3].request.method = Method::kHello;
   samples[3].request.caller = "client";
+  samples.resize(6);
+  samples[4].request.method = Method::kKvSet;
+  samples[4].request.kv_keys = {"weft/1f/train/rank_0"};
+  samples[4].request.kv_value = "127.0.0.1";
+  samples[5].request.method = Method::kKvGet;
+  samples[5].request.kv_keys = {"weft/1f/train/0", "weft/1f/train/1"};
+  samples[5].request.kv_wait_ms = 60000;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     auto e = Encode(samples[i]);
     ASSERT_TRUE(e.ok());
