@@ -43,7 +43,7 @@ void KvStoreService::Serve(std::vector<std::string> keys, int64_t wait_ms, Answe
   auto waiter = std::make_shared<Waiter>();
   waiter->keys = std::move(keys);
   waiter->answer = std::move(answer);
-  waiter->wait_ms = std::max<int64_t>(wait_ms, 0);
+  waiter->wait_ms = std::clamp<int64_t>(wait_ms, 0, kMaxKvWaitMs);
   waiters_.push_back(waiter);
   // The timer may fire before Schedule returns; Expire takes the lock, so
   // it waits until the id is stored.
@@ -140,9 +140,9 @@ Expected<std::vector<std::string>> RemoteKvStore::GetAll(const std::vector<std::
   Request request;
   request.method = Method::kKvGet;
   request.kv_keys = keys;
-  request.kv_wait_ms = std::max<int64_t>(timeout_ms, 0);
-  WEFT_ASSIGN_OR_RETURN(Response response,
-                        rpc_->CallSync(peer_, std::move(request), request.kv_wait_ms + kTripMarginMs));
+  const int64_t wait_ms = std::clamp<int64_t>(timeout_ms, 0, kMaxKvWaitMs);
+  request.kv_wait_ms = wait_ms;
+  WEFT_ASSIGN_OR_RETURN(Response response, rpc_->CallSync(peer_, std::move(request), wait_ms + kTripMarginMs));
   if (response.kv_values.size() != keys.size()) {
     return DataLossError(peer_.name, " answered a get of ", keys.size(), " keys with ", response.kv_values.size(),
                          " values");

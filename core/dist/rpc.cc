@@ -70,12 +70,17 @@ RpcNode::~RpcNode() {
   // No transport callback after the endpoints are closed.
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints;
   std::map<std::string, std::shared_ptr<Channel>> channels;
+  // Released outside the lock: closing a connection waits for its I/O
+  // thread, which may be in OnClosed waiting for the lock (a peer that
+  // hung up just then).
+  std::map<Connection*, std::pair<std::shared_ptr<Connection>, std::string>> accepted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     endpoints.swap(endpoints_);
     channels.swap(channels_);
-    accepted_.clear();
+    accepted.swap(accepted_);
   }
+  accepted.clear();
   endpoints.clear();
   channels.clear();
   pool_.reset();

@@ -404,7 +404,9 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
         r.kv_keys.push_back(Str(key));
       }
       r.kv_wait_ms = get.getWaitMs();
-      if (r.kv_wait_ms < 0) return InvalidArgumentError("a KvGet wait of ", r.kv_wait_ms, " ms");
+      if (r.kv_wait_ms < 0 || r.kv_wait_ms > kMaxKvWaitMs) {
+        return InvalidArgumentError("a KvGet wait of ", r.kv_wait_ms, " ms (0 to ", kMaxKvWaitMs, ")");
+      }
       return Status();
     }
   }

@@ -46,6 +46,7 @@ enum class Method {
 inline constexpr std::size_t kMaxKvKeyBytes = 256;
 inline constexpr std::size_t kMaxKvValueBytes = 1 << 20;
 inline constexpr std::size_t kMaxKvKeysPerGet = 1024;
+inline constexpr int64_t kMaxKvWaitMs = int64_t{24} * 3600 * 1000;
 // "RunGraph", ...
 std::string_view MethodName(Method method);
 

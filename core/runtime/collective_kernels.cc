@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/runtime/cancellation.h"
 #include "core/runtime/collectives.h"
 #include "weft/sdk/half.h"
 
@@ -38,6 +39,37 @@ Expected<std::shared_ptr<CollectiveGroup>> GroupOf(const OpKernelContext& ctx) {
                               ", and collectives on device memory are not built yet; place it on a CPU");
   }
   return group;
+}
+
+// The kernel's |done|, armed so that a cancelled step (another node of it
+// failed) aborts the group: an operation waiting for its turn, or for peers
+// that will never send, would otherwise hold the step forever. Null when
+// the step is cancelled already (|done| has then been called).
+std::function<void(Status)> Arm(OpKernelContext& ctx, const std::shared_ptr<CollectiveGroup>& group,
+                                std::function<void(Status)> done) {
+  CancellationManager* cancellation = &ctx.step().cancellation;
+  const std::string node = ctx.node().name();
+  const CancellationManager::Token token = cancellation->Register([group, node] {
+    group->Abort(CancelledError("the step was cancelled while collective '", node, "' was pending"));
+  });
+  if (token == CancellationManager::kInvalidToken) {
+    Status cancelled = CancelledError("the step was cancelled before collective '", node, "' started");
+    group->Abort(cancelled);
+    done(cancelled);
+    return nullptr;
+  }
+  return [cancellation, token, done = std::move(done)](Status status) {
+    cancellation->Deregister(token);
+    done(std::move(status));
+  };
+}
+
+// A failure before the operation reached the group: the other ops of the
+// round could never complete, so the group is aborted.
+void FailBefore(const std::shared_ptr<CollectiveGroup>& group, const std::function<void(Status)>& done,
+                const Status& status) {
+  group->Abort(status);
+  done(status);
 }
 
 // Multiplies |count| elements at |data| by |factor| (a mean's 1/size).
@@ -84,6 +116,8 @@ class AllReduceKernel : public OpKernel {
   void ComputeAsync(OpKernelContext& ctx, std::function<void(Status)> done) override {
     auto group = GroupOf(ctx);
     if (!group.ok()) return done(group.status());
+    done = Arm(ctx, *group, std::move(done));
+    if (!done) return;
     const DType dtype = ctx.node().def.attrs.find("T")->second.get<DType>();
     const int n = ctx.num_inputs();
     std::vector<uint64_t> offsets(static_cast<std::size_t>(n));
@@ -94,7 +128,7 @@ class AllReduceKernel : public OpKernel {
       total += AlignUp(ctx.input(i).byte_size());
     }
     auto buffer = HostBuffer::Allocate(total);
-    if (!buffer.ok()) return done(buffer.status());
+    if (!buffer.ok()) return FailBefore(*group, done, buffer.status());
     char* base = static_cast<char*>((*buffer)->data());
     for (int i = 0; i < n; ++i) {
       const Tensor& in = ctx.input(i);
@@ -132,13 +166,16 @@ class BroadcastKernel : public OpKernel {
   void ComputeAsync(OpKernelContext& ctx, std::function<void(Status)> done) override {
     auto group = GroupOf(ctx);
     if (!group.ok()) return done(group.status());
+    done = Arm(ctx, *group, std::move(done));
+    if (!done) return;
     if (root_ >= (*group)->options().size) {
-      return done(InvalidArgumentError("root ", root_, " is not a rank of group '", (*group)->options().name, "' (",
-                                       (*group)->options().size, " ranks)"));
+      return FailBefore(*group, done,
+                        InvalidArgumentError("root ", root_, " is not a rank of group '", (*group)->options().name,
+                                             "' (", (*group)->options().size, " ranks)"));
     }
     const Tensor& in = ctx.input(0);
     auto out = Tensor::Allocate(in.dtype(), in.shape());
-    if (!out.ok()) return done(out.status());
+    if (!out.ok()) return FailBefore(*group, done, out.status());
     if (in.byte_size() > 0) std::memcpy(out->raw_data(), in.raw_data(), in.byte_size());
     ctx.set_output(0, *out);
     (*group)->Broadcast(key_, BufferOf(in.dtype(), in.num_elements(), out->raw_data()), root_,
@@ -161,13 +198,15 @@ class AllGatherKernel : public OpKernel {
   void ComputeAsync(OpKernelContext& ctx, std::function<void(Status)> done) override {
     auto group = GroupOf(ctx);
     if (!group.ok()) return done(group.status());
+    done = Arm(ctx, *group, std::move(done));
+    if (!done) return;
     const Tensor& in = ctx.input(0);
-    if (in.rank() == 0) return done(InvalidArgumentError("input must have rank >= 1"));
+    if (in.rank() == 0) return FailBefore(*group, done, InvalidArgumentError("input must have rank >= 1"));
     std::vector<int64_t> dims = in.shape().dims();
     const int size = (*group)->options().size;
     dims[0] *= size;
     auto out = Tensor::Allocate(in.dtype(), Shape(dims));
-    if (!out.ok()) return done(out.status());
+    if (!out.ok()) return FailBefore(*group, done, out.status());
     ctx.set_output(0, *out);
     (*group)->AllGather(key_, BufferOf(in.dtype(), in.num_elements(), in.raw_data()),
                         BufferOf(in.dtype(), in.num_elements() * size, out->raw_data()),

@@ -215,6 +215,13 @@ CollectiveGroup::CollectiveGroup(CollectiveGroupOptions options, const plugin::C
     : options_(std::move(options)), plugin_(plugin), backend_(plugin->table->backend) {}
 
 CollectiveGroup::~CollectiveGroup() {
+  // Operations still waiting for their turn never get it now.
+  bool waiting = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting = !early_.empty();
+  }
+  if (waiting) Abort(CancelledError("collective group '", options_.name, "' was destroyed"));
   {
     std::unique_lock<std::mutex> lock(mutex_);
     idle_.wait(lock, [&] { return in_flight_ == 0 && !draining_; });
@@ -286,6 +293,9 @@ void CollectiveGroup::Enqueue(std::optional<OrderKey> key, Pending pending) {
   } else {
     if (key->round_size < 1 || key->order < 0 || key->order >= key->round_size) {
       lock.unlock();
+      // A round missing an operation can never complete: everything fails.
+      Abort(InvalidArgumentError("collective order ", key->order, " of round '", key->round, "' (size ",
+                                 key->round_size, ") is out of range"));
       pending.done(InvalidArgumentError("collective order ", key->order, " of round '", key->round, "' (size ",
                                         key->round_size, ") is out of range"));
       return;
@@ -295,16 +305,18 @@ void CollectiveGroup::Enqueue(std::optional<OrderKey> key, Pending pending) {
       round_size_ = key->round_size;
       next_order_ = 0;
     } else if (round_ != key->round || round_size_ != key->round_size) {
+      const Status refused = FailedPreconditionError(
+          "collective round '", key->round, "' (", key->round_size, " ops) started while round '", round_, "' (",
+          round_size_, " ops) is incomplete: two graphs with collectives must not run at once in group '",
+          options_.name, "'");
       lock.unlock();
-      pending.done(FailedPreconditionError("collective round '", key->round, "' (", key->round_size,
-                                           " ops) started while round '", round_, "' (", round_size_,
-                                           " ops) is incomplete: two graphs with collectives must not run at once "
-                                           "in group '",
-                                           options_.name, "'"));
+      Abort(refused);
+      pending.done(refused);
       return;
     }
     if (key->order < next_order_ || early_.count(key->order) > 0) {
       lock.unlock();
+      Abort(InternalError("collective order ", key->order, " of round '", key->round, "' was issued twice"));
       pending.done(
           InternalError("collective order ", key->order, " of round '", key->round, "' was issued twice in one pass"));
       return;
@@ -367,8 +379,15 @@ void CollectiveGroup::OnDone(void* user, weft_status_t status) {
 void CollectiveGroup::Finish(std::unique_ptr<InFlight> op, Status status) {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - op->start).count();
   if (!status.ok()) {
-    status = Failure(status, op->what);
-    Abort(status);
+    // Close the links first, so that the peers fail at once; then find out
+    // which peer is gone (pings that take up to a second each) for the
+    // message.
+    const bool first = AbortFirst(status);
+    status = first ? Failure(status, op->what) : this->status();
+    if (first) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      failed_ = status;
+    }
   }
   std::function<void(Status)> done = std::move(op->done);
   {
@@ -387,10 +406,6 @@ void CollectiveGroup::Finish(std::unique_ptr<InFlight> op, Status status) {
 }
 
 Status CollectiveGroup::Failure(const Status& plugin_status, const std::string& what) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!failed_.ok()) return failed_;
-  }
   std::string diagnosis = options_.diagnose ? options_.diagnose() : std::string();
   return Status(
       plugin_status.code() == Code::kOk ? Code::kInternal : plugin_status.code(),
@@ -399,11 +414,13 @@ Status CollectiveGroup::Failure(const Status& plugin_status, const std::string& 
              " said: ", plugin_status.message()));
 }
 
-void CollectiveGroup::Abort(const Status& why) {
+void CollectiveGroup::Abort(const Status& why) { AbortFirst(why); }
+
+bool CollectiveGroup::AbortFirst(const Status& why) {
   std::vector<Pending> waiting;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!failed_.ok()) return;
+    if (!failed_.ok()) return false;
     failed_ = why.ok() ? AbortedError("collective group '", options_.name, "' was aborted") : why;
     for (auto& [order, p] : early_) waiting.push_back(std::move(p));
     early_.clear();
@@ -418,6 +435,7 @@ void CollectiveGroup::Abort(const Status& why) {
   }
   Status failed = status();
   for (Pending& p : waiting) p.done(failed);
+  return true;
 }
 
 Status CollectiveGroup::status() const {

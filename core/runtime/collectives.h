@@ -159,6 +159,8 @@ class CollectiveGroup {
   static void OnDone(void* user, weft_status_t status);
   void Finish(std::unique_ptr<InFlight> op, Status status);
   Status Failure(const Status& plugin_status, const std::string& what);
+  // Abort; true when this call failed the group (it was healthy).
+  bool AbortFirst(const Status& why);
 
   CollectiveGroupOptions options_;
   const plugin::CollectivesPlugin* plugin_;

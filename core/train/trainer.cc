@@ -772,7 +772,6 @@ Status Run::Prepare() {
     WEFT_ASSIGN_OR_RETURN(auto session,
                           runtime::Session::Create(tg_.graph, devices_, runtime::SessionOptions::FromConfig(config_)));
     session_ = std::make_unique<LocalRunner>(std::move(session));
-    if (allreduce()) WEFT_RETURN_IF_ERROR(StartAllReduce());
   }
 
   // Data.
@@ -825,6 +824,8 @@ Status Run::Prepare() {
     checkpoints_ = std::make_unique<checkpoint::CheckpointManager>(config_.checkpoint.dir,
                                                                    static_cast<int>(config_.checkpoint.keep));
   }
+  // Last: the contract check compares the steps too.
+  if (allreduce()) WEFT_RETURN_IF_ERROR(StartAllReduce());
   return Status();
 }
 
@@ -1380,16 +1381,27 @@ std::vector<std::string> Run::Contract() const {
       StrCat("training.bucket_mb = ", config_.training.bucket_mb),
       StrCat("training.batch_size = ", config_.training.batch_size),
       StrCat("training.seed = ", config_.training.seed),
+      StrCat("the steps to train (training.steps, epochs, --steps, the training data) = ", total_steps_),
+      StrCat("training.clip_global_norm = ", config_.training.clip_global_norm),
       StrCat("optimizer = ", optimizer_->name()),
+      StrCat("optimizer.learning_rate = ", optimizer_choice_.learning_rate),
+      StrCat("schedule.kind = ", config_.schedule.kind),
+      StrCat("cluster.collectives = ", config_.cluster ? config_.cluster->collectives : std::string("auto")),
   };
-  for (const TrainedVariable& v : tg_.variables) {
-    lines.push_back(StrCat("variable ", Quote(v.name), " = ", Describe(v.dtype, v.shape)));
+  // Every state variable (the broadcast's order and sizes come from them),
+  // the trained ones with their optimizer slots among them.
+  for (std::size_t i = 0; i < tg_.state.size(); ++i) {
+    const Graph::Node* node = tg_.graph.Find(tg_.state[i]);
+    const std::string what =
+        node == nullptr ? std::string("?")
+                        : Describe(node->def.attrs.at("dtype").get<DType>(), node->def.attrs.at("shape").get<Shape>());
+    lines.push_back(StrCat("variable ", Quote(tg_.state[i]), " = ", what));
   }
   return lines;
 }
 
 Status Run::CheckContracts(runtime::KvStore& store, const std::string& prefix) {
-  const int64_t timeout_ms = config_.cluster ? config_.cluster->collective_timeout_ms : 60000;
+  const int64_t timeout_ms = 1000 * (config_.cluster ? config_.cluster->init_timeout_s : 300);
   const std::vector<std::string> mine = Contract();
   // The chief compares every other worker with itself; the others compare
   // themselves with the chief. Both sides of a difference fail, naming it.
@@ -1513,8 +1525,9 @@ Status Run::StartAllReduce() {
   go.backend = config_.cluster ? config_.cluster->collectives : "auto";
   go.timeout_ms = config_.cluster ? config_.cluster->collective_timeout_ms : 60000;
   go.diagnose = [this] { return DiagnosePeers(); };
-  WEFT_ASSIGN_OR_RETURN(group_, runtime::CollectiveGroup::Create(host_, go));
-  WEFT_RETURN_IF_ERROR(runtime::RegisterCollectiveGroup(group_));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<runtime::CollectiveGroup> group, runtime::CollectiveGroup::Create(host_, go));
+  WEFT_RETURN_IF_ERROR(runtime::RegisterCollectiveGroup(group));
+  group_ = std::move(group);
   reporter_.Note(StrCat("worker ", worker_, " of ", num_workers_, (chief() ? " (the chief)" : ""),
                         ": gradients averaged by allreduce over ", group_->backend(), " in ", tg_.buckets.size(),
                         " bucket", tg_.buckets.size() == 1 ? "" : "s"));
