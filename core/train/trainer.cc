@@ -636,6 +636,10 @@ class Run {
   // Cluster mode: places the variables on the ps tasks, starts this
   // worker's own task and the distributed session.
   Status StartCluster();
+  // Cluster and allreduce modes: waits until each of |peers| but this
+  // task answers a ping (cluster.connect_timeout_ms in all), saying what it
+  // waits for.
+  Status WaitForPeers(dist::TaskService& service, const std::vector<dist::Peer>& peers);
   // Cluster mode, workers but the chief: waits until every variable has a
   // value (the chief initialises or restores them), saying so.
   Status WaitForChief();
@@ -1243,30 +1247,16 @@ Status Run::CheckClusterRole() {
   return Status();
 }
 
-Status Run::StartCluster() {
-  const dist::ClusterSpec& c = *cluster_;
-  const dist::JobSpec& ps = *c.FindJob("ps");
-  dist::DistSessionOptions so = dist::SessionOptionsFor(c, config_);
-  // This worker and the tasks of the other jobs, not the other workers: a
-  // worker's steps involve only itself and the parameter servers, so one
-  // worker that is late or gone does not hold up another. Itself first:
-  // what is left unpinned (the model's compute, the gradients) runs here.
-  const std::string me = c.self->ToString();
-  std::erase_if(so.tasks, [&](const dist::Peer& p) { return p.name != me && p.name.rfind("/job:worker/", 0) == 0; });
-  std::stable_partition(so.tasks.begin(), so.tasks.end(), [&](const dist::Peer& p) { return p.name == me; });
-  for (placement::Pin& pin : ClusterPins()) so.placement.pins.push_back(std::move(pin));
-  WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
-  auto service = dist::TaskService::Start(service_options, host_, devices_);
-  if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
+Status Run::WaitForPeers(dist::TaskService& service, const std::vector<dist::Peer>& peers) {
   // The other tasks may not be up yet: wait for each (cluster.
   // connect_timeout_ms in all), saying what this worker waits for.
   const int64_t connect_ms = config_.cluster ? config_.cluster->connect_timeout_ms : 10000;
   const Clock::time_point start = Clock::now();
   Clock::time_point next_note = start + std::chrono::seconds(2);
-  for (const dist::Peer& peer : so.tasks) {
-    if (peer.name == me) continue;
+  for (const dist::Peer& peer : peers) {
+    if (peer.name == service.name()) continue;
     while (true) {
-      Status answered = (*service)->Ping(peer.name, 1000);
+      Status answered = service.Ping(peer.name, 1000);
       if (answered.ok()) break;
       const Clock::time_point now = Clock::now();
       const double waited = Seconds(now - start);
@@ -1282,6 +1272,25 @@ Status Run::StartCluster() {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
+  return Status();
+}
+
+Status Run::StartCluster() {
+  const dist::ClusterSpec& c = *cluster_;
+  const dist::JobSpec& ps = *c.FindJob("ps");
+  dist::DistSessionOptions so = dist::SessionOptionsFor(c, config_);
+  // This worker and the tasks of the other jobs, not the other workers: a
+  // worker's steps involve only itself and the parameter servers, so one
+  // worker that is late or gone does not hold up another. Itself first:
+  // what is left unpinned (the model's compute, the gradients) runs here.
+  const std::string me = c.self->ToString();
+  std::erase_if(so.tasks, [&](const dist::Peer& p) { return p.name != me && p.name.rfind("/job:worker/", 0) == 0; });
+  std::stable_partition(so.tasks.begin(), so.tasks.end(), [&](const dist::Peer& p) { return p.name == me; });
+  for (placement::Pin& pin : ClusterPins()) so.placement.pins.push_back(std::move(pin));
+  WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
+  auto service = dist::TaskService::Start(service_options, host_, devices_);
+  if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
+  WEFT_RETURN_IF_ERROR(WaitForPeers(**service, so.tasks));
   auto session = dist::DistSession::Create(tg_.graph, so, host_);
   if (!session.ok()) return session.status();
   session_ = std::make_unique<ClusterRunner>(
@@ -1483,29 +1492,9 @@ Status Run::StartAllReduce() {
   auto service = dist::TaskService::Start(service_options, host_, devices_);
   if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
   service_ = std::move(*service);
-  const int64_t connect_ms = config_.cluster ? config_.cluster->connect_timeout_ms : 10000;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point next_note = start + std::chrono::seconds(2);
-  for (const dist::TaskSpec& t : workers.tasks) {
-    const std::string name = dist::TaskPrefix("worker", t.index);
-    if (name == me) continue;
-    while (true) {
-      Status answered = service_->Ping(name, 1000);
-      if (answered.ok()) break;
-      const Clock::time_point now = Clock::now();
-      const double waited = Seconds(now - start);
-      if (waited * 1000 >= static_cast<double>(connect_ms)) {
-        return Status(Code::kUnavailable, StrCat("task ", name, " (", t.Url(), ") did not answer within ", connect_ms,
-                                                 " ms (cluster.connect_timeout_ms): ", answered.message()));
-      }
-      if (now >= next_note) {
-        reporter_.Note(StrCat("waiting for ", name, " (", t.Url(), ") to start: ", Fixed(waited, 0), " s of ",
-                              Fixed(static_cast<double>(connect_ms) / 1000, 0), " (cluster.connect_timeout_ms)"));
-        next_note = now + std::chrono::seconds(5);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  }
+  std::vector<dist::Peer> peers;
+  for (const dist::TaskSpec& t : workers.tasks) peers.push_back({dist::TaskPrefix("worker", t.index), t.Url()});
+  WEFT_RETURN_IF_ERROR(WaitForPeers(*service_, peers));
   WEFT_ASSIGN_OR_RETURN(store_, service_->KvStoreOf(dist::TaskPrefix("worker", 0)));
   std::ostringstream fingerprint;
   fingerprint << std::hex << dist::ClusterFingerprint(c);

@@ -453,6 +453,57 @@ std::vector<nlohmann::json> SyncStepRecords(const std::string& path) {
   return records;
 }
 
+// Checkpoints of every step of a run of |kSteps| (the chief's).
+std::string EveryStepCheckpoints(const fs::path& dir) {
+  return StrCat("\n[checkpoint]\ndir = \"", dir.string(), "\"\nevery_steps = 1\nkeep = 100\n",
+                "\n[runtime]\nintra_op_threads = 1\ninter_op_threads = 1\n");
+}
+
+// The largest relative difference of the f32 tensors of checkpoints
+// |got|/ckpt-k and |want|/ckpt-k for k = 1..steps, and how many were
+// compared; bitwise equality of the last step of |got| and |again|.
+struct Compared {
+  double worst = 0;
+  int count = 0;
+};
+Compared CompareCheckpoints(const fs::path& want_dir, const fs::path& got_dir, int steps) {
+  Compared c;
+  for (int step = 1; step <= steps; ++step) {
+    auto want = checkpoint::BundleReader::Open((want_dir / StrCat("ckpt-", step)).string());
+    auto got = checkpoint::BundleReader::Open((got_dir / StrCat("ckpt-", step)).string());
+    EXPECT_TRUE(want.ok() && got.ok()) << step;
+    if (!want.ok() || !got.ok()) return c;
+    for (const checkpoint::TensorEntry& e : (*want)->entries()) {
+      if (e.dtype != DType::kF32) continue;
+      auto a = (*got)->Read(e.name);
+      auto b = (*want)->Read(e.name);
+      EXPECT_TRUE(a.ok() && b.ok()) << e.name << " at step " << step;
+      if (!a.ok() || !b.ok()) continue;
+      double max_abs = 0;
+      const double rel = RelativeDifference(*a, *b, &max_abs);
+      EXPECT_LE(rel, 1e-5) << e.name << " at step " << step << ": max |difference| " << max_abs;
+      c.worst = std::max(c.worst, rel);
+      ++c.count;
+    }
+    auto gs = (*got)->Read("train/global_step");
+    EXPECT_TRUE(gs.ok() && gs->scalar<int64_t>() == step) << step;
+  }
+  return c;
+}
+
+// Every tensor of |a|/ckpt-|step| has the same bits in |b|/ckpt-|step|.
+void ExpectSameBits(const fs::path& a, const fs::path& b, int step) {
+  auto first = checkpoint::BundleReader::Open((a / StrCat("ckpt-", step)).string());
+  auto second = checkpoint::BundleReader::Open((b / StrCat("ckpt-", step)).string());
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (const checkpoint::TensorEntry& e : (*first)->entries()) {
+    auto x = (*first)->Read(e.name);
+    auto y = (*second)->Read(e.name);
+    ASSERT_TRUE(x.ok() && y.ok()) << e.name;
+    EXPECT_TRUE(x->BitwiseEquals(*y)) << e.name;
+  }
+}
+
 // Issue 18's equivalence: two workers of batch 64 trained synchronously
 // give, step by step, the parameters (and Adam's slots) of one process of
 // batch 128: the same examples (each worker takes its half of the global
@@ -463,19 +514,15 @@ TEST_F(PsTraining, SyncReplicasOfBatch64MatchOneProcessOfBatch128StepByStep) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   constexpr int kSteps = 12;
   const std::string common = StrCat("steps = ", kSteps, "\nseed = 1\nlog_every = 1\n");
-  auto checkpoints = [&](const std::string& name) {
-    return StrCat("\n[checkpoint]\ndir = \"", (dir_ / name).string(), "\"\nevery_steps = 1\nkeep = 100\n",
-                  "\n[runtime]\nintra_op_threads = 1\ninter_op_threads = 1\n");
-  };
   Layout ref_layout;
-  ref_layout.more = checkpoints("ref");
+  ref_layout.more = EveryStepCheckpoints(dir_ / "ref");
   const std::string ref = WriteConfig("ref.toml", ref_layout, "batch_size = 128\n" + common);
   ProcessResult local = Weft({"train", kModels + "fashion_mlp.wgt", "--config", ref, "--local"});
   ASSERT_EQ(local.exit_code, 0) << local.out << local.err;
 
   auto cluster_run = [&](const std::string& name) {
     Layout layout;
-    layout.more = checkpoints(name);
+    layout.more = EveryStepCheckpoints(dir_ / name);
     const std::string metrics = (dir_ / (name + ".jsonl")).string();
     const std::string config = WriteConfig(
         name + ".toml", layout, StrCat("batch_size = 64\nmode = \"sync\"\nmetrics = \"", metrics, "\"\n", common));
@@ -506,48 +553,13 @@ TEST_F(PsTraining, SyncReplicasOfBatch64MatchOneProcessOfBatch128StepByStep) {
   cluster_run("sync_a");
   cluster_run("sync_b");
 
-  auto open = [&](const std::string& name, int step) {
-    auto reader = checkpoint::BundleReader::Open((dir_ / name / StrCat("ckpt-", step)).string());
-    EXPECT_TRUE(reader.ok()) << name << " step " << step << ": " << reader.status().ToString();
-    return reader.ok() ? std::move(*reader) : nullptr;
-  };
-  int compared = 0;
-  double worst = 0;
-  for (int step = 1; step <= kSteps; ++step) {
-    auto want = open("ref", step);
-    auto got = open("sync_a", step);
-    ASSERT_TRUE(want && got);
-    for (const checkpoint::TensorEntry& e : want->entries()) {
-      if (e.dtype != DType::kF32) continue;
-      auto a = got->Read(e.name);
-      ASSERT_TRUE(a.ok()) << e.name << " at step " << step << ": " << a.status().ToString();
-      auto b = want->Read(e.name);
-      ASSERT_TRUE(b.ok());
-      double max_abs = 0;
-      const double rel = RelativeDifference(*a, *b, &max_abs);
-      EXPECT_LE(rel, 1e-5) << e.name << " at step " << step << ": max |difference| " << max_abs;
-      worst = std::max(worst, rel);
-      ++compared;
-    }
-    // The global step too.
-    auto gs = got->Read("train/global_step");
-    ASSERT_TRUE(gs.ok());
-    EXPECT_EQ(gs->scalar<int64_t>(), step);
-  }
+  const Compared c = CompareCheckpoints(dir_ / "ref", dir_ / "sync_a", kSteps);
   // fashion_mlp: 6 variables (3 layers' kernels and biases) and their 2
   // Adam slots each, every step.
-  EXPECT_EQ(compared, kSteps * 18);
-  std::cout << "largest relative difference from one process of batch 128: " << worst << "\n";
+  EXPECT_EQ(c.count, kSteps * 18);
+  std::cout << "largest relative difference from one process of batch 128: " << c.worst << "\n";
   // The same seed, the same bits.
-  auto first = open("sync_a", kSteps);
-  auto second = open("sync_b", kSteps);
-  ASSERT_TRUE(first && second);
-  for (const checkpoint::TensorEntry& e : first->entries()) {
-    auto a = first->Read(e.name);
-    auto b = second->Read(e.name);
-    ASSERT_TRUE(a.ok() && b.ok()) << e.name;
-    EXPECT_TRUE(a->BitwiseEquals(*b)) << e.name;
-  }
+  ExpectSameBits(dir_ / "sync_a", dir_ / "sync_b", kSteps);
 }
 
 // Issue 18's acceptance run: configs/cluster_sync.toml (1 ps + 3 workers,
@@ -1003,44 +1015,6 @@ TEST_F(PsTraining, LosingAPsTaskFailsTheStepNamingIt) {
 
 // --- Allreduce (training.mode = "allreduce") ---------------------------------
 
-// Checkpoints of every step of a run of |kSteps| (the chief's).
-std::string EveryStepCheckpoints(const fs::path& dir) {
-  return StrCat("\n[checkpoint]\ndir = \"", dir.string(), "\"\nevery_steps = 1\nkeep = 100\n",
-                "\n[runtime]\nintra_op_threads = 1\ninter_op_threads = 1\n");
-}
-
-// The largest relative difference of the f32 tensors of checkpoints
-// |got|/ckpt-k and |want|/ckpt-k for k = 1..steps, and how many were
-// compared; bitwise equality of the last step of |got| and |again|.
-struct Compared {
-  double worst = 0;
-  int count = 0;
-};
-Compared CompareCheckpoints(const fs::path& want_dir, const fs::path& got_dir, int steps) {
-  Compared c;
-  for (int step = 1; step <= steps; ++step) {
-    auto want = checkpoint::BundleReader::Open((want_dir / StrCat("ckpt-", step)).string());
-    auto got = checkpoint::BundleReader::Open((got_dir / StrCat("ckpt-", step)).string());
-    EXPECT_TRUE(want.ok() && got.ok()) << step;
-    if (!want.ok() || !got.ok()) return c;
-    for (const checkpoint::TensorEntry& e : (*want)->entries()) {
-      if (e.dtype != DType::kF32) continue;
-      auto a = (*got)->Read(e.name);
-      auto b = (*want)->Read(e.name);
-      EXPECT_TRUE(a.ok() && b.ok()) << e.name << " at step " << step;
-      if (!a.ok() || !b.ok()) continue;
-      double max_abs = 0;
-      const double rel = RelativeDifference(*a, *b, &max_abs);
-      EXPECT_LE(rel, 1e-5) << e.name << " at step " << step << ": max |difference| " << max_abs;
-      c.worst = std::max(c.worst, rel);
-      ++c.count;
-    }
-    auto gs = (*got)->Read("train/global_step");
-    EXPECT_TRUE(gs.ok() && gs->scalar<int64_t>() == step) << step;
-  }
-  return c;
-}
-
 // Issue 18's equivalence in allreduce mode: two workers of batch 64 whose
 // gradients are averaged by Gloo give, step by step, the parameters (and
 // Adam's slots) of one process of batch 128; the same seed gives the same
@@ -1081,15 +1055,7 @@ TEST_F(PsTraining, AllreduceReplicasOfBatch64MatchOneProcessOfBatch128StepByStep
   const Compared c = CompareCheckpoints(dir_ / "ref", dir_ / "allreduce_a", kSteps);
   EXPECT_EQ(c.count, kSteps * 18);
   std::cout << "allreduce: largest relative difference from one process of batch 128: " << c.worst << "\n";
-  auto first = checkpoint::BundleReader::Open((dir_ / "allreduce_a" / StrCat("ckpt-", kSteps)).string());
-  auto second = checkpoint::BundleReader::Open((dir_ / "allreduce_b" / StrCat("ckpt-", kSteps)).string());
-  ASSERT_TRUE(first.ok() && second.ok());
-  for (const checkpoint::TensorEntry& e : (*first)->entries()) {
-    auto a = (*first)->Read(e.name);
-    auto b = (*second)->Read(e.name);
-    ASSERT_TRUE(a.ok() && b.ok()) << e.name;
-    EXPECT_TRUE(a->BitwiseEquals(*b)) << e.name;
-  }
+  ExpectSameBits(dir_ / "allreduce_a", dir_ / "allreduce_b", kSteps);
 }
 
 // Two workers given configs that differ only in bucket_mb: both stop
