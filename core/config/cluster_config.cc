@@ -245,13 +245,47 @@ std::vector<OptionSpec> ClusterSpecs() {
                                            "rendezvous and of every collective; must exceed the chief's "
                                            "evaluations and checkpoints, which the others wait through.");
   collective_timeout.min = 1;
-  return {transport,    connect,
-          rpc,          job,
-          task,         membership,
-          base_port,    mpi_host,
-          hosts,        variable_placement,
-          init_timeout, partition_mb,
-          collectives,  collective_timeout};
+  OptionSpec secret_file = MakeSpec("secret_file", OptionType::kString, "",
+                                    "A file holding the cluster's shared secret (only its owner may read it: "
+                                    "chmod 600). Every connection then proves it knows the secret (HMAC-SHA256 "
+                                    "over fresh nonces, both ways) before anything else is read. Relative to the "
+                                    "config's directory. Unset: connections are not authenticated.");
+  OptionSpec handshake_timeout = MakeSpec("handshake_timeout_ms", OptionType::kInt, "10000",
+                                          "An accepted connection that has not authenticated and said Hello "
+                                          "within this long is closed.");
+  handshake_timeout.min = 1;
+  OptionSpec max_message = MakeSpec("max_message_mb", OptionType::kInt, "0",
+                                    "The largest message a task accepts from an authenticated peer, in MiB, "
+                                    "refused before anything is allocated; 0: each transport's own "
+                                    "max_message_mb.");
+  max_message.min = 0;
+  max_message.max = 1 << 20;
+  OptionSpec heartbeat_interval = MakeSpec("heartbeat_interval_ms", OptionType::kInt, "1000",
+                                           "How often every process heartbeats the tasks it works with.");
+  heartbeat_interval.min = 10;
+  OptionSpec heartbeat_timeout = MakeSpec("heartbeat_timeout_ms", OptionType::kInt, "10000",
+                                          "A task that has not answered a heartbeat for this long is declared "
+                                          "lost: every step that waits on it fails at once, naming it.");
+  heartbeat_timeout.min = 100;
+  return {transport,
+          connect,
+          rpc,
+          job,
+          task,
+          membership,
+          base_port,
+          mpi_host,
+          hosts,
+          variable_placement,
+          init_timeout,
+          partition_mb,
+          collectives,
+          collective_timeout,
+          secret_file,
+          handshake_timeout,
+          max_message,
+          heartbeat_interval,
+          heartbeat_timeout};
 }
 
 std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {
@@ -623,6 +657,16 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
   if (auto it = written_.find("collective_timeout_ms"); it != written_.end()) {
     out_.collective_timeout_ms = it->second.i;
   }
+  if (auto it = written_.find("secret_file"); it != written_.end()) {
+    out_.secret_file = it->second.s;
+    out_.secret_file_pos = it->second.pos;
+  }
+  if (auto it = written_.find("handshake_timeout_ms"); it != written_.end()) out_.handshake_timeout_ms = it->second.i;
+  if (auto it = written_.find("max_message_mb"); it != written_.end()) out_.max_message_mb = it->second.i;
+  if (auto it = written_.find("heartbeat_interval_ms"); it != written_.end()) {
+    out_.heartbeat_interval_ms = it->second.i;
+  }
+  if (auto it = written_.find("heartbeat_timeout_ms"); it != written_.end()) out_.heartbeat_timeout_ms = it->second.i;
   if (auto it = written_.find("partition_mb"); it != written_.end()) {
     out_.partition_mb = it->second.kind == Value::Kind::kInt ? static_cast<double>(it->second.i) : it->second.f;
   }

@@ -123,6 +123,20 @@ struct ClusterConfig {
   // "nccl") and the deadline of the rendezvous and of each collective.
   std::string collectives = "auto";
   int64_t collective_timeout_ms = 60000;
+  // Security (docs/distributed.md, "Security"): the shared secret every
+  // connection proves it knows (resolved against the config's directory;
+  // empty: no authentication), how long an accepted connection has to
+  // authenticate and say Hello, and the largest message a peer may send
+  // (0: each transport's own max_message_mb).
+  std::string secret_file;
+  SourcePos secret_file_pos;
+  int64_t handshake_timeout_ms = 10000;
+  int64_t max_message_mb = 0;
+  // Failure detection (core/dist/heartbeat.h): how often every process
+  // heartbeats the tasks it works with, and how long a task may stay
+  // silent before it is declared lost and what waits on it fails.
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t heartbeat_timeout_ms = 10000;
 
   // The job named |name|, or nullptr.
   const ClusterJobConfig* FindJob(std::string_view name) const;

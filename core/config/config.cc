@@ -513,6 +513,7 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
       const size_t errors_before = errors.size();
       ClusterConfig cluster = internal::ParseClusterSection(node, source_name, key_pos, &values, errors);
       if (errors.size() == errors_before) {
+        cluster.secret_file = ResolvePath(cluster.secret_file, base_dir);
         config.cluster = std::move(cluster);
         config.values.emplace("cluster", std::move(values));
       }

@@ -413,6 +413,11 @@ Expected<ClusterSpec> ResolveCluster(const config::Config& config, const std::op
   spec.membership = cluster.membership;
   spec.connect_timeout_ms = cluster.connect_timeout_ms;
   spec.rpc_timeout_ms = cluster.rpc_timeout_ms;
+  spec.secret_file = cluster.secret_file;
+  spec.handshake_timeout_ms = cluster.handshake_timeout_ms;
+  spec.max_message_mb = cluster.max_message_mb;
+  spec.heartbeat_interval_ms = cluster.heartbeat_interval_ms;
+  spec.heartbeat_timeout_ms = cluster.heartbeat_timeout_ms;
   if (task && *task < 0) return InvalidArgumentError("--task ", *task, " is negative; tasks count from 0");
   if (cluster.membership == Membership::kStatic) {
     for (const ClusterJobConfig& job_config : cluster.jobs) {

@@ -98,6 +98,13 @@ struct ClusterSpec {
   config::Membership membership = config::Membership::kStatic;
   int64_t connect_timeout_ms = 10000;
   int64_t rpc_timeout_ms = 60000;
+  // [cluster] secret_file (resolved), handshake_timeout_ms, max_message_mb.
+  std::string secret_file;
+  int64_t handshake_timeout_ms = 10000;
+  int64_t max_message_mb = 0;
+  // [cluster] heartbeat_interval_ms, heartbeat_timeout_ms.
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t heartbeat_timeout_ms = 10000;
 
   bool distributed() const { return !jobs.empty(); }
   const JobSpec* FindJob(std::string_view name) const;

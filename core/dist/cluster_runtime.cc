@@ -5,6 +5,14 @@
 
 namespace weft::dist {
 
+RpcSecurity SecurityFor(const ClusterSpec& cluster) {
+  RpcSecurity s;
+  s.secret_file = cluster.secret_file;
+  s.handshake_timeout_ms = cluster.handshake_timeout_ms;
+  s.max_message_bytes = static_cast<uint64_t>(cluster.max_message_mb) << 20;
+  return s;
+}
+
 uint64_t ClusterFingerprint(const ClusterSpec& cluster) {
   Fnv1a h;
   for (const JobSpec& job : cluster.jobs) {
@@ -31,6 +39,9 @@ DistSessionOptions SessionOptionsFor(const ClusterSpec& cluster, const config::C
   o.cluster_fingerprint = ClusterFingerprint(cluster);
   o.connect_timeout_ms = cluster.connect_timeout_ms;
   o.rpc_timeout_ms = cluster.rpc_timeout_ms;
+  o.security = SecurityFor(cluster);
+  o.heartbeat_interval_ms = cluster.heartbeat_interval_ms;
+  o.heartbeat_timeout_ms = cluster.heartbeat_timeout_ms;
   o.placement = runtime::PlacementOptionsFromConfig(config);
   if (cluster.self) o.identity = cluster.self->ToString();
   return o;
@@ -47,6 +58,9 @@ Expected<TaskService::Options> ServiceOptionsFor(const ClusterSpec& cluster, con
   o.cluster_fingerprint = ClusterFingerprint(cluster);
   o.connect_timeout_ms = cluster.connect_timeout_ms;
   o.rpc_timeout_ms = cluster.rpc_timeout_ms;
+  o.security = SecurityFor(cluster);
+  o.heartbeat_interval_ms = cluster.heartbeat_interval_ms;
+  o.heartbeat_timeout_ms = cluster.heartbeat_timeout_ms;
   if (config.runtime.inter_op_threads) o.inter_op_threads = static_cast<int>(*config.runtime.inter_op_threads);
   return o;
 }

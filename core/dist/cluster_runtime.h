@@ -20,6 +20,9 @@ uint64_t ClusterFingerprint(const ClusterSpec& cluster);
 // first task's devices), then the other jobs in the order of the file.
 std::vector<Peer> ClusterPeers(const ClusterSpec& cluster);
 
+// [cluster]'s security keys as the RPC layer takes them.
+RpcSecurity SecurityFor(const ClusterSpec& cluster);
+
 DistSessionOptions SessionOptionsFor(const ClusterSpec& cluster, const config::Config& config);
 
 // The options of the task |self| of |cluster|.

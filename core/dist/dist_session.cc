@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <random>
 
+#include "core/base/logging.h"
 #include "core/dist/remote_rendezvous.h"
 #include "core/graph/serialize.h"
 #include "core/runtime/run_rewrite.h"
@@ -66,6 +67,7 @@ Expected<std::unique_ptr<RpcNode>> MakeClient(const DistSessionOptions& options,
   o.identity = options.identity;
   o.cluster_fingerprint = options.cluster_fingerprint;
   o.connect_timeout_ms = options.connect_timeout_ms;
+  o.security = options.security;
   std::random_device entropy;
   o.incarnation = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
   return RpcNode::Create(o, nullptr);
@@ -114,6 +116,20 @@ Expected<std::unique_ptr<DistSession>> DistSession::Create(Graph graph, DistSess
 Status DistSession::Connect(const plugin::PluginHost& plugins) {
   WEFT_ASSIGN_OR_RETURN(rpc_, MakeClient(options_, plugins));
   WEFT_ASSIGN_OR_RETURN(devices_, GetAllDevices(*rpc_, options_));
+  if (options_.heartbeat_timeout_ms > 0) {
+    // A task that stops answering fails the steps waiting on it at once.
+    HeartbeatMonitor::Events events;
+    RpcNode* rpc = rpc_.get();
+    const int64_t timeout = options_.heartbeat_timeout_ms;
+    events.lost = [rpc, timeout](const Peer& peer, int64_t silent_ms) {
+      const Status lost = LostPeerStatus(peer, silent_ms, timeout);
+      WEFT_LOG(WARNING) << lost.message() << "; failing what waits on it";
+      rpc->FailPeer(peer.name, lost);
+    };
+    monitor_ = std::make_unique<HeartbeatMonitor>(rpc_.get(), options_.tasks,
+                                                  HeartbeatMonitor::Options{options_.heartbeat_interval_ms, timeout},
+                                                  std::move(events));
+  }
   // Step ids unique across the clients of one cluster: a random start.
   std::random_device entropy;
   next_step_ = static_cast<int64_t>(((static_cast<uint64_t>(entropy()) << 31) ^ entropy()) & 0x3fffffffffffffffull) + 1;
@@ -346,6 +362,9 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     rpc_->Notify(task.peer, std::move(cleanup));
   }
   Status status = FirstCause(statuses);
+  if (IsLostPeer(status)) {
+    return Status(status.code(), StrCat(status.message(), "; step ", step_id, " cancelled"));
+  }
   if (!status.ok()) {
     if (status.code() == Code::kDeadlineExceeded && options.timeout_ms > 0 &&
         options.timeout_ms < options_.rpc_timeout_ms) {

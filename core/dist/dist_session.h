@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dist/heartbeat.h"
 #include "core/dist/rpc.h"
 #include "core/graph/graph.h"
 #include "core/placement/partitioner.h"
@@ -38,6 +39,10 @@ struct DistSessionOptions {
   uint64_t cluster_fingerprint = 0;
   int64_t connect_timeout_ms = 10000;
   int64_t rpc_timeout_ms = 60000;
+  RpcSecurity security;
+  // Failure detection (core/dist/heartbeat.h); a timeout of 0 turns it off.
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t heartbeat_timeout_ms = 10000;
   placement::PlacementOptions placement;
   // Who the client is, for the tasks' messages.
   std::string identity = "client";
@@ -88,6 +93,8 @@ class DistSession {
   Graph graph_;
   DistSessionOptions options_;
   std::unique_ptr<RpcNode> rpc_;
+  // After rpc_: stopped before it.
+  std::unique_ptr<HeartbeatMonitor> monitor_;
   std::vector<DeviceInfo> devices_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Prepared>> cache_;

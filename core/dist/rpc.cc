@@ -22,11 +22,21 @@ struct RpcNode::Channel {
   uint64_t peer_incarnation = 0;
   // Requests not yet sent, by call id.
   std::unordered_map<uint64_t, Request> unsent;
+  // While authenticating: hears the server's challenge, or why none comes.
+  std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
 };
 
 namespace {
 
 std::string Describe(const Peer& peer) { return StrCat("task ", peer.name, " (", peer.address, ")"); }
+
+// The largest message a peer may send before it said Hello (Hello itself
+// is a few hundred bytes).
+constexpr uint64_t kHelloMaxMessage = 64 << 10;
+
+// What a refusal adds for whoever reads the log.
+constexpr std::string_view kRefusalHint =
+    "; nothing was run. Every task and client of the cluster needs the same [cluster] secret_file";
 
 }  // namespace
 
@@ -34,6 +44,15 @@ Expected<std::unique_ptr<RpcNode>> RpcNode::Create(Options options, Handler hand
   if (options.plugins == nullptr) return InternalError("RpcNode needs the plugin host");
   std::unique_ptr<RpcNode> node(new RpcNode(std::move(options)));
   node->handler_ = std::move(handler);
+  if (!node->options_.security.secret_file.empty()) {
+    auto secret = ReadSecretFile(node->options_.security.secret_file);
+    if (!secret.ok()) return secret.status().WithContext(node->options_.identity);
+    node->secret_ = std::move(*secret);
+  }
+  if (node->options_.security.handshake_timeout_ms <= 0) {
+    return InvalidArgumentError("the handshake timeout must be positive, not ",
+                                node->options_.security.handshake_timeout_ms, " ms");
+  }
   node->pool_ = std::make_unique<ThreadPool>(std::max(1, node->options_.handler_threads), "rpc");
   if (!node->options_.listen_address.empty()) {
     WEFT_ASSIGN_OR_RETURN(Endpoint * endpoint, node->EndpointFor(node->options_.listen_address));
@@ -73,12 +92,13 @@ RpcNode::~RpcNode() {
   // Released outside the lock: closing a connection waits for its I/O
   // thread, which may be in OnClosed waiting for the lock (a peer that
   // hung up just then).
-  std::map<Connection*, std::pair<std::shared_ptr<Connection>, std::string>> accepted;
+  std::map<Connection*, Accepted> accepted;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     endpoints.swap(endpoints_);
     channels.swap(channels_);
     accepted.swap(accepted_);
+    handshake_deadlines_.clear();
   }
   accepted.clear();
   endpoints.clear();
@@ -106,10 +126,7 @@ Expected<Endpoint*> RpcNode::EndpointFor(const std::string& address) {
   Endpoint::Handlers handlers;
   handlers.on_message = [this](const std::shared_ptr<Connection>& c, ReceivedMessage m) { OnMessage(c, std::move(m)); };
   handlers.on_closed = [this](const std::shared_ptr<Connection>& c, const Status& s) { OnClosed(c, s); };
-  handlers.on_accept = [this](const std::shared_ptr<Connection>& c) {
-    std::lock_guard<std::mutex> guard(mutex_);
-    accepted_[c.get()] = {c, std::string()};
-  };
+  handlers.on_accept = [this](const std::shared_ptr<Connection>& c) { OnAccept(c); };
   const bool listen = !options_.listen_address.empty() && SchemeOf(options_.listen_address) == scheme;
   auto endpoint = Endpoint::Open(transport->table, listen ? options_.listen_address : std::string(), handlers);
   if (!endpoint.ok()) {
@@ -212,6 +229,17 @@ void RpcNode::Disconnect(const std::string& peer_name) {
   FailChannel(channel, UnavailableError("disconnected from ", Describe(channel->peer)));
 }
 
+void RpcNode::FailPeer(const std::string& peer_name, const Status& status) {
+  std::shared_ptr<Channel> channel;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = channels_.find(peer_name);
+    if (it == channels_.end()) return;
+    channel = it->second;
+  }
+  FailChannel(channel, status);
+}
+
 void RpcNode::Connect(std::shared_ptr<Channel> channel) {
   const Peer peer = channel->peer;
   const auto start = std::chrono::steady_clock::now();
@@ -236,15 +264,44 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     ++attempts;
     // Attempts of at most a second, so that shutting down is never slow.
     auto c = (*endpoint)->Connect(peer.address, std::clamp<int64_t>(left, 1, 1000));
-    if (c.ok()) {
+    if (c.ok() && secret_.empty()) {
       connection = std::move(*c);
       break;
     }
-    last = c.status();
-    if (last.code() == Code::kInvalidArgument) break;  // a malformed address: retrying cannot help
+    if (c.ok()) {
+      // Authenticated before anything else; a task that closes before its
+      // challenge (too many handshakes at once, or still starting) is
+      // tried again, one that fails the handshake is not.
+      Status auth = AuthenticateTo(channel, *c, deadline);
+      if (auth.ok()) {
+        connection = std::move(*c);
+        break;
+      }
+      (*c)->Close();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (channel->connection == *c) channel->connection = nullptr;
+      }
+      if (auth.code() != Code::kUnavailable) {
+        FailChannel(channel, auth.WithContext(StrCat("authenticating with ", Describe(peer))));
+        return;
+      }
+      last = auth;
+    } else {
+      last = c.status();
+    }
+    // A malformed address, or credentials refused: retrying cannot help.
+    if (last.code() == Code::kInvalidArgument || last.code() == Code::kUnauthenticated ||
+        last.code() == Code::kPermissionDenied) {
+      break;
+    }
     std::this_thread::sleep_for(std::min(
         backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+  if (connection == nullptr && (last.code() == Code::kUnauthenticated || last.code() == Code::kPermissionDenied)) {
+    FailChannel(channel, last.WithContext(StrCat("reaching ", Describe(peer))));
+    return;
   }
   if (connection == nullptr) {
     FailChannel(channel,
@@ -289,6 +346,11 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     if (status.code() == Code::kDeadlineExceeded) {
       status = UnavailableError(Describe(peer), " accepted the connection but did not answer Weft's handshake in time",
                                 " (is another program listening on that port?)");
+    } else if (secret_.empty() && status.code() == Code::kUnavailable) {
+      status =
+          UnavailableError(status.message(),
+                           " (if the cluster authenticates or encrypts its connections, this config needs the same "
+                           "[cluster] secret_file and [transports.tcp] tls settings as the task's)");
     }
     connection->Close();
     FailChannel(channel, status.WithContext(StrCat("handshake with ", peer.name)));
@@ -303,6 +365,147 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     waiting.swap(channel->waiting);
   }
   for (uint64_t id : waiting) SendCall(channel, id);
+}
+
+Status RpcNode::AuthenticateTo(const std::shared_ptr<Channel>& channel, const std::shared_ptr<Connection>& connection,
+                               std::chrono::steady_clock::time_point deadline) {
+  const Peer& peer = channel->peer;
+  AuthClient client(secret_);
+  WEFT_ASSIGN_OR_RETURN(std::string hello, client.Start());
+  auto reply = std::make_shared<std::promise<std::pair<Status, std::string>>>();
+  auto future = reply->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return CancelledError(options_.identity, " is shutting down");
+    channel->connection = connection;
+    channel->auth_reply = reply;
+  }
+  auto forget = [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (channel->auth_reply == reply) channel->auth_reply.reset();
+  };
+  // The task is not trusted yet either: its answer is a small frame.
+  connection->SetMaxMessage(kAuthMaxFrame);
+  if (Status sent = connection->Send(std::move(hello), {}, nullptr); !sent.ok()) {
+    forget();
+    return UnavailableError("sending the authentication handshake: ", sent.message());
+  }
+  const int64_t wait_ms = options_.security.handshake_timeout_ms;
+  const auto until = std::max(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms));
+  if (future.wait_until(until) != std::future_status::ready) {
+    forget();
+    return Status(Code::kDeadlineExceeded,
+                  StrCat(Describe(peer), " accepted the connection but did not answer the authentication handshake ",
+                         "in time (does its config set [cluster] secret_file? Is another program listening there?)"));
+  }
+  auto [status, challenge] = future.get();
+  if (status.ok() && IsAuthRefusal(challenge)) {
+    return Status(Code::kUnauthenticated,
+                  StrCat(Describe(peer), " has no [cluster] secret_file, and so refuses to authenticate; every task ",
+                         "and client of the cluster needs the same one"));
+  }
+  if (!status.ok()) {
+    return UnavailableError(Describe(peer), " closed the connection during the authentication handshake (",
+                            status.message(), "): it has no [cluster] secret_file, another secret, or too many ",
+                            "handshakes at once");
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string proof, client.Answer(challenge));
+  if (Status sent = connection->Send(std::move(proof), {}, nullptr); !sent.ok()) {
+    return UnavailableError("sending the authentication proof: ", sent.message());
+  }
+  connection->SetMaxMessage(options_.security.max_message_bytes);
+  return Status();
+}
+
+void RpcNode::OnAccept(const std::shared_ptr<Connection>& connection) {
+  const bool authenticate = !secret_.empty();
+  // Until it proves itself the peer may send only what the handshake needs.
+  connection->SetMaxMessage(authenticate ? kAuthMaxFrame : kHelloMaxMessage);
+  std::string refuse;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (handshake_deadlines_.size() >= static_cast<size_t>(std::max(1, options_.security.max_pending_handshakes))) {
+      refuse = StrCat(handshake_deadlines_.size(), " connections are in their handshake already (at most ",
+                      options_.security.max_pending_handshakes, ")");
+    } else {
+      Accepted accepted;
+      accepted.connection = connection;
+      if (authenticate) accepted.auth = std::make_unique<AuthServer>(secret_);
+      accepted.handshake_deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.security.handshake_timeout_ms);
+      handshake_deadlines_.emplace(accepted.handshake_deadline, connection.get());
+      accepted_[connection.get()] = std::move(accepted);
+    }
+  }
+  if (!refuse.empty()) {
+    RefuseConnection(connection, refuse);
+    return;
+  }
+  deadline_cv_.notify_all();
+}
+
+void RpcNode::ForgetAcceptedLocked(Connection* connection) {
+  auto it = accepted_.find(connection);
+  if (it == accepted_.end()) return;
+  if (it->second.caller.empty()) {
+    auto range = handshake_deadlines_.equal_range(it->second.handshake_deadline);
+    for (auto d = range.first; d != range.second; ++d) {
+      if (d->second == connection) {
+        handshake_deadlines_.erase(d);
+        break;
+      }
+    }
+  }
+  accepted_.erase(it);
+}
+
+void RpcNode::RefuseConnection(const std::shared_ptr<Connection>& connection, const std::string& why,
+                               std::string farewell) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ForgetAcceptedLocked(connection.get());
+  }
+  connections_refused_.fetch_add(1);
+  WEFT_LOG(WARNING) << options_.identity << " refused a connection from " << connection->peer() << ": " << why
+                    << (secret_.empty() ? "; nothing was run" : kRefusalHint);
+  if (!farewell.empty()) {
+    // Closed once the farewell is out (or could not go).
+    Status sent = connection->Send(std::move(farewell), {}, nullptr, [connection](Status) { connection->Close(); });
+    if (sent.ok()) return;
+  }
+  connection->Close();
+}
+
+bool RpcNode::Authenticate(const std::shared_ptr<Connection>& connection, const ReceivedMessage& message) {
+  Expected<std::string> reply = std::string();
+  bool done = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = accepted_.find(connection.get());
+    if (it == accepted_.end()) return false;  // refused meanwhile
+    if (it->second.auth == nullptr) return true;
+    if (message.payload_size() != 0 || message.header().size() > kAuthMaxFrame) {
+      reply =
+          Status(Code::kUnauthenticated, StrCat("sent a message of ", message.header().size() + message.payload_size(),
+                                                " bytes where a handshake frame was due"));
+    } else {
+      reply = it->second.auth->OnFrame(message.header());
+      done = reply.ok() && it->second.auth->authenticated();
+      if (done) it->second.auth.reset();
+    }
+  }
+  if (!reply.ok()) {
+    RefuseConnection(connection, StrCat("it ", reply.status().message()));
+    return false;
+  }
+  if (!reply->empty()) {
+    if (Status sent = connection->Send(std::move(*reply), {}, nullptr); !sent.ok()) {
+      RefuseConnection(connection, StrCat("answering its handshake: ", sent.message()));
+      return false;
+    }
+  }
+  if (done) connection->SetMaxMessage(kHelloMaxMessage);
+  return true;
 }
 
 void RpcNode::SendCall(const std::shared_ptr<Channel>& channel, uint64_t call_id) {
@@ -377,8 +580,10 @@ void RpcNode::Finish(uint64_t call_id, Status status, Response response) {
 void RpcNode::FailChannel(const std::shared_ptr<Channel>& channel, const Status& status) {
   std::vector<uint64_t> ids;
   std::shared_ptr<Connection> connection;
+  std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    auth_reply.swap(channel->auth_reply);
     channel->state = Channel::State::kIdle;
     connection = std::move(channel->connection);
     channel->waiting.clear();
@@ -389,12 +594,15 @@ void RpcNode::FailChannel(const std::shared_ptr<Channel>& channel, const Status&
     if (it != channels_.end() && it->second == channel) channels_.erase(it);
   }
   if (connection != nullptr) connection->Close();
+  if (auth_reply != nullptr) auth_reply->set_value({status, std::string()});
   for (uint64_t id : ids) Finish(id, status, Response());
 }
 
 void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedMessage message) {
   std::string from = StrCat("peer ", connection->peer());
   std::shared_ptr<Channel> channel;
+  std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
+  bool authenticating = false, before_hello = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [name, c] : channels_) {
@@ -403,16 +611,45 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
         from = Describe(c->peer);
       }
     }
+    if (channel != nullptr) auth_reply.swap(channel->auth_reply);
+    if (auto it = accepted_.find(connection.get()); it != accepted_.end()) {
+      authenticating = it->second.auth != nullptr;
+      before_hello = it->second.caller.empty();
+    }
+  }
+  if (auth_reply != nullptr) {
+    // The challenge of a task this process is connecting to.
+    if (message.payload_size() != 0) {
+      auth_reply->set_value({DataLossError(from, " answered the authentication handshake with a payload"), ""});
+    } else {
+      auth_reply->set_value({Status(), std::string(message.header())});
+    }
+    return;
+  }
+  if (authenticating) {
+    Authenticate(connection, message);
+    return;
   }
   auto envelope = Decode(message, from);
   if (!envelope.ok()) {
+    if (channel == nullptr && before_hello) {
+      if (LooksLikeAuthFrame(message.header())) {
+        RefuseConnection(connection,
+                         "it began the authentication handshake, but this task has no [cluster] secret_file (every "
+                         "task of the cluster needs the same one)",
+                         AuthRefusalFrame());
+      } else {
+        RefuseConnection(connection, StrCat("its first message is not Weft's Hello: ", envelope.status().message()));
+      }
+      return;
+    }
     WEFT_LOG(WARNING) << envelope.status().message() << "; closing the connection";
     if (channel != nullptr) {
       FailChannel(channel, envelope.status());
     } else {
       connection->Close();
       std::lock_guard<std::mutex> lock(mutex_);
-      accepted_.erase(connection.get());
+      ForgetAcceptedLocked(connection.get());
     }
     return;
   }
@@ -457,7 +694,7 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = accepted_.find(connection.get());
-    if (it != accepted_.end()) caller = it->second.second;
+    if (it != accepted_.end()) caller = it->second.caller;
   }
   if (method == Method::kHello) {
     const Request& hello = envelope.request;
@@ -477,8 +714,16 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      accepted_[connection.get()] = {connection, hello.caller.empty() ? std::string("client") : hello.caller};
+      auto it = accepted_.find(connection.get());
+      if (it == accepted_.end()) return;  // refused or closed meanwhile
+      // Off the handshake clock, then named (ForgetAcceptedLocked looks
+      // for a deadline only while the caller is empty).
+      Accepted entry = std::move(it->second);
+      ForgetAcceptedLocked(connection.get());
+      entry.caller = hello.caller.empty() ? std::string("client") : hello.caller;
+      accepted_[connection.get()] = std::move(entry);
     }
+    connection->SetMaxMessage(options_.security.max_message_bytes);
     if (hello.caller == options_.identity) connection->MarkSelf();
     Response r;
     r.method = Method::kHello;
@@ -496,32 +741,81 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
     reply(UnimplementedError(options_.identity, " serves no requests"), Response());
     return;
   }
+  requests_handled_.fetch_add(1);
   handler_(caller, std::move(envelope.request), reply);
 }
 
 void RpcNode::OnClosed(const std::shared_ptr<Connection>& connection, const Status& status) {
   std::shared_ptr<Channel> channel;
+  std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
+  bool in_handshake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    accepted_.erase(connection.get());
+    if (auto it = accepted_.find(connection.get()); it != accepted_.end()) {
+      in_handshake = it->second.caller.empty();
+      ForgetAcceptedLocked(connection.get());
+    }
     for (const auto& [name, c] : channels_) {
       if (c->connection == connection) channel = c;
     }
+    if (channel != nullptr) auth_reply.swap(channel->auth_reply);
+  }
+  if (in_handshake) {
+    // The transport refused what it sent (a length past the handshake's
+    // limit), the link broke, or the peer hung up mid-handshake (as one
+    // does that finds the secret wrong): refused all the same.
+    connections_refused_.fetch_add(1);
+    WEFT_LOG(WARNING) << options_.identity << " refused a connection from " << connection->peer() << ": "
+                      << (status.ok() ? std::string("it hung up during its handshake") : status.message())
+                      << (secret_.empty() ? "; nothing was run" : kRefusalHint);
+  }
+  if (auth_reply != nullptr) {
+    // The connecting thread reports it, with what it knows.
+    auth_reply->set_value({status.ok() ? UnavailableError("closed") : status, std::string()});
+    return;
   }
   if (channel == nullptr) return;
+  const bool connecting = channel->state != Channel::State::kReady;
   FailChannel(channel, UnavailableError(Describe(channel->peer), " closed the connection",
-                                        status.ok() ? std::string() : StrCat(": ", status.message())));
+                                        status.ok() ? std::string() : StrCat(": ", status.message()),
+                                        connecting && secret_.empty()
+                                            ? " (if the cluster authenticates or encrypts its connections, this config "
+                                              "needs the same [cluster] secret_file and [transports.tcp] tls "
+                                              "settings as the task's)"
+                                            : ""));
 }
 
 void RpcNode::DeadlineLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    if (deadlines_.empty()) {
+    if (deadlines_.empty() && handshake_deadlines_.empty()) {
       deadline_cv_.wait(lock);
       continue;
     }
-    const auto next = deadlines_.begin()->first;
-    if (std::chrono::steady_clock::now() < next) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!handshake_deadlines_.empty() && handshake_deadlines_.begin()->first <= now) {
+      Connection* raw = handshake_deadlines_.begin()->second;
+      handshake_deadlines_.erase(handshake_deadlines_.begin());
+      auto it = accepted_.find(raw);
+      if (it == accepted_.end()) continue;
+      std::shared_ptr<Connection> connection = it->second.connection;
+      const bool authenticating = it->second.auth != nullptr;
+      accepted_.erase(it);
+      lock.unlock();
+      RefuseConnection(
+          connection,
+          StrCat(authenticating ? "it did not complete the authentication handshake" : "it did not say Hello",
+                 " within ", options_.security.handshake_timeout_ms, " ms ([cluster] handshake_timeout_ms)"));
+      lock.lock();
+      continue;
+    }
+    if (deadlines_.empty()) {
+      deadline_cv_.wait_until(lock, handshake_deadlines_.begin()->first);
+      continue;
+    }
+    auto next = deadlines_.begin()->first;
+    if (!handshake_deadlines_.empty()) next = std::min(next, handshake_deadlines_.begin()->first);
+    if (now < next) {
       deadline_cv_.wait_until(lock, next);
       continue;
     }

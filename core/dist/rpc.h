@@ -31,6 +31,7 @@
 
 #include "core/base/status.h"
 #include "core/base/thread_pool.h"
+#include "core/dist/auth.h"
 #include "core/dist/transport.h"
 #include "core/dist/wire.h"
 #include "core/plugin/plugin_host.h"
@@ -41,6 +42,23 @@ namespace weft::dist {
 struct Peer {
   std::string name;     // "/job:ps/task:0"
   std::string address;  // with the transport's scheme: "tcp://127.0.0.1:7070"
+};
+
+// How a node guards its connections (docs/distributed.md, "Security").
+struct RpcSecurity {
+  // [cluster] secret_file: when set, every connection runs the handshake
+  // of core/dist/auth.h before anything else is read from it, both ways.
+  std::string secret_file;
+  // [cluster] max_message_mb, in bytes: the largest message an
+  // authenticated peer may send (0: the transport's own limit). Before it
+  // authenticated, a peer may send kAuthMaxFrame bytes; before Hello, 64 KiB.
+  uint64_t max_message_bytes = 0;
+  // [cluster] handshake_timeout_ms: an accepted connection that has not
+  // authenticated and said Hello by then is closed.
+  int64_t handshake_timeout_ms = 10000;
+  // Connections still in their handshake beyond this many are closed at
+  // once (a flood of connections must not take every descriptor).
+  int max_pending_handshakes = 256;
 };
 
 class RpcNode {
@@ -57,6 +75,7 @@ class RpcNode {
     // How long to keep trying to reach a peer (connect and Hello).
     int64_t connect_timeout_ms = 10000;
     int handler_threads = 4;
+    RpcSecurity security;
   };
   using Reply = std::function<void(Status, Response)>;
   // Serves one request; calls |reply| exactly once, from any thread.
@@ -80,6 +99,16 @@ class RpcNode {
 
   // Forgets |peer|'s connection (the next call reconnects).
   void Disconnect(const std::string& peer_name);
+  // Fails every call waiting on |peer_name| with |status| and drops its
+  // connection: what a lost task's heartbeats lead to.
+  void FailPeer(const std::string& peer_name, const Status& status);
+
+  // How many requests reached the handler, and how many accepted
+  // connections were refused before any did (a failed handshake, a first
+  // message that is not one, silence past the handshake timeout, too many
+  // handshakes at once): what the security tests watch.
+  uint64_t requests_handled() const { return requests_handled_.load(); }
+  uint64_t connections_refused() const { return connections_refused_.load(); }
 
  private:
   struct Channel;
@@ -102,6 +131,25 @@ class RpcNode {
   void OnClosed(const std::shared_ptr<Connection>& connection, const Status& status);
   void ServeRequest(const std::shared_ptr<Connection>& connection, Envelope envelope);
   void DeadlineLoop();
+  // An accepted connection that has not yet said Hello.
+  struct Accepted {
+    std::shared_ptr<Connection> connection;
+    std::string caller;                // after Hello
+    std::unique_ptr<AuthServer> auth;  // while authenticating
+    std::chrono::steady_clock::time_point handshake_deadline;
+  };
+  void OnAccept(const std::shared_ptr<Connection>& connection);
+  // Runs the handshake on a frame from an accepted connection that has not
+  // authenticated; false when it was refused (and closed).
+  bool Authenticate(const std::shared_ptr<Connection>& connection, const ReceivedMessage& message);
+  // Logs and closes; |farewell|, when given, is sent first.
+  void RefuseConnection(const std::shared_ptr<Connection>& connection, const std::string& why,
+                        std::string farewell = {});
+  // Drops an accepted connection and its handshake deadline; under mutex_.
+  void ForgetAcceptedLocked(Connection* connection);
+  // The client's side of the handshake, on a new connection of |channel|.
+  Status AuthenticateTo(const std::shared_ptr<Channel>& channel, const std::shared_ptr<Connection>& connection,
+                        std::chrono::steady_clock::time_point deadline);
 
   Options options_;
   Handler handler_;
@@ -116,7 +164,12 @@ class RpcNode {
   std::unordered_map<uint64_t, PendingCall> pending_;
   std::multimap<std::chrono::steady_clock::time_point, uint64_t> deadlines_;
   // Accepted connections and who is on the other end (after Hello).
-  std::map<Connection*, std::pair<std::shared_ptr<Connection>, std::string>> accepted_;
+  std::map<Connection*, Accepted> accepted_;
+  // Accepted connections still in their handshake, by deadline.
+  std::multimap<std::chrono::steady_clock::time_point, Connection*> handshake_deadlines_;
+  std::string secret_;  // read from security.secret_file; empty: none
+  std::atomic<uint64_t> requests_handled_{0};
+  std::atomic<uint64_t> connections_refused_{0};
   uint64_t next_call_id_ = 1;
   std::thread deadline_thread_;
   // Threads connecting to peers, each with a flag it sets when it ends:

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <random>
 
+#include "core/base/logging.h"
 #include "core/graph/serialize.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/op_kernel.h"
@@ -60,11 +61,34 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   rpc.incarnation = service->incarnation_;
   rpc.cluster_fingerprint = service->options_.cluster_fingerprint;
   rpc.connect_timeout_ms = service->options_.connect_timeout_ms;
+  rpc.security = service->options_.security;
   TaskService* raw = service.get();
   WEFT_ASSIGN_OR_RETURN(service->rpc_,
                         RpcNode::Create(rpc, [raw](const std::string& caller, Request request, RpcNode::Reply reply) {
                           raw->Handle(caller, std::move(request), std::move(reply));
                         }));
+  if (service->options_.heartbeat_timeout_ms > 0 && service->options_.peers.size() > 1) {
+    // Its peers, watched: a lost one fails the pulls and calls waiting on
+    // it, and so the steps that need it.
+    std::vector<Peer> peers;
+    for (const auto& [name, address] : service->options_.peers) {
+      if (name != service->options_.name) peers.push_back({name, address});
+    }
+    HeartbeatMonitor::Events events;
+    const int64_t timeout = service->options_.heartbeat_timeout_ms;
+    events.lost = [raw, timeout](const Peer& peer, int64_t silent_ms) {
+      const Status lost = LostPeerStatus(peer, silent_ms, timeout);
+      WEFT_LOG(WARNING) << raw->name() << ": " << lost.message() << "; failing what waits on it";
+      raw->rpc_->FailPeer(peer.name, lost);
+    };
+    events.restarted = [raw](const Peer& peer, uint64_t before, uint64_t now) {
+      WEFT_LOG(INFO) << raw->name() << ": task " << peer.name << " restarted (incarnation " << before << " -> " << now
+                     << ")";
+    };
+    service->monitor_ = std::make_unique<HeartbeatMonitor>(
+        service->rpc_.get(), std::move(peers),
+        HeartbeatMonitor::Options{service->options_.heartbeat_interval_ms, timeout}, std::move(events));
+  }
   return service;
 }
 
@@ -80,6 +104,7 @@ TaskService::~TaskService() {
     step->info.cancellation.StartCancel();
     step->rendezvous->Abort(CancelledError(options_.name, " is shutting down"));
   }
+  monitor_.reset();
   // No request is served after this; replies still in flight go nowhere.
   rpc_.reset();
   pool_.reset();
@@ -181,6 +206,7 @@ void TaskService::Handle(const std::string& caller, Request request, RpcNode::Re
     case Method::kHeartbeat: {
       Response r;
       r.method = Method::kHeartbeat;
+      r.task = options_.name;
       r.incarnation = incarnation_;
       reply(Status(), std::move(r));
       return;

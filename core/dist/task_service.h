@@ -25,6 +25,7 @@
 
 #include "core/base/status.h"
 #include "core/base/thread_pool.h"
+#include "core/dist/heartbeat.h"
 #include "core/dist/kv_store.h"
 #include "core/dist/remote_rendezvous.h"
 #include "core/dist/rpc.h"
@@ -44,6 +45,11 @@ class TaskService {
     uint64_t cluster_fingerprint = 0;
     int64_t connect_timeout_ms = 10000;
     int64_t rpc_timeout_ms = 60000;
+    RpcSecurity security;
+    // Failure detection of its peers (core/dist/heartbeat.h); a timeout of
+    // 0 turns it off.
+    int64_t heartbeat_interval_ms = 1000;
+    int64_t heartbeat_timeout_ms = 10000;
     // Threads running graph nodes (0: from the cores).
     int inter_op_threads = 0;
     // When set, a Shutdown request is answered and then passed here (the
@@ -60,6 +66,10 @@ class TaskService {
   const std::string& address() const { return rpc_->address(); }
   const std::string& name() const { return options_.name; }
   uint64_t incarnation() const { return incarnation_; }
+  // Requests its handler served, and connections it refused before any
+  // (RpcNode::requests_handled, connections_refused).
+  uint64_t requests_handled() const { return rpc_->requests_handled(); }
+  uint64_t connections_refused() const { return rpc_->connections_refused(); }
   // The full names of its devices.
   std::vector<std::string> DeviceNames() const;
   // Whether task |name| of the cluster answers a Heartbeat within
@@ -99,6 +109,8 @@ class TaskService {
   std::unique_ptr<ThreadPool> pool_;
   std::shared_ptr<const plugin::IntraOpPool> intra_op_pool_;  // its kernels' parallel loops
   std::unique_ptr<RpcNode> rpc_;
+  // Stopped before rpc_ (the destructor resets it first).
+  std::unique_ptr<HeartbeatMonitor> monitor_;
   // Declared after rpc_: destroyed (answering parked gets) while it lives.
   std::shared_ptr<KvStoreService> kv_;
 

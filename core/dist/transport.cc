@@ -126,6 +126,19 @@ void Connection::Close() {
   table_->connection_close(handle);
 }
 
+bool Connection::SetMaxMessage(uint64_t max_bytes) {
+  if (table_->struct_size < WEFT_TRANSPORT_PLUGIN_SIZE_V1_3 || table_->connection_set_max_message == nullptr) {
+    return false;
+  }
+  weft_connection_t handle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handle = handle_;
+  }
+  if (handle == nullptr) return false;
+  return plugin::TakeStatus(table_->connection_set_max_message(handle, max_bytes)).ok();
+}
+
 bool Connection::closed() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return handle_ == nullptr || peer_closed_;

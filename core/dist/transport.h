@@ -101,6 +101,11 @@ class Connection {
   // carries never leaves the machine, and ReadWireCounters leaves it out.
   void MarkSelf() { self_.store(true, std::memory_order_relaxed); }
   bool self() const { return self_.load(std::memory_order_relaxed); }
+  // The largest message it accepts from now on (0: the transport's own
+  // limit), refused by the transport before allocating; false when the
+  // transport cannot hold one connection to a limit (ABI < 1.3, or it
+  // provides none), and the caller must check what arrives itself.
+  bool SetMaxMessage(uint64_t max_bytes);
   // Whether the peer or network ended it (on_closed ran) or Close was called.
   bool closed() const;
 

@@ -150,6 +150,8 @@ struct Response {
     retvals @5 :List(Arg);
     tensor @6 :TensorMeta;
     kvValues @8 :List(Data);
+    # Heartbeat: who answered, and which start of it (core/dist/heartbeat.h).
+    heartbeatReply @9 :HelloReply;
   }
   # RecvTensor: the sender's value is dead (a branch not taken, or a loop's
   # last check); `tensor` is then empty and not read.

@@ -220,6 +220,12 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
         return Status();
       }
       return writer.AddTensor(r.tensor, out.initTensor());
+    case Method::kHeartbeat: {
+      auto h = out.initHeartbeatReply();
+      h.setTask(r.task);
+      h.setIncarnation(r.incarnation);
+      return Status();
+    }
     case Method::kKvGet: {
       auto values = out.initKvValues(static_cast<unsigned>(r.kv_values.size()));
       for (std::size_t i = 0; i < r.kv_values.size(); ++i) values.set(static_cast<unsigned>(i), AsData(r.kv_values[i]));
@@ -452,6 +458,11 @@ Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r)
       WEFT_ASSIGN_OR_RETURN(r.tensor, reader.ReadTensor(in.getTensor()));
       return Status();
     }
+    case w::Response::HEARTBEAT_REPLY:
+      r.method = Method::kHeartbeat;
+      r.task = Str(in.getHeartbeatReply().getTask());
+      r.incarnation = in.getHeartbeatReply().getIncarnation();
+      return Status();
     case w::Response::KV_VALUES:
       r.method = Method::kKvGet;
       for (auto value : in.getKvValues()) r.kv_values.push_back(ToString(value));

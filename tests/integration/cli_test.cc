@@ -99,11 +99,11 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
   // Columns are as wide as their widest cell, so spaces are matched as runs.
   EXPECT_TRUE(r.out.starts_with("NAME ")) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"NAME", "KIND", "ABI", "VERSION", "STATUS", "PATH"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.2", "0.1.0", "loaded", WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"}))
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.3", "0.1.0", "loaded", WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"}))
       << r.out;
   // The optimizer plugins built with the tree are listed too.
   for (const char* name : {"sgd", "momentum", "adam", "adamw", "rmsprop", "adagrad"}) {
-    EXPECT_TRUE(HasRow(r.out, {name, "optimizer", "1.2", "0.1.0", "loaded"})) << name << "\n" << r.out;
+    EXPECT_TRUE(HasRow(r.out, {name, "optimizer", "1.3", "0.1.0", "loaded"})) << name << "\n" << r.out;
   }
   EXPECT_EQ(r.err, "");
 }
@@ -111,7 +111,7 @@ TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
 TEST_F(Cli, PluginsAsJson) {
   ProcessResult r = Weft({"plugins", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("{\"name\":\"cpu\",\"kind\":\"device\",\"abi\":\"1.2\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{\"name\":\"cpu\",\"kind\":\"device\",\"abi\":\"1.3\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"status\":\"loaded\""), std::string::npos);
 }
 
@@ -475,7 +475,7 @@ TEST_F(Cli, RefusedPluginsAreListedWithTheirReason) {
   EXPECT_NE(r.out.find(garbage + ": refused: not a loadable shared library: invalid ELF header\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(v2 + ": refused: built for plugin ABI v2"), std::string::npos) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.2", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.3", "0.1.0", "loaded"})) << r.out;
   EXPECT_NE(r.err.find("plugin " + garbage + " refused: not a loadable shared library"), std::string::npos) << r.err;
 }
 
@@ -483,7 +483,7 @@ TEST_F(Cli, UnavailablePluginsAreListedNotFatal) {
   ProcessResult r = Weft({"plugins"}, {{"WEFT_PLUGIN_PATH", kRoot + "/unavailable_count"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("frob: unavailable: no frobnicator found on this machine\n"), std::string::npos) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.2", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.3", "0.1.0", "loaded"})) << r.out;
 }
 
 TEST_F(Cli, StrictModeMakesARefusalFatal) {
@@ -726,7 +726,7 @@ TEST_F(Cli, VersionNamesReleaseAndAbi) {
   ProcessResult r = Weft({"version"});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_TRUE(r.out.starts_with("weft 0.1.0 (commit ")) << r.out;
-  EXPECT_NE(r.out.find("\nplugin ABI 1.2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nplugin ABI 1.3\n"), std::string::npos) << r.out;
   r = Weft({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "weft 0.1.0\n");

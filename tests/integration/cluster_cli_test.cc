@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -155,6 +156,46 @@ class Cluster : public ::testing::Test {
     s << in.rdbuf();
     return s.str();
   }
+
+  // `weft run` of a step whose ps part waits on a queue nobody fills, in
+  // the background: it cannot finish until something fails it.
+  class StepThatWaits {
+   public:
+    StepThatWaits(Cluster* test, const std::string& config) {
+      GraphBuilder b;
+      Output dequeued;
+      {
+        auto on_ps = b.DeviceScope("/job:ps/task:0");
+        Output q = b.Op("FIFOQueue", {},
+                        {{"component_types", AttrValue(std::vector<DType>{DType::kF32})},
+                         {"shapes", AttrValue(std::vector<Shape>{Shape{}})}},
+                        "q");
+        dequeued = b.AddNode("QueueDequeueMany", {q, b.Scalar<int32_t>(1)},
+                             {{"component_types", AttrValue(std::vector<DType>{DType::kF32})}}, "dequeue")[0];
+      }
+      auto on_worker = b.DeviceScope("/job:worker/task:0");
+      b.Op("Neg", {dequeued}, {}, "y");
+      const std::string graph = test->WriteGraph("wait.wg", b);
+      client_ = std::thread([this, test, graph, config] {
+        result_ = test->Weft({"run", graph, "--config", config, "--fetch", "y"});
+        done_ = true;
+      });
+      std::this_thread::sleep_for(3s);
+      EXPECT_FALSE(done_.load()) << "the step should still wait: " << result_.err;
+    }
+    ~StepThatWaits() {
+      if (client_.joinable()) client_.join();
+    }
+    ProcessResult Join() {
+      client_.join();
+      return result_;
+    }
+
+   private:
+    std::atomic<bool> done_{false};
+    ProcessResult result_;
+    std::thread client_;
+  };
 
   fs::path dir_;
   std::vector<std::unique_ptr<BackgroundProcess>> tasks_;
@@ -357,36 +398,75 @@ TEST_F(Cluster, ATaskKilledMidStepFailsTheStepNamingIt) {
   const std::string config = WriteConfig("c.toml", FreePort(), FreePort(), 20000, /*rpc_ms=*/60000);
   BackgroundProcess* ps = Serve(config, "ps", 0);
   Serve(config, "worker", 0);
-  // The ps part waits on a queue nobody fills: the step cannot finish.
-  GraphBuilder b;
-  Output dequeued;
-  {
-    auto on_ps = b.DeviceScope("/job:ps/task:0");
-    Output q = b.Op("FIFOQueue", {},
-                    {{"component_types", AttrValue(std::vector<DType>{DType::kF32})},
-                     {"shapes", AttrValue(std::vector<Shape>{Shape{}})}},
-                    "q");
-    dequeued = b.AddNode("QueueDequeueMany", {q, b.Scalar<int32_t>(1)},
-                         {{"component_types", AttrValue(std::vector<DType>{DType::kF32})}}, "dequeue")[0];
-  }
-  auto on_worker = b.DeviceScope("/job:worker/task:0");
-  b.Op("Neg", {dequeued}, {}, "y");
-  const std::string graph = WriteGraph("wait.wg", b);
-  std::atomic<bool> done{false};
-  ProcessResult r;
-  std::thread client([&] {
-    r = Weft({"run", graph, "--config", config, "--fetch", "y"});
-    done = true;
-  });
-  std::this_thread::sleep_for(3s);
-  EXPECT_FALSE(done.load()) << "the step should still wait: " << r.err;
+  StepThatWaits waiting(this, config);
   ps->Kill(SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
-  client.join();
+  const ProcessResult r = waiting.Join();
   EXPECT_LT(std::chrono::steady_clock::now() - killed, 20s) << "the step did not fail promptly";
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/job:ps/task:0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("closed the connection"), std::string::npos) << r.err;
+}
+
+// A task that hangs (SIGSTOP: its connections stay open, so nothing
+// closes) is caught by the heartbeats within heartbeat_timeout_ms, long
+// before the 60 s RPC deadline, and the step fails naming it.
+TEST_F(Cluster, AHungTaskIsDeclaredLostAndItsStepFailsNamingIt) {
+  const int ps_port = FreePort();
+  const std::string config = WriteConfig("c.toml", ps_port, FreePort(), 20000, /*rpc_ms=*/60000);
+  {
+    std::string text = Read(config);
+    text.insert(text.find("[cluster.jobs]"), "heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 1500\n");
+    std::ofstream(config) << text;
+  }
+  BackgroundProcess* ps = Serve(config, "ps", 0);
+  Serve(config, "worker", 0);
+  StepThatWaits waiting(this, config);
+  ps->Kill(SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  const ProcessResult r = waiting.Join();
+  const auto took = std::chrono::steady_clock::now() - stopped;
+  ps->Kill(SIGCONT);
+  EXPECT_LT(took, 15s) << "the step did not fail at the heartbeat timeout";
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(StrCat("task /job:ps/task:0 (tcp://127.0.0.1:", ps_port, ") has not answered for ")),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("([cluster] heartbeat_timeout_ms = 1500)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; step "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" cancelled"), std::string::npos) << r.err;
+}
+
+// [cluster] secret_file end to end: a task and a client that share it
+// work; a client without it is refused; a secret others may read stops
+// the task from starting, saying how to fix it.
+TEST_F(Cluster, ASecretFileGuardsTheTasksPorts) {
+  const std::string secret = (dir_ / "cluster.secret").string();
+  std::ofstream(secret) << "0123456789abcdef0123456789abcdef\n";
+  chmod(secret.c_str(), 0600);
+  const int ps_port = FreePort();
+  const std::string open_config = WriteConfig("open.toml", ps_port, 0, /*connect_ms=*/3000);
+  std::string text = Read(open_config);
+  text.insert(text.find("[cluster.jobs]"), "secret_file = \"cluster.secret\"\n");
+  const std::string config = (dir_ / "secured.toml").string();
+  std::ofstream(config) << text;
+  BackgroundProcess* ps = Serve(config, "ps", 0);
+  ProcessResult r = Weft({"devices", "--config", config});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("/job:ps/task:0/device:CPU:0"), std::string::npos) << r.out;
+  r = Weft({"devices", "--config", open_config});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("[cluster] secret_file"), std::string::npos) << r.err;
+  EXPECT_NE(ps->Output().find("refused a connection from tcp://127.0.0.1:"), std::string::npos) << ps->Output();
+  chmod(secret.c_str(), 0644);
+  auto second = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{WEFT_CLI, "serve", "--config", config, "--job", "ps", "--task", "0"},
+      std::map<std::string, std::string>{{"WEFT_PLUGIN_PATH", ""}});
+  ASSERT_TRUE(second->Wait(30000));
+  EXPECT_EQ(second->exit_code(), 1);
+  EXPECT_NE(second->Output().find("may be read or written by others (mode 0644)"), std::string::npos)
+      << second->Output();
+  EXPECT_NE(second->Output().find("chmod 600 " + secret), std::string::npos) << second->Output();
 }
 
 TEST_F(Cluster, GarbageOnATasksPortLeavesItServing) {

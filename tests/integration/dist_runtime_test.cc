@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "core/dist/dist_session.h"
+#include "core/dist/heartbeat.h"
 #include "core/dist/task_service.h"
+#include "core/graph/builder.h"
 #include "tests/integration/loopback.h"
 #include "tests/integration/runtime_env.h"
 #include "tests/integration/two_tasks.h"
@@ -240,6 +244,74 @@ TEST(KvStoreService, ClosingAnswersParkedGets) {
   EXPECT_EQ(answer, "/job:worker/task:0 is shutting down");
   Status later = store->Set("x", "1");
   EXPECT_EQ(later.message(), "/job:worker/task:0 is shutting down");
+}
+
+// The heartbeats: a task that goes away is declared lost once it has been
+// silent past the timeout (not before), what waits on it through
+// FailPeer fails with the sentence naming it, and a task started again on
+// the same address is seen as restarted.
+TEST_F(TwoTasks, HeartbeatsDeclareAGoneTaskLostAndSeeItsRestart) {
+  RpcNode::Options ro;
+  ro.plugins = &Plugins();
+  ro.cluster_fingerprint = kFingerprint;
+  ro.connect_timeout_ms = 500;
+  auto rpc = RpcNode::Create(ro, nullptr);
+  ASSERT_TRUE(rpc.ok()) << rpc.status().ToString();
+  const Peer ps{testing::kPsTask, peers_.at(testing::kPsTask)};
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<std::pair<std::string, int64_t>> lost;
+  std::vector<std::pair<uint64_t, uint64_t>> restarts;
+  HeartbeatMonitor::Events events;
+  events.lost = [&](const Peer& p, int64_t silent_ms) {
+    (*rpc)->FailPeer(p.name, LostPeerStatus(p, silent_ms, 600));
+    std::lock_guard<std::mutex> lock(mutex);
+    lost.emplace_back(p.name, silent_ms);
+    cv.notify_all();
+  };
+  events.restarted = [&](const Peer&, uint64_t before, uint64_t now) {
+    std::lock_guard<std::mutex> lock(mutex);
+    restarts.emplace_back(before, now);
+    cv.notify_all();
+  };
+  HeartbeatMonitor monitor(rpc->get(), {ps}, {/*interval_ms=*/100, /*timeout_ms=*/600}, events);
+  auto wait_for = [&](auto predicate) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, std::chrono::seconds(10), predicate);
+  };
+  // Alive first.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (monitor.Snapshot()[0].state != HeartbeatMonitor::PeerState::State::kAlive &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const uint64_t first = services_[0]->incarnation();
+  EXPECT_EQ(monitor.Snapshot()[0].incarnation, first);
+  // Gone: lost after at least the timeout of silence.
+  services_[0].reset();
+  const auto gone = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_for([&] { return !lost.empty(); }));
+  EXPECT_GE(std::chrono::steady_clock::now() - gone, std::chrono::milliseconds(500));
+  EXPECT_EQ(lost[0].first, testing::kPsTask);
+  EXPECT_GT(lost[0].second, 600);
+  EXPECT_EQ(monitor.Snapshot()[0].state, HeartbeatMonitor::PeerState::State::kLost);
+  const Status message = LostPeerStatus(ps, 1234, 600);
+  EXPECT_EQ(message.message(), StrCat("task /job:ps/task:0 (", ps.address,
+                                      ") has not answered for 1.2 s ([cluster] heartbeat_timeout_ms = 600)"));
+  EXPECT_TRUE(IsLostPeer(message));
+  // Back, as a new incarnation on the same address.
+  TaskService::Options o;
+  o.name = testing::kPsTask;
+  o.listen_address = ps.address;
+  o.peers = peers_;
+  o.cluster_fingerprint = kFingerprint;
+  auto devices = runtime::DeviceSet::Open(Plugins());
+  ASSERT_TRUE(devices.ok());
+  auto again = TaskService::Start(o, Plugins(), std::move(*devices));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(wait_for([&] { return !restarts.empty(); }));
+  EXPECT_EQ(restarts[0], std::make_pair(first, (*again)->incarnation()));
+  EXPECT_EQ(monitor.Snapshot()[0].state, HeartbeatMonitor::PeerState::State::kAlive);
 }
 
 }  // namespace

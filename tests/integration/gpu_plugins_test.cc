@@ -370,8 +370,8 @@ TEST_P(GpuPluginTest, WeftPluginsListsItWithTheReason) {
   ProcessResult r = Weft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string state = probe_.has_gpu() ? "loaded" : "unavailable";
-  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.2", "0.1.0", state, p.file()})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.2", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.3", "0.1.0", state, p.file()})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.3", "0.1.0", "loaded"})) << r.out;
   if (probe_.has_gpu()) return;
   // Below the table, one line per plugin that is not loaded: its reason.
   const std::string prefix = StrCat("\n", p.name, ": unavailable: ");
@@ -467,7 +467,7 @@ TEST(NcclPluginTest, WeftPluginsListsItWithTheRuntimesReason) {
   ProcessResult r = testing::Run({WEFT_CLI, "plugins"}, {{"WEFT_PLUGIN_PATH", ""}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string state = probe.has_gpu() ? "loaded" : "unavailable";
-  EXPECT_TRUE(HasRow(r.out, {"nccl", "collectives", "1.2", "0.1.0", state, NcclPlugin::file()})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"nccl", "collectives", "1.3", "0.1.0", state, NcclPlugin::file()})) << r.out;
   if (probe.has_gpu()) return;
   // Below the table: the reason, in the CUDA runtime's words.
   const std::string reason = probe.error != 0 ? StrCat("no CUDA device: cudaGetDeviceCount: ", probe.text)

@@ -68,7 +68,7 @@ TEST(PluginHost, LoadsTheCpuPlugin) {
   EXPECT_EQ(info.kind, PluginKind::kDevice);
   EXPECT_EQ(info.state, PluginState::kLoaded);
   EXPECT_EQ(info.abi_major, 1u);
-  EXPECT_EQ(info.abi_minor, 2u);
+  EXPECT_EQ(info.abi_minor, 3u);
   EXPECT_FALSE(info.version.empty());
   ASSERT_EQ(info.options.size(), 2u);
   EXPECT_EQ(info.options[0].key, "count");
@@ -95,15 +95,17 @@ TEST(PluginHost, RefusesAnotherMajorVersionNamingBoth) {
   const std::string file = PluginFile("abi_v2", "weft_device_abi_v2.so");
   EXPECT_EQ(RefusalOf(file), "plugin " + file +
                                  " refused: built for plugin ABI v2 (it exports "
-                                 "weft_plugin_init_v2), but this weft speaks ABI v1.2; rebuild "
-                                 "the plugin against a matching Weft SDK");
+                                 "weft_plugin_init_v2), but this weft speaks ABI v1." +
+                                 std::to_string(WEFT_ABI_VERSION_MINOR) +
+                                 "; rebuild the plugin against a matching Weft SDK");
 }
 
 TEST(PluginHost, RefusesADeclaredMajorVersionMismatch) {
   const std::string file = PluginFile("abi_major_field", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: built for plugin ABI v2.2, but this weft speaks ABI "
-                                 "v1.2; rebuild the plugin against a matching Weft SDK");
+  EXPECT_EQ(RefusalOf(file), "plugin " + file + " refused: built for plugin ABI v2." +
+                                 std::to_string(WEFT_ABI_VERSION_MINOR) + ", but this weft speaks ABI v1." +
+                                 std::to_string(WEFT_ABI_VERSION_MINOR) +
+                                 "; rebuild the plugin against a matching Weft SDK");
 }
 
 TEST(PluginHost, RefusesATableSmallerThanTheAbi) {

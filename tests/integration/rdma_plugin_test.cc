@@ -158,13 +158,13 @@ TEST_F(RdmaPluginTest, WeftPluginsListsItWithTheReason) {
   ProcessResult r = Weft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   if (probe_.has_device()) {
-    EXPECT_TRUE(HasRow(r.out, {"rdma", "transport", "1.2", "0.1.0", "loaded", kPlugin})) << r.out;
+    EXPECT_TRUE(HasRow(r.out, {"rdma", "transport", "1.3", "0.1.0", "loaded", kPlugin})) << r.out;
     return;
   }
   // Init said UNAVAILABLE, so the host knows the name and kind from the
   // file name only.
   EXPECT_TRUE(HasRow(r.out, {"rdma", "transport", "-", "-", "unavailable", kPlugin})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.2", "0.1.0", "loaded"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.3", "0.1.0", "loaded"})) << r.out;
   const std::string prefix = "\nrdma: unavailable: ";
   const auto at = r.out.find(prefix);
   ASSERT_NE(at, std::string::npos) << r.out;

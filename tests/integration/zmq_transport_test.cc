@@ -288,8 +288,11 @@ TEST_F(ZmqTransport, DescribesItself) {
   EXPECT_EQ(info->kind, PluginKind::kTransport);
   EXPECT_FALSE(info->version.empty());
   EXPECT_NE(info->description.find("ZeroMQ"), std::string::npos) << info->description;
-  ASSERT_EQ(info->options.size(), 1u);
+  ASSERT_EQ(info->options.size(), 3u);
   EXPECT_EQ(info->options[0].key, "max_message_mb");
+  EXPECT_EQ(info->options[1].key, "curve_public_key");
+  EXPECT_EQ(info->options[2].key, "curve_secret_key_file");
+  EXPECT_NE(t_->connection_set_max_message, nullptr);
   EXPECT_STREQ(t_->scheme, "zmq");
   EXPECT_EQ(t_->memory_register, nullptr);
   EXPECT_EQ(t_->memory_unregister, nullptr);

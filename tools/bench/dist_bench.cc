@@ -6,6 +6,8 @@
 //                    receiver answers with a 1-byte acknowledgement), vs a
 //                    raw TCP socket pair doing the same with plain
 //                    send/recv: the physical limit here
+//   tensor_send_64m_tls  the same with TLS on the tcp transport
+//                    ([transports.tcp] tls = true, a CA made for the run)
 //   tensor_send_4k   microseconds per round trip of a 4 KiB tensor (sent,
 //                    echoed back) through each transport vs the raw socket
 //   null_step        the paper's null step: milliseconds per step of a
@@ -15,6 +17,9 @@
 //                    1 and 2 ps tasks. Its peer is one raw TCP round trip
 //                    per ps task (a 8-byte request and answer), the least
 //                    such a step could cost over the same network.
+//   null_step_auth, null_step_tls  the same with a [cluster]
+//                    secret_file (every connection authenticates once), or
+//                    with TLS on every link
 //   remote_loop      microseconds per iteration of a 1000-iteration while
 //                    loop (s += i; i += 1 while i < n) whose "s += i" runs
 //                    on /job:ps/task:0 and the rest on /job:worker/task:0
@@ -123,10 +128,48 @@ void Check(const Status& s) {
   if (!s.ok()) Die(std::string(s.message()));
 }
 
+// tensor_send_64m_tls, null_step_auth, null_step_tls: the same benchmarks
+// with the cluster's security on (docs/distributed.md, "Security"): a
+// [cluster] secret_file, or TLS on every tcp link, made in |g_secure_dir|.
+enum class Security { kPlain, kAuth, kTls };
+Security g_security = Security::kPlain;
+std::string g_secure_dir;
+
+const char* SecuritySuffix() {
+  switch (g_security) {
+    case Security::kAuth: return "_auth";
+    case Security::kTls: return "_tls";
+    default: return "";
+  }
+}
+
+// The [transports.tcp] lines of TLS, or nothing.
+std::string TlsLines() {
+  if (g_security != Security::kTls) return {};
+  return "[transports.tcp]\ntls = true\ntls_certificate = \"" + g_secure_dir + "/node.pem\"\ntls_private_key = \"" +
+         g_secure_dir + "/node.key\"\ntls_ca = \"" + g_secure_dir + "/ca.pem\"\n";
+}
+std::string SecretFile() { return g_security == Security::kAuth ? g_secure_dir + "/secret" : std::string(); }
+
+// A secret (owner-only) and a CA with one certificate, from the openssl
+// command line.
+void MakeSecurityFiles() {
+  g_secure_dir = (std::filesystem::temp_directory_path() / ("weft_bench_security_" + std::to_string(getpid())));
+  std::filesystem::create_directories(g_secure_dir);
+  const std::string script =
+      "cd '" + g_secure_dir + "' && head -c 32 /dev/urandom | base64 > secret && chmod 600 secret && " +
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 " +
+      "-subj /CN=bench-ca 2>/dev/null && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes " +
+      "-keyout node.key -out node.csr -subj /CN=node 2>/dev/null && openssl x509 -req -in node.csr -CA ca.pem " +
+      "-CAkey ca.key -CAcreateserial -out node.pem -days 2 2>/dev/null && chmod 600 node.key ca.key";
+  if (std::system(script.c_str()) != 0) Die("could not make the secret and certificates (is openssl installed?)");
+}
+
 plugin::PluginHost& Plugins() {
   static plugin::PluginHost* host = [] {
-    auto config = config::DefaultConfig();
-    if (!config.ok()) Die("no config");
+    auto config =
+        g_security == Security::kTls ? config::ParseConfig(TlsLines(), "bench.toml", "") : config::DefaultConfig();
+    if (!config.ok()) Die("no config: " + std::string(config.status().message()));
     auto* h = new plugin::PluginHost(*config);
     Check(h->LoadAll());
     return h;
@@ -360,6 +403,7 @@ void TensorSend64M() {
   const uint64_t size = uint64_t{64} << 20;
   const int repeats = g_repeats > 0 ? g_repeats : 9;
   for (const std::string& scheme : Transports()) {
+    if (g_security == Security::kTls && scheme != "tcp") continue;  // TLS is the tcp transport's
     // Alternate, so that both see the same machine.
     std::vector<double> weft, raw;
     for (int i = 0; i < 3; ++i) {
@@ -367,7 +411,7 @@ void TensorSend64M() {
       raw.push_back(RawExchange(size, 1, repeats, 4));
     }
     const double gb = static_cast<double>(size) / 1e9;
-    Bench("tensor_send_64m_" + scheme, gb / Median(weft), gb / Median(raw), "GB/s", true);
+    Bench("tensor_send_64m_" + scheme + SecuritySuffix(), gb / Median(weft), gb / Median(raw), "GB/s", true);
   }
 }
 
@@ -409,9 +453,10 @@ Tasks StartPs(int num_ps, const std::string& dir) {
     t.peers.push_back({StrCat("/job:ps/task:", i), "tcp://" + address});
   }
   t.config = dir + "/null_step.toml";
-  std::ofstream(t.config) << "[runtime]\ninter_op_threads = 1\nintra_op_threads = 1\n[cluster]\ntransport = \"tcp\"\n"
-                             "[cluster.jobs]\nps = ["
-                          << list << "]\n";
+  std::ofstream(t.config) << TlsLines()
+                          << "[runtime]\ninter_op_threads = 1\nintra_op_threads = 1\n[cluster]\ntransport = \"tcp\"\n"
+                          << (SecretFile().empty() ? "" : "secret_file = \"" + SecretFile() + "\"\n")
+                          << "[cluster.jobs]\nps = [" << list << "]\n";
   for (int i = 0; i < num_ps; ++i) {
     const pid_t pid = fork();
     if (pid == 0) {
@@ -453,6 +498,7 @@ void NullStepWorker(const Tasks& tasks, int num_ps, int steps, int fd) {
   dist::DistSessionOptions o;
   o.tasks = tasks.peers;
   o.connect_timeout_ms = 30000;
+  o.security.secret_file = SecretFile();
   auto session = dist::DistSession::Create(NullStepGraph(num_ps), o, Plugins());
   Check(session.status());
   std::vector<std::string> reads, inits;
@@ -554,7 +600,7 @@ void NullStep() {
       for (pid_t pid : pids) waitpid(pid, nullptr, 0);
       StopTasks(tasks);
       const double raw = RawNullStep(num_ps, workers, steps * 5);
-      Bench(StrCat("null_step_ps", num_ps) + StrCat("_w", workers), Median(per), raw, "ms", false);
+      Bench(StrCat("null_step_ps", num_ps, "_w", workers, SecuritySuffix()), Median(per), raw, "ms", false);
     }
   }
   std::filesystem::remove_all(dir);
@@ -1109,7 +1155,8 @@ int main(int argc, char** argv) {
   using namespace weft::bench;
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: weft_dist_bench tensor_send_64m|tensor_send_4k|null_step|remote_loop|ps_train_mlp|sparse_step|"
+                 "usage: weft_dist_bench tensor_send_64m|tensor_send_64m_tls|tensor_send_4k|null_step|null_step_auth|"
+                 "null_step_tls|remote_loop|ps_train_mlp|sparse_step|"
                  "sync_train_mlp|sync_straggler|allreduce_busbw "
                  "[--repeats N]\n");
     return 2;
@@ -1118,7 +1165,15 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--repeats") g_repeats = std::atoi(argv[i + 1]);
   }
   g_weft_cli = (std::filesystem::path(argv[0]).parent_path() / "weft").string();
-  const std::string name = argv[1];
+  std::string name = argv[1];
+  for (const auto& [suffix, mode] :
+       {std::pair<std::string, Security>{"_auth", Security::kAuth}, {"_tls", Security::kTls}}) {
+    if (name.ends_with(suffix) && (name.starts_with("null_step") || name == "tensor_send_64m_tls")) {
+      g_security = mode;
+      name.resize(name.size() - suffix.size());
+      MakeSecurityFiles();
+    }
+  }
   if (name == "tensor_send_64m") {
     TensorSend64M();
   } else if (name == "tensor_send_4k") {
@@ -1138,8 +1193,9 @@ int main(int argc, char** argv) {
   } else if (name == "allreduce_busbw") {
     AllreduceBusbw();
   } else {
-    std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", name.c_str());
+    std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", argv[1]);
     return 2;
   }
+  if (!g_secure_dir.empty()) std::filesystem::remove_all(g_secure_dir);
   return 0;
 }

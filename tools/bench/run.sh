@@ -11,12 +11,12 @@ cd "$(dirname "$0")/../.."
 all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout while_loop_iter run_trivial
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
      onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1
-     tensor_send_64m tensor_send_4k null_step remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw
+     tensor_send_64m tensor_send_64m_tls tensor_send_4k null_step null_step_auth null_step_tls remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw
      startup_rss)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 # The distributed runtime's benchmarks live in their own binary.
-dist_names=" tensor_send_64m tensor_send_4k null_step remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw "
+dist_names=" tensor_send_64m tensor_send_64m_tls tensor_send_4k null_step null_step_auth null_step_tls remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw "
 if [ ! -x build/bin/weft_bench ] || [ ! -x build/bin/weft_dist_bench ] ||
    [ -n "$(find core plugins tools -newer build/bin/weft_dist_bench -name '*.cc' -print -quit)" ]; then
   tools/setup.sh >/dev/null

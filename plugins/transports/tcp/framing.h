@@ -34,7 +34,8 @@ inline void EncodePreamble(uint32_t header_size, uint64_t payload_size, unsigned
 // Decodes |in| into |out|. Returns "" when it is a valid preamble of a
 // message of at most |max_message_bytes| bytes, else the reason, for a
 // person ("bad magic 47 45 54 20 (not a Weft tcp peer?)").
-inline std::string DecodePreamble(const unsigned char in[kPreambleSize], uint64_t max_message_bytes, Preamble* out) {
+inline std::string DecodePreamble(const unsigned char in[kPreambleSize], uint64_t max_message_bytes, Preamble* out,
+                                  const char* limit_source = "[transports.tcp] max_message_mb") {
   bool magic_ok = true;
   for (int i = 0; i < 4; ++i) magic_ok = magic_ok && in[i] == kMagic[i];
   if (!magic_ok) {
@@ -49,8 +50,7 @@ inline std::string DecodePreamble(const unsigned char in[kPreambleSize], uint64_
   for (int i = 0; i < 8; ++i) payload_size |= static_cast<uint64_t>(in[8 + i]) << (8 * i);
   if (payload_size > max_message_bytes || header_size > max_message_bytes - payload_size) {
     return "message of " + std::to_string(header_size) + " header and " + std::to_string(payload_size) +
-           " payload bytes exceeds the limit of " + std::to_string(max_message_bytes) +
-           " bytes ([transports.tcp] max_message_mb)";
+           " payload bytes exceeds the limit of " + std::to_string(max_message_bytes) + " bytes (" + limit_source + ")";
   }
   out->header_size = header_size;
   out->payload_size = payload_size;

@@ -11,12 +11,24 @@
 // then the header and the payload are read straight into their final
 // buffers, the payload 64-byte aligned from the host's allocator, so the
 // host can retain it and use it as a tensor's memory without a copy.
+//
+// TLS ([transports.tcp] tls = true): every connection runs a mutual TLS
+// handshake (Boost.Asio's ssl::stream over OpenSSL, TLS 1.3 at least, both
+// sides presenting a certificate that the cluster's CA signed) before the
+// host hears of it; reads and writes then go through the stream, which
+// encrypts in records of 16 KiB (so a send is no longer zero-copy). See
+// docs/distributed.md, "Security".
 // Boost 1.74's asio uses std::exchange without including <utility>.
 #include <utility>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
 #include <atomic>
 
 #include <array>
@@ -51,8 +63,18 @@ constexpr uint64_t kPayloadAlignment = 64;
 struct Options {
   std::atomic<uint64_t> max_message_bytes{uint64_t{4096} << 20};
   std::atomic<int> socket_buffer_bytes{0};  // 0: the kernel's autotuning
+  std::atomic<int64_t> tls_handshake_timeout_ms{10000};
+  // The TLS context when tls = true, else null; an endpoint takes the one
+  // current when it opens.
+  std::mutex tls_mutex;
+  std::shared_ptr<asio::ssl::context> tls;
 };
 Options g_options;
+
+std::shared_ptr<asio::ssl::context> CurrentTls() {
+  std::lock_guard<std::mutex> lock(g_options.tls_mutex);
+  return g_options.tls;
+}
 
 [[noreturn]] void Fail(weft_code_t code, const std::string& message) { throw sdk::Error(code, message); }
 
@@ -122,6 +144,8 @@ struct EndpointState {
   weft_transport_callbacks_t callbacks{};
   std::thread thread;
   std::atomic<std::thread::id> io_thread_id{};
+  // TLS for every connection of this endpoint, or null.
+  std::shared_ptr<asio::ssl::context> tls;
   // After endpoint_close the I/O thread is gone; work on connections then
   // runs on the caller's thread under this lock.
   std::mutex closed_mu;
@@ -287,8 +311,12 @@ struct Conn : std::enable_shared_from_this<Conn> {
   std::deque<std::unique_ptr<SendOp>> queue;
   bool writing = false;
   unsigned char preamble[kPreambleSize];
+  // With TLS, every read and write goes through this stream over |socket|.
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
   std::shared_ptr<RecvBuffer> incoming;
   uint64_t incoming_size = 0;
+  // connection_set_max_message's limit; 0: the plugin's max_message_mb.
+  std::atomic<uint64_t> max_message{0};
 
   void Configure() {
     boost::system::error_code ignored;
@@ -332,8 +360,11 @@ struct Conn : std::enable_shared_from_this<Conn> {
     }
   }
 
-  void Fail(const boost::system::error_code& ec, const char* during, uint64_t got, uint64_t want) {
+  void Fail(boost::system::error_code ec, const char* during, uint64_t got, uint64_t want) {
     if (closed) return;
+    // A TLS peer that closes without close_notify (Weft closes the socket
+    // directly) is an end of stream like any other.
+    if (ec == asio::ssl::error::stream_truncated) ec = asio::error::eof;
     if (ec == asio::error::operation_aborted) return;
     if (ec == asio::error::eof && during == nullptr) {
       if (queue.empty()) {
@@ -358,26 +389,47 @@ struct Conn : std::enable_shared_from_this<Conn> {
     Close(NewStatus(ec == asio::error::eof ? WEFT_DATA_LOSS : WEFT_UNAVAILABLE, message), true);
   }
 
+  template <class Buffers, class Condition, class Handler>
+  void Read(const Buffers& buffers, Condition condition, Handler&& handler) {
+    if (tls) {
+      asio::async_read(*tls, buffers, condition, std::forward<Handler>(handler));
+    } else {
+      asio::async_read(socket, buffers, condition, std::forward<Handler>(handler));
+    }
+  }
+  template <class Buffers, class Condition, class Handler>
+  void Write(const Buffers& buffers, Condition condition, Handler&& handler) {
+    if (tls) {
+      asio::async_write(*tls, buffers, condition, std::forward<Handler>(handler));
+    } else {
+      asio::async_write(socket, buffers, condition, std::forward<Handler>(handler));
+    }
+  }
+
   void StartRead() {
     if (closed) return;
     auto self = shared_from_this();
-    asio::async_read(socket, asio::buffer(preamble, kPreambleSize),
-                     [self](const boost::system::error_code& ec, std::size_t n) {
-                       if (ec) {
-                         if (ec == asio::error::eof && n == 0) {
-                           self->Fail(ec, nullptr, 0, 0);
-                         } else {
-                           self->Fail(ec, "in the middle of a message", n, kPreambleSize);
-                         }
-                         return;
-                       }
-                       self->OnPreamble();
-                     });
+    Read(asio::buffer(preamble, kPreambleSize), asio::transfer_all(),
+         [self](const boost::system::error_code& ec, std::size_t n) {
+           if (ec) {
+             if (ec == asio::error::eof && n == 0) {
+               self->Fail(ec, nullptr, 0, 0);
+             } else {
+               self->Fail(ec, "in the middle of a message", n, kPreambleSize);
+             }
+             return;
+           }
+           self->OnPreamble();
+         });
   }
 
   void OnPreamble() {
     Preamble p;
-    const std::string bad = DecodePreamble(preamble, g_options.max_message_bytes.load(std::memory_order_relaxed), &p);
+    const uint64_t plugin_limit = g_options.max_message_bytes.load(std::memory_order_relaxed);
+    const uint64_t own = max_message.load(std::memory_order_relaxed);
+    const std::string bad = own != 0 && own < plugin_limit
+                                ? DecodePreamble(preamble, own, &p, "this connection's limit, set by the host")
+                                : DecodePreamble(preamble, plugin_limit, &p);
     if (!bad.empty()) {
       Close(NewStatus(WEFT_DATA_LOSS, "malformed message from " + peer + ": " + bad), true);
       return;
@@ -402,7 +454,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
     std::array<asio::mutable_buffer, 2> buffers = {asio::buffer(incoming->header.data(), incoming->header.size()),
                                                    asio::buffer(incoming->payload, p.payload_size)};
     auto self = shared_from_this();
-    asio::async_read(socket, buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t n) {
+    Read(buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t n) {
       if (ec) {
         self->Fail(ec, "in the middle of a message", n, self->incoming_size);
         return;
@@ -445,23 +497,70 @@ struct Conn : std::enable_shared_from_this<Conn> {
     }
     writing = true;
     auto self = shared_from_this();
-    asio::async_write(socket, queue.front()->buffers, TransferAllLarge(),
-                      [self](const boost::system::error_code& ec, std::size_t) {
-                        if (self->closed) return;  // Close finished the op already
-                        if (ec) {
-                          self->writing = false;
-                          self->Fail(ec, "while sending a message", 0, 0);
-                          return;
-                        }
-                        std::unique_ptr<SendOp> op = std::move(self->queue.front());
-                        self->queue.pop_front();
-                        op->Finish(nullptr);
-                        self->WriteNext();
-                      });
+    Write(queue.front()->buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t) {
+      if (self->closed) return;  // Close finished the op already
+      if (ec) {
+        self->writing = false;
+        self->Fail(ec, "while sending a message", 0, 0);
+        return;
+      }
+      std::unique_ptr<SendOp> op = std::move(self->queue.front());
+      self->queue.pop_front();
+      op->Finish(nullptr);
+      self->WriteNext();
+    });
   }
 };
 
 EndpointState* StateOf(weft_endpoint_t endpoint) { return endpoint->state.get(); }
+
+// Hands an accepted connection to the host, then reads from it (not
+// before: the host may limit its first message in on_accept).
+void Admit(const std::shared_ptr<EndpointState>& state, const std::shared_ptr<Conn>& conn) {
+  conn->handle = new weft_connection_s{conn};
+  state->callbacks.on_accept(state->callbacks.user, conn->handle, conn->peer.c_str());
+  conn->StartRead();
+}
+
+std::string TlsError(const boost::system::error_code& ec) {
+  std::string what = ec.message();
+  if (ec.category() == asio::error::get_ssl_category()) {
+    // OpenSSL's reason, e.g. "certificate verify failed".
+    if (const char* reason = ERR_reason_error_string(ec.value()); reason != nullptr) what = reason;
+  }
+  return what;
+}
+
+// The server's side of the TLS handshake; the host hears of the
+// connection only once it succeeded. A peer that fails it, or says
+// nothing for tls_handshake_timeout_ms, is logged and dropped.
+void AcceptTls(const std::shared_ptr<EndpointState>& state, const std::shared_ptr<Conn>& conn) {
+  conn->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(conn->socket, *state->tls);
+  const int64_t timeout_ms = g_options.tls_handshake_timeout_ms.load(std::memory_order_relaxed);
+  auto timer = std::make_shared<asio::steady_timer>(state->io, std::chrono::milliseconds(timeout_ms));
+  auto timed_out = std::make_shared<bool>(false);
+  timer->async_wait([conn, timed_out](const boost::system::error_code& ec) {
+    if (ec) return;  // cancelled: the handshake ended first
+    *timed_out = true;
+    boost::system::error_code ignored;
+    conn->socket.close(ignored);
+  });
+  conn->tls->async_handshake(
+      asio::ssl::stream_base::server, [state, conn, timer, timed_out, timeout_ms](const boost::system::error_code& ec) {
+        timer->cancel();
+        if (conn->closed || state->closing) return;
+        if (ec) {
+          WEFT_SDK_LOG(WARNING) << "refused a connection from " << conn->peer << ": "
+                                << (*timed_out ? "no TLS handshake within " + std::to_string(timeout_ms) +
+                                                     " ms ([transports.tcp] tls_handshake_timeout_ms)"
+                                               : "the TLS handshake failed: " + TlsError(ec))
+                                << "; nothing was read from it";
+          conn->Close(nullptr, /*notify=*/false);
+          return;
+        }
+        Admit(state, conn);
+      });
+}
 
 void StartAccept(const std::shared_ptr<EndpointState>& ep) {
   if (!ep->acceptor || ep->closing) return;
@@ -476,10 +575,12 @@ void StartAccept(const std::shared_ptr<EndpointState>& ep) {
           auto conn = std::make_shared<Conn>(state, peer);
           conn->socket = std::move(socket);
           conn->Configure();
-          conn->handle = new weft_connection_s{conn};
           state->conns.insert(conn);
-          state->callbacks.on_accept(state->callbacks.user, conn->handle, peer.c_str());
-          conn->StartRead();
+          if (state->tls) {
+            AcceptTls(state, conn);
+          } else {
+            Admit(state, conn);
+          }
         } else if (ec == asio::error::operation_aborted) {
           return;
         } else {
@@ -512,6 +613,7 @@ weft_status_t EndpointOpen(const char* listen_address, const weft_transport_call
     *out_endpoint = nullptr;
     CheckCallbacks(callbacks, listen_address != nullptr);
     auto state = std::make_shared<EndpointState>();
+    state->tls = CurrentTls();
     std::memcpy(&state->callbacks, callbacks, std::min(sizeof(weft_transport_callbacks_t), callbacks->struct_size));
     state->callbacks.struct_size = sizeof(weft_transport_callbacks_t);
     if (listen_address != nullptr) {
@@ -610,6 +712,46 @@ weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t siz
   });
 }
 
+// The client's side of the TLS handshake, on the endpoint's thread; the
+// caller waits until |deadline|.
+void ConnectTls(const std::shared_ptr<EndpointState>& state, const std::shared_ptr<Conn>& conn, const char* address,
+                std::chrono::steady_clock::time_point deadline, int64_t timeout_ms) {
+  conn->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(conn->socket, *state->tls);
+  auto done = std::make_shared<std::promise<boost::system::error_code>>();
+  auto future = done->get_future();
+  asio::post(state->io, [conn, done] {
+    conn->tls->async_handshake(asio::ssl::stream_base::client,
+                               [done, conn](const boost::system::error_code& ec) { done->set_value(ec); });
+  });
+  if (future.wait_until(deadline) != std::future_status::ready) {
+    state->RunAndWait([&] {
+      boost::system::error_code ignored;
+      conn->socket.close(ignored);
+    });
+    // The handshake ends with the socket (unless the endpoint's thread is
+    // gone, and the handler with it).
+    future.wait_for(std::chrono::seconds(1));
+    Fail(WEFT_DEADLINE_EXCEEDED, "timed out after " + std::to_string(timeout_ms) + " ms in the TLS handshake with " +
+                                     std::string(address) + " (does it have tls = true in [transports.tcp]?)");
+  }
+  const boost::system::error_code ec = future.get();
+  if (ec) {
+    state->RunAndWait([&] {
+      boost::system::error_code ignored;
+      conn->socket.close(ignored);
+    });
+    const bool closed =
+        ec == asio::error::eof || ec == asio::ssl::error::stream_truncated || ec == asio::error::connection_reset;
+    // A certificate refused either way is final; a task that hung up may
+    // be busy, and is tried again.
+    Fail(closed ? WEFT_UNAVAILABLE : WEFT_UNAUTHENTICATED,
+         "the TLS handshake with " + std::string(address) + " failed: " + TlsError(ec) +
+             (closed ? " (the task closed the connection: does it have tls = true, and a certificate from the same "
+                       "CA?)"
+                     : ""));
+  }
+}
+
 // Connects on a private io_context in the caller's thread (so it works
 // from a callback too), then hands the socket to the endpoint's thread.
 weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
@@ -667,6 +809,14 @@ weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int6
       Fail(WEFT_INTERNAL, "cannot adopt the connected socket: " + ec.message());
     }
     conn->Configure();
+    if (state->tls) {
+      // However little of the caller's time is left, the handshake gets a
+      // second: a connection attempt cut short mid-handshake helps nobody.
+      const auto tls_deadline = std::max(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+      ConnectTls(state, conn, address, tls_deadline,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(tls_deadline - std::chrono::steady_clock::now())
+                     .count());
+    }
     auto* handle = new weft_connection_s{conn};
     conn->handle = handle;
     bool registered = false;
@@ -682,6 +832,15 @@ weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int6
       Fail(WEFT_FAILED_PRECONDITION, "the endpoint was closed while connecting to " + std::string(address));
     }
     *out_connection = handle;
+  });
+}
+
+weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes) {
+  return sdk::Guard([&] {
+    if (connection == nullptr) Fail(WEFT_INVALID_ARGUMENT, "connection_set_max_message: connection is NULL");
+    // Read by the I/O thread at the next preamble; on_accept runs before
+    // the first read, so a limit set there covers the first message.
+    connection->conn->max_message.store(max_bytes, std::memory_order_relaxed);
   });
 }
 
@@ -759,7 +918,66 @@ const weft_option_def_t kOptions[] = {
      "SO_SNDBUF and SO_RCVBUF of every connection, in KiB; 0 leaves them to the kernel's autotuning "
      "(measured fastest on loopback, see BENCHMARKS.md).",
      1, 0, 1, 1 << 20, nullptr, 0},
+    {sizeof(weft_option_def_t), "tls", WEFT_OPTION_BOOL, "false",
+     "Encrypt every connection with TLS 1.3 (OpenSSL), both sides presenting a certificate the cluster's CA "
+     "signed (tls_certificate, tls_private_key, tls_ca). Every task and client of a cluster must agree.",
+     0, 0, 0, 0, nullptr, 0},
+    {sizeof(weft_option_def_t), "tls_certificate", WEFT_OPTION_STRING, "\"\"",
+     "tls: this machine's certificate chain, PEM.", 0, 0, 0, 0, nullptr, 0},
+    {sizeof(weft_option_def_t), "tls_private_key", WEFT_OPTION_STRING, "\"\"",
+     "tls: the private key of tls_certificate, PEM; only its owner may read it.", 0, 0, 0, 0, nullptr, 0},
+    {sizeof(weft_option_def_t), "tls_ca", WEFT_OPTION_STRING, "\"\"",
+     "tls: the CA certificate(s), PEM, that a peer's certificate must chain to.", 0, 0, 0, 0, nullptr, 0},
+    {sizeof(weft_option_def_t), "tls_handshake_timeout_ms", WEFT_OPTION_INT, "10000",
+     "tls: an accepted connection that has not completed its TLS handshake by then is dropped.", 1, 1, 0, 0, nullptr,
+     0},
 };
+
+// The TLS context of tls = true, or why it cannot be made (naming the
+// option and the file).
+std::shared_ptr<asio::ssl::context> MakeTls(const std::string& certificate, const std::string& key,
+                                            const std::string& ca) {
+  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"tls_certificate", certificate},
+                                     {"tls_private_key", key},
+                                     {"tls_ca", ca}}) {
+    if (path.empty()) {
+      Fail(WEFT_INVALID_ARGUMENT, std::string("[transports.tcp] tls = true needs ") + option +
+                                      " (a PEM file); docs/distributed.md, \"Security\", shows how to make them");
+    }
+    if (::access(path.c_str(), R_OK) != 0) {
+      Fail(WEFT_INVALID_ARGUMENT,
+           std::string("[transports.tcp] ") + option + " '" + path + "' cannot be read: " + std::strerror(errno));
+    }
+  }
+  struct stat st {};
+  if (::stat(key.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    Fail(WEFT_PERMISSION_DENIED, "[transports.tcp] tls_private_key '" + key + "' may be read by others (mode " + mode +
+                                     "); run `chmod 600 " + key + "`");
+  }
+  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls);
+  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_3_VERSION);
+  boost::system::error_code ec;
+  auto check = [&](const char* option, const std::string& path) {
+    if (ec) {
+      Fail(WEFT_INVALID_ARGUMENT,
+           std::string("[transports.tcp] ") + option + " '" + path + "' is not usable: " + TlsError(ec));
+    }
+  };
+  context->use_certificate_chain_file(certificate, ec);
+  check("tls_certificate", certificate);
+  context->use_private_key_file(key, asio::ssl::context::pem, ec);
+  check("tls_private_key", key);
+  if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+    Fail(WEFT_INVALID_ARGUMENT,
+         "[transports.tcp] tls_private_key '" + key + "' is not the key of tls_certificate '" + certificate + "'");
+  }
+  context->load_verify_file(ca, ec);
+  check("tls_ca", ca);
+  context->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+  return context;
+}
 
 weft_status_t Configure(const weft_options_t* options) {
   return sdk::Guard([&] {
@@ -767,6 +985,15 @@ weft_status_t Configure(const weft_options_t* options) {
                                       std::memory_order_relaxed);
     g_options.socket_buffer_bytes.store(static_cast<int>(sdk::GetInt(options, "socket_buffer_kb") * 1024),
                                         std::memory_order_relaxed);
+    g_options.tls_handshake_timeout_ms.store(sdk::GetInt(options, "tls_handshake_timeout_ms"),
+                                             std::memory_order_relaxed);
+    std::shared_ptr<asio::ssl::context> tls;
+    if (sdk::GetBool(options, "tls")) {
+      tls = MakeTls(sdk::GetString(options, "tls_certificate"), sdk::GetString(options, "tls_private_key"),
+                    sdk::GetString(options, "tls_ca"));
+    }
+    std::lock_guard<std::mutex> lock(g_options.tls_mutex);
+    g_options.tls = std::move(tls);
   });
 }
 
@@ -780,6 +1007,7 @@ const weft_plugin_t* Describe() {
     t.connection_open = ConnectionOpen;
     t.connection_close = ConnectionClose;
     t.send = Send;
+    t.connection_set_max_message = ConnectionSetMaxMessage;
     return t;
   }();
   static const weft_plugin_t plugin = [] {

@@ -39,7 +39,7 @@ ConnectionHandle* Endpoint::Connect(const Address& address, int64_t timeout_ms) 
     throw sdk::Error(code, "zmq transport: cannot connect to " + url + ": " + why);
   };
   try {
-    ConfigureSocket(*dealer, core->settings, address.ipv6);
+    ConfigureSocket(*dealer, core->settings, address.ipv6, /*server=*/false);
     monitor->set(zmq::sockopt::linger, 0);
     const std::string monitor_name = NextMonitorName();
     if (zmq_socket_monitor(dealer->handle(), monitor_name.c_str(),

@@ -166,7 +166,7 @@ Endpoint::Endpoint(const std::optional<Address>& listen, const weft_transport_ca
   if (listen) {
     router_ = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::router);
     router_monitor_ = std::make_unique<zmq::socket_t>(core_->context, zmq::socket_type::pair);
-    ConfigureSocket(*router_, settings, listen->ipv6);
+    ConfigureSocket(*router_, settings, listen->ipv6, /*server=*/true);
     // A send to a peer that is gone fails (EHOSTUNREACH) instead of
     // vanishing.
     router_->set(zmq::sockopt::router_mandatory, true);
@@ -578,6 +578,15 @@ void Endpoint::Dispatch(const std::shared_ptr<Connection>& connection, std::vect
     uint64_t payload = 0;
     for (std::size_t i = first + 2; i < frames.size(); ++i) payload += frames[i].size();
     const auto limit = static_cast<uint64_t>(core_->settings.max_message_bytes);
+    const uint64_t own = connection->max_message.load(std::memory_order_relaxed);
+    if (own != 0 && own < limit && header + payload > own) {
+      Fail(connection, WEFT_RESOURCE_EXHAUSTED,
+           "zmq transport: " + connection->peer + " sent a message of " + std::to_string(header + payload) +
+               " bytes, more than this connection's limit of " + std::to_string(own) +
+               " bytes, set by the host; the connection is closed",
+           /*tell_peer=*/true);
+      return;
+    }
     if (header + payload > limit) {
       Fail(connection, WEFT_RESOURCE_EXHAUSTED,
            "zmq transport: " + connection->peer + " sent a message of " + std::to_string(header + payload) +

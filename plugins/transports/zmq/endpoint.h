@@ -69,6 +69,12 @@ using Clock = std::chrono::steady_clock;
 struct Settings {
   // ZMQ_MAXMSGSIZE, and the bound on a whole message (header + payload).
   int64_t max_message_bytes = int64_t{2048} << 20;
+  // CURVE (encryption of every link): the cluster's key pair, Z85 (40
+  // characters each); both empty when off. Every listening socket is a
+  // CURVE server with the secret key; every connecting socket a client
+  // that expects the public key and presents the same pair.
+  std::string curve_public_key;
+  std::string curve_secret_key;
 };
 
 class Endpoint;
@@ -150,6 +156,10 @@ struct Connection {
   weft_connection_t handle = nullptr;
   // False once the connection closed or failed: sends are refused.
   std::atomic<bool> open{true};
+  // connection_set_max_message's limit; 0: max_message_mb. libzmq has
+  // already received a message when it is checked (its own limit is per
+  // socket), so this bounds what reaches the host, not what zmq buffers.
+  std::atomic<uint64_t> max_message{0};
 
   // --- The loop's own (or the connecting thread's, before adoption) ---
   bool released = false;                   // the host closed it

@@ -11,7 +11,7 @@ std::string NextMonitorName() {
   return "inproc://weft-zmq-monitor-" + std::to_string(next.fetch_add(1));
 }
 
-void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6) {
+void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6, bool server) {
   socket.set(zmq::sockopt::linger, 0);
   // No high-water mark: the host bounds what it queues, and a send must
   // never block the loop or drop a message.
@@ -29,6 +29,16 @@ void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6)
   socket.set(zmq::sockopt::heartbeat_timeout, 60000);
   socket.set(zmq::sockopt::heartbeat_ttl, 60000);
   if (ipv6) socket.set(zmq::sockopt::ipv6, true);
+  if (!settings.curve_public_key.empty()) {
+    if (server) {
+      socket.set(zmq::sockopt::curve_server, true);
+      socket.set(zmq::sockopt::curve_secretkey, settings.curve_secret_key);
+    } else {
+      socket.set(zmq::sockopt::curve_serverkey, settings.curve_public_key);
+      socket.set(zmq::sockopt::curve_publickey, settings.curve_public_key);
+      socket.set(zmq::sockopt::curve_secretkey, settings.curve_secret_key);
+    }
+  }
 }
 
 // Reads one multipart message without waiting; false when none is queued.

@@ -35,7 +35,8 @@ std::string NextMonitorName();
 
 // Linger 0, no high-water marks, ZMQ_MAXMSGSIZE, TCP keepalive and
 // ZeroMQ heartbeats.
-void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6);
+// |server|: the listening (ROUTER) socket, which takes CURVE's server role.
+void ConfigureSocket(zmq::socket_t& socket, const Settings& settings, bool ipv6, bool server);
 
 // Reads one multipart message without waiting; false when none is queued.
 // Frames past |max_frames| are read and dropped, and |*too_many| set.

@@ -6,6 +6,12 @@
 // SDK's guard.
 #include <zmq.hpp>
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -25,8 +31,65 @@ Settings g_settings;
 Endpoint* AsEndpoint(weft_endpoint_t endpoint) { return reinterpret_cast<Endpoint*>(endpoint); }
 ConnectionHandle* AsConnection(weft_connection_t connection) { return reinterpret_cast<ConnectionHandle*>(connection); }
 
+// The Z85 secret key in |path| (an owner-only file), checked against
+// |public_key|.
+std::string ReadCurveSecret(const std::string& path, const std::string& public_key) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                     "[transports.zmq] curve_secret_key_file '" + path + "' cannot be read: " + std::strerror(errno));
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw sdk::Error(WEFT_PERMISSION_DENIED, "[transports.zmq] curve_secret_key_file '" + path +
+                                                 "' may be read by others (mode " + mode + "); run `chmod 600 " + path +
+                                                 "`");
+  }
+  std::ifstream in(path);
+  std::string secret;
+  in >> secret;
+  uint8_t raw[32];
+  if (secret.size() != 40 || zmq_z85_decode(raw, secret.c_str()) == nullptr) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT, "[transports.zmq] curve_secret_key_file '" + path +
+                                                "' does not hold a Z85 CURVE secret key (40 characters)");
+  }
+  char derived[41] = {};
+  if (zmq_curve_public(derived, secret.c_str()) != 0 || public_key != derived) {
+    throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                     "[transports.zmq] curve_public_key is not the public key of the secret "
+                     "key in '" +
+                         path + "'");
+  }
+  return secret;
+}
+
 weft_status_t Configure(const weft_options_t* options) {
-  return sdk::Guard([&] { g_settings.max_message_bytes = sdk::GetInt(options, "max_message_mb") << 20; });
+  return sdk::Guard([&] {
+    Settings settings;
+    settings.max_message_bytes = sdk::GetInt(options, "max_message_mb") << 20;
+    const std::string public_key = sdk::GetString(options, "curve_public_key");
+    const std::string secret_file = sdk::GetString(options, "curve_secret_key_file");
+    if (public_key.empty() != secret_file.empty()) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                       "[transports.zmq] CURVE needs both curve_public_key and curve_secret_key_file");
+    }
+    if (!public_key.empty()) {
+      if (!zmq_has("curve")) {
+        throw sdk::Error(WEFT_UNAVAILABLE,
+                         "[transports.zmq] curve_public_key is set, but this libzmq was built "
+                         "without CURVE");
+      }
+      uint8_t raw[32];
+      if (public_key.size() != 40 || zmq_z85_decode(raw, public_key.c_str()) == nullptr) {
+        throw sdk::Error(WEFT_INVALID_ARGUMENT, "[transports.zmq] curve_public_key '" + public_key +
+                                                    "' is not a Z85 CURVE key (40 characters)");
+      }
+      settings.curve_public_key = public_key;
+      settings.curve_secret_key = ReadCurveSecret(secret_file, public_key);
+    }
+    g_settings = std::move(settings);
+  });
 }
 
 weft_status_t EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
@@ -102,6 +165,15 @@ weft_status_t Send(weft_connection_t connection, const weft_message_t* message, 
   });
 }
 
+weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes) {
+  return sdk::Guard([&] {
+    if (connection == nullptr) {
+      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connection_set_max_message: NULL connection");
+    }
+    AsConnection(connection)->connection->max_message.store(max_bytes, std::memory_order_relaxed);
+  });
+}
+
 const weft_transport_plugin_t& TransportTable() {
   static const weft_transport_plugin_t table = [] {
     auto t = sdk::Make<weft_transport_plugin_t>();
@@ -112,6 +184,7 @@ const weft_transport_plugin_t& TransportTable() {
     t.connection_open = ConnectionOpen;
     t.connection_close = ConnectionClose;
     t.send = Send;
+    t.connection_set_max_message = ConnectionSetMaxMessage;
     // TCP needs no registration.
     t.memory_register = nullptr;
     t.memory_unregister = nullptr;
@@ -125,6 +198,12 @@ const weft_option_def_t kOptions[] = {
      "The largest message (header and payload) accepted, in MiB; a peer sending more is disconnected "
      "with an error (ZMQ_MAXMSGSIZE per frame).",
      1, 1, 1, 1 << 20, nullptr, 0},
+    {sizeof(weft_option_def_t), "curve_public_key", WEFT_OPTION_STRING, "\"\"",
+     "Encrypt every link with CURVE: the cluster's public key, Z85 (40 characters); every task and client "
+     "uses the same key pair. Unset: links are not encrypted.",
+     0, 0, 0, 0, nullptr, 0},
+    {sizeof(weft_option_def_t), "curve_secret_key_file", WEFT_OPTION_STRING, "\"\"",
+     "CURVE: a file (chmod 600) holding the Z85 secret key of curve_public_key.", 0, 0, 0, 0, nullptr, 0},
 };
 
 const weft_plugin_t* Describe() {

@@ -26,7 +26,7 @@
  * whose major version differs from its own; a different minor version is
  * fine in either direction, thanks to rules 1-3 above. */
 #define WEFT_ABI_VERSION_MAJOR 1
-#define WEFT_ABI_VERSION_MINOR 2
+#define WEFT_ABI_VERSION_MINOR 3
 
 /* Marks the one symbol a plugin exports: its entry point. */
 #if defined(_WIN32)

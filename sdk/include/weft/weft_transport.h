@@ -122,9 +122,22 @@ typedef struct weft_transport_plugin_t {
   weft_status_t (*memory_register)(weft_endpoint_t endpoint, void* address, uint64_t size, void** out_registration);
   /* Releases a registration. NULL exactly when memory_register is NULL. */
   void (*memory_unregister)(weft_endpoint_t endpoint, void* registration);
+  /* ABI 1.3. Sets the largest message |connection| accepts from now on, in
+   * bytes (header plus payload). A larger one the peer announces is refused
+   * before any memory is allocated for it: the connection closes, with
+   * on_closed's status naming both sizes. 0 restores the transport's own
+   * limit; a limit above the transport's own is capped to it. The host
+   * calls it from on_accept, to hold a peer that has not authenticated yet
+   * to the few bytes of the handshake, and again once it has. A transport
+   * that provides it must therefore read nothing from an accepted
+   * connection before on_accept returns. Optional: NULL means the transport
+   * applies only its own limit (the host still refuses an oversized
+   * handshake, but only after the transport received it). */
+  weft_status_t (*connection_set_max_message)(weft_connection_t connection, uint64_t max_bytes);
 } weft_transport_plugin_t;
 
 #define WEFT_TRANSPORT_PLUGIN_SIZE_V1_0 WEFT_STRUCT_SIZE_THROUGH(weft_transport_plugin_t, memory_unregister)
+#define WEFT_TRANSPORT_PLUGIN_SIZE_V1_3 WEFT_STRUCT_SIZE_THROUGH(weft_transport_plugin_t, connection_set_max_message)
 
 WEFT_EXTERN_C_END
 

@@ -135,6 +135,19 @@ TEST(Wire, EveryRequestKindRoundTrips) {
   }
 }
 
+TEST(Wire, AHeartbeatAnswerCarriesTheTaskAndItsIncarnation) {
+  Envelope e;
+  e.is_response = true;
+  e.response.method = Method::kHeartbeat;
+  e.response.task = "/job:ps/task:1";
+  e.response.incarnation = 0x7123456789abcdefull;
+  auto out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->response.method, Method::kHeartbeat);
+  EXPECT_EQ(out->response.task, "/job:ps/task:1");
+  EXPECT_EQ(out->response.incarnation, 0x7123456789abcdefull);
+}
+
 TEST(Wire, TheRendezvousStoresMessagesRoundTripAndKeepToTheirLimits) {
   Envelope e;
   e.request.method = Method::kKvSet;

@@ -1,0 +1,911 @@
+// The cluster's connection security (docs/distributed.md, "Security"): the
+// handshake protocol on its own (core/dist/auth.h), the secret file's
+// checks, and a real task service on a loopback port with a secret,
+// attacked through its tcp port by real clients with the wrong secret or
+// none and by raw sockets (a replayed handshake, one cut off halfway,
+// garbage, an oversized length prefix, silence, a thousand connections at
+// once). Each attack must be refused with a log line naming its address,
+// run nothing, and leave the task serving its real clients.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/base/logging.h"
+#include "core/config/config.h"
+#include "core/dist/auth.h"
+#include "core/dist/dist_session.h"
+#include "core/dist/task_service.h"
+#include "core/graph/builder.h"
+#include "tests/integration/loopback.h"
+#include "tests/integration/two_tasks.h"
+
+namespace weft::dist {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// --- Helpers ------------------------------------------------------------------------------------
+
+// Log records, captured for the life of the object.
+class LogCapture {
+ public:
+  LogCapture() {
+    old_ = SetLogSink([this](const LogRecord& r) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.emplace_back(r.message);
+    });
+  }
+  ~LogCapture() { SetLogSink(old_); }
+  size_t Count(const std::string& text) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const std::string& line : lines_) n += line.find(text) != std::string::npos ? 1 : 0;
+    return n;
+  }
+  // Waits up to |timeout| for a line with every one of |texts|.
+  bool WaitFor(const std::vector<std::string>& texts, std::chrono::milliseconds timeout = 5s) const {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const std::string& line : lines_) {
+          bool all = true;
+          for (const std::string& t : texts) all = all && line.find(t) != std::string::npos;
+          if (all) return true;
+        }
+      }
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  std::string All() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string out;
+    for (const std::string& line : lines_) out += line + "\n";
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+  LogSink old_;
+};
+
+fs::path TempDir() {
+  static const fs::path dir = [] {
+    std::string pattern = (fs::temp_directory_path() / "weft_security_XXXXXX").string();
+    const char* made = mkdtemp(pattern.data());
+    EXPECT_NE(made, nullptr);
+    return fs::path(pattern);
+  }();
+  return dir;
+}
+
+std::string WriteSecret(const std::string& name, const std::string& content, mode_t mode = 0600) {
+  const fs::path path = TempDir() / name;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << content;
+  }
+  chmod(path.c_str(), mode);
+  return path.string();
+}
+
+// The tcp transport's framing (plugins/transports/tcp/framing.h), spoken by
+// hand: "WFT1", the header size (u32 LE), the payload size (u64 LE).
+std::string Preamble(uint32_t header_size, uint64_t payload_size) {
+  std::string p = "WFT1";
+  for (int i = 0; i < 4; ++i) p.push_back(static_cast<char>(header_size >> (8 * i)));
+  for (int i = 0; i < 8; ++i) p.push_back(static_cast<char>(payload_size >> (8 * i)));
+  return p;
+}
+
+bool WriteAll(int fd, const std::string& bytes) {
+  return write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+}
+
+bool SendFrame(int fd, const std::string& header) {
+  return WriteAll(fd, Preamble(static_cast<uint32_t>(header.size()), 0) + header);
+}
+
+// Reads exactly |n| bytes, waiting at most |timeout|; false on EOF or time.
+bool ReadExactly(int fd, std::string* out, size_t n, std::chrono::milliseconds timeout = 5s) {
+  out->clear();
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (out->size() < n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buffer[512];
+    const ssize_t got = read(fd, buffer, std::min(sizeof buffer, n - out->size()));
+    if (got <= 0) return false;
+    out->append(buffer, static_cast<size_t>(got));
+  }
+  return true;
+}
+
+// The header of the next message on |fd|.
+bool ReadFrame(int fd, std::string* header) {
+  std::string preamble;
+  if (!ReadExactly(fd, &preamble, 16)) return false;
+  uint32_t size = 0;
+  for (int i = 0; i < 4; ++i) size |= static_cast<uint32_t>(static_cast<unsigned char>(preamble[4 + i])) << (8 * i);
+  return size <= 4096 && ReadExactly(fd, header, size);
+}
+
+// Whether the other end closed |fd| within |timeout| (reading and
+// dropping whatever else comes).
+bool ClosedByPeer(int fd, std::chrono::milliseconds timeout = 5s) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buffer[256];
+    if (read(fd, buffer, sizeof buffer) <= 0) return true;
+  }
+}
+
+constexpr char kSecret[] = "correct horse battery staple 0123456789";
+
+// --- The protocol alone -------------------------------------------------------------------------
+
+TEST(AuthProtocol, BothSidesWithTheSameSecretAgree) {
+  AuthClient client(kSecret);
+  AuthServer server(kSecret);
+  auto hello = client.Start();
+  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  EXPECT_EQ(hello->size(), 37u);
+  auto challenge = server.OnFrame(*hello);
+  ASSERT_TRUE(challenge.ok()) << challenge.status().ToString();
+  EXPECT_EQ(challenge->size(), 69u);
+  EXPECT_FALSE(server.authenticated());
+  auto proof = client.Answer(*challenge);
+  ASSERT_TRUE(proof.ok()) << proof.status().ToString();
+  EXPECT_EQ(proof->size(), 37u);
+  auto last = server.OnFrame(*proof);
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_TRUE(last->empty());
+  EXPECT_TRUE(server.authenticated());
+  // The secret itself never appears in what crossed the wire.
+  for (const std::string* frame : {&*hello, &*challenge, &*proof}) {
+    EXPECT_EQ(frame->find("horse"), std::string::npos);
+  }
+}
+
+// The MACs are HMAC-SHA256 over the documented labels and nonces: checked
+// against Python's hmac module, which shares no code with Weft.
+TEST(AuthProtocol, TheMacsAreHmacSha256AsDocumented) {
+  const std::string client_nonce(32, '\x11');
+  AuthServer server(kSecret);
+  auto challenge = server.OnFrame(std::string("WFA1\x01", 5) + client_nonce);
+  ASSERT_TRUE(challenge.ok()) << challenge.status().ToString();
+  const std::string server_nonce = challenge->substr(5, 32);
+  auto hex = [](std::string_view bytes) {
+    std::string out;
+    char b[3];
+    for (unsigned char c : bytes) {
+      std::snprintf(b, sizeof b, "%02x", c);
+      out += b;
+    }
+    return out;
+  };
+  const std::string script = std::string("/usr/bin/python3 -c \"import hmac,hashlib,sys;k=b'") + kSecret +
+                             "';c=bytes.fromhex('" + hex(client_nonce) + "');s=bytes.fromhex('" + hex(server_nonce) +
+                             "');print(hmac.new(k,b'weft auth v1: server'+c+s,hashlib.sha256).hexdigest());" +
+                             "print(hmac.new(k,b'weft auth v1: client'+c+s,hashlib.sha256).hexdigest())\"";
+  FILE* pipe = popen(script.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line1[80] = {}, line2[80] = {};
+  ASSERT_NE(fgets(line1, sizeof line1, pipe), nullptr);
+  ASSERT_NE(fgets(line2, sizeof line2, pipe), nullptr);
+  pclose(pipe);
+  EXPECT_EQ(hex(challenge->substr(37)), std::string(line1, 64));
+  // A client proof made from Python's MAC is accepted.
+  std::string client_mac;
+  for (size_t i = 0; i < 64; i += 2)
+    client_mac.push_back(static_cast<char>(std::stoi(std::string(line2 + i, 2), nullptr, 16)));
+  auto done = server.OnFrame(std::string("WFA1\x03", 5) + client_mac);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(server.authenticated());
+}
+
+TEST(AuthProtocol, AServerWithAnotherSecretIsCaughtByTheClient) {
+  AuthClient client(kSecret);
+  AuthServer server("another secret, sixteen bytes or more");
+  auto challenge = server.OnFrame(*client.Start());
+  ASSERT_TRUE(challenge.ok());
+  auto proof = client.Answer(*challenge);
+  ASSERT_FALSE(proof.ok());
+  EXPECT_EQ(proof.status().code(), Code::kUnauthenticated);
+  EXPECT_NE(proof.status().message().find("could not prove that it knows the cluster secret"), std::string::npos)
+      << proof.status().ToString();
+}
+
+TEST(AuthProtocol, ARecordedHandshakeCannotBeReplayed) {
+  AuthClient client(kSecret);
+  AuthServer first(kSecret);
+  const std::string hello = *client.Start();
+  const std::string proof = *client.Answer(*first.OnFrame(hello));
+  ASSERT_TRUE(first.OnFrame(proof).ok());
+  ASSERT_TRUE(first.authenticated());
+  // An eavesdropper sends the same two frames to a new connection.
+  AuthServer second(kSecret);
+  ASSERT_TRUE(second.OnFrame(hello).ok());
+  auto replayed = second.OnFrame(proof);
+  ASSERT_FALSE(replayed.ok());
+  EXPECT_NE(replayed.status().message().find("a proof that does not match (a wrong secret, or a replayed handshake)"),
+            std::string::npos)
+      << replayed.status().ToString();
+  EXPECT_FALSE(second.authenticated());
+  // Refused once, refused for good.
+  EXPECT_FALSE(second.OnFrame(hello).ok());
+}
+
+TEST(AuthProtocol, MalformedOrOutOfTurnFramesAreRefusedSayingWhat) {
+  AuthClient client(kSecret);
+  const std::string hello = *client.Start();
+  struct Case {
+    std::vector<std::string> frames;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{""}, "sent 0 bytes that are not a Weft handshake (expected the hello frame)"},
+      {{"GET / HTTP/1.1\r\n"}, "sent 16 bytes that are not a Weft handshake (expected the hello frame)"},
+      {{hello.substr(0, 20)}, "sent a hello frame of 20 bytes instead of 37"},
+      {{std::string("WFA1\x03", 5) + std::string(32, 'x')}, "sent a proof frame where the hello frame was due"},
+      {{hello, hello}, "sent a hello frame where the proof frame was due"},
+      {{hello, std::string("WFA1\x03", 5) + std::string(32, '\0')}, "a proof that does not match"},
+      {{hello, std::string("WFA1\x09", 5)}, "sent a unknown frame where the proof frame was due"},
+  };
+  for (const Case& c : cases) {
+    AuthServer server(kSecret);
+    Status last;
+    for (const std::string& f : c.frames) {
+      auto r = server.OnFrame(f);
+      last = r.status();
+    }
+    EXPECT_EQ(last.code(), Code::kUnauthenticated) << c.expected;
+    EXPECT_NE(last.message().find(c.expected), std::string::npos) << last.ToString();
+    EXPECT_FALSE(server.authenticated());
+  }
+}
+
+// --- The secret file ----------------------------------------------------------------------------
+
+TEST(SecretFile, IsReadWithoutTrailingWhiteSpace) {
+  auto s = ReadSecretFile(WriteSecret("ok", std::string(kSecret) + "\n"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(*s, kSecret);
+}
+
+TEST(SecretFile, OneOthersMayReadIsRefusedNamingTheModeAndTheFix) {
+  for (mode_t mode : {0644, 0640, 0604, 0620}) {
+    const std::string path = WriteSecret("open", kSecret, mode);
+    auto s = ReadSecretFile(path);
+    ASSERT_FALSE(s.ok()) << mode;
+    EXPECT_EQ(s.status().code(), Code::kPermissionDenied);
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+    EXPECT_NE(s.status().message().find(StrCat("may be read or written by others (mode ", octal, ")")),
+              std::string::npos)
+        << s.status().ToString();
+    EXPECT_NE(s.status().message().find("chmod 600 " + path), std::string::npos) << s.status().ToString();
+  }
+}
+
+TEST(SecretFile, MissingShortOrNotAFileIsRefused) {
+  auto missing = ReadSecretFile((TempDir() / "none").string());
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_NE(missing.status().message().find("does not exist; create it with"), std::string::npos)
+      << missing.status().ToString();
+  auto shortish = ReadSecretFile(WriteSecret("short", "tiny\n"));
+  EXPECT_NE(shortish.status().message().find("holds a secret of 4 bytes; use at least 16"), std::string::npos)
+      << shortish.status().ToString();
+  fs::create_directories(TempDir() / "dir");
+  chmod((TempDir() / "dir").c_str(), 0700);
+  auto dir = ReadSecretFile((TempDir() / "dir").string());
+  EXPECT_NE(dir.status().message().find("is not a file"), std::string::npos) << dir.status().ToString();
+  auto huge = ReadSecretFile(WriteSecret("huge", std::string(5000, 'k')));
+  EXPECT_NE(huge.status().message().find("a secret is at most 4096"), std::string::npos) << huge.status().ToString();
+}
+
+// --- A task with a secret, on a real port ------------------------------------------------------
+
+class SecuredTask : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::BuiltPlugins().transports().Find("tcp") == nullptr) GTEST_SKIP() << "no tcp transport";
+    secret_file_ = WriteSecret("secret", kSecret);
+    port_ = testing::FreePort();
+  }
+  // Starts the task, with a secret unless |secret_file| is empty.
+  void Start(const std::string& secret_file, int64_t handshake_timeout_ms = 10000, int max_pending = 256) {
+    TaskService::Options o;
+    o.name = testing::kPsTask;
+    o.listen_address = "tcp://127.0.0.1:" + std::to_string(port_);
+    o.peers = {{o.name, o.listen_address}};
+    o.cluster_fingerprint = 77;
+    o.security.secret_file = secret_file;
+    o.security.handshake_timeout_ms = handshake_timeout_ms;
+    o.security.max_pending_handshakes = max_pending;
+    auto devices = runtime::DeviceSet::Open(testing::BuiltPlugins());
+    ASSERT_TRUE(devices.ok());
+    auto service = TaskService::Start(o, testing::BuiltPlugins(), std::move(*devices));
+    ASSERT_TRUE(service.ok()) << service.status().ToString();
+    service_ = std::move(*service);
+  }
+  // Lists the task's devices as a client with |secret_file| (none if empty).
+  Status ListDevices(const std::string& secret_file, int64_t connect_timeout_ms = 3000) {
+    DistSessionOptions o;
+    o.tasks = {{testing::kPsTask, "tcp://127.0.0.1:" + std::to_string(port_)}};
+    o.cluster_fingerprint = 77;
+    o.connect_timeout_ms = connect_timeout_ms;
+    o.rpc_timeout_ms = 10000;
+    o.security.secret_file = secret_file;
+    return DistSession::ListDevices(o, testing::BuiltPlugins()).status();
+  }
+  int Connect() {
+    const int fd = testing::RawConnect(port_);
+    EXPECT_GE(fd, 0);
+    return fd;
+  }
+
+  std::string secret_file_;
+  int port_ = 0;
+  std::unique_ptr<TaskService> service_;
+};
+
+TEST_F(SecuredTask, AClientWithTheSecretIsServed) {
+  Start(secret_file_);
+  Status s = ListDevices(secret_file_);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GT(service_->requests_handled(), 0u);
+  EXPECT_EQ(service_->connections_refused(), 0u);
+}
+
+TEST_F(SecuredTask, AClientWithAnotherSecretIsRefusedAndNothingRuns) {
+  Start(secret_file_);
+  LogCapture log;
+  Status s = ListDevices(WriteSecret("other", "a different secret of some length"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kUnauthenticated) << s.ToString();
+  EXPECT_NE(s.message().find("task /job:ps/task:0 (tcp://127.0.0.1:"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("could not prove that it knows the cluster secret"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(log.WaitFor(
+      {"/job:ps/task:0 refused a connection from tcp://127.0.0.1:", "hung up during its handshake", "nothing was run"}))
+      << log.All();
+  EXPECT_EQ(service_->requests_handled(), 0u);
+  // Still serving the real ones.
+  EXPECT_TRUE(ListDevices(secret_file_).ok());
+}
+
+TEST_F(SecuredTask, AClientWithoutASecretIsRefusedAndToldWhatIsMissing) {
+  Start(secret_file_);
+  LogCapture log;
+  Status s = ListDevices("");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("this config needs the same [cluster] secret_file and [transports.tcp] tls settings"),
+            std::string::npos)
+      << s.ToString();
+  // Its Hello is larger than a handshake frame: the transport refuses it
+  // at the length, before reading it.
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "exceeds the limit of 128 bytes"}))
+      << log.All();
+  EXPECT_EQ(service_->requests_handled(), 0u);
+  EXPECT_GE(service_->connections_refused(), 1u);
+}
+
+TEST_F(SecuredTask, ATaskWithoutASecretSaysSoToAClientThatHasOne) {
+  Start("");
+  LogCapture log;
+  Status s = ListDevices(secret_file_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kUnauthenticated) << s.ToString();
+  EXPECT_NE(s.message().find("task /job:ps/task:0 (tcp://127.0.0.1:"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("has no [cluster] secret_file, and so refuses to authenticate"), std::string::npos)
+      << s.ToString();
+  // Once: the client does not retry a refusal.
+  EXPECT_EQ(log.Count("it began the authentication handshake"), 1u) << log.All();
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
+                           "it began the authentication handshake, but this task has no [cluster] secret_file"}))
+      << log.All();
+  EXPECT_EQ(service_->requests_handled(), 0u);
+}
+
+TEST_F(SecuredTask, AReplayedHandshakeIsRefused) {
+  Start(secret_file_);
+  LogCapture log;
+  // A real handshake over a raw socket, recorded.
+  AuthClient client(kSecret);
+  const std::string hello = *client.Start();
+  std::string proof;
+  {
+    const int fd = Connect();
+    ASSERT_TRUE(SendFrame(fd, hello));
+    std::string challenge;
+    ASSERT_TRUE(ReadFrame(fd, &challenge));
+    proof = *client.Answer(challenge);
+    ASSERT_TRUE(SendFrame(fd, proof));
+    close(fd);
+  }
+  // The same bytes again.
+  const int fd = Connect();
+  ASSERT_TRUE(SendFrame(fd, hello));
+  std::string challenge;
+  ASSERT_TRUE(ReadFrame(fd, &challenge));
+  ASSERT_TRUE(SendFrame(fd, proof));
+  EXPECT_TRUE(ClosedByPeer(fd));
+  close(fd);
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
+                           "it sent a proof that does not match (a wrong secret, or a replayed handshake)"}))
+      << log.All();
+  EXPECT_EQ(service_->requests_handled(), 0u);
+  EXPECT_TRUE(ListDevices(secret_file_).ok());
+}
+
+TEST_F(SecuredTask, AHandshakeCutOffHalfwayIsRefused) {
+  Start(secret_file_);
+  LogCapture log;
+  AuthClient client(kSecret);
+  {
+    // Gone after the challenge.
+    const int fd = Connect();
+    ASSERT_TRUE(SendFrame(fd, *client.Start()));
+    std::string challenge;
+    ASSERT_TRUE(ReadFrame(fd, &challenge));
+    close(fd);
+  }
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "it hung up during its handshake"}))
+      << log.All();
+  {
+    // Gone in the middle of its first frame.
+    const int fd = Connect();
+    ASSERT_TRUE(WriteAll(fd, Preamble(37, 0) + "WFA1\x01 only part"));
+    std::this_thread::sleep_for(100ms);
+    close(fd);
+  }
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "in the middle of a message"})) << log.All();
+  EXPECT_EQ(service_->requests_handled(), 0u);
+  EXPECT_EQ(service_->connections_refused(), 2u);
+  EXPECT_TRUE(ListDevices(secret_file_).ok());
+}
+
+TEST_F(SecuredTask, GarbageInsteadOfAHandshakeIsRefused) {
+  Start(secret_file_);
+  LogCapture log;
+  {
+    const int fd = Connect();
+    ASSERT_TRUE(WriteAll(fd, "GET / HTTP/1.1\r\nHost: weft\r\n\r\n"));
+    EXPECT_TRUE(ClosedByPeer(fd));
+    close(fd);
+  }
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "bad magic 47 45 54 20"})) << log.All();
+  {
+    // Well framed, but not a handshake.
+    const int fd = Connect();
+    ASSERT_TRUE(SendFrame(fd, std::string(40, '\xab')));
+    EXPECT_TRUE(ClosedByPeer(fd));
+    close(fd);
+  }
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
+                           "it sent 40 bytes that are not a Weft handshake (expected the hello frame)"}))
+      << log.All();
+  EXPECT_EQ(service_->requests_handled(), 0u);
+  EXPECT_TRUE(ListDevices(secret_file_).ok());
+}
+
+TEST_F(SecuredTask, AnOversizedLengthPrefixIsRefusedBeforeAllocation) {
+  Start(secret_file_);
+  LogCapture log;
+  const int fd = Connect();
+  // 1 GiB of header and 1 TiB of payload announced; nothing follows.
+  ASSERT_TRUE(WriteAll(fd, Preamble(1u << 30, uint64_t{1} << 40)));
+  EXPECT_TRUE(ClosedByPeer(fd));
+  close(fd);
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "exceeds the limit of 128 bytes",
+                           "this connection's limit, set by the host"}))
+      << log.All();
+  EXPECT_EQ(service_->requests_handled(), 0u);
+  EXPECT_TRUE(ListDevices(secret_file_).ok());
+}
+
+TEST_F(SecuredTask, AClientThatNeverSpeaksIsTimedOutWhileOthersAreServed) {
+  Start(secret_file_, /*handshake_timeout_ms=*/800);
+  LogCapture log;
+  const auto start = std::chrono::steady_clock::now();
+  const int fd = Connect();
+  // Served meanwhile.
+  Status s = ListDevices(secret_file_);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(ClosedByPeer(fd, 5s));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 700ms);
+  close(fd);
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
+                           "it did not complete the authentication handshake within 800 ms "
+                           "([cluster] handshake_timeout_ms)"}))
+      << log.All();
+  EXPECT_EQ(service_->connections_refused(), 1u);
+}
+
+TEST_F(SecuredTask, AThousandConnectionsAtOnceAreRefusedAndTheTaskKeepsServing) {
+  constexpr int kFlood = 1000;
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < 2 * kFlood + 200) {
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 2 * kFlood + 200);
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < 2 * kFlood + 200) GTEST_SKIP() << "only " << limit.rlim_cur << " file descriptors";
+  Start(secret_file_, /*handshake_timeout_ms=*/1500, /*max_pending=*/128);
+  LogCapture log;
+  std::vector<int> fds;
+  for (int i = 0; i < kFlood; ++i) {
+    const int fd = testing::RawConnect(port_);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    // Half send garbage, half say nothing.
+    if (i % 2 == 0) WriteAll(fd, "\x16\x03\x01 not a handshake at all");
+    fds.push_back(fd);
+  }
+  // A real client gets through (retrying while the task sheds the flood).
+  Status s = ListDevices(secret_file_, /*connect_timeout_ms=*/20000);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  size_t closed = 0;
+  for (int fd : fds) {
+    closed += ClosedByPeer(fd, 5s) ? 1 : 0;
+    close(fd);
+  }
+  EXPECT_EQ(closed, static_cast<size_t>(kFlood));
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (service_->connections_refused() < kFlood && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  // Every flood connection refused (and possibly the real client's first
+  // tries, refused while the flood filled the handshake slots).
+  EXPECT_GE(service_->connections_refused(), static_cast<uint64_t>(kFlood));
+  EXPECT_GT(log.Count("connections are in their handshake already (at most 128)"), 0u);
+  EXPECT_GT(log.Count("bad magic 16 03 01 20"), 0u);
+  EXPECT_TRUE(ListDevices(secret_file_).ok());
+}
+
+// --- TLS on tcp links ---------------------------------------------------------------------------
+
+// A CA and a certificate it signed, made with the openssl command line.
+struct Pki {
+  std::string ca, certificate, key;
+};
+
+Pki MakePki(const std::string& name) {
+  const fs::path dir = TempDir() / name;
+  fs::create_directories(dir);
+  const std::string d = dir.string();
+  const std::string script =
+      "cd '" + d + "' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key " +
+      "-out ca.pem -days 2 -subj /CN=weft-test-" + name + " 2>/dev/null && " +
+      "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout node.key -out node.csr " +
+      "-subj /CN=node 2>/dev/null && " +
+      "openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out node.pem -days 2 2>/dev/null && " +
+      "chmod 600 node.key ca.key";
+  EXPECT_EQ(std::system(script.c_str()), 0) << script;
+  return {d + "/ca.pem", d + "/node.pem", d + "/node.key"};
+}
+
+std::string TlsSection(const Pki& pki, int64_t handshake_timeout_ms = 10000) {
+  return StrCat("tls = true\ntls_certificate = \"", pki.certificate, "\"\ntls_private_key = \"", pki.key,
+                "\"\ntls_ca = \"", pki.ca, "\"\ntls_handshake_timeout_ms = ", handshake_timeout_ms, "\n");
+}
+
+// A plugin host whose tcp transport has |tcp_section|. The tcp plugin is
+// loaded once per process, so each host configures it anew; an endpoint
+// keeps the TLS setting current when it opened.
+std::unique_ptr<plugin::PluginHost> HostWith(const std::string& tcp_section, const std::string& section = "tcp") {
+  auto config = config::ParseConfig("[transports." + section + "]\n" + tcp_section, "tls_test.toml", "");
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  auto host = std::make_unique<plugin::PluginHost>(std::move(*config));
+  Status s = host->LoadAll();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return host;
+}
+
+// Forwards loopback connections to |target_port|, keeping a copy of every
+// byte in either direction: what someone on the wire would read.
+class Tap {
+ public:
+  explicit Tap(int target_port) : target_port_(target_port) {
+    listen_fd_ = testing::RawListener(16, &port_);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Tap() {
+    stop_ = true;
+    thread_.join();
+    for (auto [a, b] : pairs_) {
+      close(a);
+      close(b);
+    }
+    close(listen_fd_);
+  }
+  int port() const { return port_; }
+  std::string Captured() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return captured_;
+  }
+
+ private:
+  void Run() {
+    // Bounded: the test's destructor stops it; each poll waits 50 ms.
+    while (!stop_) {
+      std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}};
+      for (auto [a, b] : pairs_) {
+        fds.push_back({a, POLLIN, 0});
+        fds.push_back({b, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 50) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        const int client = accept(listen_fd_, nullptr, nullptr);
+        const int server = testing::RawConnect(target_port_);
+        if (client >= 0 && server >= 0) pairs_.push_back({client, server});
+      }
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if ((fds[i].revents & (POLLIN | POLLHUP)) == 0) continue;
+        const auto& pair = pairs_[(i - 1) / 2];
+        const int from = fds[i].fd, to = from == pair.first ? pair.second : pair.first;
+        char buffer[65536];
+        const ssize_t n = read(from, buffer, sizeof buffer);
+        if (n <= 0) {
+          shutdown(to, SHUT_WR);
+          continue;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          captured_.append(buffer, static_cast<size_t>(n));
+        }
+        ssize_t off = 0;
+        while (off < n) {
+          const ssize_t w = write(to, buffer + off, static_cast<size_t>(n - off));
+          if (w <= 0) break;
+          off += w;
+        }
+      }
+    }
+  }
+
+  int target_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::vector<std::pair<int, int>> pairs_;
+  mutable std::mutex mutex_;
+  std::string captured_;
+};
+
+class TlsLink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::BuiltPlugins().transports().Find("tcp") == nullptr) GTEST_SKIP() << "no tcp transport";
+    port_ = testing::FreePort();
+  }
+  // Leaves the tcp and zmq plugins as the other tests expect them:
+  // without TLS or CURVE.
+  void TearDown() override {
+    plain_ = HostWith("tls = false\n");
+    if (testing::BuiltPlugins().transports().Find("zmq") != nullptr) plain_zmq_ = HostWith("", "zmq");
+  }
+  std::unique_ptr<plugin::PluginHost> plain_zmq_;
+
+  std::unique_ptr<TaskService> Serve(const plugin::PluginHost& host) {
+    TaskService::Options o;
+    o.name = testing::kPsTask;
+    o.listen_address = scheme_ + "://127.0.0.1:" + std::to_string(port_);
+    o.peers = {{o.name, o.listen_address}};
+    o.cluster_fingerprint = 91;
+    auto devices = runtime::DeviceSet::Open(host);
+    EXPECT_TRUE(devices.ok());
+    auto service = TaskService::Start(o, host, std::move(*devices));
+    EXPECT_TRUE(service.ok()) << service.status().ToString();
+    return service.ok() ? std::move(*service) : nullptr;
+  }
+  DistSessionOptions Client(int port) const {
+    DistSessionOptions o;
+    o.tasks = {{testing::kPsTask, scheme_ + "://127.0.0.1:" + std::to_string(port)}};
+    o.cluster_fingerprint = 91;
+    o.connect_timeout_ms = 3000;
+    o.rpc_timeout_ms = 10000;
+    return o;
+  }
+  // y = -x on the task, x of |n| floats fed by the client: the feed and
+  // the result cross the link.
+  static Graph NegateOnTheTask(int64_t n) {
+    GraphBuilder b;
+    auto on_ps = b.DeviceScope(testing::kPsTask);
+    Output x = b.Placeholder(DType::kF32, Shape{n}, "x");
+    b.Op("Neg", {x}, {}, "y");
+    auto g = b.Build();
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    return std::move(*g);
+  }
+  // Runs the graph through a tap; returns what the tap saw, and the
+  // tensors fed and fetched.
+  std::string RunThroughTap(const plugin::PluginHost& host, Tensor* fed, Tensor* fetched) {
+    constexpr int64_t kN = 1 << 16;  // 256 KiB
+    std::vector<float> values(kN);
+    for (int64_t i = 0; i < kN; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i) * 0.37f + 1.0f;
+    *fed = Tensor::FromVector<float>(values, Shape{kN});
+    Tap tap(port_);
+    auto session = DistSession::Create(NegateOnTheTask(kN), Client(tap.port()), host);
+    EXPECT_TRUE(session.ok()) << session.status().ToString();
+    if (!session.ok()) return {};
+    std::vector<Tensor> out;
+    Status s = (*session)->Run({{"x", *fed}}, {"y"}, {}, &out);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (s.ok()) *fetched = out[0];
+    session->reset();
+    return tap.Captured();
+  }
+  // Whether any of 16 windows of 32 bytes of |t| appears in |capture|.
+  static bool Leaks(const Tensor& t, const std::string& capture) {
+    const std::string_view bytes(static_cast<const char*>(t.raw_data()), t.byte_size());
+    for (size_t k = 0; k < 16; ++k) {
+      if (capture.find(bytes.substr(k * (bytes.size() / 16), 32)) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  // Runs the graph through a tap with |secure| settings of the |section|
+  // transport: the tap must see none of the tensors' bytes; then with
+  // |plain| settings, where it must see them (so the tap is no blind one).
+  void ExpectEncrypted(const std::string& secure, const std::string& plain, const std::string& section) {
+    Tensor fed, fetched;
+    std::string capture;
+    {
+      auto host = HostWith(secure, section);
+      auto service = Serve(*host);
+      ASSERT_NE(service, nullptr);
+      capture = RunThroughTap(*host, &fed, &fetched);
+    }
+    ASSERT_EQ(fetched.num_elements(), fed.num_elements());
+    EXPECT_EQ(fetched.data<float>()[12345], -fed.data<float>()[12345]);
+    EXPECT_GT(capture.size(), 2 * fed.byte_size()) << "the feed and the result both crossed the tap";
+    EXPECT_FALSE(Leaks(fed, capture)) << "the fed tensor is readable on the wire";
+    EXPECT_FALSE(Leaks(fetched, capture)) << "the fetched tensor is readable on the wire";
+    auto host = HostWith(plain, section);
+    port_ = testing::FreePort();
+    auto service = Serve(*host);
+    ASSERT_NE(service, nullptr);
+    Tensor fed2, fetched2;
+    const std::string seen = RunThroughTap(*host, &fed2, &fetched2);
+    EXPECT_TRUE(Leaks(fed2, seen) && Leaks(fetched2, seen)) << "the tap saw " << seen.size() << " bytes";
+  }
+
+  int port_ = 0;
+  std::string scheme_ = "tcp";
+  std::unique_ptr<plugin::PluginHost> plain_;
+};
+
+TEST_F(TlsLink, ACaptureOfTheLinkHoldsNoPlaintextTensorBytes) {
+  const Pki pki = MakePki("ca1");
+  ExpectEncrypted(TlsSection(pki), "tls = false\n", "tcp");
+}
+
+// The zmq transport's CURVE: the same tap, the same check.
+TEST_F(TlsLink, ACaptureOfACurveLinkHoldsNoPlaintextTensorBytes) {
+  if (testing::BuiltPlugins().transports().Find("zmq") == nullptr) GTEST_SKIP() << "no zmq transport";
+  scheme_ = "zmq";
+  const fs::path dir = TempDir() / "curve";
+  fs::create_directories(dir);
+  const std::string keygen = std::string(WEFT_BINARY_DIR) + "/bin/weft_zmq_keypair '" + dir.string() + "' >/dev/null";
+  ASSERT_EQ(std::system(keygen.c_str()), 0) << keygen;
+  std::string public_key;
+  std::ifstream(dir / "curve.pub") >> public_key;
+  ASSERT_EQ(public_key.size(), 40u);
+  ExpectEncrypted(StrCat("curve_public_key = \"", public_key, "\"\ncurve_secret_key_file = \"",
+                         (dir / "curve.key").string(), "\"\n"),
+                  "", "zmq");
+  // A secret key others may read is refused, naming the fix.
+  chmod((dir / "curve.key").c_str(), 0644);
+  auto open = HostWith(StrCat("curve_public_key = \"", public_key, "\"\ncurve_secret_key_file = \"",
+                              (dir / "curve.key").string(), "\"\n"),
+                       "zmq");
+  std::string reason;
+  for (const plugin::PluginInfo& info : open->plugins()) {
+    if (info.name == "zmq") reason = info.reason;
+  }
+  EXPECT_NE(reason.find("may be read by others (mode 0644)"), std::string::npos) << reason;
+}
+
+TEST_F(TlsLink, APeerWithoutTlsOrWithAnotherCaIsRefused) {
+  const Pki pki = MakePki("ca1b");
+  const Pki other = MakePki("ca2");
+  auto host = HostWith(TlsSection(pki));
+  auto service = Serve(*host);
+  ASSERT_NE(service, nullptr);
+  LogCapture log;
+  {
+    auto plain = HostWith("tls = false\n");
+    auto devices = DistSession::ListDevices(Client(port_), *plain);
+    ASSERT_FALSE(devices.ok());
+    EXPECT_NE(devices.status().message().find("task /job:ps/task:0 (tcp://127.0.0.1:"), std::string::npos)
+        << devices.status().ToString();
+    EXPECT_NE(devices.status().message().find("[transports.tcp] tls settings as the task's"), std::string::npos)
+        << devices.status().ToString();
+    EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "the TLS handshake failed"})) << log.All();
+  }
+  {
+    auto stranger = HostWith(TlsSection(other));
+    auto devices = DistSession::ListDevices(Client(port_), *stranger);
+    ASSERT_FALSE(devices.ok());
+    EXPECT_NE(devices.status().message().find("the TLS handshake with tcp://127.0.0.1:"), std::string::npos)
+        << devices.status().ToString();
+    EXPECT_NE(devices.status().message().find("certificate verify failed"), std::string::npos)
+        << devices.status().ToString();
+  }
+  EXPECT_EQ(service->requests_handled(), 0u);
+  // Its own kind still gets in.
+  auto again = HostWith(TlsSection(pki));
+  auto devices = DistSession::ListDevices(Client(port_), *again);
+  EXPECT_TRUE(devices.ok()) << devices.status().ToString();
+}
+
+TEST_F(TlsLink, AClientThatNeverStartsTlsIsDropped) {
+  const Pki pki = MakePki("ca3");
+  auto host = HostWith(TlsSection(pki, /*handshake_timeout_ms=*/500));
+  auto service = Serve(*host);
+  ASSERT_NE(service, nullptr);
+  LogCapture log;
+  const int fd = testing::RawConnect(port_);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(ClosedByPeer(fd, 5s));
+  close(fd);
+  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
+                           "no TLS handshake within 500 ms ([transports.tcp] tls_handshake_timeout_ms)"}))
+      << log.All();
+  EXPECT_EQ(service->requests_handled(), 0u);
+}
+
+TEST_F(TlsLink, BadTlsSettingsNameTheOptionAndTheFile) {
+  const Pki pki = MakePki("ca4");
+  struct Case {
+    std::string section, expected;
+  };
+  chmod(pki.key.c_str(), 0644);
+  const std::vector<Case> cases = {
+      {"tls = true\n", "tls = true needs tls_certificate"},
+      {TlsSection({pki.ca, "/nonexistent/node.pem", pki.key}),
+       "tls_certificate '/nonexistent/node.pem' cannot be read"},
+      {TlsSection(pki), "may be read by others (mode 0644); run `chmod 600 " + pki.key + "`"},
+  };
+  for (const Case& c : cases) {
+    auto config = config::ParseConfig("[transports.tcp]\n" + c.section, "bad.toml", "");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    plugin::PluginHost host(std::move(*config));
+    (void)host.LoadAll();
+    std::string reason;
+    for (const plugin::PluginInfo& info : host.plugins()) {
+      if (info.name == "tcp") reason = info.reason;
+    }
+    EXPECT_NE(reason.find(c.expected), std::string::npos) << reason;
+  }
+  chmod(pki.key.c_str(), 0600);
+}
+
+}  // namespace
+}  // namespace weft::dist
