@@ -810,7 +810,9 @@ void RpcNode::DeadlineLoop() {
       continue;
     }
     if (deadlines_.empty()) {
-      deadline_cv_.wait_until(lock, handshake_deadlines_.begin()->first);
+      // A copy: the entry may be erased while this waits without the lock.
+      const auto next_handshake = handshake_deadlines_.begin()->first;
+      deadline_cv_.wait_until(lock, next_handshake);
       continue;
     }
     auto next = deadlines_.begin()->first;

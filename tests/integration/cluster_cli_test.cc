@@ -458,7 +458,13 @@ TEST_F(Cluster, ASecretFileGuardsTheTasksPorts) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("[cluster] secret_file"), std::string::npos) << r.err;
   EXPECT_NE(ps->Output().find("refused a connection from tcp://127.0.0.1:"), std::string::npos) << ps->Output();
+  r = Weft({"config", "check", config});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("connections: authenticated with the secret in " + secret), std::string::npos) << r.out;
   chmod(secret.c_str(), 0644);
+  r = Weft({"config", "check", config});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("may be read or written by others (mode 0644)"), std::string::npos) << r.out;
   auto second = std::make_unique<BackgroundProcess>(
       std::vector<std::string>{WEFT_CLI, "serve", "--config", config, "--job", "ps", "--task", "0"},
       std::map<std::string, std::string>{{"WEFT_PLUGIN_PATH", ""}});

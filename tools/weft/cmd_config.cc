@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/config/config.h"
+#include "core/dist/auth.h"
 #include "core/dist/cluster.h"
 #include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
@@ -31,6 +32,11 @@ void PrintCluster(const dist::ClusterSpec& cluster) {
   table.Print(text);
   std::istringstream lines(text.str());
   for (std::string line; std::getline(lines, line);) std::cout << "  " << line << '\n';
+  std::cout << "connections: "
+            << (cluster.secret_file.empty() ? std::string("not authenticated (no [cluster] secret_file)")
+                                            : "authenticated with the secret in " + cluster.secret_file)
+            << "; heartbeats every " << cluster.heartbeat_interval_ms << " ms, a task silent for "
+            << cluster.heartbeat_timeout_ms << " ms is lost\n";
   if (cluster.self) std::cout << "this task: " << cluster.self->ToString() << '\n';
 }
 
@@ -86,6 +92,15 @@ int CheckCluster(const config::Config& config, const plugin::PluginHost& host, c
     if (!mode.ok()) {
       std::cout << mode.message() << '\n';
       return ExitCodeFor(mode);
+    }
+    // The secret is this machine's file: checked here as every task and
+    // client on this machine will read it.
+    if (!cluster->secret_file.empty()) {
+      auto secret = dist::ReadSecretFile(cluster->secret_file);
+      if (!secret.ok()) {
+        std::cout << secret.status().message() << '\n';
+        return ExitCodeFor(secret.status());
+      }
     }
     PrintCluster(*cluster);
   }
