@@ -24,6 +24,9 @@ struct RpcNode::Channel {
   std::unordered_map<uint64_t, Request> unsent;
   // While authenticating: hears the server's challenge, or why none comes.
   std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
+  // The connecting thread is in the handshake: it alone decides what a
+  // close means (a refusal frame may have arrived just before it).
+  bool authenticating = false;
 };
 
 namespace {
@@ -274,13 +277,19 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
       // tried again, one that fails the handshake is not.
       Status auth = AuthenticateTo(channel, *c, deadline);
       if (auth.ok()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        channel->authenticating = false;
         connection = std::move(*c);
         break;
       }
+      // Closed before the handshake ends (no callback runs for it after
+      // Close), so that a close the peer sent cannot fail the channel's
+      // calls with less than what this thread knows.
       (*c)->Close();
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (channel->connection == *c) channel->connection = nullptr;
+        channel->authenticating = false;
       }
       if (auth.code() != Code::kUnavailable) {
         FailChannel(channel, auth.WithContext(StrCat("authenticating with ", Describe(peer))));
@@ -379,6 +388,7 @@ Status RpcNode::AuthenticateTo(const std::shared_ptr<Channel>& channel, const st
     if (stopping_) return CancelledError(options_.identity, " is shutting down");
     channel->connection = connection;
     channel->auth_reply = reply;
+    channel->authenticating = true;
   }
   auto forget = [&] {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -748,7 +758,7 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
 void RpcNode::OnClosed(const std::shared_ptr<Connection>& connection, const Status& status) {
   std::shared_ptr<Channel> channel;
   std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
-  bool in_handshake = false;
+  bool in_handshake = false, authenticating = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = accepted_.find(connection.get()); it != accepted_.end()) {
@@ -758,7 +768,10 @@ void RpcNode::OnClosed(const std::shared_ptr<Connection>& connection, const Stat
     for (const auto& [name, c] : channels_) {
       if (c->connection == connection) channel = c;
     }
-    if (channel != nullptr) auth_reply.swap(channel->auth_reply);
+    if (channel != nullptr) {
+      auth_reply.swap(channel->auth_reply);
+      authenticating = channel->authenticating;
+    }
   }
   if (in_handshake) {
     // The transport refused what it sent (a length past the handshake's
@@ -774,6 +787,7 @@ void RpcNode::OnClosed(const std::shared_ptr<Connection>& connection, const Stat
     auth_reply->set_value({status.ok() ? UnavailableError("closed") : status, std::string()});
     return;
   }
+  if (authenticating) return;  // the connecting thread reports it
   if (channel == nullptr) return;
   const bool connecting = channel->state != Channel::State::kReady;
   FailChannel(channel, UnavailableError(Describe(channel->peer), " closed the connection",

@@ -46,6 +46,10 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   }
   std::unique_ptr<TaskService> service(new TaskService(std::move(options)));
   service->incarnation_ = NewIncarnation();
+  // Handles start from this incarnation's bits, so that a handle from
+  // before a restart does not name a graph another client registered
+  // since (it would run that graph with its own feeds).
+  service->next_handle_ = ((service->incarnation_ & 0xffffffffull) << 32) | 1;
   service->kv_ = std::make_shared<KvStoreService>(service->options_.name);
   service->devices_ = std::move(devices);
   runtime::SessionOptions session_options;
@@ -361,7 +365,8 @@ void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
   }
   if (registered == nullptr) {
     reply(NotFoundError(options_.name, " has no graph registered as ", request.handle,
-                        " (was the task restarted? the client registers its graphs again)"),
+                        " (was the task restarted after the client registered it? Its graphs and variables are "
+                        "then gone: start the client again, with --resume when it trains)"),
           Response());
     return;
   }

@@ -314,5 +314,36 @@ TEST_F(TwoTasks, HeartbeatsDeclareAGoneTaskLostAndSeeItsRestart) {
   EXPECT_EQ(monitor.Snapshot()[0].state, HeartbeatMonitor::PeerState::State::kAlive);
 }
 
+// A graph handle from before a task restarted never names a graph that
+// another client registered with the new process: the step is refused,
+// saying why, instead of running someone else's graph.
+TEST_F(TwoTasks, AStaleGraphHandleFromBeforeARestartIsRefused) {
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3});
+  auto before = DistSession::Create(FeedForward(), Options(), Plugins());
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*before)->Run({{"x", x}}, {"y"}, {}, &out).ok());
+  // The ps task starts again on its address.
+  services_[0].reset();
+  TaskService::Options o;
+  o.name = testing::kPsTask;
+  o.listen_address = peers_.at(testing::kPsTask);
+  o.peers = peers_;
+  o.cluster_fingerprint = kFingerprint;
+  auto devices = runtime::DeviceSet::Open(Plugins());
+  ASSERT_TRUE(devices.ok());
+  auto again = TaskService::Start(o, Plugins(), std::move(*devices));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  // Another client registers the same graph with the new process first.
+  auto after = DistSession::Create(FeedForward(), Options(), Plugins());
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_TRUE((*after)->Run({{"x", x}}, {"y"}, {}, &out).ok());
+  Status stale = (*before)->Run({{"x", x}}, {"y"}, {}, &out);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.message().find("/job:ps/task:0 has no graph registered as "), std::string::npos) << stale.ToString();
+  EXPECT_NE(stale.message().find("was the task restarted after the client registered it?"), std::string::npos)
+      << stale.ToString();
+}
+
 }  // namespace
 }  // namespace weft::dist

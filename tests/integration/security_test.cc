@@ -809,6 +809,13 @@ TEST_F(TlsLink, ACaptureOfTheLinkHoldsNoPlaintextTensorBytes) {
 // The zmq transport's CURVE: the same tap, the same check.
 TEST_F(TlsLink, ACaptureOfACurveLinkHoldsNoPlaintextTensorBytes) {
   if (testing::BuiltPlugins().transports().Find("zmq") == nullptr) GTEST_SKIP() << "no zmq transport";
+#if defined(__SANITIZE_THREAD__)
+  // Debian's libzmq is not built with TSan: the messages and frames it
+  // hands between its I/O thread and ours through its own lock-free pipes
+  // look like races to TSan (which is why zmq_transport_test is not in the
+  // tsan preset either). The release and ASan runs cover this test.
+  GTEST_SKIP() << "libzmq is not instrumented for ThreadSanitizer";
+#endif
   scheme_ = "zmq";
   const fs::path dir = TempDir() / "curve";
   fs::create_directories(dir);
