@@ -37,7 +37,7 @@ packages=(
   libomp-14-dev            # OpenMP for clang: the CPU plugin in the fuzz preset (op_fuzzer)
   libboost-dev             # Boost.DLL (plugin loading), Boost.Asio (the tcp transport)
   libzmq3-dev cppzmq-dev   # the zmq transport
-  libssl-dev               # OpenSSL: the cluster handshake (HMAC-SHA256), TLS on tcp links
+  libssl-dev openssl       # OpenSSL: the cluster handshake (HMAC-SHA256), TLS on tcp links; the tests' certificates
   libibverbs-dev           # the rdma transport (builds here; UNAVAILABLE without a device)
   libgloo-dev              # the gloo collectives plugin: training.mode = "allreduce"
   iproute2                 # cluster tests in network namespaces (ip netns, veth)

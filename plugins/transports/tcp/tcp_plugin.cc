@@ -149,6 +149,11 @@ struct EndpointState {
   // After endpoint_close the I/O thread is gone; work on connections then
   // runs on the caller's thread under this lock.
   std::mutex closed_mu;
+  // Held by a send that posts to the I/O thread and by endpoint_close as it
+  // sets |stopped|: a send that found the endpoint open has posted before
+  // the close's last run of the queue, so nothing is left in it (a handler
+  // left there holds its connection, and through it this state, forever).
+  std::mutex post_mu;
   std::atomic<bool> stopped{false};
   // I/O thread only.
   std::set<std::shared_ptr<Conn>> conns;
@@ -691,7 +696,15 @@ void EndpointClose(weft_endpoint_t endpoint) {
       state->io.restart();
       state->io.poll();
     }
-    state->stopped = true;
+    {
+      std::lock_guard<std::mutex> lock(state->post_mu);
+      state->stopped = true;
+    }
+    if (!state->OnIoThread()) {
+      // Sends posted between the run above and |stopped|.
+      state->io.restart();
+      state->io.poll();
+    }
     delete endpoint;
   });
 }
@@ -901,9 +914,11 @@ weft_status_t Send(weft_connection_t connection, const weft_message_t* message, 
     EndpointState* state = conn->ep.get();
     if (state->OnIoThread()) {
       conn->Enqueue(std::move(op));
-    } else if (state->stopped.load()) {
-      Fail(WEFT_UNAVAILABLE, "connection to " + conn->peer + " is closed (its endpoint was closed)");
     } else {
+      std::lock_guard<std::mutex> lock(state->post_mu);
+      if (state->stopped.load()) {
+        Fail(WEFT_UNAVAILABLE, "connection to " + conn->peer + " is closed (its endpoint was closed)");
+      }
       asio::post(state->io, [conn, raw = op.release()] { conn->Enqueue(std::unique_ptr<SendOp>(raw)); });
     }
   });
