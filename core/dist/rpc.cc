@@ -454,18 +454,21 @@ void RpcNode::OnAccept(const std::shared_ptr<Connection>& connection) {
   deadline_cv_.notify_all();
 }
 
+void RpcNode::EndHandshakeLocked(Connection* connection, const Accepted& accepted) {
+  if (!accepted.caller.empty()) return;  // ended at its Hello
+  auto range = handshake_deadlines_.equal_range(accepted.handshake_deadline);
+  for (auto d = range.first; d != range.second; ++d) {
+    if (d->second == connection) {
+      handshake_deadlines_.erase(d);
+      return;
+    }
+  }
+}
+
 void RpcNode::ForgetAcceptedLocked(Connection* connection) {
   auto it = accepted_.find(connection);
   if (it == accepted_.end()) return;
-  if (it->second.caller.empty()) {
-    auto range = handshake_deadlines_.equal_range(it->second.handshake_deadline);
-    for (auto d = range.first; d != range.second; ++d) {
-      if (d->second == connection) {
-        handshake_deadlines_.erase(d);
-        break;
-      }
-    }
-  }
+  EndHandshakeLocked(connection, it->second);
   accepted_.erase(it);
 }
 
@@ -726,12 +729,8 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = accepted_.find(connection.get());
       if (it == accepted_.end()) return;  // refused or closed meanwhile
-      // Off the handshake clock, then named (ForgetAcceptedLocked looks
-      // for a deadline only while the caller is empty).
-      Accepted entry = std::move(it->second);
-      ForgetAcceptedLocked(connection.get());
-      entry.caller = hello.caller.empty() ? std::string("client") : hello.caller;
-      accepted_[connection.get()] = std::move(entry);
+      EndHandshakeLocked(connection.get(), it->second);
+      it->second.caller = hello.caller.empty() ? std::string("client") : hello.caller;
     }
     connection->SetMaxMessage(options_.security.max_message_bytes);
     if (hello.caller == options_.identity) connection->MarkSelf();

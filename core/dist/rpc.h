@@ -145,6 +145,9 @@ class RpcNode {
   // Logs and closes; |farewell|, when given, is sent first.
   void RefuseConnection(const std::shared_ptr<Connection>& connection, const std::string& why,
                         std::string farewell = {});
+  // Takes an accepted connection off the handshake clock (a no-op once it
+  // said Hello); under mutex_.
+  void EndHandshakeLocked(Connection* connection, const Accepted& accepted);
   // Drops an accepted connection and its handshake deadline; under mutex_.
   void ForgetAcceptedLocked(Connection* connection);
   // The client's side of the handshake, on a new connection of |channel|.

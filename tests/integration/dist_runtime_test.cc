@@ -300,17 +300,10 @@ TEST_F(TwoTasks, HeartbeatsDeclareAGoneTaskLostAndSeeItsRestart) {
                                       ") has not answered for 1.2 s ([cluster] heartbeat_timeout_ms = 600)"));
   EXPECT_TRUE(IsLostPeer(message));
   // Back, as a new incarnation on the same address.
-  TaskService::Options o;
-  o.name = testing::kPsTask;
-  o.listen_address = ps.address;
-  o.peers = peers_;
-  o.cluster_fingerprint = kFingerprint;
-  auto devices = runtime::DeviceSet::Open(Plugins());
-  ASSERT_TRUE(devices.ok());
-  auto again = TaskService::Start(o, Plugins(), std::move(*devices));
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  auto again = StartTask(testing::kPsTask);
+  ASSERT_NE(again, nullptr);
   ASSERT_TRUE(wait_for([&] { return !restarts.empty(); }));
-  EXPECT_EQ(restarts[0], std::make_pair(first, (*again)->incarnation()));
+  EXPECT_EQ(restarts[0], std::make_pair(first, again->incarnation()));
   EXPECT_EQ(monitor.Snapshot()[0].state, HeartbeatMonitor::PeerState::State::kAlive);
 }
 
@@ -325,15 +318,8 @@ TEST_F(TwoTasks, AStaleGraphHandleFromBeforeARestartIsRefused) {
   ASSERT_TRUE((*before)->Run({{"x", x}}, {"y"}, {}, &out).ok());
   // The ps task starts again on its address.
   services_[0].reset();
-  TaskService::Options o;
-  o.name = testing::kPsTask;
-  o.listen_address = peers_.at(testing::kPsTask);
-  o.peers = peers_;
-  o.cluster_fingerprint = kFingerprint;
-  auto devices = runtime::DeviceSet::Open(Plugins());
-  ASSERT_TRUE(devices.ok());
-  auto again = TaskService::Start(o, Plugins(), std::move(*devices));
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  auto again = StartTask(testing::kPsTask);
+  ASSERT_NE(again, nullptr);
   // Another client registers the same graph with the new process first.
   auto after = DistSession::Create(FeedForward(), Options(), Plugins());
   ASSERT_TRUE(after.ok()) << after.status().ToString();

@@ -19,18 +19,24 @@ void TwoTasksTest::SetUp() {
   peers_ = {{kPsTask, "tcp://127.0.0.1:" + std::to_string(FreePort())},
             {kWorkerTask, "tcp://127.0.0.1:" + std::to_string(FreePort())}};
   for (const auto& [name, address] : peers_) {
-    dist::TaskService::Options o;
-    o.name = name;
-    o.listen_address = address;
-    o.peers = peers_;
-    o.cluster_fingerprint = kFingerprint;
-    o.rpc_timeout_ms = 20000;
-    auto devices = runtime::DeviceSet::Open(BuiltPlugins());
-    ASSERT_TRUE(devices.ok()) << devices.status().ToString();
-    auto service = dist::TaskService::Start(o, BuiltPlugins(), std::move(*devices));
-    ASSERT_TRUE(service.ok()) << service.status().ToString();
-    services_.push_back(std::move(*service));
+    services_.push_back(StartTask(name));
+    ASSERT_NE(services_.back(), nullptr);
   }
+}
+
+std::unique_ptr<dist::TaskService> TwoTasksTest::StartTask(const std::string& name) const {
+  dist::TaskService::Options o;
+  o.name = name;
+  o.listen_address = peers_.at(name);
+  o.peers = peers_;
+  o.cluster_fingerprint = kFingerprint;
+  o.rpc_timeout_ms = 20000;
+  auto devices = runtime::DeviceSet::Open(BuiltPlugins());
+  EXPECT_TRUE(devices.ok()) << devices.status().ToString();
+  if (!devices.ok()) return nullptr;
+  auto service = dist::TaskService::Start(o, BuiltPlugins(), std::move(*devices));
+  EXPECT_TRUE(service.ok()) << service.status().ToString();
+  return service.ok() ? std::move(*service) : nullptr;
 }
 
 dist::DistSessionOptions TwoTasksTest::Options() const {

@@ -29,6 +29,9 @@ class TwoTasksTest : public ::testing::Test {
   // Skips the test when the tcp transport is not built.
   void SetUp() override;
   dist::DistSessionOptions Options() const;
+  // Starts task |name| of peers_ on its address (again, after a test
+  // stopped it: a new incarnation).
+  std::unique_ptr<dist::TaskService> StartTask(const std::string& name) const;
 
   std::map<std::string, std::string> peers_;
   std::vector<std::unique_ptr<dist::TaskService>> services_;
