@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/base/logging.h"
+#include "core/dist/incarnation.h"
 #include "core/dist/remote_rendezvous.h"
 #include "core/graph/serialize.h"
 #include "core/runtime/run_rewrite.h"
@@ -15,12 +16,23 @@ struct DistSession::Prepared {
   struct TaskPart {
     Peer peer;
     uint64_t handle = 0;
+    // The start of the task that registered it: every RunGraph is meant
+    // for it, and a restarted task refuses it.
+    uint64_t incarnation = 0;
     std::vector<int64_t> feeds;  // the _Arg indices its partitions hold
     // Whether another task pulls tensors from it: then its step state must
     // wait for CleanupStep; otherwise it goes when its part has run.
     bool sends_remote = false;
   };
   std::vector<TaskPart> tasks;
+  // Every _Send and _Recv of the partitions, for the flows of a trace.
+  struct Transfer {
+    std::string task;
+    std::string node;
+    bool send = false;
+    std::string key;  // send device, recv device, tensor name
+  };
+  std::vector<Transfer> transfers;
   std::vector<std::string> feeds;  // sorted
   std::vector<std::string> fetches;
   std::vector<DType> feed_types;
@@ -68,8 +80,7 @@ Expected<std::unique_ptr<RpcNode>> MakeClient(const DistSessionOptions& options,
   o.cluster_fingerprint = options.cluster_fingerprint;
   o.connect_timeout_ms = options.connect_timeout_ms;
   o.security = options.security;
-  std::random_device entropy;
-  o.incarnation = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
+  o.incarnation = options.incarnation != 0 ? options.incarnation : NewIncarnation();
   return RpcNode::Create(o, nullptr);
 }
 
@@ -126,6 +137,14 @@ Status DistSession::Connect(const plugin::PluginHost& plugins) {
       WEFT_LOG(WARNING) << lost.message() << "; failing what waits on it";
       rpc->FailPeer(peer.name, lost);
     };
+    // A restart seen first by the heartbeats: the next step registers the
+    // graph again before it runs, and so does not fail.
+    events.restarted = [this](const Peer& peer, uint64_t before, uint64_t now) {
+      WEFT_LOG(INFO) << "task " << peer.name << " (" << peer.address << ") was restarted (incarnation "
+                     << FormatIncarnation(before) << " -> " << FormatIncarnation(now)
+                     << "); the next step registers the graph with it again";
+      LearnIncarnation(peer.name, now);
+    };
     monitor_ = std::make_unique<HeartbeatMonitor>(rpc_.get(), options_.tasks,
                                                   HeartbeatMonitor::Options{options_.heartbeat_interval_ms, timeout},
                                                   std::move(events));
@@ -136,21 +155,114 @@ Status DistSession::Connect(const plugin::PluginHost& plugins) {
   return Status();
 }
 
-DistSession::~DistSession() {
-  std::vector<std::pair<Peer, uint64_t>> handles;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [key, prepared] : cache_) {
-      for (const auto& t : prepared->tasks) handles.emplace_back(t.peer, t.handle);
-    }
-  }
-  if (rpc_ == nullptr) return;
+namespace {
+
+struct Handle {
+  Peer peer;
+  uint64_t handle = 0;
+  uint64_t incarnation = 0;
+};
+
+// Deregisters |handles| (best effort, a short deadline each).
+void Deregister(RpcNode& rpc, const std::vector<Handle>& handles) {
   ForAll(handles.size(), [&](std::size_t i, auto done) {
     Request request;
     request.method = Method::kDeregisterGraph;
-    request.handle = handles[i].second;
-    rpc_->Call(handles[i].first, std::move(request), 2000, [done](Status s, Response) { done(std::move(s)); });
+    request.handle = handles[i].handle;
+    request.target_incarnation = handles[i].incarnation;
+    rpc.Call(handles[i].peer, std::move(request), 2000, [done](Status s, Response) { done(std::move(s)); });
   });
+}
+
+}  // namespace
+
+DistSession::~DistSession() {
+  // Its events use the members below it.
+  monitor_.reset();
+  std::vector<Handle> handles;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [key, prepared] : cache_) {
+      for (const auto& t : prepared->tasks) handles.push_back({t.peer, t.handle, t.incarnation});
+    }
+  }
+  if (rpc_ == nullptr) return;
+  Deregister(*rpc_, handles);
+}
+
+std::vector<DeviceInfo> DistSession::devices() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return devices_;
+}
+
+uint64_t DistSession::KnownIncarnation(const std::string& task) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = known_incarnation_.find(task);
+  return it == known_incarnation_.end() ? 0 : it->second;
+}
+
+void DistSession::LearnIncarnation(const std::string& task, uint64_t incarnation) {
+  if (incarnation == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  known_incarnation_[task] = incarnation;
+}
+
+std::vector<std::string> DistSession::RestartedTasks(const Prepared& prepared) {
+  std::vector<std::string> restarted;
+  for (const auto& t : prepared.tasks) {
+    // What this process's connection to it says (a reconnection's Hello),
+    // and what its heartbeats and replies said.
+    const uint64_t connected = rpc_->PeerIncarnation(t.peer.name);
+    const uint64_t known = KnownIncarnation(t.peer.name);
+    if ((connected != 0 && connected != t.incarnation) || (known != 0 && known != t.incarnation)) {
+      restarted.push_back(t.peer.name);
+    }
+  }
+  return restarted;
+}
+
+Status DistSession::Invalidate(const std::vector<std::string>& tasks) {
+  if (tasks.empty()) return Status();
+  auto involved = [&](const Prepared& p) {
+    for (const auto& t : p.tasks) {
+      if (std::find(tasks.begin(), tasks.end(), t.peer.name) != tasks.end()) return true;
+    }
+    return false;
+  };
+  std::vector<Handle> handles;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = cache_.begin(); it != cache_.end();) {
+      if (!involved(*it->second)) {
+        ++it;
+        continue;
+      }
+      // The partitions on the tasks that kept running would pile up.
+      for (const auto& t : it->second->tasks) {
+        if (std::find(tasks.begin(), tasks.end(), t.peer.name) == tasks.end()) {
+          handles.push_back({t.peer, t.handle, t.incarnation});
+        }
+      }
+      it = cache_.erase(it);
+    }
+  }
+  Deregister(*rpc_, handles);
+  // Their devices now: a restarted task's devices have new incarnations,
+  // which the transfers of the next placement must name.
+  DistSessionOptions only = options_;
+  std::erase_if(only.tasks,
+                [&](const Peer& p) { return std::find(tasks.begin(), tasks.end(), p.name) == tasks.end(); });
+  WEFT_ASSIGN_OR_RETURN(std::vector<DeviceInfo> fresh, GetAllDevices(*rpc_, only));
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<DeviceInfo> devices;
+  for (const Peer& p : options_.tasks) {
+    const bool restarted = std::find(tasks.begin(), tasks.end(), p.name) != tasks.end();
+    for (const DeviceInfo& d : restarted ? fresh : devices_) {
+      if (TaskOfDevice(d.name) == p.name) devices.push_back(d);
+    }
+  }
+  devices_ = std::move(devices);
+  return Status();
 }
 
 const Peer& DistSession::TaskOf(const std::string& device) const {
@@ -179,9 +291,10 @@ Expected<ClusterPlacement> DistSession::Place(const Graph& graph) {
   // Device index -> (task, index within the task).
   std::vector<std::pair<std::size_t, std::size_t>> where;
   std::vector<placement::PlacementDevice> devices;
+  const std::vector<DeviceInfo> known_devices = this->devices();
   for (std::size_t t = 0; t < options_.tasks.size(); ++t) {
     std::size_t local = 0;
-    for (const DeviceInfo& d : devices_) {
+    for (const DeviceInfo& d : known_devices) {
       if (TaskOfDevice(d.name) != options_.tasks[t].name) continue;
       placement::PlacementDevice p;
       p.name = d.name;
@@ -229,7 +342,7 @@ Expected<ClusterPlacement> DistSession::Place(const Graph& graph) {
     }
   }
   for (const placement::PlacementDevice& p : devices) {
-    for (const DeviceInfo& d : devices_) {
+    for (const DeviceInfo& d : known_devices) {
       if (d.name == p.name) out.devices.push_back(d);
     }
   }
@@ -268,8 +381,14 @@ Expected<std::shared_ptr<DistSession::Prepared>> DistSession::Prepare(const std:
     const DeviceInfo& device = placed.devices[static_cast<std::size_t>(d)];
     const Peer& peer = TaskOf(device.name);
     auto [it, added] = task_index.emplace(peer.name, prepared->tasks.size());
-    if (added) prepared->tasks.push_back({peer, 0, {}});
+    if (added) prepared->tasks.push_back({peer, 0, 0, {}});
     for (const NodeDef& n : def.nodes) {
+      if (n.op == "_Send" || n.op == "_Recv") {
+        prepared->transfers.push_back(
+            {peer.name, n.name, n.op == "_Send",
+             StrCat(n.attrs.at("send_device").get<std::string>(), " -> ", n.attrs.at("recv_device").get<std::string>(),
+                    " ", n.attrs.at("tensor_name").get<std::string>())});
+      }
       if (n.op == "_Arg") prepared->tasks[it->second].feeds.push_back(n.attrs.at("index").get<int64_t>());
       if (n.op == "_Send" && TaskOfDevice(n.attrs.at("recv_device").get<std::string>()) != peer.name) {
         prepared->tasks[it->second].sends_remote = true;
@@ -287,9 +406,11 @@ Expected<std::shared_ptr<DistSession::Prepared>> DistSession::Prepare(const std:
     rpc_->Call(prepared->tasks[i].peer, std::move(requests[i]), options_.rpc_timeout_ms,
                [&prepared, i, done](Status s, Response r) {
                  prepared->tasks[i].handle = r.handle;
+                 prepared->tasks[i].incarnation = r.responder_incarnation;
                  done(std::move(s));
                });
   });
+  for (const auto& t : prepared->tasks) LearnIncarnation(t.peer.name, t.incarnation);
   WEFT_RETURN_IF_ERROR(FirstCause(statuses).WithContext("registering the graph's partitions"));
   return prepared;
 }
@@ -303,6 +424,15 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(signature.key);
     if (it != cache_.end()) prepared = it->second;
+  }
+  if (prepared != nullptr) {
+    // A task restarted since the graph was registered has lost it: place,
+    // cut and register again before anything runs.
+    if (std::vector<std::string> restarted = RestartedTasks(*prepared); !restarted.empty()) {
+      WEFT_RETURN_IF_ERROR(Invalidate(restarted).WithContext(
+          StrCat("registering the graph again after ", StrJoin(restarted, ", "), " restarted")));
+      prepared = nullptr;
+    }
   }
   if (prepared == nullptr) {
     WEFT_ASSIGN_OR_RETURN(prepared, Prepare(signature.feeds, signature.fetches, signature.targets));
@@ -318,6 +448,9 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
   int64_t timeout = options_.rpc_timeout_ms;
   if (options.timeout_ms > 0) timeout = std::min(timeout, options.timeout_ms);
   std::vector<Tensor> retvals(signature.fetches.size());
+  // With a trace: what each task recorded, and its clock at the origin.
+  std::vector<std::vector<runtime::TraceRecorder::Event>> traced(prepared->tasks.size());
+  std::vector<int64_t> traced_origin(prepared->tasks.size(), 0);
   std::mutex mutex;
   std::atomic<bool> aborted{false};
   auto abort_others = [&](std::size_t failed, const Status& why) {
@@ -336,12 +469,17 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     Request request;
     request.method = Method::kRunGraph;
     request.handle = task.handle;
+    request.target_incarnation = task.incarnation;
     request.step_id = step_id;
     request.last_use = !task.sends_remote;
+    request.trace = options.trace != nullptr;
     for (int64_t index : task.feeds) request.feeds.push_back({index, args[static_cast<std::size_t>(index)]});
     rpc_->Call(task.peer, std::move(request), timeout, [&, i, done](Status s, Response r) {
+      LearnIncarnation(prepared->tasks[i].peer.name, r.responder_incarnation);
       if (s.ok()) {
         std::lock_guard<std::mutex> lock(mutex);
+        traced[i] = std::move(r.trace);
+        traced_origin[i] = r.trace_origin_ns;
         for (ArgMsg& retval : r.retvals) {
           if (retval.index >= 0 && static_cast<std::size_t>(retval.index) < retvals.size()) {
             retvals[static_cast<std::size_t>(retval.index)] = std::move(retval.tensor);
@@ -361,9 +499,18 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     cleanup.step_id = step_id;
     rpc_->Notify(task.peer, std::move(cleanup));
   }
+  if (options.trace != nullptr) RecordTrace(*prepared, step_id, traced, traced_origin, *options.trace);
   Status status = FirstCause(statuses);
   if (IsLostPeer(status)) {
     return Status(status.code(), StrCat(status.message(), "; step ", step_id, " cancelled"));
+  }
+  if (IsStaleIncarnation(status)) {
+    // Nothing retried here: other tasks may have run part of the step.
+    Status again = Invalidate(RestartedTasks(*prepared));
+    return Status(status.code(),
+                  StrCat(status.message(), "; step ", step_id, " cancelled",
+                         again.ok() ? " (the next step registers the graph again)"
+                                    : StrCat(" (and registering it again failed: ", again.message(), ")")));
   }
   if (!status.ok()) {
     if (status.code() == Code::kDeadlineExceeded && options.timeout_ms > 0 &&
@@ -383,6 +530,94 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     }
   }
   return Status();
+}
+
+Expected<std::pair<int64_t, int64_t>> DistSession::ClockOffset(const Peer& task) {
+  const uint64_t incarnation = KnownIncarnation(task.name);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = clock_offsets_.find(task.name);
+    if (it != clock_offsets_.end() && it->second.incarnation == incarnation) {
+      return std::make_pair(it->second.offset_ns, it->second.uncertainty_ns);
+    }
+  }
+  // NTP's estimate: the task read its clock about halfway through the
+  // round trip; the shortest of a few round trips bounds the error best.
+  int64_t best_rtt = -1, offset = 0;
+  for (int i = 0; i < 5; ++i) {
+    Request request;
+    request.method = Method::kStatus;
+    const auto c0 = std::chrono::steady_clock::now();
+    auto r = rpc_->CallSync(task, std::move(request), std::min<int64_t>(options_.rpc_timeout_ms, 5000));
+    const auto c1 = std::chrono::steady_clock::now();
+    if (!r.ok()) return r.status().WithContext(StrCat("reading the clock of ", task.name, " for the trace"));
+    const int64_t rtt = std::chrono::duration_cast<std::chrono::nanoseconds>(c1 - c0).count();
+    if (best_rtt < 0 || rtt < best_rtt) {
+      best_rtt = rtt;
+      const int64_t mid = std::chrono::duration_cast<std::chrono::nanoseconds>(c0.time_since_epoch()).count() + rtt / 2;
+      offset = r->status.monotonic_ns - mid;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  clock_offsets_[task.name] = {incarnation, offset, best_rtt / 2};
+  return std::make_pair(offset, best_rtt / 2);
+}
+
+void DistSession::RecordTrace(const Prepared& prepared, int64_t step_id,
+                              const std::vector<std::vector<runtime::TraceRecorder::Event>>& traced,
+                              const std::vector<int64_t>& origins, runtime::TraceRecorder& trace) {
+  // Each task's events, on the recorder's clock.
+  std::map<std::pair<std::string, std::string>, std::vector<runtime::TraceRecorder::Event>> by_node;
+  for (std::size_t i = 0; i < prepared.tasks.size(); ++i) {
+    if (traced[i].empty()) continue;
+    const Peer& peer = prepared.tasks[i].peer;
+    auto offset = ClockOffset(peer);
+    if (!offset.ok()) {
+      WEFT_LOG(WARNING) << offset.status().message() << "; its events are left out of the trace";
+      continue;
+    }
+    trace.SetClockOffset(peer.name, static_cast<double>(offset->first) / 1000.0,
+                         static_cast<double>(offset->second) / 1000.0);
+    for (runtime::TraceRecorder::Event e : traced[i]) {
+      const int64_t at_ns = origins[i] + e.start_us * 1000 - offset->first - trace.origin_ns();
+      e.start_us = at_ns / 1000;
+      e.step_id = step_id;
+      e.process = peer.name;
+      if (e.device.rfind("/job:", 0) != 0) e.device = peer.name + e.device;
+      by_node[{e.process, e.name}].push_back(e);
+      trace.Record(std::move(e));
+    }
+  }
+  // A flow from each _Send to its _Recv (in a loop, the k-th of each).
+  std::map<std::string, std::pair<const Prepared::Transfer*, const Prepared::Transfer*>> pairs;
+  for (const Prepared::Transfer& t : prepared.transfers) {
+    auto& pair = pairs[t.key];
+    (t.send ? pair.first : pair.second) = &t;
+  }
+  for (const auto& [key, pair] : pairs) {
+    if (pair.first == nullptr || pair.second == nullptr) continue;
+    auto sends = by_node.find({pair.first->task, pair.first->node});
+    auto recvs = by_node.find({pair.second->task, pair.second->node});
+    if (sends == by_node.end() || recvs == by_node.end()) continue;
+    const std::size_t n = std::min(sends->second.size(), recvs->second.size());
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& s = sends->second[k];
+      const auto& r = recvs->second[k];
+      runtime::TraceRecorder::Flow flow;
+      flow.id =
+          (static_cast<uint64_t>(step_id) * 1000003u) ^ (std::hash<std::string>()(key) + k * 0x9e3779b97f4a7c15ull);
+      flow.name = key;
+      flow.from_process = s.process;
+      flow.from_device = s.device;
+      flow.from_thread = s.thread;
+      flow.from_us = s.start_us;
+      flow.to_process = r.process;
+      flow.to_device = r.device;
+      flow.to_thread = r.thread;
+      flow.to_us = r.start_us + std::max<int64_t>(r.duration_us - 1, 0);
+      trace.AddFlow(std::move(flow));
+    }
+  }
 }
 
 Status DistSession::StopTasks(const std::vector<std::string>& task_names, const std::string& reason) {

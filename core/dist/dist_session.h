@@ -29,6 +29,7 @@
 #include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
+#include "core/runtime/trace.h"
 
 namespace weft::dist {
 
@@ -46,6 +47,9 @@ struct DistSessionOptions {
   placement::PlacementOptions placement;
   // Who the client is, for the tasks' messages.
   std::string identity = "client";
+  // Its incarnation (core/dist/incarnation.h); 0: a new one. A worker
+  // gives its task service's, so that the process has one.
+  uint64_t incarnation = 0;
 };
 
 // A graph placed on a cluster: for `weft place --config`.
@@ -72,8 +76,11 @@ class DistSession {
   // Errors name the tasks that did not agree.
   Status StopTasks(const std::vector<std::string>& task_names, const std::string& reason);
 
-  // Every device of the cluster, task by task.
-  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  // The newest incarnation of |task| this session knows, from its replies
+  // and heartbeats (0: none yet).
+  uint64_t KnownIncarnation(const std::string& task);
+  // Every device of the cluster, task by task (as the last placement saw them).
+  std::vector<DeviceInfo> devices();
   // Places |graph| (all of it) on the cluster without running it.
   Expected<ClusterPlacement> Place(const Graph& graph);
 
@@ -89,14 +96,38 @@ class DistSession {
                                               const std::vector<std::string>& fetches,
                                               const std::vector<std::string>& targets);
   const Peer& TaskOf(const std::string& device) const;
+  void LearnIncarnation(const std::string& task, uint64_t incarnation);
+  // The tasks of |prepared| that were restarted since it was registered.
+  std::vector<std::string> RestartedTasks(const Prepared& prepared);
+  // Forgets every prepared graph that involves one of |tasks| (deregistering
+  // its partitions on the other tasks) and asks them for their devices
+  // again (new device incarnations): the next step places, cuts and
+  // registers again.
+  Status Invalidate(const std::vector<std::string>& tasks);
+  // |task|'s steady clock minus this process's, and half the round trip
+  // that measured it (ns), once per incarnation of the task.
+  Expected<std::pair<int64_t, int64_t>> ClockOffset(const Peer& task);
+  // Puts the events the tasks recorded for |step_id| on |trace|'s clock,
+  // a process per task, with a flow from each _Send to its _Recv.
+  void RecordTrace(const Prepared& prepared, int64_t step_id,
+                   const std::vector<std::vector<runtime::TraceRecorder::Event>>& traced,
+                   const std::vector<int64_t>& origins, runtime::TraceRecorder& trace);
 
   Graph graph_;
   DistSessionOptions options_;
   std::unique_ptr<RpcNode> rpc_;
   // After rpc_: stopped before it.
   std::unique_ptr<HeartbeatMonitor> monitor_;
-  std::vector<DeviceInfo> devices_;
   std::mutex mutex_;
+  std::vector<DeviceInfo> devices_;  // under mutex_ once steps run
+  // The newest incarnation seen of each task: its heartbeats and replies.
+  std::map<std::string, uint64_t> known_incarnation_;
+  struct ClockOffsetOf {
+    uint64_t incarnation = 0;
+    int64_t offset_ns = 0;
+    int64_t uncertainty_ns = 0;
+  };
+  std::map<std::string, ClockOffsetOf> clock_offsets_;
   std::map<std::string, std::shared_ptr<Prepared>> cache_;
   // Where earlier steps placed stateful nodes (variables, queues): later
   // placements keep them there, since their state lives on that device.

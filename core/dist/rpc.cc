@@ -243,6 +243,13 @@ void RpcNode::FailPeer(const std::string& peer_name, const Status& status) {
   FailChannel(channel, status);
 }
 
+uint64_t RpcNode::PeerIncarnation(const std::string& peer_name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = channels_.find(peer_name);
+  if (it == channels_.end() || it->second->state != Channel::State::kReady) return 0;
+  return it->second->peer_incarnation;
+}
+
 void RpcNode::Connect(std::shared_ptr<Channel> channel) {
   const Peer peer = channel->peer;
   const auto start = std::chrono::steady_clock::now();
@@ -685,6 +692,7 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
     Envelope out;
     out.call_id = call_id;
     out.is_response = true;
+    out.incarnation = options_.incarnation;
     out.status = std::move(status);
     out.response = std::move(response);
     if (out.status.ok() && out.response.method == Method::kNone) out.response.method = Method::kNone;
@@ -694,6 +702,7 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
       Envelope error;
       error.call_id = call_id;
       error.is_response = true;
+      error.incarnation = options_.incarnation;
       error.status = encoded.status().WithContext(StrCat(options_.identity, ": answering ", MethodName(method)));
       encoded = Encode(error);
       if (!encoded.ok()) return;
@@ -704,10 +713,15 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
     }
   };
   std::string caller;
+  uint64_t caller_incarnation = 0, newest = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = accepted_.find(connection.get());
-    if (it != accepted_.end()) caller = it->second.caller;
+    if (it != accepted_.end()) {
+      caller = it->second.caller;
+      caller_incarnation = it->second.caller_incarnation;
+      if (auto n = newest_incarnation_.find(caller); n != newest_incarnation_.end()) newest = n->second;
+    }
   }
   if (method == Method::kHello) {
     const Request& hello = envelope.request;
@@ -725,12 +739,39 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
             Response());
       return;
     }
+    const std::string who = hello.caller.empty() ? std::string("client") : hello.caller;
+    // Tasks of the cluster are told apart by incarnation; clients ("client",
+    // `weft cluster status`) are many processes under one name.
+    const bool tracked = who.rfind("/job:", 0) == 0 && hello.caller_incarnation != 0;
+    uint64_t before = 0;
+    Status older;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = accepted_.find(connection.get());
       if (it == accepted_.end()) return;  // refused or closed meanwhile
-      EndHandshakeLocked(connection.get(), it->second);
-      it->second.caller = hello.caller.empty() ? std::string("client") : hello.caller;
+      uint64_t* known = tracked ? &newest_incarnation_[who] : nullptr;
+      if (known != nullptr && hello.caller_incarnation < *known) {
+        older = OlderCallerError(options_.identity, "Hello", who, hello.caller_incarnation, *known);
+      } else {
+        if (known != nullptr && hello.caller_incarnation > *known) {
+          before = *known;
+          *known = hello.caller_incarnation;
+        }
+        EndHandshakeLocked(connection.get(), it->second);
+        it->second.caller = who;
+        it->second.caller_incarnation = hello.caller_incarnation;
+      }
+    }
+    if (!older.ok()) {
+      // Refused, not served: it stays on the handshake clock and goes.
+      WEFT_LOG(WARNING) << older.message();
+      reply(older, Response());
+      return;
+    }
+    if (before != 0) {
+      WEFT_LOG(INFO) << options_.identity << ": " << who << " was restarted (incarnation " << FormatIncarnation(before)
+                     << " -> " << FormatIncarnation(hello.caller_incarnation) << ")";
+      if (options_.on_caller_restarted) options_.on_caller_restarted(who, before, hello.caller_incarnation);
     }
     connection->SetMaxMessage(options_.security.max_message_bytes);
     if (hello.caller == options_.identity) connection->MarkSelf();
@@ -743,6 +784,16 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
   }
   if (caller.empty()) {
     reply(FailedPreconditionError("the first message on a connection to ", options_.identity, " must be Hello"),
+          Response());
+    return;
+  }
+  if (newest != 0 && caller_incarnation < newest) {
+    reply(OlderCallerError(options_.identity, std::string(MethodName(method)), caller, caller_incarnation, newest),
+          Response());
+    return;
+  }
+  if (envelope.incarnation != 0 && envelope.incarnation != options_.incarnation) {
+    reply(RestartedTaskError(options_.identity, address_, options_.incarnation, envelope.incarnation, caller),
           Response());
     return;
   }

@@ -32,6 +32,7 @@
 #include "core/base/status.h"
 #include "core/base/thread_pool.h"
 #include "core/dist/auth.h"
+#include "core/dist/incarnation.h"
 #include "core/dist/transport.h"
 #include "core/dist/wire.h"
 #include "core/plugin/plugin_host.h"
@@ -76,6 +77,10 @@ class RpcNode {
     int64_t connect_timeout_ms = 10000;
     int handler_threads = 4;
     RpcSecurity security;
+    // A task of the cluster ("/job:..."), known by an earlier incarnation,
+    // said Hello with a newer one: it was restarted. Runs before the Hello
+    // is answered, so before any request of the new process.
+    std::function<void(const std::string& caller, uint64_t before, uint64_t now)> on_caller_restarted;
   };
   using Reply = std::function<void(Status, Response)>;
   // Serves one request; calls |reply| exactly once, from any thread.
@@ -102,6 +107,9 @@ class RpcNode {
   // Fails every call waiting on |peer_name| with |status| and drops its
   // connection: what a lost task's heartbeats lead to.
   void FailPeer(const std::string& peer_name, const Status& status);
+  // The incarnation |peer_name| gave in its Hello on the current
+  // connection; 0 when there is none.
+  uint64_t PeerIncarnation(const std::string& peer_name);
 
   // How many requests reached the handler, and how many accepted
   // connections were refused before any did (a failed handshake, a first
@@ -135,6 +143,7 @@ class RpcNode {
   struct Accepted {
     std::shared_ptr<Connection> connection;
     std::string caller;                // after Hello
+    uint64_t caller_incarnation = 0;   // from its Hello
     std::unique_ptr<AuthServer> auth;  // while authenticating
     std::chrono::steady_clock::time_point handshake_deadline;
   };
@@ -171,6 +180,9 @@ class RpcNode {
   // Accepted connections still in their handshake, by deadline.
   std::multimap<std::chrono::steady_clock::time_point, Connection*> handshake_deadlines_;
   std::string secret_;  // read from security.secret_file; empty: none
+  // The newest incarnation each task of the cluster said Hello with:
+  // connections of an older one are refused (core/dist/incarnation.h).
+  std::map<std::string, uint64_t> newest_incarnation_;
   std::atomic<uint64_t> requests_handled_{0};
   std::atomic<uint64_t> connections_refused_{0};
   uint64_t next_call_id_ = 1;

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "core/base/logging.h"
+#include "core/dist/incarnation.h"
 #include "core/graph/serialize.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/op_kernel.h"
@@ -22,6 +23,8 @@ struct TaskService::Step {
   std::vector<Tensor> retvals;
   runtime::CancellationManager::Token abort_token = runtime::CancellationManager::kInvalidToken;
   bool ran = false;
+  // Who ran it (RunGraph's caller): its steps go when it restarts.
+  std::string caller;
   std::chrono::steady_clock::time_point touched = std::chrono::steady_clock::now();
 };
 
@@ -29,13 +32,6 @@ namespace {
 
 // Steps nobody cleaned up (their client died) are dropped after this long.
 constexpr auto kStaleStep = std::chrono::minutes(10);
-
-uint64_t NewIncarnation() {
-  std::random_device entropy;
-  uint64_t value = 0;
-  while (value == 0) value = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
-  return value;
-}
 
 }  // namespace
 
@@ -46,6 +42,11 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   }
   std::unique_ptr<TaskService> service(new TaskService(std::move(options)));
   service->incarnation_ = NewIncarnation();
+  if (service->options_.board == nullptr) {
+    service->options_.board = std::make_shared<StatusBoard>();
+    service->options_.board->SetRole("weft serve");
+    service->options_.board->SetState("serving");
+  }
   // Handles start from this incarnation's bits, so that a handle from
   // before a restart does not name a graph another client registered
   // since (it would run that graph with its own feeds).
@@ -67,6 +68,9 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   rpc.connect_timeout_ms = service->options_.connect_timeout_ms;
   rpc.security = service->options_.security;
   TaskService* raw = service.get();
+  rpc.on_caller_restarted = [raw](const std::string& caller, uint64_t before, uint64_t) {
+    raw->AbortStepsOf(caller, before);
+  };
   WEFT_ASSIGN_OR_RETURN(service->rpc_,
                         RpcNode::Create(rpc, [raw](const std::string& caller, Request request, RpcNode::Reply reply) {
                           raw->Handle(caller, std::move(request), std::move(reply));
@@ -115,6 +119,33 @@ TaskService::~TaskService() {
   std::lock_guard<std::mutex> lock(mutex_);
   steps_.clear();
   graphs_.clear();
+}
+
+void TaskService::AbortStepsOf(const std::string& caller, uint64_t incarnation) {
+  std::vector<std::shared_ptr<Step>> steps;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = steps_.begin(); it != steps_.end();) {
+      if (it->second->caller == caller) {
+        steps.push_back(it->second);
+        it = steps_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& step : steps) {
+    const Status why =
+        Status(Code::kAborted, StrCat(caller, " was restarted, so its step ", step->id, " (of incarnation ",
+                                      FormatIncarnation(incarnation), ") was aborted"));
+    step->info.cancelled.store(true);
+    step->rendezvous->Abort(why);
+    step->info.cancellation.StartCancel();
+  }
+  if (!steps.empty()) {
+    WEFT_LOG(INFO) << options_.name << ": aborted " << steps.size() << " step" << (steps.size() == 1 ? "" : "s")
+                   << " of " << caller << ", which was restarted";
+  }
 }
 
 Status TaskService::Ping(const std::string& name, int64_t timeout_ms) {
@@ -181,7 +212,7 @@ void TaskService::Handle(const std::string& caller, Request request, RpcNode::Re
       reply(Status(), Response());
       return;
     }
-    case Method::kRunGraph: RunGraph(std::move(request), std::move(reply)); return;
+    case Method::kRunGraph: RunGraph(caller, std::move(request), std::move(reply)); return;
     case Method::kRecvTensor: RecvTensor(request, std::move(reply)); return;
     case Method::kAbortStep: {
       if (std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true)) {
@@ -215,6 +246,7 @@ void TaskService::Handle(const std::string& caller, Request request, RpcNode::Re
       reply(Status(), std::move(r));
       return;
     }
+    case Method::kStatus: reply(Status(), StatusAnswer()); return;
     case Method::kKvSet: {
       Status set = kv_->Set(request.kv_keys[0], std::move(request.kv_value));
       reply(set, Response());
@@ -266,6 +298,44 @@ Response TaskService::GetDevices() const {
   return r;
 }
 
+Response TaskService::StatusAnswer() const {
+  Response r;
+  r.method = Method::kStatus;
+  TaskStatusMsg& t = r.status;
+  t.task = options_.name;
+  t.address = rpc_->address();
+  t.incarnation = incarnation_;
+  t.monotonic_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const StatusBoard::Snapshot b = options_.board->Take();
+  t.role = b.role;
+  t.state = b.state;
+  t.step = b.step;
+  t.total_steps = b.total_steps;
+  t.global_step = b.global_step;
+  t.timed = b.timed;
+  t.p50_ms = b.p50_ms;
+  t.p90_ms = b.p90_ms;
+  t.p99_ms = b.p99_ms;
+  t.steps_timed = b.steps_timed;
+  t.accepted_gradients = b.accepted_gradients;
+  t.dropped_gradients = b.dropped_gradients;
+  if (monitor_ != nullptr) {
+    for (const HeartbeatMonitor::PeerState& p : monitor_->Snapshot()) {
+      PeerHealthMsg h;
+      h.task = p.peer.name;
+      h.state = p.state == HeartbeatMonitor::PeerState::State::kAlive  ? "alive"
+                : p.state == HeartbeatMonitor::PeerState::State::kLost ? "lost"
+                                                                       : "unknown";
+      h.incarnation = p.incarnation;
+      h.silent_ms = p.silent_ms;
+      h.round_trip_us = p.round_trip_us;
+      t.peers.push_back(std::move(h));
+    }
+  }
+  return r;
+}
+
 Expected<Response> TaskService::QuerySupport(const Request& request) const {
   WEFT_ASSIGN_OR_RETURN(GraphDef def, ParseGraphDef(request.graph, GraphFormat::kBinary, "the graph to place"));
   WEFT_ASSIGN_OR_RETURN(Graph graph, Graph::FromGraphDef(std::move(def)));
@@ -303,6 +373,19 @@ Expected<Response> TaskService::RegisterGraph(const Request& request) {
       }
       if (!node.def.device.empty() && node.def.device != partition.device) {
         return InvalidArgumentError(what, ": node ", Quote(node.name()), " is placed on ", Quote(node.def.device));
+      }
+      // A transfer from a device of this task must name its incarnation
+      // now: a client that placed the graph before a restart places again.
+      if (node.op_name() == "_Send" || node.op_name() == "_Recv") {
+        const AttrMap& a = node.def.attrs;
+        auto device_attr = a.find("send_device");
+        auto incarnation_attr = a.find("send_device_incarnation");
+        if (device_attr != a.end() && incarnation_attr != a.end() &&
+            LocalDevice(device_attr->second.get<std::string>()) != nullptr) {
+          WEFT_RETURN_IF_ERROR(CheckSendIncarnation(device_attr->second.get<std::string>(),
+                                                    static_cast<uint64_t>(incarnation_attr->second.get<int64_t>()),
+                                                    StrCat(what, ": node ", Quote(node.name()))));
+        }
       }
     }
     std::vector<const runtime::RuntimeDevice*> node_devices(static_cast<std::size_t>(part.graph->num_nodes()), device);
@@ -356,7 +439,7 @@ std::shared_ptr<TaskService::Step> TaskService::GetStep(int64_t step_id, bool cr
   return step;
 }
 
-void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
+void TaskService::RunGraph(const std::string& caller, Request request, RpcNode::Reply reply) {
   std::shared_ptr<Registered> registered;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -376,6 +459,7 @@ void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
     return;
   }
   step->ran = true;
+  step->caller = caller;
   int64_t num_args = 0;
   for (const ArgMsg& feed : request.feeds) num_args = std::max(num_args, feed.index + 1);
   step->args.assign(static_cast<std::size_t>(num_args), Tensor());
@@ -399,13 +483,23 @@ void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
   join->remaining = registered->parts.size();
   const std::string name = options_.name;
   const bool last_use = request.last_use;
+  const auto started = std::chrono::steady_clock::now();
+  std::shared_ptr<StatusBoard> board = options_.board;
+  // The client asked for a trace of this step: its nodes, with the clock
+  // the client puts them on its own by.
+  std::shared_ptr<runtime::TraceRecorder> trace = request.trace ? std::make_shared<runtime::TraceRecorder>() : nullptr;
   auto forget = [this](int64_t id) {
     std::lock_guard<std::mutex> lock(mutex_);
     steps_.erase(id);
   };
-  auto finish = [step, registered, reply, join, name, last_use, forget]() {
+  auto finish = [step, registered, reply, join, name, last_use, forget, started, board, trace]() {
+    board->RunGraphDone(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     Response r;
     r.method = Method::kRunGraph;
+    if (trace != nullptr) {
+      r.trace = trace->events();
+      r.trace_origin_ns = trace->origin_ns();
+    }
     Status status = join->status;
     if (status.ok()) {
       for (const Part& part : registered->parts) {
@@ -430,7 +524,7 @@ void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
     return;
   }
   for (const Part& part : registered->parts) {
-    part.executor->RunAsync(step->info, nullptr, [join, finish](Status status) {
+    part.executor->RunAsync(step->info, trace.get(), [join, finish](Status status) {
       bool last;
       {
         std::lock_guard<std::mutex> lock(join->mutex);
@@ -445,9 +539,32 @@ void TaskService::RunGraph(Request request, RpcNode::Reply reply) {
   }
 }
 
+Status TaskService::CheckSendIncarnation(const std::string& device_name, uint64_t incarnation,
+                                         const std::string& what) const {
+  const runtime::RuntimeDevice* device = LocalDevice(device_name);
+  if (device == nullptr) {
+    return NotFoundError(options_.name, ": ", what, " names sending device ", Quote(device_name),
+                         ", which is not one of this task's (", StrJoin(DeviceNames(), ", "), ")");
+  }
+  if (incarnation != device->incarnation()) {
+    return Status(Code::kAborted,
+                  StrCat(options_.name, ": ", what, " names device ", device_name, " incarnation ", incarnation,
+                         ", but that device is incarnation ", device->incarnation(), " now: the task", kRestartedPhrase,
+                         FormatIncarnation(incarnation_), ", and the graph was placed before"));
+  }
+  return Status();
+}
+
 void TaskService::RecvTensor(const Request& request, RpcNode::Reply reply) {
-  std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true);
   const runtime::RendezvousKey key = request.key;
+  // A pull meant for a device of an earlier start of this task (its step
+  // state is gone), refused before it creates any.
+  if (Status stale = CheckSendIncarnation(key.src_device, key.src_incarnation, StrCat("tensor ", key.edge_name));
+      !stale.ok()) {
+    reply(stale, Response());
+    return;
+  }
+  std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true);
   // The base class's receive: the key's sender is on this task.
   step->rendezvous->runtime::Rendezvous::RecvAsync(
       key, [step, reply, key, name = options_.name](const Status& status, runtime::Rendezvous::Item item) {

@@ -29,6 +29,7 @@
 #include "core/dist/kv_store.h"
 #include "core/dist/remote_rendezvous.h"
 #include "core/dist/rpc.h"
+#include "core/dist/status_board.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/executor.h"
@@ -56,6 +57,9 @@ class TaskService {
     // caller, its reason): a task started for one training run stops when
     // the chief ends it. Unset (`weft serve`): Shutdown is refused.
     std::function<void(const std::string& caller, const std::string& reason)> on_shutdown;
+    // What it answers to Status; a new board (role "weft serve",
+    // state "serving") when unset. The service times its RunGraphs on it.
+    std::shared_ptr<StatusBoard> board;
   };
 
   static Expected<std::unique_ptr<TaskService>> Start(Options options, const plugin::PluginHost& plugins,
@@ -66,6 +70,7 @@ class TaskService {
   const std::string& address() const { return rpc_->address(); }
   const std::string& name() const { return options_.name; }
   uint64_t incarnation() const { return incarnation_; }
+  StatusBoard& board() const { return *options_.board; }
   // Requests its handler served, and connections it refused before any
   // (RpcNode::requests_handled, connections_refused).
   uint64_t requests_handled() const { return rpc_->requests_handled(); }
@@ -94,10 +99,17 @@ class TaskService {
   explicit TaskService(Options options) : options_(std::move(options)) {}
   void Handle(const std::string& caller, Request request, RpcNode::Reply reply);
   Response GetDevices() const;
+  Response StatusAnswer() const;
   Expected<Response> QuerySupport(const Request& request) const;
   Expected<Response> RegisterGraph(const Request& request);
-  void RunGraph(Request request, RpcNode::Reply reply);
+  void RunGraph(const std::string& caller, Request request, RpcNode::Reply reply);
   void RecvTensor(const Request& request, RpcNode::Reply reply);
+  // Whether a transfer from |device_name| (a device of this task) at
+  // |incarnation| is one of this start's; ABORTED when it is an earlier's.
+  Status CheckSendIncarnation(const std::string& device_name, uint64_t incarnation, const std::string& what) const;
+  // Aborts and drops the steps |caller| ran: it was restarted from
+  // |incarnation| (RpcNode::Options::on_caller_restarted).
+  void AbortStepsOf(const std::string& caller, uint64_t incarnation);
   std::shared_ptr<Step> GetStep(int64_t step_id, bool create);
   const runtime::RuntimeDevice* LocalDevice(const std::string& full_name) const;
   Expected<std::shared_ptr<runtime::OpKernel>> KernelFor(const Graph& graph, const Graph::Node& node,

@@ -107,7 +107,41 @@ struct Request {
     # (core/dist/kv_store.h).
     kvSet @11 :KvSet;
     kvGet @12 :KvGet;
+    # What the task says about itself (`weft cluster status`).
+    status @13 :Void;
   }
+}
+
+# The answer to Status (core/dist/status_board.h).
+struct TaskStatus {
+  task @0 :Text;
+  address @1 :Text;
+  incarnation @2 :UInt64;
+  # The task's steady clock when it answered, in ns.
+  monotonicNs @3 :Int64;
+  role @4 :Text;
+  state @5 :Text;
+  step @6 :Int64;          # -1: unknown
+  totalSteps @7 :Int64;
+  globalStep @8 :Int64;
+  # What the percentiles are of ("training steps", "RunGraph"; empty: none).
+  timed @9 :Text;
+  p50Ms @10 :Float64;
+  p90Ms @11 :Float64;
+  p99Ms @12 :Float64;
+  stepsTimed @13 :Int64;
+  acceptedGradients @14 :Int64;   # -1: not counted
+  droppedGradients @15 :Int64;
+  # What its heartbeats know of its peers.
+  peers @16 :List(PeerHealth);
+}
+
+struct PeerHealth {
+  task @0 :Text;
+  state @1 :Text;          # "alive", "lost", "unknown"
+  incarnation @2 :UInt64;
+  silentMs @3 :Int64;      # since its last answer; -1: never answered
+  roundTripUs @4 :Int64;
 }
 
 struct KvSet {
@@ -128,6 +162,18 @@ struct RunGraph {
   # No other task pulls a tensor of this step from this one: drop the
   # step's state as soon as the partitions ran (no CleanupStep follows).
   lastUse @3 :Bool;
+  # Record a trace of the partitions' nodes; the answer carries it.
+  trace @4 :Bool;
+}
+
+# One node's execution on a task (core/runtime/trace.h).
+struct TraceEvent {
+  node @0 :Text;
+  op @1 :Text;
+  device @2 :Text;
+  thread @3 :UInt64;
+  startUs @4 :Int64;      # since traceOriginNs
+  durationUs @5 :Int64;
 }
 
 struct RecvTensor {
@@ -152,10 +198,15 @@ struct Response {
     kvValues @8 :List(Data);
     # Heartbeat: who answered, and which start of it (core/dist/heartbeat.h).
     heartbeatReply @9 :HelloReply;
+    taskStatus @10 :TaskStatus;
   }
   # RecvTensor: the sender's value is dead (a branch not taken, or a loop's
   # last check); `tensor` is then empty and not read.
   isDead @7 :Bool;
+  # RunGraph with `trace`: the nodes it ran, and the task's steady clock
+  # (ns) at the trace's origin.
+  trace @11 :List(TraceEvent);
+  traceOriginNs @12 :Int64;
 }
 
 struct Envelope {
@@ -170,4 +221,8 @@ struct Envelope {
   deadlineMs @4 :Int64;
   # Responses: the outcome; an error response carries no body.
   status @5 :WireStatus;
+  # Requests: the incarnation of the task the caller means to reach (the
+  # one that registered the graph it names; 0: any, as for Hello or a
+  # Heartbeat). Responses: the responder's own (core/dist/incarnation.h).
+  incarnation @6 :UInt64;
 }

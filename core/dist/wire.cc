@@ -139,6 +139,7 @@ Status EncodeRequest(Writer& writer, const Request& r, w::Request::Builder out) 
       run.setHandle(r.handle);
       run.setStepId(r.step_id);
       run.setLastUse(r.last_use);
+      run.setTrace(r.trace);
       return SetArgs(writer, r.feeds, run.initFeeds(static_cast<unsigned>(r.feeds.size())));
     }
     case Method::kRecvTensor: {
@@ -155,6 +156,7 @@ Status EncodeRequest(Writer& writer, const Request& r, w::Request::Builder out) 
     }
     case Method::kCleanupStep: out.setCleanupStep(r.step_id); return Status();
     case Method::kHeartbeat: out.setHeartbeat(); return Status();
+    case Method::kStatus: out.setStatus(); return Status();
     case Method::kShutdown: out.setShutdown(r.reason); return Status();
     case Method::kKvSet: {
       if (r.kv_keys.size() != 1) return InternalError("a KvSet carries one key, not ", r.kv_keys.size());
@@ -212,7 +214,26 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
       return Status();
     }
     case Method::kRegisterGraph: out.setGraphHandle(r.handle); return Status();
-    case Method::kRunGraph: return SetArgs(writer, r.retvals, out.initRetvals(static_cast<unsigned>(r.retvals.size())));
+    case Method::kRunGraph: {
+      if (!r.trace.empty()) {
+        if (r.trace.size() > kMaxTraceEvents) {
+          return ResourceExhaustedError("a trace of ", r.trace.size(), " events (at most ", kMaxTraceEvents,
+                                        " travel in one answer)");
+        }
+        auto events = out.initTrace(static_cast<unsigned>(r.trace.size()));
+        for (std::size_t i = 0; i < r.trace.size(); ++i) {
+          auto e = events[static_cast<unsigned>(i)];
+          e.setNode(r.trace[i].name);
+          e.setOp(r.trace[i].op);
+          e.setDevice(r.trace[i].device);
+          e.setThread(r.trace[i].thread);
+          e.setStartUs(r.trace[i].start_us);
+          e.setDurationUs(r.trace[i].duration_us);
+        }
+        out.setTraceOriginNs(r.trace_origin_ns);
+      }
+      return SetArgs(writer, r.retvals, out.initRetvals(static_cast<unsigned>(r.retvals.size())));
+    }
     case Method::kRecvTensor:
       if (r.is_dead) {
         out.initTensor();
@@ -224,6 +245,36 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
       auto h = out.initHeartbeatReply();
       h.setTask(r.task);
       h.setIncarnation(r.incarnation);
+      return Status();
+    }
+    case Method::kStatus: {
+      const TaskStatusMsg& t = r.status;
+      auto o = out.initTaskStatus();
+      o.setTask(t.task);
+      o.setAddress(t.address);
+      o.setIncarnation(t.incarnation);
+      o.setMonotonicNs(t.monotonic_ns);
+      o.setRole(t.role);
+      o.setState(t.state);
+      o.setStep(t.step);
+      o.setTotalSteps(t.total_steps);
+      o.setGlobalStep(t.global_step);
+      o.setTimed(t.timed);
+      o.setP50Ms(t.p50_ms);
+      o.setP90Ms(t.p90_ms);
+      o.setP99Ms(t.p99_ms);
+      o.setStepsTimed(t.steps_timed);
+      o.setAcceptedGradients(t.accepted_gradients);
+      o.setDroppedGradients(t.dropped_gradients);
+      auto peers = o.initPeers(static_cast<unsigned>(t.peers.size()));
+      for (std::size_t i = 0; i < t.peers.size(); ++i) {
+        auto p = peers[static_cast<unsigned>(i)];
+        p.setTask(t.peers[i].task);
+        p.setState(t.peers[i].state);
+        p.setIncarnation(t.peers[i].incarnation);
+        p.setSilentMs(t.peers[i].silent_ms);
+        p.setRoundTripUs(t.peers[i].round_trip_us);
+      }
       return Status();
     }
     case Method::kKvGet: {
@@ -357,6 +408,7 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
       r.handle = run.getHandle();
       r.step_id = run.getStepId();
       r.last_use = run.getLastUse();
+      r.trace = run.getTrace();
       WEFT_ASSIGN_OR_RETURN(r.feeds, reader.ReadArgs(run.getFeeds()));
       return Status();
     }
@@ -379,6 +431,7 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
       r.step_id = in.getCleanupStep();
       return Status();
     case w::Request::HEARTBEAT: r.method = Method::kHeartbeat; return Status();
+    case w::Request::STATUS: r.method = Method::kStatus; return Status();
     case w::Request::SHUTDOWN:
       r.method = Method::kShutdown;
       r.reason = Str(in.getShutdown());
@@ -449,6 +502,21 @@ Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r)
     case w::Response::RETVALS: {
       r.method = Method::kRunGraph;
       WEFT_ASSIGN_OR_RETURN(r.retvals, reader.ReadArgs(in.getRetvals()));
+      if (in.getTrace().size() > kMaxTraceEvents) {
+        return InvalidArgumentError("a trace of ", in.getTrace().size(), " events (at most ", kMaxTraceEvents, ")");
+      }
+      for (auto e : in.getTrace()) {
+        runtime::TraceRecorder::Event event;
+        event.name = Str(e.getNode());
+        event.op = Str(e.getOp());
+        event.device = Str(e.getDevice());
+        event.thread = e.getThread();
+        event.start_us = e.getStartUs();
+        event.duration_us = e.getDurationUs();
+        event.step_id = 0;
+        r.trace.push_back(std::move(event));
+      }
+      r.trace_origin_ns = in.getTraceOriginNs();
       return Status();
     }
     case w::Response::TENSOR: {
@@ -467,6 +535,48 @@ Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r)
       r.method = Method::kKvGet;
       for (auto value : in.getKvValues()) r.kv_values.push_back(ToString(value));
       return Status();
+    case w::Response::TASK_STATUS: {
+      r.method = Method::kStatus;
+      auto t = in.getTaskStatus();
+      auto text = [](capnp::Text::Reader v, const char* what) -> Expected<std::string> {
+        if (v.size() > kMaxStatusText) {
+          return InvalidArgumentError("a Status answer's ", what, " of ", v.size(), " bytes (at most ", kMaxStatusText,
+                                      ")");
+        }
+        return Str(v);
+      };
+      TaskStatusMsg& o = r.status;
+      WEFT_ASSIGN_OR_RETURN(o.task, text(t.getTask(), "task"));
+      WEFT_ASSIGN_OR_RETURN(o.address, text(t.getAddress(), "address"));
+      WEFT_ASSIGN_OR_RETURN(o.role, text(t.getRole(), "role"));
+      WEFT_ASSIGN_OR_RETURN(o.state, text(t.getState(), "state"));
+      WEFT_ASSIGN_OR_RETURN(o.timed, text(t.getTimed(), "timed"));
+      o.incarnation = t.getIncarnation();
+      o.monotonic_ns = t.getMonotonicNs();
+      o.step = t.getStep();
+      o.total_steps = t.getTotalSteps();
+      o.global_step = t.getGlobalStep();
+      o.p50_ms = t.getP50Ms();
+      o.p90_ms = t.getP90Ms();
+      o.p99_ms = t.getP99Ms();
+      o.steps_timed = t.getStepsTimed();
+      o.accepted_gradients = t.getAcceptedGradients();
+      o.dropped_gradients = t.getDroppedGradients();
+      if (t.getPeers().size() > kMaxStatusPeers) {
+        return InvalidArgumentError("a Status answer with ", t.getPeers().size(), " peers (at most ", kMaxStatusPeers,
+                                    ")");
+      }
+      for (auto p : t.getPeers()) {
+        PeerHealthMsg peer;
+        WEFT_ASSIGN_OR_RETURN(peer.task, text(p.getTask(), "peer name"));
+        WEFT_ASSIGN_OR_RETURN(peer.state, text(p.getState(), "peer state"));
+        peer.incarnation = p.getIncarnation();
+        peer.silent_ms = p.getSilentMs();
+        peer.round_trip_us = p.getRoundTripUs();
+        o.peers.push_back(std::move(peer));
+      }
+      return Status();
+    }
   }
   return InvalidArgumentError("a response of unknown kind ", static_cast<int>(in.which()), " (from a newer Weft?)");
 }
@@ -496,6 +606,7 @@ std::string_view MethodName(Method method) {
     case Method::kShutdown: return "Shutdown";
     case Method::kKvSet: return "KvSet";
     case Method::kKvGet: return "KvGet";
+    case Method::kStatus: return "Status";
   }
   return "(unknown)";
 }
@@ -507,6 +618,12 @@ Expected<Encoded> Encode(const Envelope& envelope) {
     root.setVersion(envelope.version);
     root.setCallId(envelope.call_id);
     root.setDeadlineMs(envelope.deadline_ms);
+    uint64_t incarnation = envelope.incarnation;
+    if (incarnation == 0) {
+      incarnation =
+          envelope.is_response ? envelope.response.responder_incarnation : envelope.request.target_incarnation;
+    }
+    root.setIncarnation(incarnation);
     Writer writer;
     if (envelope.is_response) {
       SetStatus(envelope.status, root.initStatus());
@@ -572,6 +689,12 @@ Expected<Envelope> DecodeBytes(std::string_view header, const void* payload, uin
       decoded = DecodeRequest(reader, root.getRequest(), e.request);
     }
     if (!decoded.ok()) return bad(decoded.message());
+    e.incarnation = root.getIncarnation();
+    if (e.is_response) {
+      e.response.responder_incarnation = e.incarnation;
+    } else {
+      e.request.target_incarnation = e.incarnation;
+    }
     return e;
   } catch (const kj::Exception& ex) {
     return bad(Describe(ex));

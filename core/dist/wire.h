@@ -16,6 +16,7 @@
 #include "core/base/status.h"
 #include "core/dist/transport.h"
 #include "core/runtime/rendezvous.h"
+#include "core/runtime/trace.h"
 #include "core/tensor/tensor.h"
 
 namespace weft::dist {
@@ -40,6 +41,7 @@ enum class Method {
   kShutdown,
   kKvSet,
   kKvGet,
+  kStatus,
 };
 
 // Limits of the rendezvous store's messages, checked on decoding.
@@ -47,6 +49,11 @@ inline constexpr std::size_t kMaxKvKeyBytes = 256;
 inline constexpr std::size_t kMaxKvValueBytes = 1 << 20;
 inline constexpr std::size_t kMaxKvKeysPerGet = 1024;
 inline constexpr int64_t kMaxKvWaitMs = int64_t{24} * 3600 * 1000;
+// Limits of a Status answer, checked on decoding.
+inline constexpr std::size_t kMaxStatusPeers = 4096;
+inline constexpr std::size_t kMaxStatusText = 4096;
+// The most trace events a RunGraph answer carries.
+inline constexpr std::size_t kMaxTraceEvents = std::size_t{1} << 20;
 // "RunGraph", ...
 std::string_view MethodName(Method method);
 
@@ -69,6 +76,34 @@ struct DeviceSupport {
 struct PartitionMsg {
   std::string device;  // full name
   std::string graph;   // a binary .wg graph
+};
+
+// One peer as a task's heartbeats see it.
+struct PeerHealthMsg {
+  std::string task;
+  std::string state;  // "alive", "lost", "unknown"
+  uint64_t incarnation = 0;
+  int64_t silent_ms = -1;
+  int64_t round_trip_us = -1;
+};
+
+// A task's answer to Status (wire.capnp's TaskStatus).
+struct TaskStatusMsg {
+  std::string task;
+  std::string address;
+  uint64_t incarnation = 0;
+  int64_t monotonic_ns = 0;
+  std::string role;
+  std::string state;
+  int64_t step = -1;
+  int64_t total_steps = -1;
+  int64_t global_step = -1;
+  std::string timed;
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0;
+  int64_t steps_timed = 0;
+  int64_t accepted_gradients = -1;
+  int64_t dropped_gradients = -1;
+  std::vector<PeerHealthMsg> peers;
 };
 
 struct ArgMsg {
@@ -94,6 +129,8 @@ struct Request {
   std::vector<ArgMsg> feeds;
   // RunGraph: no other task pulls from this one in the step.
   bool last_use = false;
+  // RunGraph: record a trace of the step's nodes.
+  bool trace = false;
   runtime::RendezvousKey key;
   Status abort_status;
   // Shutdown: why.
@@ -102,6 +139,8 @@ struct Request {
   std::vector<std::string> kv_keys;
   std::string kv_value;
   int64_t kv_wait_ms = 0;
+  // The incarnation of the task meant (0: any); travels in the envelope.
+  uint64_t target_incarnation = 0;
 };
 
 struct Response {
@@ -117,11 +156,19 @@ struct Response {
   uint64_t handle = 0;
   // RunGraph
   std::vector<ArgMsg> retvals;
+  // RunGraph with trace: the events (process empty), and the task's
+  // steady clock at their origin.
+  std::vector<runtime::TraceRecorder::Event> trace;
+  int64_t trace_origin_ns = 0;
   // RecvTensor
   Tensor tensor;
   bool is_dead = false;  // then |tensor| is empty
   // KvGet: the values of the keys, in order.
   std::vector<std::string> kv_values;
+  // Status
+  TaskStatusMsg status;
+  // Who answered: its incarnation, from the envelope (errors carry it too).
+  uint64_t responder_incarnation = 0;
 };
 
 struct Envelope {
@@ -129,6 +176,8 @@ struct Envelope {
   uint64_t call_id = 0;  // 0: no response wanted
   bool is_response = false;
   int64_t deadline_ms = 0;
+  // Requests: the target's incarnation; responses: the responder's.
+  uint64_t incarnation = 0;
   Status status;  // responses
   Request request;
   Response response;

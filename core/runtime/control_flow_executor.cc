@@ -352,8 +352,14 @@ void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
           context, [this, state, t, outputs = std::move(outputs), ctx = std::move(ctx), start](Status status) mutable {
             const NodeItem& done_item = items_[static_cast<std::size_t>(t.id)];
             if (state->trace != nullptr) {
-              state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
-                                    state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
+              state->trace->Record({done_item.node->name(),
+                                    done_item.node->op_name(),
+                                    done_item.device->name(),
+                                    state->info->step_id,
+                                    TraceThreadId(),
+                                    start,
+                                    state->trace->NowMicros() - start,
+                                    {}});
             }
             std::vector<TaggedNode> newly_ready;
             if (!status.ok()) {
@@ -455,8 +461,14 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
     }
   }
   if (state->trace != nullptr) {
-    state->trace->Record({item.node->name(), item.node->op_name(), item.device->name(), state->info->step_id,
-                          TraceThreadId(), start, state->trace->NowMicros() - start});
+    state->trace->Record({item.node->name(),
+                          item.node->op_name(),
+                          item.device->name(),
+                          state->info->step_id,
+                          TraceThreadId(),
+                          start,
+                          state->trace->NowMicros() - start,
+                          {}});
   }
   if (status.ok() && item.kind == Kind::kKernel) {
     for (int i = 0; i < item.num_outputs; ++i) {

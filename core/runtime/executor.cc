@@ -191,8 +191,14 @@ void Executor::Process(StepState* state, std::vector<int> stack) const {
           context, [this, state, id, outputs = std::move(outputs), ctx = std::move(ctx), start](Status status) mutable {
             const NodeItem& done_item = items_[static_cast<std::size_t>(id)];
             if (state->trace != nullptr) {
-              state->trace->Record({done_item.node->name(), done_item.node->op_name(), done_item.device->name(),
-                                    state->info->step_id, TraceThreadId(), start, state->trace->NowMicros() - start});
+              state->trace->Record({done_item.node->name(),
+                                    done_item.node->op_name(),
+                                    done_item.device->name(),
+                                    state->info->step_id,
+                                    TraceThreadId(),
+                                    start,
+                                    state->trace->NowMicros() - start,
+                                    {}});
             }
             if (status.ok() && ctx->output_dead()) {
               // Only a partition with control flow can receive a dead value, and
@@ -237,8 +243,14 @@ bool Executor::RunNode(StepState* state, int id, std::vector<int>* ready) const 
     status = item.kernel->Compute(ctx);
   }
   if (state->trace != nullptr) {
-    state->trace->Record({item.node->name(), item.node->op_name(), item.device->name(), state->info->step_id,
-                          TraceThreadId(), start, state->trace->NowMicros() - start});
+    state->trace->Record({item.node->name(),
+                          item.node->op_name(),
+                          item.device->name(),
+                          state->info->step_id,
+                          TraceThreadId(),
+                          start,
+                          state->trace->NowMicros() - start,
+                          {}});
   }
   if (!status.ok()) {
     Fail(state, id, status);

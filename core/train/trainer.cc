@@ -82,8 +82,13 @@ using Feeds = std::vector<std::pair<std::string, Tensor>>;
 class StepRunner {
  public:
   virtual ~StepRunner() = default;
-  virtual Status Run(const Feeds& feeds, const std::vector<std::string>& fetches,
-                     const std::vector<std::string>& targets, std::vector<Tensor>* outputs) = 0;
+  Status Run(const Feeds& feeds, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs, const runtime::RunOptions& options = {}) {
+    return RunWith(feeds, fetches, targets, outputs, options);
+  }
+  virtual Status RunWith(const Feeds& feeds, const std::vector<std::string>& fetches,
+                         const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                         const runtime::RunOptions& options) = 0;
   // For the first progress line: "2 threads".
   virtual std::string Describe() const = 0;
 };
@@ -91,9 +96,9 @@ class StepRunner {
 class LocalRunner : public StepRunner {
  public:
   explicit LocalRunner(std::unique_ptr<runtime::Session> session) : session_(std::move(session)) {}
-  Status Run(const Feeds& feeds, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs) override {
-    return session_->Run(feeds, fetches, targets, outputs);
+  Status RunWith(const Feeds& feeds, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                 std::vector<Tensor>* outputs, const runtime::RunOptions& options) override {
+    return session_->Run(feeds, fetches, targets, outputs, options);
   }
   std::string Describe() const override { return StrCat(session_->intra_op_threads(), " threads"); }
 
@@ -113,9 +118,9 @@ class ClusterRunner : public StepRunner {
     session_.reset();  // deregisters its graphs while this task still serves
     service_.reset();
   }
-  Status Run(const Feeds& feeds, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs) override {
-    return session_->Run(feeds, fetches, targets, outputs);
+  Status RunWith(const Feeds& feeds, const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                 std::vector<Tensor>* outputs, const runtime::RunOptions& options) override {
+    return session_->Run(feeds, fetches, targets, outputs, options);
   }
   std::string Describe() const override { return description_; }
   Status StopTasks(const std::vector<std::string>& names, const std::string& reason) {
@@ -720,6 +725,18 @@ class Run {
   std::shared_ptr<runtime::CollectiveGroup> group_;
   runtime::CollectiveGroup::Stats allreduce_start_;
   bool finished_ = false;
+  // What this worker's task answers to `weft cluster status`.
+  std::shared_ptr<dist::StatusBoard> board_ = std::make_shared<dist::StatusBoard>();
+
+  // The options of training step |step| (from 1): traced when it is one of
+  // --trace-steps.
+  runtime::RunOptions TraceStep(int64_t step) const {
+    runtime::RunOptions o;
+    if (options_.trace != nullptr && step >= options_.trace_first && step <= options_.trace_last) {
+      o.trace = options_.trace;
+    }
+    return o;
+  }
 };
 
 // What a sync worker's loop counts (read by the chief's apply loop while
@@ -1288,9 +1305,15 @@ Status Run::StartCluster() {
   std::stable_partition(so.tasks.begin(), so.tasks.end(), [&](const dist::Peer& p) { return p.name == me; });
   for (placement::Pin& pin : ClusterPins()) so.placement.pins.push_back(std::move(pin));
   WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
+  board_->SetRole(
+      StrCat("worker ", worker_, " of ", num_workers_, chief() ? ", the chief" : "", sync() ? ", sync" : ", async"));
+  board_->SetState("starting");
+  service_options.board = board_;
   auto service = dist::TaskService::Start(service_options, host_, devices_);
   if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
   WEFT_RETURN_IF_ERROR(WaitForPeers(**service, so.tasks));
+  // One incarnation for the process: its task and its session.
+  so.incarnation = (*service)->incarnation();
   auto session = dist::DistSession::Create(tg_.graph, so, host_);
   if (!session.ok()) return session.status();
   session_ = std::make_unique<ClusterRunner>(
@@ -1342,6 +1365,7 @@ Status Run::WaitForChief() {
 }
 
 Status Run::FinishCluster() {
+  board_->SetState(chief() ? "finished; waiting for the other workers" : "finished");
   if (!chief()) {
     return session_->Run({}, {}, {"cluster/worker_done"}, nullptr)
         .WithContext("telling the chief this worker finished");
@@ -1489,6 +1513,9 @@ Status Run::StartAllReduce() {
   // This worker's task: it answers the others' pings, and the chief's
   // serves the rendezvous store.
   WEFT_ASSIGN_OR_RETURN(dist::TaskService::Options service_options, dist::ServiceOptionsFor(c, *c.self, config_));
+  board_->SetRole(StrCat("worker ", worker_, " of ", num_workers_, chief() ? ", the chief" : "", ", allreduce"));
+  board_->SetState("starting");
+  service_options.board = board_;
   auto service = dist::TaskService::Start(service_options, host_, devices_);
   if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
   service_ = std::move(*service);
@@ -1672,6 +1699,8 @@ Expected<TrainResult> Run::Go() {
   // is still there (automatic recovery is not implemented: it stops).
   Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);
   const dist::WireCounters wire_before = dist::ReadWireCounters();
+  board_->SetState("training");
+  board_->SetTotalSteps(total_steps_);
   while (step_ < total_steps_) {
     if (distributed() && !chief() && Clock::now() >= next_chief_check) {
       Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
@@ -1691,10 +1720,11 @@ Expected<TrainResult> Run::Go() {
                              ->Run({{images_, batch->features},
                                     {labels_, batch->labels},
                                     {tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}},
-                                   fetches, {tg_.train}, &out)
+                                   fetches, {tg_.train}, &out, TraceStep(step_ + 1))
                              .WithContext(StrCat("training step ", step_ + 1)));
     ++step_;
     train_seconds += Seconds(Clock::now() - t0);
+    board_->StepDone(step_, Seconds(Clock::now() - t0) * 1000.0);
     const double loss = ScalarValue(out[0]);
     if (!std::isfinite(loss)) {
       return FailedPreconditionError("the loss became ", loss, " at step ", step_, " (learning rate ", lr,
@@ -1815,7 +1845,7 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
     if (!batch.ok()) return batch.status().WithContext(StrCat("reading training batch ", local + 1));
     Status ran = session_->Run(
         {{images_, batch->features}, {labels_, batch->labels}, {sn.local_step, Tensor::Scalar<int64_t>(local)}},
-        fetches, {}, &out);
+        fetches, {}, &out, TraceStep(local + 1));
     if (!ran.ok()) {
       if (ran.code() == Code::kOutOfRange) {
         if (report) reporter_.Note(StrCat("the chief ended the run before step ", local + 1));
@@ -1832,6 +1862,10 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
     const bool accepted = out[2].scalar<bool>();
     const double accuracy = accuracy_.empty() ? kNaN : ScalarValue(out[3]);
     const double seconds = Seconds(Clock::now() - t0);
+    if (!chief()) {
+      board_->StepDone(next, seconds * 1000.0);
+      board_->AddGradients(accepted ? 1 : 0, accepted ? 0 : 1);
+    }
     {
       std::lock_guard<std::mutex> lock(stats->mutex);
       stats->loss_sum += loss;
@@ -1874,6 +1908,8 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
 }
 
 Expected<TrainResult> Run::GoSync(bool restored) {
+  board_->SetState("training");
+  board_->SetTotalSteps(total_steps_);
   const SyncNodes& sn = *tg_.sync;
   TrainResult result;
   SyncWorkerStats stats;
@@ -1954,7 +1990,7 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     const double lr = LearningRateAt(config_.schedule, optimizer_choice_.learning_rate, step_, total_steps_);
     std::vector<Tensor> out;
     Status applied = session_->Run({{tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, counts,
-                                   {pause ? sn.apply : sn.apply_and_release}, &out);
+                                   {pause ? sn.apply : sn.apply_and_release}, &out, TraceStep(step_ + 1));
     if (!applied.ok()) {
       return fail(applied.WithContext(
           StrCat("update ", next, " (the averaged gradients of the workers' step at global step ", step_, ")")));
@@ -1964,6 +2000,9 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     const int64_t aggregated = out[0].scalar<int64_t>();
     const int64_t stale = out[1].scalar<int64_t>();
     const int64_t late = out[2].scalar<int64_t>();
+    board_->StepDone(step_, Seconds(Clock::now() - t0) * 1000.0);
+    board_->SetGlobalStep(step_);
+    board_->AddGradients(aggregated, stale + late);
     reporter_.SyncStep(step_, aggregated, stale, late);
     aggregated_total += aggregated;
     dropped_total += stale + late;

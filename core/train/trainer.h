@@ -18,6 +18,7 @@
 #include "core/graph/graph.h"
 #include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
+#include "core/runtime/trace.h"
 
 namespace weft::dist {
 struct ClusterSpec;
@@ -47,6 +48,12 @@ struct TrainerOptions {
   // reads its share of the data, and worker 0, the chief, initialises,
   // evaluates and checkpoints. Null or not distributed: one process.
   const dist::ClusterSpec* cluster = nullptr;
+  // Record a trace of steps trace_first..trace_last (from 1, both
+  // included) here: the training steps, and on a cluster every task's part
+  // of them (`weft train --trace`). Null: no trace.
+  runtime::TraceRecorder* trace = nullptr;
+  int64_t trace_first = 10;
+  int64_t trace_last = 10;
 };
 
 struct TrainResult {

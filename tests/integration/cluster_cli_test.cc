@@ -13,16 +13,19 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "core/base/json.h"
 #include "core/base/strings.h"
 #include "core/graph/builder.h"
 #include "core/graph/control_flow.h"
 #include "core/graph/serialize.h"
 #include "core/tensor/npy.h"
+#include "tests/integration/cluster_trace_check.h"
 #include "tests/integration/loopback.h"
 #include "tests/integration/subprocess.h"
 
@@ -435,6 +438,117 @@ TEST_F(Cluster, AHungTaskIsDeclaredLostAndItsStepFailsNamingIt) {
   EXPECT_NE(r.err.find("([cluster] heartbeat_timeout_ms = 1500)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("; step "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" cancelled"), std::string::npos) << r.err;
+}
+
+// `weft cluster status` against running tasks: every task with its
+// address, the incarnation it printed at start, the last heartbeat its
+// peers got, its RunGraph times; then, with the ps killed, the ps as not
+// answering (its last heartbeat still known from the worker) and exit 1.
+TEST_F(Cluster, ClusterStatusShowsEveryTaskAndWhichDoNotAnswer) {
+  const int ps_port = FreePort(), worker_port = FreePort();
+  const std::string config = WriteConfig("c.toml", ps_port, worker_port);
+  {
+    std::string text = Read(config);
+    text.insert(text.find("[cluster.jobs]"), "heartbeat_interval_ms = 100\nheartbeat_timeout_ms = 5000\n");
+    std::ofstream(config) << text;
+  }
+  BackgroundProcess* ps = Serve(config, "ps", 0);
+  BackgroundProcess* worker = Serve(config, "worker", 0);
+  auto incarnation_of = [](const std::string& output) {
+    const auto at = output.find("(incarnation ");
+    if (at == std::string::npos) return std::string();
+    return output.substr(at + 13, output.find(')', at) - at - 13);
+  };
+  const std::string ps_incarnation = incarnation_of(ps->Output());
+  const std::string worker_incarnation = incarnation_of(worker->Output());
+  ASSERT_FALSE(ps_incarnation.empty()) << ps->Output();
+  ASSERT_NE(ps_incarnation, worker_incarnation);
+  // A step across both, so that the ps has served RunGraphs.
+  ASSERT_TRUE(
+      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3})).ok());
+  ProcessResult ran = Weft({"run", FeedForwardGraph(), "--config", config, "--feed", "x=" + (dir_ / "x.npy").string(),
+                            "--fetch", "y", "--out", (dir_ / "out").string()});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  std::this_thread::sleep_for(500ms);  // a few heartbeats each way
+
+  ProcessResult status = Weft({"cluster", "status", "--config", config});
+  ASSERT_EQ(status.exit_code, 0) << status.err << status.out;
+  EXPECT_NE(status.out.find("2 tasks, 2 answer"), std::string::npos) << status.out;
+  for (const char* header :
+       {"TASK", "ADDRESS", "INCARNATION", "UP", "LAST HEARTBEAT", "STEP", "STEP MS P50/P90/P99", "DROPPED", "STATE"}) {
+    EXPECT_NE(status.out.find(header), std::string::npos) << header << "\n" << status.out;
+  }
+  EXPECT_NE(status.out.find(StrCat("tcp://127.0.0.1:", ps_port)), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find(ps_incarnation), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find(worker_incarnation), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("(RunGraph)"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("serving; weft serve"), std::string::npos) << status.out;
+
+  ProcessResult json = Weft({"cluster", "status", "--config", config, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const Json tasks = Json::parse(json.out);
+  ASSERT_EQ(tasks.size(), 2u) << json.out;
+  for (const Json& t : tasks) {
+    EXPECT_TRUE(t["answered"].get<bool>());
+    const bool is_ps = t["task"] == "/job:ps/task:0";
+    EXPECT_EQ(t["incarnation"], is_ps ? ps_incarnation : worker_incarnation);
+    EXPECT_EQ(t["address"], StrCat("tcp://127.0.0.1:", is_ps ? ps_port : worker_port));
+    // Each watches the other, and has heard from it lately.
+    ASSERT_EQ(t["peers"].size(), 1u) << t.dump();
+    EXPECT_EQ(t["peers"][0]["state"], "alive") << t.dump();
+    EXPECT_EQ(t["peers"][0]["incarnation"], is_ps ? worker_incarnation : ps_incarnation);
+    ASSERT_TRUE(t["last_heartbeat_ms"].is_number()) << t.dump();
+    EXPECT_LT(t["last_heartbeat_ms"].get<int64_t>(), 3000);
+    EXPECT_EQ(t["step"], -1);
+  }
+  const Json& ps_json = tasks[0]["task"] == "/job:ps/task:0" ? tasks[0] : tasks[1];
+  EXPECT_EQ(ps_json["timed"], "RunGraph");
+  EXPECT_GE(ps_json["steps_timed"].get<int64_t>(), 1);
+  EXPECT_GT(ps_json["step_ms_p50"].get<double>(), 0.0);
+  EXPECT_LE(ps_json["step_ms_p50"].get<double>(), ps_json["step_ms_p99"].get<double>());
+
+  ps->Kill(SIGKILL);
+  ps->Wait(10000);
+  ProcessResult gone = Weft({"cluster", "status", "--config", config, "--timeout-ms", "1500"});
+  EXPECT_EQ(gone.exit_code, 1) << gone.out << gone.err;
+  EXPECT_NE(gone.out.find("2 tasks, 1 answers"), std::string::npos) << gone.out;
+  EXPECT_NE(gone.out.find("not answering: cannot reach task /job:ps/task:0"), std::string::npos) << gone.out;
+  EXPECT_NE(gone.err.find("1 of 2 tasks did not answer within 1500 ms"), std::string::npos) << gone.err;
+  // The worker's heartbeats still say when the ps last answered.
+  const std::string ps_row = gone.out.substr(gone.out.find("/job:ps/task:0"));
+  EXPECT_NE(ps_row.substr(0, ps_row.find('\n')).find(" ago"), std::string::npos) << gone.out;
+  ProcessResult bare = Weft({"cluster", "status"});
+  EXPECT_EQ(bare.exit_code, 1);
+  EXPECT_NE(bare.err.find("the config has no [cluster.jobs]: `weft cluster status` asks the tasks of a cluster"),
+            std::string::npos)
+      << bare.err;
+}
+
+// `weft run --trace` on a cluster: one Chrome trace with a process per
+// task, a track per device and thread, and a flow for the tensor the ps
+// sends to the worker.
+TEST_F(Cluster, RunTraceOnAClusterMergesEveryTasksTrack) {
+  const std::string config = WriteConfig("c.toml", FreePort(), FreePort());
+  Serve(config, "ps", 0);
+  Serve(config, "worker", 0);
+  ASSERT_TRUE(
+      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3})).ok());
+  const std::string trace_path = (dir_ / "trace.json").string();
+  ProcessResult ran = Weft({"run", FeedForwardGraph(), "--config", config, "--feed", "x=" + (dir_ / "x.npy").string(),
+                            "--fetch", "y", "--out", (dir_ / "out").string(), "--trace", trace_path});
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_NE(ran.out.find("trace in " + trace_path), std::string::npos) << ran.out;
+  const Json trace = Json::parse(Read(trace_path));
+  EXPECT_GE(testing::CheckClusterTrace(trace, {"/job:ps/task:0", "/job:worker/task:0"}), 1) << trace.dump(1);
+  // The MatMul ran on the ps, the Relu on the worker, each on its track.
+  bool matmul_on_ps = false, relu_on_worker = false;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    matmul_on_ps |= e["name"] == "matmul" && e["args"]["device"] == "/job:ps/task:0/device:CPU:0";
+    relu_on_worker |= e["name"] == "y" && e["args"]["device"] == "/job:worker/task:0/device:CPU:0";
+  }
+  EXPECT_TRUE(matmul_on_ps && relu_on_worker) << trace.dump(1);
+  EXPECT_TRUE(trace["otherData"]["clock_offsets_us"].contains("/job:ps/task:0")) << trace.dump(1);
 }
 
 // [cluster] secret_file end to end: a task and a client that share it

@@ -6,13 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
 #include "core/dist/dist_session.h"
 #include "core/dist/heartbeat.h"
+#include "core/dist/incarnation.h"
 #include "core/dist/task_service.h"
 #include "core/graph/builder.h"
+#include "core/graph/serialize.h"
 #include "tests/integration/loopback.h"
 #include "tests/integration/runtime_env.h"
 #include "tests/integration/two_tasks.h"
@@ -307,28 +310,255 @@ TEST_F(TwoTasks, HeartbeatsDeclareAGoneTaskLostAndSeeItsRestart) {
   EXPECT_EQ(monitor.Snapshot()[0].state, HeartbeatMonitor::PeerState::State::kAlive);
 }
 
-// A graph handle from before a task restarted never names a graph that
-// another client registered with the new process: the step is refused,
-// saying why, instead of running someone else's graph.
-TEST_F(TwoTasks, AStaleGraphHandleFromBeforeARestartIsRefused) {
+// A raw client of the two tasks, for requests a session would not send.
+std::unique_ptr<RpcNode> RawClient(const std::string& identity, uint64_t incarnation, uint64_t fingerprint) {
+  RpcNode::Options o;
+  o.plugins = &Plugins();
+  o.identity = identity;
+  o.incarnation = incarnation;
+  o.cluster_fingerprint = fingerprint;
+  o.connect_timeout_ms = 5000;
+  auto rpc = RpcNode::Create(o, nullptr);
+  EXPECT_TRUE(rpc.ok()) << rpc.status().ToString();
+  return rpc.ok() ? std::move(*rpc) : nullptr;
+}
+
+// A partition for |device| that receives a float from |send_device| (at
+// device incarnation |incarnation|) and returns it.
+std::string RecvPartition(const std::string& device, const std::string& send_device, uint64_t incarnation) {
+  GraphBuilder b;
+  Output r = b.Op("_Recv", {},
+                  {{"tensor_type", DType::kF32},
+                   {"shape", Shape{}},
+                   {"tensor_name", "t:0"},
+                   {"send_device", send_device},
+                   {"send_device_incarnation", static_cast<int64_t>(incarnation)},
+                   {"recv_device", device}},
+                  "recv");
+  b.Op("_Retval", {r}, {{"T", DType::kF32}, {"index", 0}}, "out");
+  auto g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  GraphDef def = g->ToGraphDef();
+  for (NodeDef& n : def.nodes) n.device = device;
+  return SerializeGraphDef(def, GraphFormat::kBinary);
+}
+
+uint64_t DeviceIncarnation(RpcNode& rpc, const Peer& task) {
+  Request request;
+  request.method = Method::kGetDevices;
+  auto r = rpc.CallSync(task, std::move(request), 5000);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() && !r->devices.empty() ? r->devices[0].incarnation : 0;
+}
+
+// A task that was restarted refuses a step meant for its earlier start,
+// naming both incarnations, even when another client registered a graph
+// with the new process first (whose handle a stale one could otherwise
+// name); the client registers again, and its next step runs.
+TEST_F(TwoTasks, ARestartedTaskRefusesAStepForItsEarlierStartAndTheClientRegistersAgain) {
   const Tensor x = Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3});
-  auto before = DistSession::Create(FeedForward(), Options(), Plugins());
+  DistSessionOptions options = Options();
+  options.heartbeat_timeout_ms = 0;  // so that the step, not a heartbeat, meets the restart
+  auto before = DistSession::Create(FeedForward(), options, Plugins());
   ASSERT_TRUE(before.ok()) << before.status().ToString();
-  std::vector<Tensor> out;
-  ASSERT_TRUE((*before)->Run({{"x", x}}, {"y"}, {}, &out).ok());
-  // The ps task starts again on its address.
+  std::vector<Tensor> first, out;
+  ASSERT_TRUE((*before)->Run({{"x", x}}, {"y"}, {}, &first).ok());
+  const uint64_t old = services_[0]->incarnation();
+  EXPECT_EQ((*before)->KnownIncarnation(testing::kPsTask), old);
   services_[0].reset();
   auto again = StartTask(testing::kPsTask);
   ASSERT_NE(again, nullptr);
-  // Another client registers the same graph with the new process first.
-  auto after = DistSession::Create(FeedForward(), Options(), Plugins());
+  ASSERT_GT(again->incarnation(), old);  // ordered by start time
+  auto after = DistSession::Create(FeedForward(), options, Plugins());
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   ASSERT_TRUE((*after)->Run({{"x", x}}, {"y"}, {}, &out).ok());
   Status stale = (*before)->Run({{"x", x}}, {"y"}, {}, &out);
   ASSERT_FALSE(stale.ok());
-  EXPECT_NE(stale.message().find("/job:ps/task:0 has no graph registered as "), std::string::npos) << stale.ToString();
-  EXPECT_NE(stale.message().find("was the task restarted after the client registered it?"), std::string::npos)
+  EXPECT_EQ(stale.code(), Code::kAborted) << stale.ToString();
+  EXPECT_TRUE(IsStaleIncarnation(stale)) << stale.ToString();
+  const std::string expected = StrCat(" was restarted: it is incarnation ", FormatIncarnation(again->incarnation()));
+  EXPECT_NE(stale.message().find(expected), std::string::npos) << stale.ToString();
+  // Refused by the ps's RunGraph (meant for the old start), or by its
+  // answer to the worker's pull (naming the old start's device).
+  EXPECT_TRUE(stale.message().find(StrCat("not ", FormatIncarnation(old), ", to which client registered this graph")) !=
+                  std::string::npos ||
+              stale.message().find("and the graph was placed before") != std::string::npos)
       << stale.ToString();
+  EXPECT_NE(stale.message().find("cancelled (the next step registers the graph again)"), std::string::npos)
+      << stale.ToString();
+  EXPECT_EQ((*before)->KnownIncarnation(testing::kPsTask), again->incarnation());
+  // Registered again with the new process: the same answer as before.
+  ASSERT_TRUE((*before)->Run({{"x", x}}, {"y"}, {}, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].BitwiseEquals(first[0])) << out[0].DebugString();
+}
+
+// When the heartbeats see the restart first, the next step registers
+// again before it runs and does not fail.
+TEST_F(TwoTasks, ARestartTheHeartbeatsSawCostsNoStep) {
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3});
+  DistSessionOptions options = Options();
+  options.heartbeat_interval_ms = 50;
+  options.heartbeat_timeout_ms = 5000;
+  auto session = DistSession::Create(FeedForward(), options, Plugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<Tensor> first, out;
+  ASSERT_TRUE((*session)->Run({{"x", x}}, {"y"}, {}, &first).ok());
+  services_[0].reset();
+  auto again = StartTask(testing::kPsTask);
+  ASSERT_NE(again, nullptr);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((*session)->KnownIncarnation(testing::kPsTask) != again->incarnation() &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ((*session)->KnownIncarnation(testing::kPsTask), again->incarnation());
+  Status ran = (*session)->Run({{"x", x}}, {"y"}, {}, &out);
+  ASSERT_TRUE(ran.ok()) << ran.ToString();
+  EXPECT_TRUE(out[0].BitwiseEquals(first[0])) << out[0].DebugString();
+}
+
+// A request meant for another incarnation of the task runs nothing there.
+TEST_F(TwoTasks, ARequestMeantForAnotherIncarnationRunsNothing) {
+  auto rpc = RawClient("client", NewIncarnation(), kFingerprint);
+  ASSERT_NE(rpc, nullptr);
+  const Peer ps{testing::kPsTask, peers_.at(testing::kPsTask)};
+  services_[1].reset();  // the worker's heartbeats would count on the ps
+  const uint64_t handled = services_[0]->requests_handled();
+  Request request;
+  request.method = Method::kRunGraph;
+  request.handle = 1;
+  request.step_id = 7;
+  request.target_incarnation = services_[0]->incarnation() ^ 0x5a5a;
+  auto r = rpc->CallSync(ps, std::move(request), 5000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kAborted);
+  EXPECT_NE(r.status().message().find(StrCat("not ", FormatIncarnation(services_[0]->incarnation() ^ 0x5a5a),
+                                             ", to which client registered this graph")),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(services_[0]->requests_handled(), handled);
+  // The task's own incarnation is served (and every answer carries it).
+  Request heartbeat;
+  heartbeat.method = Method::kHeartbeat;
+  heartbeat.target_incarnation = services_[0]->incarnation();
+  auto ok = rpc->CallSync(ps, std::move(heartbeat), 5000);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->responder_incarnation, services_[0]->incarnation());
+  EXPECT_EQ(rpc->PeerIncarnation(testing::kPsTask), services_[0]->incarnation());
+}
+
+// A transfer that names a device of an earlier start of the task (a stale
+// placement) is refused: a pull before it makes any step state, a graph
+// before it is registered.
+TEST_F(TwoTasks, TransfersNamingAnEarlierDeviceIncarnationAreRefused) {
+  auto rpc = RawClient("client", NewIncarnation(), kFingerprint);
+  ASSERT_NE(rpc, nullptr);
+  const Peer ps{testing::kPsTask, peers_.at(testing::kPsTask)};
+  const std::string cpu = StrCat(testing::kPsTask, "/device:CPU:0");
+  const uint64_t now = DeviceIncarnation(*rpc, ps);
+  ASSERT_NE(now, 0u);
+  Request pull;
+  pull.method = Method::kRecvTensor;
+  pull.step_id = 11;
+  pull.key = runtime::RendezvousKey::Make(cpu, now + 1, StrCat(testing::kWorkerTask, "/device:CPU:0"), "t:0");
+  auto r = rpc->CallSync(ps, std::move(pull), 5000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kAborted);
+  EXPECT_EQ(r.status().message(),
+            StrCat("/job:ps/task:0: tensor t:0 names device ", cpu, " incarnation ", now + 1,
+                   ", but that device is incarnation ", now, " now: the task was restarted: it is incarnation ",
+                   FormatIncarnation(services_[0]->incarnation()), ", and the graph was placed before"));
+  EXPECT_TRUE(IsStaleIncarnation(r.status()));
+  Request elsewhere;
+  elsewhere.method = Method::kRecvTensor;
+  elsewhere.step_id = 11;
+  elsewhere.key = runtime::RendezvousKey::Make("/job:ps/task:0/device:GPU:9", now, cpu, "t:0");
+  r = rpc->CallSync(ps, std::move(elsewhere), 5000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+  EXPECT_NE(r.status().message().find("names sending device \"/job:ps/task:0/device:GPU:9\", which is not one of"),
+            std::string::npos)
+      << r.status().ToString();
+  // Registering: a _Recv from this task's own device names its incarnation.
+  for (uint64_t incarnation : {now + 1, now}) {
+    Request reg;
+    reg.method = Method::kRegisterGraph;
+    reg.partitions.push_back({cpu, RecvPartition(cpu, cpu, incarnation)});
+    r = rpc->CallSync(ps, std::move(reg), 5000);
+    if (incarnation == now) {
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+    } else {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), Code::kAborted);
+      EXPECT_NE(r.status().message().find(
+                    StrCat("the partition for ", cpu, ": node \"recv\" names device ", cpu, " incarnation ", now + 1)),
+                std::string::npos)
+          << r.status().ToString();
+    }
+  }
+}
+
+// A caller that started again is the only one of its name: requests from
+// its earlier start are refused, its Hello too, and that start's steps are
+// aborted at once rather than left to their deadline.
+TEST_F(TwoTasks, AnEarlierStartOfACallerIsRefusedAndItsStepsAborted) {
+  const std::string caller = "/job:worker/task:7";
+  const uint64_t first = NewIncarnation();
+  auto old_rpc = RawClient(caller, first, kFingerprint);
+  ASSERT_NE(old_rpc, nullptr);
+  const Peer ps{testing::kPsTask, peers_.at(testing::kPsTask)};
+  const Peer worker{testing::kWorkerTask, peers_.at(testing::kWorkerTask)};
+  // A step of the first start that waits: the ps pulls a tensor the
+  // worker's CPU never sends in that step.
+  const std::string ps_cpu = StrCat(testing::kPsTask, "/device:CPU:0");
+  const std::string worker_cpu = StrCat(testing::kWorkerTask, "/device:CPU:0");
+  Request reg;
+  reg.method = Method::kRegisterGraph;
+  reg.partitions.push_back({ps_cpu, RecvPartition(ps_cpu, worker_cpu, DeviceIncarnation(*old_rpc, worker))});
+  auto handle = old_rpc->CallSync(ps, std::move(reg), 5000);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  std::promise<Status> step_done;
+  Request run;
+  run.method = Method::kRunGraph;
+  run.handle = handle->handle;
+  run.target_incarnation = handle->responder_incarnation;
+  run.step_id = 99;
+  old_rpc->Call(ps, std::move(run), 15000, [&](Status s, Response) { step_done.set_value(std::move(s)); });
+  auto step = step_done.get_future();
+  EXPECT_EQ(step.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  // The caller starts again.
+  const uint64_t second = first + (uint64_t{5} << 16);
+  auto new_rpc = RawClient(caller, second, kFingerprint);
+  ASSERT_NE(new_rpc, nullptr);
+  Request heartbeat;
+  heartbeat.method = Method::kHeartbeat;
+  ASSERT_TRUE(new_rpc->CallSync(ps, heartbeat, 5000).ok());
+  ASSERT_EQ(step.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Status aborted = step.get();
+  EXPECT_EQ(aborted.code(), Code::kAborted) << aborted.ToString();
+  EXPECT_NE(aborted.message().find(StrCat(caller, " was restarted, so its step 99 (of incarnation ",
+                                          FormatIncarnation(first), ") was aborted")),
+            std::string::npos)
+      << aborted.ToString();
+  // The first start's connection is refused from now on ...
+  auto refused = old_rpc->CallSync(ps, heartbeat, 5000);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            StrCat("/job:ps/task:0 refuses Heartbeat from ", caller, " from an older incarnation ",
+                   FormatIncarnation(first), ": that task has started again since (incarnation ",
+                   FormatIncarnation(second), "), so this message is from a process that should be gone"));
+  // ... and so is a new connection of it.
+  auto zombie = RawClient(caller, first, kFingerprint);
+  ASSERT_NE(zombie, nullptr);
+  auto hello = zombie->CallSync(ps, heartbeat, 5000);
+  ASSERT_FALSE(hello.ok());
+  EXPECT_TRUE(IsStaleIncarnation(hello.status())) << hello.status().ToString();
+  EXPECT_NE(hello.status().message().find(StrCat("refuses Hello from ", caller, " from an older incarnation")),
+            std::string::npos)
+      << hello.status().ToString();
+  // The newer start is served.
+  EXPECT_TRUE(new_rpc->CallSync(ps, heartbeat, 5000).ok());
 }
 
 }  // namespace

@@ -16,11 +16,14 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "core/base/json.h"
 #include "core/base/strings.h"
 #include "core/checkpoint/bundle.h"
+#include "tests/integration/cluster_trace_check.h"
 #include "tests/integration/loopback.h"
 #include "tests/integration/subprocess.h"
 
@@ -614,6 +617,94 @@ TEST_F(PsTraining, SyncOnePsAndThreeWorkersWithABackupReachTheAccuracyDroppingSt
 // Two workers given configs that differ in replicas_to_aggregate (each
 // valid on its own): the worker's first step names both counts, and the
 // chief, which waits for that worker's gradients (no backup), names it.
+// `weft cluster status` while a synchronous run trains: each worker's
+// step and step times, the chief's global step and the gradients it kept
+// and dropped, the ps task's RunGraph times.
+TEST_F(PsTraining, ClusterStatusShowsEachTasksStepWhileItTrains) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.cluster_extra = "heartbeat_interval_ms = 200\n";
+  const std::string config =
+      WriteConfig("status.toml", layout, "batch_size = 64\nsteps = 400\nmode = \"sync\"\nlog_every = 50\n");
+  ServePs(config, 0, /*train=*/true);
+  BackgroundProcess* chief = StartWorker(config, 0);
+  BackgroundProcess* other = StartWorker(config, 1);
+  Json tasks;
+  auto find = [&](const std::string& name) -> const Json& {
+    for (const Json& t : tasks) {
+      if (t["task"] == name) return t;
+    }
+    static const Json none;
+    return none;
+  };
+  // Bounded: until both workers are past step 5, or 120 s, or the run ends.
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  bool seen = false;
+  while (!seen && std::chrono::steady_clock::now() < deadline && chief->running()) {
+    ProcessResult r = Weft({"cluster", "status", "--config", config, "--json"});
+    if (r.exit_code == 0) {
+      tasks = Json::parse(r.out);
+      const Json& c = find("/job:worker/task:0");
+      const Json& w = find("/job:worker/task:1");
+      seen = c.is_object() && w.is_object() && c["step"].get<int64_t>() > 5 && w["step"].get<int64_t>() > 5;
+    }
+    if (!seen) std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(seen) << tasks.dump(2) << chief->Output();
+  const Json& c = find("/job:worker/task:0");
+  EXPECT_EQ(c["role"], "worker 0 of 2, the chief, sync") << c.dump();
+  EXPECT_EQ(c["state"], "training");
+  EXPECT_EQ(c["total_steps"], 400);
+  EXPECT_EQ(c["global_step"], c["step"]);
+  EXPECT_EQ(c["timed"], "training steps");
+  EXPECT_GT(c["step_ms_p50"].get<double>(), 0.0);
+  EXPECT_GE(c["accepted_gradients"].get<int64_t>(), 2 * 5);
+  EXPECT_GE(c["dropped_gradients"].get<int64_t>(), 0);
+  const Json& w = find("/job:worker/task:1");
+  EXPECT_EQ(w["role"], "worker 1 of 2, sync");
+  EXPECT_GE(w["accepted_gradients"].get<int64_t>() + w["dropped_gradients"].get<int64_t>(), 5);
+  const Json& ps = find("/job:ps/task:0");
+  EXPECT_EQ(ps["role"], "ps of weft train");
+  EXPECT_EQ(ps["timed"], "RunGraph");
+  EXPECT_GT(ps["steps_timed"].get<int64_t>(), 5);
+  ProcessResult table = Weft({"cluster", "status", "--config", config});
+  EXPECT_NE(table.out.find("3 tasks, 3 answer; global step "), std::string::npos) << table.out << table.err;
+  EXPECT_NE(table.out.find("/400"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("(training steps)"), std::string::npos) << table.out;
+  ASSERT_TRUE(chief->Wait(300000)) << chief->Output();
+  EXPECT_EQ(chief->exit_code(), 0) << chief->Output();
+  ASSERT_TRUE(other->Wait(60000)) << other->Output();
+}
+
+// `weft train --trace` on a cluster: the chief's traced steps hold every
+// task's part (the ps applying the update, the worker computing the
+// gradients), each task a process of the trace, with the tensors between
+// them as flows.
+TEST_F(PsTraining, TrainTraceOnAClusterHasATrackPerTaskAndFlowsBetweenThem) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.workers = 1;
+  const std::string config = WriteConfig("trace.toml", layout, "batch_size = 32\nsteps = 8\nlog_every = 4\n");
+  const std::string trace_path = (dir_ / "train.json").string();
+  const std::string out = TrainOnCluster(config, 1, {"--trace", trace_path, "--trace-steps", "5:6"});
+  EXPECT_NE(out.find("trace of steps 5 to 6 ("), std::string::npos) << out;
+  std::ifstream in(trace_path);
+  ASSERT_TRUE(in.good()) << out;
+  const Json trace = Json::parse(in);
+  EXPECT_GE(testing::CheckClusterTrace(trace, {"/job:ps/task:0", "/job:worker/task:0"}), 2) << out;
+  // Two steps, and only those.
+  std::set<int64_t> steps;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") steps.insert(e["args"]["step"].get<int64_t>());
+  }
+  EXPECT_EQ(steps.size(), 2u);
+  ProcessResult bad = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--local", "--trace", trace_path,
+                            "--trace-steps", "6:5"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--trace-steps \"6:5\": expected FIRST:LAST or STEP, steps from 1"), std::string::npos)
+      << bad.err;
+}
+
 TEST_F(PsTraining, SyncWorkersThatDisagreeOnReplicasToAggregateAreRefusedNamingBoth) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   Layout layout;

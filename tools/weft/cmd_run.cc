@@ -133,11 +133,6 @@ int Run(Context& ctx, const RunArgs& args) {
     if (!spec.ok()) return ReportError(spec.status());
     if ((*spec)->distributed()) cluster = *spec;
   }
-  if (cluster != nullptr && !args.trace.empty()) {
-    return ReportError(
-        UnimplementedError("--trace records one process's step; it is not available with a [cluster] "
-                           "yet (use --local to trace the graph in this process)"));
-  }
   // In this process, or across the tasks of the config's [cluster].
   std::unique_ptr<runtime::Session> session;
   std::unique_ptr<dist::DistSession> dist_session;

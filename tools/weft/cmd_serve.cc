@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/dist/cluster_runtime.h"
+#include "core/dist/incarnation.h"
 #include "core/dist/task_service.h"
 #include "tools/weft/commands.h"
 
@@ -85,6 +86,9 @@ int ServeTask(Context& ctx, const char* command, bool stop_when_told) {
       const ssize_t ignored = write(g_signal_pipe[1], &c, 1);
       (void)ignored;
     };
+    options->board = std::make_shared<dist::StatusBoard>();
+    options->board->SetRole(StrCat(spec.self->job, " of weft train"));
+    options->board->SetState("serving the training run");
   }
   if (!InstallStopHandlers()) return ReportError(InternalError("cannot make a pipe for the stop signals"));
   auto devices = runtime::DeviceSet::Open(**host);
@@ -92,7 +96,8 @@ int ServeTask(Context& ctx, const char* command, bool stop_when_told) {
   auto service = dist::TaskService::Start(*options, **host, std::move(*devices));
   if (!service.ok()) return ReportError(service.status());
   std::cout << command << ": " << (*service)->name() << " listening on " << (*service)->address() << " with "
-            << StrJoin((*service)->DeviceNames(), ", ") << std::endl;
+            << StrJoin((*service)->DeviceNames(), ", ") << " (incarnation "
+            << dist::FormatIncarnation((*service)->incarnation()) << ")" << std::endl;
   if (stop_when_told) {
     std::cout << command << ": " << (*service)->name()
               << " serves this training run's variables; it stops when the "

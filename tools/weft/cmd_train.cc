@@ -17,7 +17,27 @@ struct TrainArgs {
   bool resume = false;
   int64_t steps = 0;
   bool local = false;
+  std::string trace;
+  std::string trace_steps = "10:10";
 };
+
+// "A:B" or "A" (steps from 1, B >= A) for --trace-steps.
+Expected<std::pair<int64_t, int64_t>> ParseTraceSteps(const std::string& text) {
+  auto bad = [&] {
+    return InvalidArgumentError("--trace-steps ", Quote(text),
+                                ": expected FIRST:LAST or STEP, steps from 1 (for example 10:12)");
+  };
+  const std::size_t colon = text.find(':');
+  const std::string a = text.substr(0, colon), b = colon == std::string::npos ? a : text.substr(colon + 1);
+  auto number = [](const std::string& s, int64_t* out) {
+    if (s.empty() || s.size() > 15 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    *out = std::stoll(s);
+    return *out >= 1;
+  };
+  int64_t first = 0, last = 0;
+  if (!number(a, &first) || !number(b, &last) || last < first) return bad();
+  return std::make_pair(first, last);
+}
 
 int Train(Context& ctx, const TrainArgs& args) {
   if (ctx.config().source.rfind("<embedded", 0) == 0) {
@@ -44,7 +64,20 @@ int Train(Context& ctx, const TrainArgs& args) {
   options.steps = args.steps;
   options.out = &std::cout;
   options.interactive = isatty(STDOUT_FILENO) != 0;
+  runtime::TraceRecorder trace;
+  if (!args.trace.empty()) {
+    auto steps = ParseTraceSteps(args.trace_steps);
+    if (!steps.ok()) return ReportError(steps.status());
+    options.trace = &trace;
+    std::tie(options.trace_first, options.trace_last) = *steps;
+  }
   auto result = train::Train(ctx.config(), **host, options);
+  if (!args.trace.empty()) {
+    // A failed run's trace helps too: written either way.
+    if (Status written = trace.WriteJson(args.trace); !written.ok()) return ReportError(written);
+    std::cout << "trace of steps " << options.trace_first << " to " << options.trace_last << " ("
+              << trace.events().size() << " events) in " << args.trace << " (open it in ui.perfetto.dev)" << std::endl;
+  }
   if (!result.ok()) {
     if (options.interactive) std::cout << "\n";
     return ReportError(result.status());
@@ -67,6 +100,11 @@ void AddTrainCommand(CLI::App& app, Runner& run) {
                   "Stop after this many steps in all (overrides [training] "
                   "steps/epochs)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--trace", args->trace,
+                  "Write a Chrome trace (for ui.perfetto.dev) of --trace-steps to this file; on a cluster, with a "
+                  "track per task and device and the tensors sent between them");
+  cmd->add_option("--trace-steps", args->trace_steps,
+                  "Which steps to trace: FIRST:LAST or STEP, from 1 (default 10:10)");
   cmd->footer(
       "Example: weft --config configs/fashion_cnn.toml train "
       "configs/models/fashion_cnn.wgt\n"

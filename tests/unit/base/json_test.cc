@@ -5,7 +5,9 @@
 #include "core/base/json.h"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <map>
 
 #include <cmath>
 #include <cstdio>
@@ -96,12 +98,55 @@ TEST(JsonEmitters, LogLinesWithInvalidUtf8AreValidJson) {
 
 TEST(JsonEmitters, TracesWithInvalidUtf8AreValidJson) {
   runtime::TraceRecorder trace;
-  trace.Record({kBad, "Add", "/device:CPU:0", 7, 1, 10, -5});
+  trace.Record({kBad, "Add", "/device:CPU:0", 7, 1, 10, -5, {}});
   const nlohmann::json back = Parse(trace.ToJson());
-  ASSERT_EQ(back["traceEvents"].size(), 1u);
+  // The node's event, then its track's name.
+  ASSERT_EQ(back["traceEvents"].size(), 2u);
   EXPECT_EQ(back["traceEvents"][0]["name"], kReplaced);
   EXPECT_EQ(back["traceEvents"][0]["dur"], 0);  // a negative duration is clamped
   EXPECT_EQ(back["traceEvents"][0]["args"]["step"], 7);
+  EXPECT_EQ(back["traceEvents"][1]["ph"], "M");
+  EXPECT_EQ(back["traceEvents"][1]["args"]["name"], "CPU:0 thread 1");
+}
+
+// Events of other processes (a cluster's tasks) get a process each, named;
+// a track per device and thread within it; flows pair by id.
+TEST(JsonEmitters, ATraceOfSeveralProcessesNamesEachAndItsTracks) {
+  runtime::TraceRecorder trace;
+  trace.Record({"local", "Add", "/device:CPU:0", 1, 5, 0, 3, {}});
+  trace.Record({"send", "_Send", "/job:ps/task:0/device:CPU:0", 1, 9, 10, 2, "/job:ps/task:0"});
+  trace.Record({"recv", "_Recv", "/job:worker/task:0/device:CPU:0", 1, 9, 8, 20, "/job:worker/task:0"});
+  trace.Record({"other", "Mul", "/job:worker/task:0/device:CPU:1", 1, 9, 30, 2, "/job:worker/task:0"});
+  trace.AddFlow({42, "t", "/job:ps/task:0", "/job:ps/task:0/device:CPU:0", 9, 10, "/job:worker/task:0",
+                 "/job:worker/task:0/device:CPU:0", 9, 27});
+  trace.SetClockOffset("/job:ps/task:0", 12.5, 40);
+  const nlohmann::json back = Parse(trace.ToJson());
+  std::map<std::string, int64_t> pid;
+  std::map<std::pair<int64_t, int64_t>, std::string> track;
+  for (const auto& e : back["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") pid[e["args"]["name"]] = e["pid"];
+    if (e["ph"] == "M" && e["name"] == "thread_name") track[{e["pid"], e["tid"]}] = e["args"]["name"];
+  }
+  ASSERT_EQ(pid.size(), 2u);  // this process has no name of its own
+  EXPECT_NE(pid["/job:ps/task:0"], pid["/job:worker/task:0"]);
+  EXPECT_EQ(track.size(), 4u);  // one each: local CPU:0, ps CPU:0, worker CPU:0 and CPU:1 on thread 9
+  for (const auto& e : back["traceEvents"]) {
+    if (e["name"] == "other") {
+      EXPECT_EQ(e["pid"], pid["/job:worker/task:0"]);
+      EXPECT_EQ((track[{e["pid"], e["tid"]}]), "CPU:1 thread 9");
+    }
+    if (e["ph"] == "s") {
+      EXPECT_EQ(e["id"], 42);
+      EXPECT_EQ(e["pid"], pid["/job:ps/task:0"]);
+    }
+    if (e["ph"] == "f") {
+      EXPECT_EQ(e["bp"], "e");
+      EXPECT_EQ(e["ts"], 27);
+      EXPECT_EQ(e["pid"], pid["/job:worker/task:0"]);
+    }
+  }
+  EXPECT_EQ(back["otherData"]["clock_offsets_us"]["/job:ps/task:0"][0], 12.5);
+  EXPECT_EQ(back["otherData"]["clock_offsets_us"]["/job:ps/task:0"][1], 40);
 }
 
 TEST(JsonEmitters, TraceFilesAreWrittenAtomicallyWithIoErrors) {

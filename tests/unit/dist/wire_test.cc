@@ -11,7 +11,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <thread>
 
+#include "core/dist/incarnation.h"
+#include "core/dist/status_board.h"
 #include "core/dist/wire.capnp.h"
 
 namespace weft::dist {
@@ -146,6 +149,171 @@ TEST(Wire, AHeartbeatAnswerCarriesTheTaskAndItsIncarnation) {
   EXPECT_EQ(out->response.method, Method::kHeartbeat);
   EXPECT_EQ(out->response.task, "/job:ps/task:1");
   EXPECT_EQ(out->response.incarnation, 0x7123456789abcdefull);
+}
+
+// Requests carry the incarnation of the task they mean, responses (errors
+// too) the responder's: both in the envelope.
+TEST(Wire, TheEnvelopeCarriesAnIncarnationBothWays) {
+  Envelope request;
+  request.call_id = 3;
+  request.request.method = Method::kRunGraph;
+  request.request.handle = 9;
+  request.request.target_incarnation = 0x1a21f5e6911cd7ull;
+  auto in = RoundTrip(request);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_EQ(in->incarnation, 0x1a21f5e6911cd7ull);
+  EXPECT_EQ(in->request.target_incarnation, 0x1a21f5e6911cd7ull);
+  for (bool error : {false, true}) {
+    Envelope response;
+    response.call_id = 3;
+    response.is_response = true;
+    response.incarnation = 0xfedcba9876543210ull;
+    if (error) response.status = Status(Code::kAborted, "restarted");
+    auto out = RoundTrip(response);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->response.responder_incarnation, 0xfedcba9876543210ull);
+    EXPECT_EQ(out->status.code(), error ? Code::kAborted : Code::kOk);
+  }
+  // A message without one (an older sender) means any.
+  Envelope plain;
+  plain.request.method = Method::kHeartbeat;
+  auto any = RoundTrip(plain);
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->request.target_incarnation, 0u);
+}
+
+TEST(Wire, AStatusAnswerRoundTripsAndKeepsToItsLimits) {
+  Envelope e;
+  e.is_response = true;
+  e.response.method = Method::kStatus;
+  TaskStatusMsg& t = e.response.status;
+  t.task = "/job:worker/task:1";
+  t.address = "tcp://127.0.0.1:7071";
+  t.incarnation = 0x1a21f5e6911cd7ull;
+  t.monotonic_ns = 123456789;
+  t.role = "worker 1 of 2, sync";
+  t.state = "training";
+  t.step = 41;
+  t.total_steps = 400;
+  t.global_step = 40;
+  t.timed = "training steps";
+  t.p50_ms = 1.5;
+  t.p90_ms = 2.5;
+  t.p99_ms = 9.25;
+  t.steps_timed = 41;
+  t.accepted_gradients = 39;
+  t.dropped_gradients = 2;
+  t.peers.push_back({"/job:ps/task:0", "alive", 77, 120, 450});
+  auto out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const TaskStatusMsg& o = out->response.status;
+  EXPECT_EQ(out->response.method, Method::kStatus);
+  EXPECT_EQ(o.task, t.task);
+  EXPECT_EQ(o.address, t.address);
+  EXPECT_EQ(o.incarnation, t.incarnation);
+  EXPECT_EQ(o.monotonic_ns, 123456789);
+  EXPECT_EQ(o.role, t.role);
+  EXPECT_EQ(o.state, "training");
+  EXPECT_EQ(o.step, 41);
+  EXPECT_EQ(o.total_steps, 400);
+  EXPECT_EQ(o.global_step, 40);
+  EXPECT_EQ(o.timed, "training steps");
+  EXPECT_EQ(o.p50_ms, 1.5);
+  EXPECT_EQ(o.p99_ms, 9.25);
+  EXPECT_EQ(o.steps_timed, 41);
+  EXPECT_EQ(o.accepted_gradients, 39);
+  EXPECT_EQ(o.dropped_gradients, 2);
+  ASSERT_EQ(o.peers.size(), 1u);
+  EXPECT_EQ(o.peers[0].task, "/job:ps/task:0");
+  EXPECT_EQ(o.peers[0].state, "alive");
+  EXPECT_EQ(o.peers[0].incarnation, 77u);
+  EXPECT_EQ(o.peers[0].silent_ms, 120);
+  EXPECT_EQ(o.peers[0].round_trip_us, 450);
+  Envelope request;
+  request.request.method = Method::kStatus;
+  auto in = RoundTrip(request);
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->request.method, Method::kStatus);
+  // A text past 4 KiB, or more than 4096 peers: refused on decoding.
+  t.state = std::string(kMaxStatusText + 1, 'x');
+  auto long_text = RoundTrip(e);
+  ASSERT_FALSE(long_text.ok());
+  EXPECT_NE(long_text.status().message().find("a Status answer's state of 4097 bytes (at most 4096)"),
+            std::string::npos)
+      << long_text.status().ToString();
+  t.state = "training";
+  t.peers.assign(kMaxStatusPeers + 1, PeerHealthMsg{});
+  auto many = RoundTrip(e);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("a Status answer with 4097 peers (at most 4096)"), std::string::npos)
+      << many.status().ToString();
+}
+
+// Nearest-rank percentiles (hand-derived: of 1..100 ms, p50 is 50, p90 90,
+// p99 99), of the training steps when there are any, over the last 1024.
+TEST(StatusBoard, PercentilesAreNearestRankOverTheLastWindow) {
+  StatusBoard board;
+  EXPECT_EQ(board.Take().timed, "");
+  EXPECT_EQ(board.Take().step, -1);
+  for (int i = 100; i >= 1; --i) board.RunGraphDone(i);
+  StatusBoard::Snapshot s = board.Take();
+  EXPECT_EQ(s.timed, "RunGraph");
+  EXPECT_EQ(s.steps_timed, 100);
+  EXPECT_EQ(s.p50_ms, 50);
+  EXPECT_EQ(s.p90_ms, 90);
+  EXPECT_EQ(s.p99_ms, 99);
+  // Training steps win over RunGraphs; only the last 1024 count: 2000
+  // steps of 1 ms, then 1024 of 3 ms.
+  for (int i = 0; i < 2000; ++i) board.StepDone(i + 1, 1.0);
+  for (int i = 0; i < 1024; ++i) board.StepDone(2001 + i, 3.0);
+  s = board.Take();
+  EXPECT_EQ(s.timed, "training steps");
+  EXPECT_EQ(s.steps_timed, 3024);
+  EXPECT_EQ(s.step, 3024);
+  EXPECT_EQ(s.p50_ms, 3.0);
+  EXPECT_EQ(s.accepted_gradients, -1);  // not counted until a sync step adds some
+  board.AddGradients(2, 1);
+  board.AddGradients(2, 0);
+  s = board.Take();
+  EXPECT_EQ(s.accepted_gradients, 4);
+  EXPECT_EQ(s.dropped_gradients, 1);
+}
+
+TEST(Incarnation, IsOrderedByStartTimeAndNeverZero) {
+  const uint64_t first = NewIncarnation();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  const uint64_t second = NewIncarnation();
+  EXPECT_NE(first, 0u);
+  EXPECT_LT(first, second);
+  // The start time in ms since the epoch, then 16 random bits.
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  EXPECT_LE(static_cast<int64_t>(second >> 16), ms);
+  EXPECT_GT(static_cast<int64_t>(second >> 16), ms - 10000);
+  EXPECT_EQ(FormatIncarnation(0x18f3a2c41b2e7d10ull), "18f3a2c41b2e-7d10");
+  EXPECT_EQ(FormatIncarnation(0x10005ull), "1-0005");
+  EXPECT_NE(IncarnationAge(second).find(" s"), std::string::npos) << IncarnationAge(second);
+  EXPECT_EQ(IncarnationAge(12345), "");  // not a start time
+}
+
+TEST(Incarnation, TheRefusalsSayWhatHappenedAndAreRecognised) {
+  const Status restarted =
+      RestartedTaskError("/job:ps/task:1", "tcp://10.0.0.7:7071", 0x10005ull, 0x20006ull, "/job:worker/task:0");
+  EXPECT_EQ(restarted.code(), Code::kAborted);
+  EXPECT_EQ(restarted.message(),
+            "/job:ps/task:1 (tcp://10.0.0.7:7071) was restarted: it is incarnation 1-0005, not 2-0006, to which "
+            "/job:worker/task:0 registered this graph; its graphs, steps and variables from before are gone (the "
+            "client registers the graph again before its next step; variables come back from a checkpoint: "
+            "[cluster] recovery = \"auto\", or start the chief again with --resume)");
+  EXPECT_TRUE(IsStaleIncarnation(restarted));
+  const Status older = OlderCallerError("/job:ps/task:0", "RunGraph", "/job:worker/task:1", 0x10005ull, 0x20006ull);
+  EXPECT_EQ(older.message(),
+            "/job:ps/task:0 refuses RunGraph from /job:worker/task:1 from an older incarnation 1-0005: that task has "
+            "started again since (incarnation 2-0006), so this message is from a process that should be gone");
+  EXPECT_TRUE(IsStaleIncarnation(older));
+  EXPECT_FALSE(IsStaleIncarnation(Status(Code::kUnavailable, restarted.message())));
+  EXPECT_FALSE(IsStaleIncarnation(Status(Code::kAborted, "step 4 was aborted")));
 }
 
 TEST(Wire, TheRendezvousStoresMessagesRoundTripAndKeepToTheirLimits) {

@@ -1,0 +1,67 @@
+// What a merged cluster trace (weft run/train --trace on a cluster) must
+// hold for Perfetto's JSON importer and for a reader: shared by the
+// cluster tests. Perfetto's own trace_processor downloads itself on first
+// use, which CI cannot do, so these are the trace-event format's rules
+// checked directly.
+#ifndef WEFT_TESTS_INTEGRATION_CLUSTER_TRACE_CHECK_H_
+#define WEFT_TESTS_INTEGRATION_CLUSTER_TRACE_CHECK_H_
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/base/json.h"
+
+namespace weft::testing {
+
+// The checks of a merged cluster trace that Perfetto's JSON importer
+// needs: every event of a known phase with numeric ts and integer
+// pid/tid; a process_name for each task; complete events of every task;
+// flows paired by id, each ending no earlier than it starts. Returns the
+// number of flows.
+inline int CheckClusterTrace(const Json& trace, const std::vector<std::string>& tasks) {
+  EXPECT_TRUE(trace.contains("traceEvents")) << trace.dump();
+  std::map<int64_t, std::string> process_of;
+  std::map<int64_t, int> complete_per_pid;
+  std::map<uint64_t, std::pair<double, double>> flows;  // id -> (s ts, f ts)
+  std::map<uint64_t, int> flow_ends;
+  for (const Json& e : trace["traceEvents"]) {
+    const std::string ph = e["ph"];
+    EXPECT_TRUE(ph == "X" || ph == "M" || ph == "s" || ph == "f") << e.dump();
+    EXPECT_TRUE(e["pid"].is_number_integer()) << e.dump();
+    if (ph == "M") {
+      if (e["name"] == "process_name") process_of[e["pid"].get<int64_t>()] = e["args"]["name"];
+      continue;
+    }
+    EXPECT_TRUE(e["tid"].is_number_integer()) << e.dump();
+    EXPECT_TRUE(e["ts"].is_number()) << e.dump();
+    EXPECT_GE(e["ts"].get<double>(), -5000.0) << e.dump();  // within the clock uncertainty of the client's origin
+    if (ph == "X") ++complete_per_pid[e["pid"].get<int64_t>()];
+    if (ph == "s") flows[e["id"].get<uint64_t>()].first = e["ts"].get<double>();
+    if (ph == "f") {
+      EXPECT_EQ(e["bp"], "e") << e.dump();
+      flows[e["id"].get<uint64_t>()].second = e["ts"].get<double>();
+    }
+    if (ph == "s" || ph == "f") ++flow_ends[e["id"].get<uint64_t>()];
+  }
+  for (const std::string& task : tasks) {
+    int64_t pid = -1;
+    for (const auto& [p, name] : process_of) {
+      if (name == task) pid = p;
+    }
+    EXPECT_NE(pid, -1) << "no track for " << task;
+    EXPECT_GT(complete_per_pid[pid], 0) << "no events of " << task;
+  }
+  for (const auto& [id, ends] : flow_ends) EXPECT_EQ(ends, 2) << "flow " << id << " is not a pair";
+  for (const auto& [id, ts] : flows) EXPECT_GE(ts.second, ts.first) << "flow " << id << " ends before it starts";
+  for (const auto& [task, offset] : trace["otherData"]["clock_offsets_us"].items()) {
+    EXPECT_LT(offset[1].get<double>(), 5000.0) << task << ": the clock offset is too uncertain";
+  }
+  return static_cast<int>(flows.size());
+}
+
+}  // namespace weft::testing
+
+#endif  // WEFT_TESTS_INTEGRATION_CLUSTER_TRACE_CHECK_H_
