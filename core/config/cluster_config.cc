@@ -267,6 +267,18 @@ std::vector<OptionSpec> ClusterSpecs() {
                                           "A task that has not answered a heartbeat for this long is declared "
                                           "lost: every step that waits on it fails at once, naming it.");
   heartbeat_timeout.min = 100;
+  OptionSpec recovery = MakeSpec("recovery", OptionType::kString, "\"off\"",
+                                 "weft train: \"auto\" recovers from lost tasks: the chief restores every ps task "
+                                 "from the newest checkpoint when one comes back restarted, a restarted chief "
+                                 "resumes from it, other workers wait and carry on, finished workers stay until "
+                                 "the chief ends the run (needs [checkpoint] dir; asynchronous training). "
+                                 "\"off\": a lost task ends the run.");
+  recovery.choices = {"off", "auto"};
+  OptionSpec recovery_timeout = MakeSpec("recovery_timeout_s", OptionType::kInt, "300",
+                                         "weft train, recovery = \"auto\": how long a process waits for lost "
+                                         "tasks to come back before it exits with code 75 (for its launcher to "
+                                         "restart it).");
+  recovery_timeout.min = 1;
   return {transport,
           connect,
           rpc,
@@ -285,7 +297,9 @@ std::vector<OptionSpec> ClusterSpecs() {
           handshake_timeout,
           max_message,
           heartbeat_interval,
-          heartbeat_timeout};
+          heartbeat_timeout,
+          recovery,
+          recovery_timeout};
 }
 
 std::vector<std::pair<std::string, OptionSpec>> ClusterTableKeys() {
@@ -667,6 +681,11 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
     out_.heartbeat_interval_ms = it->second.i;
   }
   if (auto it = written_.find("heartbeat_timeout_ms"); it != written_.end()) out_.heartbeat_timeout_ms = it->second.i;
+  if (auto it = written_.find("recovery"); it != written_.end()) {
+    out_.recovery = it->second.s;
+    out_.recovery_pos = it->second.pos;
+  }
+  if (auto it = written_.find("recovery_timeout_s"); it != written_.end()) out_.recovery_timeout_s = it->second.i;
   if (auto it = written_.find("partition_mb"); it != written_.end()) {
     out_.partition_mb = it->second.kind == Value::Kind::kInt ? static_cast<double>(it->second.i) : it->second.f;
   }

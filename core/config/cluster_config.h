@@ -137,6 +137,14 @@ struct ClusterConfig {
   // silent before it is declared lost and what waits on it fails.
   int64_t heartbeat_interval_ms = 1000;
   int64_t heartbeat_timeout_ms = 10000;
+  // weft train (docs/distributed.md, "Recovery"): "off", or "auto": the
+  // chief restores the ps tasks from the newest checkpoint when one comes
+  // back restarted, a restarted chief resumes, other workers wait and
+  // carry on; each waits at most recovery_timeout_s, then exits 75 for its
+  // launcher to restart it.
+  std::string recovery = "off";
+  SourcePos recovery_pos;
+  int64_t recovery_timeout_s = 300;
 
   // The job named |name|, or nullptr.
   const ClusterJobConfig* FindJob(std::string_view name) const;

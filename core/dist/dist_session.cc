@@ -84,16 +84,25 @@ Expected<std::unique_ptr<RpcNode>> MakeClient(const DistSessionOptions& options,
   return RpcNode::Create(o, nullptr);
 }
 
-Expected<std::vector<DeviceInfo>> GetAllDevices(RpcNode& rpc, const DistSessionOptions& options) {
+// Every task's devices; |incarnations|, when given, gets the incarnation of
+// each task that answered (what the devices' own incarnations belong to).
+Expected<std::vector<DeviceInfo>> GetAllDevices(RpcNode& rpc, const DistSessionOptions& options,
+                                                std::map<std::string, uint64_t>* incarnations = nullptr) {
   std::vector<std::vector<DeviceInfo>> per_task(options.tasks.size());
+  std::vector<uint64_t> answered_by(options.tasks.size(), 0);
   std::vector<Status> statuses = ForAll(options.tasks.size(), [&](std::size_t i, auto done) {
     Request request;
     request.method = Method::kGetDevices;
-    rpc.Call(options.tasks[i], std::move(request), options.rpc_timeout_ms, [&per_task, i, done](Status s, Response r) {
-      per_task[i] = std::move(r.devices);
-      done(std::move(s));
-    });
+    rpc.Call(options.tasks[i], std::move(request), options.rpc_timeout_ms,
+             [&per_task, &answered_by, i, done](Status s, Response r) {
+               per_task[i] = std::move(r.devices);
+               answered_by[i] = r.responder_incarnation;
+               done(std::move(s));
+             });
   });
+  if (incarnations != nullptr) {
+    for (std::size_t i = 0; i < options.tasks.size(); ++i) (*incarnations)[options.tasks[i].name] = answered_by[i];
+  }
   WEFT_RETURN_IF_ERROR(FirstCause(statuses));
   std::vector<DeviceInfo> all;
   for (std::size_t i = 0; i < per_task.size(); ++i) {
@@ -126,7 +135,7 @@ Expected<std::unique_ptr<DistSession>> DistSession::Create(Graph graph, DistSess
 
 Status DistSession::Connect(const plugin::PluginHost& plugins) {
   WEFT_ASSIGN_OR_RETURN(rpc_, MakeClient(options_, plugins));
-  WEFT_ASSIGN_OR_RETURN(devices_, GetAllDevices(*rpc_, options_));
+  WEFT_ASSIGN_OR_RETURN(devices_, GetAllDevices(*rpc_, options_, &devices_from_));
   if (options_.heartbeat_timeout_ms > 0) {
     // A task that stops answering fails the steps waiting on it at once.
     HeartbeatMonitor::Events events;
@@ -207,16 +216,21 @@ void DistSession::LearnIncarnation(const std::string& task, uint64_t incarnation
   known_incarnation_[task] = incarnation;
 }
 
-std::vector<std::string> DistSession::RestartedTasks(const Prepared& prepared) {
+std::vector<std::string> DistSession::RestartedTasks() {
   std::vector<std::string> restarted;
-  for (const auto& t : prepared.tasks) {
+  for (const Peer& peer : options_.tasks) {
+    uint64_t listed = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = devices_from_.find(peer.name);
+      if (it != devices_from_.end()) listed = it->second;
+    }
+    if (listed == 0) continue;
     // What this process's connection to it says (a reconnection's Hello),
     // and what its heartbeats and replies said.
-    const uint64_t connected = rpc_->PeerIncarnation(t.peer.name);
-    const uint64_t known = KnownIncarnation(t.peer.name);
-    if ((connected != 0 && connected != t.incarnation) || (known != 0 && known != t.incarnation)) {
-      restarted.push_back(t.peer.name);
-    }
+    const uint64_t connected = rpc_->PeerIncarnation(peer.name);
+    const uint64_t known = KnownIncarnation(peer.name);
+    if ((connected != 0 && connected != listed) || (known != 0 && known != listed)) restarted.push_back(peer.name);
   }
   return restarted;
 }
@@ -252,8 +266,10 @@ Status DistSession::Invalidate(const std::vector<std::string>& tasks) {
   DistSessionOptions only = options_;
   std::erase_if(only.tasks,
                 [&](const Peer& p) { return std::find(tasks.begin(), tasks.end(), p.name) == tasks.end(); });
-  WEFT_ASSIGN_OR_RETURN(std::vector<DeviceInfo> fresh, GetAllDevices(*rpc_, only));
+  std::map<std::string, uint64_t> fresh_from;
+  WEFT_ASSIGN_OR_RETURN(std::vector<DeviceInfo> fresh, GetAllDevices(*rpc_, only, &fresh_from));
   std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [task, incarnation] : fresh_from) devices_from_[task] = incarnation;
   std::vector<DeviceInfo> devices;
   for (const Peer& p : options_.tasks) {
     const bool restarted = std::find(tasks.begin(), tasks.end(), p.name) != tasks.end();
@@ -425,14 +441,15 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
     auto it = cache_.find(signature.key);
     if (it != cache_.end()) prepared = it->second;
   }
-  if (prepared != nullptr) {
-    // A task restarted since the graph was registered has lost it: place,
-    // cut and register again before anything runs.
-    if (std::vector<std::string> restarted = RestartedTasks(*prepared); !restarted.empty()) {
-      WEFT_RETURN_IF_ERROR(Invalidate(restarted).WithContext(
-          StrCat("registering the graph again after ", StrJoin(restarted, ", "), " restarted")));
-      prepared = nullptr;
-    }
+  // A task restarted since its devices were listed has lost every graph
+  // registered with it, and its devices have new incarnations: list them
+  // again, and place, cut and register before anything runs.
+  if (std::vector<std::string> restarted = RestartedTasks(); !restarted.empty()) {
+    WEFT_RETURN_IF_ERROR(Invalidate(restarted).WithContext(
+        StrCat("registering the graph again after ", StrJoin(restarted, ", "), " restarted")));
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = cache_.find(signature.key);
+    prepared = it != cache_.end() ? it->second : nullptr;
   }
   if (prepared == nullptr) {
     WEFT_ASSIGN_OR_RETURN(prepared, Prepare(signature.feeds, signature.fetches, signature.targets));
@@ -506,7 +523,7 @@ Status DistSession::Run(const std::vector<std::pair<std::string, Tensor>>& feeds
   }
   if (IsStaleIncarnation(status)) {
     // Nothing retried here: other tasks may have run part of the step.
-    Status again = Invalidate(RestartedTasks(*prepared));
+    Status again = Invalidate(RestartedTasks());
     return Status(status.code(),
                   StrCat(status.message(), "; step ", step_id, " cancelled",
                          again.ok() ? " (the next step registers the graph again)"

@@ -97,8 +97,8 @@ class DistSession {
                                               const std::vector<std::string>& targets);
   const Peer& TaskOf(const std::string& device) const;
   void LearnIncarnation(const std::string& task, uint64_t incarnation);
-  // The tasks of |prepared| that were restarted since it was registered.
-  std::vector<std::string> RestartedTasks(const Prepared& prepared);
+  // The tasks that were restarted since their devices were listed.
+  std::vector<std::string> RestartedTasks();
   // Forgets every prepared graph that involves one of |tasks| (deregistering
   // its partitions on the other tasks) and asks them for their devices
   // again (new device incarnations): the next step places, cuts and
@@ -122,6 +122,8 @@ class DistSession {
   std::vector<DeviceInfo> devices_;  // under mutex_ once steps run
   // The newest incarnation seen of each task: its heartbeats and replies.
   std::map<std::string, uint64_t> known_incarnation_;
+  // The incarnation of each task when its devices_ were listed.
+  std::map<std::string, uint64_t> devices_from_;
   struct ClockOffsetOf {
     uint64_t incarnation = 0;
     int64_t offset_ns = 0;

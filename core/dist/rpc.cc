@@ -687,12 +687,15 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
 void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelope envelope) {
   const uint64_t call_id = envelope.call_id;
   const Method method = envelope.request.method;
-  auto reply = [this, connection, call_id, method](Status status, Response response) {
+  // It may run after the node is gone (a step that ends as its task shuts
+  // down): it holds what it needs, never the node.
+  auto reply = [connection, call_id, method, incarnation = options_.incarnation, identity = options_.identity](
+                   Status status, Response response) {
     if (call_id == 0) return;
     Envelope out;
     out.call_id = call_id;
     out.is_response = true;
-    out.incarnation = options_.incarnation;
+    out.incarnation = incarnation;
     out.status = std::move(status);
     out.response = std::move(response);
     if (out.status.ok() && out.response.method == Method::kNone) out.response.method = Method::kNone;
@@ -702,8 +705,8 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
       Envelope error;
       error.call_id = call_id;
       error.is_response = true;
-      error.incarnation = options_.incarnation;
-      error.status = encoded.status().WithContext(StrCat(options_.identity, ": answering ", MethodName(method)));
+      error.incarnation = incarnation;
+      error.status = encoded.status().WithContext(StrCat(identity, ": answering ", MethodName(method)));
       encoded = Encode(error);
       if (!encoded.ok()) return;
     }

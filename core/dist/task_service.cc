@@ -156,6 +156,38 @@ Status TaskService::Ping(const std::string& name, int64_t timeout_ms) {
   return rpc_->CallSync(Peer{name, it->second}, std::move(request), timeout_ms).status();
 }
 
+Expected<uint64_t> TaskService::IncarnationOf(const std::string& name, int64_t timeout_ms) {
+  auto it = options_.peers.find(name);
+  if (it == options_.peers.end()) return NotFoundError(name, " is not a task of the cluster");
+  Request request;
+  request.method = Method::kHeartbeat;
+  WEFT_ASSIGN_OR_RETURN(Response r, rpc_->CallSync(Peer{name, it->second}, std::move(request), timeout_ms));
+  return r.incarnation;
+}
+
+void TaskService::NotifyKvSet(const std::string& name, std::string key, std::string value) {
+  auto it = options_.peers.find(name);
+  if (it == options_.peers.end()) return;
+  if (name == options_.name) {
+    (void)kv_->Set(key, std::move(value));
+    return;
+  }
+  Request request;
+  request.method = Method::kKvSet;
+  request.kv_keys = {std::move(key)};
+  request.kv_value = std::move(value);
+  rpc_->Notify(Peer{name, it->second}, std::move(request));
+}
+
+Status TaskService::AskToStop(const std::string& name, const std::string& reason, int64_t timeout_ms) {
+  auto it = options_.peers.find(name);
+  if (it == options_.peers.end()) return NotFoundError(name, " is not a task of the cluster");
+  Request request;
+  request.method = Method::kShutdown;
+  request.reason = reason;
+  return rpc_->CallSync(Peer{name, it->second}, std::move(request), timeout_ms).status();
+}
+
 Expected<std::shared_ptr<runtime::KvStore>> TaskService::KvStoreOf(const std::string& name) {
   if (name == options_.name) return std::shared_ptr<runtime::KvStore>(kv_);
   auto it = options_.peers.find(name);

@@ -80,6 +80,14 @@ class TaskService {
   // Whether task |name| of the cluster answers a Heartbeat within
   // |timeout_ms|; the error names it.
   Status Ping(const std::string& name, int64_t timeout_ms);
+  // The incarnation task |name| answers a Heartbeat with.
+  Expected<uint64_t> IncarnationOf(const std::string& name, int64_t timeout_ms);
+  // Sets |key| in task |name|'s rendezvous store without waiting for the
+  // answer (best effort: a task that is gone loses it).
+  void NotifyKvSet(const std::string& name, std::string key, std::string value);
+  // Asks task |name| to stop (a Shutdown saying |reason|): tasks serving
+  // one training run stop, `weft serve` refuses.
+  Status AskToStop(const std::string& name, const std::string& reason, int64_t timeout_ms);
   // The rendezvous store of task |name| (this task's own, or another's
   // over RPC); it must not outlive this service.
   Expected<std::shared_ptr<runtime::KvStore>> KvStoreOf(const std::string& name);

@@ -61,6 +61,21 @@ double ScalarValue(const Tensor& t) {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// What recovery = "auto" waits out: a task that was lost, is restarting or
+// lost its variables; never bad input, a bug or a diverging loss.
+bool IsRecoverable(const Status& s) {
+  switch (s.code()) {
+    case Code::kUnavailable:
+    case Code::kDeadlineExceeded:
+    case Code::kAborted:
+    case Code::kCancelled: return true;
+    case Code::kFailedPrecondition:
+      return s.message().find("is read before it was assigned a value") != std::string::npos;
+    case Code::kNotFound: return s.message().find(" has no graph registered as ") != std::string::npos;
+    default: return false;
+  }
+}
+
 // "file:line:col: data.train_images: " for a key the user set, or
 // "data.train_images: " for a default.
 std::string Where(const config::Config& config, const std::string& section, const std::string& key) {
@@ -127,6 +142,7 @@ class ClusterRunner : public StepRunner {
     return session_->StopTasks(names, reason);
   }
   Status Ping(const std::string& name, int64_t timeout_ms) { return service_->Ping(name, timeout_ms); }
+  dist::TaskService& service() { return *service_; }
 
  private:
   std::unique_ptr<dist::TaskService> service_;
@@ -653,6 +669,26 @@ class Run {
   // the other jobs that serve this run.
   Status FinishCluster();
   bool distributed() const { return cluster_ != nullptr; }
+  // [cluster] recovery = "auto" (docs/distributed.md, "Recovery").
+  bool recovery_auto() const {
+    return distributed() && config_.cluster.has_value() && config_.cluster->recovery == "auto";
+  }
+  int64_t recovery_timeout_s() const { return config_.cluster ? config_.cluster->recovery_timeout_s : 300; }
+  ClusterRunner& runner() { return *static_cast<ClusterRunner*>(session_.get()); }
+  // The incarnation of every ps task now, waiting up to |deadline| for all
+  // to answer; UNAVAILABLE naming those that do not.
+  Expected<std::map<std::string, uint64_t>> PsIncarnations(Clock::time_point deadline);
+  // The chief, recovery = "auto": a step, save or evaluation failed with
+  // |why|, recoverable. Waits for every ps task; when one came back
+  // restarted, restores every ps task from the newest checkpoint (step_
+  // and the data position go back with it).
+  Status Recover(const Status& why);
+  // Another worker, recovery = "auto": waits until every variable has a
+  // value again (the chief restores them).
+  Status WaitForRecovery(const Status& why);
+  // Another worker, recovery = "auto": where it got to before it was
+  // restarted, from the chief's store; 0 when unknown.
+  int64_t RemoteProgress();
   bool chief() const { return worker_ == 0; }
   // training.mode = "sync" on a cluster (one process trains alike in every
   // mode).
@@ -727,6 +763,14 @@ class Run {
   bool finished_ = false;
   // What this worker's task answers to `weft cluster status`.
   std::shared_ptr<dist::StatusBoard> board_ = std::make_shared<dist::StatusBoard>();
+  // recovery = "auto": the incarnation of each ps task whose state the
+  // chief initialised or restored; the chief asked this worker to stop.
+  std::map<std::string, uint64_t> state_incarnations_;
+  std::shared_ptr<std::atomic<bool>> told_to_stop_ = std::make_shared<std::atomic<bool>>(false);
+  int recoveries_ = 0;
+  // The chief, recovery = "auto": the end of training (last checkpoint,
+  // evaluation) already ran inside the step loop.
+  bool ended_ = false;
 
   // The options of training step |step| (from 1): traced when it is one of
   // --trace-steps.
@@ -768,6 +812,20 @@ Status Run::Prepare() {
   }
   WEFT_RETURN_IF_ERROR(reporter_.status(config_.training.metrics));
   WEFT_RETURN_IF_ERROR(CheckClusterRole());
+  if (recovery_auto()) {
+    const std::string where =
+        config_.cluster->recovery_pos.line > 0 ? StrCat(config_.cluster->recovery_pos.ToString(), ": ") : "";
+    if (config_.checkpoint.dir.empty()) {
+      return InvalidArgumentError(where, "cluster.recovery = \"auto\" restores lost ps tasks from the newest ",
+                                  "checkpoint: set [checkpoint] dir (and every_steps or every_seconds)");
+    }
+    if (config_.training.mode != "async") {
+      return InvalidArgumentError(where, "cluster.recovery = \"auto\" is built for asynchronous training, not ",
+                                  "training.mode = \"", config_.training.mode,
+                                  "\" (a lost worker breaks a synchronous step); restart every task with --resume, "
+                                  "or set recovery = \"off\"");
+    }
+  }
   if (!config_.checkpoint.dir.empty() && chief()) {
     // One run per directory: a second cluster (or process) given the same
     // [checkpoint] dir is refused, naming this one.
@@ -1309,6 +1367,11 @@ Status Run::StartCluster() {
       StrCat("worker ", worker_, " of ", num_workers_, chief() ? ", the chief" : "", sync() ? ", sync" : ", async"));
   board_->SetState("starting");
   service_options.board = board_;
+  if (recovery_auto() && !chief()) {
+    // A finished worker stays (its progress is safe in this process) until
+    // the chief ends the run.
+    service_options.on_shutdown = [stop = told_to_stop_](const std::string&, const std::string&) { stop->store(true); };
+  }
   auto service = dist::TaskService::Start(service_options, host_, devices_);
   if (!service.ok()) return service.status().WithContext(StrCat("starting ", me));
   WEFT_RETURN_IF_ERROR(WaitForPeers(**service, so.tasks));
@@ -1366,6 +1429,67 @@ Status Run::WaitForChief() {
 
 Status Run::FinishCluster() {
   board_->SetState(chief() ? "finished; waiting for the other workers" : "finished");
+  const std::string chief_task = dist::TaskPrefix("worker", 0);
+  if (recovery_auto() && !chief()) {
+    board_->SetState("finished; staying until the chief ends the run");
+    reporter_.Note("finished; staying until the chief ends the run (recovery = \"auto\")");
+    Clock::time_point last_seen = Clock::now();
+    while (!told_to_stop_->load()) {
+      runner().service().NotifyKvSet(chief_task, StrCat("recovery/done/", worker_), "1");
+      if (runner().Ping(chief_task, 2000).ok()) {
+        last_seen = Clock::now();
+      } else if (Clock::now() - last_seen > std::chrono::seconds(recovery_timeout_s())) {
+        reporter_.Note(
+            StrCat("the chief has not answered for ", recovery_timeout_s(), " s (recovery_timeout_s); stopping"));
+        break;
+      }
+      for (int i = 0; i < 10 && !told_to_stop_->load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return Status();
+  }
+  if (recovery_auto()) {
+    // The others say they finished in this task's store (again every
+    // second, so a restart of this process loses nothing).
+    auto store = runner().service().KvStoreOf(chief_task);
+    if (!store.ok()) return store.status();
+    std::vector<std::string> keys;
+    for (int64_t w = 1; w < num_workers_; ++w) keys.push_back(StrCat("recovery/done/", w));
+    const Clock::time_point start = Clock::now();
+    const int64_t timeout_s = std::max(config_.cluster->init_timeout_s, recovery_timeout_s());
+    Clock::time_point next_note = start;
+    while (!keys.empty()) {
+      std::erase_if(keys, [&](const std::string& key) { return (*store)->Get(key, 0).ok(); });
+      if (keys.empty()) break;
+      const Clock::time_point now = Clock::now();
+      if (now >= start + std::chrono::seconds(timeout_s)) {
+        reporter_.Note(StrCat("note: ", keys.size(), " of the other workers did not finish within ", timeout_s,
+                              " s; ending the run without them"));
+        break;
+      }
+      if (now >= next_note) {
+        reporter_.Note(StrCat("waiting for the other workers to finish: ", num_workers_ - 1 - keys.size(), " of ",
+                              num_workers_ - 1, " done"));
+        next_note = now + std::chrono::seconds(10);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    std::vector<std::string> tasks;
+    for (const dist::JobSpec& job : cluster_->jobs) {
+      for (const dist::TaskSpec& t : job.tasks) {
+        if (job.name != "worker" || t.index != 0) tasks.push_back(dist::TaskPrefix(job.name, t.index));
+      }
+    }
+    std::vector<std::string> failed;
+    for (const std::string& task : tasks) {
+      Status stopped =
+          runner().service().AskToStop(task, StrCat("the chief ended the training run at step ", step_), 10000);
+      if (!stopped.ok()) failed.push_back(stopped.message());
+    }
+    reporter_.Note(failed.empty() ? StrCat("stopped ", StrJoin(tasks, ", "), ": the run is over")
+                                  : StrCat("note: stopping the tasks: ", StrJoin(failed, "; ")));
+    return Status();
+  }
   if (!chief()) {
     return session_->Run({}, {}, {"cluster/worker_done"}, nullptr)
         .WithContext("telling the chief this worker finished");
@@ -1405,6 +1529,129 @@ Status Run::FinishCluster() {
     reporter_.Note(StrCat("note: ", stopped.message(), " (tasks started with `weft serve` keep serving)"));
   }
   return Status();
+}
+
+Expected<std::map<std::string, uint64_t>> Run::PsIncarnations(Clock::time_point deadline) {
+  std::map<std::string, uint64_t> out;
+  std::vector<std::string> names;
+  for (const dist::TaskSpec& t : cluster_->FindJob("ps")->tasks) names.push_back(dist::TaskPrefix("ps", t.index));
+  Status last;
+  for (;;) {
+    for (const std::string& name : names) {
+      if (out.count(name) != 0) continue;
+      auto incarnation = runner().service().IncarnationOf(name, 2000);
+      if (incarnation.ok()) {
+        out[name] = *incarnation;
+      } else {
+        last = incarnation.status();
+      }
+    }
+    if (out.size() == names.size()) return out;
+    if (Clock::now() >= deadline) return UnavailableError("not every ps task answers: ", last.message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+Status Run::Recover(const Status& why) {
+  const Clock::time_point start = Clock::now();
+  const int64_t timeout_s = recovery_timeout_s();
+  const Clock::time_point deadline = start + std::chrono::seconds(timeout_s);
+  const int64_t before = step_;
+  board_->SetState(StrCat("recovering: ", why.message().substr(0, 300)));
+  reporter_.Note(StrCat("recovery: step ", step_ + 1, " failed: ", why.message(),
+                        "; waiting for every ps task (recovery_timeout_s = ", timeout_s, ")"));
+  auto gave_up = [&](const Status& s) {
+    return Status(Code::kUnavailable, StrCat(why.message(), "; then ", s.message(), "; gave up after ", timeout_s,
+                                             " s (recovery_timeout_s)"));
+  };
+  for (;;) {
+    auto now = PsIncarnations(deadline);
+    if (!now.ok()) return gave_up(now.status());
+    std::vector<std::string> restarted;
+    for (const auto& [task, incarnation] : *now) {
+      const uint64_t known = state_incarnations_[task];
+      if (known != incarnation) {
+        restarted.push_back(StrCat(task, " (incarnation ", dist::FormatIncarnation(known), " -> ",
+                                   dist::FormatIncarnation(incarnation), ")"));
+      }
+    }
+    if (restarted.empty()) {
+      reporter_.Note(StrCat("recovery: the ps tasks answer and none was restarted; nothing to restore (",
+                            Fixed(Seconds(Clock::now() - start), 1), " s)"));
+      board_->SetState("training");
+      return Status();
+    }
+    WEFT_ASSIGN_OR_RETURN(std::optional<std::string> latest, checkpoints_->Latest());
+    if (!latest.has_value()) {
+      return FailedPreconditionError(why.message(), "; and no checkpoint in ", config_.checkpoint.dir,
+                                     " opens to restore the ps tasks from");
+    }
+    Status restored = Restore(*latest);
+    if (!restored.ok()) {
+      if (!IsRecoverable(restored)) return restored;
+      if (Clock::now() >= deadline) return gave_up(restored);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;  // another fault meanwhile: wait for the tasks again
+    }
+    // Whole only if no ps task was restarted during the restore.
+    auto after = PsIncarnations(deadline);
+    if (!after.ok()) return gave_up(after.status());
+    if (*after != *now) continue;
+    state_incarnations_ = *after;
+    ++recoveries_;
+    const double seconds = Seconds(Clock::now() - start);
+    reporter_.Note(StrCat("recovered from ", *latest, " after ", StrJoin(restarted, ", "), " restarted: step ", before,
+                          " -> ", step_, ", ", before - step_, " steps lost, ", Fixed(seconds, 1), " s"));
+    board_->SetState("training");
+    return Status();
+  }
+}
+
+Status Run::WaitForRecovery(const Status& why) {
+  const Clock::time_point start = Clock::now();
+  const int64_t timeout_s = recovery_timeout_s();
+  board_->SetState("waiting for the chief to restore the variables");
+  reporter_.Note(StrCat("recovery: step ", step_ + 1, " failed: ", why.message(),
+                        "; waiting for the chief to restore the variables (recovery_timeout_s = ", timeout_s, ")"));
+  Clock::time_point next_note = start + std::chrono::seconds(10);
+  const std::size_t n = tg_.state_ready.size();
+  for (;;) {
+    std::vector<Tensor> ready;
+    Status asked = session_->Run({}, tg_.state_ready, {}, &ready);
+    if (asked.ok()) {
+      std::size_t count = 0;
+      for (const Tensor& t : ready) count += *static_cast<const uint8_t*>(t.raw_data()) != 0 ? 1 : 0;
+      if (count == n) {
+        reporter_.Note(StrCat("recovery: every variable has a value again after ",
+                              Fixed(Seconds(Clock::now() - start), 1), " s; carrying on at step ", step_ + 1));
+        board_->SetState("training");
+        return Status();
+      }
+    } else if (!IsRecoverable(asked)) {
+      return asked;
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= start + std::chrono::seconds(timeout_s)) {
+      return Status(Code::kUnavailable, StrCat(why.message(), "; the variables did not come back within ", timeout_s,
+                                               " s; gave up (recovery_timeout_s)"));
+    }
+    if (now >= next_note) {
+      reporter_.Note(
+          StrCat("still waiting for the chief to restore the variables (", Fixed(Seconds(now - start), 0), " s)"));
+      next_note = now + std::chrono::seconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+int64_t Run::RemoteProgress() {
+  auto store = runner().service().KvStoreOf(dist::TaskPrefix("worker", 0));
+  if (!store.ok()) return 0;
+  auto value = (*store)->Get(StrCat("recovery/progress/", worker_), 0);
+  if (!value.ok()) return 0;
+  char* end = nullptr;
+  const long long step = std::strtoll(value->c_str(), &end, 10);
+  return end != nullptr && *end == '\0' && step > 0 ? step : 0;
 }
 
 std::vector<std::string> Run::Contract() const {
@@ -1614,6 +1861,17 @@ Expected<TrainResult> Run::Go() {
                         " per epoch) of batch ", config_.training.batch_size, ", ", optimizer_->name(), " at ",
                         optimizer_choice_.learning_rate, ", ", tg_.variables.size(), " variables, ",
                         session_->Describe()));
+  // recovery = "auto": a chief started again by its launcher, with the
+  // same command, resumes (as Kubernetes and Slurm --requeue restart).
+  bool resume = options_.resume;
+  if (recovery_auto() && chief() && !resume) {
+    auto latest = checkpoints_->Latest();
+    if (latest.ok() && latest->has_value()) {
+      reporter_.Note(StrCat("recovery = \"auto\": resuming from ", **latest, " (move ", config_.checkpoint.dir,
+                            " away to start over)"));
+      resume = true;
+    }
+  }
   if (!chief() && !allreduce()) {
     if (options_.resume)
       reporter_.Note(
@@ -1627,11 +1885,16 @@ Expected<TrainResult> Run::Go() {
       WEFT_RETURN_IF_ERROR(
           session_->Run({}, {}, {"cluster/workers_done/init"}, nullptr).WithContext("initialising the variables"));
     }
-    WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.init}, nullptr).WithContext("initialising the variables"));
+    // A chief that restores sets every variable from the checkpoint; with
+    // recovery it must not first set them to new random values, which the
+    // other workers would train on meanwhile.
+    if (!(resume && recovery_auto())) {
+      WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.init}, nullptr).WithContext("initialising the variables"));
+    }
   }
   TrainResult result;
   bool restored = false;
-  if (options_.resume && chief()) {
+  if (resume && chief()) {
     WEFT_ASSIGN_OR_RETURN(std::optional<std::string> latest, checkpoints_->Latest());
     if (latest.has_value()) {
       WEFT_RETURN_IF_ERROR(Restore(*latest));
@@ -1656,7 +1919,7 @@ Expected<TrainResult> Run::Go() {
       reporter_.Note(StrCat("no checkpoint in ", config_.checkpoint.dir, " yet; starting at step 0"));
     }
   }
-  if (!options_.resume && checkpoints_ != nullptr) {
+  if (!resume && checkpoints_ != nullptr) {
     auto latest = checkpoints_->Latest();
     if (latest.ok() && latest->has_value()) {
       reporter_.Note(StrCat("note: ", config_.checkpoint.dir, " already holds ", **latest,
@@ -1665,6 +1928,25 @@ Expected<TrainResult> Run::Go() {
   }
   if (!restored) {
     WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, TrainingInput()));
+  }
+  if (recovery_auto() && chief()) {
+    if (!restored) {
+      // Something to restore a lost ps task from, whenever it is lost.
+      WEFT_ASSIGN_OR_RETURN(std::string first, Save(step_));
+      reporter_.Note(StrCat("recovery = \"auto\": saved ", first, " to restore lost ps tasks from until the next"));
+    }
+    WEFT_ASSIGN_OR_RETURN(state_incarnations_,
+                          PsIncarnations(Clock::now() + std::chrono::seconds(recovery_timeout_s())));
+  }
+  if (recovery_auto() && !chief()) {
+    // A worker started again carries on where it was (its progress, kept
+    // in the chief's store), not from the start of its share.
+    const int64_t progress = std::min(RemoteProgress(), total_steps_);
+    if (progress > 0) {
+      step_ = progress;
+      if (step_ < total_steps_) WEFT_RETURN_IF_ERROR(pipeline_->Seek(pipeline_->PositionOfStep(step_)));
+      reporter_.Note(StrCat("rejoined at step ", step_, " (its progress, kept by the chief)"));
+    }
   }
   if (sync()) return GoSync(restored);
   if (allreduce()) {
@@ -1699,10 +1981,25 @@ Expected<TrainResult> Run::Go() {
   // is still there (automatic recovery is not implemented: it stops).
   Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);
   const dist::WireCounters wire_before = dist::ReadWireCounters();
+  // recovery = "auto": a step, evaluation or save that failed because a
+  // task was lost is waited out (the chief restores the ps tasks when one
+  // came back restarted), and the loop carries on from step_.
+  auto recover = [&](const Status& why) -> Status {
+    if (!recovery_auto() || !IsRecoverable(why)) return why;
+    WEFT_RETURN_IF_ERROR(chief() ? Recover(why) : WaitForRecovery(why));
+    if (chief()) {
+      policy.Saved(step_, Clock::now());
+      saved_step = step_;
+    }
+    interval_loss = interval_accuracy = 0;
+    interval_steps = 0;
+    interval_start = Clock::now();
+    return Status();
+  };
   board_->SetState("training");
   board_->SetTotalSteps(total_steps_);
   while (step_ < total_steps_) {
-    if (distributed() && !chief() && Clock::now() >= next_chief_check) {
+    if (distributed() && !chief() && !recovery_auto() && Clock::now() >= next_chief_check) {
       Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
       if (!alive.ok()) {
         return FailedPreconditionError("the chief (/job:worker/task:0) is gone at step ", step_, ": ", alive.message(),
@@ -1716,13 +2013,19 @@ Expected<TrainResult> Run::Go() {
     if (!batch.ok()) return batch.status().WithContext(StrCat("reading training batch ", step_ + 1));
     const double lr = LearningRateAt(config_.schedule, optimizer_choice_.learning_rate, step_, total_steps_);
     std::vector<Tensor> out;
-    WEFT_RETURN_IF_ERROR(session_
-                             ->Run({{images_, batch->features},
-                                    {labels_, batch->labels},
-                                    {tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}},
-                                   fetches, {tg_.train}, &out, TraceStep(step_ + 1))
-                             .WithContext(StrCat("training step ", step_ + 1)));
+    Status ran = session_->Run({{images_, batch->features},
+                                {labels_, batch->labels},
+                                {tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}},
+                               fetches, {tg_.train}, &out, TraceStep(step_ + 1));
+    if (!ran.ok()) {
+      WEFT_RETURN_IF_ERROR(recover(ran.WithContext(StrCat("training step ", step_ + 1))));
+      continue;
+    }
     ++step_;
+    if (recovery_auto() && !chief()) {
+      runner().service().NotifyKvSet(dist::TaskPrefix("worker", 0), StrCat("recovery/progress/", worker_),
+                                     std::to_string(step_));
+    }
     train_seconds += Seconds(Clock::now() - t0);
     board_->StepDone(step_, Seconds(Clock::now() - t0) * 1000.0);
     const double loss = ScalarValue(out[0]);
@@ -1747,16 +2050,35 @@ Expected<TrainResult> Run::Go() {
       interval_start = Clock::now();
     }
     if (config_.training.eval_every > 0 && step_ % config_.training.eval_every == 0 && step_ != total_steps_) {
-      WEFT_ASSIGN_OR_RETURN(Evaluation e, Evaluate());
-      if (e.examples > 0) reporter_.Evaluation(step_, e.loss, e.accuracy, e.examples);
+      auto e = Evaluate();
+      if (!e.ok()) {
+        WEFT_RETURN_IF_ERROR(recover(e.status()));
+        continue;
+      }
+      if (e->examples > 0) reporter_.Evaluation(step_, e->loss, e->accuracy, e->examples);
       interval_start = Clock::now();
     }
     if (checkpoints_ != nullptr && step_ != total_steps_ && policy.Due(step_, Clock::now())) {
-      WEFT_ASSIGN_OR_RETURN(result.checkpoint, Save(step_));
+      auto saved = Save(step_);
+      if (!saved.ok()) {
+        WEFT_RETURN_IF_ERROR(recover(saved.status().WithContext(StrCat("saving at step ", step_))));
+        continue;
+      }
+      result.checkpoint = *saved;
       policy.Saved(step_, Clock::now());
       saved_step = step_;
       WEFT_LOG(INFO) << "saved " << result.checkpoint;
       interval_start = Clock::now();
+    }
+    if (step_ == total_steps_ && chief() && recovery_auto()) {
+      // The end needs the ps tasks too: a fault there goes back to the
+      // checkpoint like any other.
+      Status ended = EndOfTraining(saved_step, &result);
+      if (!ended.ok()) {
+        WEFT_RETURN_IF_ERROR(recover(ended));
+        continue;
+      }
+      ended_ = true;
     }
   }
   if (interval_steps > 0) result.loss = interval_loss / static_cast<double>(interval_steps);
@@ -1775,7 +2097,7 @@ Expected<TrainResult> Run::Go() {
                           HumanBytes(static_cast<uint64_t>(sent)), ", received ",
                           HumanBytes(static_cast<uint64_t>(received)), ", ", Fixed(messages, 1), " messages)"));
   }
-  WEFT_RETURN_IF_ERROR(EndOfTraining(saved_step, &result));
+  if (!ended_) WEFT_RETURN_IF_ERROR(EndOfTraining(saved_step, &result));
   const int64_t trained = step_ - first_step;
   result.examples_per_sec = train_seconds > 0 ? static_cast<double>(trained * batch_size) / train_seconds : 0;
   result.input_wait_fraction = train_seconds > 0 ? (pipeline_->wait_seconds() - wait_at_start) / train_seconds : 0;

@@ -705,6 +705,36 @@ TEST_F(PsTraining, TrainTraceOnAClusterHasATrackPerTaskAndFlowsBetweenThem) {
       << bad.err;
 }
 
+// recovery = "auto" needs checkpoints to restore from, and is built for
+// asynchronous training: each refusal names the key's line and the fix.
+TEST_F(PsTraining, AutoRecoveryWithoutCheckpointsOrInSyncModeIsRefused) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  Layout layout;
+  layout.cluster_extra = "recovery = \"auto\"\n";
+  const std::string no_dir = WriteConfig("auto_nodir.toml", layout, "steps = 1\n");
+  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", no_dir, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("auto_nodir.toml:5:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cluster.recovery = \"auto\" restores lost ps tasks from the newest checkpoint: set "
+                       "[checkpoint] dir"),
+            std::string::npos)
+      << r.err;
+  layout.more = "\n[checkpoint]\ndir = \"" + (dir_ / "ckpt").string() + "\"\n";
+  const std::string sync = WriteConfig("auto_sync.toml", layout, "steps = 1\nmode = \"sync\"\n");
+  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", sync, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("cluster.recovery = \"auto\" is built for asynchronous training, not training.mode = "
+                       "\"sync\""),
+            std::string::npos)
+      << r.err;
+  layout.cluster_extra = "recovery = \"on\"\n";
+  const std::string bad = WriteConfig("auto_bad.toml", layout, "steps = 1\n");
+  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", bad, "--job", "worker", "--task", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("recovery"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\"auto\""), std::string::npos) << r.err;
+}
+
 TEST_F(PsTraining, SyncWorkersThatDisagreeOnReplicasToAggregateAreRefusedNamingBoth) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   Layout layout;
@@ -1102,6 +1132,100 @@ TEST_F(PsTraining, LosingAPsTaskFailsTheStepNamingIt) {
   EXPECT_EQ(chief->exit_code(), 1) << out;
   EXPECT_NE(out.find("training step "), std::string::npos) << out;
   EXPECT_NE(out.find("/job:ps/task:0"), std::string::npos) << out;
+}
+
+// [cluster] recovery = "auto" under `weft cluster launch`, one of each
+// fault, in order, each a SIGKILL the launcher answers by starting the task
+// again with the same command: the ps task (the chief restores it from the
+// newest checkpoint, the other worker waits), the chief (it resumes), the
+// other worker (it rejoins at its progress). The run ends, the launcher
+// exits 0, and every checkpoint written opens whole.
+TEST_F(PsTraining, AutoRecoveryUnderTheLauncherSurvivesAKilledPsTaskChiefAndWorker) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string ckpt = (dir_ / "ckpt").string();
+  const fs::path logs = dir_ / "logs";
+  Layout layout;
+  layout.cluster_extra =
+      "recovery = \"auto\"\nrecovery_timeout_s = 60\nheartbeat_interval_ms = 200\nheartbeat_timeout_ms = 1500\n"
+      "init_timeout_s = 60\n";
+  layout.more = "\n[checkpoint]\ndir = \"" + ckpt + "\"\nevery_steps = 20\nkeep = 1000\n";
+  const std::string config =
+      WriteConfig("recovery.toml", layout, "batch_size = 64\nsteps = 800\nlog_every = 10\nseed = 1\n");
+  BackgroundProcess launcher({WEFT_CLI, "cluster", "launch", kModels + "fashion_mlp.wgt", "--config", config, "--logs",
+                              logs.string(), "--timeout", "600"},
+                             Env());
+  auto read = [](const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  auto wait_log = [&](const std::string& task, const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + 180s;
+    while (read(logs / (task + ".log")).find(text) == std::string::npos) {
+      if (launcher.Wait(50) || std::chrono::steady_clock::now() > deadline) return false;
+    }
+    return true;
+  };
+  auto kill_task = [&](const std::string& job, int task) {
+    std::istringstream pids(read(logs / "pids"));
+    std::string j;
+    int t = 0, pid = 0, starts = 0;
+    while (pids >> j >> t >> pid >> starts) {
+      if (j == job && t == task && pid > 0) return ::kill(pid, SIGKILL) == 0;
+    }
+    return false;
+  };
+  auto all_logs = [&] {
+    return StrCat(launcher.Output(), "\n--- ps-0\n", read(logs / "ps-0.log"), "\n--- worker-0\n",
+                  read(logs / "worker-0.log"), "\n--- worker-1\n", read(logs / "worker-1.log"));
+  };
+  ASSERT_TRUE(wait_log("worker-0", "recovery = \"auto\": saved ")) << all_logs();
+
+  // 1. The other worker.
+  ASSERT_TRUE(wait_log("worker-1", "step 100/")) << all_logs();
+  ASSERT_TRUE(kill_task("worker", 1)) << all_logs();
+  ASSERT_TRUE(wait_log("worker-1", "rejoined at step ")) << all_logs();
+
+  // 2. The ps task.
+  ASSERT_TRUE(wait_log("worker-0", "step 150/")) << all_logs();
+  ASSERT_TRUE(kill_task("ps", 0)) << all_logs();
+  ASSERT_TRUE(wait_log("worker-0", "recovered from " + ckpt + "/ckpt-")) << all_logs();
+  EXPECT_TRUE(HasLineWith(read(logs / "worker-0.log"), {"recovered from ", " after /job:ps/task:0 (incarnation ",
+                                                        " restarted: step ", " steps lost, "}))
+      << all_logs();
+
+  // 3. The chief.
+  ASSERT_TRUE(wait_log("worker-0", "step 250/")) << all_logs();
+  ASSERT_TRUE(kill_task("worker", 0)) << all_logs();
+  ASSERT_TRUE(wait_log("worker-0", "recovery = \"auto\": resuming from " + ckpt + "/ckpt-")) << all_logs();
+
+  ASSERT_TRUE(launcher.Wait(400000)) << all_logs();
+  EXPECT_EQ(launcher.exit_code(), 0) << all_logs();
+  const std::string out = launcher.Output();
+  for (const char* task : {"/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"}) {
+    EXPECT_TRUE(
+        HasLineWith(out, {"cluster launch: ", task, " killed by SIGKILL; restarting (restart 1 of at most 20)"}))
+        << task << "\n"
+        << out;
+  }
+  EXPECT_NE(read(logs / "worker-0.log").find("final: step=800 "), std::string::npos) << all_logs();
+  // Each ended by itself, when the chief ended the run.
+  for (const char* task : {"/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"}) {
+    EXPECT_TRUE(HasLineWith(out, {"cluster launch: ", task, ") finished"})) << task << "\n" << out;
+  }
+  EXPECT_NE(read(logs / "ps-0.log").find("=== restart 1 ==="), std::string::npos) << all_logs();
+  // Every checkpoint opens, whole: no shard of another step, no torn file.
+  int checkpoints = 0;
+  for (const auto& entry : fs::directory_iterator(ckpt)) {
+    const std::string name = entry.path().string();
+    if (name.size() < 6 || name.substr(name.size() - 6) != ".index") continue;
+    auto reader = checkpoint::BundleReader::Open(name.substr(0, name.size() - 6));
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_TRUE((*reader)->VerifyAll().ok()) << name;
+    ++checkpoints;
+  }
+  EXPECT_GE(checkpoints, 10);
 }
 
 // --- Allreduce (training.mode = "allreduce") ---------------------------------

@@ -80,7 +80,10 @@ int Train(Context& ctx, const TrainArgs& args) {
   }
   if (!result.ok()) {
     if (options.interactive) std::cout << "\n";
-    return ReportError(result.status());
+    const int code = ReportError(result.status());
+    // Recovery gave up waiting: worth starting again (the launcher does).
+    if (result.status().message().find("(recovery_timeout_s)") != std::string::npos) return kExitRetry;
+    return code;
   }
   return kExitOk;
 }

@@ -19,6 +19,10 @@ namespace weft::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUserError = 1;
 inline constexpr int kExitInternalError = 2;
+// weft train, [cluster] recovery = "auto": lost tasks did not come back
+// within recovery_timeout_s; a launcher restarts a task that exits so
+// (EX_TEMPFAIL).
+inline constexpr int kExitRetry = 75;
 
 // The exit code for a failed |status|: 2 for INTERNAL and UNKNOWN (a bug in
 // Weft or a plugin), 1 for everything else.
