@@ -687,8 +687,10 @@ class Run {
   // value again (the chief restores them).
   Status WaitForRecovery(const Status& why);
   // Another worker, recovery = "auto": where it got to before it was
-  // restarted, from the chief's store; 0 when unknown.
+  // restarted, from the other tasks' stores; 0 when unknown.
   int64_t RemoteProgress();
+  // Every task of the cluster but this one.
+  std::vector<std::string> OtherTasks() const;
   bool chief() const { return worker_ == 0; }
   // training.mode = "sync" on a cluster (one process trains alike in every
   // mode).
@@ -1644,14 +1646,30 @@ Status Run::WaitForRecovery(const Status& why) {
   }
 }
 
+std::vector<std::string> Run::OtherTasks() const {
+  std::vector<std::string> tasks;
+  const std::string me = cluster_->self->ToString();
+  for (const dist::JobSpec& job : cluster_->jobs) {
+    for (const dist::TaskSpec& t : job.tasks) {
+      if (dist::TaskPrefix(job.name, t.index) != me) tasks.push_back(dist::TaskPrefix(job.name, t.index));
+    }
+  }
+  return tasks;
+}
+
 int64_t Run::RemoteProgress() {
-  auto store = runner().service().KvStoreOf(dist::TaskPrefix("worker", 0));
-  if (!store.ok()) return 0;
-  auto value = (*store)->Get(StrCat("recovery/progress/", worker_), 0);
-  if (!value.ok()) return 0;
-  char* end = nullptr;
-  const long long step = std::strtoll(value->c_str(), &end, 10);
-  return end != nullptr && *end == '\0' && step > 0 ? step : 0;
+  // The furthest any task recorded: one that restarted meanwhile lost it.
+  int64_t furthest = 0;
+  for (const std::string& task : OtherTasks()) {
+    auto store = runner().service().KvStoreOf(task);
+    if (!store.ok()) continue;
+    auto value = (*store)->Get(StrCat("recovery/progress/", worker_), 0);
+    if (!value.ok()) continue;
+    char* end = nullptr;
+    const long long step = std::strtoll(value->c_str(), &end, 10);
+    if (end != nullptr && *end == '\0') furthest = std::max<int64_t>(furthest, step);
+  }
+  return furthest;
 }
 
 std::vector<std::string> Run::Contract() const {
@@ -1940,12 +1958,12 @@ Expected<TrainResult> Run::Go() {
   }
   if (recovery_auto() && !chief()) {
     // A worker started again carries on where it was (its progress, kept
-    // in the chief's store), not from the start of its share.
+    // in the other tasks' stores), not from the start of its share.
     const int64_t progress = std::min(RemoteProgress(), total_steps_);
     if (progress > 0) {
       step_ = progress;
       if (step_ < total_steps_) WEFT_RETURN_IF_ERROR(pipeline_->Seek(pipeline_->PositionOfStep(step_)));
-      reporter_.Note(StrCat("rejoined at step ", step_, " (its progress, kept by the chief)"));
+      reporter_.Note(StrCat("rejoined at step ", step_, " (its progress, kept by the other tasks)"));
     }
   }
   if (sync()) return GoSync(restored);
@@ -2023,8 +2041,10 @@ Expected<TrainResult> Run::Go() {
     }
     ++step_;
     if (recovery_auto() && !chief()) {
-      runner().service().NotifyKvSet(dist::TaskPrefix("worker", 0), StrCat("recovery/progress/", worker_),
-                                     std::to_string(step_));
+      // Recorded with every other task, so that it outlives any one of them.
+      for (const std::string& task : OtherTasks()) {
+        runner().service().NotifyKvSet(task, StrCat("recovery/progress/", worker_), std::to_string(step_));
+      }
     }
     train_seconds += Seconds(Clock::now() - t0);
     board_->StepDone(step_, Seconds(Clock::now() - t0) * 1000.0);
