@@ -1460,10 +1460,22 @@ Status Run::FinishCluster() {
     const Clock::time_point start = Clock::now();
     const int64_t timeout_s = std::max(config_.cluster->init_timeout_s, recovery_timeout_s());
     Clock::time_point next_note = start;
+    Clock::time_point next_check = start;
     while (!keys.empty()) {
       std::erase_if(keys, [&](const std::string& key) { return (*store)->Get(key, 0).ok(); });
       if (keys.empty()) break;
       const Clock::time_point now = Clock::now();
+      if (now >= next_check) {
+        // A ps task restarted while the others still train: they wait for
+        // the variables, which only this task restores.
+        auto incarnations = PsIncarnations(now + std::chrono::seconds(2));
+        if (incarnations.ok() && *incarnations != state_incarnations_) {
+          const int64_t finished_at = step_;
+          WEFT_RETURN_IF_ERROR(Recover(UnavailableError("a ps task was restarted while the other workers finished")));
+          step_ = finished_at;
+        }
+        next_check = Clock::now() + std::chrono::seconds(2);
+      }
       if (now >= start + std::chrono::seconds(timeout_s)) {
         reporter_.Note(StrCat("note: ", keys.size(), " of the other workers did not finish within ", timeout_s,
                               " s; ending the run without them"));
