@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -773,6 +774,9 @@ class Run {
   // The chief, recovery = "auto": the end of training (last checkpoint,
   // evaluation) already ran inside the step loop.
   bool ended_ = false;
+  // The chief, recovery = "auto": the evaluation once every worker finished
+  // (a worker slowed by restarts still trains after the chief's last step).
+  std::optional<Evaluation> final_evaluation_;
 
   // The options of training step |step| (from 1): traced when it is one of
   // --trace-steps.
@@ -1488,6 +1492,16 @@ Status Run::FinishCluster() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
+    if (num_workers_ > 1) {
+      // The model as every worker left it, not as it was at the chief's
+      // last step.
+      auto e = Evaluate();
+      if (e.ok() && e->examples > 0) {
+        reporter_.Note("evaluating again now that every worker finished:");
+        reporter_.Evaluation(step_, e->loss, e->accuracy, e->examples);
+        final_evaluation_ = *e;
+      }
+    }
     std::vector<std::string> tasks;
     for (const dist::JobSpec& job : cluster_->jobs) {
       for (const dist::TaskSpec& t : job.tasks) {
@@ -2136,6 +2150,10 @@ Expected<TrainResult> Run::Go() {
   reporter_.Note(StrCat("trained ", trained, " steps in ", Fixed(train_seconds, 1), " s; waiting for input took ",
                         Fixed(100 * result.input_wait_fraction, 1), "% of it"));
   if (distributed()) WEFT_RETURN_IF_ERROR(FinishCluster());
+  if (final_evaluation_.has_value()) {
+    result.test_loss = final_evaluation_->loss;
+    result.test_accuracy = final_evaluation_->accuracy;
+  }
   if (allreduce()) {
     const runtime::CollectiveGroup::Stats stats = group_->stats();
     if (trained > 0) {

@@ -382,12 +382,14 @@ int Launch(Context& ctx, const LaunchArgs& args) {
   };
   for (;;) {
     // Reap what ended.
+    bool pids_changed = false;
     for (Launched& t : tasks) {
       if (!t.running) continue;
       int status = 0;
       const pid_t got = waitpid(t.pid, &status, WNOHANG);
       if (got != t.pid) continue;
       t.running = false;
+      pids_changed = true;
       const bool signalled = WIFSIGNALED(status);
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       t.exit_code = code;
@@ -421,7 +423,6 @@ int Launch(Context& ctx, const LaunchArgs& args) {
       }
     }
     // Start again what is due.
-    bool pids_changed = false;
     for (Launched& t : tasks) {
       if (t.running || t.done || stopping_since || t.restart_at == Clock::time_point() || Clock::now() < t.restart_at) {
         continue;
