@@ -149,11 +149,7 @@ void TaskService::AbortStepsOf(const std::string& caller, uint64_t incarnation) 
 }
 
 Status TaskService::Ping(const std::string& name, int64_t timeout_ms) {
-  auto it = options_.peers.find(name);
-  if (it == options_.peers.end()) return NotFoundError(name, " is not a task of the cluster");
-  Request request;
-  request.method = Method::kHeartbeat;
-  return rpc_->CallSync(Peer{name, it->second}, std::move(request), timeout_ms).status();
+  return IncarnationOf(name, timeout_ms).status();
 }
 
 Expected<uint64_t> TaskService::IncarnationOf(const std::string& name, int64_t timeout_ms) {

@@ -770,7 +770,6 @@ class Run {
   // chief initialised or restored; the chief asked this worker to stop.
   std::map<std::string, uint64_t> state_incarnations_;
   std::shared_ptr<std::atomic<bool>> told_to_stop_ = std::make_shared<std::atomic<bool>>(false);
-  int recoveries_ = 0;
   // The chief, recovery = "auto": the end of training (last checkpoint,
   // evaluation) already ran inside the step loop.
   bool ended_ = false;
@@ -1626,7 +1625,6 @@ Status Run::Recover(const Status& why) {
     if (!after.ok()) return gave_up(after.status());
     if (*after != *now) continue;
     state_incarnations_ = *after;
-    ++recoveries_;
     const double seconds = Seconds(Clock::now() - start);
     reporter_.Note(StrCat("recovered from ", *latest, " after ", StrJoin(restarted, ", "), " restarted: step ", before,
                           " -> ", step_, ", ", before - step_, " steps lost, ", Fixed(seconds, 1), " s"));
