@@ -5,6 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <mutex>
+#include <set>
+
 namespace weft::testing {
 
 int RawListener(int backlog, int* port) {
@@ -21,8 +24,17 @@ int RawListener(int backlog, int* port) {
 }
 
 int FreePort() {
+  // The kernel may hand the same port out again once the probe closed it;
+  // a config of several tasks needs distinct ones, so a port this process
+  // was given before is drawn again.
+  static std::mutex mutex;
+  static std::set<int> given;
+  std::lock_guard<std::mutex> lock(mutex);
   int port = 0;
-  close(RawListener(-1, &port));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    close(RawListener(-1, &port));
+    if (given.insert(port).second) break;
+  }
   return port;
 }
 

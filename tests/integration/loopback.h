@@ -5,7 +5,8 @@
 
 namespace weft::testing {
 
-// A loopback port nothing listens on right now (bound, read, closed).
+// A loopback port nothing listens on right now (bound, read, closed), never
+// one this process was given before.
 int FreePort();
 // A socket bound to a free loopback port, written to |port|; it listens
 // with |backlog| unless that is negative. The caller closes it.
