@@ -90,8 +90,8 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
       raw->rpc_->FailPeer(peer.name, lost);
     };
     events.restarted = [raw](const Peer& peer, uint64_t before, uint64_t now) {
-      WEFT_LOG(INFO) << raw->name() << ": task " << peer.name << " restarted (incarnation " << before << " -> " << now
-                     << ")";
+      WEFT_LOG(INFO) << raw->name() << ": its heartbeat finds " << peer.name << " restarted (incarnation "
+                     << FormatIncarnation(before) << " -> " << FormatIncarnation(now) << ")";
     };
     service->monitor_ = std::make_unique<HeartbeatMonitor>(
         service->rpc_.get(), std::move(peers),

@@ -337,6 +337,12 @@ Status StepTokenQueue::Ended() const {
   return Status(Code::kOutOfRange, StrCat("the chief ended the run at step ", released_));
 }
 
+Status StepTokenQueue::WentBack(int64_t local_step) const {
+  return Status(Code::kAborted, StrCat(Named(), " went back to step ", released_, " while this worker waited for a ",
+                                       "step after ", local_step, " (the chief restored a checkpoint after a task ",
+                                       "was lost); the worker takes its first step again"));
+}
+
 int64_t StepTokenQueue::waiting() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int64_t>(waiters_.size());
@@ -376,6 +382,22 @@ void StepTokenQueue::Put(int64_t step, bool reset) {
       released_ = step;
       closed_ = false;
       aborted_ = false;
+      // Takes waiting for a step after one the reset went back before (a
+      // restore) would wait for it in vain: the chief first needs their
+      // gradients for |step|.
+      for (auto it = waiters_.begin(); it != waiters_.end();) {
+        if (it->second.wait_open || it->second.local_step < step) {
+          ++it;
+          continue;
+        }
+        Status status = WentBack(it->second.local_step);
+        ready.push_back([w = std::move(it->second), status = std::move(status)]() mutable {
+          if (w.cancellation != nullptr) w.cancellation->Deregister(w.token);
+          if (w.timer != Timer::kInvalidId) Timer::Global().Cancel(w.timer);
+          w.done(status, -1);
+        });
+        it = waiters_.erase(it);
+      }
     } else if (step > released_) {
       released_ = step;
     }
@@ -406,6 +428,13 @@ void StepTokenQueue::Take(int64_t local_step, int64_t timeout_ms, CancellationMa
       Status status = released_ > local_step ? Status() : Ended();
       lock.unlock();
       return done(std::move(status), token);
+    }
+    if (!wait_open && released_ >= 0 && local_step > released_) {
+      // A worker's step is always one the queue released, unless the
+      // queue went back since (a reset after a restore).
+      Status status = WentBack(local_step);
+      lock.unlock();
+      return done(std::move(status), -1);
     }
     id = next_waiter_++;
     Waiter w;

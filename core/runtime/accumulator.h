@@ -151,12 +151,15 @@ class StepTokenQueue : public Resource, public std::enable_shared_from_this<Step
   // Releases |step| (and every earlier one): waiting takes below it
   // finish. A step below the latest released is ignored, unless |reset|,
   // which sets the released step to |step| exactly (after a restore) and
-  // reopens a closed queue.
+  // reopens a closed queue; takes waiting for a step after |step| or later
+  // then fail with ABORTED (their worker takes its first step again).
   void Put(int64_t step, bool reset = false);
 
   using TakeDone = std::function<void(Status, int64_t)>;
   // Calls |done| with the latest released step once it is later than
-  // |local_step|. Once the queue is closed and holds no later step, fails
+  // |local_step|; fails at once with ABORTED when |local_step| is after
+  // the released step (the queue went back: a reset, or a restarted task's
+  // new queue once it released a step). Once the queue is closed and holds no later step, fails
   // with OUT_OF_RANGE ("the chief ended the run at step 20"), the clean
   // end of a run, or, when it was aborted, with ABORTED. With
   // |wait_open| (a worker's first take) a closed queue is waited on until
@@ -198,6 +201,9 @@ class StepTokenQueue : public Resource, public std::enable_shared_from_this<Step
   std::string Named() const { return StrCat("step token queue '", name_, "'"); }
   // Under |mutex_|: why a take on the closed queue ends.
   Status Ended() const;
+  // Under |mutex_|: why a take for a step after the released one ends (the
+  // queue went back to an earlier step).
+  Status WentBack(int64_t local_step) const;
 
   std::string name_;
   mutable std::mutex mutex_;

@@ -77,6 +77,28 @@ bool IsRecoverable(const Status& s) {
   }
 }
 
+// Sync mode, recovery = "auto": what a worker's step also meets while the
+// chief recovers: accumulators not yet back at the chief's step, or not
+// yet made again on a restarted ps task.
+bool IsSyncRecoverable(const Status& s) {
+  if (IsRecoverable(s)) return true;
+  const std::string_view m = s.message();
+  return (s.code() == Code::kFailedPrecondition && m.find(" but the accumulator of ") != std::string_view::npos) ||
+         (s.code() == Code::kNotFound &&
+          m.find("there is no gradient accumulator for variable") != std::string_view::npos);
+}
+
+// Sync mode, recovery = "auto": a restarted worker's gradients for its
+// step were kept before it was lost.
+bool IsKeptAlready(const Status& s) {
+  return s.code() == Code::kInvalidArgument &&
+         s.message().find(" sent a second gradient for step ") != std::string::npos;
+}
+
+// The chief's key, in its own store, once a synchronous run with
+// recovery = "auto" ended: a worker started again after that finishes.
+constexpr char kSyncEndedKey[] = "recovery/sync_ended";
+
 // "file:line:col: data.train_images: " for a key the user set, or
 // "data.train_images: " for a default.
 std::string Where(const config::Config& config, const std::string& section, const std::string& key) {
@@ -681,9 +703,9 @@ class Run {
   Expected<std::map<std::string, uint64_t>> PsIncarnations(Clock::time_point deadline);
   // The chief, recovery = "auto": a step, save or evaluation failed with
   // |why|, recoverable. Waits for every ps task; when one came back
-  // restarted, restores every ps task from the newest checkpoint (step_
-  // and the data position go back with it).
-  Status Recover(const Status& why);
+  // restarted (or |always|: sync mode), restores every ps task from the
+  // newest checkpoint (step_ and the data position go back with it).
+  Status Recover(const Status& why, bool always = false);
   // Another worker, recovery = "auto": waits until every variable has a
   // value again (the chief restores them).
   Status WaitForRecovery(const Status& why);
@@ -724,6 +746,13 @@ class Run {
   // last step is released. Counts go to |stats|; |report|: progress lines.
   struct SyncWorkerStats;
   Status SyncWorkerLoop(SyncWorkerStats* stats, bool report);
+  // Sync mode, a worker but the chief, recovery = "auto": its step failed
+  // with |why| while the chief recovers; takes the first step the chief
+  // releases again. nullopt: the run ended meanwhile.
+  Expected<std::optional<int64_t>> RejoinSync(const Status& why);
+  // Sync mode, recovery = "auto": whether the chief ended the run (or
+  // asked this worker to stop).
+  bool SyncRunEnded();
 
   const config::Config& config_;
   const plugin::PluginHost& host_;
@@ -817,18 +846,18 @@ Status Run::Prepare() {
   }
   WEFT_RETURN_IF_ERROR(reporter_.status(config_.training.metrics));
   WEFT_RETURN_IF_ERROR(CheckClusterRole());
-  if (recovery_auto()) {
+  if ((recovery_auto() || allreduce()) && config_.cluster.has_value() && config_.cluster->recovery == "auto") {
     const std::string where =
         config_.cluster->recovery_pos.line > 0 ? StrCat(config_.cluster->recovery_pos.ToString(), ": ") : "";
     if (config_.checkpoint.dir.empty()) {
       return InvalidArgumentError(where, "cluster.recovery = \"auto\" restores lost ps tasks from the newest ",
                                   "checkpoint: set [checkpoint] dir (and every_steps or every_seconds)");
     }
-    if (config_.training.mode != "async") {
-      return InvalidArgumentError(where, "cluster.recovery = \"auto\" is built for asynchronous training, not ",
-                                  "training.mode = \"", config_.training.mode,
-                                  "\" (a lost worker breaks a synchronous step); restart every task with --resume, "
-                                  "or set recovery = \"off\"");
+    if (allreduce()) {
+      return InvalidArgumentError(where, "cluster.recovery = \"auto\" is built for training on parameter servers ",
+                                  "(training.mode = \"async\" or \"sync\"), not \"allreduce\": a collective group ",
+                                  "does not take a restarted member back; restart every worker with --resume, or set "
+                                  "recovery = \"off\"");
     }
   }
   if (!config_.checkpoint.dir.empty() && chief()) {
@@ -1393,15 +1422,27 @@ Status Run::StartCluster() {
 
 Status Run::WaitForChief() {
   const Clock::time_point start = Clock::now();
-  const int64_t timeout_s = config_.cluster ? config_.cluster->init_timeout_s : 300;
+  int64_t timeout_s = config_.cluster ? config_.cluster->init_timeout_s : 300;
+  if (recovery_auto()) timeout_s = std::max(timeout_s, recovery_timeout_s());
   const Clock::time_point deadline = start + std::chrono::seconds(timeout_s);
   Clock::time_point next_note = start + std::chrono::seconds(2);
   bool noted = false;
   const std::size_t n = tg_.state_ready.size();
   while (true) {
     std::vector<Tensor> ready;
-    WEFT_RETURN_IF_ERROR(session_->Run({}, tg_.state_ready, {}, &ready)
-                             .WithContext("asking the ps tasks whether the variables have values"));
+    Status asked = session_->Run({}, tg_.state_ready, {}, &ready)
+                       .WithContext("asking the ps tasks whether the variables have values");
+    if (!asked.ok()) {
+      // recovery = "auto": a ps task lost or restarting is waited out (up
+      // to the deadline); the chief may end the run meanwhile.
+      if (!recovery_auto() || !IsRecoverable(asked)) return asked;
+      if (told_to_stop_->load()) return Status();
+      if (Clock::now() >= deadline) {
+        return Status(Code::kUnavailable, StrCat(asked.message(), "; waited ", timeout_s, " s (recovery_timeout_s)"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
     std::size_t count = 0;
     for (const Tensor& t : ready) count += *static_cast<const uint8_t*>(t.raw_data()) != 0 ? 1 : 0;
     if (count == n) {
@@ -1491,7 +1532,7 @@ Status Run::FinishCluster() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    if (num_workers_ > 1) {
+    if (num_workers_ > 1 && !sync()) {
       // The model as every worker left it, not as it was at the chief's
       // last step.
       auto e = Evaluate();
@@ -1579,7 +1620,7 @@ Expected<std::map<std::string, uint64_t>> Run::PsIncarnations(Clock::time_point 
   }
 }
 
-Status Run::Recover(const Status& why) {
+Status Run::Recover(const Status& why, bool always) {
   const Clock::time_point start = Clock::now();
   const int64_t timeout_s = recovery_timeout_s();
   const Clock::time_point deadline = start + std::chrono::seconds(timeout_s);
@@ -1602,7 +1643,7 @@ Status Run::Recover(const Status& why) {
                                    dist::FormatIncarnation(incarnation), ")"));
       }
     }
-    if (restarted.empty()) {
+    if (restarted.empty() && !always) {
       reporter_.Note(StrCat("recovery: the ps tasks answer and none was restarted; nothing to restore (",
                             Fixed(Seconds(Clock::now() - start), 1), " s)"));
       board_->SetState("training");
@@ -1626,8 +1667,12 @@ Status Run::Recover(const Status& why) {
     if (*after != *now) continue;
     state_incarnations_ = *after;
     const double seconds = Seconds(Clock::now() - start);
-    reporter_.Note(StrCat("recovered from ", *latest, " after ", StrJoin(restarted, ", "), " restarted: step ", before,
-                          " -> ", step_, ", ", before - step_, " steps lost, ", Fixed(seconds, 1), " s"));
+    const std::string cause =
+        restarted.empty()
+            ? std::string(" (no ps task was restarted, but the synchronous update may have reached only some of them)")
+            : StrCat(" after ", StrJoin(restarted, ", "), " restarted");
+    reporter_.Note(StrCat("recovered from ", *latest, cause, ": step ", before, " -> ", step_, ", ", before - step_,
+                          " steps lost, ", Fixed(seconds, 1), " s"));
     board_->SetState("training");
     return Status();
   }
@@ -1906,12 +1951,24 @@ Expected<TrainResult> Run::Go() {
   // recovery = "auto": a chief started again by its launcher, with the
   // same command, resumes (as Kubernetes and Slurm --requeue restart).
   bool resume = options_.resume;
+  // Asynchronous: when every variable still has a value (the ps tasks kept
+  // running while this process was down), the other workers trained them
+  // on meanwhile, and a restore would throw that away; the chief keeps
+  // them and carries on at its own progress instead.
+  std::optional<std::string> kept_from;
   if (recovery_auto() && chief() && !resume) {
     auto latest = checkpoints_->Latest();
     if (latest.ok() && latest->has_value()) {
-      reporter_.Note(StrCat("recovery = \"auto\": resuming from ", **latest, " (move ", config_.checkpoint.dir,
-                            " away to start over)"));
-      resume = true;
+      std::vector<Tensor> ready;
+      bool all_set = !sync() && session_->Run({}, tg_.state_ready, {}, &ready).ok();
+      for (const Tensor& t : ready) all_set = all_set && *static_cast<const uint8_t*>(t.raw_data()) != 0;
+      if (all_set) {
+        kept_from = **latest;
+      } else {
+        reporter_.Note(StrCat("recovery = \"auto\": resuming from ", **latest, " (move ", config_.checkpoint.dir,
+                              " away to start over)"));
+        resume = true;
+      }
     }
   }
   if (!chief() && !allreduce()) {
@@ -1919,7 +1976,23 @@ Expected<TrainResult> Run::Go() {
       reporter_.Note(
           "note: --resume is the chief's (worker 0) to act on; this "
           "worker waits for it");
-    WEFT_RETURN_IF_ERROR(WaitForChief());
+    // recovery = "auto": a worker started again after it finished (its
+    // progress, kept by the other tasks, is the last step), or after the
+    // chief ended a synchronous run, has nothing to wait for; nor has one
+    // the chief asks to stop while it waits.
+    const bool finished_before = recovery_auto() && (sync() ? SyncRunEnded() : RemoteProgress() >= total_steps_);
+    if (!finished_before) WEFT_RETURN_IF_ERROR(WaitForChief());
+    if (finished_before || told_to_stop_->load()) {
+      reporter_.Note(finished_before ? "this worker had finished before it was started again"
+                                     : "the chief ended the run before this worker trained");
+      TrainResult ended;
+      ended.step = total_steps_;
+      ended.loss = ended.test_loss = ended.test_accuracy = kNaN;
+      step_ = total_steps_;
+      WEFT_RETURN_IF_ERROR(FinishCluster());
+      reporter_.Final(ended);
+      return ended;
+    }
   } else {
     // The counter first: a worker starts once every variable of tg_.init
     // has a value, and must find the counter set by then.
@@ -1930,7 +2003,7 @@ Expected<TrainResult> Run::Go() {
     // A chief that restores sets every variable from the checkpoint; with
     // recovery it must not first set them to new random values, which the
     // other workers would train on meanwhile.
-    if (!(resume && recovery_auto())) {
+    if (!(resume && recovery_auto()) && !kept_from.has_value()) {
       WEFT_RETURN_IF_ERROR(session_->Run({}, {}, {tg_.init}, nullptr).WithContext("initialising the variables"));
     }
   }
@@ -1970,6 +2043,15 @@ Expected<TrainResult> Run::Go() {
   }
   if (!restored) {
     WEFT_ASSIGN_OR_RETURN(pipeline_, data::Pipeline::Create(train_, TrainingInput()));
+  }
+  if (kept_from.has_value()) {
+    auto reader = checkpoint::BundleReader::Open(*kept_from);
+    const int64_t saved = reader.ok() ? MetaInt((*reader)->metadata(), "step", 0) : 0;
+    step_ = std::min(std::max(saved, RemoteProgress()), total_steps_);
+    if (step_ < total_steps_) WEFT_RETURN_IF_ERROR(pipeline_->Seek(pipeline_->PositionOfStep(step_)));
+    reporter_.Note(StrCat("resumed at step ", step_, " (its progress, kept by the other tasks): the ps tasks kept ",
+                          "every variable, which the other workers trained meanwhile, so nothing was restored ",
+                          "(the newest checkpoint is ", *kept_from, ")"));
   }
   if (recovery_auto() && chief()) {
     if (!restored) {
@@ -2064,7 +2146,7 @@ Expected<TrainResult> Run::Go() {
       continue;
     }
     ++step_;
-    if (recovery_auto() && !chief()) {
+    if (recovery_auto()) {
       // Recorded with every other task, so that it outlives any one of them.
       for (const std::string& task : OtherTasks()) {
         runner().service().NotifyKvSet(task, StrCat("recovery/progress/", worker_), std::to_string(step_));
@@ -2182,14 +2264,75 @@ Status Run::EndOfTraining(int64_t saved_step, TrainResult* result) {
   return Status();
 }
 
+bool Run::SyncRunEnded() {
+  if (told_to_stop_->load()) return true;
+  auto store = runner().service().KvStoreOf(dist::TaskPrefix("worker", 0));
+  return store.ok() && (*store)->Get(kSyncEndedKey, 0).ok();
+}
+
+Expected<std::optional<int64_t>> Run::RejoinSync(const Status& why) {
+  const SyncNodes& sn = *tg_.sync;
+  const Clock::time_point start = Clock::now();
+  const int64_t timeout_s = recovery_timeout_s();
+  const bool first = why.ok();
+  if (!first) {
+    board_->SetState("waiting for the chief to release a step again");
+    reporter_.Note(StrCat("recovery: ", why.message(), "; waiting for the chief to release a step again ",
+                          "(recovery_timeout_s = ", timeout_s, ")"));
+  }
+  std::chrono::milliseconds pause(100);
+  for (;;) {
+    if (SyncRunEnded()) return std::optional<int64_t>();
+    // Bounded, so that the end of the run is seen even when the queue
+    // stays closed.
+    runtime::RunOptions options;
+    options.timeout_ms = 3000;
+    std::vector<Tensor> out;
+    Status s = session_->Run({{sn.local_step, Tensor::Scalar<int64_t>(-1)}}, {sn.first_token}, {}, &out, options);
+    if (s.ok()) {
+      const int64_t step = out[0].scalar<int64_t>();
+      if (!first) {
+        reporter_.Note(StrCat("recovery: the chief released step ", step, " after ",
+                              Fixed(Seconds(Clock::now() - start), 1), " s; carrying on"));
+        board_->SetState("training");
+      }
+      return std::optional<int64_t>(step);
+    }
+    if (s.code() == Code::kOutOfRange) return std::optional<int64_t>();
+    if (!IsSyncRecoverable(s)) return s.WithContext("waiting for the chief to release a step");
+    if (Clock::now() >= start + std::chrono::seconds(timeout_s)) {
+      return Status(
+          Code::kUnavailable,
+          StrCat(first ? std::string("waiting for the chief to release the first step") : why.message(),
+                 "; no step was released within ", timeout_s, " s (", s.message(), "); gave up (recovery_timeout_s)"));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(1));
+  }
+}
+
 Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
   const SyncNodes& sn = *tg_.sync;
+  // recovery = "auto": a worker rides out what the chief recovers from
+  // (the chief's own worker ends instead, and the chief starts it again).
+  const bool rejoin = recovery_auto() && !chief();
   std::vector<Tensor> out;
+  int64_t local = -1;
   // The first step the chief releases: after it initialised or restored
   // the variables and set the accumulators to that step.
-  WEFT_RETURN_IF_ERROR(session_->Run({{sn.local_step, Tensor::Scalar<int64_t>(-1)}}, {sn.first_token}, {}, &out)
-                           .WithContext("waiting for the chief to release the first step"));
-  int64_t local = out[0].scalar<int64_t>();
+  if (rejoin) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> first, RejoinSync(Status()));
+    if (!first.has_value()) {
+      reporter_.Note("the chief ended the run before this worker took a step");
+      return Status();
+    }
+    local = *first;
+    if (local > 0) reporter_.Note(StrCat("starting at step ", local + 1, ", the step the chief released"));
+  } else {
+    WEFT_RETURN_IF_ERROR(session_->Run({{sn.local_step, Tensor::Scalar<int64_t>(-1)}}, {sn.first_token}, {}, &out)
+                             .WithContext("waiting for the chief to release the first step"));
+    local = out[0].scalar<int64_t>();
+  }
   std::vector<std::string> fetches = {tg_.loss, sn.token, sn.accepted};
   if (!accuracy_.empty()) fetches.push_back(accuracy_);
   const int64_t batch_size = config_.training.batch_size;
@@ -2198,7 +2341,7 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
   Clock::time_point interval_start = Clock::now();
   Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);
   while (local < total_steps_) {
-    if (!chief() && Clock::now() >= next_chief_check) {
+    if (!chief() && !recovery_auto() && Clock::now() >= next_chief_check) {
       Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
       if (!alive.ok()) {
         return FailedPreconditionError("the chief (/job:worker/task:0) is gone at step ", local, ": ", alive.message(),
@@ -2216,10 +2359,28 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
     Status ran = session_->Run(
         {{images_, batch->features}, {labels_, batch->labels}, {sn.local_step, Tensor::Scalar<int64_t>(local)}},
         fetches, {}, &out, TraceStep(local + 1));
+    if (!ran.ok() && rejoin && IsKeptAlready(ran)) {
+      // Its gradients for this step were kept before it was restarted:
+      // the next step.
+      ran = session_->Run({{sn.local_step, Tensor::Scalar<int64_t>(local)}}, {sn.next_token}, {}, &out);
+      if (ran.ok()) {
+        reporter_.Note(StrCat("its gradients for step ", local + 1, " were kept before it was restarted; rejoined at ",
+                              "step ", out[0].scalar<int64_t>() + 1));
+        local = out[0].scalar<int64_t>();
+        continue;
+      }
+    }
     if (!ran.ok()) {
       if (ran.code() == Code::kOutOfRange) {
         if (report) reporter_.Note(StrCat("the chief ended the run before step ", local + 1));
         break;
+      }
+      if (rejoin && IsSyncRecoverable(ran)) {
+        WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> again,
+                              RejoinSync(ran.WithContext(StrCat("training step ", local + 1))));
+        if (!again.has_value()) break;
+        local = *again;
+        continue;
       }
       return ran.WithContext(StrCat("training step ", local + 1));
     }
@@ -2313,13 +2474,19 @@ Expected<TrainResult> Run::GoSync(bool restored) {
   // (read here only after worker_failed says so, or after the join).
   Status worker_status;
   std::atomic<bool> worker_failed{false};
-  std::thread worker([&] {
-    Status s = SyncWorkerLoop(&stats, /*report=*/false);
-    if (!s.ok()) {
-      worker_status = std::move(s);
-      worker_failed.store(true);
-    }
-  });
+  std::thread worker;
+  auto start_worker = [&] {
+    worker_status = Status();
+    worker_failed.store(false);
+    worker = std::thread([&] {
+      Status s = SyncWorkerLoop(&stats, /*report=*/false);
+      if (!s.ok()) {
+        worker_status = std::move(s);
+        worker_failed.store(true);
+      }
+    });
+  };
+  start_worker();
   // Ends the run for the workers and joins this process's worker thread:
   // at the end, those waiting for a step get OUT_OF_RANGE (a clean end);
   // after an error (|aborted|), ABORTED.
@@ -2328,7 +2495,7 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     if (closed) return Status();
     closed = true;
     Status s = session_->Run({}, {}, {aborted ? sn.abort : sn.close}, nullptr);
-    worker.join();
+    if (worker.joinable()) worker.join();
     return s;
   };
   // The first error wins: this thread's, or the chief's worker's when it
@@ -2350,21 +2517,65 @@ Expected<TrainResult> Run::GoSync(bool restored) {
   Clock::time_point interval_start = Clock::now();
   int64_t interval_steps = 0;
   const std::vector<std::string> counts = {sn.aggregated, sn.stale, sn.late};
+  // recovery = "auto": an update, release, evaluation or save that failed
+  // because a task was lost, or the chief's own worker's step, goes back
+  // to the newest checkpoint, whether or not a ps task was restarted:
+  // nothing else tells which part of a synchronous update reached the ps
+  // tasks. The queue is closed with an error first (waiting workers take
+  // their first step again), and opened at the restored step.
+  std::optional<Clock::time_point> failing_since;
+  auto recover = [&](Status why) -> Status {
+    if (!recovery_auto() || !IsSyncRecoverable(why)) return fail(std::move(why));
+    (void)session_->Run({}, {}, {sn.abort}, nullptr);
+    if (worker.joinable()) worker.join();
+    if (worker_failed.load() && !IsSyncRecoverable(worker_status)) {
+      return fail(worker_status.WithContext("the chief's own worker"));
+    }
+    const Clock::time_point now = Clock::now();
+    if (!failing_since.has_value()) failing_since = now;
+    for (;;) {
+      if (now - *failing_since > std::chrono::seconds(recovery_timeout_s())) {
+        return fail(Status(Code::kUnavailable, StrCat(why.message(), "; no update succeeded for ", recovery_timeout_s(),
+                                                      " s; gave up (recovery_timeout_s)")));
+      }
+      Status recovered = Recover(why, /*always=*/true);
+      if (!recovered.ok()) return fail(std::move(recovered));
+      // Again: a restarted ps task's new queue, or one not reached before.
+      (void)session_->Run({}, {}, {sn.abort}, nullptr);
+      Status reset = session_->Run({{sn.reset_step, Tensor::Scalar<int64_t>(step_)}}, {}, {sn.reset}, nullptr);
+      if (reset.ok()) break;
+      if (!IsSyncRecoverable(reset)) return fail(reset.WithContext("setting the gradient accumulators again"));
+      why = reset.WithContext("setting the gradient accumulators again");
+    }
+    start_worker();
+    policy.Saved(step_, Clock::now());
+    saved_step = step_;
+    ended_ = false;
+    interval_aggregated = interval_dropped = 0;
+    interval_steps = 0;
+    interval_start = Clock::now();
+    return Status();
+  };
   while (step_ < total_steps_) {
     const Clock::time_point t0 = Clock::now();
     const int64_t next = step_ + 1;
     const bool eval_due =
         config_.training.eval_every > 0 && next % config_.training.eval_every == 0 && next != total_steps_;
     const bool save_due = checkpoints_ != nullptr && next != total_steps_ && policy.Due(next, Clock::now());
-    const bool pause = eval_due || save_due;
+    // recovery = "auto": the end (last checkpoint, evaluation) before the
+    // last release, so that a fault there goes back like any other.
+    const bool end_due = recovery_auto() && next == total_steps_;
+    const bool pause = eval_due || save_due || end_due;
     const double lr = LearningRateAt(config_.schedule, optimizer_choice_.learning_rate, step_, total_steps_);
     std::vector<Tensor> out;
     Status applied = session_->Run({{tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, counts,
                                    {pause ? sn.apply : sn.apply_and_release}, &out, TraceStep(step_ + 1));
     if (!applied.ok()) {
-      return fail(applied.WithContext(
-          StrCat("update ", next, " (the averaged gradients of the workers' step at global step ", step_, ")")));
+      WEFT_RETURN_IF_ERROR(recover(applied.WithContext(
+          StrCat("update ", next, " (the averaged gradients of the workers' step at global step ", step_, ")"))));
+      continue;
     }
+    failing_since.reset();
     step_ = next;
     train_seconds += Seconds(Clock::now() - t0);
     const int64_t aggregated = out[0].scalar<int64_t>();
@@ -2419,28 +2630,72 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     // waits, so an evaluation or a checkpoint sees exactly |step_| updates.
     if (eval_due) {
       auto e = Evaluate();
-      if (!e.ok()) return fail(e.status());
+      if (!e.ok()) {
+        WEFT_RETURN_IF_ERROR(recover(e.status()));
+        continue;
+      }
       if (e->examples > 0) reporter_.Evaluation(step_, e->loss, e->accuracy, e->examples);
     }
     if (save_due) {
       auto saved = Save(step_);
-      if (!saved.ok()) return fail(saved.status());
+      if (!saved.ok()) {
+        WEFT_RETURN_IF_ERROR(recover(saved.status().WithContext(StrCat("saving at step ", step_))));
+        continue;
+      }
       result.checkpoint = *saved;
       policy.Saved(step_, Clock::now());
       saved_step = step_;
       WEFT_LOG(INFO) << "saved " << result.checkpoint;
     }
+    if (end_due) {
+      if (saved_step != step_) {
+        // The end always has a checkpoint to go back to.
+        auto saved = Save(step_);
+        if (!saved.ok()) {
+          WEFT_RETURN_IF_ERROR(recover(saved.status().WithContext(StrCat("saving at step ", step_))));
+          continue;
+        }
+        result.checkpoint = *saved;
+        saved_step = step_;
+        reporter_.Note(StrCat("saved ", result.checkpoint));
+      }
+      Status ended = EndOfTraining(saved_step, &result);
+      if (!ended.ok()) {
+        WEFT_RETURN_IF_ERROR(recover(ended));
+        continue;
+      }
+      ended_ = true;
+      saved_step = step_;
+    }
     if (pause) {
       Status released = session_->Run({}, {}, {sn.release}, nullptr);
-      if (!released.ok()) return fail(released.WithContext(StrCat("releasing step ", step_)));
+      if (!released.ok()) {
+        WEFT_RETURN_IF_ERROR(recover(released.WithContext(StrCat("releasing step ", step_))));
+        continue;
+      }
     }
     if (pause) interval_start = Clock::now();
-    if (worker_failed.load()) return fail(Status());
+    if (worker_failed.load()) {
+      if (!recovery_auto()) return fail(Status());
+      WEFT_RETURN_IF_ERROR(recover(worker_status.WithContext("the chief's own worker")));
+    }
   }
+  // A worker started again from now on finishes at once.
+  if (recovery_auto()) runner().service().NotifyKvSet(dist::TaskPrefix("worker", 0), kSyncEndedKey, "1");
   Status closed_ok = close(/*aborted=*/false);
-  if (worker_failed.load()) return worker_status.WithContext("the chief's own worker");
+  if (worker_failed.load()) {
+    // recovery = "auto": the run is over; a lost task no longer matters.
+    if (!(recovery_auto() && ended_ && IsSyncRecoverable(worker_status))) {
+      return worker_status.WithContext("the chief's own worker");
+    }
+  }
+  if (recovery_auto() && ended_ && !closed_ok.ok()) {
+    // The workers learn the end from this task's store.
+    reporter_.Note(StrCat("note: closing the step queue: ", closed_ok.message()));
+    closed_ok = Status();
+  }
   WEFT_RETURN_IF_ERROR(closed_ok.WithContext("ending the run for the workers"));
-  WEFT_RETURN_IF_ERROR(EndOfTraining(saved_step, &result));
+  if (!ended_) WEFT_RETURN_IF_ERROR(EndOfTraining(saved_step, &result));
   const int64_t trained = step_ - first_step;
   result.examples_per_sec =
       train_seconds > 0 ? static_cast<double>(trained * n * config_.training.batch_size) / train_seconds : 0;

@@ -215,6 +215,9 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
       AttrMap first = timeout;
       first["wait_open"] = AttrValue(true);
       sn.first_token = b.Op("StepTokenTake", {sync_token_queue, local_step}, first, "sync/first_token").name();
+      // recovery = "auto": a worker whose gradients for its step are kept
+      // already (from before it was restarted) waits for the next step.
+      sn.next_token = b.Op("StepTokenTake", {sync_token_queue, local_step}, timeout, "sync/next_token").name();
       auto wait = b.ControlDependencies(offers);
       sn.token = b.Op("StepTokenTake", {sync_token_queue, local_step}, timeout, "sync/token").name();
     }
@@ -399,11 +402,10 @@ Expected<TrainingGraph> BuildTrainingGraph(const Graph& model, const TrainingGra
     }
     sn.close = b.Op("StepTokenClose", {sync_token_queue}, {}, "sync/close").node_name();
     sn.abort = b.Op("StepTokenClose", {sync_token_queue}, {{"aborted", AttrValue(true)}}, "sync/abort").node_name();
-    sn.with_global_step = {"sync/token_queue",  "sync/first_token",
-                           "sync/token",        "sync/global_step_read",
-                           "sync/release",      "sync/apply_and_release",
-                           "sync/reset_tokens", "sync/reset",
-                           "sync/close",        "sync/abort"};
+    sn.with_global_step = {
+        "sync/token_queue", "sync/first_token",       "sync/next_token",   "sync/token", "sync/global_step_read",
+        "sync/release",     "sync/apply_and_release", "sync/reset_tokens", "sync/reset", "sync/close",
+        "sync/abort"};
   }
   {
     auto wait = b.ControlDependencies(inits);

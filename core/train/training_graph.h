@@ -101,6 +101,9 @@ struct TrainedVariable {
 struct SyncNodes {
   std::string local_step;  // i64 Placeholder
   std::string first_token;
+  // Waits for a step after local_step without offering gradients (a
+  // restarted worker whose gradients for its step were kept before).
+  std::string next_token;
   std::string token;
   std::string accepted;  // bool: whether the first variable's gradient was kept
   // The first variable's take: gradients averaged, and dropped since the

@@ -524,6 +524,21 @@ TEST_F(Cluster, ClusterStatusShowsEveryTaskAndWhichDoNotAnswer) {
       << bare.err;
 }
 
+// `weft cluster launch --only` that names no task of the cluster is
+// refused, listing the tasks there are (the short form of a job, "ps",
+// is accepted beside "/job:ps").
+TEST_F(Cluster, LaunchOnlyANameTheClusterDoesNotHaveIsRefusedListingItsTasks) {
+  const std::string config = WriteConfig("c.toml", FreePort(), FreePort());
+  for (const std::string& only : {std::string("nosuch"), std::string("/job:ps/task:3")}) {
+    ProcessResult r = Weft({"cluster", "launch", FeedForwardGraph(), "--config", config, "--only", only, "--logs",
+                            (dir_ / "logs").string()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("--only " + only + " names no task of the cluster ("), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("/job:ps/task:0"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("/job:worker/task:0"), std::string::npos) << r.err;
+  }
+}
+
 // `weft run --trace` on a cluster: one Chrome trace with a process per
 // task, a track per device and thread, and a flow for the tensor the ps
 // sends to the worker.

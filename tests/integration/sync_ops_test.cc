@@ -423,6 +423,40 @@ TEST(StepTokenQueue, AFirstTakeWaitsForAQueueAnEarlierRunClosedToOpenAgain) {
   EXPECT_EQ(*got, 0);
 }
 
+TEST(StepTokenQueue, AResetToAnEarlierStepEndsTheTakesWaitingPastIt) {
+  // recovery = "auto": the chief restored step 7 while workers waited for
+  // a step after 10 (and after 7). Neither can come before their
+  // gradients for step 7, so both end with ABORTED and take their first
+  // step again; a worker behind step 7 gets it.
+  SyncOps ops;
+  ASSERT_TRUE(ops.Run("put", 10).ok());
+  Expected<int64_t> past = InvalidArgumentError("not run");
+  Expected<int64_t> at = InvalidArgumentError("not run");
+  std::thread w1([&] { past = ops.Token(10); });
+  while (ops.TokensWaiting() < 1) std::this_thread::yield();
+  ASSERT_TRUE(ops.Run("reset", 7).ok());
+  w1.join();
+  EXPECT_EQ(past.status().code(), Code::kAborted);
+  EXPECT_EQ(past.status().message(),
+            "node 'token' (StepTokenTake) on /device:CPU:0: step token queue 'tq' went back to step 7 while this "
+            "worker waited for a step after 10 (the chief restored a checkpoint after a task was lost); the worker "
+            "takes its first step again");
+  std::thread w2([&] { at = ops.Token(7); });
+  while (ops.TokensWaiting() < 1) std::this_thread::yield();
+  ASSERT_TRUE(ops.Run("reset", 7).ok());
+  w2.join();
+  EXPECT_EQ(at.status().code(), Code::kAborted);
+  // A take for a step after the released one ends at once.
+  auto ahead = ops.Token(9);
+  EXPECT_EQ(ahead.status().code(), Code::kAborted);
+  EXPECT_NE(ahead.status().message().find("went back to step 7 while this worker waited for a step after 9"),
+            std::string::npos)
+      << ahead.status().message();
+  EXPECT_EQ(*ops.Token(6), 7);
+  EXPECT_EQ(*ops.Token(-1, "first_token"), 7);
+  EXPECT_EQ(ops.tokens().waiting(), 0);
+}
+
 TEST(StepTokenQueue, ATimedTakeNamesTheStepsAndTheLikelyCauses) {
   SyncOps ops;
   ASSERT_TRUE(ops.Run("put", 4).ok());

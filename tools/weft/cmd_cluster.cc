@@ -322,7 +322,8 @@ int Launch(Context& ctx, const LaunchArgs& args) {
       l.index = t.index;
       l.name = dist::TaskPrefix(job.name, t.index);
       bool chosen = args.only.empty();
-      for (const std::string& only : args.only) {
+      for (std::string only : args.only) {
+        if (only.rfind("/job:", 0) != 0) only = "/job:" + only;  // "ps", "worker/task:1"
         chosen = chosen || l.name == only || l.name.rfind(only + "/", 0) == 0;
       }
       if (chosen) tasks.push_back(std::move(l));
@@ -408,6 +409,13 @@ int Launch(Context& ctx, const LaunchArgs& args) {
         t.backoff = std::min<std::chrono::milliseconds>(t.backoff * 2, std::chrono::seconds(8));
         std::cout << "cluster launch: " << t.name << " (pid " << t.pid << ") " << how << "; restarting (restart "
                   << t.starts << " of at most " << args.max_restarts << ")" << std::endl;
+        continue;
+      }
+      if (restart && chief_done && !stopping_since && (signalled || code == kExitRetry)) {
+        // The run is over: a worker lost or giving up now has nothing to
+        // rejoin, and its loss costs the run nothing.
+        std::cout << "cluster launch: " << t.name << " (pid " << t.pid << ") " << how
+                  << " after the chief finished the run; not restarted" << std::endl;
         continue;
       }
       std::cout << "cluster launch: " << t.name << " (pid " << t.pid << ") " << how
@@ -500,7 +508,7 @@ void AddClusterCommands(CLI::App& app, Runner& run) {
       "each with its own log; with [cluster] recovery = \"auto\", start again a task that is killed or exits 75");
   launch_cmd->add_option("MODEL", launch->model, "The model graph file every task trains")->required();
   launch_cmd->add_option("--only", launch->only,
-                         "Only these tasks: a job (/job:ps) or a task (/job:worker/task:1); repeat for more "
+                         "Only these tasks: a job (ps or /job:ps) or a task (/job:worker/task:1); repeat for more "
                          "(one launcher per host)");
   launch_cmd->add_option("--logs", launch->logs,
                          "Where each task's output goes, as JOB-TASK.log, with a `pids` file (default "

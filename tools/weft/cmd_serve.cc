@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <iostream>
@@ -104,7 +105,38 @@ int ServeTask(Context& ctx, const char* command, bool stop_when_told) {
                  "chief (/job:worker/task:0) ends the run"
               << std::endl;
   }
+  // recovery = "auto": a task of a training run stops once the chief has
+  // not answered for recovery_timeout_s (the run ended without it, or
+  // nobody restarts the chief), rather than serve forever.
+  std::atomic<bool> serving{true};
+  std::thread watcher;
+  const config::Config& config = ctx.config();
+  if (stop_when_told && config.cluster.has_value() && config.cluster->recovery == "auto") {
+    const int64_t timeout_s = config.cluster->recovery_timeout_s;
+    watcher = std::thread([&serving, timeout_s, service = service->get()] {
+      const std::string chief = dist::TaskPrefix("worker", 0);
+      auto last_seen = std::chrono::steady_clock::now();
+      while (serving.load()) {
+        if (service->IncarnationOf(chief, 2000).ok()) {
+          last_seen = std::chrono::steady_clock::now();
+        } else if (std::chrono::steady_clock::now() - last_seen > std::chrono::seconds(timeout_s)) {
+          {
+            std::lock_guard<std::mutex> lock(g_shutdown_mutex);
+            g_shutdown_reason =
+                StrCat("the chief (", chief, ") has not answered for ", timeout_s, " s (recovery_timeout_s)");
+          }
+          const char c = 'S';
+          const ssize_t ignored = write(g_signal_pipe[1], &c, 1);
+          (void)ignored;
+          return;
+        }
+        for (int i = 0; i < 10 && serving.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
   const int signal = WaitForStop();
+  serving.store(false);
+  if (watcher.joinable()) watcher.join();
   std::string why = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "";
   if (signal == 'S') {
     std::lock_guard<std::mutex> lock(g_shutdown_mutex);
