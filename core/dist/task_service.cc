@@ -534,6 +534,17 @@ void TaskService::RunGraph(const std::string& caller, Request request, RpcNode::
         for (const Graph::Node& node : part.graph->nodes()) {
           if (node.op_name() != "_Retval") continue;
           const int64_t index = node.def.attrs.at("index").get<int64_t>();
+          if (!step->retvals[static_cast<std::size_t>(index)].valid()) {
+            // Its executors ended without an error but without this output:
+            // the step was cut short (another task of it was lost, and the
+            // client cancelled it here). Said so, rather than failing to
+            // send an empty tensor.
+            status =
+                Status(Code::kAborted, StrCat("output ", index, " was not produced",
+                                              step->info.cancellation.IsCancelled() ? " (the step was cancelled)" : "",
+                                              "; run the step again"));
+            break;
+          }
           auto host = part.device->CopyToHost(step->retvals[static_cast<std::size_t>(index)]);
           if (!host.ok()) {
             status = host.status().WithContext(StrCat("fetching output ", index));

@@ -1956,6 +1956,7 @@ Expected<TrainResult> Run::Go() {
   // on meanwhile, and a restore would throw that away; the chief keeps
   // them and carries on at its own progress instead.
   std::optional<std::string> kept_from;
+  int64_t kept_step = -1;  // the step of |kept_from|
   if (recovery_auto() && chief() && !resume) {
     auto latest = checkpoints_->Latest();
     if (latest.ok() && latest->has_value()) {
@@ -2046,16 +2047,17 @@ Expected<TrainResult> Run::Go() {
   }
   if (kept_from.has_value()) {
     auto reader = checkpoint::BundleReader::Open(*kept_from);
-    const int64_t saved = reader.ok() ? MetaInt((*reader)->metadata(), "step", 0) : 0;
-    step_ = std::min(std::max(saved, RemoteProgress()), total_steps_);
+    kept_step = reader.ok() ? MetaInt((*reader)->metadata(), "step", 0) : 0;
+    step_ = std::min(std::max(kept_step, RemoteProgress()), total_steps_);
     if (step_ < total_steps_) WEFT_RETURN_IF_ERROR(pipeline_->Seek(pipeline_->PositionOfStep(step_)));
     reporter_.Note(StrCat("resumed at step ", step_, " (its progress, kept by the other tasks): the ps tasks kept ",
                           "every variable, which the other workers trained meanwhile, so nothing was restored ",
                           "(the newest checkpoint is ", *kept_from, ")"));
   }
   if (recovery_auto() && chief()) {
-    if (!restored) {
-      // Something to restore a lost ps task from, whenever it is lost.
+    // Something to restore a lost ps task from, whenever it is lost (not
+    // over a checkpoint of the same step, which is that already).
+    if (!restored && step_ != kept_step) {
       WEFT_ASSIGN_OR_RETURN(std::string first, Save(step_));
       reporter_.Note(StrCat("recovery = \"auto\": saved ", first, " to restore lost ps tasks from until the next"));
     }
@@ -2531,10 +2533,11 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     if (worker_failed.load() && !IsSyncRecoverable(worker_status)) {
       return fail(worker_status.WithContext("the chief's own worker"));
     }
-    const Clock::time_point now = Clock::now();
-    if (!failing_since.has_value()) failing_since = now;
+    // Its error is this one's (a lost task); what the recovery says wins.
+    worker_failed.store(false);
+    if (!failing_since.has_value()) failing_since = Clock::now();
     for (;;) {
-      if (now - *failing_since > std::chrono::seconds(recovery_timeout_s())) {
+      if (Clock::now() - *failing_since > std::chrono::seconds(recovery_timeout_s())) {
         return fail(Status(Code::kUnavailable, StrCat(why.message(), "; no update succeeded for ", recovery_timeout_s(),
                                                       " s; gave up (recovery_timeout_s)")));
       }

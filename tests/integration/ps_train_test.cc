@@ -1654,6 +1654,46 @@ TEST_F(PsTraining, SyncRecoveryOfAKilledPsTaskWorkerAndChiefEndsWhereTheUndistur
   EXPECT_GE(ExpectWholeCheckpoints(ckpt, 2), 10);
 }
 
+// recovery = "auto" waits for a lost ps task only recovery_timeout_s:
+// a ps task that never comes back makes the chief and the other worker
+// give up, each naming the wait, with exit code 75 (EX_TEMPFAIL, for a
+// launcher to start them again), in asynchronous and in synchronous
+// training.
+TEST_F(PsTraining, AutoRecoveryGivesUpAfterRecoveryTimeoutWhenAPsTaskStaysLost) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  for (const std::string mode : {"async", "sync"}) {
+    SCOPED_TRACE(mode);
+    Layout layout;
+    layout.cluster_extra =
+        "recovery = \"auto\"\nrecovery_timeout_s = 2\nheartbeat_interval_ms = 200\nheartbeat_timeout_ms = 1000\n";
+    layout.more = "\n[checkpoint]\ndir = \"" + (dir_ / (mode + "_ckpt")).string() + "\"\nevery_steps = 10\n";
+    const std::string config = WriteConfig(
+        mode + ".toml", layout, StrCat("mode = \"", mode, "\"\nbatch_size = 64\nsteps = 100000\n", "log_every = 10\n"));
+    BackgroundProcess* ps = ServePs(config, 0, /*train=*/true);
+    BackgroundProcess* chief = StartWorker(config, 0);
+    BackgroundProcess* other = StartWorker(config, 1);
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (chief->Output().find("\nstep 20/") == std::string::npos && chief->running() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_NE(chief->Output().find("\nstep 20/"), std::string::npos) << chief->Output() << other->Output();
+    ps->Kill(SIGKILL);
+    ASSERT_TRUE(chief->Wait(60000)) << chief->Output();
+    ASSERT_TRUE(other->Wait(60000)) << other->Output();
+    EXPECT_EQ(chief->exit_code(), 75) << chief->Output();
+    EXPECT_NE(chief->Output().find("gave up after 2 s (recovery_timeout_s)"), std::string::npos) << chief->Output();
+    EXPECT_EQ(other->exit_code(), 75) << other->Output();
+    const std::string gave_up = mode == "async" ? "the variables did not come back within 2 s; gave up "
+                                                  "(recovery_timeout_s)"
+                                                : "no step was released within 2 s (";
+    EXPECT_NE(other->Output().find(gave_up), std::string::npos) << other->Output();
+    if (mode == "sync") {
+      EXPECT_NE(other->Output().find("); gave up (recovery_timeout_s)"), std::string::npos) << other->Output();
+    }
+  }
+}
+
 // --- Allreduce (training.mode = "allreduce") ---------------------------------
 
 // Issue 18's equivalence in allreduce mode: two workers of batch 64 whose
