@@ -348,6 +348,14 @@ int64_t StepTokenQueue::waiting() const {
   return static_cast<int64_t>(waiters_.size());
 }
 
+std::function<void()> StepTokenQueue::Completion(Waiter w, Status status, int64_t token) {
+  return [w = std::move(w), status = std::move(status), token]() mutable {
+    if (w.cancellation != nullptr) w.cancellation->Deregister(w.token);
+    if (w.timer != Timer::kInvalidId) Timer::Global().Cancel(w.timer);
+    w.done(status, token);
+  };
+}
+
 void StepTokenQueue::Flush(Completions* out) {
   for (auto it = waiters_.begin(); it != waiters_.end();) {
     Waiter& w = it->second;
@@ -365,11 +373,7 @@ void StepTokenQueue::Flush(Completions* out) {
       ++it;
       continue;
     }
-    out->push_back([w = std::move(w), status, token]() mutable {
-      if (w.cancellation != nullptr) w.cancellation->Deregister(w.token);
-      if (w.timer != Timer::kInvalidId) Timer::Global().Cancel(w.timer);
-      w.done(status, token);
-    });
+    out->push_back(Completion(std::move(w), std::move(status), token));
     it = waiters_.erase(it);
   }
 }
@@ -391,11 +395,7 @@ void StepTokenQueue::Put(int64_t step, bool reset) {
           continue;
         }
         Status status = WentBack(it->second.local_step);
-        ready.push_back([w = std::move(it->second), status = std::move(status)]() mutable {
-          if (w.cancellation != nullptr) w.cancellation->Deregister(w.token);
-          if (w.timer != Timer::kInvalidId) Timer::Global().Cancel(w.timer);
-          w.done(status, -1);
-        });
+        ready.push_back(Completion(std::move(it->second), std::move(status), -1));
         it = waiters_.erase(it);
       }
     } else if (step > released_) {

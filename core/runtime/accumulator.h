@@ -192,6 +192,9 @@ class StepTokenQueue : public Resource, public std::enable_shared_from_this<Step
   };
   using Completions = std::vector<std::function<void()>>;
 
+  // What ends the wait of |w| (run with no lock held): its cancellation
+  // and timer let go, then its callback.
+  static std::function<void()> Completion(Waiter w, Status status, int64_t token);
   // Under |mutex_|: moves the waiters Put or Close made ready to |out|.
   void Flush(Completions* out);
   // Removes the waiter |id|, completing it with |status|, if it is still
