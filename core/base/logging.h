@@ -78,6 +78,12 @@ class LogMessage {
 
 // Logs from the core, attributed to source "weft".
 #define WEFT_LOG(level) WEFT_LOG_FROM(level, "weft")
+// Logs from the core at a level chosen at run time (a LogLevel value,
+// evaluated once).
+#define WEFT_LOG_AT(level_value)                                                                      \
+  if (const ::weft::LogLevel weft_log_level_ = (level_value); !::weft::LogEnabled(weft_log_level_)) { \
+  } else                                                                                              \
+    ::weft::LogMessage(weft_log_level_, "weft", __FILE__, __LINE__).stream()
 // Logs attributed to |source| (a component such as "plugins").
 #define WEFT_LOG_FROM(level, source)                 \
   if (!::weft::LogEnabled(WEFT_LOG_LEVEL_##level)) { \

@@ -18,7 +18,7 @@ namespace weft::dist {
 namespace {
 
 constexpr std::string_view kMagic = "WFA1";
-constexpr char kHello = 1, kChallenge = 2, kProof = 3, kNoSecret = 4;
+constexpr char kHello = 1, kChallenge = 2, kProof = 3, kNoSecret = 4, kBusy = 5;
 constexpr std::size_t kHelloSize = kMagic.size() + 1 + kAuthNonceBytes;
 constexpr std::size_t kChallengeSize = kMagic.size() + 1 + kAuthNonceBytes + kAuthMacBytes;
 constexpr std::size_t kProofSize = kMagic.size() + 1 + kAuthMacBytes;
@@ -66,6 +66,7 @@ const char* TypeName(char type) {
     case kChallenge: return "challenge";
     case kProof: return "proof";
     case kNoSecret: return "no-secret";
+    case kBusy: return "busy";
     default: return "unknown";
   }
 }
@@ -138,6 +139,10 @@ bool LooksLikeAuthFrame(std::string_view frame) { return frame.starts_with(kMagi
 std::string AuthRefusalFrame() { return Frame(kNoSecret, {}); }
 
 bool IsAuthRefusal(std::string_view frame) { return frame == AuthRefusalFrame(); }
+
+std::string BusyFrame() { return Frame(kBusy, {}); }
+
+bool IsBusyFrame(std::string_view frame) { return frame == BusyFrame(); }
 
 Expected<std::string> AuthClient::Start() {
   WEFT_ASSIGN_OR_RETURN(client_nonce_, Nonce());

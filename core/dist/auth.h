@@ -57,6 +57,13 @@ bool LooksLikeAuthFrame(std::string_view frame);
 std::string AuthRefusalFrame();
 bool IsAuthRefusal(std::string_view frame);
 
+// What a task sends a new connection it turns away because too many others
+// are in their handshake (a flood of connections), before it hangs up: the
+// client then names the flood, not its credentials. Sent with or without a
+// secret; a client reads it in place of the challenge or of Hello's answer.
+std::string BusyFrame();
+bool IsBusyFrame(std::string_view frame);
+
 // The connecting side.
 class AuthClient {
  public:

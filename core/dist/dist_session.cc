@@ -149,9 +149,10 @@ Status DistSession::Connect(const plugin::PluginHost& plugins) {
     // A restart seen first by the heartbeats: the next step registers the
     // graph again before it runs, and so does not fail.
     events.restarted = [this](const Peer& peer, uint64_t before, uint64_t now) {
-      WEFT_LOG(INFO) << "task " << peer.name << " (" << peer.address << ") was restarted (incarnation "
-                     << FormatIncarnation(before) << " -> " << FormatIncarnation(now)
-                     << "); the next step registers the graph with it again";
+      WEFT_LOG_AT(FirstToSeeRestart(peer.name, now) ? LogLevel::kInfo : LogLevel::kDebug)
+          << "task " << peer.name << " (" << peer.address << ") was restarted (incarnation "
+          << FormatIncarnation(before) << " -> " << FormatIncarnation(now)
+          << "); the next step registers the graph with it again";
       LearnIncarnation(peer.name, now);
     };
     monitor_ = std::make_unique<HeartbeatMonitor>(rpc_.get(), options_.tasks,

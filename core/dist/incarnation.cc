@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <random>
 
 namespace weft::dist {
@@ -73,6 +75,16 @@ bool IsStaleIncarnation(const Status& status) {
   if (status.code() != Code::kAborted) return false;
   const std::string& m = status.message();
   return m.find(kRestartedPhrase) != std::string::npos || m.find(kOlderPhrase) != std::string::npos;
+}
+
+bool FirstToSeeRestart(const std::string& task, uint64_t incarnation) {
+  static std::mutex mutex;
+  static std::map<std::string, uint64_t>* seen = new std::map<std::string, uint64_t>();  // never freed: no exit order
+  std::lock_guard<std::mutex> lock(mutex);
+  uint64_t& last = (*seen)[task];
+  if (last == incarnation) return false;
+  last = incarnation;
+  return true;
 }
 
 }  // namespace weft::dist

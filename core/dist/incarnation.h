@@ -48,6 +48,13 @@ inline constexpr std::string_view kOlderPhrase = " from an older incarnation ";
 // restarted task; the client registers its graph again before the next).
 bool IsStaleIncarnation(const Status& status);
 
+// Whether this is the first time this process hears that |task| runs as
+// |incarnation| after an earlier one: the RPC layer, the heartbeats of the
+// task service and of the client session all notice a restart, and only
+// the first of them logs it at INFO (the others at DEBUG), so that one
+// restart is one line. Thread-safe.
+bool FirstToSeeRestart(const std::string& task, uint64_t incarnation);
+
 }  // namespace weft::dist
 
 #endif  // WEFT_CORE_DIST_INCARNATION_H_

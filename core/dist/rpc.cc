@@ -37,6 +37,15 @@ std::string Describe(const Peer& peer) { return StrCat("task ", peer.name, " (",
 // is a few hundred bytes).
 constexpr uint64_t kHelloMaxMessage = 64 << 10;
 
+// What a client hears from a task that turned its connection away
+// (BusyFrame): too many connections were in their handshake there.
+Status BusyStatus(const Peer& peer) {
+  return Status(Code::kResourceExhausted,
+                StrCat(Describe(peer), " turned the connection away: too many connections are in their handshake ",
+                       "there at once (a flood of connections that do not finish it; the task's log names where ",
+                       "they come from); try again, or find what opens them"));
+}
+
 // What a refusal adds for whoever reads the log.
 constexpr std::string_view kRefusalHint =
     "; nothing was run. Every task and client of the cluster needs the same [cluster] secret_file";
@@ -96,14 +105,17 @@ RpcNode::~RpcNode() {
   // thread, which may be in OnClosed waiting for the lock (a peer that
   // hung up just then).
   std::map<Connection*, Accepted> accepted;
+  std::map<std::shared_ptr<Connection>, std::chrono::steady_clock::time_point> turned_away;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     endpoints.swap(endpoints_);
     channels.swap(channels_);
     accepted.swap(accepted_);
+    turned_away.swap(turned_away_);
     handshake_deadlines_.clear();
   }
   accepted.clear();
+  turned_away.clear();
   endpoints.clear();
   channels.clear();
   pool_.reset();
@@ -298,7 +310,9 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
         if (channel->connection == *c) channel->connection = nullptr;
         channel->authenticating = false;
       }
-      if (auth.code() != Code::kUnavailable) {
+      // Turned away by a task under a flood of connections: tried again
+      // until the connect timeout, like one that is not up yet.
+      if (auth.code() != Code::kUnavailable && auth.code() != Code::kResourceExhausted) {
         FailChannel(channel, auth.WithContext(StrCat("authenticating with ", Describe(peer))));
         return;
       }
@@ -320,40 +334,49 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     return;
   }
   if (connection == nullptr) {
+    // A task that turned every attempt away is up: it is under a flood.
+    const bool up = last.code() == Code::kInvalidArgument || last.code() == Code::kResourceExhausted;
     FailChannel(channel,
-                Status(last.code() == Code::kInvalidArgument ? Code::kInvalidArgument : Code::kUnavailable,
+                Status(up ? last.code() : Code::kUnavailable,
                        StrCat("cannot reach ", Describe(peer), " within ", options_.connect_timeout_ms, " ms (",
                               attempts, " attempt", attempts == 1 ? "" : "s", "): ", last.message(),
-                              last.code() == Code::kInvalidArgument
-                                  ? ""
-                                  : ". Is the task started (`weft serve --config ... --job ... --task ...`)?")));
+                              up ? "" : ". Is the task started (`weft serve --config ... --job ... --task ...`)?")));
     return;
   }
   // Hello: the first message on the connection.
   uint64_t hello_id = 0;
   std::promise<std::pair<Status, Response>> hello_done;
   auto hello_future = hello_done.get_future();
+  bool turned_away = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return;
-    channel->connection = connection;
-    if (peer.name == options_.identity) connection->MarkSelf();
-    hello_id = next_call_id_++;
-    PendingCall call;
-    call.channel = channel;
-    call.method = Method::kHello;
-    call.has_deadline = true;
-    call.deadline = std::max(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(1000));
-    call.done = [&hello_done](Status s, Response r) { hello_done.set_value({std::move(s), std::move(r)}); };
-    deadlines_.emplace(call.deadline, hello_id);
-    pending_.emplace(hello_id, std::move(call));
-    Request hello;
-    hello.method = Method::kHello;
-    hello.cluster_fingerprint = options_.cluster_fingerprint;
-    hello.caller = options_.identity;
-    hello.caller_incarnation = options_.incarnation;
-    hello.expected_task = peer.name;
-    channel->unsent.emplace(hello_id, std::move(hello));
+    turned_away = turned_away_.erase(connection) != 0;
+    if (!turned_away) {
+      channel->connection = connection;
+      if (peer.name == options_.identity) connection->MarkSelf();
+      hello_id = next_call_id_++;
+      PendingCall call;
+      call.channel = channel;
+      call.method = Method::kHello;
+      call.has_deadline = true;
+      call.deadline = std::max(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(1000));
+      call.done = [&hello_done](Status s, Response r) { hello_done.set_value({std::move(s), std::move(r)}); };
+      deadlines_.emplace(call.deadline, hello_id);
+      pending_.emplace(hello_id, std::move(call));
+      Request hello;
+      hello.method = Method::kHello;
+      hello.cluster_fingerprint = options_.cluster_fingerprint;
+      hello.caller = options_.identity;
+      hello.caller_incarnation = options_.incarnation;
+      hello.expected_task = peer.name;
+      channel->unsent.emplace(hello_id, std::move(hello));
+    }
+  }
+  if (turned_away) {
+    connection->Close();
+    FailChannel(channel, BusyStatus(peer).WithContext(StrCat("handshake with ", peer.name)));
+    return;
   }
   deadline_cv_.notify_all();
   SendCall(channel, hello_id);
@@ -393,6 +416,7 @@ Status RpcNode::AuthenticateTo(const std::shared_ptr<Channel>& channel, const st
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return CancelledError(options_.identity, " is shutting down");
+    if (turned_away_.erase(connection) != 0) return BusyStatus(peer);
     channel->connection = connection;
     channel->auth_reply = reply;
     channel->authenticating = true;
@@ -416,6 +440,7 @@ Status RpcNode::AuthenticateTo(const std::shared_ptr<Channel>& channel, const st
                          "in time (does its config set [cluster] secret_file? Is another program listening there?)"));
   }
   auto [status, challenge] = future.get();
+  if (status.ok() && IsBusyFrame(challenge)) return BusyStatus(peer);
   if (status.ok() && IsAuthRefusal(challenge)) {
     return Status(Code::kUnauthenticated,
                   StrCat(Describe(peer), " has no [cluster] secret_file, and so refuses to authenticate; every task ",
@@ -438,25 +463,59 @@ void RpcNode::OnAccept(const std::shared_ptr<Connection>& connection) {
   const bool authenticate = !secret_.empty();
   // Until it proves itself the peer may send only what the handshake needs.
   connection->SetMaxMessage(authenticate ? kAuthMaxFrame : kHelloMaxMessage);
-  std::string refuse;
+  const auto now = std::chrono::steady_clock::now();
+  const std::size_t most = static_cast<std::size_t>(std::max(1, options_.security.max_pending_handshakes));
+  std::shared_ptr<Connection> evicted;
+  std::string evicted_why;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (handshake_deadlines_.size() >= static_cast<size_t>(std::max(1, options_.security.max_pending_handshakes))) {
-      refuse = StrCat(handshake_deadlines_.size(), " connections are in their handshake already (at most ",
-                      options_.security.max_pending_handshakes, ")");
-    } else {
-      Accepted accepted;
-      accepted.connection = connection;
-      if (authenticate) accepted.auth = std::make_unique<AuthServer>(secret_);
-      accepted.handshake_deadline =
-          std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.security.handshake_timeout_ms);
-      handshake_deadlines_.emplace(accepted.handshake_deadline, connection.get());
-      accepted_[connection.get()] = std::move(accepted);
+    if (handshake_deadlines_.size() >= most) {
+      // Room for the new one: the oldest connection that has not sent a
+      // whole message, or else the oldest of all (deadlines are in order of
+      // acceptance). A real peer speaks at once and ends its handshake in a
+      // round trip, so connections that idle or stall cannot keep the
+      // cluster's own tasks and clients out.
+      Connection* victim = nullptr;
+      for (const auto& [deadline, raw] : handshake_deadlines_) {
+        auto it = accepted_.find(raw);
+        if (it == accepted_.end()) continue;
+        if (victim == nullptr) victim = raw;
+        if (!it->second.spoke) {
+          victim = raw;
+          break;
+        }
+      }
+      if (victim != nullptr) {
+        const Accepted& a = accepted_.at(victim);
+        evicted = a.connection;
+        ++evicted_unlogged_;
+        if (now - evictions_logged_at_ >= std::chrono::seconds(1)) {
+          const int64_t age_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - a.accepted_at).count();
+          evicted_why = StrCat(
+              options_.identity, " made room for a new connection: it closed the one from ", evicted->peer(),
+              ", which had ", a.spoke ? "not finished its handshake" : "sent nothing", " in ", age_ms, " ms while ",
+              handshake_deadlines_.size(), " connections were in their handshake (at most ", most, ")",
+              evicted_unlogged_ > 1 ? StrCat("; ", evicted_unlogged_ - 1, " more since the last such line") : "",
+              ": a flood of connections?; nothing was run");
+          evicted_unlogged_ = 0;
+          evictions_logged_at_ = now;
+        }
+        ForgetAcceptedLocked(victim);
+      }
     }
+    Accepted accepted;
+    accepted.connection = connection;
+    if (authenticate) accepted.auth = std::make_unique<AuthServer>(secret_);
+    accepted.accepted_at = now;
+    accepted.handshake_deadline = now + std::chrono::milliseconds(options_.security.handshake_timeout_ms);
+    handshake_deadlines_.emplace(accepted.handshake_deadline, connection.get());
+    accepted_[connection.get()] = std::move(accepted);
   }
-  if (!refuse.empty()) {
-    RefuseConnection(connection, refuse);
-    return;
+  if (evicted != nullptr) {
+    // Logged at most once a second, counting the others: a flood must not
+    // flood the log too.
+    if (!evicted_why.empty()) WEFT_LOG(WARNING) << evicted_why;
+    RefuseConnection(evicted, "", BusyFrame(), /*log=*/false);
   }
   deadline_cv_.notify_all();
 }
@@ -480,14 +539,16 @@ void RpcNode::ForgetAcceptedLocked(Connection* connection) {
 }
 
 void RpcNode::RefuseConnection(const std::shared_ptr<Connection>& connection, const std::string& why,
-                               std::string farewell) {
+                               std::string farewell, bool log) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ForgetAcceptedLocked(connection.get());
   }
   connections_refused_.fetch_add(1);
-  WEFT_LOG(WARNING) << options_.identity << " refused a connection from " << connection->peer() << ": " << why
-                    << (secret_.empty() ? "; nothing was run" : kRefusalHint);
+  if (log) {
+    WEFT_LOG(WARNING) << options_.identity << " refused a connection from " << connection->peer() << ": " << why
+                      << (secret_.empty() ? "; nothing was run" : kRefusalHint);
+  }
   if (!farewell.empty()) {
     // Closed once the farewell is out (or could not go).
     Status sent = connection->Send(std::move(farewell), {}, nullptr, [connection](Status) { connection->Close(); });
@@ -622,7 +683,9 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
   std::string from = StrCat("peer ", connection->peer());
   std::shared_ptr<Channel> channel;
   std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
-  bool authenticating = false, before_hello = false;
+  bool authenticating = false, before_hello = false, known = false, busy_fails_channel = false;
+  // A task turned this process's new connection away (BusyFrame).
+  const bool busy = message.payload_size() == 0 && IsBusyFrame(message.header());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [name, c] : channels_) {
@@ -631,11 +694,38 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
         from = Describe(c->peer);
       }
     }
-    if (channel != nullptr) auth_reply.swap(channel->auth_reply);
     if (auto it = accepted_.find(connection.get()); it != accepted_.end()) {
       authenticating = it->second.auth != nullptr;
       before_hello = it->second.caller.empty();
+      it->second.spoke = true;
+      known = true;
     }
+    if (busy && !known) {
+      if (channel == nullptr) {
+        // Before the connecting thread tied the connection to its channel:
+        // it finds it here (Connect, AuthenticateTo). Entries no thread
+        // takes (a connection forgotten meanwhile) go after a while.
+        const auto now = std::chrono::steady_clock::now();
+        std::erase_if(turned_away_, [&](const auto& entry) { return now - entry.second > std::chrono::seconds(30); });
+        turned_away_[connection] = now;
+        return;
+      }
+      // Without a secret, the connecting thread waits for Hello's answer;
+      // with one, for the challenge, which this frame is read as below.
+      busy_fails_channel = channel->state != Channel::State::kReady && channel->auth_reply == nullptr;
+    }
+    known = known || channel != nullptr;
+    if (channel != nullptr) auth_reply.swap(channel->auth_reply);
+  }
+  if (busy_fails_channel) {
+    FailChannel(channel, BusyStatus(channel->peer));
+    return;
+  }
+  if (!known) {
+    // Neither a connection of this process nor one it still accepts (it
+    // was turned away or timed out, and is closing): nothing to answer.
+    WEFT_LOG(DEBUG) << "a message from " << from << ", whose connection is closing; dropped";
+    return;
   }
   if (auth_reply != nullptr) {
     // The challenge of a task this process is connecting to.
@@ -772,8 +862,9 @@ void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelo
       return;
     }
     if (before != 0) {
-      WEFT_LOG(INFO) << options_.identity << ": " << who << " was restarted (incarnation " << FormatIncarnation(before)
-                     << " -> " << FormatIncarnation(hello.caller_incarnation) << ")";
+      WEFT_LOG_AT(FirstToSeeRestart(who, hello.caller_incarnation) ? LogLevel::kInfo : LogLevel::kDebug)
+          << options_.identity << ": " << who << " was restarted (incarnation " << FormatIncarnation(before) << " -> "
+          << FormatIncarnation(hello.caller_incarnation) << ")";
       if (options_.on_caller_restarted) options_.on_caller_restarted(who, before, hello.caller_incarnation);
     }
     connection->SetMaxMessage(options_.security.max_message_bytes);
@@ -843,7 +934,9 @@ void RpcNode::OnClosed(const std::shared_ptr<Connection>& connection, const Stat
   if (authenticating) return;  // the connecting thread reports it
   if (channel == nullptr) return;
   const bool connecting = channel->state != Channel::State::kReady;
+  // "during Weft's handshake": not a task lost mid-run (core/dist/lost_task.h).
   FailChannel(channel, UnavailableError(Describe(channel->peer), " closed the connection",
+                                        connecting ? " during Weft's handshake" : "",
                                         status.ok() ? std::string() : StrCat(": ", status.message()),
                                         connecting && secret_.empty()
                                             ? " (if the cluster authenticates or encrypts its connections, this config "

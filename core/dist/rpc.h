@@ -57,8 +57,12 @@ struct RpcSecurity {
   // [cluster] handshake_timeout_ms: an accepted connection that has not
   // authenticated and said Hello by then is closed.
   int64_t handshake_timeout_ms = 10000;
-  // Connections still in their handshake beyond this many are closed at
-  // once (a flood of connections must not take every descriptor).
+  // At most this many connections are in their handshake at once (a flood
+  // of connections must not take every descriptor). A new connection past
+  // it takes the place of the oldest one that has not sent a whole message
+  // yet, or else of the oldest, which is closed after a frame that tells
+  // it why (BusyFrame): connections that idle or stall cannot lock the
+  // cluster's own tasks and clients out.
   int max_pending_handshakes = 256;
 };
 
@@ -146,14 +150,17 @@ class RpcNode {
     uint64_t caller_incarnation = 0;   // from its Hello
     std::unique_ptr<AuthServer> auth;  // while authenticating
     std::chrono::steady_clock::time_point handshake_deadline;
+    std::chrono::steady_clock::time_point accepted_at;
+    bool spoke = false;  // a whole message arrived from it
   };
   void OnAccept(const std::shared_ptr<Connection>& connection);
   // Runs the handshake on a frame from an accepted connection that has not
   // authenticated; false when it was refused (and closed).
   bool Authenticate(const std::shared_ptr<Connection>& connection, const ReceivedMessage& message);
-  // Logs and closes; |farewell|, when given, is sent first.
+  // Logs (unless |log| is false) and closes; |farewell|, when given, is
+  // sent first.
   void RefuseConnection(const std::shared_ptr<Connection>& connection, const std::string& why,
-                        std::string farewell = {});
+                        std::string farewell = {}, bool log = true);
   // Takes an accepted connection off the handshake clock (a no-op once it
   // said Hello); under mutex_.
   void EndHandshakeLocked(Connection* connection, const Accepted& accepted);
@@ -179,10 +186,16 @@ class RpcNode {
   std::map<Connection*, Accepted> accepted_;
   // Accepted connections still in their handshake, by deadline.
   std::multimap<std::chrono::steady_clock::time_point, Connection*> handshake_deadlines_;
+  // This process's new connections that a task turned away (BusyFrame)
+  // before the connecting thread tied them to their channel, and when.
+  std::map<std::shared_ptr<Connection>, std::chrono::steady_clock::time_point> turned_away_;
   std::string secret_;  // read from security.secret_file; empty: none
   // The newest incarnation each task of the cluster said Hello with:
   // connections of an older one are refused (core/dist/incarnation.h).
   std::map<std::string, uint64_t> newest_incarnation_;
+  // Evictions of idle connections (OnAccept), logged at most once a second.
+  uint64_t evicted_unlogged_ = 0;
+  std::chrono::steady_clock::time_point evictions_logged_at_;
   std::atomic<uint64_t> requests_handled_{0};
   std::atomic<uint64_t> connections_refused_{0};
   uint64_t next_call_id_ = 1;

@@ -90,14 +90,23 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
       raw->rpc_->FailPeer(peer.name, lost);
     };
     events.restarted = [raw](const Peer& peer, uint64_t before, uint64_t now) {
-      WEFT_LOG(INFO) << raw->name() << ": its heartbeat finds " << peer.name << " restarted (incarnation "
-                     << FormatIncarnation(before) << " -> " << FormatIncarnation(now) << ")";
+      WEFT_LOG_AT(FirstToSeeRestart(peer.name, now) ? LogLevel::kInfo : LogLevel::kDebug)
+          << raw->name() << ": its heartbeat finds " << peer.name << " restarted (incarnation "
+          << FormatIncarnation(before) << " -> " << FormatIncarnation(now) << ")";
     };
     service->monitor_ = std::make_unique<HeartbeatMonitor>(
         service->rpc_.get(), std::move(peers),
         HeartbeatMonitor::Options{service->options_.heartbeat_interval_ms, timeout}, std::move(events));
   }
   return service;
+}
+
+std::optional<HeartbeatMonitor::PeerState> TaskService::PeerStateOf(const std::string& name) const {
+  if (monitor_ == nullptr) return std::nullopt;
+  for (HeartbeatMonitor::PeerState& p : monitor_->Snapshot()) {
+    if (p.peer.name == name) return std::move(p);
+  }
+  return std::nullopt;
 }
 
 TaskService::~TaskService() {

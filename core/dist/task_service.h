@@ -80,6 +80,10 @@ class TaskService {
   // Whether task |name| of the cluster answers a Heartbeat within
   // |timeout_ms|; the error names it.
   Status Ping(const std::string& name, int64_t timeout_ms);
+  // What this task's heartbeats know of task |name| (its state, how long
+  // it has been silent); nothing when heartbeats are off or |name| is not
+  // a peer of the cluster.
+  std::optional<HeartbeatMonitor::PeerState> PeerStateOf(const std::string& name) const;
   // The incarnation task |name| answers a Heartbeat with.
   Expected<uint64_t> IncarnationOf(const std::string& name, int64_t timeout_ms);
   // Sets |key| in task |name|'s rendezvous store without waiting for the

@@ -582,9 +582,161 @@ TEST_F(SecuredTask, AThousandConnectionsAtOnceAreRefusedAndTheTaskKeepsServing) 
   // Every flood connection refused (and possibly the real client's first
   // tries, refused while the flood filled the handshake slots).
   EXPECT_GE(service_->connections_refused(), static_cast<uint64_t>(kFlood));
-  EXPECT_GT(log.Count("connections are in their handshake already (at most 128)"), 0u);
+  // The silent half made room for newer connections.
+  EXPECT_GT(log.Count("connections were in their handshake (at most 128): a flood of connections?"), 0u);
   EXPECT_GT(log.Count("bad magic 16 03 01 20"), 0u);
   EXPECT_TRUE(ListDevices(secret_file_).ok());
+}
+
+// Raises the descriptor limit to |n|; false when it cannot be had.
+bool EnoughDescriptors(rlim_t n) {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < n) {
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, n);
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return limit.rlim_cur >= n;
+}
+
+// What a new user met: connections opened to a task and left idle filled
+// its handshake slots, and the cluster's own client (no secret) was turned
+// away for as long as they stayed. Now the oldest idle one makes room.
+TEST_F(SecuredTask, IdleConnectionsDoNotLockOutTheClustersOwnClients) {
+  constexpr int kIdle = 300;
+  if (!EnoughDescriptors(2 * kIdle + 200)) GTEST_SKIP() << "too few file descriptors";
+  Start(/*secret_file=*/"");  // at most 256 handshakes at once, the default
+  LogCapture log;
+  std::vector<int> fds;
+  for (int i = 0; i < kIdle; ++i) {
+    const int fd = Connect();
+    ASSERT_GE(fd, 0) << "connection " << i;
+    fds.push_back(fd);
+  }
+  // The task has accepted them all (the last evicts the 44th-oldest).
+  EXPECT_TRUE(log.WaitFor(
+      {"made room for a new connection: it closed the one from tcp://127.0.0.1:", ", which had sent nothing in ",
+       " ms while 256 connections were in their handshake (at most "
+       "256): a flood of connections?; nothing was run"}))
+      << log.All();
+  // A client lists the devices, and a graph runs on the task, while the
+  // idle connections stay open.
+  Status listed = ListDevices("", /*connect_timeout_ms=*/3000);
+  EXPECT_TRUE(listed.ok()) << listed.ToString();
+  GraphBuilder b;
+  {
+    auto on_ps = b.DeviceScope(testing::kPsTask);
+    Output x = b.Placeholder(DType::kF32, Shape{3}, "x");
+    b.Op("Neg", {x}, {}, "y");
+  }
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  DistSessionOptions o;
+  o.tasks = {{testing::kPsTask, "tcp://127.0.0.1:" + std::to_string(port_)}};
+  o.cluster_fingerprint = 77;
+  o.connect_timeout_ms = 3000;
+  o.rpc_timeout_ms = 10000;
+  auto session = DistSession::Create(std::move(*graph), o, testing::BuiltPlugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<Tensor> out;
+  Status ran = (*session)->Run({{"x", Tensor::FromVector<float>({1.5f, -2.0f, 0.0f}, Shape{3})}}, {"y"}, {}, &out);
+  ASSERT_TRUE(ran.ok()) << ran.ToString();
+  ASSERT_EQ(out.size(), 1u);
+  const float* y = static_cast<const float*>(out[0].raw_data());
+  EXPECT_EQ(y[0], -1.5f);
+  EXPECT_EQ(y[1], 2.0f);
+  EXPECT_EQ(y[2], 0.0f);
+  session->reset();
+  // The oldest idle ones were closed to make room: the 44 past the cap, and
+  // one for each connection the client made meanwhile.
+  size_t closed = 0;
+  for (int fd : fds) {
+    closed += ClosedByPeer(fd, 10ms) ? 1 : 0;
+    close(fd);
+  }
+  EXPECT_GE(closed, static_cast<size_t>(kIdle - 256));
+  EXPECT_GE(service_->connections_refused(), static_cast<uint64_t>(kIdle - 256));
+}
+
+// When every slot holds a connection that is mid-handshake (it sent the
+// first frame and stopped), the oldest of them makes room: a real client
+// is still served, and the connection that made room hears why.
+TEST_F(SecuredTask, AFloodOfHalfHandshakesMakesRoomForARealClient) {
+  Start(secret_file_, /*handshake_timeout_ms=*/10000, /*max_pending=*/4);
+  LogCapture log;
+  std::vector<int> fds;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = Connect();
+    AuthClient client(kSecret);
+    auto hello = client.Start();
+    ASSERT_TRUE(hello.ok());
+    ASSERT_TRUE(SendFrame(fd, *hello));
+    std::string challenge;
+    ASSERT_TRUE(ReadFrame(fd, &challenge)) << "connection " << i;  // and no proof follows
+    fds.push_back(fd);
+  }
+  Status s = ListDevices(secret_file_, /*connect_timeout_ms=*/5000);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // The oldest half-handshake made room, and was told so before the close.
+  std::string frame;
+  ASSERT_TRUE(ReadFrame(fds[0], &frame));
+  EXPECT_EQ(frame, BusyFrame());
+  EXPECT_TRUE(ClosedByPeer(fds[0]));
+  EXPECT_TRUE(log.WaitFor({"made room for a new connection: it closed the one from tcp://127.0.0.1:",
+                           ", which had not finished its handshake in ",
+                           " ms while 4 connections were in their handshake (at most 4): a flood of connections?"}))
+      << log.All();
+  for (int fd : fds) close(fd);
+}
+
+// The client's side: a task that turns every attempt away (it reads the
+// client's first frame, sends the busy frame, then closes) is named as
+// flooded, not as lacking a secret or not started; a client with a secret
+// retries until its connect timeout.
+TEST(ClientTurnedAway, TheMessageNamesTheFloodWithOrWithoutASecret) {
+  if (testing::BuiltPlugins().transports().Find("tcp") == nullptr) GTEST_SKIP() << "no tcp transport";
+  const std::string secret_file = WriteSecret("turned_away_secret", kSecret);
+  for (const std::string& secret : {std::string(), secret_file}) {
+    SCOPED_TRACE(secret.empty() ? "without a secret" : "with a secret");
+    int port = 0;
+    const int listener = testing::RawListener(8, &port);
+    ASSERT_GE(listener, 0);
+    std::atomic<bool> stop{false};
+    std::atomic<int> accepted{0};
+    std::thread server([&] {
+      while (!stop.load()) {
+        pollfd p{listener, POLLIN, 0};
+        if (poll(&p, 1, 50) <= 0) continue;
+        const int fd = accept(listener, nullptr, nullptr);
+        if (fd < 0) continue;
+        ++accepted;
+        // As a task does to a connection that made room: the client has
+        // spoken (Hello, or its first handshake frame) and hears why.
+        std::string first;
+        if (ReadFrame(fd, &first)) SendFrame(fd, BusyFrame());
+        close(fd);
+      }
+    });
+    DistSessionOptions o;
+    o.tasks = {{testing::kPsTask, "tcp://127.0.0.1:" + std::to_string(port)}};
+    o.cluster_fingerprint = 77;
+    o.connect_timeout_ms = 1500;
+    o.rpc_timeout_ms = 5000;
+    o.security.secret_file = secret;
+    Status s = DistSession::ListDevices(o, testing::BuiltPlugins()).status();
+    stop.store(true);
+    server.join();
+    close(listener);
+    EXPECT_EQ(s.code(), Code::kResourceExhausted) << s.ToString();
+    EXPECT_NE(s.message().find(StrCat("task ", testing::kPsTask, " (tcp://127.0.0.1:", port,
+                                      ") turned the connection away: too many connections are in their handshake "
+                                      "there at once (a flood of connections that do not finish it")),
+              std::string::npos)
+        << s.ToString();
+    EXPECT_EQ(s.message().find("secret_file"), std::string::npos) << s.ToString();
+    EXPECT_EQ(s.message().find("Is the task started"), std::string::npos) << s.ToString();
+    if (!secret.empty()) EXPECT_GT(accepted.load(), 1) << "a client with a secret tries again";
+  }
 }
 
 // --- TLS on tcp links ---------------------------------------------------------------------------
