@@ -42,10 +42,11 @@ if [ "$mode" = train ]; then
   [ -f "$model" ] || die "no model file $model"
 fi
 logs="$here/build/cluster/$(basename "$config" .toml)"
+logs_given=""  # " --logs DIR" when given: the stop hints repeat it
 timeout=3600
 while [ $# -gt 0 ]; do
   case "$1" in
-    --logs) logs=${2:?--logs needs a folder}; shift 2 ;;
+    --logs) logs=${2:?--logs needs a folder}; logs_given=" --logs $2"; shift 2 ;;
     --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -122,7 +123,7 @@ wait_listening() {  # job task: until its log says it listens (60 s)
 }
 
 if [ "$mode" = serve ]; then
-  [ ! -f "$logs/pids" ] || die "$logs/pids exists: stop that cluster first (tools/cluster.sh stop $config)"
+  [ ! -f "$logs/pids" ] || die "$logs/pids exists: stop that cluster first (tools/cluster.sh stop $config$logs_given)"
   trap cleanup ERR INT TERM
   while read -r job task; do
     start_task "$job" "$task" "$weft" serve --config "$config" --job "$job" --task "$task"
@@ -133,7 +134,7 @@ if [ "$mode" = serve ]; then
     echo "$job $task ${pid_of["$job $task"]}" >> "$logs/pids"
   done <<< "$tasks"
   trap - ERR INT TERM
-  echo "cluster.sh: $(wc -l < "$logs/pids") task(s) serving; stop them with: tools/cluster.sh stop $config"
+  echo "cluster.sh: $(wc -l < "$logs/pids") task(s) serving; stop them with: tools/cluster.sh stop $config$logs_given"
   exit 0
 fi
 

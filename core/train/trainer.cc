@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -30,6 +31,8 @@
 #include "core/data/readers.h"
 #include "core/dist/cluster_runtime.h"
 #include "core/dist/dist_session.h"
+#include "core/dist/heartbeat.h"
+#include "core/dist/lost_task.h"
 #include "core/dist/task_service.h"
 #include "core/dist/variable_partition.h"
 #include "core/dist/variable_placement.h"
@@ -353,6 +356,12 @@ std::string Fixed(double v, int digits) {
   return out.str();
 }
 
+// Whole seconds left of |timeout_s| from |start| at |now|, at least 0.
+int64_t SecondsLeft(Clock::time_point start, int64_t timeout_s, Clock::time_point now) {
+  const int64_t spent = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
+  return std::max<int64_t>(0, timeout_s - spent);
+}
+
 class Reporter {
  public:
   Reporter(std::ostream* out, bool interactive, const std::string& metrics_path)
@@ -383,11 +392,15 @@ class Reporter {
     if (!extra.empty()) line << "  " << extra;
     line << "  ETA " << FormatEta(eta_seconds);
     Line(line.str(), /*transient=*/true);
+    // The wall clock (seconds since the Unix epoch), so that a reader can
+    // check the rate against it, and plot against time.
+    const double wall_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     Json record = {{"step", step},
                    {"loss", loss},
                    {"accuracy", accuracy},
                    {"learning_rate", lr},
-                   {"examples_per_sec", examples_per_sec}};
+                   {"examples_per_sec", examples_per_sec},
+                   {"wall_time", wall_time}};
     for (auto it = extra_json.begin(); it != extra_json.end(); ++it) record[it.key()] = it.value();
     Metric(record);
   }
@@ -416,8 +429,10 @@ class Reporter {
     std::string sync;
     if (r.aggregated >= 0) sync += StrCat(" aggregated=", r.aggregated, " stale_dropped=", r.stale_dropped);
     if (r.late_gradients >= 0) sync += StrCat(" late_gradients=", r.late_gradients);
+    // A worker other than the chief does not evaluate: no test figures.
     Line(
-        StrCat("final: step=", r.step, " loss=", Fixed(r.loss, 4), " test_accuracy=", Fixed(r.test_accuracy, 4),
+        StrCat("final: step=", r.step, " loss=", Fixed(r.loss, 4),
+               std::isnan(r.test_accuracy) ? std::string() : StrCat(" test_accuracy=", Fixed(r.test_accuracy, 4)),
                " examples_per_sec=", Fixed(r.examples_per_sec, 1),
                r.wire_bytes_per_step > 0 ? StrCat(" wire_bytes_per_step=", Fixed(r.wire_bytes_per_step, 0)) : "", sync),
         false);
@@ -712,6 +727,29 @@ class Run {
   // Another worker, recovery = "auto": where it got to before it was
   // restarted, from the other tasks' stores; 0 when unknown.
   int64_t RemoteProgress();
+  // Records that this worker reached |step| with the other tasks:
+  // recovery = "auto", every step with every task (a restarted worker
+  // rejoins there); otherwise with the chief, at most once a second (it
+  // names the step a lost worker reached).
+  void RecordProgress(int64_t step);
+  // The step worker |w| last recorded with this task (the chief); -1 when
+  // none.
+  int64_t RecordedStep(int64_t w);
+  // The chief, at the end: worker |w|, which did not say it finished, if
+  // the heartbeats declared it lost: "worker /job:worker/task:1
+  // (tcp://...) was lost at step 131 (...)"; empty while it is alive.
+  std::string LostWorker(int64_t w);
+  // "worker /job:worker/task:1 (at step 120)", or "workers ..."
+  // for several: who the chief waits for, for its lines.
+  std::string AwaitedWorkers(const std::vector<int64_t>& workers);
+  // A worker other than the chief, recovery off: the chief did not answer
+  // a ping (|why|) at |step|; what this worker stops with.
+  Status ChiefLost(int64_t step, const Status& why) const;
+  // A signal asked the run to stop (TrainerOptions::stop_signal).
+  bool StopRequested() const { return options_.stop_signal != nullptr && options_.stop_signal->load() != 0; }
+  // What the run stops with then, at step_: the chief saves it first
+  // (unless |saved_step| is step_ already).
+  Status StopHere(int64_t saved_step);
   // Every task of the cluster but this one.
   std::vector<std::string> OtherTasks() const;
   bool chief() const { return worker_ == 0; }
@@ -802,6 +840,7 @@ class Run {
   // The chief, recovery = "auto": the end of training (last checkpoint,
   // evaluation) already ran inside the step loop.
   bool ended_ = false;
+  Clock::time_point progress_recorded_at_{};
   // The chief, recovery = "auto": the evaluation once every worker finished
   // (a worker slowed by restarts still trains after the chief's last step).
   std::optional<Evaluation> final_evaluation_;
@@ -1499,15 +1538,36 @@ Status Run::FinishCluster() {
     // second, so a restart of this process loses nothing).
     auto store = runner().service().KvStoreOf(chief_task);
     if (!store.ok()) return store.status();
-    std::vector<std::string> keys;
-    for (int64_t w = 1; w < num_workers_; ++w) keys.push_back(StrCat("recovery/done/", w));
+    std::vector<int64_t> awaited;
+    for (int64_t w = 1; w < num_workers_; ++w) awaited.push_back(w);
     const Clock::time_point start = Clock::now();
     const int64_t timeout_s = std::max(config_.cluster->init_timeout_s, recovery_timeout_s());
     Clock::time_point next_note = start;
     Clock::time_point next_check = start;
-    while (!keys.empty()) {
-      std::erase_if(keys, [&](const std::string& key) { return (*store)->Get(key, 0).ok(); });
-      if (keys.empty()) break;
+    // A lost worker is given recovery_timeout_s to come back (its launcher
+    // restarts it), from when it was lost.
+    std::map<int64_t, Clock::time_point> lost_since;
+    while (!awaited.empty()) {
+      std::erase_if(awaited, [&](int64_t w) {
+        if ((*store)->Get(StrCat("recovery/done/", w), 0).ok()) return true;
+        const std::string why = LostWorker(w);
+        if (why.empty()) {
+          lost_since.erase(w);
+          return false;
+        }
+        const Clock::time_point now = Clock::now();
+        auto [since, first] = lost_since.emplace(w, now);
+        if (first) {
+          reporter_.Note(
+              StrCat(why, "; waiting up to ", recovery_timeout_s(), " s for it to come back (recovery_timeout_s)"));
+          return false;
+        }
+        if (now - since->second < std::chrono::seconds(recovery_timeout_s())) return false;
+        reporter_.Note(StrCat(why, "; it did not come back within ", recovery_timeout_s(),
+                              " s (recovery_timeout_s), so the run finishes without it"));
+        return true;
+      });
+      if (awaited.empty()) break;
       const Clock::time_point now = Clock::now();
       if (now >= next_check) {
         // A ps task restarted while the others still train: they wait for
@@ -1521,13 +1581,14 @@ Status Run::FinishCluster() {
         next_check = Clock::now() + std::chrono::seconds(2);
       }
       if (now >= start + std::chrono::seconds(timeout_s)) {
-        reporter_.Note(StrCat("note: ", keys.size(), " of the other workers did not finish within ", timeout_s,
-                              " s; ending the run without them"));
+        reporter_.Note(StrCat("note: ", AwaitedWorkers(awaited), " did not finish within ", timeout_s,
+                              " s; ending the run without ", awaited.size() == 1 ? "it" : "them"));
         break;
       }
       if (now >= next_note) {
-        reporter_.Note(StrCat("waiting for the other workers to finish: ", num_workers_ - 1 - keys.size(), " of ",
-                              num_workers_ - 1, " done"));
+        reporter_.Note(StrCat("waiting for ", AwaitedWorkers(awaited), " to finish (",
+                              num_workers_ - 1 - static_cast<int64_t>(awaited.size()), " of ", num_workers_ - 1,
+                              " done); at most ", SecondsLeft(start, timeout_s, now), " s more"));
         next_note = now + std::chrono::seconds(10);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -1559,6 +1620,11 @@ Status Run::FinishCluster() {
     return Status();
   }
   if (!chief()) {
+    // Who finished, for the chief's lines (the count on ps task 0 is what
+    // it waits on).
+    if (auto store = runner().service().KvStoreOf(chief_task); store.ok()) {
+      (void)(*store)->Set(StrCat("cluster/done/", worker_), "1");
+    }
     return session_->Run({}, {}, {"cluster/worker_done"}, nullptr)
         .WithContext("telling the chief this worker finished");
   }
@@ -1566,20 +1632,39 @@ Status Run::FinishCluster() {
   const int64_t timeout_s = config_.cluster ? config_.cluster->init_timeout_s : 300;
   Clock::time_point next_note = start;
   const int64_t others = num_workers_ - 1;
+  auto own_store = runner().service().KvStoreOf(chief_task);
+  if (!own_store.ok()) return own_store.status();
+  // The workers still awaited; a worker the heartbeats declared lost is
+  // not awaited (without recovery nothing brings it back).
+  std::vector<int64_t> awaited;
+  for (int64_t w = 1; w < num_workers_; ++w) awaited.push_back(w);
+  int64_t lost = 0;
   while (others > 0) {
     std::vector<Tensor> done;
     WEFT_RETURN_IF_ERROR(session_->Run({}, {"cluster/workers_done/read"}, {}, &done)
                              .WithContext("asking ps task 0 how many workers finished"));
     const int64_t count = done[0].scalar<int64_t>();
-    if (count >= others) break;
+    if (count + lost >= others) break;
+    std::erase_if(awaited, [&](int64_t w) {
+      if ((*own_store)->Get(StrCat("cluster/done/", w), 0).ok()) return true;
+      const std::string why = LostWorker(w);
+      if (why.empty()) return false;
+      reporter_.Note(StrCat(why, "; it did not come back, so the run finishes without it"));
+      ++lost;
+      return true;
+    });
+    if (awaited.empty() || count + lost >= others) break;
     const Clock::time_point now = Clock::now();
     if (now >= start + std::chrono::seconds(timeout_s)) {
-      reporter_.Note(StrCat("note: ", others - count, " of the other ", others, " workers did not finish within ",
-                            timeout_s, " s (cluster.init_timeout_s); ending the run without them"));
+      reporter_.Note(StrCat("note: ", AwaitedWorkers(awaited), " did not finish within ", timeout_s,
+                            " s (cluster.init_timeout_s); ending the run without ",
+                            awaited.size() == 1 ? "it" : "them"));
       break;
     }
     if (now >= next_note) {
-      reporter_.Note(StrCat("waiting for the other workers to finish: ", count, " of ", others, " done"));
+      reporter_.Note(StrCat("waiting for ", AwaitedWorkers(awaited), " to finish (", count, " of ", others,
+                            " done); at most ", SecondsLeft(start, timeout_s, now),
+                            " s more (cluster.init_timeout_s)"));
       next_note = now + std::chrono::seconds(10);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -1713,6 +1798,80 @@ Status Run::WaitForRecovery(const Status& why) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+void Run::RecordProgress(int64_t step) {
+  if (recovery_auto()) {
+    // With every other task, so that it outlives any one of them.
+    for (const std::string& task : OtherTasks()) {
+      runner().service().NotifyKvSet(task, StrCat("recovery/progress/", worker_), std::to_string(step));
+    }
+    return;
+  }
+  if (chief()) return;
+  const Clock::time_point now = Clock::now();
+  if (now - progress_recorded_at_ < std::chrono::seconds(1) && step < total_steps_) return;
+  progress_recorded_at_ = now;
+  runner().service().NotifyKvSet(dist::TaskPrefix("worker", 0), StrCat("cluster/progress/", worker_),
+                                 std::to_string(step));
+}
+
+int64_t Run::RecordedStep(int64_t w) {
+  auto store = runner().service().KvStoreOf(dist::TaskPrefix("worker", 0));
+  if (!store.ok()) return -1;
+  auto value = (*store)->Get(StrCat(recovery_auto() ? "recovery/progress/" : "cluster/progress/", w), 0);
+  if (!value.ok()) return -1;
+  char* end = nullptr;
+  const long long step = std::strtoll(value->c_str(), &end, 10);
+  return end != nullptr && *end == '\0' ? step : -1;
+}
+
+std::string Run::LostWorker(int64_t w) {
+  const std::string name = dist::TaskPrefix("worker", w);
+  auto state = runner().service().PeerStateOf(name);
+  if (!state.has_value() || state->state != dist::HeartbeatMonitor::PeerState::State::kLost) return {};
+  const int64_t step = RecordedStep(w);
+  return StrCat(
+      "worker ", name, " (", state->peer.address, ") was lost",
+      step >= 0 ? StrCat(" at step ", step, " (the last it reported)") : std::string(" before it reported a step"),
+      ": no heartbeat answer for ", dist::FormatSilence(state->silent_ms));
+}
+
+std::string Run::AwaitedWorkers(const std::vector<int64_t>& workers) {
+  std::vector<std::string> named;
+  for (int64_t w : workers) {
+    const int64_t step = RecordedStep(w);
+    named.push_back(StrCat(dist::TaskPrefix("worker", w), step >= 0 ? StrCat(" (at step ", step, ")") : std::string()));
+  }
+  return StrCat(workers.size() == 1 ? "worker " : "workers ", StrJoin(named, ", "));
+}
+
+Status Run::StopHere(int64_t saved_step) {
+  const int signal = options_.stop_signal->load();
+  const std::string name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : StrCat("signal ", signal);
+  std::string saved;
+  if (chief() && checkpoints_ != nullptr) {
+    if (saved_step == step_) {
+      auto latest = checkpoints_->Latest();
+      if (latest.ok() && latest->has_value()) saved = StrCat("; ", **latest, " holds it: --resume continues from it");
+    } else {
+      auto prefix = Save(step_);
+      saved = prefix.ok() ? StrCat("; saved ", *prefix, ": --resume continues from it")
+                          : StrCat("; saving it failed (", prefix.status().message(), ")");
+    }
+  }
+  return CancelledError("stopped by ", name, " at step ", step_, " of ", total_steps_, saved);
+}
+
+Status Run::ChiefLost(int64_t step, const Status& why) const {
+  const dist::TaskSpec* chief_task = cluster_->FindTask({"worker", 0});
+  dist::LostTask lost{dist::TaskPrefix("worker", 0), chief_task != nullptr ? chief_task->Url() : "?",
+                      StrCat("the chief did not answer at this worker's step ", step)};
+  return dist::LostTaskError(lost,
+                             "This worker stops. To go on: start the chief again with --resume, then the workers; or "
+                             "run the cluster under `weft cluster launch` with [cluster] recovery = \"auto\", which "
+                             "restarts lost tasks by itself.",
+                             why.message());
 }
 
 std::vector<std::string> Run::OtherTasks() const {
@@ -1957,6 +2116,7 @@ Expected<TrainResult> Run::Go() {
   // them and carries on at its own progress instead.
   std::optional<std::string> kept_from;
   int64_t kept_step = -1;  // the step of |kept_from|
+  bool resumed_by_recovery = false;
   if (recovery_auto() && chief() && !resume) {
     auto latest = checkpoints_->Latest();
     if (latest.ok() && latest->has_value()) {
@@ -1966,9 +2126,8 @@ Expected<TrainResult> Run::Go() {
       if (all_set) {
         kept_from = **latest;
       } else {
-        reporter_.Note(StrCat("recovery = \"auto\": resuming from ", **latest, " (move ", config_.checkpoint.dir,
-                              " away to start over)"));
         resume = true;
+        resumed_by_recovery = true;
       }
     }
   }
@@ -2015,7 +2174,12 @@ Expected<TrainResult> Run::Go() {
     if (latest.has_value()) {
       WEFT_RETURN_IF_ERROR(Restore(*latest));
       restored = true;
-      reporter_.Note(StrCat("resumed from ", *latest, " at step ", step_));
+      reporter_.Note(StrCat("resumed from ", *latest, " at step ", step_,
+                            resumed_by_recovery
+                                ? StrCat(" (recovery = \"auto\" restores the newest checkpoint when the "
+                                         "chief starts again; move ",
+                                         config_.checkpoint.dir, " away to start over)")
+                                : std::string()));
     } else {
       // Checkpoints that exist but none of which opens (a shard missing or
       // of another step): starting over would overwrite them. Stop instead,
@@ -2035,7 +2199,9 @@ Expected<TrainResult> Run::Go() {
       reporter_.Note(StrCat("no checkpoint in ", config_.checkpoint.dir, " yet; starting at step 0"));
     }
   }
-  if (!resume && checkpoints_ != nullptr) {
+  // One line says where the run starts: restored (above), kept (below),
+  // or from step 0, with what --resume would do instead.
+  if (!resume && !kept_from.has_value() && chief() && checkpoints_ != nullptr) {
     auto latest = checkpoints_->Latest();
     if (latest.ok() && latest->has_value()) {
       reporter_.Note(StrCat("note: ", config_.checkpoint.dir, " already holds ", **latest,
@@ -2125,13 +2291,10 @@ Expected<TrainResult> Run::Go() {
   board_->SetState("training");
   board_->SetTotalSteps(total_steps_);
   while (step_ < total_steps_) {
+    if (StopRequested()) return StopHere(saved_step);
     if (distributed() && !chief() && !recovery_auto() && Clock::now() >= next_chief_check) {
       Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
-      if (!alive.ok()) {
-        return FailedPreconditionError("the chief (/job:worker/task:0) is gone at step ", step_, ": ", alive.message(),
-                                       "; this worker stops (start the chief again with --resume, "
-                                       "then the workers)");
-      }
+      if (!alive.ok()) return ChiefLost(step_, alive);
       next_chief_check = Clock::now() + std::chrono::seconds(5);
     }
     const Clock::time_point t0 = Clock::now();
@@ -2148,12 +2311,7 @@ Expected<TrainResult> Run::Go() {
       continue;
     }
     ++step_;
-    if (recovery_auto()) {
-      // Recorded with every other task, so that it outlives any one of them.
-      for (const std::string& task : OtherTasks()) {
-        runner().service().NotifyKvSet(task, StrCat("recovery/progress/", worker_), std::to_string(step_));
-      }
-    }
+    if (distributed()) RecordProgress(step_);
     train_seconds += Seconds(Clock::now() - t0);
     board_->StepDone(step_, Seconds(Clock::now() - t0) * 1000.0);
     const double loss = ScalarValue(out[0]);
@@ -2184,7 +2342,6 @@ Expected<TrainResult> Run::Go() {
         continue;
       }
       if (e->examples > 0) reporter_.Evaluation(step_, e->loss, e->accuracy, e->examples);
-      interval_start = Clock::now();
     }
     if (checkpoints_ != nullptr && step_ != total_steps_ && policy.Due(step_, Clock::now())) {
       auto saved = Save(step_);
@@ -2196,7 +2353,6 @@ Expected<TrainResult> Run::Go() {
       policy.Saved(step_, Clock::now());
       saved_step = step_;
       WEFT_LOG(INFO) << "saved " << result.checkpoint;
-      interval_start = Clock::now();
     }
     if (step_ == total_steps_ && chief() && recovery_auto()) {
       // The end needs the ps tasks too: a fault there goes back to the
@@ -2343,12 +2499,13 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
   Clock::time_point interval_start = Clock::now();
   Clock::time_point next_chief_check = Clock::now() + std::chrono::seconds(5);
   while (local < total_steps_) {
+    if (report && StopRequested()) {
+      step_ = local;
+      return StopHere(-1);
+    }
     if (!chief() && !recovery_auto() && Clock::now() >= next_chief_check) {
       Status alive = static_cast<ClusterRunner*>(session_.get())->Ping("/job:worker/task:0", 5000);
-      if (!alive.ok()) {
-        return FailedPreconditionError("the chief (/job:worker/task:0) is gone at step ", local, ": ", alive.message(),
-                                       "; this worker stops");
-      }
+      if (!alive.ok()) return ChiefLost(local, alive);
       next_chief_check = Clock::now() + std::chrono::seconds(5);
     }
     const Clock::time_point t0 = Clock::now();
@@ -2434,6 +2591,8 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
       interval_start = Clock::now();
     }
     local = next;
+    // recovery = "auto" rejoins by the step queue, not by a recorded step.
+    if (!recovery_auto()) RecordProgress(std::min(local, total_steps_));
     std::lock_guard<std::mutex> lock(stats->mutex);
     stats->reached = std::min(local, total_steps_);
   }
@@ -2560,6 +2719,7 @@ Expected<TrainResult> Run::GoSync(bool restored) {
     return Status();
   };
   while (step_ < total_steps_) {
+    if (StopRequested()) return fail(StopHere(saved_step));
     const Clock::time_point t0 = Clock::now();
     const int64_t next = step_ + 1;
     const bool eval_due =
@@ -2677,7 +2837,6 @@ Expected<TrainResult> Run::GoSync(bool restored) {
         continue;
       }
     }
-    if (pause) interval_start = Clock::now();
     if (worker_failed.load()) {
       if (!recovery_auto()) return fail(Status());
       WEFT_RETURN_IF_ERROR(recover(worker_status.WithContext("the chief's own worker")));

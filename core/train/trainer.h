@@ -9,6 +9,7 @@
 #ifndef WEFT_CORE_TRAIN_TRAINER_H_
 #define WEFT_CORE_TRAIN_TRAINER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <ostream>
@@ -54,6 +55,11 @@ struct TrainerOptions {
   runtime::TraceRecorder* trace = nullptr;
   int64_t trace_first = 10;
   int64_t trace_last = 10;
+  // When it holds a signal number (SIGTERM, SIGINT), the run stops before
+  // its next step: the chief saves a checkpoint there first (when
+  // [checkpoint] dir is set), and Train returns CANCELLED saying at which
+  // step and what --resume continues from. Null: only the end stops it.
+  const std::atomic<int>* stop_signal = nullptr;
 };
 
 struct TrainResult {

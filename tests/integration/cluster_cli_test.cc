@@ -201,6 +201,7 @@ class Cluster : public ::testing::Test {
   };
 
   fs::path dir_;
+  int ps_port_ = 0;
   std::vector<std::unique_ptr<BackgroundProcess>> tasks_;
 };
 
@@ -398,7 +399,8 @@ TEST_F(Cluster, TwoClustersSharingAnAddressRefuseEachOther) {
 }
 
 TEST_F(Cluster, ATaskKilledMidStepFailsTheStepNamingIt) {
-  const std::string config = WriteConfig("c.toml", FreePort(), FreePort(), 20000, /*rpc_ms=*/60000);
+  ps_port_ = FreePort();
+  const std::string config = WriteConfig("c.toml", ps_port_, FreePort(), 20000, /*rpc_ms=*/60000);
   BackgroundProcess* ps = Serve(config, "ps", 0);
   Serve(config, "worker", 0);
   StepThatWaits waiting(this, config);
@@ -406,9 +408,16 @@ TEST_F(Cluster, ATaskKilledMidStepFailsTheStepNamingIt) {
   const auto killed = std::chrono::steady_clock::now();
   const ProcessResult r = waiting.Join();
   EXPECT_LT(std::chrono::steady_clock::now() - killed, 20s) << "the step did not fail promptly";
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("/job:ps/task:0"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("closed the connection"), std::string::npos) << r.err;
+  // A lost task exits 3, not 1 (a user error), and the message leads with
+  // it in the user's terms, then what to do, then the chain of nodes.
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const std::string error = r.err.substr(std::min(r.err.size(), r.err.find("weft: error: ")));
+  EXPECT_EQ(error.find(StrCat("weft: error: /job:ps/task:0 (tcp://127.0.0.1:", ps_port_,
+                              ") was lost: it closed the connection (its process ended or was killed, or the link to "
+                              "it broke).\n  Start it again and run the command again")),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find("\n  (what failed: "), std::string::npos) << r.err;
 }
 
 // A task that hangs (SIGSTOP: its connections stay open, so nothing
@@ -431,9 +440,14 @@ TEST_F(Cluster, AHungTaskIsDeclaredLostAndItsStepFailsNamingIt) {
   const auto took = std::chrono::steady_clock::now() - stopped;
   ps->Kill(SIGCONT);
   EXPECT_LT(took, 15s) << "the step did not fail at the heartbeat timeout";
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find(StrCat("task /job:ps/task:0 (tcp://127.0.0.1:", ps_port, ") has not answered for ")),
-            std::string::npos)
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  // After the heartbeat's warning in the log: the error leads with the task.
+  const std::string error = r.err.substr(std::min(r.err.size(), r.err.find("weft: error: ")));
+  EXPECT_EQ(error.find(StrCat("weft: error: /job:ps/task:0 (tcp://127.0.0.1:", ps_port,
+                              ") was lost: it has not answered for ")),
+            0u)
+      << r.err;
+  EXPECT_NE(r.err.find("): hung, killed, or cut off.\n  Start it again and run the command again"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("([cluster] heartbeat_timeout_ms = 1500)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("; step "), std::string::npos) << r.err;

@@ -45,7 +45,10 @@ grep -q "weft train: /job:ps/task:0 stopping (/job:worker/task:0: the chief ende
 ! pgrep -f "$work/c.toml" >/dev/null || fail "processes left running: $(pgrep -af "$work/c.toml")"
 
 echo "== serve, devices, stop"
-"$source/tools/cluster.sh" serve "$work/c.toml" --logs "$work/served" || fail "serve failed"
+served=$("$source/tools/cluster.sh" serve "$work/c.toml" --logs "$work/served") || fail "serve failed: $served"
+# The stop hint works as printed: with the --logs folder it was given.
+grep -q "stop them with: tools/cluster.sh stop $work/c.toml --logs $work/served" <<< "$served" \
+  || fail "the stop hint lacks --logs: $served"
 [ "$(wc -l < "$work/served/pids")" = 3 ] || fail "serve did not record 3 tasks"
 devices=$("$weft" devices --config "$work/c.toml") || fail "weft devices failed: $devices"
 for t in /job:ps/task:0 /job:worker/task:0 /job:worker/task:1; do

@@ -167,7 +167,11 @@ int Run(Context& ctx, const RunArgs& args) {
     // A failed step's trace helps too: write it either way.
     if (Status written = trace.WriteJson(args.trace); !written.ok()) return ReportError(written);
   }
-  if (!status.ok()) return ReportError(status);
+  if (!status.ok()) {
+    return ReportClusterError(status,
+                              "Start it again and run the command again (a task started anew has lost its variables: "
+                              "give --checkpoint to restore them).");
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(args.out_dir, ec);

@@ -2,8 +2,14 @@
 // --config file, printing progress and ending with a `final:` line.
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "core/dist/cluster.h"
 #include "core/train/trainer.h"
@@ -39,6 +45,63 @@ Expected<std::pair<int64_t, int64_t>> ParseTraceSteps(const std::string& text) {
   return std::make_pair(first, last);
 }
 
+// SIGTERM and SIGINT: the run stops before its next step (the chief saves
+// a checkpoint there); a second signal, or 30 s without an end, stops the
+// process at once. Exit 128 + the signal, as a shell reports it.
+std::atomic<int> g_stop_signal{0};
+
+void OnStopSignal(int signal) {
+  if (g_stop_signal.exchange(signal) != 0) _exit(128 + signal);
+  static constexpr char kTerm[] = "\nweft train: stopping (SIGTERM) before the next step; again to stop at once\n";
+  static constexpr char kInt[] = "\nweft train: stopping (SIGINT) before the next step; again to stop at once\n";
+  const ssize_t ignored =
+      signal == SIGTERM ? write(STDOUT_FILENO, kTerm, sizeof kTerm - 1) : write(STDOUT_FILENO, kInt, sizeof kInt - 1);
+  (void)ignored;
+}
+
+// Ends the process 30 s after a stop signal if the run has not ended by
+// then (a wait that does not look at the signal), until destroyed.
+class StopWatchdog {
+ public:
+  StopWatchdog() {
+    struct sigaction action {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+    thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!done_ && g_stop_signal.load() == 0) cv_.wait_for(lock, std::chrono::milliseconds(100));
+      if (done_) return;
+      if (cv_.wait_for(lock, std::chrono::seconds(30), [this] { return done_; })) return;
+      const int signal = g_stop_signal.load();
+      std::cout << "weft train: did not stop within 30 s of " << (signal == SIGTERM ? "SIGTERM" : "SIGINT")
+                << "; exiting now" << std::endl;
+      _exit(128 + signal);
+    });
+  }
+  ~StopWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// What to do when a task was lost and [cluster] recovery is off.
+constexpr std::string_view kAfterALostTask =
+    "To go on: start it again, then the chief (worker 0) with --resume, which restores the newest checkpoint, and "
+    "the other workers as before; or run the cluster under `weft cluster launch` with [cluster] recovery = \"auto\", "
+    "which restarts lost tasks and restores by itself (docs/distributed.md, \"Recovery\").";
+
 int Train(Context& ctx, const TrainArgs& args) {
   if (ctx.config().source.rfind("<embedded", 0) == 0) {
     return ReportError(
@@ -71,19 +134,29 @@ int Train(Context& ctx, const TrainArgs& args) {
     options.trace = &trace;
     std::tie(options.trace_first, options.trace_last) = *steps;
   }
+  options.stop_signal = &g_stop_signal;
+  std::optional<StopWatchdog> watchdog;
+  watchdog.emplace();
   auto result = train::Train(ctx.config(), **host, options);
+  watchdog.reset();
   if (!args.trace.empty()) {
     // A failed run's trace helps too: written either way.
     if (Status written = trace.WriteJson(args.trace); !written.ok()) return ReportError(written);
     std::cout << "trace of steps " << options.trace_first << " to " << options.trace_last << " ("
               << trace.events().size() << " events) in " << args.trace << " (open it in ui.perfetto.dev)" << std::endl;
   }
+  if (!result.ok() && result.status().code() == Code::kCancelled && g_stop_signal.load() != 0) {
+    std::cout << "weft train: " << result.status().message() << std::endl;
+    return 128 + g_stop_signal.load();
+  }
   if (!result.ok()) {
     if (options.interactive) std::cout << "\n";
-    const int code = ReportError(result.status());
     // Recovery gave up waiting: worth starting again (the launcher does).
-    if (result.status().message().find("(recovery_timeout_s)") != std::string::npos) return kExitRetry;
-    return code;
+    if (result.status().message().find("(recovery_timeout_s)") != std::string::npos) {
+      (void)ReportError(result.status());
+      return kExitRetry;
+    }
+    return ReportClusterError(result.status(), kAfterALostTask);
   }
   return kExitOk;
 }

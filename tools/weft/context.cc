@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "core/base/logging.h"
+#include "core/dist/lost_task.h"
 #include "core/plugin/host_services.h"
 #include "core/tensor/size.h"
 
@@ -13,6 +14,7 @@ int ExitCodeFor(const Status& status) {
   if (status.code() == Code::kInternal || status.code() == Code::kUnknown) {
     return kExitInternalError;
   }
+  if (dist::IsLostTask(status)) return kExitTaskLost;
   return kExitUserError;
 }
 
@@ -25,6 +27,10 @@ int ReportError(const Status& status) {
   }
   std::cerr << "weft: error: " << indented << '\n';
   return ExitCodeFor(status);
+}
+
+int ReportClusterError(const Status& status, std::string_view what_to_do) {
+  return ReportError(dist::ExplainLostTask(status, what_to_do));
 }
 
 Status Context::Init() {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/base/status.h"
 #include "core/config/config.h"
@@ -19,18 +20,26 @@ namespace weft::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUserError = 1;
 inline constexpr int kExitInternalError = 2;
+// A task of the cluster was lost while the command ran: it closed its
+// connection, or stopped answering heartbeats (core/dist/lost_task.h).
+inline constexpr int kExitTaskLost = 3;
 // weft train, [cluster] recovery = "auto": lost tasks did not come back
 // within recovery_timeout_s; a launcher restarts a task that exits so
 // (EX_TEMPFAIL).
 inline constexpr int kExitRetry = 75;
 
 // The exit code for a failed |status|: 2 for INTERNAL and UNKNOWN (a bug in
-// Weft or a plugin), 1 for everything else.
+// Weft or a plugin), 3 for a lost task of the cluster, 1 for everything
+// else.
 int ExitCodeFor(const Status& status);
 
 // Prints "weft: error: <message>" (each line of a multi-line message
 // indented under the first) to stderr and returns ExitCodeFor(status).
 int ReportError(const Status& status);
+
+// ReportError for a command on a cluster: a failure that comes from a lost
+// task leads with that task and |what_to_do| (dist::ExplainLostTask).
+int ReportClusterError(const Status& status, std::string_view what_to_do);
 
 struct GlobalOptions {
   std::string config_path;  // empty: the embedded default
