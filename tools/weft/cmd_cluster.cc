@@ -253,6 +253,10 @@ struct Launched {
   std::chrono::milliseconds backoff{200};
 };
 
+// weft train stops cleanly on SIGTERM and SIGINT, exiting 128 + the
+// signal: a task stopped by a signal all the same.
+bool StoppedBySignal(int exit_code) { return exit_code == 128 + SIGTERM || exit_code == 128 + SIGINT; }
+
 std::string SignalName(int signal) {
   const char* abbrev = sigabbrev_np(signal);
   return abbrev != nullptr ? StrCat("SIG", abbrev) : StrCat("signal ", signal);
@@ -391,8 +395,8 @@ int Launch(Context& ctx, const LaunchArgs& args) {
       if (got != t.pid) continue;
       t.running = false;
       pids_changed = true;
-      const bool signalled = WIFSIGNALED(status);
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      const bool signalled = WIFSIGNALED(status) || StoppedBySignal(code);
       t.exit_code = code;
       if (!signalled && code == 0) {
         t.done = true;
@@ -401,7 +405,9 @@ int Launch(Context& ctx, const LaunchArgs& args) {
         if (t.job == "worker" && t.index == 0) chief_done = true;
         continue;
       }
-      const std::string how = signalled ? StrCat("killed by ", SignalName(WTERMSIG(status))) : StrCat("exited ", code);
+      const std::string how = WIFSIGNALED(status) ? StrCat("killed by ", SignalName(WTERMSIG(status)))
+                              : signalled         ? StrCat("stopped by ", SignalName(code - 128), " (exit ", code, ")")
+                                                  : StrCat("exited ", code);
       const bool retry = restart && !stopping_since && !chief_done && (signalled || code == kExitRetry);
       if (retry && t.starts <= args.max_restarts) {
         if (Clock::now() - t.started > std::chrono::seconds(30)) t.backoff = std::chrono::milliseconds(200);
@@ -436,7 +442,7 @@ int Launch(Context& ctx, const LaunchArgs& args) {
         continue;
       }
       t.restart_at = Clock::time_point();
-      if (t.exit_code == 0 || (t.exit_code > 0 && t.exit_code != kExitRetry)) continue;
+      if (t.exit_code == 0 || (t.exit_code > 0 && t.exit_code != kExitRetry && !StoppedBySignal(t.exit_code))) continue;
       std::ofstream(t.log, std::ios::app) << "=== restart " << t.starts << " ===" << std::endl;
       if (Status s = Spawn(t, argv_of(t)); !s.ok()) {
         std::cout << "cluster launch: " << s.message() << std::endl;

@@ -147,6 +147,10 @@ int ServeTask(Context& ctx, const char* command, bool stop_when_told) {
   }
   std::cout << command << ": " << (*service)->name() << " stopping (" << why << ")" << std::endl;
   service->reset();
+  // A task of a training run stopped by a signal rather than by the chief
+  // did not end with the run: 128 + the signal, as weft train's workers,
+  // so that `weft cluster launch` starts it again (recovery = "auto").
+  if (stop_when_told && (signal == SIGTERM || signal == SIGINT)) return 128 + signal;
   return kExitOk;
 }
 
