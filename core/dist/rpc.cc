@@ -514,7 +514,9 @@ void RpcNode::OnAccept(const std::shared_ptr<Connection>& connection) {
   if (evicted != nullptr) {
     // Logged at most once a second, counting the others: a flood must not
     // flood the log too.
-    if (!evicted_why.empty()) WEFT_LOG(WARNING) << evicted_why;
+    if (!evicted_why.empty()) {
+      WEFT_LOG(WARNING) << evicted_why;
+    }
     RefuseConnection(evicted, "", BusyFrame(), /*log=*/false);
   }
   deadline_cv_.notify_all();

@@ -735,7 +735,9 @@ TEST(ClientTurnedAway, TheMessageNamesTheFloodWithOrWithoutASecret) {
         << s.ToString();
     EXPECT_EQ(s.message().find("secret_file"), std::string::npos) << s.ToString();
     EXPECT_EQ(s.message().find("Is the task started"), std::string::npos) << s.ToString();
-    if (!secret.empty()) EXPECT_GT(accepted.load(), 1) << "a client with a secret tries again";
+    if (!secret.empty()) {
+      EXPECT_GT(accepted.load(), 1) << "a client with a secret tries again";
+    }
   }
 }
 
