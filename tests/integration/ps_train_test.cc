@@ -1104,6 +1104,8 @@ TEST_F(PsTraining, LosingAWorkerWhileTheChiefWaitsEndsTheWaitNamingIt) {
   const auto took = std::chrono::steady_clock::now() - killed;
   const std::string out = chief->Output();
   EXPECT_LE(took, 2s + 5s) << out;
+  std::cout << "the chief ended the run " << std::chrono::duration<double>(took).count()
+            << " s after worker 1 was killed (heartbeat_timeout_ms = 2000)" << std::endl;
   EXPECT_EQ(chief->exit_code(), 0) << out;
   EXPECT_NE(out.find("final: step=100 "), std::string::npos) << out;
   EXPECT_TRUE(HasLineWith(out, {"worker /job:worker/task:1 (tcp://127.0.0.1:", ") was lost at step ",
@@ -1151,6 +1153,7 @@ TEST_F(PsTraining, LosingAPsTaskFailsTheStepNamingIt) {
   const std::size_t error = out.find("weft: error: ");
   ASSERT_NE(error, std::string::npos) << out;
   const std::string message = out.substr(error);
+  std::cout << message << std::endl;
   EXPECT_EQ(message.find("weft: error: /job:ps/task:0 (tcp://127.0.0.1:"), 0u) << message;
   // Closed mid-step, or (killed between steps) silent past the heartbeat
   // timeout while the next step waited to reconnect.
