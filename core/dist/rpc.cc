@@ -272,6 +272,7 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     return;
   }
   Status last;
+  Status busy;  // the last attempt a task turned away (BusyFrame)
   int attempts = 0;
   std::shared_ptr<Connection> connection;
   auto backoff = std::chrono::milliseconds(20);
@@ -316,6 +317,7 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
         FailChannel(channel, auth.WithContext(StrCat("authenticating with ", Describe(peer))));
         return;
       }
+      if (auth.code() == Code::kResourceExhausted) busy = auth;
       last = auth;
     } else {
       last = c.status();
@@ -333,8 +335,10 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     FailChannel(channel, last.WithContext(StrCat("reaching ", Describe(peer))));
     return;
   }
+  // A task that turned attempts away is up, under a flood: that is the
+  // news, not a last attempt cut short by the deadline.
+  if (connection == nullptr && !busy.ok()) last = busy;
   if (connection == nullptr) {
-    // A task that turned every attempt away is up: it is under a flood.
     const bool up = last.code() == Code::kInvalidArgument || last.code() == Code::kResourceExhausted;
     FailChannel(channel,
                 Status(up ? last.code() : Code::kUnavailable,
