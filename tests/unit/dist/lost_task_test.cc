@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/dist/heartbeat.h"
+#include "core/dist/incarnation.h"
 
 namespace weft::dist {
 namespace {
@@ -96,6 +97,18 @@ TEST(LostTask, ShortenMiddleKeepsBothEndsAndWholeCharacters) {
       ADD_FAILURE() << "a split character at " << i << ": " << short_accents;
     }
   }
+}
+
+// The RPC layer and two heartbeat monitors each notice one restart; only
+// the first to ask logs it at INFO.
+TEST(FirstToSeeRestart, OncePerTaskAndIncarnation) {
+  EXPECT_TRUE(FirstToSeeRestart("/job:ps/task:97", 0x1a2200000001ull));
+  EXPECT_FALSE(FirstToSeeRestart("/job:ps/task:97", 0x1a2200000001ull));
+  EXPECT_FALSE(FirstToSeeRestart("/job:ps/task:97", 0x1a2200000001ull));
+  EXPECT_TRUE(FirstToSeeRestart("/job:worker/task:97", 0x1a2200000001ull));
+  // Restarted again: a new incarnation is news again.
+  EXPECT_TRUE(FirstToSeeRestart("/job:ps/task:97", 0x1a2200000002ull));
+  EXPECT_FALSE(FirstToSeeRestart("/job:ps/task:97", 0x1a2200000002ull));
 }
 
 }  // namespace
