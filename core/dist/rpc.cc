@@ -720,17 +720,10 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
       // with one, for the challenge, which this frame is read as below.
       busy_fails_channel = channel->state != Channel::State::kReady && channel->auth_reply == nullptr;
     }
-    known = known || channel != nullptr;
     if (channel != nullptr) auth_reply.swap(channel->auth_reply);
   }
   if (busy_fails_channel) {
     FailChannel(channel, BusyStatus(channel->peer));
-    return;
-  }
-  if (!known) {
-    // Neither a connection of this process nor one it still accepts (it
-    // was turned away or timed out, and is closing): nothing to answer.
-    WEFT_LOG(DEBUG) << "a message from " << from << ", whose connection is closing; dropped";
     return;
   }
   if (auth_reply != nullptr) {
