@@ -356,6 +356,14 @@ std::string Fixed(double v, int digits) {
   return out.str();
 }
 
+// A step a worker recorded in a task's store (RecordProgress); -1 when
+// the value is not a number.
+int64_t RecordedStepValue(const std::string& value) {
+  char* end = nullptr;
+  const long long step = std::strtoll(value.c_str(), &end, 10);
+  return end != value.c_str() && *end == '\0' ? step : -1;
+}
+
 // Whole seconds left of |timeout_s| from |start| at |now|, at least 0.
 int64_t SecondsLeft(Clock::time_point start, int64_t timeout_s, Clock::time_point now) {
   const int64_t spent = std::chrono::duration_cast<std::chrono::seconds>(now - start).count();
@@ -1820,10 +1828,7 @@ int64_t Run::RecordedStep(int64_t w) {
   auto store = runner().service().KvStoreOf(dist::TaskPrefix("worker", 0));
   if (!store.ok()) return -1;
   auto value = (*store)->Get(StrCat(recovery_auto() ? "recovery/progress/" : "cluster/progress/", w), 0);
-  if (!value.ok()) return -1;
-  char* end = nullptr;
-  const long long step = std::strtoll(value->c_str(), &end, 10);
-  return end != nullptr && *end == '\0' ? step : -1;
+  return value.ok() ? RecordedStepValue(*value) : -1;
 }
 
 std::string Run::LostWorker(int64_t w) {
@@ -1892,10 +1897,7 @@ int64_t Run::RemoteProgress() {
     auto store = runner().service().KvStoreOf(task);
     if (!store.ok()) continue;
     auto value = (*store)->Get(StrCat("recovery/progress/", worker_), 0);
-    if (!value.ok()) continue;
-    char* end = nullptr;
-    const long long step = std::strtoll(value->c_str(), &end, 10);
-    if (end != nullptr && *end == '\0') furthest = std::max<int64_t>(furthest, step);
+    if (value.ok()) furthest = std::max(furthest, RecordedStepValue(*value));
   }
   return furthest;
 }
