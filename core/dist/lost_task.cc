@@ -19,6 +19,16 @@ constexpr std::size_t kChainChars = 240;
 
 bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
+// Whether LostTaskError told |status|: UNAVAILABLE whose first line is
+// "/job:... (ADDR) was lost: ...". Its "what failed" may quote the cause
+// again (heartbeats that timed out), which must not be told a second time.
+bool AlreadyTold(const Status& status) {
+  if (status.code() != Code::kUnavailable) return false;
+  const std::string_view text = status.message();
+  const std::string_view first = text.substr(0, text.find('\n'));
+  return first.starts_with("/job:") && first.find(kWasLost) != std::string_view::npos;
+}
+
 }  // namespace
 
 std::optional<LostTask> FindLostTask(const Status& status) {
@@ -71,14 +81,14 @@ Status LostTaskError(const LostTask& lost, std::string_view what_to_do, std::str
 }
 
 Status ExplainLostTask(const Status& status, std::string_view what_to_do) {
+  if (AlreadyTold(status)) return status;
   const std::optional<LostTask> lost = FindLostTask(status);
   if (!lost.has_value()) return status;
   return LostTaskError(*lost, what_to_do, status.message());
 }
 
 bool IsLostTask(const Status& status) {
-  if (FindLostTask(status).has_value()) return true;
-  return status.code() == Code::kUnavailable && status.message().find(kWasLost) != std::string_view::npos;
+  return AlreadyTold(status) || FindLostTask(status).has_value();
 }
 
 }  // namespace weft::dist

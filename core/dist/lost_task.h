@@ -43,7 +43,7 @@ std::optional<LostTask> FindLostTask(const Status& status);
 Status LostTaskError(const LostTask& lost, std::string_view what_to_do, std::string_view what_failed);
 
 // |status| as LostTaskError tells it when it reports a lost task; any other
-// status unchanged.
+// status, and one LostTaskError already told, unchanged.
 Status ExplainLostTask(const Status& status, std::string_view what_to_do);
 
 // Whether |status| reports a lost task, as it came (FindLostTask) or as

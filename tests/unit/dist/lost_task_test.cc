@@ -75,6 +75,28 @@ TEST(LostTask, ExplainedItLeadsWithTheCauseThenWhatToDoThenTheChainShortened) {
   EXPECT_EQ(ExplainLostTask(other, "x").message(), other.message());
 }
 
+// A worker that lost the chief tells it itself (the chief, the step, what
+// to do); the silent heartbeats it quotes in "what failed" must not make
+// the command tell it again, leading with the generic advice.
+TEST(LostTask, ATaleAlreadyToldIsNotToldAgain) {
+  const Status told = LostTaskError(
+      {"/job:worker/task:0", "tcp://127.0.0.1:7081", "the chief did not answer at this worker's step 276"},
+      "This worker stops.",
+      "task /job:worker/task:0 (tcp://127.0.0.1:7081) has not answered for 10.0 s ([cluster] heartbeat_timeout_ms = "
+      "10000)");
+  const Status again = ExplainLostTask(told, "start it again");
+  EXPECT_EQ(again.message(), told.message());
+  EXPECT_EQ(std::string(again.message()).find("/job:worker/task:0 (tcp://127.0.0.1:7081) was lost: the chief did not "
+                                              "answer at this worker's step 276.\nThis worker stops.\n"),
+            0u)
+      << again.message();
+  EXPECT_TRUE(IsLostTask(told));
+  // A chain that only mentions "was lost" deep inside is told afresh.
+  const Status deep = UnavailableError(std::string("step 3: /job:ps/task:1 (tcp://h:1) was lost: x; ") + kClosedChain);
+  EXPECT_EQ(std::string(ExplainLostTask(deep, "go").message()).find("/job:ps/task:0 (tcp://127.0.0.1:7080) was lost: "),
+            0u);
+}
+
 TEST(LostTask, ShortenMiddleKeepsBothEndsAndWholeCharacters) {
   EXPECT_EQ(ShortenMiddle("short", 40), "short");
   const std::string text = std::string(50, 'a') + std::string(50, 'b');
