@@ -87,8 +87,6 @@ Status ExplainLostTask(const Status& status, std::string_view what_to_do) {
   return LostTaskError(*lost, what_to_do, status.message());
 }
 
-bool IsLostTask(const Status& status) {
-  return AlreadyTold(status) || FindLostTask(status).has_value();
-}
+bool IsLostTask(const Status& status) { return AlreadyTold(status) || FindLostTask(status).has_value(); }
 
 }  // namespace weft::dist

@@ -86,8 +86,9 @@ TEST(LostTask, ATaleAlreadyToldIsNotToldAgain) {
       "10000)");
   const Status again = ExplainLostTask(told, "start it again");
   EXPECT_EQ(again.message(), told.message());
-  EXPECT_EQ(std::string(again.message()).find("/job:worker/task:0 (tcp://127.0.0.1:7081) was lost: the chief did not "
-                                              "answer at this worker's step 276.\nThis worker stops.\n"),
+  EXPECT_EQ(std::string(again.message())
+                .find("/job:worker/task:0 (tcp://127.0.0.1:7081) was lost: the chief did not "
+                      "answer at this worker's step 276.\nThis worker stops.\n"),
             0u)
       << again.message();
   EXPECT_TRUE(IsLostTask(told));
