@@ -204,6 +204,20 @@ std::vector<OptionSpec> PlacementSpecs() {
           priority};
 }
 
+std::vector<OptionSpec> GraphOptimizerSpecs() {
+  OptionSpec level = Spec("level", OptionType::kInt,
+                          "How much the graph optimizer rewrites a graph before it runs (docs/optimizer.md): 0 "
+                          "nothing; 1 constant folding, common subexpressions, Identity and no-op removal, "
+                          "arithmetic simplification; 2 adds fusions; 3 adds layout. Unset: the default of this "
+                          "build (`weft optimize --explain` shows it). `--optimize LEVEL` overrides it.");
+  level.min = 0;
+  level.max = 3;
+  OptionSpec disable =
+      Spec("disable", OptionType::kStringList, "Names of passes not to run (`weft optimize --explain` lists them).");
+  disable.default_value = Default("[]");
+  return {level, disable};
+}
+
 struct CoreSection {
   std::string_view name;
   std::vector<OptionSpec> (*specs)();
@@ -214,7 +228,7 @@ constexpr CoreSection kCoreSections[] = {
     {"logging", LoggingSpecs},     {"model", ModelSpecs},
     {"data", DataSpecs},           {"training", TrainingSpecs},
     {"schedule", ScheduleSpecs},   {"checkpoint", CheckpointSpecs},
-    {"placement", PlacementSpecs},
+    {"placement", PlacementSpecs}, {"graph_optimizer", GraphOptimizerSpecs},
 };
 
 // Reads the scalar keys of |table| into a Section.
@@ -242,6 +256,11 @@ void ApplyRuntime(const OptionValues& values, RuntimeConfig& out) {
   if (auto v = values.GetInt("inter_op_threads"); v.ok()) out.inter_op_threads = *v;
   if (auto v = values.GetInt("intra_op_threads"); v.ok()) out.intra_op_threads = *v;
   if (auto v = values.GetInt("max_tensor_mb"); v.ok()) out.max_tensor_mb = *v;
+}
+
+void ApplyGraphOptimizer(const OptionValues& values, GraphOptimizerConfig& out) {
+  if (auto v = values.GetInt("level"); v.ok()) out.level = *v;
+  if (auto v = values.GetStringList("disable"); v.ok()) out.disable = *v;
 }
 
 void ApplyPlugins(const OptionValues& values, std::string_view base_dir, PluginsConfig& out) {
@@ -561,6 +580,7 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
     if (core.name == "training") ApplyTraining(values, base_dir, config.training);
     if (core.name == "schedule") ApplySchedule(values, config.schedule);
     if (core.name == "checkpoint") ApplyCheckpoint(values, base_dir, config.checkpoint);
+    if (core.name == "graph_optimizer") ApplyGraphOptimizer(values, config.graph_optimizer);
     if (core.name == "placement") {
       ApplyPlacement(values, document[core.name].as_table(), source_name, config.placement);
     }

@@ -141,6 +141,13 @@ struct PlacementConfig {
   std::vector<PinConfig> pins;
 };
 
+// [graph_optimizer]: the passes that rewrite a graph before it runs
+// (docs/optimizer.md). The pass names are checked when a session starts.
+struct GraphOptimizerConfig {
+  std::optional<int64_t> level;  // unset: the build's default
+  std::vector<std::string> disable;
+};
+
 struct Config {
   // The file it came from, or "<embedded configs/local.toml>".
   std::string source;
@@ -153,6 +160,7 @@ struct Config {
   ScheduleConfig schedule;
   CheckpointConfig checkpoint;
   PlacementConfig placement;
+  GraphOptimizerConfig graph_optimizer;
   // [cluster]; absent: a single process (see core/dist/cluster.h).
   std::optional<ClusterConfig> cluster;
   // [optimizer] as written: its keys depend on the optimizer plugin it

@@ -43,6 +43,7 @@ DistSessionOptions SessionOptionsFor(const ClusterSpec& cluster, const config::C
   o.heartbeat_interval_ms = cluster.heartbeat_interval_ms;
   o.heartbeat_timeout_ms = cluster.heartbeat_timeout_ms;
   o.placement = runtime::PlacementOptionsFromConfig(config);
+  o.optimizer = runtime::SessionOptions::FromConfig(config).optimizer;
   if (cluster.self) o.identity = cluster.self->ToString();
   return o;
 }

@@ -375,7 +375,17 @@ Expected<std::shared_ptr<DistSession::Prepared>> DistSession::Prepare(const std:
   WEFT_ASSIGN_OR_RETURN(runtime::RunGraph rewritten, runtime::RewriteForRun(graph_, feeds, fetches, targets));
   prepared->feed_types = std::move(rewritten.feed_types);
   prepared->feed_shapes = std::move(rewritten.feed_shapes);
-  const Graph& graph = *rewritten.graph;
+  std::shared_ptr<const Graph> optimized = std::move(rewritten.graph);
+  if (options_.optimizer.level > 0) {
+    passes::PassContext context;
+    context.keep.insert(rewritten.roots.begin(), rewritten.roots.end());
+    context.requested_device = [this](const NodeDef& node) {
+      return runtime::RequestedDevice(options_.placement, node);
+    };
+    WEFT_ASSIGN_OR_RETURN(passes::OptimizeResult result, passes::Optimize(optimized, options_.optimizer, context));
+    optimized = std::move(result.graph);
+  }
+  const Graph& graph = *optimized;
   WEFT_ASSIGN_OR_RETURN(ClusterPlacement placed, Place(graph));
 
   std::vector<placement::PartitionDevice> parts;

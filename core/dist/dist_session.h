@@ -25,6 +25,7 @@
 #include "core/dist/heartbeat.h"
 #include "core/dist/rpc.h"
 #include "core/graph/graph.h"
+#include "core/passes/pass.h"
 #include "core/placement/partitioner.h"
 #include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
@@ -45,6 +46,11 @@ struct DistSessionOptions {
   int64_t heartbeat_interval_ms = 1000;
   int64_t heartbeat_timeout_ms = 10000;
   placement::PlacementOptions placement;
+  // The graph optimizer ([graph_optimizer]; docs/optimizer.md), run on each
+  // signature's graph before placement. Constant folding needs a host
+  // device to evaluate on, which a client does not have: it is left to the
+  // tasks' own level.
+  passes::OptimizeOptions optimizer;
   // Who the client is, for the tasks' messages.
   std::string identity = "client";
   // Its incarnation (core/dist/incarnation.h); 0: a new one. A worker

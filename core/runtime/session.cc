@@ -33,6 +33,8 @@ SessionOptions SessionOptions::FromConfig(const config::Config& config) {
   if (config.runtime.inter_op_threads) options.inter_op_threads = static_cast<int>(*config.runtime.inter_op_threads);
   if (config.runtime.intra_op_threads) options.intra_op_threads = static_cast<int>(*config.runtime.intra_op_threads);
   options.placement = PlacementOptionsFromConfig(config);
+  if (config.graph_optimizer.level) options.optimizer.level = static_cast<int>(*config.graph_optimizer.level);
+  options.optimizer.disable = config.graph_optimizer.disable;
   return options;
 }
 
@@ -59,11 +61,13 @@ std::pair<int, int> ResolveThreads(const SessionOptions& options) {
 Expected<std::unique_ptr<Session>> Session::Create(Graph graph, std::shared_ptr<DeviceSet> devices,
                                                    const SessionOptions& options) {
   if (devices == nullptr || devices->devices().empty()) return FailedPreconditionError("a session needs devices");
+  WEFT_RETURN_IF_ERROR(passes::ValidateOptions(options.optimizer).WithContext("[graph_optimizer]"));
   std::unique_ptr<Session> session(new Session(std::move(graph), std::move(devices)));
   const auto [inter, intra] = ResolveThreads(options);
   session->inter_op_threads_ = inter;
   session->intra_op_threads_ = intra;
   session->placement_ = options.placement;
+  session->optimizer_ = options.optimizer;
   // Its kernels' parallel loops use a pool of its own size, shared with
   // other sessions of that size: another session's setting never changes it.
   session->intra_op_pool_ = plugin::IntraOpPoolFor(intra);
@@ -85,6 +89,47 @@ Session::~Session() {
 std::size_t Session::cached_executors() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cache_.size();
+}
+
+std::vector<passes::PassReport> Session::last_optimization() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_optimization_;
+}
+
+std::string RequestedDevice(const placement::PlacementOptions& options, const NodeDef& node) {
+  for (const placement::Pin& pin : options.pins) {
+    if (placement::GlobMatch(pin.pattern, node.name)) return pin.device;
+  }
+  return node.device;
+}
+
+Expected<std::vector<Tensor>> Session::EvaluateOnHost(GraphDef graph, const std::vector<std::string>& fetches) {
+  const RuntimeDevice* host = devices_->default_device();
+  if (host == nullptr || host->type() != "CPU") return FailedPreconditionError("no CPU device to evaluate on");
+  WEFT_ASSIGN_OR_RETURN(Graph g, Graph::FromGraphDef(std::move(graph)));
+  WEFT_ASSIGN_OR_RETURN(RunGraph run, RewriteForRun(g, {}, fetches, {}));
+  std::vector<const RuntimeDevice*> node_devices(static_cast<std::size_t>(run.graph->num_nodes()), host);
+  auto factory = [](const Graph& part, const Graph::Node& node,
+                    const RuntimeDevice& device) -> Expected<std::shared_ptr<OpKernel>> {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, CreateKernel(part, node, device));
+    return std::shared_ptr<OpKernel>(std::move(kernel));
+  };
+  WEFT_ASSIGN_OR_RETURN(auto executor, Executor::Create(run.graph, std::move(node_devices), pool_.get(), factory));
+  std::vector<Tensor> args;
+  std::vector<Tensor> retvals(fetches.size());
+  StepInfo step;
+  step.args = &args;
+  step.retvals = &retvals;
+  step.intra_op = intra_op_pool_.get();
+  WEFT_RETURN_IF_ERROR(executor->Run(step, nullptr));
+  // Host copies of their own: the values outlive this step in the graph.
+  std::vector<Tensor> out;
+  for (const Tensor& t : retvals) {
+    WEFT_ASSIGN_OR_RETURN(Tensor host_copy, host->CopyToHost(t));
+    WEFT_ASSIGN_OR_RETURN(Tensor owned, host_copy.DeepCopy());
+    out.push_back(std::move(owned));
+  }
+  return out;
 }
 
 Expected<std::shared_ptr<OpKernel>> Session::KernelFor(const Graph& graph, const Graph::Node& node,
@@ -114,6 +159,20 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
   prepared->feed_shapes = std::move(rewritten.feed_shapes);
   std::shared_ptr<const Graph> shared = std::move(rewritten.graph);
   const std::vector<std::string>& roots = rewritten.roots;
+
+  // The graph optimizer (docs/optimizer.md), on what this signature runs.
+  if (optimizer_.level > 0) {
+    passes::PassContext context;
+    context.keep.insert(roots.begin(), roots.end());
+    context.evaluate = [this](GraphDef def, const std::vector<std::string>& outputs) {
+      return EvaluateOnHost(std::move(def), outputs);
+    };
+    context.requested_device = [this](const NodeDef& node) { return RequestedDevice(placement_, node); };
+    WEFT_ASSIGN_OR_RETURN(passes::OptimizeResult optimized, passes::Optimize(shared, optimizer_, context));
+    shared = std::move(optimized.graph);
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_optimization_ = std::move(optimized.reports);
+  }
 
   // Place every node, and cut the graph where devices meet.
   WEFT_ASSIGN_OR_RETURN(PlacedGraph placed, PlaceAndPartition(*shared, *devices_, placement_));

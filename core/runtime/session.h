@@ -22,6 +22,7 @@
 #include "core/base/thread_pool.h"
 #include "core/config/config.h"
 #include "core/graph/graph.h"
+#include "core/passes/pass.h"
 #include "core/placement/placer.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/executor.h"
@@ -36,8 +37,12 @@ struct SessionOptions {
   int intra_op_threads = 0;
   // Where nodes run: soft placement, type priority, pins ([placement]).
   placement::PlacementOptions placement;
+  // The graph optimizer's level and disabled passes ([graph_optimizer],
+  // `--optimize`; docs/optimizer.md). Each run's graph is optimized after
+  // pruning, before placement.
+  passes::OptimizeOptions optimizer;
 
-  // The options of [runtime] in |config|.
+  // The options of [runtime], [placement] and [graph_optimizer] in |config|.
   static SessionOptions FromConfig(const config::Config& config);
 };
 
@@ -67,6 +72,12 @@ class Session {
   int intra_op_threads() const { return intra_op_threads_; }
   // How many executors the cache holds (one per signature seen).
   std::size_t cached_executors() const;
+  // What the graph optimizer did for the latest signature prepared (empty
+  // before the first Run, or at level 0).
+  std::vector<passes::PassReport> last_optimization() const;
+  // Runs |graph| (Const nodes and what reads them, no device requests) on
+  // the host device and returns |fetches|: how constant folding evaluates.
+  Expected<std::vector<Tensor>> EvaluateOnHost(GraphDef graph, const std::vector<std::string>& fetches);
 
  private:
   struct Prepared;
@@ -87,6 +98,8 @@ class Session {
   std::mutex stateful_mutex_;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<OpKernel>> stateful_kernels_;
   placement::PlacementOptions placement_;
+  passes::OptimizeOptions optimizer_;
+  std::vector<passes::PassReport> last_optimization_;  // under mutex_
   std::unique_ptr<ThreadPool> pool_;
   int inter_op_threads_ = 1;
   int intra_op_threads_ = 1;
@@ -95,6 +108,10 @@ class Session {
   std::map<std::string, std::shared_ptr<Prepared>> cache_;
   std::atomic<int64_t> next_step_{1};
 };
+
+// The device |node| will be asked for under |options|: the first of its
+// [placement.pins] that matches its name, else its own request.
+std::string RequestedDevice(const placement::PlacementOptions& options, const NodeDef& node);
 
 // The thread counts (inter, intra) SessionOptions resolve to on this
 // machine, from one budget of the cores the process may use so that

@@ -24,6 +24,7 @@
 #include "core/runtime/op_kernel.h"
 #include "core/runtime/session.h"
 #include "core/tensor/size.h"
+#include "tests/fuzz/cpu_env.h"
 #include "weft/sdk/half.h"
 
 namespace weft {
@@ -190,35 +191,13 @@ std::optional<AttrMap> MakeAttrs(Reader& in, const OpDef& op) {
   return attrs;
 }
 
-struct Env {
-  std::unique_ptr<plugin::PluginHost> host;
-  std::shared_ptr<runtime::DeviceSet> devices;
-};
-
-Env* g_env = nullptr;
+fuzz::CpuEnv* g_env = nullptr;
 
 }  // namespace
 }  // namespace weft
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  using namespace weft;
-  auto config = config::ParseConfig("[logging]\nlevel = \"off\"\n", "fuzz.toml", "/");
-  if (!config.ok()) return 0;
-  config->plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
-  plugin::PluginHostOptions options;
-  options.use_environment = false;
-  options.use_builtin_folder = false;
-  g_env = new Env;
-  g_env->host = std::make_unique<plugin::PluginHost>(*config, options);
-  Status loaded = g_env->host->LoadAll();
-  auto devices = runtime::DeviceSet::Open(*g_env->host);
-  if (!loaded.ok() || !devices.ok()) {
-    std::fprintf(stderr, "op_fuzzer: cannot load the CPU plugin from %s\n", WEFT_BUILT_PLUGIN_DIR);
-    std::abort();
-  }
-  g_env->devices = std::move(*devices);
-  // Small inputs never need much; a kernel asked for more fails cleanly.
-  SetMaxTensorBytes(uint64_t{64} << 20);
+  weft::g_env = weft::fuzz::LoadCpuEnv("op_fuzzer");
   return 0;
 }
 
@@ -256,7 +235,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   b.AddNode(op->name, inputs, *attrs, "op");
   auto graph = b.Build();
   if (!graph.ok()) return 0;
-  auto session = runtime::Session::Create(std::move(*graph), g_env->devices);
+  // The op's own kernel, not a constant folded on the host (the optimizer
+  // has a fuzz target of its own).
+  runtime::SessionOptions options;
+  options.optimizer.level = 0;
+  auto session = runtime::Session::Create(std::move(*graph), g_env->devices, options);
   if (!session.ok()) return 0;
   const Graph::Node* node = (*session)->graph().Find("op");
   std::vector<std::string> fetches;

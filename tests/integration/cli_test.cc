@@ -761,7 +761,7 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
       r.err,
       "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
       "devices, config, run, train, place, serve, cluster, inspect, dot, convert, ops, ckpt, conformance, import, "
-      "export\nRun `weft --help` for usage.\n");
+      "export, optimize, bench\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {
@@ -897,6 +897,112 @@ TEST_F(Cli, ConformanceErrors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("Add on /device:ADD:0: Add/lost: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("a.npy"), std::string::npos) << r.out;
+}
+
+// `weft optimize` (docs/optimizer.md): every pass listed with what it did,
+// and the written graph computes what the original computes.
+TEST_F(Cli, OptimizeExplainsEveryPassAndWritesAGraphThatRunsTheSame) {
+  const std::string model = WEFT_SOURCE_DIR "/configs/models/mnist_mlp.wgt";
+  const std::string out = (dir_ / "opt.wg").string();
+  ProcessResult r = Weft({"optimize", model, "-o", out, "--explain"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(model + ": "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" at level 1 ("), std::string::npos) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"pass", "level", "rewrites", "time", "first", "nodes"})) << r.out;
+  for (const char* pass : {"identity_removal", "arithmetic", "shape_folding", "constant_folding", "cse"}) {
+    EXPECT_TRUE(HasRow(r.out, {pass, "1"})) << pass << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
+  // Level 0 runs nothing, and says which passes it left out.
+  ProcessResult none = Weft({"optimize", model, "--level", "0", "--explain"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_TRUE(HasRow(none.out, {"cse", "1", "-", "-", "not", "run:", "level", "1", ">", "0"})) << none.out;
+
+  const std::string digits = WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy";
+  for (const auto& [graph, dir] : {std::pair{model, "original"}, std::pair{out, "optimized"}}) {
+    ProcessResult ran = Weft({"run", graph, "--feed", "images=" + digits, "--fetch", "probabilities", "--out",
+                              (dir_ / dir).string(), "-q", "--optimize", "0"});
+    ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  }
+  auto a = ReadNpy((dir_ / "original" / "probabilities.npy").string());
+  auto b = ReadNpy((dir_ / "optimized" / "probabilities.npy").string());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->BitwiseEquals(*b));
+}
+
+TEST_F(Cli, OptimizeRefusesAnUnknownPassALevelOutOfRangeAndAnOnnxOutput) {
+  const std::string model = WEFT_SOURCE_DIR "/configs/models/mnist_mlp.wgt";
+  const std::string config = Write("bad.toml", "[graph_optimizer]\ndisable = [\"cse2\"]\n");
+  ProcessResult r = Weft({"optimize", model, "--config", config});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "weft: error: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"? (the passes: "
+            "identity_removal, arithmetic, shape_folding, constant_folding, cse)\n");
+  // The same config stops `weft run` before anything runs.
+  ProcessResult ran = Weft({"run", model, "--config", config, "--fetch", "probabilities", "--feed",
+                            "images=" WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy", "-q"});
+  EXPECT_EQ(ran.exit_code, 1) << ran.err;
+  EXPECT_NE(ran.err.find("[graph_optimizer]: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"?"),
+            std::string::npos)
+      << ran.err;
+  const std::string high = Write("high.toml", "[graph_optimizer]\nlevel = 7\n");
+  ProcessResult level = Weft({"optimize", model, "--config", high});
+  EXPECT_EQ(level.exit_code, 1) << level.err;
+  EXPECT_NE(level.err.find("high.toml:2:9: graph_optimizer.level: "), std::string::npos) << level.err;
+  ProcessResult onnx = Weft({"optimize", model, "-o", (dir_ / "m.onnx").string()});
+  EXPECT_EQ(onnx.exit_code, 1) << onnx.err;
+  EXPECT_NE(onnx.err.find("weft optimize writes a .wg or .wgt graph file"), std::string::npos) << onnx.err;
+}
+
+// `weft bench`: the figures, the profile by op, and JSON.
+TEST_F(Cli, BenchPrintsLatencyThroughputMemoryAndTheOpsThatTakeTheTime) {
+  const std::string model = WEFT_SOURCE_DIR "/configs/models/fashion_cnn.wgt";
+  ProcessResult r =
+      Weft({"bench", model, "--shape", "images=64x28x28x1", "--profile", "--warmup", "1", "--repeat", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(model + " at --optimize 1, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inputs: images f32[64,28,28,1]"), std::string::npos) << r.out;
+  for (const char* row : {"  load ", "  first run ", "  latency           p50 ", "  throughput ", "  peak memory "}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find(" examples/s at batch 64)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ops by time (3 traced runs):"), std::string::npos) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"op", "ms/run", "share", "nodes"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"Conv2D"})) << r.out;
+
+  ProcessResult j = Weft({"bench", model, "--shape", "images=8x28x28x1", "--repeat", "4", "--json", "--optimize", "0"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["optimize"], 0);
+  EXPECT_EQ(doc["runs"], 4);
+  EXPECT_EQ(doc["batch"], 8);
+  EXPECT_GT(doc["load_ms"].get<double>(), 0);
+  EXPECT_LE(doc["p50_ms"].get<double>(), doc["p99_ms"].get<double>());
+  EXPECT_GT(doc["peak_rss_mib"].get<double>(), 1);
+}
+
+TEST_F(Cli, BenchSaysWhichInputsNeedAShape) {
+  const std::string model = WEFT_SOURCE_DIR "/configs/models/fashion_cnn.wgt";
+  ProcessResult none = Weft({"bench", model});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("every output needs an input without a value: give --shape NAME=DIMS (or --feed "
+                          "NAME=FILE.npy) for images [?,28,28,1]"),
+            std::string::npos)
+      << none.err;
+  ProcessResult typo = Weft({"bench", model, "--shape", "image=1x28x28x1"});
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_NE(typo.err.find("--shape \"image=1x28x28x1\": the model has no Placeholder \"image\"; did you mean "
+                          "\"images\"?"),
+            std::string::npos)
+      << typo.err;
+  ProcessResult misfit = Weft({"bench", model, "--shape", "images=1x28x28"});
+  EXPECT_EQ(misfit.exit_code, 1);
+  EXPECT_NE(misfit.err.find("\"images\" is declared [?,28,28,1], which [1,28,28] does not fit"), std::string::npos)
+      << misfit.err;
+  ProcessResult garbled = Weft({"bench", model, "--shape", "images=64by28"});
+  EXPECT_EQ(garbled.exit_code, 1);
+  EXPECT_NE(garbled.err.find("--shape images: expected dimensions like 1x3x224x224, got \"64by28\""), std::string::npos)
+      << garbled.err;
 }
 
 }  // namespace

@@ -11,8 +11,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <thread>
 
@@ -178,6 +180,36 @@ TEST_F(Train, TrainsAndPrintsTheFinalLine) {
   }
   EXPECT_EQ(lines, 5);  // 3 reports, 1 evaluation, 1 final
   EXPECT_EQ(last.rfind("{\"final\":true,\"step\":60,", 0), 0u) << last;
+}
+
+// The graph optimizer changes no training (docs/optimizer.md): the sample
+// CNN trained 50 steps at --optimize 0 and at the highest level reports
+// the same losses (within 1e-4) at every progress line and at the end.
+TEST_F(Train, TheOptimizerChangesNoLossOfTheCnn) {
+  if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  std::map<std::string, std::vector<double>> losses;
+  for (const std::string level : {"0", "3"}) {
+    const std::string config =
+        Config("cnn" + level + ".toml", RealData(),
+               "batch_size = 64\nsteps = 50\nlog_every = 10\nseed = 5\nmetrics = \"m" + level + ".jsonl\"\n",
+               "[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n");
+    ProcessResult r = Weft({"train", kModels + "fashion_cnn.wgt", "--config", config, "--optimize", level});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream metrics(dir_ / ("m" + level + ".jsonl"));
+    std::string line;
+    while (std::getline(metrics, line)) {
+      const std::size_t at = line.find("\"loss\":");
+      if (at == std::string::npos) continue;
+      losses[level].push_back(std::strtod(line.c_str() + at + 7, nullptr));
+    }
+  }
+  ASSERT_EQ(losses["0"].size(), losses["3"].size());
+  ASSERT_GE(losses["0"].size(), 6u);  // 5 progress lines and the final one
+  for (std::size_t i = 0; i < losses["0"].size(); ++i) {
+    EXPECT_NEAR(losses["3"][i], losses["0"][i], 1e-4) << "report " << i;
+  }
+  std::cout << "losses at level 0: " << losses["0"].front() << " ... " << losses["0"].back()
+            << "; at level 3: " << losses["3"].front() << " ... " << losses["3"].back() << std::endl;
 }
 
 // Starts |argv| in the background.

@@ -8,6 +8,10 @@ PyTorch module itself computes for it; `weft run MODEL.onnx` (imported on
 the fly, initializers frozen) must give the same output within a relative
 error of 1e-4: max |weft - torch| / max |torch| over the output (an
 element-wise ratio means nothing where torch's value is near 0).
+
+Each .onnx model also runs at `--optimize 0`: the graph optimizer
+(docs/optimizer.md) must not change its output, bitwise at level 1 (whose
+passes change no arithmetic), within 1e-5 relative above it.
 """
 import argparse
 import os
@@ -38,6 +42,7 @@ def main():
     failures = 0
     for name in args.models.split(","):
         failures += check(args.cli, workdir, name, name + ".onnx", "weft run")
+        failures += check_levels(args.cli, workdir, name)
         wg = os.path.join(workdir, name + ".wg")
         rt = os.path.join(workdir, name + ".roundtrip.onnx")
         for step in (["import", os.path.join(workdir, name + ".onnx"), "-o", wg, "--freeze"],
@@ -63,6 +68,43 @@ def main():
 
 
 IMAGE_MODELS = {"cnn", "resnet18", "mobilenet_v2", "upsample"}
+
+
+def run_model(cli, workdir, model, input_name, out, extra):
+    """Runs |model| with |extra| flags; the output array, or an error string."""
+    proc = subprocess.run([cli, "run", os.path.join(workdir, model), "--feed",
+                           "input=" + os.path.join(workdir, input_name), "--fetch", "output", "--out", out, "-q"] + extra,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        return f"weft run {' '.join(extra)} exited {proc.returncode}: {proc.stderr.strip()}"
+    return np.load(os.path.join(out, "output.npy"))
+
+
+def check_levels(cli, workdir, name):
+    """1 when the optimizer changes |name|'s output at any level."""
+    base = run_model(cli, workdir, name + ".onnx", name + ".input.npy", os.path.join(workdir, "l0_" + name),
+                     ["--optimize", "0"])
+    if isinstance(base, str):
+        print(f"FAIL {name} (level 0): {base}")
+        return 1
+    failures = 0
+    for level in (1, 2, 3):
+        got = run_model(cli, workdir, name + ".onnx", name + ".input.npy", os.path.join(workdir, f"l{level}_{name}"),
+                        ["--optimize", str(level)])
+        if isinstance(got, str):
+            print(f"FAIL {name} (level {level}): {got}")
+            failures += 1
+            continue
+        if level == 1:
+            ok = got.shape == base.shape and got.tobytes() == base.tobytes()
+            detail = "bitwise equal" if ok else "not bitwise equal"
+        else:
+            rel = float(np.abs(got.astype(np.float64) - base).max() / max(np.abs(base).max(), 1e-30))
+            ok = got.shape == base.shape and rel <= 1e-5
+            detail = f"max relative error {rel:.2e} (limit 1e-05)"
+        print(f"{'ok  ' if ok else 'FAIL'} {name:13s} level {level} vs 0: {detail}")
+        failures += 0 if ok else 1
+    return failures
 
 
 def check(cli, workdir, name, model, label):

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/base/status.h"
+#include "core/graph/graph.h"
 #include "core/runtime/device_set.h"
 #include "core/tensor/tensor.h"
 #include "tools/conformance/abi_checks.h"
@@ -52,6 +53,10 @@ Expected<CaseSet> LoadCases(const std::string& dir);
 // Whether |name| matches |pattern|: '*' any run of characters, '?' one;
 // several patterns separated by commas match when any does.
 bool MatchesPattern(const std::string& pattern, const std::string& name);
+
+// The one-op graph of |c|: its inputs as Const nodes "in0", "in1", ...,
+// the op as node "op", every node on |device|.
+Expected<Graph> CaseGraph(const cases::Case& c, const std::string& dir, const std::string& device);
 
 // One case on one device.
 struct CaseOutcome {

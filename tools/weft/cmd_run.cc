@@ -33,6 +33,7 @@ struct RunArgs {
   std::string checkpoint;
   bool quiet = false;
   bool local = false;
+  int optimize = -1;
 };
 
 // "dense/logits:1" -> "dense_logits_1.npy"
@@ -96,6 +97,7 @@ Expected<Restore> AddRestore(const Graph& graph, const std::string& dir) {
 }
 
 int Run(Context& ctx, const RunArgs& args) {
+  ApplyOptimizeOption(ctx, args.optimize);
   if (args.fetches.empty() && args.targets.empty()) {
     return ReportError(InvalidArgumentError("nothing to run: give at least one --fetch or --target (`weft inspect ",
                                             args.graph, "` lists the graph's outputs)"));
@@ -116,13 +118,9 @@ int Run(Context& ctx, const RunArgs& args) {
 
   std::vector<std::pair<std::string, Tensor>> feeds;
   for (const std::string& feed : args.feeds) {
-    const auto eq = feed.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
-      return ReportError(InvalidArgumentError("--feed ", Quote(feed), ": expected NAME=FILE.npy"));
-    }
-    auto value = ReadNpy(feed.substr(eq + 1));
-    if (!value.ok()) return ReportError(value.status().WithContext(StrCat("--feed ", feed.substr(0, eq))));
-    feeds.emplace_back(feed.substr(0, eq), std::move(*value));
+    auto value = ReadFeedFlag(feed);
+    if (!value.ok()) return ReportError(value.status());
+    feeds.push_back(std::move(*value));
   }
 
   auto host = ctx.Plugins();
@@ -197,6 +195,16 @@ int Run(Context& ctx, const RunArgs& args) {
 
 }  // namespace
 
+Expected<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& feed) {
+  const auto eq = feed.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
+    return InvalidArgumentError("--feed ", Quote(feed), ": expected NAME=FILE.npy");
+  }
+  auto value = ReadNpy(feed.substr(eq + 1));
+  if (!value.ok()) return value.status().WithContext(StrCat("--feed ", feed.substr(0, eq)));
+  return std::make_pair(feed.substr(0, eq), std::move(*value));
+}
+
 void AddRunCommand(CLI::App& app, Runner& run) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a graph file once: feeds from .npy files, fetches to .npy files");
@@ -211,6 +219,7 @@ void AddRunCommand(CLI::App& app, Runner& run) {
                   "Restore every variable from the newest checkpoint of this directory first (as `weft train` "
                   "writes them)");
   cmd->add_flag("-q,--quiet", args->quiet, "Print nothing on success");
+  AddOptimizeOption(cmd, &args->optimize);
   cmd->add_flag("--local", args->local,
                 "Run in this process even when the config has a [cluster] (by default the graph runs on the cluster's "
                 "tasks, which `weft serve` started)");

@@ -25,6 +25,7 @@ struct TrainArgs {
   bool local = false;
   std::string trace;
   std::string trace_steps = "10:10";
+  int optimize = -1;
 };
 
 // "A:B" or "A" (steps from 1, B >= A) for --trace-steps.
@@ -103,6 +104,7 @@ constexpr std::string_view kAfterALostTask =
     "which restarts lost tasks and restores by itself (docs/distributed.md, \"Recovery\").";
 
 int Train(Context& ctx, const TrainArgs& args) {
+  ApplyOptimizeOption(ctx, args.optimize);
   if (ctx.config().source.rfind("<embedded", 0) == 0) {
     return ReportError(
         InvalidArgumentError("weft train needs a training config: --config FILE.toml with [data], "
@@ -181,6 +183,7 @@ void AddTrainCommand(CLI::App& app, Runner& run) {
                   "track per task and device and the tensors sent between them");
   cmd->add_option("--trace-steps", args->trace_steps,
                   "Which steps to trace: FIRST:LAST or STEP, from 1 (default 10:10)");
+  AddOptimizeOption(cmd, &args->optimize);
   cmd->footer(
       "Example: weft --config configs/fashion_cnn.toml train "
       "configs/models/fashion_cnn.wgt\n"

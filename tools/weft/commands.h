@@ -33,6 +33,20 @@ void AddConformanceCommand(CLI::App& app, Runner& run);
 
 // import MODEL.onnx -o MODEL.wg; export MODEL.wg -o MODEL.onnx
 void AddOnnxCommands(CLI::App& app, Runner& run);
+// optimize MODEL -o OUT [--explain]
+void AddOptimizeCommand(CLI::App& app, Runner& run);
+// bench MODEL [--shape NAME=DIMS] [--profile] [--json]
+void AddBenchCommand(CLI::App& app, Runner& run);
+
+// A `--feed NAME=FILE.npy` flag: the name and the array, or an error
+// naming the flag.
+Expected<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& feed);
+
+// Adds `--optimize LEVEL` to |cmd|: the graph optimizer's level, over
+// [graph_optimizer] level (docs/optimizer.md); |level| stays -1 when it is
+// not given. ApplyOptimizeOption writes a given one into the config.
+void AddOptimizeOption(CLI::App* cmd, int* level);
+void ApplyOptimizeOption(Context& ctx, int level);
 
 // How the commands read a graph file: .wg/.wgt as they are, .onnx
 // imported (core/onnx/onnx.h) with its initializers as constants (run,

@@ -59,6 +59,8 @@ class Context {
   Status Init();
 
   const config::Config& config() const { return *config_; }
+  // For a command's flags that override the file (`--optimize`).
+  config::Config& mutable_config() { return *config_; }
 
   // Loads plugins on first use.
   Expected<plugin::PluginHost*> Plugins();

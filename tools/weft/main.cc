@@ -61,6 +61,8 @@ int Main(int argc, char** argv) {
   weft::cli::AddCheckpointCommands(app, run);
   weft::cli::AddConformanceCommand(app, run);
   weft::cli::AddOnnxCommands(app, run);
+  weft::cli::AddOptimizeCommand(app, run);
+  weft::cli::AddBenchCommand(app, run);
 
   try {
     app.parse(argc, argv);

@@ -21,6 +21,8 @@ void Table::Print(std::ostream& out) const {
       line += row[i];
       if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
     }
+    // An empty last cell leaves no padding at the end of the line.
+    while (!line.empty() && line.back() == ' ') line.pop_back();
     out << line << '\n';
   };
   print(header_);
