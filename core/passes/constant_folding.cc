@@ -25,10 +25,11 @@ std::string Bytes(uint64_t n) {
 
 // Why |node| (all of whose inputs are constant) may not be folded, or ""
 // when it may; "-" for reasons not worth telling.
-std::string Unfoldable(const Graph::Node& node, const OptimizeOptions& options) {
+std::string Unfoldable(const Graph::Node& node, const OptimizeOptions& options, const PassContext& context) {
   if (!IsRewritable(node) || node.op_name() == "Placeholder" || node.num_outputs() == 0) return "-";
-  // A node asked to run on another kind of device stays there.
-  const std::string& device = node.def.device;
+  // A node asked to run on another kind of device (by the graph or a pin)
+  // stays there.
+  const std::string device = context.requested_device ? context.requested_device(node.def) : node.def.device;
   if (!device.empty() && device.find("CPU") == std::string::npos) return "-";
   for (std::size_t k = 0; k < node.output_types.size(); ++k) {
     if (node.output_types[k] == DType::kString) return "-";
@@ -65,7 +66,7 @@ Expected<int64_t> FoldConstants(GraphEditor& edit, const PassContext& context, c
     bool all = true;
     for (const Endpoint& e : node.inputs) all = all && constant[static_cast<std::size_t>(e.node)];
     if (!all) continue;
-    const std::string why = Unfoldable(node, options);
+    const std::string why = Unfoldable(node, options, context);
     if (why == "-") continue;
     if (!why.empty()) {
       NoteLeft(report, why);

@@ -31,12 +31,13 @@ constexpr PassEntry kPasses[] = {
     {"constant_folding", 1, internal::FoldConstants,
      "Evaluates once, on the host, every node whose inputs are all constants, and replaces the outputs the rest "
      "of the graph reads by Const nodes with the same names. Never stateful or random ops, control flow, or a "
-     "node asked to run on another device; inside a loop only values that do not change between iterations; "
+     "node asked (by the graph or a pin) to run on another device; inside a loop only values that do not change "
+     "between iterations; "
      "never a constant over 10 MiB. A node that fails is left to fail at run time, naming it."},
     {"cse", 1, internal::EliminateCommonSubexpressions,
      "Common subexpression elimination: of two nodes with the same op, attrs, inputs, control inputs and "
-     "device, the later one's readers read the earlier one. Constants with the same value merge too; stateful "
-     "nodes never do."},
+     "requested device ([placement.pins] included), the later one's readers read the earlier one. Constants with "
+     "the same value merge too; stateful nodes never do."},
 };
 
 constexpr int kMaxRounds = 4;

@@ -439,6 +439,43 @@ TEST_F(GraphOptimizer, NodesPinnedToDifferentDevicesNeverMerge) {
   EXPECT_EQ(Values(out[1]), (std::vector<float>{0, 0, 0, 0}));
 }
 
+// A node the graph or a pin asks to run on another kind of device is not
+// folded on the host: it stays where it was asked to run (how a user tests
+// a device's kernel).
+TEST_F(GraphOptimizer, ANodeAskedForAnotherDeviceIsNotFolded) {
+  GraphBuilder b;
+  Output a = b.Const(F32({1, 2}, Shape{2}), "a");
+  {
+    auto scope = b.DeviceScope("/device:OPENCL:0");
+    b.Op("Neg", {a}, {}, "scoped");
+  }
+  b.Op("Neg", {a}, {}, "pinned");
+  b.Op("Neg", {a}, {}, "free");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  auto built = b.Build();
+  ASSERT_TRUE(built.ok());
+  auto run = runtime::RewriteForRun(*built, {}, {"scoped", "pinned", "free"}, {});
+  ASSERT_TRUE(run.ok());
+  auto evaluator = env_.Session(Graph(*built));
+  placement::PlacementOptions placement;
+  placement.pins = {{"pinned", "/device:OPENCL:0", "test"}};
+  passes::PassContext context;
+  context.keep.insert(run->roots.begin(), run->roots.end());
+  context.evaluate = [&](GraphDef def, const std::vector<std::string>& outputs) {
+    return evaluator->EvaluateOnHost(std::move(def), outputs);
+  };
+  context.requested_device = [&](const NodeDef& node) { return runtime::RequestedDevice(placement, node); };
+  OptimizeOptions options;
+  options.disable = {"cse"};  // scoped and pinned ask for the same device
+  auto r = passes::Optimize(run->graph, options, context);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_NE(r->graph->Find("scoped"), nullptr);
+  ASSERT_NE(r->graph->Find("pinned"), nullptr);
+  EXPECT_EQ(r->graph->Find("scoped")->op_name(), "Neg");
+  EXPECT_EQ(r->graph->Find("pinned")->op_name(), "Neg");
+  EXPECT_EQ(r->graph->Find("free")->op_name(), "Const");
+}
+
 TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   OptimizeOptions options;
   options.disable = {"constant_foldin"};
