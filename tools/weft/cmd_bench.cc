@@ -271,8 +271,7 @@ int Bench(Context& ctx, const BenchArgs& args) {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   const double peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  int level = passes::kDefaultLevel;
-  if (ctx.config().graph_optimizer.level) level = static_cast<int>(*ctx.config().graph_optimizer.level);
+  const int level = options.optimizer.level;
   const int threads = s.intra_op_threads();
 
   if (args.json) {
