@@ -10,6 +10,7 @@ namespace weft::ops {
 Status RegisterArrayOps(OpRegistry& registry);        // array_ops.cc
 Status RegisterControlFlowOps(OpRegistry& registry);  // control_flow_ops.cc
 Status RegisterDataFlowOps(OpRegistry& registry);     // data_flow_ops.cc
+Status RegisterFusedOps(OpRegistry& registry);        // fused_ops.cc
 Status RegisterGradSupportOps(OpRegistry& registry);  // grad_support_ops.cc
 Status RegisterIndexingOps(OpRegistry& registry);     // indexing_ops.cc
 Status RegisterIoOps(OpRegistry& registry);           // io_ops.cc

@@ -20,6 +20,7 @@ Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterDataFlowOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterSparseOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterControlFlowOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterFusedOps(registry));
   return Status();
 }
 }  // namespace ops

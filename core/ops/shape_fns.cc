@@ -108,7 +108,9 @@ Expected<int64_t> WindowOutput(int64_t in, int64_t window, int64_t stride, int64
     return InvalidArgumentError(window - 1, " x ", dilation, " does not fit in 64 bits");
   }
   const int64_t effective = *dilated + 1;
-  if (padding == "VALID") {
+  // EXPLICIT (the fused convolutions') is VALID over the input its caller
+  // already grew by the explicit pads.
+  if (padding == "VALID" || padding == "EXPLICIT") {
     if (in < effective) {
       return InvalidArgumentError("the window (", effective, " with dilation) is larger than the input (", in, ")");
     }

@@ -28,10 +28,10 @@
 namespace weft::passes {
 
 // Levels go from 0 (nothing) to 3 (layout). The default is the highest
-// level with passes of its own in this build; levels 2 (fusions) and 3
-// (layout) run what level 1 runs until their passes land.
+// level with passes of its own in this build; level 3 (layout) runs what
+// level 2 runs until its passes land.
 inline constexpr int kMaxLevel = 3;
-inline constexpr int kDefaultLevel = 1;
+inline constexpr int kDefaultLevel = 2;
 
 struct OptimizeOptions {
   int level = kDefaultLevel;
@@ -55,6 +55,13 @@ struct PassContext {
   // readers, and with them the variables they use). Unset: the node's
   // own request.
   std::function<std::string(const NodeDef& node)> requested_device;
+  // Whether every device |node| would be placed on (its request or pin
+  // allows it, it has a kernel for |node|, and its type comes first in the
+  // placement priority among those) also has a kernel for |fused|, the node
+  // a fusion would put in its place; false when no device could run |node|. Deciding this before placement keeps
+  // placement free: a device without the fused kernel keeps the unfused nodes. Unset: the fusion passes (level 2) do
+  // nothing.
+  std::function<bool(const NodeDef& node, const NodeDef& fused)> has_fused_kernel;
 };
 
 // What one pass did over a whole Optimize call.

@@ -24,6 +24,10 @@ Expected<int64_t> FoldConstants(GraphEditor& edit, const PassContext& context, c
                                 PassReport& report);
 Expected<int64_t> EliminateCommonSubexpressions(GraphEditor& edit, const PassContext& context,
                                                 const OptimizeOptions& options, PassReport& report);
+Expected<int64_t> FuseConvolutions(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
+                                   PassReport& report);
+Expected<int64_t> FuseMatMuls(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
+                              PassReport& report);
 
 // Records |node| as rewritten (the first few, for --explain).
 void NoteExample(PassReport& report, const std::string& node);

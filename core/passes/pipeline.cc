@@ -38,6 +38,16 @@ constexpr PassEntry kPasses[] = {
      "Common subexpression elimination: of two nodes with the same op, attrs, inputs, control inputs and "
      "requested device ([placement.pins] included), the later one's readers read the earlier one. Constants with "
      "the same value merge too; stateful nodes never do."},
+    {"conv_fusion", 2, internal::FuseConvolutions,
+     "An f32 Conv2D or DepthwiseConv2D, with a zero Pad of the spatial axes before it (a VALID convolution), and "
+     "after it a BiasAdd (or Add of a [channels] vector), an Add of a tensor of its shape (a residual) and an "
+     "activation (Relu, Relu6, ClipByValue of constants, Elu, Sigmoid, Tanh, Gelu, x * Sigmoid(x)), each "
+     "optional, becomes one _FusedConv2D, which the CPU runs as one oneDNN convolution with post-ops. A "
+     "convolution alone is fused when its filter is a constant. Only values nothing else reads are fused, and only "
+     "where every device the node could run on has the fused kernel."},
+    {"matmul_fusion", 2, internal::FuseMatMuls,
+     "An f32 MatMul with a BiasAdd (or Add of a [n] vector), a residual Add and an activation after it, as "
+     "conv_fusion, becomes one _FusedMatMul."},
 };
 
 constexpr int kMaxRounds = 4;

@@ -1,5 +1,9 @@
 #include "core/runtime/placement_support.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
 #include "core/runtime/op_kernel.h"
 
 namespace weft::runtime {
@@ -46,6 +50,61 @@ Expected<PlacedGraph> PlaceAndPartition(const Graph& graph, const DeviceSet& dev
   placed.partitions = std::move(partitions.graphs);
   placed.transfers = std::move(partitions.transfers);
   return placed;
+}
+
+namespace {
+
+// Whether |device| has a kernel for |def|'s op and type attrs.
+bool HasKernelFor(const RuntimeDevice& device, const NodeDef& def) {
+  for (const weft_kernel_def_t* kernel : device.kernels().ForOp(def.op)) {
+    bool matches = true;
+    for (size_t i = 0; i < kernel->num_constraints && matches; ++i) {
+      auto it = def.attrs.find(kernel->constraint_attrs[i]);
+      matches = it != def.attrs.end() && it->second.holds<DType>() &&
+                static_cast<weft_dtype_t>(it->second.get<DType>()) == kernel->constraint_dtypes[i];
+    }
+    if (matches) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool FusedKernelEverywhere(const DeviceSet& devices, const placement::PlacementOptions& options, const NodeDef& node,
+                           const NodeDef& fused) {
+  std::string requested = node.device;
+  for (const placement::Pin& pin : options.pins) {
+    if (placement::GlobMatch(pin.pattern, node.name)) {
+      requested = pin.device;
+      break;
+    }
+  }
+  std::optional<placement::DeviceSpec> spec;
+  if (!requested.empty()) {
+    auto parsed = placement::ParseDeviceSpec(requested);
+    if (!parsed.ok()) return false;  // placement will say what is wrong with it
+    spec = *parsed;
+  }
+  // The placer takes the first device type in the priority list among the
+  // devices that can run the node (placer.h): those are where it may go.
+  const std::vector<placement::PlacementDevice> described = PlacementDevices(devices);
+  auto rank = [&](const std::string& type) {
+    auto it = std::find(options.priority.begin(), options.priority.end(), type);
+    return static_cast<std::size_t>(it - options.priority.begin());
+  };
+  std::vector<std::size_t> candidates;
+  std::size_t best = SIZE_MAX;
+  for (std::size_t d = 0; d < devices.devices().size(); ++d) {
+    if (spec && !placement::SpecMatches(*spec, described[d])) continue;
+    if (!HasKernelFor(*devices.devices()[d], node)) continue;
+    candidates.push_back(d);
+    best = std::min(best, rank(described[d].type));
+  }
+  if (candidates.empty()) return false;
+  for (std::size_t d : candidates) {
+    if (rank(described[d].type) == best && !HasKernelFor(*devices.devices()[d], fused)) return false;
+  }
+  return true;
 }
 
 placement::PlacementOptions PlacementOptionsFromConfig(const config::Config& config) {

@@ -33,6 +33,14 @@ placement::SupportFn KernelSupportFn(const DeviceSet& devices);
 Expected<PlacedGraph> PlaceAndPartition(const Graph& graph, const DeviceSet& devices,
                                         const placement::PlacementOptions& options);
 
+// Whether every device of |devices| that |node| would be placed on has a
+// kernel for |fused| too: the devices its request or pin in |options|
+// allows that have a kernel for |node|, of the first type in the priority
+// list among them (as the placer chooses); false when none could run
+// |node|. The graph optimizer's fusions ask this (passes::PassContext).
+bool FusedKernelEverywhere(const DeviceSet& devices, const placement::PlacementOptions& options, const NodeDef& node,
+                           const NodeDef& fused);
+
 // [placement] of |config|.
 placement::PlacementOptions PlacementOptionsFromConfig(const config::Config& config);
 

@@ -168,6 +168,9 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
       return EvaluateOnHost(std::move(def), outputs);
     };
     context.requested_device = [this](const NodeDef& node) { return RequestedDevice(placement_, node); };
+    context.has_fused_kernel = [this](const NodeDef& node, const NodeDef& fused) {
+      return FusedKernelEverywhere(*devices_, placement_, node, fused);
+    };
     WEFT_ASSIGN_OR_RETURN(passes::OptimizeResult optimized, passes::Optimize(shared, optimizer_, context));
     shared = std::move(optimized.graph);
     std::lock_guard<std::mutex> lock(mutex_);

@@ -717,6 +717,12 @@ TEST_F(Cli, OpsListsEveryOpWithItsDevices) {
   r = Weft({"ops", "Conv2D"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("2-D convolution"), std::string::npos);
+  // Internal ops are shown when named: a plugin author reads the fused
+  // ops' signatures this way (docs/plugins.md).
+  r = Weft({"ops", "_FusedConv2D"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("_FusedConv2D(input: T, filter: T, args: N * T) -> (output: T)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  devices: CPU\n"), std::string::npos) << r.out;
   r = Weft({"ops", "Conv3D"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "weft: error: there is no op \"Conv3D\" (run `weft ops` for the list)\n");
@@ -907,11 +913,14 @@ TEST_F(Cli, OptimizeExplainsEveryPassAndWritesAGraphThatRunsTheSame) {
   ProcessResult r = Weft({"optimize", model, "-o", out, "--explain"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(model + ": "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" at level 1 ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" at level 2 ("), std::string::npos) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"pass", "level", "rewrites", "time", "first", "nodes"})) << r.out;
   for (const char* pass : {"identity_removal", "arithmetic", "shape_folding", "constant_folding", "cse"}) {
     EXPECT_TRUE(HasRow(r.out, {pass, "1"})) << pass << "\n" << r.out;
   }
+  // The MLP's two hidden layers are MatMul + BiasAdd + Relu: one node each.
+  EXPECT_TRUE(HasRow(r.out, {"matmul_fusion", "2", "2"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"conv_fusion", "2", "0"})) << r.out;
   EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
   // Level 0 runs nothing, and says which passes it left out.
   ProcessResult none = Weft({"optimize", model, "--level", "0", "--explain"});
@@ -937,7 +946,7 @@ TEST_F(Cli, OptimizeRefusesAnUnknownPassALevelOutOfRangeAndAnOnnxOutput) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err,
             "weft: error: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, constant_folding, cse)\n");
+            "identity_removal, arithmetic, shape_folding, constant_folding, cse, conv_fusion, matmul_fusion)\n");
   // The same config stops `weft run` before anything runs.
   ProcessResult ran = Weft({"run", model, "--config", config, "--fetch", "probabilities", "--feed",
                             "images=" WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy", "-q"});
@@ -960,7 +969,7 @@ TEST_F(Cli, BenchPrintsLatencyThroughputMemoryAndTheOpsThatTakeTheTime) {
   ProcessResult r =
       Weft({"bench", model, "--shape", "images=64x28x28x1", "--profile", "--warmup", "1", "--repeat", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(model + " at --optimize 1, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(model + " at --optimize 2, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("inputs: images f32[64,28,28,1]"), std::string::npos) << r.out;
   for (const char* row : {"  load ", "  first run ", "  latency           p50 ", "  throughput ", "  peak memory "}) {
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
@@ -968,7 +977,7 @@ TEST_F(Cli, BenchPrintsLatencyThroughputMemoryAndTheOpsThatTakeTheTime) {
   EXPECT_NE(r.out.find(" examples/s at batch 64)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Ops by time (3 traced runs):"), std::string::npos) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"op", "ms/run", "share", "nodes"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"Conv2D"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"_FusedConv2D"})) << r.out;  // level 2 fuses each Conv2D, bias and Relu
 
   ProcessResult j = Weft({"bench", model, "--shape", "images=8x28x28x1", "--repeat", "4", "--json", "--optimize", "0"});
   ASSERT_EQ(j.exit_code, 0) << j.err;

@@ -9,6 +9,7 @@
 #include "core/base/strings.h"
 #include "core/graph/control_flow.h"
 #include "core/passes/pass.h"
+#include "core/runtime/placement_support.h"
 #include "core/runtime/run_rewrite.h"
 #include "tests/integration/runtime_env.h"
 
@@ -36,6 +37,9 @@ class GraphOptimizer : public ::testing::Test {
     context.keep.insert(run->roots.begin(), run->roots.end());
     context.evaluate = [this](GraphDef def, const std::vector<std::string>& outputs) {
       return evaluator_->EvaluateOnHost(std::move(def), outputs);
+    };
+    context.has_fused_kernel = [this](const NodeDef& node, const NodeDef& fused) {
+      return has_fused_kernel_ && runtime::FusedKernelEverywhere(*env_.devices(), {}, node, fused);
     };
     auto result = passes::Optimize(run->graph, options, context);
     EXPECT_TRUE(result.ok()) << result.status().ToString();
@@ -77,6 +81,7 @@ class GraphOptimizer : public ::testing::Test {
   }
 
   testing::RuntimeEnv env_;
+  bool has_fused_kernel_ = true;  // what the devices say, or false: none has
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<runtime::Session> evaluator_;
 };
@@ -430,7 +435,7 @@ TEST_F(GraphOptimizer, NodesPinnedToDifferentDevicesNeverMerge) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   ASSERT_TRUE((*session)->Run({}, {}, {"init"}, nullptr).ok());
   const std::vector<PassReport> reports = (*session)->last_optimization();
-  ASSERT_EQ(reports.size(), 5u);
+  ASSERT_EQ(reports.size(), 7u);  // level 2: five passes of level 1, two fusions
   EXPECT_EQ(reports[4].pass, "cse");
   EXPECT_EQ(reports[4].changed, 0) << "merged: " << StrJoin(reports[4].examples, ", ");
   std::vector<Tensor> out;
@@ -483,7 +488,7 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "no graph optimizer pass is called \"constant_foldin\"; did you mean \"constant_folding\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, constant_folding, cse)");
+            "identity_removal, arithmetic, shape_folding, constant_folding, cse, conv_fusion, matmul_fusion)");
   options.disable = {};
   options.level = 4;
   s = passes::ValidateOptions(options);
@@ -497,7 +502,7 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   ASSERT_FALSE(session.ok());
   EXPECT_EQ(session.status().message(),
             "[graph_optimizer]: no graph optimizer pass is called \"css\"; did you mean \"cse\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, constant_folding, cse)");
+            "identity_removal, arithmetic, shape_folding, constant_folding, cse, conv_fusion, matmul_fusion)");
 }
 
 TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
@@ -510,12 +515,234 @@ TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
   ASSERT_TRUE(session->Run({{"x", F32({10, 20}, Shape{2})}}, {"y"}, {}, &out).ok());
   EXPECT_EQ(Values(out[0]), (std::vector<float>{9, 18}));
   const std::vector<PassReport> reports = session->last_optimization();
-  ASSERT_EQ(reports.size(), 5u);
+  ASSERT_EQ(reports.size(), 7u);  // level 2: five passes of level 1, two fusions
   EXPECT_EQ(reports[0].pass, "identity_removal");
   EXPECT_EQ(reports[0].changed, 1);
   EXPECT_EQ(reports[3].pass, "constant_folding");
   EXPECT_EQ(reports[3].changed, 1);
   EXPECT_EQ(reports[3].examples, std::vector<std::string>{"minus"});
+}
+
+// --- Level 2: fusions ------------------------------------------------------------------
+
+// A 1x1 convolution of [1, 2, 2, 1] data with the filter [1, -1] (two
+// output channels), a bias, a residual and a Relu: by hand, position p of
+// x gives (x_p + 0.5, -x_p + 0.5) + r_p, then max(., 0).
+TEST_F(GraphOptimizer, AConvolutionChainBecomesOneNodeNamedAfterItsLast) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{1, 2, 2, 1}, "x");
+  Output r = b.Placeholder(DType::kF32, Shape{1, 2, 2, 2}, "r");
+  Output f = b.Const(F32({1, -1}, Shape{1, 1, 1, 2}), "f");
+  Output conv = b.Op("Conv2D", {x, f}, {{"padding", AttrValue(std::string("VALID"))}}, "conv");
+  Output biased = b.Op("BiasAdd", {conv, b.Const(F32({0.5f, 0.5f}, Shape{2}), "bias")}, {}, "biased");
+  Output sum = b.Op("Add", {biased, r}, {}, "sum");
+  b.Op("Relu", {sum}, {}, "y");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+
+  OptimizeOptions options;
+  options.level = 2;
+  OptimizeResult result = Optimize(b, {"y"}, {"x", "r"}, options);
+  const Graph& g = *result.graph;
+  EXPECT_EQ(g.Find("conv"), nullptr);
+  EXPECT_EQ(g.Find("biased"), nullptr);
+  EXPECT_EQ(g.Find("sum"), nullptr);
+  const Graph::Node* y = g.Find("y");
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(y->op_name(), "_FusedConv2D");
+  EXPECT_TRUE(y->def.attrs.at("bias").get<bool>());
+  EXPECT_TRUE(y->def.attrs.at("residual").get<bool>());
+  EXPECT_TRUE(y->def.attrs.at("constant_filter").get<bool>());
+  EXPECT_EQ(y->def.attrs.at("activation").get<std::string>(), "Relu");
+  EXPECT_EQ(y->def.attrs.at("_fused_nodes").get<std::vector<std::string>>(),
+            (std::vector<std::string>{"conv", "biased", "sum", "y"}));
+  const PassReport* report = Report(result, "conv_fusion");
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(report->changed, 1);
+  EXPECT_EQ(report->examples, std::vector<std::string>{"y"});
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", F32({1, 2, 3, 4}, Shape{1, 2, 2, 1})},
+                                                             {"r", F32({0, 1, 0, 2, -4, 0, 0, 4}, Shape{1, 2, 2, 2})}};
+  const std::vector<float> want = {1.5f, 0.5f, 2.5f, 0.5f, 0, 0, 4.5f, 0.5f};
+  for (int level : {0, 2}) EXPECT_EQ(Values(RunAt(b, level, {"y"}, feeds)[0]), want) << "level " << level;
+}
+
+// x = [[1, 2], [3, 4]] padded by one row on top and one column on the
+// right, then a 2x2 window of ones: [[0+0+1+2, 0+0+2+0], [1+2+3+4, 2+0+4+0]].
+TEST_F(GraphOptimizer, AZeroPadBeforeAValidConvolutionBecomesItsPadding) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{1, 2, 2, 1}, "x");
+  Output padded = b.Op("Pad", {x}, {{"paddings", AttrValue(std::vector<int64_t>{0, 0, 1, 0, 0, 1, 0, 0})}}, "pad");
+  b.Op("Conv2D", {padded, b.Const(F32({1, 1, 1, 1}, Shape{2, 2, 1, 1}), "f")}, {}, "y");
+  // Not folded: a Pad of another value, or of the channels.
+  Output edge =
+      b.Op("Pad", {x},
+           {{"paddings", AttrValue(std::vector<int64_t>{0, 0, 1, 0, 0, 1, 0, 0})}, {"constant_value", AttrValue(1.0)}},
+           "pad_ones");
+  b.Op("Conv2D", {edge, b.Const(F32({1, 1, 1, 1}, Shape{2, 2, 1, 1}), "g")}, {}, "z");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+
+  OptimizeOptions options;
+  options.level = 2;
+  OptimizeResult result = Optimize(b, {"y", "z"}, {"x"}, options);
+  const Graph& g = *result.graph;
+  EXPECT_EQ(g.Find("pad"), nullptr);
+  ASSERT_NE(g.Find("y"), nullptr);
+  EXPECT_EQ(g.Find("y")->def.attrs.at("padding").get<std::string>(), "EXPLICIT");
+  EXPECT_EQ(g.Find("y")->def.attrs.at("explicit_paddings").get<std::vector<int64_t>>(),
+            (std::vector<int64_t>{1, 0, 0, 1}));
+  ASSERT_NE(g.Find("pad_ones"), nullptr);
+  EXPECT_EQ(g.Find("z")->def.attrs.at("padding").get<std::string>(), "VALID");
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", F32({1, 2, 3, 4}, Shape{1, 2, 2, 1})}};
+  for (int level : {0, 2}) {
+    auto out = RunAt(b, level, {"y", "z"}, feeds);
+    EXPECT_EQ(Values(out[0]), (std::vector<float>{3, 2, 10, 6})) << "level " << level;
+    EXPECT_EQ(Values(out[1]), (std::vector<float>{5, 5, 10, 8})) << "level " << level;
+  }
+}
+
+// A value something else reads, or that is fetched, ends the chain there:
+// the fused node computes exactly that value, under its name.
+TEST_F(GraphOptimizer, AValueReadElsewhereOrFetchedEndsTheChain) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{1, 1, 1, 2}, "x");
+  Output f = b.Const(F32({1, 0, 0, 1}, Shape{1, 1, 2, 2}), "f");
+  Output biased = b.Op("BiasAdd", {b.Op("Conv2D", {x, f}, {}, "conv"), b.Const(F32({-1, 1}, Shape{2}))}, {}, "biased");
+  b.Op("Relu", {biased}, {}, "relu");
+  b.Op("Sigmoid", {biased}, {}, "also");  // a second reader of biased
+  Output biased2 =
+      b.Op("BiasAdd", {b.Op("Conv2D", {x, f}, {}, "conv2"), b.Const(F32({2, 2}, Shape{2}))}, {}, "biased2");
+  b.Op("Relu", {biased2}, {}, "relu2");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+
+  OptimizeOptions options;
+  options.level = 2;
+  options.disable = {"cse"};  // conv and conv2 are the same convolution
+  OptimizeResult result = Optimize(b, {"relu", "also", "relu2", "biased2"}, {"x"}, options);
+  const Graph& g = *result.graph;
+  ASSERT_NE(g.Find("biased"), nullptr);
+  EXPECT_EQ(g.Find("biased")->op_name(), "_FusedConv2D");
+  EXPECT_EQ(g.Find("relu")->op_name(), "Relu");
+  EXPECT_EQ(g.Find("also")->op_name(), "Sigmoid");
+  ASSERT_NE(g.Find("biased2"), nullptr);  // fetched
+  EXPECT_EQ(g.Find("biased2")->op_name(), "_FusedConv2D");
+  EXPECT_EQ(g.Find("relu2")->op_name(), "Relu");
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", F32({3, -4}, Shape{1, 1, 1, 2})}};
+  for (int level : {0, 2}) {
+    auto out = RunAt(b, level, {"relu", "relu2", "biased2"}, feeds);
+    EXPECT_EQ(Values(out[0]), (std::vector<float>{2, 0})) << "level " << level;
+    EXPECT_EQ(Values(out[1]), (std::vector<float>{5, 0})) << "level " << level;
+    EXPECT_EQ(Values(out[2]), (std::vector<float>{5, -2})) << "level " << level;
+  }
+}
+
+// Where no device that could run the node has the fused kernel, the nodes
+// stay as they are (a third-party plugin without fused kernels).
+TEST_F(GraphOptimizer, WithoutAFusedKernelTheNodesStay) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{1, 1, 1, 1}, "x");
+  b.Op("Relu", {b.Op("Conv2D", {x, b.Const(F32({2}, Shape{1, 1, 1, 1}))}, {}, "conv")}, {}, "y");
+  // f64 has no fused kernel on the CPU.
+  Output x64 = b.Placeholder(DType::kF64, Shape{1, 1, 1, 1}, "x64");
+  b.Op("Relu", {b.Op("Conv2D", {x64, b.Const(Tensor::FromVector<double>({2}, Shape{1, 1, 1, 1}))}, {}, "conv64")}, {},
+       "y64");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  OptimizeOptions options;
+  options.level = 2;
+  OptimizeResult fused = Optimize(b, {"y", "y64"}, {"x", "x64"}, options);
+  EXPECT_EQ(fused.graph->Find("y")->op_name(), "_FusedConv2D");
+  EXPECT_EQ(fused.graph->Find("y64")->op_name(), "Relu");
+  EXPECT_NE(fused.graph->Find("conv64"), nullptr);
+  has_fused_kernel_ = false;
+  OptimizeResult kept = Optimize(b, {"y", "y64"}, {"x", "x64"}, options);
+  EXPECT_EQ(kept.graph->Find("y")->op_name(), "Relu");
+  EXPECT_EQ(kept.graph->Find("conv")->op_name(), "Conv2D");
+
+  // The devices' own answer: a node asked for a device that does not
+  // exist here cannot be placed by its request; no fusion is promised.
+  NodeDef conv = fused.graph->Find("y")->def;
+  conv.op = "Conv2D";
+  NodeDef fused_def = fused.graph->Find("y")->def;
+  EXPECT_TRUE(runtime::FusedKernelEverywhere(*env_.devices(), {}, conv, fused_def));
+  conv.device = "/device:TPU:0";
+  EXPECT_FALSE(runtime::FusedKernelEverywhere(*env_.devices(), {}, conv, fused_def));
+  placement::PlacementOptions pinned;
+  pinned.pins = {{"y", "/device:TPU:*", "test"}};
+  conv.device = "";
+  EXPECT_FALSE(runtime::FusedKernelEverywhere(*env_.devices(), pinned, conv, fused_def));
+}
+
+// MatMul + bias + Gelu: [1, 2] x I + [0, -2] = [1, 0]; Gelu(1) =
+// 0.5 (1 + erf(1 / sqrt 2)) = 0.8413447, Gelu(0) = 0. A 1x1 convolution
+// with x * Sigmoid(x) after it: Swish(2) = 2 / (1 + e^-2) = 1.7615942.
+TEST_F(GraphOptimizer, MatMulsAndSwishAreFused) {
+  GraphBuilder b;
+  Output a = b.Placeholder(DType::kF32, Shape{1, 2}, "a");
+  Output mm = b.Op("MatMul", {a, b.Const(F32({1, 0, 0, 1}, Shape{2, 2}))}, {}, "mm");
+  Output biased = b.Op("BiasAdd", {mm, b.Const(F32({0, -2}, Shape{2}))}, {}, "mm_bias");
+  b.Op("Gelu", {biased}, {}, "gelu");
+  Output x = b.Placeholder(DType::kF32, Shape{1, 1, 1, 2}, "x");
+  Output conv = b.Op("Conv2D", {x, b.Const(F32({1, 0, 0, 1}, Shape{1, 1, 2, 2}))}, {}, "conv");
+  b.Op("Mul", {conv, b.Op("Sigmoid", {conv}, {}, "sig")}, {}, "swish");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  OptimizeOptions options;
+  options.level = 2;
+  OptimizeResult result = Optimize(b, {"gelu", "swish"}, {"a", "x"}, options);
+  const Graph& g = *result.graph;
+  EXPECT_EQ(g.Find("gelu")->op_name(), "_FusedMatMul");
+  EXPECT_EQ(g.Find("gelu")->def.attrs.at("activation").get<std::string>(), "Gelu");
+  EXPECT_EQ(g.Find("swish")->op_name(), "_FusedConv2D");
+  EXPECT_EQ(g.Find("swish")->def.attrs.at("activation").get<std::string>(), "Swish");
+  EXPECT_EQ(g.Find("sig"), nullptr);
+  EXPECT_EQ(Report(result, "matmul_fusion")->changed, 1);
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"a", F32({1, 2}, Shape{1, 2})},
+                                                             {"x", F32({0, 2}, Shape{1, 1, 1, 2})}};
+  for (int level : {0, 2}) {
+    auto out = RunAt(b, level, {"gelu", "swish"}, feeds);
+    EXPECT_NEAR(Values(out[0])[0], 0.8413447f, 1e-6) << "level " << level;
+    EXPECT_EQ(Values(out[0])[1], 0.0f) << "level " << level;
+    EXPECT_EQ(Values(out[1])[0], 0.0f) << "level " << level;
+    EXPECT_NEAR(Values(out[1])[1], 1.7615942f, 1e-6) << "level " << level;
+  }
+}
+
+// A residual whose batch is left open in the graph is fused; at run time a
+// residual of batch 1 is broadcast as Add did, and a product of batch 1
+// against a wider residual (which Add would have widened) is refused,
+// naming the way around it.
+TEST_F(GraphOptimizer, AnOpenBatchResidualBroadcastsOrSaysWhyNot) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{-1, 1, 1, 1}, "x");
+  Output r = b.Placeholder(DType::kF32, Shape{-1, 1, 1, 1}, "r");
+  b.Op("Add", {b.Op("Conv2D", {x, b.Const(F32({2}, Shape{1, 1, 1, 1}))}, {}, "conv"), r}, {}, "y");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  OptimizeOptions options;
+  options.level = 2;
+  OptimizeResult result = Optimize(b, {"y"}, {"x", "r"}, options);
+  ASSERT_EQ(result.graph->Find("y")->op_name(), "_FusedConv2D");
+  EXPECT_TRUE(result.graph->Find("y")->def.attrs.at("residual").get<bool>());
+
+  const std::vector<std::pair<std::string, Tensor>> narrow = {{"x", F32({1, 2}, Shape{2, 1, 1, 1})},
+                                                              {"r", F32({10}, Shape{1, 1, 1, 1})}};
+  for (int level : {0, 2}) EXPECT_EQ(Values(RunAt(b, level, {"y"}, narrow)[0]), (std::vector<float>{12, 14}));
+
+  runtime::SessionOptions session_options;
+  session_options.optimizer.level = 2;
+  auto session = env_.Session(b, session_options);
+  std::vector<Tensor> out;
+  Status s =
+      session->Run({{"x", F32({1}, Shape{1, 1, 1, 1})}, {"r", F32({10, 20}, Shape{2, 1, 1, 1})}}, {"y"}, {}, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("node 'y' (_FusedConv2D)"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("the residual added after the product has shape [2,1,1,1] and the product [1,1,1,1]"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("run with --optimize 1"), std::string::npos) << s.message();
+  EXPECT_EQ(
+      Values(RunAt(b, 0, {"y"}, {{"x", F32({1}, Shape{1, 1, 1, 1})}, {"r", F32({10, 20}, Shape{2, 1, 1, 1})}})[0]),
+      (std::vector<float>{12, 22}));
 }
 
 }  // namespace

@@ -270,7 +270,8 @@ int Ops(Context& ctx, const std::vector<std::string>& names, bool json) {
   for (auto& [op, list] : kernels) std::sort(list.begin(), list.end());
   std::vector<const OpDef*> ops;
   for (const OpDef* op : OpRegistry::Global().All()) {
-    if (op->name[0] == '_') continue;
+    // Internal ops ('_') are listed only when asked for by name.
+    if (op->name[0] == '_' && names.empty()) continue;
     if (!names.empty() && std::find(names.begin(), names.end(), op->name) == names.end()) continue;
     ops.push_back(op);
   }

@@ -9,6 +9,7 @@
 
 #include "core/graph/serialize.h"
 #include "core/passes/pass.h"
+#include "core/runtime/placement_support.h"
 #include "core/runtime/session.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"
@@ -67,6 +68,11 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
   context.evaluate = [&](GraphDef part, const std::vector<std::string>& fetches) {
     return (*evaluator)->EvaluateOnHost(std::move(part), fetches);
   };
+  const placement::PlacementOptions placement = runtime::PlacementOptionsFromConfig(ctx.config());
+  context.requested_device = [&](const NodeDef& node) { return runtime::RequestedDevice(placement, node); };
+  context.has_fused_kernel = [&](const NodeDef& node, const NodeDef& fused) {
+    return runtime::FusedKernelEverywhere((*evaluator)->devices(), placement, node, fused);
+  };
   auto shared = std::make_shared<const Graph>(std::move(*graph));
   auto result = passes::Optimize(shared, options, context);
   if (!result.ok()) return ReportError(result.status().WithContext(args.model));
@@ -104,9 +110,9 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
         std::cout << "  " << r.pass << ": " << note << "\n";
       }
     }
-    if (options.level > 1) {
-      std::cout << "\nLevels 2 (fusions) and 3 (layout) have no passes of their own in this build yet: level "
-                << options.level << " runs what level 1 runs.\n";
+    if (options.level > 2) {
+      std::cout << "\nLevel 3 (layout) has no passes of its own in this build yet: level " << options.level
+                << " runs what level 2 runs.\n";
     }
   }
   if (!args.out.empty()) {

@@ -157,6 +157,7 @@ const KernelRegistry& Kernels() {
     RegisterArrayKernels(r);
     RegisterIndexingKernels(r);
     RegisterNnKernels(r);
+    RegisterFusedKernels(r);
     RegisterNnGradKernels(r);
     RegisterRandomKernels(r);
     RegisterStateKernels(r);

@@ -174,6 +174,7 @@ void RegisterArrayKernels(KernelRegistry& r);
 void RegisterIndexingKernels(KernelRegistry& r);
 void RegisterNnKernels(KernelRegistry& r);
 void RegisterNnGradKernels(KernelRegistry& r);
+void RegisterFusedKernels(KernelRegistry& r);  // the graph optimizer's fused ops
 void RegisterRandomKernels(KernelRegistry& r);
 void RegisterStateKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);

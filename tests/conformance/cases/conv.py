@@ -1,4 +1,4 @@
-"""Conv2D, DepthwiseConv2D, MaxPool, AvgPool and BiasAdd.
+"""Conv2D, DepthwiseConv2D, MaxPool, AvgPool, BiasAdd, and the graph optimizer's _FusedConv2D and _FusedMatMul.
 
 The references are written here in NumPy, in float64: the input is padded
 explicitly (TensorFlow's SAME: total = max((out - 1) * stride + effective
@@ -305,9 +305,160 @@ def bias_cases(g, r):
           {"T": "f32"}, error="rank >= 2")
 
 
+def activate(y, activation, alpha=0.0, beta=0.0):
+    """The fused ops' activations, in float64, from their definitions."""
+    from math import erf, sqrt
+    if activation == "None":
+        return y
+    if activation == "Relu":
+        return np.maximum(y, 0)
+    if activation == "Relu6":
+        return np.clip(y, 0, 6)
+    if activation == "Clip":
+        return np.clip(y, alpha, beta)
+    if activation == "LeakyRelu":
+        return np.where(y < 0, alpha * y, y)
+    if activation == "Elu":
+        return np.where(y > 0, y, np.expm1(y))
+    if activation == "Sigmoid":
+        return 1 / (1 + np.exp(-y))
+    if activation == "Tanh":
+        return np.tanh(y)
+    if activation == "Swish":
+        return y / (1 + np.exp(-y))
+    if activation == "Gelu":
+        return 0.5 * y * (1 + np.vectorize(erf)(y / sqrt(2)))
+    if activation == "GeluTanh":
+        return 0.5 * y * (1 + np.tanh(sqrt(2 / np.pi) * (y + 0.044715 * y ** 3)))
+    raise ValueError(activation)
+
+
+# (name, input NHWC shape, filter, strides, explicit pads (top, bottom, left, right) or a padding, depthwise,
+#  bias, residual, activation)
+FUSED_CONV = [
+    ("bias_relu_same", (2, 7, 6, 3), (3, 3, 3, 4), (1, 1), "SAME", False, True, False, "Relu"),
+    ("bias_residual_relu", (1, 6, 6, 4), (3, 3, 4, 4), (1, 1), "SAME", False, True, True, "Relu"),
+    ("explicit_pads_stride2", (2, 9, 8, 3), (3, 3, 3, 5), (2, 2), (1, 0, 2, 1), False, True, False, "Relu6"),
+    ("explicit_7x7_s2", (1, 16, 16, 3), (7, 7, 3, 8), (2, 2), (3, 3, 3, 3), False, True, False, "None"),
+    ("no_bias_sigmoid", (1, 5, 6, 2), (1, 1, 2, 3), (1, 1), "VALID", False, False, False, "Sigmoid"),
+    ("tanh_valid", (2, 6, 5, 3), (2, 2, 3, 2), (1, 1), "VALID", False, True, False, "Tanh"),
+    ("elu", (1, 5, 5, 2), (3, 3, 2, 3), (1, 1), "SAME", False, True, False, "Elu"),
+    ("swish", (1, 6, 6, 4), (1, 1, 4, 6), (1, 1), "VALID", False, True, False, "Swish"),
+    ("gelu", (1, 5, 4, 3), (3, 3, 3, 2), (1, 1), "SAME", False, True, False, "Gelu"),
+    ("gelu_tanh_residual", (1, 5, 4, 3), (3, 3, 3, 3), (1, 1), "SAME", False, True, True, "GeluTanh"),
+    ("leaky_relu", (1, 4, 4, 2), (3, 3, 2, 2), (1, 1), "SAME", False, False, False, "LeakyRelu"),
+    ("clip", (1, 4, 4, 2), (3, 3, 2, 2), (1, 1), "SAME", False, True, False, "Clip"),
+    ("depthwise_relu6", (2, 8, 7, 4), (3, 3, 4, 1), (1, 1), "SAME", True, True, False, "Relu6"),
+    ("depthwise_m2_explicit", (1, 9, 9, 3), (3, 3, 3, 2), (2, 2), (1, 1, 1, 1), True, True, False, "Relu"),
+    ("depthwise_residual", (1, 6, 6, 4), (3, 3, 4, 1), (1, 1), "SAME", True, False, True, "None"),
+]
+
+
+def fused_conv_cases(g, r):
+    for name, in_shape, f_shape, strides, pads, depthwise, bias, residual, activation in FUSED_CONV:
+        for fmt in ["NHWC", "NCHW"]:
+            x = r.uniform(-1, 1, layout(in_shape, fmt)).astype(np.float32)
+            f = r.uniform(-1, 1, f_shape).astype(np.float32)
+            attrs = {"T": "f32", "strides": attr4(*strides, fmt), "data_format": fmt, "depthwise": depthwise,
+                     "bias": bias, "residual": residual, "activation": activation}
+            alpha, beta = {"LeakyRelu": (0.1, 0.0), "Clip": (-0.5, 0.75)}.get(activation, (0.0, 0.0))
+            if activation in ("LeakyRelu", "Clip"):
+                attrs["alpha"], attrs["beta"] = alpha, beta
+            if isinstance(pads, str):
+                attrs["padding"] = pads
+                xp = x
+                padding = pads
+            else:
+                attrs["padding"] = "EXPLICIT"
+                attrs["explicit_paddings"] = list(pads)
+                top, bottom, left, right = pads
+                spatial_pads = ((0, 0), (top, bottom), (left, right), (0, 0))
+                if fmt == "NCHW":
+                    spatial_pads = ((0, 0), (0, 0), (top, bottom), (left, right))
+                xp = np.pad(x, spatial_pads)
+                padding = "VALID"
+            ones = attr4(1, 1, fmt)
+            ref = depthwise_ref if depthwise else conv_ref
+            y = ref(xp, f, attrs["strides"], ones, padding, fmt)
+            out_channels = f_shape[2] * f_shape[3] if depthwise else f_shape[3]
+            inputs = [x, f]
+            if bias:
+                b = r.uniform(-1, 1, out_channels).astype(np.float32)
+                inputs.append(b)
+                y = y + (b if fmt == "NHWC" else b[:, None, None])
+            if residual:
+                res = r.uniform(-1, 1, y.shape).astype(np.float32)
+                inputs.append(res)
+                y = y + res
+            attrs["N"] = len(inputs) - 2
+            want = activate(y, activation, alpha, beta)
+            terms = f_shape[0] * f_shape[1] * (1 if depthwise else f_shape[2])
+            g.add(f"_FusedConv2D/{name}_{fmt}", "_FusedConv2D", inputs, attrs, [want.astype(np.float32)],
+                  **conv_tolerance(g, "f32", terms + 2))
+    # A constant filter: the same values as a filter that may change.
+    x = r.uniform(-1, 1, (1, 5, 5, 2)).astype(np.float32)
+    f = r.uniform(-1, 1, (3, 3, 2, 3)).astype(np.float32)
+    g.add("_FusedConv2D/constant_filter", "_FusedConv2D", [x, f],
+          {"T": "f32", "N": 0, "padding": "SAME", "constant_filter": True},
+          [conv_ref(x, f, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", "NHWC").astype(np.float32)],
+          **conv_tolerance(g, "f32", 18))
+    # No input channels: an empty sum, then the bias and the activation.
+    g.add("_FusedConv2D/no_input_channels", "_FusedConv2D",
+          [np.zeros((1, 3, 3, 0), np.float32), np.zeros((3, 3, 0, 2), np.float32), np.float32([-1, 2])],
+          {"T": "f32", "N": 1, "padding": "SAME", "bias": True, "activation": "Relu"},
+          [np.tile(np.float32([0, 2]), (1, 3, 3, 1))])
+    # Errors: the args do not agree with the attrs or the output.
+    g.add("_FusedConv2D/bias_size", "_FusedConv2D",
+          [np.zeros((1, 4, 4, 2), np.float32), np.zeros((3, 3, 2, 3), np.float32), np.zeros(2, np.float32)],
+          {"T": "f32", "N": 1, "bias": True}, error="channels")
+    g.add("_FusedConv2D/n_mismatch", "_FusedConv2D",
+          [np.zeros((1, 4, 4, 2), np.float32), np.zeros((3, 3, 2, 3), np.float32), np.zeros(3, np.float32)],
+          {"T": "f32", "N": 1}, error="N is 1 but bias and residual ask for 0")
+    g.add("_FusedConv2D/explicit_pads_length", "_FusedConv2D",
+          [np.zeros((1, 4, 4, 2), np.float32), np.zeros((3, 3, 2, 3), np.float32)],
+          {"T": "f32", "N": 0, "padding": "EXPLICIT", "explicit_paddings": [1, 1]}, error="4 entries")
+    g.add("_FusedConv2D/residual_wider", "_FusedConv2D",
+          [np.zeros((1, 4, 4, 2), np.float32), np.zeros((1, 1, 2, 3), np.float32), np.zeros((2, 4, 4, 3), np.float32)],
+          {"T": "f32", "N": 1, "residual": True}, error="residual")
+
+
+def fused_matmul_cases(g, r):
+    for name, (m, k, n), ta, tb, bias, residual, activation in [
+        ("bias_relu", (4, 5, 3), False, False, True, False, "Relu"),
+        ("bias_gelu", (3, 8, 6), False, False, True, False, "Gelu"),
+        ("transposed_bias_tanh", (5, 4, 7), True, True, True, False, "Tanh"),
+        ("residual_sigmoid", (2, 6, 3), False, True, False, True, "Sigmoid"),
+        ("bias_residual_none", (6, 3, 4), True, False, True, True, "None"),
+        ("gelu_tanh", (3, 3, 3), False, False, True, False, "GeluTanh"),
+    ]:
+        a = r.uniform(-1, 1, (k, m) if ta else (m, k)).astype(np.float32)
+        b = r.uniform(-1, 1, (n, k) if tb else (k, n)).astype(np.float32)
+        y = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+        inputs = [a, b]
+        if bias:
+            v = r.uniform(-1, 1, n).astype(np.float32)
+            inputs.append(v)
+            y = y + v
+        if residual:
+            res = r.uniform(-1, 1, (m, n)).astype(np.float32)
+            inputs.append(res)
+            y = y + res
+        attrs = {"T": "f32", "N": len(inputs) - 2, "transpose_a": ta, "transpose_b": tb, "bias": bias,
+                 "residual": residual, "activation": activation}
+        g.add(f"_FusedMatMul/{name}", "_FusedMatMul", inputs, attrs, [activate(y, activation).astype(np.float32)],
+              **conv_tolerance(g, "f32", k + 2))
+    g.add("_FusedMatMul/inner_mismatch", "_FusedMatMul", [np.zeros((2, 3), np.float32), np.zeros((4, 2), np.float32)],
+          {"T": "f32", "N": 0}, error="inner dimension")
+    g.add("_FusedMatMul/empty_inner", "_FusedMatMul",
+          [np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32), np.float32([1, -2, 3])],
+          {"T": "f32", "N": 1, "bias": True, "activation": "Relu"}, [np.float32([[1, 0, 3], [1, 0, 3]])])
+
+
 def cases(g):
     r = np.random.default_rng(2024)
     conv_cases(g, r)
     depthwise_cases(g, r)
     pool_cases(g, r)
     bias_cases(g, r)
+    fused_conv_cases(g, r)
+    fused_matmul_cases(g, r)

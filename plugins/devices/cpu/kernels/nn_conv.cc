@@ -3,14 +3,13 @@
 // padding split with the odd element after, AvgPool over the in-bounds
 // elements only.
 //
-// f32 Conv2D, MaxPool and AvgPool go to oneDNN with the data in its own
-// layout (nhwc or nchw tags, so src and dst need no reorder), primitives
-// cached per input shape in the kernel. Conv2D lets oneDNN pick the
-// weights' layout (plain HWIO weights would send it to a gemm-based
-// implementation two to three times slower) and keeps the reordered filter
-// for as long as the filter's bytes do not change. f64, DepthwiseConv2D
-// and any shape oneDNN declines use direct loops over NHWC, NCHW data
-// being transposed around them (or, for pooling, viewed as [N*C, H, W, 1]).
+// f32 Conv2D, DepthwiseConv2D (a grouped convolution), MaxPool and AvgPool
+// go to oneDNN with the data in its own layout (nhwc or nchw tags, so src
+// and dst need no reorder), primitives cached per input shape in the
+// kernel; the convolutions let oneDNN pick the weights' layout
+// (conv_util.h). f64 and any shape oneDNN declines use direct loops over
+// NHWC, NCHW data being transposed around them (or, for pooling, viewed as
+// [N*C, H, W, 1]).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <type_traits>
 
 #include "../kernel_framework.h"
+#include "conv_util.h"
 #include "dnnl_util.h"
 #include "kernel_util.h"
 #include "window.h"
@@ -29,128 +29,6 @@ namespace weft::cpu {
 namespace {
 
 // --- Convolution -----------------------------------------------------------------------
-
-// An f32 oneDNN convolution for one geometry, created once. oneDNN picks
-// the weights' layout; the HWIO filter reordered into it is kept with a
-// copy of the bytes it came from and reused while the filter's bytes are
-// unchanged (a comparison costs less than a reorder, which is a parallel
-// region of its own).
-class DnnlConv {
- public:
-  DnnlConv(const Geometry& g, bool nchw) {
-    using tag = dnnl::memory::format_tag;
-    const dnnl::memory::dims weights_dims = {g.out_channels, g.channels, g.window_h, g.window_w};
-    src_md_ = DataDesc(g.batch, g.channels, g.in_h, g.in_w, nchw);
-    dst_md_ = DataDesc(g.batch, g.out_channels, g.out_h, g.out_w, nchw);
-    filter_md_ = dnnl::memory::desc(weights_dims, dnnl::memory::data_type::f32, tag::hwio);
-    const dnnl::memory::desc any_weights(weights_dims, dnnl::memory::data_type::f32, tag::any);
-    auto desc = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                                src_md_, any_weights, dst_md_, {g.stride_h, g.stride_w},
-                                                {g.dilation_h - 1, g.dilation_w - 1}, {g.pad_top, g.pad_left},
-                                                {g.pad_bottom, g.pad_right});
-    dnnl::convolution_forward::primitive_desc pd(desc, Engine());
-    weights_md_ = pd.weights_desc();
-    primitive_ = dnnl::convolution_forward(pd);
-    if (weights_md_ != filter_md_) {
-      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), filter_md_, Engine(), weights_md_));
-    }
-  }
-
-  void Run(const void* input, const void* filter, void* output) {
-    UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
-    dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
-    dnnl::memory dst(dst_md_, Engine(), output);
-    if (weights_md_ == filter_md_) {
-      dnnl::memory weights(filter_md_, Engine(), const_cast<void*>(filter));
-      primitive_.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
-    } else {
-      const std::shared_ptr<const Reordered> weights = Weights(filter, stream);
-      primitive_.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights->weights}, {DNNL_ARG_DST, dst}});
-    }
-    stream.wait();
-  }
-
- private:
-  struct Reordered {
-    std::vector<unsigned char> filter;  // the HWIO bytes |weights| came from
-    dnnl::memory weights;
-  };
-
-  // The reordered weights of |filter|, from the last call when its bytes
-  // have not changed. Shared so a concurrent call may replace them while
-  // this one still runs with them.
-  std::shared_ptr<const Reordered> Weights(const void* filter, dnnl::stream& stream) {
-    const auto* bytes = static_cast<const unsigned char*>(filter);
-    const std::size_t size = filter_md_.get_size();
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (reordered_ == nullptr || std::memcmp(reordered_->filter.data(), bytes, size) != 0) {
-      auto fresh = std::make_shared<Reordered>();
-      fresh->filter.assign(bytes, bytes + size);
-      fresh->weights = dnnl::memory(weights_md_, Engine());
-      dnnl::memory user(filter_md_, Engine(), fresh->filter.data());
-      reorder_.execute(stream, user, fresh->weights);
-      stream.wait();
-      reordered_ = std::move(fresh);
-    }
-    return reordered_;
-  }
-
-  dnnl::memory::desc src_md_, dst_md_, filter_md_, weights_md_;
-  dnnl::convolution_forward primitive_;
-  dnnl::reorder reorder_;
-  std::mutex mutex_;
-  std::shared_ptr<const Reordered> reordered_;
-};
-
-// out[n, oh, ow, o] = sum over (kh, kw, c) of in[n, ih, iw, c] * filter[kh, kw, c, o]
-// with ih = oh * stride - pad + kh * dilation (likewise iw), for NHWC data and
-// an HWIO filter; depthwise with multiplier M, out[n, oh, ow, c * M + m] =
-// sum over (kh, kw) of in[n, ih, iw, c] * filter[kh, kw, c, m]. One output
-// row per task; the innermost loop runs along the contiguous output
-// channels.
-template <class T, bool kDepthwise>
-void DirectConv(const Geometry& g, const T* input, const T* filter, T* output) {
-  const int64_t row_size = g.out_w * g.out_channels;
-  const int64_t multiplier = kDepthwise ? g.out_channels / std::max<int64_t>(g.channels, 1) : 0;
-  const int64_t tap_size = kDepthwise ? g.out_channels : g.channels * g.out_channels;  // filter elements per tap
-  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w * (kDepthwise ? 1 : g.channels) / 4, 1);
-  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t n = row / g.out_h, oh = row % g.out_h;
-      T* out_row = output + row * row_size;
-      std::fill(out_row, out_row + row_size, T(0));
-      for (int64_t kh = 0; kh < g.window_h; ++kh) {
-        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-        if (ih < 0 || ih >= g.in_h) continue;
-        const T* in_row = input + (n * g.in_h + ih) * g.in_w * g.channels;
-        for (int64_t ow = 0; ow < g.out_w; ++ow) {
-          T* acc = out_row + ow * g.out_channels;
-          for (int64_t kw = 0; kw < g.window_w; ++kw) {
-            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-            if (iw < 0 || iw >= g.in_w) continue;
-            const T* pixel = in_row + iw * g.channels;
-            const T* taps = filter + (kh * g.window_w + kw) * tap_size;
-            if constexpr (!kDepthwise) {
-              for (int64_t c = 0; c < g.channels; ++c) {
-                const T x = pixel[c];
-                const T* f = taps + c * g.out_channels;
-                for (int64_t o = 0; o < g.out_channels; ++o) acc[o] += x * f[o];
-              }
-            } else if (multiplier == 1) {
-              for (int64_t c = 0; c < g.channels; ++c) acc[c] += pixel[c] * taps[c];
-            } else {
-              for (int64_t c = 0; c < g.channels; ++c) {
-                const T x = pixel[c];
-                for (int64_t m = 0; m < multiplier; ++m) acc[c * multiplier + m] += x * taps[c * multiplier + m];
-              }
-            }
-          }
-        }
-      }
-    }
-  });
-}
 
 template <class T>
 class Conv2DKernel {
@@ -169,8 +47,8 @@ class Conv2DKernel {
     if constexpr (std::is_same_v<T, float>) {
       Dims key = input.dims;
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
-      if (DnnlConv* conv = cache_.Get(key, g, attrs_.nchw)) {
-        conv->Run(input.data, filter.data, output.data);
+      if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, /*depthwise=*/false, Epilogue{})) {
+        conv->Run(input.data, filter.data, nullptr, output.data, /*constant_filter=*/false);
         return;
       }
     }
@@ -180,7 +58,7 @@ class Conv2DKernel {
 
  private:
   WindowAttrs attrs_;
-  PrimitiveCache<DnnlConv> cache_;
+  PrimitiveCache<DnnlConvolution> cache_;
 };
 
 template <class T>
@@ -193,12 +71,23 @@ class DepthwiseConv2DKernel {
     const Geometry g = ConvGeometry(attrs_, input.dims, filter.dims, /*depthwise=*/true);
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     if (output.num_elements == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      Dims key = input.dims;
+      key.insert(key.end(), filter.dims.begin(), filter.dims.end());
+      DnnlConvolution* conv =
+          g.channels > 0 ? cache_.Get(key, g, attrs_.nchw, /*depthwise=*/true, Epilogue{}) : nullptr;
+      if (conv != nullptr) {
+        conv->Run(input.data, filter.data, nullptr, output.data, /*constant_filter=*/false);
+        return;
+      }
+    }
     const T* in = ReadNhwc<T>(ctx, input, attrs_.nchw);
     WriteNhwc<T>(ctx, output, attrs_.nchw, [&](T* out) { DirectConv<T, true>(g, in, filter.as<T>(), out); });
   }
 
  private:
   WindowAttrs attrs_;
+  PrimitiveCache<DnnlConvolution> cache_;
 };
 
 // --- Pooling ---------------------------------------------------------------------------

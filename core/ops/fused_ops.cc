@@ -1,0 +1,154 @@
+// The graph optimizer's fused ops (docs/optimizer.md): one op where a graph
+// had a convolution or a matrix product followed by a bias, a residual Add
+// and an activation. Graphs do not write them; the level-2 fusion passes
+// make them where the device that runs the node has a kernel for them, and
+// a device plugin offers one by registering a kernel under the op's name
+// (docs/plugins.md). They have no gradient: training graphs are fused after
+// their gradients are built, and only where no gradient reads an inner
+// value.
+#include "core/ops/ops.h"
+#include "core/ops/shape_fns.h"
+
+namespace weft::ops {
+namespace {
+
+// The activations a fused op applies last; alpha and beta are LeakyRelu's
+// slope and Clip's bounds.
+constexpr const char* kActivations =
+    "activation: {'None', 'Relu', 'Relu6', 'Clip', 'LeakyRelu', 'Elu', 'Sigmoid', 'Tanh', 'Swish', 'Gelu', "
+    "'GeluTanh'} = 'None'";
+
+// Checks the fused args (bias, then residual) against the output |out| with
+// its channels on axis |channel|.
+Status CheckFusedArgs(InferenceContext& c, const Shape& out, int channel) {
+  const bool bias = c.Bool("bias"), residual = c.Bool("residual");
+  const int n = static_cast<int>(c.Int("N"));
+  if (n != static_cast<int>(bias) + static_cast<int>(residual)) {
+    return c.Error("N is ", n, " but bias and residual ask for ", static_cast<int>(bias) + static_cast<int>(residual),
+                   " args");
+  }
+  int next = c.num_inputs() - n;
+  if (bias) {
+    const Shape& b = c.input_shape(next++);
+    if (!b.unknown_rank() && b.rank() != 1) return c.Error("the bias must be 1-D, got ", b.ToString());
+    const int64_t channels = out.unknown_rank() ? -1 : out.dim(channel);
+    if (!b.unknown_rank() && channels >= 0 && b.dim(0) >= 0 && b.dim(0) != channels) {
+      return c.Error("the bias has ", b.dim(0), " elements but the output has ", channels, " channels");
+    }
+  }
+  if (residual && !c.input_shape(next).IsCompatibleWith(out)) {
+    return c.Error("the residual has shape ", c.input_shape(next).ToString(), ", the output ", out.ToString());
+  }
+  return Status();
+}
+
+Status FusedConvShape(InferenceContext& c) {
+  const Shape& in = c.input_shape(0);
+  const Shape& filter = c.input_shape(1);
+  const Layout l = LayoutOf(c.String("data_format"));
+  WEFT_RETURN_IF_ERROR(CheckWindowAttr(c, "strides", c.Ints("strides"), l));
+  WEFT_RETURN_IF_ERROR(CheckWindowAttr(c, "dilations", c.Ints("dilations"), l));
+  const bool explicit_pads = c.String("padding") == "EXPLICIT";
+  const std::vector<int64_t>& pads = c.Ints("explicit_paddings");
+  if (explicit_pads != !pads.empty() || (explicit_pads && pads.size() != 4)) {
+    return c.Error(
+        "explicit_paddings must have 4 entries (top, bottom, left, right) with padding EXPLICIT, and "
+        "none otherwise; got ",
+        pads.size(), " with padding ", c.String("padding"));
+  }
+  for (int64_t p : pads) {
+    if (p < 0 || p > (int64_t{1} << 30)) return c.Error("explicit_paddings entries must be in [0, 2^30], got ", p);
+  }
+  if ((!in.unknown_rank() && in.rank() != 4) || (!filter.unknown_rank() && filter.rank() != 4)) {
+    return c.Error("input and filter must have rank 4, got ", in.ToString(), " and ", filter.ToString());
+  }
+  Shape out = Shape::UnknownDims(4);
+  if (!in.unknown_rank() && !filter.unknown_rank()) {
+    Shape padded = in;
+    if (explicit_pads) {
+      std::vector<int64_t> dims = in.dims();
+      auto grow = [](int64_t d, int64_t a, int64_t b) { return d < 0 ? d : d + a + b; };
+      dims[static_cast<std::size_t>(l.h)] = grow(dims[static_cast<std::size_t>(l.h)], pads[0], pads[1]);
+      dims[static_cast<std::size_t>(l.w)] = grow(dims[static_cast<std::size_t>(l.w)], pads[2], pads[3]);
+      padded = Shape(std::move(dims));
+    }
+    WEFT_ASSIGN_OR_RETURN(out, ConvOutput(c, padded, filter, c.Bool("depthwise")));
+  }
+  WEFT_RETURN_IF_ERROR(CheckFusedArgs(c, out, l.c));
+  c.set_output(0, std::move(out));
+  return Status();
+}
+
+Status FusedMatMulShape(InferenceContext& c) {
+  const Shape& a = c.input_shape(0);
+  const Shape& b = c.input_shape(1);
+  if ((!a.unknown_rank() && a.rank() != 2) || (!b.unknown_rank() && b.rank() != 2)) {
+    return c.Error("a and b must be matrices, got ", a.ToString(), " and ", b.ToString());
+  }
+  const bool ta = c.Bool("transpose_a"), tb = c.Bool("transpose_b");
+  const int64_t m = a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0);
+  const int64_t ka = a.unknown_rank() ? -1 : a.dim(ta ? 0 : 1);
+  const int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
+  const int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    return c.Error("a ", a.ToString(), " and b ", b.ToString(), " do not agree on the inner dimension (", ka, " vs ",
+                   kb, ")");
+  }
+  const Shape out{m, n};
+  WEFT_RETURN_IF_ERROR(CheckFusedArgs(c, out, 1));
+  c.set_output(0, out);
+  return Status();
+}
+
+}  // namespace
+
+Status RegisterFusedOps(OpRegistry& r) {
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("_FusedConv2D")
+          .Input("input: T")
+          .Input("filter: T")
+          .Input("args: N * T")
+          .Output("output: T")
+          .Attr("T: {f32}")
+          .Attr("N: int >= 0")
+          .Attr("strides: list(int) = [1, 1, 1, 1]")
+          .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'} = 'VALID'")
+          .Attr("explicit_paddings: list(int) = []")
+          .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+          .Attr("dilations: list(int) = [1, 1, 1, 1]")
+          .Attr("depthwise: bool = false")
+          .Attr("bias: bool = false")
+          .Attr("residual: bool = false")
+          .Attr(kActivations)
+          .Attr("alpha: float = 0")
+          .Attr("beta: float = 0")
+          .Attr("constant_filter: bool = false")
+          .Shape(FusedConvShape)
+          .Doc("Conv2D (DepthwiseConv2D when 'depthwise'), then, in this order: BiasAdd of args[0] when 'bias'; "
+               "Add of the next arg (the output's shape) when 'residual'; the activation (LeakyRelu's slope is "
+               "alpha, Clip's bounds alpha and beta; Swish is x * Sigmoid(x)). padding EXPLICIT pads the input with "
+               "zeros by explicit_paddings (top, bottom, left, right) and then convolves VALID. 'constant_filter' "
+               "promises that the filter's buffer never changes its values, so a kernel may keep its own copy in "
+               "another layout. Made by the graph optimizer (docs/optimizer.md).")));
+  WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("_FusedMatMul")
+                                      .Input("a: T")
+                                      .Input("b: T")
+                                      .Input("args: N * T")
+                                      .Output("product: T")
+                                      .Attr("T: {f32}")
+                                      .Attr("N: int >= 0")
+                                      .Attr("transpose_a: bool = false")
+                                      .Attr("transpose_b: bool = false")
+                                      .Attr("bias: bool = false")
+                                      .Attr("residual: bool = false")
+                                      .Attr(kActivations)
+                                      .Attr("alpha: float = 0")
+                                      .Attr("beta: float = 0")
+                                      .Shape(FusedMatMulShape)
+                                      .Doc("MatMul, then BiasAdd of args[0] when 'bias', Add of the next arg (the "
+                                           "product's shape) when 'residual', and the activation, as _FusedConv2D. "
+                                           "Made by the graph optimizer (docs/optimizer.md).")));
+  return Status();
+}
+
+}  // namespace weft::ops

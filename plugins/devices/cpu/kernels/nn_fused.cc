@@ -1,0 +1,236 @@
+// The graph optimizer's fused ops on the CPU (docs/optimizer.md):
+// _FusedConv2D and _FusedMatMul, f32. oneDNN runs the product with the
+// bias, residual and activation as its post-ops, so each output element is
+// written once; what oneDNN declines runs the direct loops (conv_util.h) or
+// the blocked gemm, then the epilogue in one pass.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+
+#include "../kernel_framework.h"
+#include "conv_util.h"
+#include "dnnl_util.h"
+#include "gemm.h"
+#include "window.h"
+
+namespace weft::cpu {
+namespace {
+
+// out (of |out_dims|) = in (of |in_dims|, the same rank, each dim equal or
+// 1) broadcast.
+void BroadcastCopy(const float* in, const Dims& in_dims, float* out, const Dims& out_dims) {
+  const std::size_t rank = out_dims.size();
+  std::vector<int64_t> in_strides(rank, 0);
+  int64_t stride = 1;
+  for (std::size_t i = rank; i-- > 0;) {
+    in_strides[i] = in_dims[i] == 1 ? 0 : stride;
+    stride *= in_dims[i];
+  }
+  int64_t total = 1;
+  for (int64_t d : out_dims) total *= d;
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t rest = flat, offset = 0;
+    for (std::size_t i = rank; i-- > 0;) {
+      offset += (rest % out_dims[i]) * in_strides[i];
+      rest /= out_dims[i];
+    }
+    out[flat] = in[offset];
+  }
+}
+
+// The inputs after the two operands: the bias and the residual, as the
+// epilogue asks for them.
+struct FusedArgs {
+  Tensor bias, residual;
+};
+
+FusedArgs ReadFusedArgs(Context& ctx, const Epilogue& e, int64_t channels, const Dims& output) {
+  FusedArgs args;
+  int next = 2;
+  if (e.bias) {
+    args.bias = ctx.input(next++);
+    if (args.bias.rank() != 1 || args.bias.dim(0) != channels) {
+      Fail("the bias has shape ", DimsString(args.bias.dims), " but the output has ", channels, " channels");
+    }
+  }
+  if (e.residual) {
+    args.residual = ctx.input(next++);
+    const Dims& r = args.residual.dims;
+    bool fits = r.size() == output.size();
+    for (std::size_t i = 0; fits && i < r.size(); ++i) fits = r[i] == output[i] || r[i] == 1;
+    if (!fits) {
+      Fail("the residual added after the product has shape ", DimsString(r), " and the product ", DimsString(output),
+           ": the Add this node replaced would have broadcast the product to a larger shape, which the fused op "
+           "does not; run with --optimize 1 (or [graph_optimizer] disable = [\"conv_fusion\", \"matmul_fusion\"]) "
+           "(docs/optimizer.md)");
+    }
+    if (r != output) {
+      // A residual of 1 where the output is wider (a batch left open in
+      // the graph): broadcast it, as Add did.
+      Tensor wide = ctx.allocate_temp(WEFT_DTYPE_F32, output);
+      BroadcastCopy(args.residual.as<float>(), r, wide.as<float>(), output);
+      args.residual = wide;
+    }
+  }
+  return args;
+}
+
+class FusedConv2DKernel {
+ public:
+  explicit FusedConv2DKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, /*dilations=*/true)),
+        depthwise_(init.Bool("depthwise")),
+        constant_filter_(init.Bool("constant_filter")),
+        pads_(init.Ints("explicit_paddings")),
+        epilogue_(Epilogue::Read(init)) {
+    if (!pads_.empty() && pads_.size() != 4) Fail("explicit_paddings must have 4 entries, got ", pads_.size());
+  }
+
+  void Compute(Context& ctx) {
+    const Tensor input = ctx.input(0), filter = ctx.input(1);
+    const Geometry g = MakeConvGeometry(input.dims, filter.dims);
+    Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    const FusedArgs args = ReadFusedArgs(ctx, epilogue_, g.out_channels, output.dims);
+    if (output.num_elements == 0) return;
+    const auto* bias = epilogue_.bias ? args.bias.as<float>() : nullptr;
+    const auto* residual = epilogue_.residual ? args.residual.as<float>() : nullptr;
+    if (g.channels > 0) {
+      Dims key = input.dims;
+      key.insert(key.end(), filter.dims.begin(), filter.dims.end());
+      if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_)) {
+        if (residual != nullptr) std::memcpy(output.data, residual, output.byte_size);
+        conv->Run(input.data, filter.data, bias, output.data, constant_filter_);
+        return;
+      }
+      const float* in = ReadNhwc<float>(ctx, input, attrs_.nchw);
+      WriteNhwc<float>(ctx, output, attrs_.nchw, [&](float* out) {
+        if (depthwise_) {
+          DirectConv<float, true>(g, in, filter.as<float>(), out);
+        } else {
+          DirectConv<float, false>(g, in, filter.as<float>(), out);
+        }
+      });
+    } else {
+      std::fill(output.as<float>(), output.as<float>() + output.num_elements, 0.0f);  // an empty sum
+    }
+    const int64_t spatial = g.out_h * g.out_w;
+    if (attrs_.nchw) {
+      epilogue_.Apply(output.as<float>(), bias, residual, g.batch, g.out_channels, spatial);
+    } else {
+      epilogue_.Apply(output.as<float>(), bias, residual, g.batch * spatial, g.out_channels, 1);
+    }
+  }
+
+ private:
+  // The geometry, with the explicit pads when the op has them: VALID over
+  // the padded input, with the pads as the window's own.
+  Geometry MakeConvGeometry(const Dims& input, const Dims& filter) const {
+    if (pads_.empty()) return ConvGeometry(attrs_, input, filter, depthwise_);
+    if (input.size() != 4) Fail("the input must have rank 4, got ", DimsString(input));
+    const std::size_t h = attrs_.nchw ? 2 : 1, w = attrs_.nchw ? 3 : 2;
+    Dims padded = input;
+    padded[h] += pads_[0] + pads_[1];
+    padded[w] += pads_[2] + pads_[3];
+    Geometry g = ConvGeometry(attrs_, padded, filter, depthwise_);
+    g.in_h = input[h];
+    g.in_w = input[w];
+    g.pad_top = pads_[0];
+    g.pad_bottom = pads_[1];
+    g.pad_left = pads_[2];
+    g.pad_right = pads_[3];
+    return g;
+  }
+
+  WindowAttrs attrs_;
+  bool depthwise_, constant_filter_;
+  std::vector<int64_t> pads_;
+  Epilogue epilogue_;
+  PrimitiveCache<DnnlConvolution> cache_;
+};
+
+// An f32 oneDNN matmul with the epilogue as bias and post-ops, for one
+// (m, n, k), created once.
+class DnnlFusedMatMul {
+ public:
+  DnnlFusedMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const Epilogue& epilogue) : bias_(epilogue.bias) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    a_md_ = dnnl::memory::desc({m, k}, dt::f32, ta ? tag::ba : tag::ab);
+    b_md_ = dnnl::memory::desc({k, n}, dt::f32, tb ? tag::ba : tag::ab);
+    c_md_ = dnnl::memory::desc({m, n}, dt::f32, tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(epilogue.PostOps());
+    if (bias_) {
+      bias_md_ = dnnl::memory::desc({1, n}, dt::f32, tag::ab);
+      primitive_ =
+          dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md_, b_md_, bias_md_, c_md_), attr, Engine()));
+    } else {
+      primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md_, b_md_, c_md_), attr, Engine()));
+    }
+  }
+
+  void Run(const void* a, const void* b, const void* bias, void* c) const {
+    UseIntraOpThreads();
+    dnnl::stream& stream = Stream();
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, dnnl::memory(a_md_, Engine(), const_cast<void*>(a))},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(b_md_, Engine(), const_cast<void*>(b))},
+        {DNNL_ARG_DST, dnnl::memory(c_md_, Engine(), c)}};
+    if (bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
+    primitive_.execute(stream, args);
+    stream.wait();
+  }
+
+ private:
+  bool bias_;
+  dnnl::memory::desc a_md_, b_md_, c_md_, bias_md_;
+  dnnl::matmul primitive_;
+};
+
+class FusedMatMulKernel {
+ public:
+  explicit FusedMatMulKernel(const InitContext& init)
+      : ta_(init.Bool("transpose_a")), tb_(init.Bool("transpose_b")), epilogue_(Epilogue::Read(init)) {}
+
+  void Compute(Context& ctx) {
+    const Tensor a = ctx.input(0), b = ctx.input(1);
+    if (a.rank() != 2 || b.rank() != 2) {
+      Fail("a and b must be matrices, got ", DimsString(a.dims), " and ", DimsString(b.dims));
+    }
+    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
+    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
+    if (k != kb) {
+      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims), tb_ ? "^T" : "",
+           " (", k, " vs ", kb, ")");
+    }
+    Tensor c = ctx.allocate_output(0, {m, n});
+    const FusedArgs args = ReadFusedArgs(ctx, epilogue_, n, c.dims);
+    if (c.num_elements == 0) return;
+    const auto* bias = epilogue_.bias ? args.bias.as<float>() : nullptr;
+    const auto* residual = epilogue_.residual ? args.residual.as<float>() : nullptr;
+    if (k > 0) {
+      if (const DnnlFusedMatMul* prim = cache_.Get(Dims{m, n, k}, m, n, k, ta_, tb_, epilogue_)) {
+        if (residual != nullptr) std::memcpy(c.data, residual, c.byte_size);
+        prim->Run(a.data, b.data, bias, c.data);
+        return;
+      }
+    }
+    Gemm<float>(gemm_, a.as<float>(), b.as<float>(), c.as<float>(), m, n, k, ta_, tb_);
+    epilogue_.Apply(c.as<float>(), bias, residual, m, n, 1);
+  }
+
+ private:
+  bool ta_, tb_;
+  Epilogue epilogue_;
+  PrimitiveCache<DnnlFusedMatMul> cache_;
+  GemmCache gemm_;
+};
+
+}  // namespace
+
+void RegisterFusedKernels(KernelRegistry& r) {
+  r.Add<FusedConv2DKernel>("_FusedConv2D", {{"T", WEFT_DTYPE_F32}});
+  r.Add<FusedMatMulKernel>("_FusedMatMul", {{"T", WEFT_DTYPE_F32}});
+}
+
+}  // namespace weft::cpu
