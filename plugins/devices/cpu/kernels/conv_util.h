@@ -5,7 +5,7 @@
 //
 //   Epilogue e = Epilogue::Read(init);            // or Epilogue{} for none
 //   DnnlConvolution* conv = cache.Get(key, g, nchw, depthwise, e);
-//   conv->Run(input, filter, bias, output, constant_filter);
+//   conv->Run(input, filter, bias, output, elements, constant_filter);
 //   // or: DirectConv<float, false>(g, in, filter, out); e.Apply(...)
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNELS_CONV_UTIL_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNELS_CONV_UTIL_H_
@@ -62,28 +62,51 @@ struct Epilogue {
 
   bool empty() const { return !bias && !residual && act == Act::kNone; }
 
+  // Whether oneDNN's post-op computes the activation as the op it replaces
+  // does for every input, infinities and NaN included. Its clip, bounded
+  // Relu and logistic turn NaN into a number, hiding it, and its Relu and
+  // Gelu give NaN for -inf (max(x, 0 * x)); those run in ActivateAfter
+  // instead, over the output oneDNN just wrote (docs/optimizer.md).
+  bool ActivationInDnnl() const {
+    return act == Act::kNone || act == Act::kTanh || act == Act::kElu || act == Act::kSwish ||
+           (act == Act::kLeakyRelu && alpha > 0 && std::isfinite(alpha));
+  }
+
   // oneDNN post-ops doing what Apply does after the bias (which oneDNN adds
   // itself): a sum with what dst holds (the residual, copied there first),
-  // then the activation.
+  // then the activation when ActivationInDnnl().
   dnnl::post_ops PostOps() const {
     dnnl::post_ops ops;
     if (residual) ops.append_sum(1.0f);
     using A = dnnl::algorithm;
-    auto eltwise = [&](A algorithm, float a, float b) { ops.append_eltwise(1.0f, algorithm, a, b); };
-    switch (act) {
-      case Act::kNone: break;
-      case Act::kRelu: eltwise(A::eltwise_relu, 0.0f, 0.0f); break;
-      case Act::kRelu6: eltwise(A::eltwise_clip, 0.0f, 6.0f); break;
-      case Act::kClip: eltwise(A::eltwise_clip, alpha, beta); break;
-      case Act::kLeakyRelu: eltwise(A::eltwise_relu, alpha, 0.0f); break;
-      case Act::kElu: eltwise(A::eltwise_elu, 1.0f, 0.0f); break;
-      case Act::kSigmoid: eltwise(A::eltwise_logistic, 0.0f, 0.0f); break;
-      case Act::kTanh: eltwise(A::eltwise_tanh, 0.0f, 0.0f); break;
-      case Act::kSwish: eltwise(A::eltwise_swish, 1.0f, 0.0f); break;
-      case Act::kGelu: eltwise(A::eltwise_gelu_erf, 0.0f, 0.0f); break;
-      case Act::kGeluTanh: eltwise(A::eltwise_gelu_tanh, 0.0f, 0.0f); break;
+    switch (ActivationInDnnl() ? act : Act::kNone) {
+      case Act::kTanh: ops.append_eltwise(1.0f, A::eltwise_tanh, 0.0f, 0.0f); break;
+      case Act::kElu: ops.append_eltwise(1.0f, A::eltwise_elu, 1.0f, 0.0f); break;
+      case Act::kSwish: ops.append_eltwise(1.0f, A::eltwise_swish, 1.0f, 0.0f); break;
+      case Act::kLeakyRelu: ops.append_eltwise(1.0f, A::eltwise_relu, alpha, 0.0f); break;
+      default: break;
     }
     return ops;
+  }
+
+  // The activation oneDNN's post-ops left out (ActivationInDnnl), over the
+  // |n| values at |data|, in place.
+  void ActivateAfter(float* data, int64_t n) const {
+    if (ActivationInDnnl()) return;
+    // One loop per activation, the test outside it, so that the clamps
+    // vectorise; NaN fails every comparison and stays.
+    auto each = [&](int64_t cost, auto fn) {
+      ParallelFor(n, cost, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) data[i] = fn(data[i]);
+      });
+    };
+    const float low = act == Act::kClip ? alpha : 0.0f, high = act == Act::kClip ? beta : 6.0f;
+    switch (act) {
+      case Act::kRelu: each(1, [](float x) { return x < 0 ? 0.0f : x; }); break;
+      case Act::kRelu6:
+      case Act::kClip: each(1, [low, high](float x) { return x < low ? low : (x > high ? high : x); }); break;
+      default: each(10, [this](float x) { return Activate(x); }); break;
+    }
   }
 
   // The activation of one value, as the op it replaces computes it
@@ -168,18 +191,16 @@ class DnnlConvolution {
     const dnnl::memory::dims pad_before = {g.pad_top, g.pad_left}, pad_after = {g.pad_bottom, g.pad_right};
     const auto prop = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_direct;
+    auto make_desc = [&](const dnnl::memory::desc& weights) {
+      return epilogue.bias ? dnnl::convolution_forward::desc(prop, algorithm, src_md_, weights, bias_md_, dst_md_,
+                                                             strides, dilations, pad_before, pad_after)
+                           : dnnl::convolution_forward::desc(prop, algorithm, src_md_, weights, dst_md_, strides,
+                                                             dilations, pad_before, pad_after);
+    };
+    if (epilogue.bias) bias_md_ = dnnl::memory::desc({g.out_channels}, dt::f32, tag::x);
     dnnl::primitive_attr attr;
     attr.set_post_ops(epilogue.PostOps());
-    std::unique_ptr<dnnl::convolution_forward::desc> desc;
-    if (epilogue.bias) {
-      bias_md_ = dnnl::memory::desc({g.out_channels}, dt::f32, tag::x);
-      desc = std::make_unique<dnnl::convolution_forward::desc>(prop, algorithm, src_md_, any_weights, bias_md_, dst_md_,
-                                                               strides, dilations, pad_before, pad_after);
-    } else {
-      desc = std::make_unique<dnnl::convolution_forward::desc>(prop, algorithm, src_md_, any_weights, dst_md_, strides,
-                                                               dilations, pad_before, pad_after);
-    }
-    dnnl::convolution_forward::primitive_desc pd(*desc, attr, Engine());
+    dnnl::convolution_forward::primitive_desc pd(make_desc(any_weights), attr, Engine());
     weights_md_ = pd.weights_desc();
     primitive_ = dnnl::convolution_forward(pd);
     if (weights_md_ != filter_md_) {
@@ -188,8 +209,10 @@ class DnnlConvolution {
   }
 
   // output = epilogue(conv(input, filter) + bias); with a residual epilogue
-  // |output| must hold the residual already.
-  void Run(const void* input, const void* filter, const void* bias, void* output, bool constant_filter) {
+  // |output| must hold the residual already. |elements| is the output's
+  // size.
+  void Run(const void* input, const void* filter, const void* bias, void* output, int64_t elements,
+           bool constant_filter) {
     UseIntraOpThreads();
     dnnl::stream& stream = Stream();
     dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
@@ -205,6 +228,7 @@ class DnnlConvolution {
     }
     primitive_.execute(stream, args);
     stream.wait();
+    epilogue_.ActivateAfter(static_cast<float*>(output), elements);
   }
 
  private:

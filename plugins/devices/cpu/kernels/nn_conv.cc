@@ -48,7 +48,7 @@ class Conv2DKernel {
       Dims key = input.dims;
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
       if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, /*depthwise=*/false, Epilogue{})) {
-        conv->Run(input.data, filter.data, nullptr, output.data, /*constant_filter=*/false);
+        conv->Run(input.data, filter.data, nullptr, output.data, output.num_elements, /*constant_filter=*/false);
         return;
       }
     }
@@ -77,7 +77,7 @@ class DepthwiseConv2DKernel {
       DnnlConvolution* conv =
           g.channels > 0 ? cache_.Get(key, g, attrs_.nchw, /*depthwise=*/true, Epilogue{}) : nullptr;
       if (conv != nullptr) {
-        conv->Run(input.data, filter.data, nullptr, output.data, /*constant_filter=*/false);
+        conv->Run(input.data, filter.data, nullptr, output.data, output.num_elements, /*constant_filter=*/false);
         return;
       }
     }

@@ -99,7 +99,7 @@ class FusedConv2DKernel {
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
       if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_)) {
         if (residual != nullptr) std::memcpy(output.data, residual, output.byte_size);
-        conv->Run(input.data, filter.data, bias, output.data, constant_filter_);
+        conv->Run(input.data, filter.data, bias, output.data, output.num_elements, constant_filter_);
         return;
       }
       const float* in = ReadNhwc<float>(ctx, input, attrs_.nchw);
@@ -152,7 +152,8 @@ class FusedConv2DKernel {
 // (m, n, k), created once.
 class DnnlFusedMatMul {
  public:
-  DnnlFusedMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const Epilogue& epilogue) : bias_(epilogue.bias) {
+  DnnlFusedMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const Epilogue& epilogue)
+      : epilogue_(epilogue), elements_(m * n), bias_(epilogue.bias) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
     a_md_ = dnnl::memory::desc({m, k}, dt::f32, ta ? tag::ba : tag::ab);
@@ -179,9 +180,12 @@ class DnnlFusedMatMul {
     if (bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
     primitive_.execute(stream, args);
     stream.wait();
+    epilogue_.ActivateAfter(static_cast<float*>(c), elements_);
   }
 
  private:
+  Epilogue epilogue_;
+  int64_t elements_;
   bool bias_;
   dnnl::memory::desc a_md_, b_md_, c_md_, bias_md_;
   dnnl::matmul primitive_;
