@@ -24,6 +24,8 @@ Expected<int64_t> FoldConstants(GraphEditor& edit, const PassContext& context, c
                                 PassReport& report);
 Expected<int64_t> EliminateCommonSubexpressions(GraphEditor& edit, const PassContext& context,
                                                 const OptimizeOptions& options, PassReport& report);
+Expected<int64_t> FoldIntoWeights(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
+                                  PassReport& report);
 Expected<int64_t> FuseConvolutions(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
                                    PassReport& report);
 Expected<int64_t> FuseMatMuls(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,

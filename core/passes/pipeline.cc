@@ -28,6 +28,10 @@ constexpr PassEntry kPasses[] = {
     {"shape_folding", 1, internal::FoldShapes,
      "Shape, Size and Rank of a tensor whose shape is known when the graph is built become constants (they still "
      "run after the tensor, so they stay in its loop or branch)."},
+    {"weight_folding", 2, internal::FoldIntoWeights,
+     "In a frozen graph, an inference-mode FusedBatchNorm after a Conv2D, DepthwiseConv2D or MatMul with constant "
+     "weights becomes new weights (filter * scale / sqrt(variance + epsilon)) and a BiasAdd (offset - mean * that "
+     "scale); a Mul by a constant per-channel vector becomes new weights. Constant folding, next, computes them."},
     {"constant_folding", 1, internal::FoldConstants,
      "Evaluates once, on the host, every node whose inputs are all constants, and replaces the outputs the rest "
      "of the graph reads by Const nodes with the same names. Never stateful or random ops, control flow, or a "

@@ -83,7 +83,11 @@ class SplitAcrossTasks : public testing::TwoTasksTest {
   static std::vector<Tensor> RunLocal(Graph graph, const Feeds& feeds, const std::vector<std::string>& fetches) {
     // The outputs live in the devices' memory: the devices stay open.
     static testing::RuntimeEnv* env = new testing::RuntimeEnv("[plugins]\ndisable = [\"opencl\", \"cuda\", \"hip\"]\n");
-    auto session = env->Session(std::move(graph));
+    // At level 1, whose passes change no arithmetic: a cluster runs no
+    // fusions yet (docs/optimizer.md), and the two must agree bit for bit.
+    runtime::SessionOptions options;
+    options.optimizer.level = 1;
+    auto session = env->Session(std::move(graph), options);
     std::vector<Tensor> out;
     Status s = session->Run(feeds, fetches, {}, &out);
     EXPECT_TRUE(s.ok()) << s.ToString();

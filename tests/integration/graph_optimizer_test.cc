@@ -435,9 +435,9 @@ TEST_F(GraphOptimizer, NodesPinnedToDifferentDevicesNeverMerge) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   ASSERT_TRUE((*session)->Run({}, {}, {"init"}, nullptr).ok());
   const std::vector<PassReport> reports = (*session)->last_optimization();
-  ASSERT_EQ(reports.size(), 7u);  // level 2: five passes of level 1, two fusions
-  EXPECT_EQ(reports[4].pass, "cse");
-  EXPECT_EQ(reports[4].changed, 0) << "merged: " << StrJoin(reports[4].examples, ", ");
+  ASSERT_EQ(reports.size(), 8u);  // level 2: five passes of level 1, weight folding, two fusions
+  EXPECT_EQ(reports[5].pass, "cse");
+  EXPECT_EQ(reports[5].changed, 0) << "merged: " << StrJoin(reports[5].examples, ", ");
   std::vector<Tensor> out;
   Status read = (*session)->Run({}, {"a/read", "b/read"}, {}, &out);
   ASSERT_TRUE(read.ok()) << read.ToString();
@@ -488,7 +488,8 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "no graph optimizer pass is called \"constant_foldin\"; did you mean \"constant_folding\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, constant_folding, cse, conv_fusion, matmul_fusion)");
+            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, conv_fusion, "
+            "matmul_fusion)");
   options.disable = {};
   options.level = 4;
   s = passes::ValidateOptions(options);
@@ -502,7 +503,8 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   ASSERT_FALSE(session.ok());
   EXPECT_EQ(session.status().message(),
             "[graph_optimizer]: no graph optimizer pass is called \"css\"; did you mean \"cse\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, constant_folding, cse, conv_fusion, matmul_fusion)");
+            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, conv_fusion, "
+            "matmul_fusion)");
 }
 
 TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
@@ -515,12 +517,12 @@ TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
   ASSERT_TRUE(session->Run({{"x", F32({10, 20}, Shape{2})}}, {"y"}, {}, &out).ok());
   EXPECT_EQ(Values(out[0]), (std::vector<float>{9, 18}));
   const std::vector<PassReport> reports = session->last_optimization();
-  ASSERT_EQ(reports.size(), 7u);  // level 2: five passes of level 1, two fusions
+  ASSERT_EQ(reports.size(), 8u);  // level 2: five passes of level 1, weight folding, two fusions
   EXPECT_EQ(reports[0].pass, "identity_removal");
   EXPECT_EQ(reports[0].changed, 1);
-  EXPECT_EQ(reports[3].pass, "constant_folding");
-  EXPECT_EQ(reports[3].changed, 1);
-  EXPECT_EQ(reports[3].examples, std::vector<std::string>{"minus"});
+  EXPECT_EQ(reports[4].pass, "constant_folding");
+  EXPECT_EQ(reports[4].changed, 1);
+  EXPECT_EQ(reports[4].examples, std::vector<std::string>{"minus"});
 }
 
 // --- Level 2: fusions ------------------------------------------------------------------
@@ -743,6 +745,53 @@ TEST_F(GraphOptimizer, AnOpenBatchResidualBroadcastsOrSaysWhyNot) {
   EXPECT_EQ(
       Values(RunAt(b, 0, {"y"}, {{"x", F32({1}, Shape{1, 1, 1, 1})}, {"r", F32({10, 20}, Shape{2, 1, 1, 1})}})[0]),
       (std::vector<float>{12, 22}));
+}
+
+// x = [1, 2] through a 1x1 convolution with the filter [1, 2] gives
+// [[1, 2], [2, 4]]. An inference batch norm with scale [2, 1], offset
+// [1, 0], mean [1, 2], variance [3, 0] and epsilon 1 (so 1/sqrt(var + eps)
+// is [0.5, 1]) gives channel 0 unchanged and channel 1 minus 2: [[1, 0],
+// [2, 2]]; folded, the filter is [1, 2] * [1, 1] and the bias [0, -2]. A
+// Mul by the constant [3, -1] instead gives [[3, -2], [6, -4]].
+TEST_F(GraphOptimizer, FrozenBatchNormsAndChannelScalesFoldIntoTheWeights) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{1, 1, 2, 1}, "x");
+  auto conv = [&](const std::string& name) {
+    return b.Op("Conv2D", {x, b.Const(F32({1, 2}, Shape{1, 1, 1, 2}))}, {}, name);
+  };
+  auto vec = [&](std::vector<float> v) { return b.Const(F32(std::move(v), Shape{2})); };
+  b.AddNode("FusedBatchNorm", {conv("conv"), vec({2, 1}), vec({1, 0}), vec({1, 2}), vec({3, 0})},
+            {{"epsilon", AttrValue(1.0)}, {"is_training", AttrValue(false)}}, "bn");
+  b.Op("Mul", {conv("conv2"), vec({3, -1})}, {}, "scaled");
+  // Not frozen: the mean is fed.
+  Output mean = b.Placeholder(DType::kF32, Shape{2}, "mean");
+  b.AddNode("FusedBatchNorm", {conv("conv3"), vec({2, 1}), vec({1, 0}), mean, vec({3, 0})},
+            {{"epsilon", AttrValue(1.0)}, {"is_training", AttrValue(false)}}, "bn_fed");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+
+  OptimizeOptions options;
+  options.level = 2;
+  options.disable = {"cse"};  // the three convolutions are one
+  OptimizeResult result = Optimize(b, {"bn", "scaled", "bn_fed"}, {"x", "mean"}, options);
+  const Graph& g = *result.graph;
+  EXPECT_EQ(Count(g, "FusedBatchNorm"), 1);  // bn_fed's
+  EXPECT_EQ(g.Find("bn")->op_name(), "_FusedConv2D");
+  EXPECT_TRUE(g.Find("bn")->def.attrs.at("bias").get<bool>());
+  EXPECT_EQ(g.Find("scaled")->op_name(), "_FusedConv2D");
+  EXPECT_EQ(g.Find("bn_fed")->op_name(), "FusedBatchNorm");
+  const PassReport* report = Report(result, "weight_folding");
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(report->changed, 2);
+  EXPECT_EQ(report->examples, (std::vector<std::string>{"bn", "scaled"}));
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", F32({1, 2}, Shape{1, 1, 2, 1})},
+                                                             {"mean", F32({1, 2}, Shape{2})}};
+  for (int level : {0, 2}) {
+    auto out = RunAt(b, level, {"bn", "scaled", "bn_fed"}, feeds);
+    EXPECT_EQ(Values(out[0]), (std::vector<float>{1, 0, 2, 2})) << "level " << level;
+    EXPECT_EQ(Values(out[1]), (std::vector<float>{3, -2, 6, -4})) << "level " << level;
+    EXPECT_EQ(Values(out[2]), (std::vector<float>{1, 0, 2, 2})) << "level " << level;
+  }
 }
 
 }  // namespace

@@ -48,7 +48,12 @@ std::vector<Tensor> RunBuilt(RuntimeEnv& env, const BuildFn& build, const std::s
   GraphBuilder b;
   std::vector<std::string> fetches = build(b, device);
   EXPECT_TRUE(b.status().ok()) << b.status().ToString();
-  auto session = env.Session(b);
+  // At level 1, whose passes change no arithmetic: a fusion (level 2) of
+  // the one-device graph's MatMul, Add and Tanh would round differently
+  // from the split graph, where they run on two devices and stay apart.
+  runtime::SessionOptions session_options;
+  session_options.optimizer.level = 1;
+  auto session = env.Session(b, session_options);
   std::vector<Tensor> out;
   runtime::TraceRecorder trace;
   runtime::RunOptions options;

@@ -30,14 +30,17 @@
 //                         (tools/bench/torch_lstm_cell.py, its own process);
 //                         a second line gives the same cell composed from
 //                         primitive ops (core/graph/nn_builders.h) vs fused
-//   onnx_resnet18_b1, onnx_resnet18_b32, onnx_mobilenet_b1
-//                         milliseconds per inference of a PyTorch model exported
+//   onnx_resnet18_b1, onnx_resnet18_b32, onnx_mobilenet_b1, onnx_efficientnet_b0,
+//   onnx_bert_encoder     milliseconds per inference of a PyTorch model exported
 //                         to ONNX (tools/onnx/export_models.py), imported with
 //                         its initializers frozen and run through a Session, vs
 //                         PyTorch running the original module under no_grad
 //                         (tools/bench/torch_onnx_peer.py); a second line
 //                         (<name>_vs_ort) has ONNX Runtime running the same
-//                         .onnx file (tools/bench/ort_peer.js)
+//                         .onnx file (tools/bench/ort_peer.js); these run at
+//                         the default optimizer level, and
+//                         <name>_optimize<L>_vs_ort lines give each lower
+//                         level against the same ONNX Runtime figure
 //
 // Each prints one line: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // with medians of repeated runs; speedup > 1 means Weft is ahead (for
@@ -67,6 +70,7 @@
 #include "core/graph/serialize.h"
 #include "core/onnx/onnx.h"
 #include "core/ops/generated_ops.h"
+#include "core/passes/pass.h"
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
@@ -589,12 +593,13 @@ double RunPeer(const std::string& command, const char* tag, std::string* version
 
 // One exported model: Weft (in this process) against PyTorch and ONNX
 // Runtime (child processes), in alternating rounds.
-void OnnxBench(Env& env, const std::string& name, const std::string& model, int64_t batch) {
+void OnnxBench(Env& env, const std::string& name, const std::string& model, const Shape& shape) {
+  const int64_t batch = shape.dim(0);
   const std::string dir = StrCat(WEFT_BINARY_DIR, "/onnx_bench");
   const std::string path = StrCat(dir, "/", model, ".onnx");
   if (!std::ifstream(path).good()) {
     const std::string export_cmd = StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/onnx/export_models.py ", dir,
-                                          " --models ", model, " > /dev/null 2>&1");
+                                          " --models ", model, " --batch ", batch, " > /dev/null 2>&1");
     if (std::system(export_cmd.c_str()) != 0) Env::Check(InternalError("exporting failed: ", export_cmd));
   }
   onnx_io::ImportOptions options;
@@ -603,34 +608,53 @@ void OnnxBench(Env& env, const std::string& name, const std::string& model, int6
   Env::Check(imported.status());
   auto graph = Graph::FromGraphDef(std::move(imported->def));
   Env::Check(graph.status());
-  auto session = runtime::Session::Create(std::move(*graph), env.shared_devices());
-  Env::Check(session.status());
-  const Shape shape{batch, 3, 224, 224};
+  // One session per optimizer level, the default last: the gain of each
+  // level is on record (docs/optimizer.md).
+  std::vector<int> levels;
+  for (int level = 0; level < passes::kDefaultLevel; ++level) levels.push_back(level);
+  levels.push_back(passes::kDefaultLevel);
+  std::vector<std::unique_ptr<runtime::Session>> sessions;
+  for (int level : levels) {
+    runtime::SessionOptions session_options;
+    session_options.optimizer.level = level;
+    auto session = runtime::Session::Create(Graph(*graph), env.shared_devices(), session_options);
+    Env::Check(session.status());
+    sessions.push_back(std::move(*session));
+  }
   const Tensor x = Random(shape, 3);
   const std::vector<std::pair<std::string, Tensor>> feeds = {{imported->inputs[0], x}};
   const std::vector<std::string> fetches = {imported->outputs[0]};
   std::vector<Tensor> out;
-  auto run = [&] { Env::Check((*session)->Run(feeds, fetches, {}, &out)); };
+  std::size_t current = sessions.size() - 1;
+  auto run = [&] { Env::Check(sessions[current]->Run(feeds, fetches, {}, &out)); };
   const int repeats = g_repeats > 0 ? g_repeats : (batch > 8 ? 5 : 30);
-  for (int i = 0; i < 3; ++i) run();
+  for (current = 0; current < sessions.size(); ++current) {
+    for (int i = 0; i < 3; ++i) run();
+  }
+  current = sessions.size() - 1;
   if (std::getenv("WEFT_BENCH_PROFILE") != nullptr) {
     PrintOpProfile(repeats, "run", [&](const runtime::RunOptions& run_options) {
-      Env::Check((*session)->Run(feeds, fetches, {}, &out, run_options));
+      Env::Check(sessions[current]->Run(feeds, fetches, {}, &out, run_options));
     });
   }
   const int threads = AvailableCores();
   const std::string ort_prefix = StrCat(WEFT_BINARY_DIR, "/ort");
   const std::string torch_cmd = StrCat("/usr/bin/python3 ", WEFT_SOURCE_DIR, "/tools/bench/torch_onnx_peer.py ", model,
                                        " ", batch, " ", threads, " ", repeats);
+  std::vector<std::string> dims;
+  for (int i = 0; i < shape.rank(); ++i) dims.push_back(std::to_string(shape.dim(i)));
   const std::string ort_cmd = StrCat("node ", WEFT_SOURCE_DIR, "/tools/bench/ort_peer.js ", ort_prefix, " ", path, " ",
-                                     batch, ",3,224,224 ", threads, " ", repeats);
+                                     StrJoin(dims, ","), " ", threads, " ", repeats);
   const bool have_ort = std::ifstream(StrCat(ort_prefix, "/node_modules/onnxruntime-node/package.json")).good();
-  std::vector<double> weft_ms, torch_ms, ort_ms;
+  std::vector<std::vector<double>> level_ms(sessions.size());
+  std::vector<double> torch_ms, ort_ms;
   std::string torch_version, ort_version;
   for (int round = 0; round < 3; ++round) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    run();
-    for (int i = 0; i < repeats; ++i) weft_ms.push_back(Seconds(run) * 1e3);
+    for (current = 0; current < sessions.size(); ++current) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      run();
+      for (int i = 0; i < repeats; ++i) level_ms[current].push_back(Seconds(run) * 1e3);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     torch_ms.push_back(RunPeer(torch_cmd, "torch", &torch_version));
     if (have_ort) {
@@ -638,15 +662,19 @@ void OnnxBench(Env& env, const std::string& name, const std::string& model, int6
       ort_ms.push_back(RunPeer(ort_cmd, "ort", &ort_version));
     }
   }
-  const double weft = MedianOf(weft_ms);
+  const double weft = MedianOf(level_ms.back());
   Print(name, weft, MedianOf(torch_ms), "ms", false);
   if (have_ort) {
     Print(name + "_vs_ort", weft, MedianOf(ort_ms), "ms", false);
+    for (std::size_t i = 0; i + 1 < levels.size(); ++i) {
+      Print(StrCat(name, "_optimize", levels[i], "_vs_ort"), MedianOf(level_ms[i]), MedianOf(ort_ms), "ms", false);
+    }
   } else {
     std::cerr << "weft_bench: ONNX Runtime is not installed under " << ort_prefix
               << " (tools/bench/run.sh installs it with npm); no _vs_ort line\n";
   }
-  std::cerr << "# " << name << ": " << threads << " threads; PyTorch " << torch_version
+  std::cerr << "# " << name << ": " << threads << " threads; the first line at --optimize " << levels.back()
+            << " (the default), the _optimizeN lines at lower levels; PyTorch " << torch_version
             << (have_ort ? ", ONNX Runtime " + ort_version : std::string()) << "\n";
 }
 
@@ -657,7 +685,8 @@ int Main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
                  "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd "
-                 "train_mlp_adam train_cnn_sgd lstm_cell onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1\n";
+                 "train_mlp_adam train_cnn_sgd lstm_cell onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 "
+                 "onnx_efficientnet_b0 onnx_bert_encoder\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -697,9 +726,26 @@ int Main(int argc, char** argv) {
          TrainBench("train_cnn_sgd", {"cnn", "sgd", 64}, argv[0]);
        }},
       {"lstm_cell", [&] { LstmCell(env, 64, 256, 256); }},
-      {"onnx_resnet18_b1", [&] { OnnxBench(env, "onnx_resnet18_b1", "resnet18", 1); }},
-      {"onnx_resnet18_b32", [&] { OnnxBench(env, "onnx_resnet18_b32", "resnet18", 32); }},
-      {"onnx_mobilenet_b1", [&] { OnnxBench(env, "onnx_mobilenet_b1", "mobilenet_v2", 1); }},
+      {"onnx_resnet18_b1",
+       [&] {
+         OnnxBench(env, "onnx_resnet18_b1", "resnet18", Shape{1, 3, 224, 224});
+       }},
+      {"onnx_resnet18_b32",
+       [&] {
+         OnnxBench(env, "onnx_resnet18_b32", "resnet18", Shape{32, 3, 224, 224});
+       }},
+      {"onnx_mobilenet_b1",
+       [&] {
+         OnnxBench(env, "onnx_mobilenet_b1", "mobilenet_v2", Shape{1, 3, 224, 224});
+       }},
+      {"onnx_efficientnet_b0",
+       [&] {
+         OnnxBench(env, "onnx_efficientnet_b0", "efficientnet_b0", Shape{1, 3, 224, 224});
+       }},
+      {"onnx_bert_encoder",
+       [&] {
+         OnnxBench(env, "onnx_bert_encoder", "bert_encoder", Shape{1, 128, 256});
+       }},
   };
   auto it = benches.find(name);
   if (it == benches.end()) {
