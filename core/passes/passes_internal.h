@@ -26,6 +26,10 @@ Expected<int64_t> EliminateCommonSubexpressions(GraphEditor& edit, const PassCon
                                                 const OptimizeOptions& options, PassReport& report);
 Expected<int64_t> FoldIntoWeights(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
                                   PassReport& report);
+Expected<int64_t> FuseGelus(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
+                            PassReport& report);
+Expected<int64_t> SinkReshapes(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
+                               PassReport& report);
 Expected<int64_t> FuseConvolutions(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
                                    PassReport& report);
 Expected<int64_t> FuseMatMuls(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,

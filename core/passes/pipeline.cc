@@ -42,6 +42,14 @@ constexpr PassEntry kPasses[] = {
      "Common subexpression elimination: of two nodes with the same op, attrs, inputs, control inputs and "
      "requested device ([placement.pins] included), the later one's readers read the earlier one. Constants with "
      "the same value merge too; stateful nodes never do."},
+    {"gelu_fusion", 2, internal::FuseGelus,
+     "The erf form of GELU as ONNX exports write it, x * (1 + erf(x / sqrt(2))) * 0.5 in five ops (the factors in "
+     "either order, or x * 0.5 first), becomes one Gelu."},
+    {"reshape_sinking", 2, internal::SinkReshapes,
+     "A Reshape (of fully known shapes) read only by an elementwise op moves after it: a unary op, or a binary one "
+     "with a constant scalar or a vector along the last axis both shapes share. A MatMul (2-D) then meets the bias "
+     "and activation an exported graph applies to its 3-D result, and the Reshape back to 2-D meets the first and "
+     "both go."},
     {"conv_fusion", 2, internal::FuseConvolutions,
      "An f32 Conv2D or DepthwiseConv2D, with a zero Pad of the spatial axes before it (a VALID convolution), and "
      "after it a BiasAdd (or Add of a [channels] vector), an Add of a tensor of its shape (a residual) and an "

@@ -946,8 +946,8 @@ TEST_F(Cli, OptimizeRefusesAnUnknownPassALevelOutOfRangeAndAnOnnxOutput) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err,
             "weft: error: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, conv_fusion, "
-            "matmul_fusion)\n");
+            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
+            "reshape_sinking, conv_fusion, matmul_fusion)\n");
   // The same config stops `weft run` before anything runs.
   ProcessResult ran = Weft({"run", model, "--config", config, "--fetch", "probabilities", "--feed",
                             "images=" WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy", "-q"});

@@ -435,7 +435,7 @@ TEST_F(GraphOptimizer, NodesPinnedToDifferentDevicesNeverMerge) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   ASSERT_TRUE((*session)->Run({}, {}, {"init"}, nullptr).ok());
   const std::vector<PassReport> reports = (*session)->last_optimization();
-  ASSERT_EQ(reports.size(), 8u);  // level 2: five passes of level 1, weight folding, two fusions
+  ASSERT_EQ(reports.size(), 10u);  // level 2: five passes of level 1 and five of its own
   EXPECT_EQ(reports[5].pass, "cse");
   EXPECT_EQ(reports[5].changed, 0) << "merged: " << StrJoin(reports[5].examples, ", ");
   std::vector<Tensor> out;
@@ -488,8 +488,8 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "no graph optimizer pass is called \"constant_foldin\"; did you mean \"constant_folding\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, conv_fusion, "
-            "matmul_fusion)");
+            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
+            "reshape_sinking, conv_fusion, matmul_fusion)");
   options.disable = {};
   options.level = 4;
   s = passes::ValidateOptions(options);
@@ -503,8 +503,8 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   ASSERT_FALSE(session.ok());
   EXPECT_EQ(session.status().message(),
             "[graph_optimizer]: no graph optimizer pass is called \"css\"; did you mean \"cse\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, conv_fusion, "
-            "matmul_fusion)");
+            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
+            "reshape_sinking, conv_fusion, matmul_fusion)");
 }
 
 TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
@@ -517,7 +517,7 @@ TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
   ASSERT_TRUE(session->Run({{"x", F32({10, 20}, Shape{2})}}, {"y"}, {}, &out).ok());
   EXPECT_EQ(Values(out[0]), (std::vector<float>{9, 18}));
   const std::vector<PassReport> reports = session->last_optimization();
-  ASSERT_EQ(reports.size(), 8u);  // level 2: five passes of level 1, weight folding, two fusions
+  ASSERT_EQ(reports.size(), 10u);  // level 2: five passes of level 1 and five of its own
   EXPECT_EQ(reports[0].pass, "identity_removal");
   EXPECT_EQ(reports[0].changed, 1);
   EXPECT_EQ(reports[4].pass, "constant_folding");
@@ -791,6 +791,84 @@ TEST_F(GraphOptimizer, FrozenBatchNormsAndChannelScalesFoldIntoTheWeights) {
     EXPECT_EQ(Values(out[0]), (std::vector<float>{1, 0, 2, 2})) << "level " << level;
     EXPECT_EQ(Values(out[1]), (std::vector<float>{3, -2, 6, -4})) << "level " << level;
     EXPECT_EQ(Values(out[2]), (std::vector<float>{1, 0, 2, 2})) << "level " << level;
+  }
+}
+
+// What an ONNX export of a linear layer and GELU looks like: a 2-D MatMul,
+// a Reshape to 3-D, the bias, x * (1 + erf(x / sqrt 2)) * 0.5 in five ops,
+// and a Reshape back. a = [[1, 0], [0, -1]] times the identity plus a zero
+// bias gives GELU of [1, 0, 0, -1]: 0.5 (1 + erf(1 / sqrt 2)) = 0.8413447
+// and -0.5 (1 - erf(1 / sqrt 2)) = -0.1586553.
+TEST_F(GraphOptimizer, AnExportedLinearLayerWithGeluBecomesOneFusedMatMul) {
+  GraphBuilder b;
+  Output a = b.Placeholder(DType::kF32, Shape{2, 2}, "a");
+  Output mm = b.Op("MatMul", {a, b.Const(F32({1, 0, 0, 1}, Shape{2, 2}))}, {}, "mm");
+  Output up = b.Op("Reshape", {mm, b.Const(Tensor::FromVector<int64_t>({1, 2, 2}))}, {}, "up");
+  Output x = b.Op("Add", {b.Const(F32({0, 0}, Shape{2})), up}, {}, "bias");
+  Output erf = b.Op("Erf", {b.Op("Div", {x, b.Scalar<float>(1.4142135f)}, {}, "div")}, {}, "erf");
+  Output half = b.Op(
+      "Mul",
+      {b.Op("Mul", {x, b.Op("Add", {erf, b.Scalar<float>(1.0f)}, {}, "one_plus")}, {}, "times"), b.Scalar<float>(0.5f)},
+      {}, "gelu");
+  b.Op("Reshape", {half, b.Const(Tensor::FromVector<int64_t>({2, 2}))}, {}, "y");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+
+  OptimizeOptions options;
+  options.level = 2;
+  OptimizeResult result = Optimize(b, {"y"}, {"a"}, options);
+  const Graph& g = *result.graph;
+  EXPECT_EQ(Count(g, "Erf"), 0);
+  EXPECT_EQ(Count(g, "Gelu"), 0);  // inside the fused MatMul
+  EXPECT_EQ(Count(g, "_FusedMatMul"), 1);
+  EXPECT_EQ(Count(g, "Reshape"), 0);  // moved down to y, which then reshaped 2x2 to 2x2 and went
+  const Graph::Node& fused = Fetched(g);
+  EXPECT_EQ(fused.op_name(), "_FusedMatMul");
+  EXPECT_EQ(fused.def.attrs.at("activation").get<std::string>(), "Gelu");
+  EXPECT_TRUE(fused.def.attrs.at("bias").get<bool>());
+  EXPECT_EQ(Report(result, "gelu_fusion")->changed, 1);
+  EXPECT_EQ(Report(result, "gelu_fusion")->examples, std::vector<std::string>{"gelu"});
+  EXPECT_EQ(Report(result, "reshape_sinking")->changed, 1);  // past the bias and the Gelu at once
+  EXPECT_EQ(Report(result, "reshape_sinking")->examples, std::vector<std::string>{"up"});
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"a", F32({1, 0, 0, -1}, Shape{2, 2})}};
+  for (int level : {0, 2}) {
+    const std::vector<float> got = Values(RunAt(b, level, {"y"}, feeds)[0]);
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_NEAR(got[0], 0.8413447f, 1e-6) << "level " << level;
+    EXPECT_EQ(got[1], 0.0f) << "level " << level;
+    EXPECT_EQ(got[2], 0.0f) << "level " << level;
+    EXPECT_NEAR(got[3], -0.1586553f, 1e-6) << "level " << level;
+  }
+}
+
+// A Reshape stays where the op after it broadcasts something other than a
+// scalar or a last-axis vector, or changes the last axis under a vector.
+TEST_F(GraphOptimizer, AReshapeStaysWhereMovingItWouldChangeTheBroadcast) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{2, 3}, "x");
+  Output r1 = b.Op("Reshape", {x, b.Const(Tensor::FromVector<int64_t>({3, 2}))}, {}, "r1");
+  b.Op("Add", {r1, b.Const(F32({1, 2}, Shape{2}))}, {}, "last_axis_changes");
+  Output r2 = b.Op("Reshape", {x, b.Const(Tensor::FromVector<int64_t>({1, 2, 3}))}, {}, "r2");
+  b.Op("Add", {r2, b.Const(F32({1, 2}, Shape{2, 1}))}, {}, "not_a_vector");
+  Output r3 = b.Op("Reshape", {x, b.Const(Tensor::FromVector<int64_t>({1, 2, 3}))}, {}, "r3");
+  b.Op("Relu", {r3}, {}, "relu");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  OptimizeOptions options;
+  options.level = 2;
+  options.disable = {"cse"};
+  OptimizeResult result = Optimize(b, {"last_axis_changes", "not_a_vector", "relu"}, {"x"}, options);
+  const Graph& g = *result.graph;
+  EXPECT_EQ(g.Find("last_axis_changes")->op_name(), "Add");
+  EXPECT_EQ(g.Find("not_a_vector")->op_name(), "Add");
+  EXPECT_EQ(g.Find("relu")->op_name(), "Reshape");  // the Relu moved before it
+  EXPECT_EQ(Report(result, "reshape_sinking")->changed, 1);
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", F32({-1, 2, -3, 4, -5, 6}, Shape{2, 3})}};
+  for (int level : {0, 2}) {
+    auto out = RunAt(b, level, {"last_axis_changes", "not_a_vector", "relu"}, feeds);
+    EXPECT_EQ(Values(out[0]), (std::vector<float>{0, 4, -2, 6, -4, 8})) << "level " << level;
+    EXPECT_EQ(Values(out[1]), (std::vector<float>{0, 3, -2, 6, -3, 8})) << "level " << level;
+    EXPECT_EQ(Values(out[2]), (std::vector<float>{0, 2, 0, 4, 0, 6})) << "level " << level;
+    EXPECT_EQ(out[2].shape(), (Shape{1, 2, 3}));
   }
 }
 
