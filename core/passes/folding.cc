@@ -16,11 +16,6 @@
 namespace weft::passes::internal {
 namespace {
 
-std::string NameOf(const Graph& g, const Endpoint& e) {
-  const std::string& name = g.node(e.node).name();
-  return e.index == 0 ? name : StrCat(name, ":", e.index);
-}
-
 const Tensor* ConstInput(const Graph& g, const Graph::Node& node, int k) {
   return ConstValue(g.node(node.inputs[static_cast<std::size_t>(k)].node));
 }
@@ -90,13 +85,12 @@ std::string ScaleForWeights(Folder& f, const Graph::Node& product, const Shape& 
 }
 
 // The product with its weights input replaced by |weights|.
-NodeDef WithWeights(const Graph& g, const Graph::Node& product, const std::string& weights) {
+NodeDef WithWeights(const Graph::Node& product, const std::string& weights) {
   NodeDef def = product.def;
   for (std::size_t i = 0, data = 0; i < def.inputs.size(); ++i) {
     if (def.inputs[i].starts_with("^")) continue;
     if (data++ == 1) def.inputs[i] = weights;
   }
-  (void)g;
   return def;
 }
 
@@ -162,11 +156,12 @@ Expected<int64_t> FoldIntoWeights(GraphEditor& edit, const PassContext& context,
         continue;
       }
       // s = scale * rsqrt(variance + epsilon); bias = offset - mean * s.
-      const std::string root =
-          f.Add("rsqrt", "Rsqrt", {f.Add("variance_eps", "Add", {NameOf(g, node.inputs[4]), f.Const("epsilon", eps)})});
-      scale = f.Add("scale", "Mul", {NameOf(g, node.inputs[1]), root});
-      bias = f.Add("bias", "Sub",
-                   {NameOf(g, node.inputs[2]), f.Add("mean_scaled", "Mul", {NameOf(g, node.inputs[3]), scale})});
+      const std::string root = f.Add(
+          "rsqrt", "Rsqrt", {f.Add("variance_eps", "Add", {TensorName(g, node.inputs[4]), f.Const("epsilon", eps)})});
+      scale = f.Add("scale", "Mul", {TensorName(g, node.inputs[1]), root});
+      bias =
+          f.Add("bias", "Sub",
+                {TensorName(g, node.inputs[2]), f.Add("mean_scaled", "Mul", {TensorName(g, node.inputs[3]), scale})});
     } else {
       // x * c with c a constant per channel: [C], or ones but the channel
       // axis (an NCHW [1, C, 1, 1] is not a per-channel vector of the
@@ -181,18 +176,18 @@ Expected<int64_t> FoldIntoWeights(GraphEditor& edit, const PassContext& context,
       const int channel_axis = nchw ? 1 : product.output_shapes[0].rank() - 1;
       const int aligned = cs.rank() - (product.output_shapes[0].rank() - channel_axis);  // c's axis under channels
       if (elements != channels || channels <= 1 || aligned < 0 || cs.dim(aligned) != channels) continue;
-      scale = NameOf(g, node.inputs[static_cast<std::size_t>(1 - from)]);
+      scale = TensorName(g, node.inputs[static_cast<std::size_t>(1 - from)]);
       if (cs.rank() != 1) {
         scale = f.Add("scale", "Reshape", {scale, f.Const("scale_shape", Tensor::FromVector<int64_t>({channels}))});
       }
     }
     const std::string weights_name =
-        f.Add("weights", "Mul", {NameOf(g, product.inputs[1]), ScaleForWeights(f, product, weights, scale)});
+        f.Add("weights", "Mul", {TensorName(g, product.inputs[1]), ScaleForWeights(f, product, weights, scale)});
     // A batch norm: the product keeps its name with the new weights and the
     // batch norm's name goes to the BiasAdd of the new bias. A Mul: the
     // product with the new weights takes the Mul's name.
     if (!bias.empty()) {
-      edit.Replace(product.id, WithWeights(g, product, weights_name));
+      edit.Replace(product.id, WithWeights(product, weights_name));
       NodeDef add;
       add.name = node.name();
       add.op = "BiasAdd";
@@ -202,7 +197,7 @@ Expected<int64_t> FoldIntoWeights(GraphEditor& edit, const PassContext& context,
       add.attrs["data_format"] = AttrValue(std::string(nchw ? "NCHW" : "NHWC"));
       edit.Replace(node.id, std::move(add));
     } else {
-      NodeDef scaled = WithWeights(g, product, weights_name);
+      NodeDef scaled = WithWeights(product, weights_name);
       scaled.name = node.name();
       edit.Remove(product.id);
       edit.Replace(node.id, std::move(scaled));

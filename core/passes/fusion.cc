@@ -22,11 +22,6 @@
 namespace weft::passes::internal {
 namespace {
 
-std::string TensorName(const Graph& g, const Endpoint& e) {
-  const std::string& name = g.node(e.node).name();
-  return e.index == 0 ? name : StrCat(name, ":", e.index);
-}
-
 const Shape& InputShapeOf(const Graph& g, const Graph::Node& node, int k) {
   const Endpoint& e = node.inputs[static_cast<std::size_t>(k)];
   return g.node(e.node).output_shapes[static_cast<std::size_t>(e.index)];

@@ -40,6 +40,8 @@ void NoteExample(PassReport& report, const std::string& node);
 // Records a sentence about what was left alone (the first few).
 void NoteLeft(PassReport& report, std::string sentence);
 
+// "node" or "node:k": how a NodeDef's input names output |e|.
+std::string TensorName(const Graph& g, const Endpoint& e);
 // The value of a Const node, or nullptr for any other node.
 const Tensor* ConstValue(const Graph::Node& node);
 // A Const node named |name| holding |value|.

@@ -12,11 +12,6 @@
 namespace weft::passes::internal {
 namespace {
 
-std::string NameOf(const Graph& g, const Endpoint& e) {
-  const std::string& name = g.node(e.node).name();
-  return e.index == 0 ? name : StrCat(name, ":", e.index);
-}
-
 std::optional<double> ScalarOf(const Graph& g, const Endpoint& e) {
   const Tensor* v = ConstValue(g.node(e.node));
   if (v == nullptr || v->num_elements() != 1 || !v->host_visible()) return std::nullopt;
@@ -142,7 +137,7 @@ Expected<int64_t> FuseGelus(GraphEditor& edit, const PassContext& context, const
     gelu.name = out.name();
     gelu.op = "Gelu";
     gelu.device = out.def.device;
-    gelu.inputs = {NameOf(g, *x)};
+    gelu.inputs = {TensorName(g, *x)};
     for (int c : out.control_inputs) gelu.inputs.push_back("^" + g.node(c).name());
     gelu.attrs["approximate"] = AttrValue(false);
     for (int n : *inner) {
@@ -210,7 +205,7 @@ Expected<int64_t> SinkReshapes(GraphEditor& edit, const PassContext& context, co
     if (run.empty()) continue;
     // The run again, on x, under new names; then the Reshape under the
     // last one's name.
-    std::string input = NameOf(g, x);
+    std::string input = TensorName(g, x);
     for (const auto& [node, k] : run) {
       NodeDef moved = node->def;
       moved.name = edit.UniqueName(node->name() + "/before_reshape");

@@ -127,6 +127,11 @@ void NoteLeft(PassReport& report, std::string sentence) {
   report.notes.push_back(std::move(sentence));
 }
 
+std::string TensorName(const Graph& g, const Endpoint& e) {
+  const std::string& name = g.node(e.node).name();
+  return e.index == 0 ? name : StrCat(name, ":", e.index);
+}
+
 const Tensor* ConstValue(const Graph::Node& node) {
   if (node.op_name() != "Const") return nullptr;
   auto it = node.def.attrs.find("value");

@@ -121,12 +121,7 @@ class MatMulKernel {
     const Tensor a = ctx.input(0), b = ctx.input(1);
     if (a.rank() != 2 || b.rank() != 2)
       Fail("MatMul takes rank-2 tensors, got ", DimsString(a.dims), " and ", DimsString(b.dims));
-    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
-    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
-    if (k != kb) {
-      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims), tb_ ? "^T" : "",
-           " (", k, " vs ", kb, ")");
-    }
+    const auto [m, k, n] = MatMulDims(a.dims, b.dims, ta_, tb_);
     Tensor c = ctx.allocate_output(0, {m, n});
     MatMulOne<T>(cache_, a.as<T>(), b.as<T>(), c.as<T>(), m, n, k, ta_, tb_);
   }

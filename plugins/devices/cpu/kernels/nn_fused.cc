@@ -201,12 +201,7 @@ class FusedMatMulKernel {
     if (a.rank() != 2 || b.rank() != 2) {
       Fail("a and b must be matrices, got ", DimsString(a.dims), " and ", DimsString(b.dims));
     }
-    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
-    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
-    if (k != kb) {
-      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims), tb_ ? "^T" : "",
-           " (", k, " vs ", kb, ")");
-    }
+    const auto [m, k, n] = MatMulDims(a.dims, b.dims, ta_, tb_);
     Tensor c = ctx.allocate_output(0, {m, n});
     const FusedArgs args = ReadFusedArgs(ctx, epilogue_, n, c.dims);
     if (c.num_elements == 0) return;
