@@ -288,6 +288,7 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
   g.producer_ = def.producer;
   g.library_ = std::move(def.library);
   g.nodes_.resize(def.nodes.size());
+  g.index_.reserve(def.nodes.size());  // no rehash of a million names
 
   // Names, ops and attrs.
   std::vector<std::string> op_names;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -299,6 +300,7 @@ Expected<GraphDef> ReadGraph(wire::Graph::Reader in) {
   def.producer = in.getProducer();
   def.min_consumer = in.getMinConsumer();
   std::size_t index = 0;
+  def.nodes.reserve(in.getNodes().size());
   for (auto node : in.getNodes()) {
     WEFT_ASSIGN_OR_RETURN(NodeDef n, ReadNode(node, index++));
     def.nodes.push_back(std::move(n));
@@ -335,6 +337,31 @@ std::string Describe(const kj::Exception& e) {
   return text;
 }
 
+Status CheckWordSize(std::size_t size, std::string_view name) {
+  if (size % sizeof(capnp::word) != 0 || size < sizeof(capnp::word)) {
+    return InvalidArgumentError(name, ": not a valid .wg graph file: its size (", size,
+                                " bytes) is not a whole number of 8-byte words; is it truncated?");
+  }
+  return Status();
+}
+
+// A binary graph from its words; kj exceptions are the caller's.
+Expected<GraphDef> ParseWords(kj::ArrayPtr<const capnp::word> words, std::string_view name) {
+  capnp::ReaderOptions options;
+  // Reading can never visit more than a few times the file.
+  options.traversalLimitInWords = words.size() * 4 + 1024;
+  options.nestingLimit = 32;
+  capnp::FlatArrayMessageReader reader(words, options);
+  if (reader.getEnd() != words.end()) {
+    return InvalidArgumentError(name,
+                                ": not a valid .wg graph file: ", (words.end() - reader.getEnd()) * sizeof(capnp::word),
+                                " bytes of trailing data");
+  }
+  auto def = ReadGraph(reader.getRoot<wire::Graph>());
+  if (!def.ok()) return def.status().WithContext(std::string(name));
+  return def;
+}
+
 }  // namespace
 
 std::string SerializeGraphDef(const GraphDef& def, GraphFormat format) {
@@ -363,24 +390,10 @@ Expected<GraphDef> ParseGraphDef(std::string_view bytes, GraphFormat format, std
       if (!def.ok()) return def.status().WithContext(std::string(name));
       return def;
     }
-    if (bytes.size() % sizeof(capnp::word) != 0 || bytes.size() < sizeof(capnp::word)) {
-      return InvalidArgumentError(name, ": not a valid .wg graph file: its size (", bytes.size(),
-                                  " bytes) is not a whole number of 8-byte words; is it truncated?");
-    }
+    WEFT_RETURN_IF_ERROR(CheckWordSize(bytes.size(), name));
     kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
     std::memcpy(words.begin(), bytes.data(), bytes.size());
-    capnp::ReaderOptions options;
-    // Reading can never visit more than a few times the file.
-    options.traversalLimitInWords = words.size() * 4 + 1024;
-    options.nestingLimit = 32;
-    capnp::FlatArrayMessageReader reader(words, options);
-    if (reader.getEnd() != words.end()) {
-      return InvalidArgumentError(name, ": not a valid .wg graph file: ",
-                                  (words.end() - reader.getEnd()) * sizeof(capnp::word), " bytes of trailing data");
-    }
-    auto def = ReadGraph(reader.getRoot<wire::Graph>());
-    if (!def.ok()) return def.status().WithContext(std::string(name));
-    return def;
+    return ParseWords(words, name);
   } catch (const kj::Exception& e) {
     return InvalidArgumentError(name, ": not a valid ", format == GraphFormat::kText ? ".wgt" : ".wg",
                                 " graph file: ", Describe(e));
@@ -396,6 +409,26 @@ Expected<GraphFormat> FormatForPath(const std::string& path) {
 Expected<GraphDef> ReadGraphFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("cannot read graph file ", Quote(path), ": ", std::strerror(errno));
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
+    return InvalidArgumentError("cannot read graph file ", Quote(path), ": it is a directory");
+  }
+  if (path.ends_with(".wg")) {
+    // Straight into the words Cap'n Proto reads: one copy of the file.
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    in.seekg(0, std::ios::beg);
+    if (size < 0 || !in) return NotFoundError("cannot read graph file ", Quote(path), ": cannot tell its size");
+    WEFT_RETURN_IF_ERROR(CheckWordSize(static_cast<std::size_t>(size), path));
+    try {
+      kj::Array<capnp::word> words = kj::heapArray<capnp::word>(static_cast<std::size_t>(size) / sizeof(capnp::word));
+      if (!in.read(reinterpret_cast<char*>(words.begin()), size)) {
+        return NotFoundError("cannot read graph file ", Quote(path), ": ", std::strerror(errno));
+      }
+      return ParseWords(words, path);
+    } catch (const kj::Exception& e) {
+      return InvalidArgumentError(path, ": not a valid .wg graph file: ", Describe(e));
+    }
+  }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string bytes = buffer.str();

@@ -57,13 +57,20 @@ class GraphEditor {
   GraphDef Finish(const std::unordered_set<std::string>& keep) const;
 
  private:
+  // The definition of node |id| as it stands (replaced, added or original).
+  const NodeDef& def(int id) const;
+  // The id of the node named |name| (original or added), or -1.
+  int IdOf(std::string_view name) const;
+
   const Graph& graph_;
-  std::vector<NodeDef> defs_;  // original ones first, then added ones
+  // Only what changed is stored: the original nodes are read from graph_
+  // (a pass over a million-node graph edits a handful).
+  std::vector<NodeDef> added_;  // ids num_nodes() + i
+  std::unordered_map<int, NodeDef> replaced_;
+  std::unordered_map<std::string, int> added_names_;
   std::vector<bool> removed_;
-  std::vector<bool> replaced_;
-  std::unordered_map<std::string, int> names_;
-  // (id << 16 | index) -> target.
-  std::unordered_map<int64_t, Endpoint> forward_;
+  // (id << 16 | index) -> target; Resolve shortens chains in place.
+  mutable std::unordered_map<int64_t, Endpoint> forward_;
   std::unordered_map<int, std::vector<int>> control_forward_;
 };
 

@@ -59,12 +59,18 @@ void* Device::HostPointer(weft_buffer_t buffer) const {
 }
 
 Expected<int> DevicePlugin::DeviceCount() const {
-  int32_t count = 0;
-  WEFT_RETURN_IF_ERROR(TakeStatus(table_->device_count(&count)));
-  if (count < 0) {
-    return InternalError("device plugin '", plugin_name_, "' reported ", count, " devices");
-  }
-  return static_cast<int>(count);
+  std::call_once(counted_, [this] {
+    int32_t count = 0;
+    Status status = TakeStatus(table_->device_count(&count));
+    if (!status.ok()) {
+      count_.emplace(std::move(status));
+    } else if (count < 0) {
+      count_.emplace(InternalError("device plugin '", plugin_name_, "' reported ", count, " devices"));
+    } else {
+      count_.emplace(static_cast<int>(count));
+    }
+  });
+  return *count_;
 }
 
 Expected<std::unique_ptr<Device>> DevicePlugin::Open(int ordinal) const {

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,7 +84,7 @@ class DevicePlugin {
   const weft_device_plugin_t* table() const { return table_; }
 
   // The plugin's device count; UNAVAILABLE (with the plugin's reason) when
-  // it cannot serve here.
+  // it cannot serve here. Asked once; later calls return the first answer.
   Expected<int> DeviceCount() const;
   Expected<std::unique_ptr<Device>> Open(int ordinal) const;
 
@@ -90,6 +92,8 @@ class DevicePlugin {
   std::string plugin_name_;
   const weft_device_plugin_t* table_;
   std::string device_type_;
+  mutable std::once_flag counted_;
+  mutable std::optional<Expected<int>> count_;
 };
 
 // Checks a device table against ABI 1.0: size, device type, required

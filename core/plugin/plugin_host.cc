@@ -413,6 +413,10 @@ PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
     plugins_.push_back(std::move(info));
     return Outcome{};
   }
+  if (from_file.kind &&
+      std::find(options_.skip_kinds.begin(), options_.skip_kinds.end(), *from_file.kind) != options_.skip_kinds.end()) {
+    return Outcome{};
+  }
 
   LibraryCache& cache = Cache();
   std::unique_lock<std::mutex> lock(cache.mutex);
@@ -613,6 +617,10 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
   switch (*info.kind) {
     case PluginKind::kDevice: {
       auto device_plugin = std::make_unique<DevicePlugin>(info.name, plugin->device);
+      if (options_.defer_device_count) {
+        registered = devices_.Add(plugin->device->device_type, std::move(device_plugin), owner);
+        break;
+      }
       auto count = device_plugin->DeviceCount();
       if (count.status().code() == Code::kUnavailable || (count.ok() && *count == 0)) {
         info.state = PluginState::kUnavailable;
@@ -655,6 +663,7 @@ std::vector<config::ConfigError> PluginHost::UnusedSections() const {
   std::vector<config::ConfigError> warnings;
   for (const auto& [path, section] : config_.plugin_sections) {
     bool used = false;
+    for (PluginKind kind : options_.skip_kinds) used = used || path.starts_with(StrCat(SectionKind(kind), "."));
     for (const PluginInfo& info : plugins_) {
       if (info.kind && info.state != PluginState::kRefused && StrCat(SectionKind(*info.kind), ".", info.name) == path) {
         used = true;

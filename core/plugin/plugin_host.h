@@ -98,6 +98,19 @@ struct PluginHostOptions {
   bool use_builtin_folder = true;
   // Overrides the built-in folder (tests); empty means DefaultPluginDir().
   std::string builtin_folder;
+  // Leave counting each device plugin's devices to the first use
+  // (runtime::DeviceSet opens a type when placement needs it): a plugin
+  // with no device here is then registered, and found empty when used,
+  // instead of being recorded as unavailable at load. Counting can cost
+  // far more than loading (PoCL's platform query starts its compiler), so
+  // commands that run a graph defer it; `weft plugins` and `weft devices`
+  // count at load to report every plugin's state.
+  bool defer_device_count = false;
+  // Plugin files whose name declares one of these kinds
+  // (weft_transport_*.so) are not loaded at all, nor their config
+  // sections checked: a local `weft run` needs no transport or
+  // collectives plugin, and loading them costs start-up time.
+  std::vector<PluginKind> skip_kinds;
 };
 
 class PluginHost {

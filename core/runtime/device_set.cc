@@ -125,43 +125,114 @@ Expected<Tensor> RuntimeDevice::Duplicate(const Tensor& tensor) const {
   return out;
 }
 
-Expected<std::unique_ptr<DeviceSet>> DeviceSet::Open(const plugin::PluginHost& host) {
+Expected<std::unique_ptr<DeviceSet>> DeviceSet::Open(const plugin::PluginHost& host, Opening opening) {
   auto set = std::make_unique<DeviceSet>();
   for (const plugin::DevicePlugin* device_plugin : host.devices().All()) {
-    auto& table = set->tables_[device_plugin->device_type()];
-    table = std::make_unique<KernelTable>(device_plugin->table());
-    WEFT_ASSIGN_OR_RETURN(int count, device_plugin->DeviceCount());
-    for (int i = 0; i < count; ++i) {
-      WEFT_ASSIGN_OR_RETURN(std::unique_ptr<plugin::Device> device, device_plugin->Open(i));
-      weft_stream_t stream = nullptr;
-      WEFT_RETURN_IF_ERROR(plugin::TakeStatus(device->table()->stream_create(device->handle(), &stream))
-                               .WithContext(StrCat(device->name(), ": creating a stream")));
-      set->devices_.push_back(std::make_unique<RuntimeDevice>(std::move(device), table.get(), stream));
-    }
+    set->tables_[device_plugin->device_type()] = std::make_unique<KernelTable>(device_plugin->table());
+    set->types_.push_back(device_plugin->device_type());
+    PluginDevices p;
+    p.plugin = device_plugin;
+    set->plugins_.push_back(std::move(p));
   }
-  if (set->devices_.empty()) {
+  if (set->plugins_.empty()) {
     return FailedPreconditionError("no devices: no device plugin is loaded (see `weft plugins`)");
+  }
+  if (opening == Opening::kEager) {
+    std::lock_guard<std::mutex> lock(set->mutex_);
+    for (PluginDevices& p : set->plugins_) WEFT_RETURN_IF_ERROR(set->OpenPlugin(p));
+    set->Flatten();
+    if (set->all_.empty()) {
+      return FailedPreconditionError("no devices: no device plugin is loaded (see `weft plugins`)");
+    }
   }
   return set;
 }
 
+Status DeviceSet::OpenPlugin(PluginDevices& p) const {
+  if (p.opened) return Status();
+  p.opened = true;
+  auto count = p.plugin->DeviceCount();
+  if (count.status().code() == Code::kUnavailable) {
+    WEFT_LOG(DEBUG) << "device plugin '" << p.plugin->plugin_name() << "' is unavailable: " << count.status().message();
+    return Status();
+  }
+  if (!count.ok()) {
+    return count.status().WithContext(StrCat("device plugin '", p.plugin->plugin_name(), "': device_count"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < *count; ++i) {
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<plugin::Device> device, p.plugin->Open(i));
+    weft_stream_t stream = nullptr;
+    WEFT_RETURN_IF_ERROR(plugin::TakeStatus(device->table()->stream_create(device->handle(), &stream))
+                             .WithContext(StrCat(device->name(), ": creating a stream")));
+    const KernelTable* table = tables_.at(p.plugin->device_type()).get();
+    p.devices.push_back(std::make_unique<RuntimeDevice>(std::move(device), table, stream));
+  }
+  WEFT_LOG(DEBUG) << "opened " << *count << " device" << (*count == 1 ? "" : "s") << " of plugin '"
+                  << p.plugin->plugin_name() << "' in "
+                  << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()
+                  << " ms";
+  return Status();
+}
+
+void DeviceSet::Flatten() const {
+  all_.clear();
+  all_open_ = true;
+  for (const PluginDevices& p : plugins_) {
+    all_open_ = all_open_ && p.opened;
+    for (const auto& d : p.devices) all_.push_back(d.get());
+  }
+}
+
+const std::vector<const RuntimeDevice*>& DeviceSet::devices() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!all_open_) {
+    for (PluginDevices& p : plugins_) {
+      if (Status s = OpenPlugin(p); !s.ok()) {
+        WEFT_LOG(WARNING) << s.ToString() << "; its devices are left out";
+      }
+    }
+    Flatten();
+  }
+  return all_;
+}
+
+Expected<std::vector<const RuntimeDevice*>> DeviceSet::Devices(const std::set<std::string>& types) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!all_open_) {
+    for (PluginDevices& p : plugins_) {
+      if (types.contains(p.plugin->device_type())) WEFT_RETURN_IF_ERROR(OpenPlugin(p));
+    }
+    Flatten();
+  }
+  return all_;
+}
+
+bool DeviceSet::all_open() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return all_open_;
+}
+
 const RuntimeDevice* DeviceSet::Find(std::string_view name) const {
-  for (const auto& d : devices_) {
-    if (d->name() == name) return d.get();
+  for (const RuntimeDevice* d : devices()) {
+    if (d->name() == name) return d;
   }
   return nullptr;
 }
 
 const RuntimeDevice* DeviceSet::default_device() const {
-  for (const auto& d : devices_) {
-    if (d->type() == "CPU") return d.get();
+  auto cpu = Devices({"CPU"});
+  const std::vector<const RuntimeDevice*>& open = cpu.ok() ? *cpu : devices();
+  for (const RuntimeDevice* d : open) {
+    if (d->type() == "CPU") return d;
   }
-  return devices_.front().get();
+  const std::vector<const RuntimeDevice*>& all = devices();
+  return all.empty() ? nullptr : all.front();
 }
 
 std::vector<std::string> DeviceSet::Names() const {
   std::vector<std::string> names;
-  for (const auto& d : devices_) names.push_back(d->name());
+  for (const RuntimeDevice* d : devices()) names.push_back(d->name());
   return names;
 }
 

@@ -1,6 +1,8 @@
 // The devices a process runs on: every device of every loaded device
 // plugin, opened once, each with its stream, its resource manager and the
-// kernels its plugin offers.
+// kernels its plugin offers. Opened all at once, or lazily, a device type
+// when placement first needs it (a one-op graph on the CPU never starts
+// PoCL's compiler; docs/architecture.md).
 //
 //   WEFT_ASSIGN_OR_RETURN(auto devices, DeviceSet::Open(plugin_host));
 //   const RuntimeDevice* cpu = devices->Find("/device:CPU:0");
@@ -10,6 +12,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -102,21 +105,55 @@ class RuntimeDevice {
 
 class DeviceSet {
  public:
-  // Opens every device of every device plugin |host| loaded.
-  static Expected<std::unique_ptr<DeviceSet>> Open(const plugin::PluginHost& host);
+  // When each plugin's devices are counted and opened.
+  enum class Opening {
+    kEager,  // all at once, in Open: a device that fails to open fails Open
+    kLazy,   // a type when it is first needed (Devices(types)), all of them
+             // when devices() is asked for
+  };
 
-  const std::vector<std::unique_ptr<RuntimeDevice>>& devices() const { return devices_; }
+  // The devices of every device plugin |host| loaded; fails when there is
+  // no device plugin (eagerly: no device) or a device fails to open.
+  static Expected<std::unique_ptr<DeviceSet>> Open(const plugin::PluginHost& host, Opening opening = Opening::kEager);
+
+  // Every device, opened now if it was not. Lazily, a plugin that fails to
+  // count or open its devices is logged and left out.
+  const std::vector<const RuntimeDevice*>& devices() const;
+  // Opens the devices of |types| (the others stay as they are) and returns
+  // every open device, in plugin order and by ordinal: what placement
+  // chooses among. A type with no plugin is ignored.
+  Expected<std::vector<const RuntimeDevice*>> Devices(const std::set<std::string>& types) const;
+  // Whether every plugin's devices are open (nothing more can appear).
+  bool all_open() const;
+
   // The device named exactly |name| ("/device:CPU:0"), or nullptr.
   const RuntimeDevice* Find(std::string_view name) const;
   // The device nodes go to unless they ask for another: the first CPU.
   const RuntimeDevice* default_device() const;
   std::vector<std::string> Names() const;
-  // Kernel tables by device type.
+  // Kernel tables by device type, for every plugin, open or not.
   const std::unordered_map<std::string, std::unique_ptr<KernelTable>>& kernel_tables() const { return tables_; }
+  // Device types in plugin order.
+  const std::vector<std::string>& types() const { return types_; }
 
  private:
+  struct PluginDevices {
+    const plugin::DevicePlugin* plugin = nullptr;
+    bool opened = false;
+    std::vector<std::unique_ptr<RuntimeDevice>> devices;
+  };
+  // Opens plugin |p|'s devices; mutex_ held.
+  Status OpenPlugin(PluginDevices& p) const;
+  // Rebuilds all_ from plugins_; mutex_ held.
+  void Flatten() const;
+
   std::unordered_map<std::string, std::unique_ptr<KernelTable>> tables_;
-  std::vector<std::unique_ptr<RuntimeDevice>> devices_;
+  std::vector<std::string> types_;
+  mutable std::mutex mutex_;
+  mutable std::vector<PluginDevices> plugins_;
+  // The open devices in order; final once every plugin is open.
+  mutable std::vector<const RuntimeDevice*> all_;
+  mutable bool all_open_ = false;
 };
 
 }  // namespace weft::runtime

@@ -27,9 +27,16 @@ struct PlacedGraph {
   std::vector<placement::Transfer> transfers;
 };
 
+// Placement's view of |devices| (every device of a set: opening them all).
+std::vector<placement::PlacementDevice> PlacementDevices(const std::vector<const RuntimeDevice*>& devices);
 std::vector<placement::PlacementDevice> PlacementDevices(const DeviceSet& devices);
+placement::SupportFn KernelSupportFn(std::vector<const RuntimeDevice*> devices);
 placement::SupportFn KernelSupportFn(const DeviceSet& devices);
 
+// Places |graph| on |devices| and cuts it where devices meet. A lazily
+// opened set opens only the device types the graph's nodes may go to
+// (each node's first type with its kernel, and what requests and pins
+// name), and all of them when placing among those fails.
 Expected<PlacedGraph> PlaceAndPartition(const Graph& graph, const DeviceSet& devices,
                                         const placement::PlacementOptions& options);
 

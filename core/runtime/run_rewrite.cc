@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -60,19 +61,21 @@ Expected<std::vector<Tensor>> RunSignature::Args(const std::vector<std::pair<std
 Expected<RunGraph> RewriteForRun(const Graph& graph, const std::vector<std::string>& feeds,
                                  const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
   RunGraph out;
-  GraphDef def = graph.ToGraphDef();
-  std::unordered_set<std::string> names;
-  for (const NodeDef& n : def.nodes) names.insert(n.name);
+  // Works on node ids and copies only the nodes the run keeps: linear in
+  // the graph, whose nodes are not copied twice (a million-node chain).
+  std::unordered_set<std::string> added;
   auto unique = [&](const std::string& base) {
     std::string name = base;
-    for (int i = 1; names.count(name) != 0; ++i) name = StrCat(base, "_", i);
-    names.insert(name);
+    for (int i = 1; graph.Find(name) != nullptr || added.count(name) != 0; ++i) name = StrCat(base, "_", i);
+    added.insert(name);
     return name;
   };
 
   // Feeds become _Arg nodes, and every consumer of a fed tensor reads the
   // _Arg instead.
-  std::map<std::pair<int, int>, std::string> fed;
+  std::vector<NodeDef> args;
+  std::vector<bool> arg_used;
+  std::map<std::pair<int, int>, std::size_t> fed;  // endpoint -> feed index
   for (std::size_t i = 0; i < feeds.size(); ++i) {
     auto endpoint = graph.ResolveTensor(feeds[i]);
     if (!endpoint.ok()) return endpoint.status().WithContext(StrCat("feed ", Quote(feeds[i])));
@@ -86,31 +89,14 @@ Expected<RunGraph> RewriteForRun(const Graph& graph, const std::vector<std::stri
     arg.op = "_Arg";
     arg.device = node.def.device;
     arg.attrs = {{"T", AttrValue(dtype)}, {"index", AttrValue(static_cast<int64_t>(i))}, {"shape", AttrValue(shape)}};
-    fed[{endpoint->node, endpoint->index}] = arg.name;
-    def.nodes.push_back(std::move(arg));
-  }
-  // A control input on a fed node with one output waits for its _Arg (the
-  // node itself does not run: a fed Placeholder would fail).
-  if (!fed.empty()) {
-    for (NodeDef& n : def.nodes) {
-      for (std::string& input : n.inputs) {
-        auto ref = ParseInputRef(input);
-        if (!ref.ok()) continue;
-        const Graph::Node* src = graph.Find(ref->node);
-        if (src == nullptr) continue;
-        if (ref->control()) {
-          if (src->output_types.size() != 1) continue;
-          auto it = fed.find({src->id, 0});
-          if (it != fed.end()) input = InputRefString(it->second, -1);
-          continue;
-        }
-        auto it = fed.find({src->id, ref->index});
-        if (it != fed.end()) input = it->second;
-      }
-    }
+    fed[{endpoint->node, endpoint->index}] = i;
+    args.push_back(std::move(arg));
+    arg_used.push_back(false);
   }
   // Fetches become _Retval nodes.
+  std::vector<NodeDef> retvals;
   std::vector<std::string> roots;
+  std::vector<int> root_ids;
   for (std::size_t i = 0; i < fetches.size(); ++i) {
     auto endpoint = graph.ResolveTensor(fetches[i]);
     if (!endpoint.ok()) return endpoint.status().WithContext(StrCat("fetch ", Quote(fetches[i])));
@@ -119,41 +105,96 @@ Expected<RunGraph> RewriteForRun(const Graph& graph, const std::vector<std::stri
     NodeDef retval;
     retval.name = unique(StrCat("_retval_", i));
     retval.op = "_Retval";
-    retval.inputs = {it != fed.end() ? it->second : InputRefString(node.name(), endpoint->index)};
+    if (it != fed.end()) {
+      retval.inputs = {args[it->second].name};
+      arg_used[it->second] = true;
+    } else {
+      retval.inputs = {InputRefString(node.name(), endpoint->index)};
+      root_ids.push_back(endpoint->node);
+    }
     retval.attrs = {{"T", AttrValue(node.output_types[static_cast<std::size_t>(endpoint->index)])},
                     {"index", AttrValue(static_cast<int64_t>(i))}};
     retval.device = node.def.device;
     roots.push_back(retval.name);
-    def.nodes.push_back(std::move(retval));
+    retvals.push_back(std::move(retval));
   }
   for (const std::string& target : targets) {
-    if (graph.Find(target) == nullptr) {
+    const Graph::Node* node = graph.Find(target);
+    if (node == nullptr) {
       auto endpoint = graph.ResolveTensor(target);  // for the "did you mean" message
       return (endpoint.ok() ? NotFoundError(Quote(target), " is not a node") : endpoint.status())
           .WithContext(StrCat("target ", Quote(target)));
     }
     roots.push_back(target);
+    root_ids.push_back(node->id);
   }
 
-  // Prune to what the roots need.
-  std::unordered_map<std::string, const NodeDef*> by_name;
-  for (const NodeDef& n : def.nodes) by_name[n.name] = &n;
-  std::unordered_set<std::string> keep;
-  std::deque<std::string> queue(roots.begin(), roots.end());
-  while (!queue.empty()) {
-    const std::string name = queue.front();
-    queue.pop_front();
-    if (!keep.insert(name).second) continue;
-    for (const std::string& input : by_name[name]->inputs) {
-      auto ref = ParseInputRef(input);
-      if (ref.ok()) queue.push_back(ref->node);
+  // Prune to what the roots need: a fed tensor cuts the walk (its
+  // consumers read the _Arg), and so does a control input on a fed node
+  // with one output (it waits for the _Arg; the node itself does not run:
+  // a fed Placeholder would fail).
+  const std::size_t n = static_cast<std::size_t>(graph.num_nodes());
+  auto fed_arg = [&](int node, int index) -> std::optional<std::size_t> {
+    if (fed.empty()) return std::nullopt;
+    auto it = fed.find({node, index});
+    if (it == fed.end()) return std::nullopt;
+    return it->second;
+  };
+  auto fed_control = [&](int node) -> std::optional<std::size_t> {
+    if (fed.empty() || graph.node(node).output_types.size() != 1) return std::nullopt;
+    return fed_arg(node, 0);
+  };
+  std::vector<uint8_t> keep(n, 0);
+  std::vector<int> stack;
+  auto visit = [&](int id) {
+    if (keep[static_cast<std::size_t>(id)] != 0) return;
+    keep[static_cast<std::size_t>(id)] = 1;
+    stack.push_back(id);
+  };
+  for (int id : root_ids) visit(id);
+  while (!stack.empty()) {
+    const Graph::Node& node = graph.node(stack.back());
+    stack.pop_back();
+    for (const Endpoint& e : node.inputs) {
+      if (auto arg = fed_arg(e.node, e.index)) {
+        arg_used[*arg] = true;
+      } else {
+        visit(e.node);
+      }
+    }
+    for (int c : node.control_inputs) {
+      if (auto arg = fed_control(c)) {
+        arg_used[*arg] = true;
+      } else {
+        visit(c);
+      }
     }
   }
+
   GraphDef pruned;
-  pruned.library = def.library;
-  for (NodeDef& n : def.nodes) {
-    if (keep.count(n.name) != 0) pruned.nodes.push_back(std::move(n));
+  pruned.library = graph.library();
+  std::size_t kept = 0;
+  for (uint8_t k : keep) kept += k;
+  pruned.nodes.reserve(kept + args.size() + retvals.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (keep[i] == 0) continue;
+    const Graph::Node& node = graph.node(static_cast<int>(i));
+    pruned.nodes.push_back(node.def);
+    if (fed.empty()) continue;
+    NodeDef& def = pruned.nodes.back();
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      if (auto arg = fed_arg(node.inputs[k].node, node.inputs[k].index)) def.inputs[k] = args[*arg].name;
+    }
+    for (std::size_t k = 0; k < node.control_inputs.size(); ++k) {
+      if (auto arg = fed_control(node.control_inputs[k])) {
+        def.inputs[node.inputs.size() + k] = InputRefString(args[*arg].name, -1);
+      }
+    }
   }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (arg_used[i]) pruned.nodes.push_back(std::move(args[i]));
+  }
+  for (NodeDef& retval : retvals) pruned.nodes.push_back(std::move(retval));
   WEFT_ASSIGN_OR_RETURN(Graph run_graph, Graph::FromGraphDef(std::move(pruned)));
   out.graph = std::make_shared<const Graph>(std::move(run_graph));
   out.roots = std::move(roots);

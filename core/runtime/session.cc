@@ -1,12 +1,14 @@
 #include "core/runtime/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/base/logging.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/placement_support.h"
 #include "core/runtime/run_rewrite.h"
@@ -60,7 +62,7 @@ std::pair<int, int> ResolveThreads(const SessionOptions& options) {
 
 Expected<std::unique_ptr<Session>> Session::Create(Graph graph, std::shared_ptr<DeviceSet> devices,
                                                    const SessionOptions& options) {
-  if (devices == nullptr || devices->devices().empty()) return FailedPreconditionError("a session needs devices");
+  if (devices == nullptr || devices->types().empty()) return FailedPreconditionError("a session needs devices");
   WEFT_RETURN_IF_ERROR(passes::ValidateOptions(options.optimizer).WithContext("[graph_optimizer]"));
   std::unique_ptr<Session> session(new Session(std::move(graph), std::move(devices)));
   const auto [inter, intra] = ResolveThreads(options);
@@ -153,8 +155,17 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
   auto prepared = std::make_shared<Prepared>();
   prepared->feeds = feeds;
   prepared->fetches = fetches;
+  // Where preparing a signature's time goes, at debug level.
+  auto lap = [last = std::chrono::steady_clock::now()]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
 
   WEFT_ASSIGN_OR_RETURN(RunGraph rewritten, RewriteForRun(graph_, feeds, fetches, targets));
+  WEFT_LOG(DEBUG) << "prepare: feeds, fetches and pruning in " << lap() << " ms (" << rewritten.graph->num_nodes()
+                  << " nodes)";
   prepared->feed_types = std::move(rewritten.feed_types);
   prepared->feed_shapes = std::move(rewritten.feed_shapes);
   std::shared_ptr<const Graph> shared = std::move(rewritten.graph);
@@ -173,12 +184,14 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     };
     WEFT_ASSIGN_OR_RETURN(passes::OptimizeResult optimized, passes::Optimize(shared, optimizer_, context));
     shared = std::move(optimized.graph);
+    WEFT_LOG(DEBUG) << "prepare: optimizer in " << lap() << " ms (" << shared->num_nodes() << " nodes)";
     std::lock_guard<std::mutex> lock(mutex_);
     last_optimization_ = std::move(optimized.reports);
   }
 
   // Place every node, and cut the graph where devices meet.
   WEFT_ASSIGN_OR_RETURN(PlacedGraph placed, PlaceAndPartition(*shared, *devices_, placement_));
+  WEFT_LOG(DEBUG) << "prepare: placement in " << lap() << " ms";
   for (const std::string& root : roots) {
     const Graph::Node* node = shared->Find(root);
     if (node->op_name() == "_Retval") {
@@ -196,6 +209,7 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     WEFT_ASSIGN_OR_RETURN(part.executor, Executor::Create(shared, std::move(node_devices), pool_.get(), factory));
     part.graph = std::move(shared);
     prepared->parts.push_back(std::move(part));
+    WEFT_LOG(DEBUG) << "prepare: kernels and executor in " << lap() << " ms";
     return prepared;
   }
   // Every device's part runs under an executor of its own, also with loops
@@ -211,6 +225,7 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     WEFT_ASSIGN_OR_RETURN(part.executor, Executor::Create(part.graph, std::move(node_devices), pool_.get(), factory));
     prepared->parts.push_back(std::move(part));
   }
+  WEFT_LOG(DEBUG) << "prepare: " << prepared->parts.size() << " parts' kernels and executors in " << lap() << " ms";
   return prepared;
 }
 

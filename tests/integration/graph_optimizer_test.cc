@@ -192,6 +192,30 @@ TEST_F(GraphOptimizer, ArithmeticThatChangesNoBitIsSimplified) {
   for (std::size_t i = 0; i < zero.size(); ++i) EXPECT_TRUE(zero[i].BitwiseEquals(one[i])) << i;
 }
 
+// A chain of 20,001 Negs: each double negation forwards its readers to the
+// value two Negs up, so the forwards form one long chain that the editor
+// must follow once, not once per reader (docs/optimizer.md). An odd count
+// leaves one Neg: -x.
+TEST_F(GraphOptimizer, ALongChainOfDoubleNegationsLeavesOneNeg) {
+  constexpr int kNegs = 20001;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
+  for (int i = 0; i < kNegs; ++i) x = b.Op("Neg", {x}, {}, StrCat("n", i));
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  const std::string last = StrCat("n", kNegs - 1);
+  OptimizeResult r = Optimize(b, {last}, {"x"});
+  ASSERT_NE(r.graph, nullptr);
+  EXPECT_EQ(Count(*r.graph, "Neg"), 1);
+  EXPECT_EQ(r.graph->num_nodes(), 3);  // _Arg, one Neg, _Retval
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", F32({1.5f, -0.0f}, Shape{2})}};
+  for (int level : {0, 1}) {
+    std::vector<Tensor> out = RunAt(b, level, {last}, feeds);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(Values(out[0]), (std::vector<float>{-1.5f, 0.0f})) << "level " << level;
+    EXPECT_FALSE(std::signbit(out[0].data<float>()[1])) << "level " << level;  // -(-0) is +0
+  }
+}
+
 TEST_F(GraphOptimizer, StackedReshapesAndTransposesBecomeOneOrNone) {
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{2, 3, 4}, "x");

@@ -25,6 +25,8 @@
 #include "core/grad/gradients.h"
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
+#include "core/runtime/device_set.h"
+#include "core/tensor/npy.h"
 #include "tests/integration/runtime_env.h"
 #include "tests/integration/subprocess.h"
 
@@ -324,6 +326,89 @@ TEST(OpenClPlugin, NoPlatformAtAllIsUnavailableWithTheFix) {
                        "vendor's OpenCL driver\""),
             std::string::npos)
       << r.out;
+}
+
+// --- Opening devices when placement needs them ---------------------------------------
+
+TEST(OpenClPlugin, ALazyDeviceSetOpensATypeWhenAsked) {
+  auto config = config::ParseConfig("", "lazy.toml", "/");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  config->plugins.paths = {WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so", WEFT_BUILT_PLUGIN_DIR "/weft_device_opencl.so"};
+  plugin::PluginHostOptions options;
+  options.use_environment = false;
+  options.use_builtin_folder = false;
+  options.defer_device_count = true;
+  plugin::PluginHost host(*config, options);
+  ASSERT_TRUE(host.LoadAll().ok());
+  auto devices = runtime::DeviceSet::Open(host, runtime::DeviceSet::Opening::kLazy);
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  EXPECT_EQ((*devices)->types(), (std::vector<std::string>{"CPU", "OPENCL"}));
+  EXPECT_FALSE((*devices)->all_open());
+  auto cpu = (*devices)->Devices({"CPU"});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  ASSERT_EQ(cpu->size(), 1u);
+  EXPECT_EQ(cpu->front()->name(), "/device:CPU:0");
+  EXPECT_FALSE((*devices)->all_open());
+  // A type with no plugin is ignored; asking for everything opens the rest.
+  auto same = (*devices)->Devices({"CPU", "TPU"});
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->size(), 1u);
+  const std::vector<const runtime::RuntimeDevice*>& all = (*devices)->devices();
+  EXPECT_TRUE((*devices)->all_open());
+  ASSERT_GE(all.size(), 1u);
+  EXPECT_EQ(all.front(), cpu->front());  // plugin order, the same device
+  if (all.size() == 1) GTEST_SKIP() << "no OpenCL platform here";
+  EXPECT_EQ(all[1]->name(), kDevice);
+}
+
+TEST(OpenClPlugin, ARunOnTheCpuNeverOpensOpenClAndAPinToItDoes) {
+  const fs::path dir = fs::temp_directory_path() / StrCat("weft_opencl_lazy_", getpid());
+  fs::create_directories(dir);
+  auto graph = [&](const std::string& device) {
+    const std::string path = (dir / StrCat("neg", device.empty() ? "" : "_pinned", ".wgt")).string();
+    std::ofstream(path) << "( nodes = [\n"
+                           "  ( name = \"x\", op = \"Placeholder\", attrs = [\n"
+                           "      (name = \"dtype\", value = (type = f32)),\n"
+                           "      (name = \"shape\", value = (shape = (dims = []))) ] ),\n"
+                           "  ( name = \"y\", op = \"Neg\", inputs = [\"x\"], device = \""
+                        << device << "\", attrs = [ (name = \"T\", value = (type = f32)) ] ) ] )\n";
+    return path;
+  };
+  ASSERT_TRUE(WriteNpy((dir / "x.npy").string(), Tensor::Scalar<float>(1.5f)).ok());
+  auto run = [&](const std::string& path, std::map<std::string, std::string> env) {
+    env["WEFT_PLUGIN_PATH"] = "";
+    return testing::Run({WEFT_CLI, "--log-level", "debug", "run", path, "--feed", "x=" + (dir / "x.npy").string(),
+                         "--fetch", "y", "--out", dir.string()},
+                        env);
+  };
+  // Every plugin is installed; the Neg runs on the CPU, and nothing else
+  // is counted, opened or loaded.
+  testing::ProcessResult r = run(graph(""), {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("y: f32[] {-1.5}"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("opened 1 device of plugin 'cpu' in "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("of plugin 'opencl'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("loaded transport plugin"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("collectives plugin"), std::string::npos) << r.err;
+
+  // A node the graph puts on the OpenCL device opens it.
+  const std::string pinned = graph(kDevice);
+  r = run(pinned, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("y: f32[] {-1.5}"), std::string::npos) << r.out;
+  const bool pocl = r.err.find("opened 1 device of plugin 'opencl' in ") != std::string::npos;
+
+  // With no OpenCL platform the plugin turns out to have no device when
+  // counted: soft placement puts the node on the CPU, as when the plugin
+  // was found unavailable at load.
+  const fs::path empty = dir / "no_icd";
+  fs::create_directories(empty);
+  r = run(pinned, {{"OCL_ICD_VENDORS", empty.string()}});
+  fs::remove_all(dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("y: f32[] {-1.5}"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("device plugin 'opencl' is unavailable: no OpenCL platform found"), std::string::npos) << r.err;
+  if (!pocl) GTEST_SKIP() << "no OpenCL platform here";
 }
 
 // --- Kernels -------------------------------------------------------------------------

@@ -41,6 +41,12 @@
 //                         the default optimizer level, and
 //                         <name>_optimize<L>_vs_ort lines give each lower
 //                         level against the same ONNX Runtime figure
+//   graph_prepare_1m      seconds and peak MiB of `weft run` (a child process,
+//                         GPU plugins disabled) of a binary graph of a
+//                         1,000,000-node chain of Neg fed a scalar; no peer
+//   startup_run           milliseconds and peak MiB of `weft run` of a one-op
+//                         graph with every plugin installed vs with every
+//                         plugin but the CPU's disabled (children, alternately)
 //
 // Each prints one line: BENCH <name> weft=<v> peer=<v> unit=<u> speedup=<x>
 // with medians of repeated runs; speedup > 1 means Weft is ahead (for
@@ -55,6 +61,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -63,7 +70,10 @@
 #include <string>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/base/thread_pool.h"
 #include "core/graph/nn_builders.h"
@@ -75,6 +85,7 @@
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
 #include "core/runtime/trace.h"
+#include "core/tensor/npy.h"
 #include "core/train/optimizer.h"
 #include "core/train/training_graph.h"
 
@@ -187,9 +198,9 @@ class Env {
 void Transfer(Env& env, bool to_device) {
   const char* name = to_device ? "transfer_h2d" : "transfer_d2h";
   const runtime::RuntimeDevice* device = nullptr;
-  for (const auto& d : env.devices().devices()) {
+  for (const runtime::RuntimeDevice* d : env.devices().devices()) {
     if (!d->host_visible()) {
-      device = d.get();
+      device = d;
       break;
     }
   }
@@ -591,6 +602,130 @@ double RunPeer(const std::string& command, const char* tag, std::string* version
   return ms;
 }
 
+// One run of the weft CLI in a child process: wall seconds and peak
+// resident set (MiB, the child's ru_maxrss).
+struct ChildRun {
+  double seconds = 0;
+  double rss_mib = 0;
+};
+
+ChildRun RunWeftCli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {StrCat(WEFT_BINARY_DIR, "/bin/weft")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    setenv("WEFT_PLUGIN_PATH", "", 1);
+    execv(raw[0], raw.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    Env::Check(InternalError("weft_bench: ", StrJoin(argv, " "), " failed"));
+  }
+  ChildRun run;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  return run;
+}
+
+// A scratch folder for the CLI benchmarks' files, removed at exit.
+struct ScratchDir {
+  std::string path = StrCat("/tmp/weft_bench_", getpid());
+  ScratchDir() { std::filesystem::create_directories(path); }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+};
+
+// graph_prepare_1m: `weft run` of a binary .wg holding a chain of a million
+// Negs fed a scalar, with the GPU plugins disabled: loading, validating,
+// pruning, optimizing, placing and running it, in seconds and peak MiB.
+// There is no peer; the budget is 3 s and 500 MiB.
+void GraphPrepare1M() {
+  constexpr int kNodes = 1000000;
+  ScratchDir dir;
+  GraphDef def;
+  def.nodes.reserve(kNodes + 1);
+  NodeDef x;
+  x.name = "x";
+  x.op = "Placeholder";
+  x.attrs = {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}};
+  def.nodes.push_back(std::move(x));
+  for (int i = 0; i < kNodes; ++i) {
+    NodeDef neg;
+    neg.name = StrCat("n", i);
+    neg.op = "Neg";
+    neg.inputs = {i == 0 ? std::string("x") : StrCat("n", i - 1)};
+    neg.attrs = {{"T", AttrValue(DType::kF32)}};
+    def.nodes.push_back(std::move(neg));
+  }
+  const std::string graph = dir.path + "/chain_1m.wg";
+  Env::Check(WriteGraphFile(graph, def));
+  def = GraphDef();
+  Env::Check(WriteNpy(dir.path + "/x.npy", Tensor::Scalar<float>(1.5f)));
+  const std::string config = dir.path + "/no_gpu.toml";
+  std::ofstream(config) << "[plugins]\ndisable = [\"cuda\", \"hip\"]\n";
+  const std::vector<std::string> args = {
+      "--config", config,   "run", graph, "--feed", "x=" + dir.path + "/x.npy", "--fetch", StrCat("n", kNodes - 1),
+      "--out",    dir.path, "-q"};
+  std::vector<double> seconds, rss;
+  const int repeats = g_repeats > 0 ? g_repeats : 3;
+  for (int i = 0; i < repeats; ++i) {
+    const ChildRun run = RunWeftCli(args);
+    seconds.push_back(run.seconds);
+    rss.push_back(run.rss_mib);
+  }
+  Print("graph_prepare_1m", MedianOf(seconds), 0, "s", false);
+  Print("graph_prepare_1m_rss", MedianOf(rss), 0, "MiB", false);
+}
+
+// startup_run: `weft run` of a one-op graph with every plugin installed
+// (devices are opened when placement needs them) against the same with
+// every plugin but the CPU's disabled, alternately.
+void StartupRun() {
+  ScratchDir dir;
+  GraphDef def;
+  NodeDef x;
+  x.name = "x";
+  x.op = "Placeholder";
+  x.attrs = {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}};
+  NodeDef neg;
+  neg.name = "y";
+  neg.op = "Neg";
+  neg.inputs = {"x"};
+  neg.attrs = {{"T", AttrValue(DType::kF32)}};
+  def.nodes = {x, neg};
+  const std::string graph = dir.path + "/one_op.wg";
+  Env::Check(WriteGraphFile(graph, def));
+  Env::Check(WriteNpy(dir.path + "/x.npy", Tensor::Scalar<float>(1.5f)));
+  const std::string only_cpu = dir.path + "/only_cpu.toml";
+  std::ofstream(only_cpu) << "[plugins]\ndisable = [\"cuda\", \"hip\", \"opencl\", \"nccl\", \"gloo\", "
+                             "\"rdma\", \"zmq\", \"tcp\", \"sgd\", \"momentum\", \"adam\", \"adamw\", "
+                             "\"adagrad\", \"rmsprop\"]\n";
+  const std::vector<std::string> run = {"run",   graph,    "--feed", "x=" + dir.path + "/x.npy", "--fetch", "y",
+                                        "--out", dir.path, "-q"};
+  std::vector<std::string> with_cpu_only = {"--config", only_cpu};
+  with_cpu_only.insert(with_cpu_only.end(), run.begin(), run.end());
+  std::vector<double> all_s, all_rss, cpu_s, cpu_rss;
+  const int repeats = g_repeats > 0 ? g_repeats : 15;
+  for (int i = 0; i < repeats + 2; ++i) {
+    const ChildRun a = RunWeftCli(run);
+    const ChildRun b = RunWeftCli(with_cpu_only);
+    if (i < 2) continue;  // warm the page cache
+    all_s.push_back(a.seconds * 1e3);
+    all_rss.push_back(a.rss_mib);
+    cpu_s.push_back(b.seconds * 1e3);
+    cpu_rss.push_back(b.rss_mib);
+  }
+  Print("startup_run", MedianOf(all_s), MedianOf(cpu_s), "ms", false);
+  Print("startup_run_rss", MedianOf(all_rss), MedianOf(cpu_rss), "MiB", false);
+}
+
 // One exported model: Weft (in this process) against PyTorch and ONNX
 // Runtime (child processes), in alternating rounds.
 void OnnxBench(Env& env, const std::string& name, const std::string& model, const Shape& shape) {
@@ -686,7 +821,7 @@ int Main(int argc, char** argv) {
     std::cout << "usage: weft_bench NAME [--repeats N]\nNAME: matmul_256 matmul_1024 matmul_2048 conv_lenet "
                  "conv_resnet executor_chain executor_fanout run_trivial transfer_h2d transfer_d2h train_mlp_sgd "
                  "train_mlp_adam train_cnn_sgd lstm_cell onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 "
-                 "onnx_efficientnet_b0 onnx_bert_encoder\n";
+                 "onnx_efficientnet_b0 onnx_bert_encoder graph_prepare_1m startup_run\n";
     return argc < 2 ? 1 : 0;
   }
   for (int i = 2; i + 1 < argc; ++i) {
@@ -746,6 +881,8 @@ int Main(int argc, char** argv) {
        [&] {
          OnnxBench(env, "onnx_bert_encoder", "bert_encoder", Shape{1, 128, 256});
        }},
+      {"graph_prepare_1m", [&] { GraphPrepare1M(); }},
+      {"startup_run", [&] { StartupRun(); }},
   };
   auto it = benches.find(name);
   if (it == benches.end()) {

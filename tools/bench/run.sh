@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain executor_fanout while_loop_iter run_trivial
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
-     onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 onnx_efficientnet_b0 onnx_bert_encoder
+     onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 onnx_efficientnet_b0 onnx_bert_encoder graph_prepare_1m startup_run
      tensor_send_64m tensor_send_64m_tls tensor_send_4k null_step null_step_auth null_step_tls remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw
      startup_rss)
 names=("$@")
@@ -30,6 +30,10 @@ if [[ " ${names[*]} " == *" onnx_"* ]] && [ ! -f build/ort/node_modules/onnxrunt
     echo "run.sh: npm could not install onnxruntime-node; the ONNX benchmarks run without ONNX Runtime" >&2
 fi
 for name in "${names[@]}"; do
+  if [ "$name" = startup_run ] || [ "$name" = graph_prepare_1m ]; then
+    # These time the weft CLI with every plugin built.
+    cmake --build --preset release >/dev/null
+  fi
   if [ "$name" = startup_rss ]; then
     # `weft devices` with every plugin against the same without the GPU ones.
     cmake --build --preset release >/dev/null

@@ -202,9 +202,11 @@ int Bench(Context& ctx, const BenchArgs& args) {
   }
   const bool has_init = graph->Find("init") != nullptr && graph->Find("init")->num_outputs() == 0;
 
+  ctx.DeferDeviceCounting();  // devices open when placement needs them
+  ctx.LocalOnly();
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
-  auto devices = runtime::DeviceSet::Open(**host);
+  auto devices = runtime::DeviceSet::Open(**host, runtime::DeviceSet::Opening::kLazy);
   if (!devices.ok()) return ReportError(devices.status());
   runtime::SessionOptions options = runtime::SessionOptions::FromConfig(ctx.config());
   if (args.threads > 0) {

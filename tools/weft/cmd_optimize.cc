@@ -57,9 +57,11 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
       context.keep.insert(node.name());
     }
   }
+  ctx.DeferDeviceCounting();  // devices open when placement needs them
+  ctx.LocalOnly();
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
-  auto devices = runtime::DeviceSet::Open(**host);
+  auto devices = runtime::DeviceSet::Open(**host, runtime::DeviceSet::Opening::kLazy);
   if (!devices.ok()) return ReportError(devices.status());
   // A session of nothing but the host device, to evaluate constants.
   session_options.optimizer.level = 0;

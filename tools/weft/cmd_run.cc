@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/base/logging.h"
 #include "core/checkpoint/manager.h"
 #include "core/dist/cluster_runtime.h"
 #include "core/dist/dist_session.h"
@@ -102,12 +103,21 @@ int Run(Context& ctx, const RunArgs& args) {
     return ReportError(InvalidArgumentError("nothing to run: give at least one --fetch or --target (`weft inspect ",
                                             args.graph, "` lists the graph's outputs)"));
   }
+  // Where the command's time goes before the step, at debug level.
+  auto lap = [last = std::chrono::steady_clock::now()]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
   // With a checkpoint, an .onnx model keeps its variables, to be restored.
   auto def =
       args.checkpoint.empty() ? onnx_io::ReadModelFile(args.graph, FrozenImport()) : onnx_io::ReadModelFile(args.graph);
   if (!def.ok()) return ReportError(def.status());
+  WEFT_LOG(DEBUG) << "run: read " << args.graph << " in " << lap() << " ms";
   auto graph = Graph::FromGraphDef(std::move(*def));
   if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
+  WEFT_LOG(DEBUG) << "run: checked the graph (" << graph->num_nodes() << " nodes) in " << lap() << " ms";
   std::optional<Restore> restore;
   if (!args.checkpoint.empty()) {
     auto added = AddRestore(*graph, args.checkpoint);
@@ -123,14 +133,17 @@ int Run(Context& ctx, const RunArgs& args) {
     feeds.push_back(std::move(*value));
   }
 
-  auto host = ctx.Plugins();
-  if (!host.ok()) return ReportError(host.status());
   const dist::ClusterSpec* cluster = nullptr;
   if (!args.local) {
     auto spec = ctx.Cluster();
     if (!spec.ok()) return ReportError(spec.status());
     if ((*spec)->distributed()) cluster = *spec;
   }
+  ctx.DeferDeviceCounting();  // devices open when placement needs them
+  if (cluster == nullptr) ctx.LocalOnly();
+  auto host = ctx.Plugins();
+  if (!host.ok()) return ReportError(host.status());
+  WEFT_LOG(DEBUG) << "run: loaded the plugins in " << lap() << " ms";
   // In this process, or across the tasks of the config's [cluster].
   std::unique_ptr<runtime::Session> session;
   std::unique_ptr<dist::DistSession> dist_session;
@@ -140,13 +153,14 @@ int Run(Context& ctx, const RunArgs& args) {
     if (!created.ok()) return ReportError(created.status());
     dist_session = std::move(*created);
   } else {
-    auto devices = runtime::DeviceSet::Open(**host);
+    auto devices = runtime::DeviceSet::Open(**host, runtime::DeviceSet::Opening::kLazy);
     if (!devices.ok()) return ReportError(devices.status());
     auto created = runtime::Session::Create(std::move(*graph), std::move(*devices),
                                             runtime::SessionOptions::FromConfig(ctx.config()));
     if (!created.ok()) return ReportError(created.status());
     session = std::move(*created);
   }
+  WEFT_LOG(DEBUG) << "run: opened the devices and the session in " << lap() << " ms";
 
   if (restore.has_value()) {
     Status restored = session != nullptr ? session->Run(restore->feeds, {}, {restore->op}, nullptr)

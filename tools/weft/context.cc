@@ -62,7 +62,10 @@ Status Context::Init() {
 
 Expected<plugin::PluginHost*> Context::Plugins() {
   if (!host_) {
-    host_ = std::make_unique<plugin::PluginHost>(*config_);
+    plugin::PluginHostOptions options;
+    options.defer_device_count = defer_device_count_;
+    if (local_only_) options.skip_kinds = {plugin::PluginKind::kTransport, plugin::PluginKind::kCollectives};
+    host_ = std::make_unique<plugin::PluginHost>(*config_, options);
     WEFT_RETURN_IF_ERROR(host_->LoadAll());
     for (const config::ConfigError& warning : host_->UnusedSections()) {
       WEFT_LOG(WARNING) << warning.ToString();

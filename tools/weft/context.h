@@ -64,6 +64,14 @@ class Context {
 
   // Loads plugins on first use.
   Expected<plugin::PluginHost*> Plugins();
+  // Plugins() leaves counting devices to their first use: for commands
+  // that run graphs on a DeviceSet opened with Opening::kLazy, so that a
+  // one-op run never starts the OpenCL platform (plugin_host.h). Call it
+  // before Plugins().
+  void DeferDeviceCounting() { defer_device_count_ = true; }
+  // Plugins() leaves out the transport and collectives plugins: for
+  // commands that run in this process only. Call it before Plugins().
+  void LocalOnly() { local_only_ = true; }
 
   const GlobalOptions& options() const { return options_; }
 
@@ -74,6 +82,8 @@ class Context {
  private:
   GlobalOptions options_;
   std::optional<config::Config> config_;
+  bool defer_device_count_ = false;
+  bool local_only_ = false;
   std::unique_ptr<plugin::PluginHost> host_;
   std::optional<dist::ClusterSpec> cluster_;
 };

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "core/graph/graph.h"
@@ -161,6 +162,26 @@ TEST(Serialize, FilesByExtension) {
             "\"" + base + ".pb\": graph files end in .wg (binary) or .wgt (text)");
   EXPECT_EQ(ReadGraphFile(base + ".missing.wg").status().message(),
             "cannot read graph file \"" + base + ".missing.wg\": No such file or directory");
+  // A directory, named like a graph file or not.
+  std::filesystem::create_directory(base + ".dir.wg");
+  EXPECT_EQ(ReadGraphFile(base + ".dir.wg").status().message(),
+            "cannot read graph file \"" + base + ".dir.wg\": it is a directory");
+  std::filesystem::remove(base + ".dir.wg");
+  // A binary file cut short.
+  {
+    std::ifstream in(base + ".wg", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(base + ".cut.wg", std::ios::binary) << bytes.substr(0, bytes.size() - 3);
+    std::ofstream(base + ".short.wg", std::ios::binary) << bytes.substr(0, bytes.size() / 2 / 8 * 8);
+  }
+  EXPECT_EQ(ReadGraphFile(base + ".cut.wg").status().message(),
+            base + ".cut.wg: not a valid .wg graph file: its size (" +
+                std::to_string(std::filesystem::file_size(base + ".cut.wg")) +
+                " bytes) is not a whole number of 8-byte words; is it truncated?");
+  const std::string short_message = ReadGraphFile(base + ".short.wg").status().message();
+  EXPECT_EQ(short_message.rfind(base + ".short.wg: not a valid .wg graph file: ", 0), 0u) << short_message;
+  std::remove((base + ".cut.wg").c_str());
+  std::remove((base + ".short.wg").c_str());
   std::remove((base + ".wg").c_str());
   std::remove((base + ".wgt").c_str());
 }

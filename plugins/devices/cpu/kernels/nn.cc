@@ -6,10 +6,13 @@
 // Means, variances and sums of exponentials accumulate in double, means
 // and variances in two passes (the mean, then the squared deviations from
 // it). Softmax subtracts the maximum before exponentiating, so no finite
-// input overflows.
+// input overflows. The f32 Softmax and LayerNorm rows run vectorised loops
+// (ExpShifted and friends below), compiled per instruction set.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -99,6 +102,118 @@ class FusedBatchNormKernel {
   bool nchw_;
 };
 
+// --- Vectorised loops for f32 ------------------------------------------------------
+
+// GCC compiles the loops below once per instruction set and picks one
+// when the plugin loads (the build has no -march: oneDNN dispatches the
+// same way).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define WEFT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define WEFT_CPU_CLONES
+#endif
+
+// y[i] = exp(x[i] - shift) for i in [0, n), in a loop the compiler
+// vectorises: Cody-Waite range reduction to r in [-ln2/2, ln2/2] and
+// Cephes' degree-6 polynomial for exp(r) (within 2 ulp of expf), scaled by
+// 2^k in two steps so that results down to the smallest subnormal are
+// right. NaN stays NaN, -inf gives 0, +inf gives +inf.
+WEFT_CPU_CLONES void ExpShifted(const float* x, float shift, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] - shift;
+    // Comparisons are false for NaN, which passes through.
+    v = v < -104.0f ? -104.0f : v;                                           // exp(-104) rounds to 0
+    v = v > 89.0f ? 89.0f : v;                                               // exp(89) overflows to +inf
+    const float k = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(v / ln 2)
+    const float r = (v - k * 0.693359375f) + k * 2.12194440e-4f;
+    const float z = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    const int ki = static_cast<int>(k);  // NaN's garbage is multiplied by p's NaN
+    const int k1 = ki / 2, k2 = ki - k1;
+    const float s1 = std::bit_cast<float>(static_cast<uint32_t>(k1 + 127) << 23);
+    const float s2 = std::bit_cast<float>(static_cast<uint32_t>(k2 + 127) << 23);
+    y[i] = p * s1 * s2;
+  }
+}
+
+// y[i] *= scale, through double as the scalar loop did.
+WEFT_CPU_CLONES void ScaleInDouble(float* y, double scale, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<double>(y[i]) * scale);
+}
+
+// The sum of y[0, n) in double, four partial sums in flight.
+double SumInDouble(const float* y, int64_t n) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int j = 0; j < 4; ++j) s[j] += static_cast<double>(y[i + j]);
+  }
+  for (; i < n; ++i) s[0] += static_cast<double>(y[i]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// The sum of squared deviations from |mean| of y[0, n), in double.
+double SquaresInDouble(const float* y, int64_t n, double mean) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int j = 0; j < 4; ++j) {
+      const double d = static_cast<double>(y[i + j]) - mean;
+      s[j] += d * d;
+    }
+  }
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(y[i]) - mean;
+    s[0] += d * d;
+  }
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// One row of LayerNorm in double, as the generic loop computes it.
+WEFT_CPU_CLONES void NormalizeRow(const float* x, const float* g, const float* b, float* y, int64_t n, double mean,
+                                  double inv_std) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = static_cast<float>((static_cast<double>(x[i]) - mean) * inv_std * static_cast<double>(g[i]) +
+                              static_cast<double>(b[i]));
+  }
+}
+
+// The maximum of x[0, n) (NaN if any element is NaN, -inf if n == 0), in
+// eight lanes the compiler vectorises.
+WEFT_CPU_CLONES float RowMaxF(const float* x, int64_t n) {
+  float m[8];
+  bool nan[8];
+  for (int j = 0; j < 8; ++j) {
+    m[j] = -std::numeric_limits<float>::infinity();
+    nan[j] = false;
+  }
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const float v = x[i + j];
+      m[j] = v > m[j] ? v : m[j];
+      nan[j] = nan[j] | (v != v);
+    }
+  }
+  float max = -std::numeric_limits<float>::infinity();
+  bool any_nan = false;
+  for (int j = 0; j < 8; ++j) {
+    max = m[j] > max ? m[j] : max;
+    any_nan = any_nan || nan[j];
+  }
+  for (; i < n; ++i) {
+    max = x[i] > max ? x[i] : max;
+    any_nan = any_nan || std::isnan(x[i]);
+  }
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : max;
+}
+
 // --- LayerNorm -------------------------------------------------------------------
 
 template <class T>
@@ -129,6 +244,12 @@ class LayerNormKernel {
       for (int64_t r = row_begin; r < row_end; ++r) {
         const T* xs = in + r * n;
         T* ys = out + r * n;
+        if constexpr (std::is_same_v<T, float>) {
+          const double mean = SumInDouble(xs, n) / static_cast<double>(n);
+          const double inv_std = 1 / std::sqrt(SquaresInDouble(xs, n, mean) / static_cast<double>(n) + epsilon_);
+          NormalizeRow(xs, g, b, ys, n, mean, inv_std);
+          continue;
+        }
         const auto [mean, inv_std] = MomentsOfRow(xs, n, epsilon_);
         for (int64_t i = 0; i < n; ++i) {
           ys[i] = static_cast<T>((static_cast<double>(xs[i]) - mean) * inv_std * static_cast<double>(g[i]) +
@@ -162,7 +283,18 @@ T RowMax(const T* x, int64_t n) {
 // (Log)softmax of the contiguous vector x[0, n).
 template <class T, bool kLog>
 void SoftmaxRow(const T* x, T* y, int64_t n) {
-  const T max = RowMax(x, n);
+  T max;
+  if constexpr (std::is_same_v<T, float>) {
+    max = RowMaxF(x, n);
+  } else {
+    max = RowMax(x, n);
+  }
+  if constexpr (std::is_same_v<T, float> && !kLog) {
+    // A NaN max makes every exp NaN, as the scalar loop gives.
+    ExpShifted(x, max, y, n);
+    ScaleInDouble(y, 1 / SumInDouble(y, n), n);
+    return;
+  }
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     const T e = std::exp(x[i] - max);
