@@ -239,17 +239,14 @@ GraphDef GraphEditor::Finish(const std::unordered_set<std::string>& keep) const 
     std::vector<std::string> inputs;
     // Inputs that name no node stay as written, for validation to report.
     inputs_of(i, ins);
-    std::size_t data = 0;
     for (std::size_t k = 0; k < ins.size(); ++k) {
       if (ins[k].node < 0) {
         inputs.push_back(d.inputs[k]);
       } else if (ins[k].index >= 0) {
         const Endpoint e = Resolve(ins[k].node, ins[k].index);
         inputs.push_back(InputRefString(name(e.node), e.index));
-        ++data;
       }
     }
-    (void)data;
     for (std::size_t k = data_count[i]; k < sources[i].size(); ++k) {
       inputs.push_back(InputRefString(name(sources[i][k]), -1));
     }

@@ -141,13 +141,6 @@ class NeededTypes {
   std::unordered_map<std::string, bool> has_device_;
 };
 
-std::string PinnedDevice(const placement::PlacementOptions& options, const NodeDef& node) {
-  for (const placement::Pin& pin : options.pins) {
-    if (placement::GlobMatch(pin.pattern, node.name)) return pin.device;
-  }
-  return node.device;
-}
-
 // The devices placing |graph| may choose among: those of the types it
 // needs (NeededTypes), or all of them.
 Expected<std::vector<const RuntimeDevice*>> DevicesFor(const Graph& graph, const DeviceSet& devices,
@@ -159,7 +152,7 @@ Expected<std::vector<const RuntimeDevice*>> DevicesFor(const Graph& graph, const
   for (const auto& [node, device] : options.fixed) some = some && needed.AddSpec(device);
   for (const Graph::Node& node : graph.nodes()) {
     if (!some) break;
-    some = needed.Add(node.def, PinnedDevice(options, node.def));
+    some = needed.Add(node.def, RequestedDevice(options, node.def));
   }
   if (!some) return devices.devices();
   return devices.Devices(needed.types());
@@ -194,7 +187,7 @@ Expected<PlacedGraph> PlaceAndPartition(const Graph& graph, const DeviceSet& dev
 
 bool FusedKernelEverywhere(const DeviceSet& devices, const placement::PlacementOptions& options, const NodeDef& node,
                            const NodeDef& fused) {
-  const std::string requested = PinnedDevice(options, node);
+  const std::string requested = RequestedDevice(options, node);
   std::optional<placement::DeviceSpec> spec;
   if (!requested.empty()) {
     auto parsed = placement::ParseDeviceSpec(requested);
@@ -233,6 +226,13 @@ bool FusedKernelEverywhere(const DeviceSet& devices, const placement::PlacementO
     if (rank(described[d].type) == best && !HasKernelFor(open[d]->kernels(), fused)) return false;
   }
   return true;
+}
+
+std::string RequestedDevice(const placement::PlacementOptions& options, const NodeDef& node) {
+  for (const placement::Pin& pin : options.pins) {
+    if (placement::GlobMatch(pin.pattern, node.name)) return pin.device;
+  }
+  return node.device;
 }
 
 placement::PlacementOptions PlacementOptionsFromConfig(const config::Config& config) {

@@ -48,6 +48,10 @@ Expected<PlacedGraph> PlaceAndPartition(const Graph& graph, const DeviceSet& dev
 bool FusedKernelEverywhere(const DeviceSet& devices, const placement::PlacementOptions& options, const NodeDef& node,
                            const NodeDef& fused);
 
+// The device |node| will be asked for under |options|: the first of its
+// [placement.pins] that matches its name, else its own request.
+std::string RequestedDevice(const placement::PlacementOptions& options, const NodeDef& node);
+
 // [placement] of |config|.
 placement::PlacementOptions PlacementOptionsFromConfig(const config::Config& config);
 

@@ -98,13 +98,6 @@ std::vector<passes::PassReport> Session::last_optimization() const {
   return last_optimization_;
 }
 
-std::string RequestedDevice(const placement::PlacementOptions& options, const NodeDef& node) {
-  for (const placement::Pin& pin : options.pins) {
-    if (placement::GlobMatch(pin.pattern, node.name)) return pin.device;
-  }
-  return node.device;
-}
-
 Expected<std::vector<Tensor>> Session::EvaluateOnHost(GraphDef graph, const std::vector<std::string>& fetches) {
   const RuntimeDevice* host = devices_->default_device();
   if (host == nullptr || host->type() != "CPU") return FailedPreconditionError("no CPU device to evaluate on");

@@ -26,6 +26,7 @@
 #include "core/placement/placer.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/executor.h"
+#include "core/runtime/placement_support.h"
 #include "core/runtime/trace.h"
 
 namespace weft::runtime {
@@ -108,10 +109,6 @@ class Session {
   std::map<std::string, std::shared_ptr<Prepared>> cache_;
   std::atomic<int64_t> next_step_{1};
 };
-
-// The device |node| will be asked for under |options|: the first of its
-// [placement.pins] that matches its name, else its own request.
-std::string RequestedDevice(const placement::PlacementOptions& options, const NodeDef& node);
 
 // The thread counts (inter, intra) SessionOptions resolve to on this
 // machine, from one budget of the cores the process may use so that

@@ -642,6 +642,25 @@ struct ScratchDir {
   ~ScratchDir() { std::filesystem::remove_all(path); }
 };
 
+// The nodes of the CLI benchmarks' graphs: an f32 scalar Placeholder, and
+// a Neg of |input|.
+NodeDef ScalarPlaceholder(std::string name) {
+  NodeDef x;
+  x.name = std::move(name);
+  x.op = "Placeholder";
+  x.attrs = {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}};
+  return x;
+}
+
+NodeDef NegOf(std::string name, std::string input) {
+  NodeDef neg;
+  neg.name = std::move(name);
+  neg.op = "Neg";
+  neg.inputs = {std::move(input)};
+  neg.attrs = {{"T", AttrValue(DType::kF32)}};
+  return neg;
+}
+
 // graph_prepare_1m: `weft run` of a binary .wg holding a chain of a million
 // Negs fed a scalar, with the GPU plugins disabled: loading, validating,
 // pruning, optimizing, placing and running it, in seconds and peak MiB.
@@ -651,19 +670,8 @@ void GraphPrepare1M() {
   ScratchDir dir;
   GraphDef def;
   def.nodes.reserve(kNodes + 1);
-  NodeDef x;
-  x.name = "x";
-  x.op = "Placeholder";
-  x.attrs = {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}};
-  def.nodes.push_back(std::move(x));
-  for (int i = 0; i < kNodes; ++i) {
-    NodeDef neg;
-    neg.name = StrCat("n", i);
-    neg.op = "Neg";
-    neg.inputs = {i == 0 ? std::string("x") : StrCat("n", i - 1)};
-    neg.attrs = {{"T", AttrValue(DType::kF32)}};
-    def.nodes.push_back(std::move(neg));
-  }
+  def.nodes.push_back(ScalarPlaceholder("x"));
+  for (int i = 0; i < kNodes; ++i) def.nodes.push_back(NegOf(StrCat("n", i), i == 0 ? "x" : StrCat("n", i - 1)));
   const std::string graph = dir.path + "/chain_1m.wg";
   Env::Check(WriteGraphFile(graph, def));
   def = GraphDef();
@@ -690,16 +698,7 @@ void GraphPrepare1M() {
 void StartupRun() {
   ScratchDir dir;
   GraphDef def;
-  NodeDef x;
-  x.name = "x";
-  x.op = "Placeholder";
-  x.attrs = {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{})}};
-  NodeDef neg;
-  neg.name = "y";
-  neg.op = "Neg";
-  neg.inputs = {"x"};
-  neg.attrs = {{"T", AttrValue(DType::kF32)}};
-  def.nodes = {x, neg};
+  def.nodes = {ScalarPlaceholder("x"), NegOf("y", "x")};
   const std::string graph = dir.path + "/one_op.wg";
   Env::Check(WriteGraphFile(graph, def));
   Env::Check(WriteNpy(dir.path + "/x.npy", Tensor::Scalar<float>(1.5f)));
