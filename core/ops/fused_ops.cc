@@ -123,13 +123,16 @@ Status RegisterFusedOps(OpRegistry& r) {
           .Attr("alpha: float = 0")
           .Attr("beta: float = 0")
           .Attr("constant_filter: bool = false")
+          .Attr("winograd: bool = false")
           .Shape(FusedConvShape)
           .Doc("Conv2D (DepthwiseConv2D when 'depthwise'), then, in this order: BiasAdd of args[0] when 'bias'; "
                "Add of the next arg (the output's shape) when 'residual'; the activation (LeakyRelu's slope is "
                "alpha, Clip's bounds alpha and beta; Swish is x * Sigmoid(x)). padding EXPLICIT pads the input with "
                "zeros by explicit_paddings (top, bottom, left, right) and then convolves VALID. 'constant_filter' "
                "promises that the filter's buffer never changes its values, so a kernel may keep its own copy in "
-               "another layout. Made by the graph optimizer (docs/optimizer.md).")));
+               "another layout. 'winograd' allows a kernel to compute a 3x3 convolution of stride 1 by Winograd's "
+               "minimal filtering (fewer multiplications, results within about 1e-5 relative of the direct sum). "
+               "Made by the graph optimizer (docs/optimizer.md).")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("_FusedMatMul")
                                       .Input("a: T")
                                       .Input("b: T")
@@ -144,10 +147,13 @@ Status RegisterFusedOps(OpRegistry& r) {
                                       .Attr(kActivations)
                                       .Attr("alpha: float = 0")
                                       .Attr("beta: float = 0")
+                                      .Attr("constant_b: bool = false")
                                       .Shape(FusedMatMulShape)
                                       .Doc("MatMul, then BiasAdd of args[0] when 'bias', Add of the next arg (the "
                                            "product's shape) when 'residual', and the activation, as _FusedConv2D. "
-                                           "Made by the graph optimizer (docs/optimizer.md).")));
+                                           "'constant_b' promises that b's buffer never changes its values, as "
+                                           "_FusedConv2D's 'constant_filter'. Made by the graph optimizer "
+                                           "(docs/optimizer.md).")));
   return Status();
 }
 

@@ -317,11 +317,39 @@ Expected<int64_t> FuseMatMuls(GraphEditor& edit, const PassContext& context, con
     Chain chain;
     chain.members.push_back(id);
     f.GrowEpilogue(matmul, out.dim(1), /*nchw=*/false, chain);
-    if (chain.members.size() == 1) continue;  // nothing to fuse
+    // Alone, a product gains only when b is constant (the kernel keeps b in
+    // the layout its primitive prefers).
+    const bool constant_b = ConstValue(g.node(matmul.inputs[1].node)) != nullptr;
+    if (chain.members.size() == 1 && !constant_b) continue;
     NodeDef fused =
         f.MakeFused(matmul, "_FusedMatMul", chain, {TensorName(g, matmul.inputs[0]), TensorName(g, matmul.inputs[1])});
     for (const char* attr : {"transpose_a", "transpose_b"}) fused.attrs[attr] = matmul.def.attrs.at(attr);
+    fused.attrs["constant_b"] = AttrValue(constant_b);
     if (f.Commit(matmul, chain, std::move(fused), report)) ++changed;
+  }
+  return changed;
+}
+
+Expected<int64_t> AllowWinograd(GraphEditor& edit, const PassContext&, const OptimizeOptions&, PassReport& report) {
+  const Graph& g = edit.graph();
+  int64_t changed = 0;
+  for (int id : g.topological_order()) {
+    const Graph::Node& conv = g.node(id);
+    if (conv.op_name() != "_FusedConv2D" || conv.def.attrs.at("winograd").get<bool>()) continue;
+    if (conv.def.attrs.at("depthwise").get<bool>()) continue;
+    const Endpoint filter_at = conv.inputs[1];
+    const Shape& filter = g.node(filter_at.node).output_shapes[static_cast<std::size_t>(filter_at.index)];
+    if (filter.rank() != 4 || filter.dim(0) != 3 || filter.dim(1) != 3) continue;
+    bool ones = true;
+    for (const char* attr : {"strides", "dilations"}) {
+      for (int64_t v : conv.def.attrs.at(attr).get<std::vector<int64_t>>()) ones = ones && v == 1;
+    }
+    if (!ones) continue;
+    NodeDef def = conv.def;
+    def.attrs["winograd"] = AttrValue(true);
+    edit.Replace(id, std::move(def));
+    NoteExample(report, conv.name());
+    ++changed;
   }
   return changed;
 }

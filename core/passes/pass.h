@@ -27,11 +27,10 @@
 
 namespace weft::passes {
 
-// Levels go from 0 (nothing) to 3 (layout). The default is the highest
-// level with passes of its own in this build; level 3 (layout) runs what
-// level 2 runs until its passes land.
+// Levels go from 0 (nothing) to 3 (Winograd convolutions in a blocked
+// layout). The default is the highest level whose tests pass.
 inline constexpr int kMaxLevel = 3;
-inline constexpr int kDefaultLevel = 2;
+inline constexpr int kDefaultLevel = 3;
 
 struct OptimizeOptions {
   int level = kDefaultLevel;

@@ -24,7 +24,8 @@ constexpr PassEntry kPasses[] = {
     {"arithmetic", 1, internal::SimplifyArithmetic,
      "Rewrites arithmetic that gives bitwise the same values: x*1, 1*x, x/1, x+(-0.0), x-0.0 (and integer "
      "zeros) become x; -(-x) becomes x; Reshape of a Reshape reshapes once; Transpose of a Transpose permutes "
-     "once, or not at all when the two cancel. x+0.0 is kept: -0.0+0.0 is 0.0."},
+     "once, or not at all when the two cancel; a Transpose that moves only axes of size 1 becomes a Reshape (no "
+     "copy). x+0.0 is kept: -0.0+0.0 is 0.0."},
     {"shape_folding", 1, internal::FoldShapes,
      "Shape, Size and Rank of a tensor whose shape is known when the graph is built become constants (they still "
      "run after the tensor, so they stay in its loop or branch)."},
@@ -60,6 +61,11 @@ constexpr PassEntry kPasses[] = {
     {"matmul_fusion", 2, internal::FuseMatMuls,
      "An f32 MatMul with a BiasAdd (or Add of a [n] vector), a residual Add and an activation after it, as "
      "conv_fusion, becomes one _FusedMatMul."},
+    {"winograd", 3, internal::AllowWinograd,
+     "A _FusedConv2D with a 3x3 filter, strides and dilations 1 (not depthwise) is allowed Winograd's minimal "
+     "filtering: the CPU runs it as oneDNN's Winograd convolution in oneDNN's blocked layout, reordering the "
+     "input and output at its edges, where oneDNN has one for its shape (about half the time of the direct "
+     "convolution at ResNet's sizes). Results are within about 1e-5 relative of the direct sum."},
 };
 
 constexpr int kMaxRounds = 4;

@@ -115,6 +115,22 @@ bool IsIdentityPerm(const std::vector<int64_t>& perm) {
   return true;
 }
 
+// Whether Transpose |node| (a known permutation, not the identity, of a
+// fully known shape) moves only axes of size 1: the other axes keep their
+// order, so each element keeps its offset.
+bool MovesOnlyUnitAxes(const Graph& g, const Graph::Node& node) {
+  auto perm = PermOf(g, node);
+  const Shape& in = InputShape(g, node, 0);
+  if (!perm || IsIdentityPerm(*perm) || !in.IsFullyDefined()) return false;
+  int64_t last = -1;
+  for (int64_t axis : *perm) {
+    if (in.dims()[static_cast<std::size_t>(axis)] == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
 }  // namespace
 
 void NoteExample(PassReport& report, const std::string& node) {
@@ -238,6 +254,25 @@ Expected<int64_t> SimplifyArithmetic(GraphEditor& edit, const PassContext& conte
       if (!xs.IsFullyDefined() || !mid.IsFullyDefined() || xs.num_elements() != mid.num_elements()) continue;
       NodeDef def = node.def;
       def.inputs[0] = inner.def.inputs[0];
+      edit.Replace(node.id, std::move(def));
+      done(node);
+      continue;
+    }
+    if (op == "Transpose" && MovesOnlyUnitAxes(g, node)) {
+      // Every element stays where it is: a Reshape, which copies nothing
+      // (an exported transformer's [1, S, H] <-> [S, 1, H]).
+      const Shape& out = node.output_shapes[0];
+      const std::string shape_name = edit.UniqueName(StrCat(node.name(), "/shape"));
+      NodeDef shape = MakeConst(shape_name, Tensor::FromVector<int64_t>(out.dims()));
+      shape.device = node.def.device;
+      edit.Add(std::move(shape));
+      NodeDef def;
+      def.name = node.name();
+      def.op = "Reshape";
+      def.device = node.def.device;
+      def.inputs = node.def.inputs;
+      def.inputs.insert(def.inputs.begin() + 1, shape_name);
+      def.attrs = {{"T", node.def.attrs.at("T")}, {"Tshape", AttrValue(DType::kI64)}};
       edit.Replace(node.id, std::move(def));
       done(node);
       continue;

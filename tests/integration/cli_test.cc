@@ -913,7 +913,7 @@ TEST_F(Cli, OptimizeExplainsEveryPassAndWritesAGraphThatRunsTheSame) {
   ProcessResult r = Weft({"optimize", model, "-o", out, "--explain"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(model + ": "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" at level 2 ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" at level 3 ("), std::string::npos) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"pass", "level", "rewrites", "time", "first", "nodes"})) << r.out;
   for (const char* pass : {"identity_removal", "arithmetic", "shape_folding", "constant_folding", "cse"}) {
     EXPECT_TRUE(HasRow(r.out, {pass, "1"})) << pass << "\n" << r.out;
@@ -921,6 +921,7 @@ TEST_F(Cli, OptimizeExplainsEveryPassAndWritesAGraphThatRunsTheSame) {
   // The MLP's two hidden layers are MatMul + BiasAdd + Relu: one node each.
   EXPECT_TRUE(HasRow(r.out, {"matmul_fusion", "2", "2"})) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"conv_fusion", "2", "0"})) << r.out;
+  EXPECT_TRUE(HasRow(r.out, {"winograd", "3", "0"})) << r.out;
   EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
   // Level 0 runs nothing, and says which passes it left out.
   ProcessResult none = Weft({"optimize", model, "--level", "0", "--explain"});
@@ -947,7 +948,7 @@ TEST_F(Cli, OptimizeRefusesAnUnknownPassALevelOutOfRangeAndAnOnnxOutput) {
   EXPECT_EQ(r.err,
             "weft: error: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"? (the passes: "
             "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
-            "reshape_sinking, conv_fusion, matmul_fusion)\n");
+            "reshape_sinking, conv_fusion, matmul_fusion, winograd)\n");
   // The same config stops `weft run` before anything runs.
   ProcessResult ran = Weft({"run", model, "--config", config, "--fetch", "probabilities", "--feed",
                             "images=" WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy", "-q"});
@@ -970,7 +971,7 @@ TEST_F(Cli, BenchPrintsLatencyThroughputMemoryAndTheOpsThatTakeTheTime) {
   ProcessResult r =
       Weft({"bench", model, "--shape", "images=64x28x28x1", "--profile", "--warmup", "1", "--repeat", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(model + " at --optimize 2, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(model + " at --optimize 3, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("inputs: images f32[64,28,28,1]"), std::string::npos) << r.out;
   for (const char* row : {"  load ", "  first run ", "  latency           p50 ", "  throughput ", "  peak memory "}) {
     EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;

@@ -249,6 +249,36 @@ TEST_F(GraphOptimizer, StackedReshapesAndTransposesBecomeOneOrNone) {
   EXPECT_EQ(one[2].data<float>()[(1 * 4 + 2) * 2 + 1], 12.0f * 1 + 4.0f * 1 + 2.0f);
 }
 
+// [1, 3, 2] -> [3, 1, 2] moves only the axis of size 1: every element keeps
+// its offset, so the Transpose becomes a Reshape. [2, 3, 1] -> [3, 2, 1]
+// swaps two axes of size > 1 and stays a Transpose.
+TEST_F(GraphOptimizer, ATransposeOfUnitAxesBecomesAReshape) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{1, 3, 2}, "x");
+  b.Op("Transpose", {x}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, "unit");
+  Output z = b.Placeholder(DType::kF32, Shape{2, 3, 1}, "z");
+  b.Op("Transpose", {z}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, "swap");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+
+  OptimizeResult r = Optimize(b, {"unit", "swap"}, {"x", "z"});
+  const Graph& g = *r.graph;
+  ASSERT_NE(g.Find("unit"), nullptr);
+  EXPECT_EQ(g.Find("unit")->op_name(), "Reshape");
+  EXPECT_EQ(g.Find("unit")->output_shapes[0], (Shape{3, 1, 2}));
+  EXPECT_EQ(g.Find("swap")->op_name(), "Transpose");
+  EXPECT_EQ(Report(r, "arithmetic")->examples, std::vector<std::string>{"unit"});
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {{"x", F32({1, 2, 3, 4, 5, 6}, Shape{1, 3, 2})},
+                                                             {"z", F32({1, 2, 3, 4, 5, 6}, Shape{2, 3, 1})}};
+  auto zero = RunAt(b, 0, {"unit", "swap"}, feeds);
+  auto one = RunAt(b, 1, {"unit", "swap"}, feeds);
+  for (std::size_t i = 0; i < zero.size(); ++i) EXPECT_TRUE(zero[i].BitwiseEquals(one[i])) << i;
+  EXPECT_EQ(one[0].shape(), (Shape{3, 1, 2}));
+  EXPECT_EQ(Values(one[0]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  // swap[i][j] = z[j][i]: [[1, 4], [2, 5], [3, 6]].
+  EXPECT_EQ(Values(one[1]), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+}
+
 TEST_F(GraphOptimizer, ShapesKnownWhenTheGraphIsBuiltBecomeConstants) {
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{2, 5}, "x");
@@ -459,7 +489,7 @@ TEST_F(GraphOptimizer, NodesPinnedToDifferentDevicesNeverMerge) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   ASSERT_TRUE((*session)->Run({}, {}, {"init"}, nullptr).ok());
   const std::vector<PassReport> reports = (*session)->last_optimization();
-  ASSERT_EQ(reports.size(), 10u);  // level 2: five passes of level 1 and five of its own
+  ASSERT_EQ(reports.size(), 11u);  // level 3: five passes of level 1, five of level 2, one of its own
   EXPECT_EQ(reports[5].pass, "cse");
   EXPECT_EQ(reports[5].changed, 0) << "merged: " << StrJoin(reports[5].examples, ", ");
   std::vector<Tensor> out;
@@ -513,7 +543,7 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   EXPECT_EQ(s.message(),
             "no graph optimizer pass is called \"constant_foldin\"; did you mean \"constant_folding\"? (the passes: "
             "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
-            "reshape_sinking, conv_fusion, matmul_fusion)");
+            "reshape_sinking, conv_fusion, matmul_fusion, winograd)");
   options.disable = {};
   options.level = 4;
   s = passes::ValidateOptions(options);
@@ -528,7 +558,7 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   EXPECT_EQ(session.status().message(),
             "[graph_optimizer]: no graph optimizer pass is called \"css\"; did you mean \"cse\"? (the passes: "
             "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
-            "reshape_sinking, conv_fusion, matmul_fusion)");
+            "reshape_sinking, conv_fusion, matmul_fusion, winograd)");
 }
 
 TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
@@ -541,7 +571,7 @@ TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
   ASSERT_TRUE(session->Run({{"x", F32({10, 20}, Shape{2})}}, {"y"}, {}, &out).ok());
   EXPECT_EQ(Values(out[0]), (std::vector<float>{9, 18}));
   const std::vector<PassReport> reports = session->last_optimization();
-  ASSERT_EQ(reports.size(), 10u);  // level 2: five passes of level 1 and five of its own
+  ASSERT_EQ(reports.size(), 11u);  // level 3: five passes of level 1, five of level 2, one of its own
   EXPECT_EQ(reports[0].pass, "identity_removal");
   EXPECT_EQ(reports[0].changed, 1);
   EXPECT_EQ(reports[4].pass, "constant_folding");
@@ -590,6 +620,64 @@ TEST_F(GraphOptimizer, AConvolutionChainBecomesOneNodeNamedAfterItsLast) {
                                                              {"r", F32({0, 1, 0, 2, -4, 0, 0, 4}, Shape{1, 2, 2, 2})}};
   const std::vector<float> want = {1.5f, 0.5f, 2.5f, 0.5f, 0, 0, 4.5f, 0.5f};
   for (int level : {0, 2}) EXPECT_EQ(Values(RunAt(b, level, {"y"}, feeds)[0]), want) << "level " << level;
+}
+
+// Level 3 allows Winograd's minimal filtering on 3x3 convolutions of
+// stride and dilation 1 only. Ones convolved with ones over 16 channels
+// SAME: each output is 16 times the number of taps inside the 4x4 input
+// (9 inside, 6 on an edge, 4 in a corner), whichever way it is computed.
+TEST_F(GraphOptimizer, WinogradIsAllowedOnThreeByThreeStrideOneConvolutionsOnly) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{1, 4, 4, 16}, "x");
+  auto ones = [&](Shape shape, const std::string& name) {
+    return b.Const(F32(std::vector<float>(static_cast<std::size_t>(shape.num_elements()), 1.0f), shape), name);
+  };
+  auto conv = [&](const std::string& name, Output filter, std::vector<int64_t> strides) {
+    return b.Op("Conv2D", {x, filter},
+                {{"padding", AttrValue(std::string("SAME"))}, {"strides", AttrValue(std::move(strides))}}, name);
+  };
+  conv("y", ones(Shape{3, 3, 16, 16}, "f3"), {1, 1, 1, 1});
+  conv("strided", ones(Shape{3, 3, 16, 16}, "g3"), {1, 2, 2, 1});
+  conv("pointwise", ones(Shape{1, 1, 16, 16}, "f1"), {1, 1, 1, 1});
+  b.Op("DepthwiseConv2D", {x, ones(Shape{3, 3, 16, 1}, "d3")},
+       {{"padding", AttrValue(std::string("SAME"))}, {"strides", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}},
+       "depthwise");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  const std::vector<std::string> fetches = {"y", "strided", "pointwise", "depthwise"};
+
+  OptimizeOptions options;
+  options.level = 3;
+  OptimizeResult result = Optimize(b, fetches, {"x"}, options);
+  const Graph& g = *result.graph;
+  for (const std::string& name : fetches) {
+    const Graph::Node* node = g.Find(name);
+    ASSERT_NE(node, nullptr) << name;
+    ASSERT_EQ(node->op_name(), "_FusedConv2D") << name;  // each has a constant filter
+    EXPECT_EQ(node->def.attrs.at("winograd").get<bool>(), name == "y") << name;
+  }
+  const PassReport* report = Report(result, "winograd");
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ(report->changed, 1);
+  EXPECT_EQ(report->examples, std::vector<std::string>{"y"});
+  // Not at level 2, nor when disabled.
+  options.level = 2;
+  EXPECT_FALSE(Optimize(b, {"y"}, {"x"}, options).graph->Find("y")->def.attrs.at("winograd").get<bool>());
+  options.level = 3;
+  options.disable = {"winograd"};
+  EXPECT_FALSE(Optimize(b, {"y"}, {"x"}, options).graph->Find("y")->def.attrs.at("winograd").get<bool>());
+
+  const std::vector<std::pair<std::string, Tensor>> feeds = {
+      {"x", F32(std::vector<float>(256, 1.0f), Shape{1, 4, 4, 16})}};
+  const int taps[4] = {2, 3, 3, 2};  // taps along one axis inside the input
+  for (int level : {0, 3}) {
+    const std::vector<float> got = Values(RunAt(b, level, {"y"}, feeds)[0]);
+    ASSERT_EQ(got.size(), 256u);
+    for (int i = 0; i < 256; ++i) {
+      const int h = i / 64, w = (i / 16) % 4;
+      EXPECT_NEAR(got[static_cast<std::size_t>(i)], 16.0f * static_cast<float>(taps[h] * taps[w]), 1e-4)
+          << "level " << level << ", element " << i;
+    }
+  }
 }
 
 // x = [[1, 2], [3, 4]] padded by one row on top and one column on the

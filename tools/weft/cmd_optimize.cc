@@ -112,10 +112,6 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
         std::cout << "  " << r.pass << ": " << note << "\n";
       }
     }
-    if (options.level > 2) {
-      std::cout << "\nLevel 3 (layout) has no passes of its own in this build yet: level " << options.level
-                << " runs what level 2 runs.\n";
-    }
   }
   if (!args.out.empty()) {
     if (Status written = WriteGraphFile(args.out, result->graph->ToGraphDef()); !written.ok()) {
@@ -130,8 +126,9 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
 
 void AddOptimizeOption(CLI::App* cmd, int* level) {
   cmd->add_option("--optimize", *level,
-                  "The graph optimizer's level: 0 none, 1 folding, CSE and simplification, 2 fusions, 3 layout "
-                  "(default: [graph_optimizer] level, else the build's default; docs/optimizer.md)")
+                  StrCat("The graph optimizer's level: 0 none, 1 folding, CSE and simplification, 2 fusions, 3 "
+                         "Winograd (default: [graph_optimizer] level, else ",
+                         passes::kDefaultLevel, "; docs/optimizer.md)"))
       ->check(CLI::Range(0, passes::kMaxLevel));
 }
 

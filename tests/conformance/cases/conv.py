@@ -402,6 +402,29 @@ def fused_conv_cases(g, r):
           {"T": "f32", "N": 0, "padding": "SAME", "constant_filter": True},
           [conv_ref(x, f, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", "NHWC").astype(np.float32)],
           **conv_tolerance(g, "f32", 18))
+    # Winograd allowed (the optimizer's level 3): 3x3, stride 1, channels
+    # oneDNN's Winograd takes, with a residual and the exact Relu after it;
+    # and geometries it declines (3 channels, stride 2), which run direct.
+    # The same NumPy sums: Winograd's fewer products round differently,
+    # within the convolution tolerance.
+    for name, in_shape, f_shape, strides, padding, residual, activation in [
+            ("winograd_same_residual_relu", (1, 10, 9, 16), (3, 3, 16, 32), (1, 1), "SAME", True, "Relu"),
+            ("winograd_valid", (2, 8, 8, 32), (3, 3, 32, 16), (1, 1), "VALID", False, "None"),
+            ("winograd_declined_3_channels", (1, 6, 6, 3), (3, 3, 3, 4), (1, 1), "SAME", False, "Relu6"),
+            ("winograd_declined_stride2", (1, 9, 9, 16), (3, 3, 16, 16), (2, 2), "SAME", True, "None")]:
+        x = r.uniform(-1, 1, in_shape).astype(np.float32)
+        f = r.uniform(-1, 1, f_shape).astype(np.float32)
+        b = r.uniform(-1, 1, f_shape[3]).astype(np.float32)
+        y = conv_ref(x, f, attr4(*strides, "NHWC"), [1, 1, 1, 1], padding, "NHWC") + b
+        inputs = [x, f, b]
+        if residual:
+            res = r.uniform(-1, 1, y.shape).astype(np.float32)
+            inputs.append(res)
+            y = y + res
+        g.add(f"_FusedConv2D/{name}", "_FusedConv2D", inputs,
+              {"T": "f32", "N": len(inputs) - 2, "strides": attr4(*strides, "NHWC"), "padding": padding, "bias": True,
+               "residual": residual, "activation": activation, "winograd": True, "constant_filter": True},
+              [activate(y, activation, 0.0, 0.0).astype(np.float32)], **conv_tolerance(g, "f32", 9 * f_shape[2] + 2))
     # No input channels: an empty sum, then the bias and the activation.
     g.add("_FusedConv2D/no_input_channels", "_FusedConv2D",
           [np.zeros((1, 3, 3, 0), np.float32), np.zeros((3, 3, 0, 2), np.float32), np.float32([-1, 2])],

@@ -5,7 +5,7 @@
 //
 //   Epilogue e = Epilogue::Read(init);            // or Epilogue{} for none
 //   DnnlConvolution* conv = cache.Get(key, g, nchw, depthwise, e);
-//   conv->Run(input, filter, bias, output, elements, constant_filter);
+//   conv->Run(ctx, input, filter, bias, residual, output, elements, constant_filter);
 //   // or: DirectConv<float, false>(g, in, filter, out); e.Apply(...)
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNELS_CONV_UTIL_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNELS_CONV_UTIL_H_
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "../kernel_framework.h"
 #include "dnnl_util.h"
+#include "vector_math.h"
 #include "window.h"
 
 namespace weft::cpu {
@@ -73,11 +75,17 @@ struct Epilogue {
   }
 
   // oneDNN post-ops doing what Apply does after the bias (which oneDNN adds
-  // itself): a sum with what dst holds (the residual, copied there first),
-  // then the activation when ActivationInDnnl().
-  dnnl::post_ops PostOps() const {
+  // itself): the residual, then the activation when ActivationInDnnl().
+  // With |residual_md| the residual is a binary add of a tensor of that
+  // desc (post-op 0, read where it is); without, a sum with what dst holds
+  // (the residual, copied there first). Either adds in f32, as Add does.
+  dnnl::post_ops PostOps(const dnnl::memory::desc* residual_md = nullptr) const {
     dnnl::post_ops ops;
-    if (residual) ops.append_sum(1.0f);
+    if (residual && residual_md != nullptr) {
+      ops.append_binary(dnnl::algorithm::binary_add, *residual_md);
+    } else if (residual) {
+      ops.append_sum(1.0f);
+    }
     using A = dnnl::algorithm;
     switch (ActivationInDnnl() ? act : Act::kNone) {
       case Act::kTanh: ops.append_eltwise(1.0f, A::eltwise_tanh, 0.0f, 0.0f); break;
@@ -93,18 +101,23 @@ struct Epilogue {
   // |n| values at |data|, in place.
   void ActivateAfter(float* data, int64_t n) const {
     if (ActivationInDnnl()) return;
-    // One loop per activation, the test outside it, so that the clamps
-    // vectorise; NaN fails every comparison and stays.
+    // Relu, Relu6, Clip and Gelu run loops compiled per instruction set
+    // (vector_math.h); NaN fails every comparison and stays.
     auto each = [&](int64_t cost, auto fn) {
       ParallelFor(n, cost, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) data[i] = fn(data[i]);
       });
     };
-    const float low = act == Act::kClip ? alpha : 0.0f, high = act == Act::kClip ? beta : 6.0f;
+    auto clamp = [&](float low, float high) {
+      ParallelFor(n, 1, [&](int64_t begin, int64_t end) { ClampInPlace(data + begin, end - begin, low, high); });
+    };
     switch (act) {
-      case Act::kRelu: each(1, [](float x) { return x < 0 ? 0.0f : x; }); break;
-      case Act::kRelu6:
-      case Act::kClip: each(1, [low, high](float x) { return x < low ? low : (x > high ? high : x); }); break;
+      case Act::kRelu: clamp(0.0f, std::numeric_limits<float>::infinity()); break;
+      case Act::kRelu6: clamp(0.0f, 6.0f); break;
+      case Act::kClip: clamp(alpha, beta); break;
+      case Act::kGelu:
+        ParallelFor(n, 2, [&](int64_t begin, int64_t end) { GeluErf(data + begin, data + begin, end - begin); });
+        break;
       default: each(10, [this](float x) { return Activate(x); }); break;
     }
   }
@@ -158,17 +171,46 @@ struct Epilogue {
   static float Sigmoid(float x) { return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x)); }
 };
 
+// The primitive desc |make_pd(binary)| gives with the epilogue's residual
+// as a binary post-op (|binary| true: no copy of the residual into dst
+// first) where oneDNN keeps the same implementation for it, else as a sum:
+// for convolutions a binary post-op can move oneDNN from brgconv to a
+// slower jit kernel. Sets |binary| to what it chose.
+template <class MakePd>
+auto WithResidual(const Epilogue& epilogue, MakePd make_pd, bool& binary) -> decltype(make_pd(false)) {
+  auto pd = make_pd(false);
+  binary = false;
+  if (!epilogue.residual) return pd;
+  try {
+    auto with_binary = make_pd(true);
+    if (std::string(with_binary.impl_info_str()) == pd.impl_info_str()) {
+      binary = true;
+      return with_binary;
+    }
+  } catch (const dnnl::error&) {
+    // declined: the sum it is
+  }
+  return pd;
+}
+
 // An f32 oneDNN (depthwise) convolution for one geometry and epilogue,
 // created once. oneDNN picks the weights' layout (plain HWIO weights would
 // send it to a gemm-based implementation two to three times slower); the
-// filter reordered into it is kept and reused while the filter is
-// unchanged: while its buffer is the same when the op promises a constant
-// filter, else while its bytes are (a comparison costs less than a reorder,
-// which is a parallel region of its own). A depthwise filter [H, W, C, M]
+// filter reordered into it is kept while it is unchanged (ReorderedWeights,
+// dnnl_util.h). A depthwise filter [H, W, C, M]
 // is a grouped convolution of C groups of M outputs each.
+//
+// With |winograd| (the op allows it) a 3x3 convolution of stride and
+// dilation 1 runs oneDNN's Winograd convolution where oneDNN has one for
+// the geometry: in the blocked layout oneDNN picks for it, the input (and
+// the residual) reordered into that layout and the output back, in temps
+// of the kernel. At ResNet-18's sizes the three together take 0.45-0.85 of
+// the direct convolution's time (BENCHMARKS.md); results are within about
+// 1e-5 relative of the direct sum (docs/optimizer.md).
 class DnnlConvolution {
  public:
-  DnnlConvolution(const Geometry& g, bool nchw, bool depthwise, const Epilogue& epilogue) : epilogue_(epilogue) {
+  DnnlConvolution(const Geometry& g, bool nchw, bool depthwise, const Epilogue& epilogue, bool winograd = false)
+      : epilogue_(epilogue) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
     const int64_t multiplier = depthwise ? g.out_channels / std::max<int64_t>(g.channels, 1) : 0;
@@ -190,83 +232,108 @@ class DnnlConvolution {
     const dnnl::memory::dims dilations = {g.dilation_h - 1, g.dilation_w - 1};
     const dnnl::memory::dims pad_before = {g.pad_top, g.pad_left}, pad_after = {g.pad_bottom, g.pad_right};
     const auto prop = dnnl::prop_kind::forward_inference;
-    const auto algorithm = dnnl::algorithm::convolution_direct;
     auto make_desc = [&](const dnnl::memory::desc& weights) {
-      return epilogue.bias ? dnnl::convolution_forward::desc(prop, algorithm, src_md_, weights, bias_md_, dst_md_,
-                                                             strides, dilations, pad_before, pad_after)
-                           : dnnl::convolution_forward::desc(prop, algorithm, src_md_, weights, dst_md_, strides,
-                                                             dilations, pad_before, pad_after);
+      return epilogue.bias
+                 ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_md_, weights,
+                                                   bias_md_, dst_md_, strides, dilations, pad_before, pad_after)
+                 : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_md_, weights, dst_md_,
+                                                   strides, dilations, pad_before, pad_after);
     };
     if (epilogue.bias) bias_md_ = dnnl::memory::desc({g.out_channels}, dt::f32, tag::x);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(epilogue.PostOps());
-    dnnl::convolution_forward::primitive_desc pd(make_desc(any_weights), attr, Engine());
-    weights_md_ = pd.weights_desc();
-    primitive_ = dnnl::convolution_forward(pd);
-    if (weights_md_ != filter_md_) {
-      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), filter_md_, Engine(), weights_md_));
+    if (winograd && !depthwise && !nchw && g.window_h == 3 && g.window_w == 3 && g.stride_h == 1 && g.stride_w == 1 &&
+        g.dilation_h == 1 && g.dilation_w == 1 && TryWinograd(g, any_weights, pad_before, pad_after)) {
+      return;
     }
+    auto make_pd = [&](bool binary) {
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(epilogue.PostOps(binary ? &dst_md_ : nullptr));
+      return dnnl::convolution_forward::primitive_desc(make_desc(any_weights), attr, Engine());
+    };
+    const dnnl::convolution_forward::primitive_desc pd = WithResidual(epilogue, make_pd, residual_binary_);
+    primitive_ = dnnl::convolution_forward(pd);
+    weights_ = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
   }
 
-  // output = epilogue(conv(input, filter) + bias); with a residual epilogue
-  // |output| must hold the residual already. |elements| is the output's
-  // size.
-  void Run(const void* input, const void* filter, const void* bias, void* output, int64_t elements,
-           bool constant_filter) {
+  // output = epilogue(conv(input, filter) + bias + residual), the residual
+  // (of the output's shape) with a residual epilogue. |elements| is the
+  // output's size. Temps come from |ctx|.
+  void Run(Context& ctx, const void* input, const void* filter, const void* bias, const void* residual, void* output,
+           int64_t elements, bool constant_filter) {
     UseIntraOpThreads();
     dnnl::stream& stream = Stream();
     dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
     dnnl::memory dst(dst_md_, Engine(), output);
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-    if (epilogue_.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
-    std::shared_ptr<const Reordered> reordered;
-    if (weights_md_ == filter_md_) {
-      args.emplace(DNNL_ARG_WEIGHTS, dnnl::memory(filter_md_, Engine(), const_cast<void*>(filter)));
-    } else {
-      reordered = Weights(filter, stream, constant_filter);
-      args.emplace(DNNL_ARG_WEIGHTS, reordered->weights);
+    if (blocked_) {
+      // Into the blocked layout, the convolution there (the residual in
+      // dst for the sum), and back.
+      args[DNNL_ARG_SRC] = TempMemory(ctx, blocked_src_md_);
+      args[DNNL_ARG_DST] = TempMemory(ctx, blocked_dst_md_);
+      to_blocked_.execute(stream, src, args[DNNL_ARG_SRC]);
+      if (epilogue_.residual) {
+        dnnl::memory given(dst_md_, Engine(), const_cast<void*>(residual));
+        residual_to_blocked_.execute(stream, given, args[DNNL_ARG_DST]);
+      }
+    } else if (residual_binary_) {
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                   dnnl::memory(dst_md_, Engine(), const_cast<void*>(residual)));
+    } else if (epilogue_.residual) {
+      std::memcpy(output, residual, dst_md_.get_size());
     }
+    if (epilogue_.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
+    args.emplace(DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(filter_md_, Engine(), const_cast<void*>(filter))
+                                                        : weights_->Get(filter, stream, constant_filter));
     primitive_.execute(stream, args);
+    if (blocked_) from_blocked_.execute(stream, args[DNNL_ARG_DST], dst);
     stream.wait();
     epilogue_.ActivateAfter(static_cast<float*>(output), elements);
   }
 
- private:
-  struct Reordered {
-    const void* source = nullptr;       // the buffer they came from
-    std::vector<unsigned char> filter;  // its bytes, unless the filter is constant
-    dnnl::memory weights;
-  };
+  // Whether the convolution runs as Winograd's, in a blocked layout.
+  bool winograd() const { return blocked_; }
 
-  // The reordered weights of |filter|, from an earlier call while it is
-  // unchanged. Shared so a concurrent call may replace them while this one
-  // still runs with them.
-  std::shared_ptr<const Reordered> Weights(const void* filter, dnnl::stream& stream, bool constant_filter) {
-    const auto* bytes = static_cast<const unsigned char*>(filter);
-    const std::size_t size = filter_md_.get_size();
-    std::lock_guard<std::mutex> lock(mutex_);
-    const bool same =
-        reordered_ != nullptr &&
-        (constant_filter ? reordered_->source == filter : std::memcmp(reordered_->filter.data(), bytes, size) == 0);
-    if (!same) {
-      auto fresh = std::make_shared<Reordered>();
-      fresh->source = filter;
-      if (!constant_filter) fresh->filter.assign(bytes, bytes + size);
-      fresh->weights = dnnl::memory(weights_md_, Engine());
-      dnnl::memory user(filter_md_, Engine(), const_cast<void*>(filter));
-      reorder_.execute(stream, user, fresh->weights);
-      stream.wait();
-      reordered_ = std::move(fresh);
+ private:
+  // The Winograd convolution, if oneDNN has one for |g| with this epilogue
+  // (the residual as a sum); false leaves the object as it was.
+  bool TryWinograd(const Geometry& g, const dnnl::memory::desc& weights, const dnnl::memory::dims& pad_before,
+                   const dnnl::memory::dims& pad_after) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::desc src_any({g.batch, g.channels, g.in_h, g.in_w}, dt::f32, tag::any);
+    const dnnl::memory::desc dst_any({g.batch, g.out_channels, g.out_h, g.out_w}, dt::f32, tag::any);
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto algorithm = dnnl::algorithm::convolution_winograd;
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(epilogue_.PostOps());
+    try {
+      const dnnl::convolution_forward::primitive_desc pd(
+          epilogue_.bias ? dnnl::convolution_forward::desc(prop, algorithm, src_any, weights, bias_md_, dst_any, {1, 1},
+                                                           pad_before, pad_after)
+                         : dnnl::convolution_forward::desc(prop, algorithm, src_any, weights, dst_any, {1, 1},
+                                                           pad_before, pad_after),
+          attr, Engine());
+      blocked_src_md_ = pd.src_desc();
+      blocked_dst_md_ = pd.dst_desc();
+      to_blocked_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_md_, Engine(), blocked_src_md_));
+      residual_to_blocked_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_md_, Engine(), blocked_dst_md_));
+      from_blocked_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), blocked_dst_md_, Engine(), dst_md_));
+      primitive_ = dnnl::convolution_forward(pd);
+      weights_ = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
+    } catch (const dnnl::error&) {
+      return false;  // no Winograd here: the direct convolution
     }
-    return reordered_;
+    blocked_ = true;
+    return true;
   }
 
   Epilogue epilogue_;
-  dnnl::memory::desc src_md_, dst_md_, filter_md_, weights_md_, bias_md_;
+  bool residual_binary_ = false;  // the residual is a binary post-op (else a sum)
+  bool blocked_ = false;          // Winograd's, in the blocked layout below
+  dnnl::memory::desc src_md_, dst_md_, filter_md_, bias_md_;
+  dnnl::memory::desc blocked_src_md_, blocked_dst_md_;
+  dnnl::reorder to_blocked_, residual_to_blocked_, from_blocked_;
   dnnl::convolution_forward primitive_;
-  dnnl::reorder reorder_;
-  std::mutex mutex_;
-  std::shared_ptr<const Reordered> reordered_;
+  std::unique_ptr<ReorderedWeights> weights_;
 };
 
 // out[n, oh, ow, o] = sum over (kh, kw, c) of in[n, ih, iw, c] * filter[kh, kw, c, o]

@@ -7,10 +7,12 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "../kernel_framework.h"
 #include "weft/sdk/host.h"
@@ -63,6 +65,55 @@ class PrimitiveCache {
  private:
   std::mutex mutex_;
   std::map<Dims, std::unique_ptr<P>> cache_;
+};
+
+// Weights reordered from the layout a kernel receives them in (|user|)
+// into the one its primitive chose (|chosen|, from a `format_tag::any`
+// desc), kept and reused while the weights are unchanged: while their
+// buffer is the same when the op promises constant weights, else while
+// their bytes are (a comparison costs less than a reorder, which is a
+// parallel region of its own). Thread-safe: Get returns a handle, which
+// keeps its buffer alive while a concurrent call replaces the copy.
+class ReorderedWeights {
+ public:
+  ReorderedWeights(const dnnl::memory::desc& user, const dnnl::memory::desc& chosen) : user_(user), chosen_(chosen) {
+    if (user_ != chosen_) reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), user_, Engine(), chosen_));
+  }
+
+  // Whether the primitive takes the weights as they come.
+  bool as_given() const { return user_ == chosen_; }
+
+  // The weights at |weights| in the chosen layout (as_given() is false).
+  dnnl::memory Get(const void* weights, dnnl::stream& stream, bool constant) {
+    const auto* bytes = static_cast<const unsigned char*>(weights);
+    const std::size_t size = user_.get_size();
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool same =
+        copy_ != nullptr && (constant ? copy_->source == weights : std::memcmp(copy_->bytes.data(), bytes, size) == 0);
+    if (!same) {
+      auto fresh = std::make_unique<Copy>();
+      fresh->source = weights;
+      if (!constant) fresh->bytes.assign(bytes, bytes + size);
+      fresh->memory = dnnl::memory(chosen_, Engine());
+      dnnl::memory given(user_, Engine(), const_cast<void*>(weights));
+      reorder_.execute(stream, given, fresh->memory);
+      stream.wait();
+      copy_ = std::move(fresh);
+    }
+    return copy_->memory;  // a handle: it keeps the buffer alive while the caller runs
+  }
+
+ private:
+  struct Copy {
+    const void* source = nullptr;      // the buffer they came from
+    std::vector<unsigned char> bytes;  // its bytes, unless the weights are constant
+    dnnl::memory memory;
+  };
+
+  dnnl::memory::desc user_, chosen_;
+  dnnl::reorder reorder_;
+  std::mutex mutex_;
+  std::unique_ptr<const Copy> copy_;
 };
 
 // f32 data [n, c, h, w] in the NCHW or NHWC layout.

@@ -7,9 +7,9 @@
 // and variances in two passes (the mean, then the squared deviations from
 // it). Softmax subtracts the maximum before exponentiating, so no finite
 // input overflows. The f32 Softmax and LayerNorm rows run vectorised loops
-// (ExpShifted and friends below), compiled per instruction set.
+// (ExpShifted in vector_math.cc, and the row loops below), compiled per
+// instruction set.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -18,6 +18,7 @@
 
 #include "../kernel_framework.h"
 #include "kernel_util.h"
+#include "vector_math.h"
 
 namespace weft::cpu {
 
@@ -103,44 +104,6 @@ class FusedBatchNormKernel {
 };
 
 // --- Vectorised loops for f32 ------------------------------------------------------
-
-// GCC compiles the loops below once per instruction set and picks one
-// when the plugin loads (the build has no -march: oneDNN dispatches the
-// same way).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define WEFT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define WEFT_CPU_CLONES
-#endif
-
-// y[i] = exp(x[i] - shift) for i in [0, n), in a loop the compiler
-// vectorises: Cody-Waite range reduction to r in [-ln2/2, ln2/2] and
-// Cephes' degree-6 polynomial for exp(r) (within 2 ulp of expf), scaled by
-// 2^k in two steps so that results down to the smallest subnormal are
-// right. NaN stays NaN, -inf gives 0, +inf gives +inf.
-WEFT_CPU_CLONES void ExpShifted(const float* x, float shift, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i] - shift;
-    // Comparisons are false for NaN, which passes through.
-    v = v < -104.0f ? -104.0f : v;                                           // exp(-104) rounds to 0
-    v = v > 89.0f ? 89.0f : v;                                               // exp(89) overflows to +inf
-    const float k = (v * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(v / ln 2)
-    const float r = (v - k * 0.693359375f) + k * 2.12194440e-4f;
-    const float z = r * r;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
-    const int ki = static_cast<int>(k);  // NaN's garbage is multiplied by p's NaN
-    const int k1 = ki / 2, k2 = ki - k1;
-    const float s1 = std::bit_cast<float>(static_cast<uint32_t>(k1 + 127) << 23);
-    const float s2 = std::bit_cast<float>(static_cast<uint32_t>(k2 + 127) << 23);
-    y[i] = p * s1 * s2;
-  }
-}
 
 // y[i] *= scale, through double as the scalar loop did.
 WEFT_CPU_CLONES void ScaleInDouble(float* y, double scale, int64_t n) {

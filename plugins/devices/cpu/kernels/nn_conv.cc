@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "conv_util.h"
 #include "dnnl_util.h"
 #include "kernel_util.h"
+#include "vector_math.h"
 #include "window.h"
 
 namespace weft::cpu {
@@ -48,7 +50,8 @@ class Conv2DKernel {
       Dims key = input.dims;
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
       if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, /*depthwise=*/false, Epilogue{})) {
-        conv->Run(input.data, filter.data, nullptr, output.data, output.num_elements, /*constant_filter=*/false);
+        conv->Run(ctx, input.data, filter.data, nullptr, nullptr, output.data, output.num_elements,
+                  /*constant_filter=*/false);
         return;
       }
     }
@@ -77,7 +80,8 @@ class DepthwiseConv2DKernel {
       DnnlConvolution* conv =
           g.channels > 0 ? cache_.Get(key, g, attrs_.nchw, /*depthwise=*/true, Epilogue{}) : nullptr;
       if (conv != nullptr) {
-        conv->Run(input.data, filter.data, nullptr, output.data, output.num_elements, /*constant_filter=*/false);
+        conv->Run(ctx, input.data, filter.data, nullptr, nullptr, output.data, output.num_elements,
+                  /*constant_filter=*/false);
         return;
       }
     }
@@ -164,6 +168,20 @@ void DirectPool(const Geometry& g, const T* input, T* output) {
   });
 }
 
+// Whether |test| holds for some block of |t|'s f32 values, the blocks
+// scanned in parallel (vectorised loops, vector_math.h).
+template <class Test>
+bool Any(const Tensor& t, Test test) {
+  const float* x = t.as<float>();
+  std::atomic<bool> found{false};
+  ParallelFor(t.num_elements, 1, [&](int64_t begin, int64_t end) {
+    if (!found.load(std::memory_order_relaxed) && test(x + begin, end - begin)) {
+      found.store(true, std::memory_order_relaxed);
+    }
+  });
+  return found.load();
+}
+
 template <class T, bool kMax>
 class PoolKernel {
  public:
@@ -182,21 +200,14 @@ class PoolKernel {
     if constexpr (std::is_same_v<T, float>) {
       // oneDNN's max may drop a NaN; an input with one goes to the direct
       // loops, where NaN wins (a NaN average needs nothing: sums keep it).
-      bool has_nan = false;
-      if constexpr (kMax) {
-        const float* in = input.as<float>();
-        for (int64_t i = 0; i < input.num_elements; ++i) has_nan |= in[i] != in[i];
-      }
+      const bool has_nan = kMax && usual && Any(input, [](const float* x, int64_t n) { return AnyNan(x, n); });
       if (const DnnlPool<kMax>* pool = usual && !has_nan ? cache_.Get(input.dims, g, attrs_.nchw) : nullptr) {
         pool->Run(input.data, output.data);
         // oneDNN's max starts from the lowest finite float, so a window of
         // -inf comes out as -3.4e38; such outputs (rare) are redone by the
         // direct loops, which start from -inf.
-        const float* out = output.as<float>();
-        if (!kMax || std::find(out, out + output.num_elements, std::numeric_limits<float>::lowest()) ==
-                         out + output.num_elements) {
-          return;
-        }
+        constexpr float kLowest = std::numeric_limits<float>::lowest();
+        if (!kMax || !Any(output, [](const float* x, int64_t n) { return AnyEqual(x, n, kLowest); })) return;
       }
     }
     DirectPool<T, kMax>(attrs_.nchw ? g.PlanesAsImages() : g, input.as<T>(), output.as<T>());

@@ -81,6 +81,7 @@ class FusedConv2DKernel {
       : attrs_(ReadWindowAttrs(init, /*dilations=*/true)),
         depthwise_(init.Bool("depthwise")),
         constant_filter_(init.Bool("constant_filter")),
+        winograd_(init.Bool("winograd")),
         pads_(init.Ints("explicit_paddings")),
         epilogue_(Epilogue::Read(init)) {
     if (!pads_.empty() && pads_.size() != 4) Fail("explicit_paddings must have 4 entries, got ", pads_.size());
@@ -97,9 +98,8 @@ class FusedConv2DKernel {
     if (g.channels > 0) {
       Dims key = input.dims;
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
-      if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_)) {
-        if (residual != nullptr) std::memcpy(output.data, residual, output.byte_size);
-        conv->Run(input.data, filter.data, bias, output.data, output.num_elements, constant_filter_);
+      if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_, winograd_)) {
+        conv->Run(ctx, input.data, filter.data, bias, residual, output.data, output.num_elements, constant_filter_);
         return;
       }
       const float* in = ReadNhwc<float>(ctx, input, attrs_.nchw);
@@ -142,41 +142,55 @@ class FusedConv2DKernel {
   }
 
   WindowAttrs attrs_;
-  bool depthwise_, constant_filter_;
+  bool depthwise_, constant_filter_, winograd_;
   std::vector<int64_t> pads_;
   Epilogue epilogue_;
   PrimitiveCache<DnnlConvolution> cache_;
 };
 
 // An f32 oneDNN matmul with the epilogue as bias and post-ops, for one
-// (m, n, k), created once.
+// (m, n, k), created once. With constant b oneDNN picks b's layout, and b
+// reordered into it is kept (ReorderedWeights, dnnl_util.h): at the BERT
+// encoder's sizes the product takes about a sixth less time than from b
+// as stored (BENCHMARKS.md).
 class DnnlFusedMatMul {
  public:
-  DnnlFusedMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, const Epilogue& epilogue)
+  DnnlFusedMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool constant_b, const Epilogue& epilogue)
       : epilogue_(epilogue), elements_(m * n), bias_(epilogue.bias) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
     a_md_ = dnnl::memory::desc({m, k}, dt::f32, ta ? tag::ba : tag::ab);
     b_md_ = dnnl::memory::desc({k, n}, dt::f32, tb ? tag::ba : tag::ab);
     c_md_ = dnnl::memory::desc({m, n}, dt::f32, tag::ab);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(epilogue.PostOps());
-    if (bias_) {
-      bias_md_ = dnnl::memory::desc({1, n}, dt::f32, tag::ab);
-      primitive_ =
-          dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md_, b_md_, bias_md_, c_md_), attr, Engine()));
-    } else {
-      primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md_, b_md_, c_md_), attr, Engine()));
-    }
+    const dnnl::memory::desc weights = constant_b ? dnnl::memory::desc({k, n}, dt::f32, tag::any) : b_md_;
+    if (bias_) bias_md_ = dnnl::memory::desc({1, n}, dt::f32, tag::ab);
+    auto make_pd = [&](bool binary) {
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(epilogue.PostOps(binary ? &c_md_ : nullptr));
+      return dnnl::matmul::primitive_desc(
+          bias_ ? dnnl::matmul::desc(a_md_, weights, bias_md_, c_md_) : dnnl::matmul::desc(a_md_, weights, c_md_), attr,
+          Engine());
+    };
+    const dnnl::matmul::primitive_desc pd = WithResidual(epilogue, make_pd, residual_binary_);
+    primitive_ = dnnl::matmul(pd);
+    weights_ = std::make_unique<ReorderedWeights>(b_md_, pd.weights_desc());
   }
 
-  void Run(const void* a, const void* b, const void* bias, void* c) const {
+  // c = epilogue(a b + bias + residual).
+  void Run(const void* a, const void* b, const void* bias, const void* residual, void* c) const {
     UseIntraOpThreads();
     dnnl::stream& stream = Stream();
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, dnnl::memory(a_md_, Engine(), const_cast<void*>(a))},
-        {DNNL_ARG_WEIGHTS, dnnl::memory(b_md_, Engine(), const_cast<void*>(b))},
+        {DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(b_md_, Engine(), const_cast<void*>(b))
+                                                : weights_->Get(b, stream, /*constant=*/true)},
         {DNNL_ARG_DST, dnnl::memory(c_md_, Engine(), c)}};
+    if (residual_binary_) {
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                   dnnl::memory(c_md_, Engine(), const_cast<void*>(residual)));
+    } else if (epilogue_.residual) {
+      std::memcpy(c, residual, c_md_.get_size());
+    }
     if (bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
     primitive_.execute(stream, args);
     stream.wait();
@@ -187,14 +201,19 @@ class DnnlFusedMatMul {
   Epilogue epilogue_;
   int64_t elements_;
   bool bias_;
+  bool residual_binary_ = false;  // the residual is a binary post-op (else a sum)
   dnnl::memory::desc a_md_, b_md_, c_md_, bias_md_;
   dnnl::matmul primitive_;
+  std::unique_ptr<ReorderedWeights> weights_;  // as_given() unless b is constant
 };
 
 class FusedMatMulKernel {
  public:
   explicit FusedMatMulKernel(const InitContext& init)
-      : ta_(init.Bool("transpose_a")), tb_(init.Bool("transpose_b")), epilogue_(Epilogue::Read(init)) {}
+      : ta_(init.Bool("transpose_a")),
+        tb_(init.Bool("transpose_b")),
+        constant_b_(init.Bool("constant_b")),
+        epilogue_(Epilogue::Read(init)) {}
 
   void Compute(Context& ctx) {
     const Tensor a = ctx.input(0), b = ctx.input(1);
@@ -208,9 +227,8 @@ class FusedMatMulKernel {
     const auto* bias = epilogue_.bias ? args.bias.as<float>() : nullptr;
     const auto* residual = epilogue_.residual ? args.residual.as<float>() : nullptr;
     if (k > 0) {
-      if (const DnnlFusedMatMul* prim = cache_.Get(Dims{m, n, k}, m, n, k, ta_, tb_, epilogue_)) {
-        if (residual != nullptr) std::memcpy(c.data, residual, c.byte_size);
-        prim->Run(a.data, b.data, bias, c.data);
+      if (const DnnlFusedMatMul* prim = cache_.Get(Dims{m, n, k}, m, n, k, ta_, tb_, constant_b_, epilogue_)) {
+        prim->Run(a.data, b.data, bias, residual, c.data);
         return;
       }
     }
@@ -219,7 +237,7 @@ class FusedMatMulKernel {
   }
 
  private:
-  bool ta_, tb_;
+  bool ta_, tb_, constant_b_;
   Epilogue epilogue_;
   PrimitiveCache<DnnlFusedMatMul> cache_;
   GemmCache gemm_;
