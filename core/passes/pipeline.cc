@@ -62,10 +62,11 @@ constexpr PassEntry kPasses[] = {
      "An f32 MatMul with a BiasAdd (or Add of a [n] vector), a residual Add and an activation after it, as "
      "conv_fusion, becomes one _FusedMatMul."},
     {"winograd", 3, internal::AllowWinograd,
-     "A _FusedConv2D with a 3x3 filter, strides and dilations 1 (not depthwise) is allowed Winograd's minimal "
-     "filtering: the CPU runs it as oneDNN's Winograd convolution in oneDNN's blocked layout, reordering the "
-     "input and output at its edges, where oneDNN has one for its shape (about half the time of the direct "
-     "convolution at ResNet's sizes). Results are within about 1e-5 relative of the direct sum."},
+     "A _FusedConv2D with a constant 3x3 filter, strides and dilations 1 (not depthwise) is allowed Winograd's "
+     "minimal filtering: the CPU runs it as oneDNN's Winograd convolution in oneDNN's blocked layout, reordering "
+     "the input and output at its edges, where oneDNN has one for its shape (about half the time of the direct "
+     "convolution at ResNet's sizes), and the direct one for data holding an infinity or NaN. Results are within "
+     "about 1e-5 relative of the direct sum."},
 };
 
 constexpr int kMaxRounds = 4;

@@ -639,20 +639,24 @@ TEST_F(GraphOptimizer, WinogradIsAllowedOnThreeByThreeStrideOneConvolutionsOnly)
   conv("y", ones(Shape{3, 3, 16, 16}, "f3"), {1, 1, 1, 1});
   conv("strided", ones(Shape{3, 3, 16, 16}, "g3"), {1, 2, 2, 1});
   conv("pointwise", ones(Shape{1, 1, 16, 16}, "f1"), {1, 1, 1, 1});
+  // A filter that may change (a training step's): fused for its Relu, but
+  // its Winograd transform would be made every run.
+  Output w = b.Placeholder(DType::kF32, Shape{3, 3, 16, 16}, "w");
+  b.Op("Relu", {conv("variable_filter", w, {1, 1, 1, 1})}, {}, "variable");
   b.Op("DepthwiseConv2D", {x, ones(Shape{3, 3, 16, 1}, "d3")},
        {{"padding", AttrValue(std::string("SAME"))}, {"strides", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}},
        "depthwise");
   ASSERT_TRUE(b.status().ok()) << b.status().ToString();
-  const std::vector<std::string> fetches = {"y", "strided", "pointwise", "depthwise"};
+  const std::vector<std::string> fetches = {"y", "strided", "pointwise", "depthwise", "variable"};
 
   OptimizeOptions options;
   options.level = 3;
-  OptimizeResult result = Optimize(b, fetches, {"x"}, options);
+  OptimizeResult result = Optimize(b, fetches, {"x", "w"}, options);
   const Graph& g = *result.graph;
   for (const std::string& name : fetches) {
     const Graph::Node* node = g.Find(name);
     ASSERT_NE(node, nullptr) << name;
-    ASSERT_EQ(node->op_name(), "_FusedConv2D") << name;  // each has a constant filter
+    ASSERT_EQ(node->op_name(), "_FusedConv2D") << name;  // a constant filter, or a Relu
     EXPECT_EQ(node->def.attrs.at("winograd").get<bool>(), name == "y") << name;
   }
   const PassReport* report = Report(result, "winograd");
@@ -661,10 +665,10 @@ TEST_F(GraphOptimizer, WinogradIsAllowedOnThreeByThreeStrideOneConvolutionsOnly)
   EXPECT_EQ(report->examples, std::vector<std::string>{"y"});
   // Not at level 2, nor when disabled.
   options.level = 2;
-  EXPECT_FALSE(Optimize(b, {"y"}, {"x"}, options).graph->Find("y")->def.attrs.at("winograd").get<bool>());
+  EXPECT_FALSE(Optimize(b, {"y"}, {"x", "w"}, options).graph->Find("y")->def.attrs.at("winograd").get<bool>());
   options.level = 3;
   options.disable = {"winograd"};
-  EXPECT_FALSE(Optimize(b, {"y"}, {"x"}, options).graph->Find("y")->def.attrs.at("winograd").get<bool>());
+  EXPECT_FALSE(Optimize(b, {"y"}, {"x", "w"}, options).graph->Find("y")->def.attrs.at("winograd").get<bool>());
 
   const std::vector<std::pair<std::string, Tensor>> feeds = {
       {"x", F32(std::vector<float>(256, 1.0f), Shape{1, 4, 4, 16})}};

@@ -425,6 +425,18 @@ def fused_conv_cases(g, r):
               {"T": "f32", "N": len(inputs) - 2, "strides": attr4(*strides, "NHWC"), "padding": padding, "bias": True,
                "residual": residual, "activation": activation, "winograd": True, "constant_filter": True},
               [activate(y, activation, 0.0, 0.0).astype(np.float32)], **conv_tolerance(g, "f32", 9 * f_shape[2] + 2))
+    # Winograd allowed, but the input holds an infinity and a NaN: the
+    # direct sum's IEEE values (the infinity stays in the windows over it,
+    # the NaN too), not a tile's worth of NaN.
+    x = r.uniform(-1, 1, (1, 8, 8, 16)).astype(np.float32)
+    x[0, 1, 1, 3] = np.inf
+    x[0, 5, 6, 0] = np.nan
+    f = r.uniform(0.1, 1, (3, 3, 16, 16)).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        want = conv_ref(x, f, [1, 1, 1, 1], [1, 1, 1, 1], "SAME", "NHWC").astype(np.float32)
+    g.add("_FusedConv2D/winograd_nonfinite_input", "_FusedConv2D", [x, f],
+          {"T": "f32", "N": 0, "padding": "SAME", "winograd": True, "constant_filter": True}, [want],
+          **conv_tolerance(g, "f32", 146))
     # No input channels: an empty sum, then the bias and the activation.
     g.add("_FusedConv2D/no_input_channels", "_FusedConv2D",
           [np.zeros((1, 3, 3, 0), np.float32), np.zeros((3, 3, 0, 2), np.float32), np.float32([-1, 2])],

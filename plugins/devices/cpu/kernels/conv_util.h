@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -27,6 +28,20 @@
 #include "window.h"
 
 namespace weft::cpu {
+
+// Whether |test| holds for some block of |t|'s f32 values, the blocks
+// scanned in parallel (vectorised loops, vector_math.h).
+template <class Test>
+bool Any(const Tensor& t, Test test) {
+  const float* x = t.as<float>();
+  std::atomic<bool> found{false};
+  ParallelFor(t.num_elements, 1, [&](int64_t begin, int64_t end) {
+    if (!found.load(std::memory_order_relaxed) && test(x + begin, end - begin)) {
+      found.store(true, std::memory_order_relaxed);
+    }
+  });
+  return found.load();
+}
 
 // What a fused op does to each element after its product, in this order:
 // + bias (per channel), + residual (an input of the output's shape), then

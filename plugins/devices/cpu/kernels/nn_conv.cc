@@ -168,20 +168,6 @@ void DirectPool(const Geometry& g, const T* input, T* output) {
   });
 }
 
-// Whether |test| holds for some block of |t|'s f32 values, the blocks
-// scanned in parallel (vectorised loops, vector_math.h).
-template <class Test>
-bool Any(const Tensor& t, Test test) {
-  const float* x = t.as<float>();
-  std::atomic<bool> found{false};
-  ParallelFor(t.num_elements, 1, [&](int64_t begin, int64_t end) {
-    if (!found.load(std::memory_order_relaxed) && test(x + begin, end - begin)) {
-      found.store(true, std::memory_order_relaxed);
-    }
-  });
-  return found.load();
-}
-
 template <class T, bool kMax>
 class PoolKernel {
  public:

@@ -6,11 +6,13 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
+#include <mutex>
 
 #include "../kernel_framework.h"
 #include "conv_util.h"
 #include "dnnl_util.h"
 #include "gemm.h"
+#include "vector_math.h"
 #include "window.h"
 
 namespace weft::cpu {
@@ -98,7 +100,12 @@ class FusedConv2DKernel {
     if (g.channels > 0) {
       Dims key = input.dims;
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
-      if (DnnlConvolution* conv = cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_, winograd_)) {
+      // Winograd's transforms mix a tile's inputs, so one infinity or NaN
+      // would spread to outputs the direct sum keeps finite (inf - inf):
+      // such data runs the direct convolution.
+      const bool winograd = winograd_ && Finite(filter, constant_filter_) && !AnyNonFiniteIn(input);
+      PrimitiveCache<DnnlConvolution>& cache = winograd ? winograd_cache_ : cache_;
+      if (DnnlConvolution* conv = cache.Get(key, g, attrs_.nchw, depthwise_, epilogue_, winograd)) {
         conv->Run(ctx, input.data, filter.data, bias, residual, output.data, output.num_elements, constant_filter_);
         return;
       }
@@ -141,11 +148,30 @@ class FusedConv2DKernel {
     return g;
   }
 
+  static bool AnyNonFiniteIn(const Tensor& t) {
+    return Any(t, [](const float* x, int64_t n) { return AnyNonFinite(x, n); });
+  }
+
+  // Whether every value of |filter| is finite; a constant filter is
+  // scanned once per buffer.
+  bool Finite(const Tensor& filter, bool constant) {
+    if (!constant) return !AnyNonFiniteIn(filter);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (scanned_filter_ != filter.data) {
+      filter_finite_ = !AnyNonFiniteIn(filter);
+      scanned_filter_ = filter.data;
+    }
+    return filter_finite_;
+  }
+
   WindowAttrs attrs_;
   bool depthwise_, constant_filter_, winograd_;
   std::vector<int64_t> pads_;
   Epilogue epilogue_;
-  PrimitiveCache<DnnlConvolution> cache_;
+  PrimitiveCache<DnnlConvolution> cache_, winograd_cache_;
+  std::mutex mutex_;
+  const void* scanned_filter_ = nullptr;
+  bool filter_finite_ = false;
 };
 
 // An f32 oneDNN matmul with the epilogue as bias and post-ops, for one

@@ -115,4 +115,19 @@ WEFT_CPU_CLONES bool AnyEqual(const float* x, int64_t n, float v) {
   return any;
 }
 
+WEFT_CPU_CLONES bool AnyNonFinite(const float* x, int64_t n) {
+  bool lanes[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int j = 0; j < 16; ++j) {
+      const float d = x[i + j] - x[i + j];  // 0 for a finite value, NaN otherwise
+      lanes[j] = lanes[j] | (d != d);
+    }
+  }
+  bool any = false;
+  for (; i < n; ++i) any = any || !std::isfinite(x[i]);
+  for (bool lane : lanes) any = any || lane;
+  return any;
+}
+
 }  // namespace weft::cpu

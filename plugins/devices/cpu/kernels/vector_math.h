@@ -44,6 +44,9 @@ bool AnyNan(const float* x, int64_t n);
 // Whether x[0, n) holds the value |v| (not NaN).
 bool AnyEqual(const float* x, int64_t n, float v);
 
+// Whether x[0, n) holds an infinity or a NaN.
+bool AnyNonFinite(const float* x, int64_t n);
+
 }  // namespace weft::cpu
 
 #endif  // WEFT_PLUGINS_DEVICES_CPU_KERNELS_VECTOR_MATH_H_
