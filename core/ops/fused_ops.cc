@@ -131,7 +131,8 @@ Status RegisterFusedOps(OpRegistry& r) {
                "zeros by explicit_paddings (top, bottom, left, right) and then convolves VALID. 'constant_filter' "
                "promises that the filter's buffer never changes its values, so a kernel may keep its own copy in "
                "another layout. 'winograd' allows a kernel to compute a 3x3 convolution of stride 1 by Winograd's "
-               "minimal filtering (fewer multiplications, results within about 1e-5 relative of the direct sum). "
+               "minimal filtering (fewer multiplications; results differ from the direct sum by about 1e-6 of the "
+               "output's largest magnitude). "
                "Made by the graph optimizer (docs/optimizer.md).")));
   WEFT_RETURN_IF_ERROR(r.Register(OpDefBuilder("_FusedMatMul")
                                       .Input("a: T")

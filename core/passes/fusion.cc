@@ -339,6 +339,7 @@ Expected<int64_t> AllowWinograd(GraphEditor& edit, const PassContext&, const Opt
     // A constant filter only: its transform is made once (a training
     // step's filter changes every step).
     if (conv.def.attrs.at("depthwise").get<bool>() || !conv.def.attrs.at("constant_filter").get<bool>()) continue;
+    if (conv.def.attrs.at("data_format").get<std::string>() != "NHWC") continue;
     const Endpoint filter_at = conv.inputs[1];
     const Shape& filter = g.node(filter_at.node).output_shapes[static_cast<std::size_t>(filter_at.index)];
     if (filter.rank() != 4 || filter.dim(0) != 3 || filter.dim(1) != 3) continue;

@@ -265,6 +265,9 @@ Expected<int64_t> SimplifyArithmetic(GraphEditor& edit, const PassContext& conte
       const std::string shape_name = edit.UniqueName(StrCat(node.name(), "/shape"));
       NodeDef shape = MakeConst(shape_name, Tensor::FromVector<int64_t>(out.dims()));
       shape.device = node.def.device;
+      // After the Transpose's input, so that in a loop body or a branch
+      // it runs where the Reshape does (CanBypass: no control flow there).
+      shape.inputs.push_back(InputRefString(Producer(g, node, 0).name(), -1));
       edit.Add(std::move(shape));
       NodeDef def;
       def.name = node.name();

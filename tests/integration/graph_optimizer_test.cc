@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "core/base/strings.h"
 #include "core/graph/control_flow.h"
@@ -386,20 +387,30 @@ TEST_F(GraphOptimizer, ANodeThatFailsIsNotFoldedAndTheRunFailsNamingIt) {
   }
 }
 
-TEST_F(GraphOptimizer, AConstantInsideALoopIsFoldedAndStaysInTheLoop) {
-  GraphBuilder b;
-  Output n = b.Placeholder(DType::kI32, Shape{}, "n");
-  auto result = WhileLoop(
+// A while loop that runs |n| times (a counter from 0) over one more value,
+// |next| making its next value from the current one in the body.
+Expected<std::vector<Output>> CountedLoop(GraphBuilder& b, Output n, Output init,
+                                          const std::function<Output(Output)>& next) {
+  return WhileLoop(
       b,
       [&](const std::vector<Output>& v) -> Expected<Output> {
         return b.Op("Less", {v[0], n});
       },
       [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
-        // step = 2 * 3, made of constants inside the body.
-        Output step = b.Op("Mul", {b.Scalar<int32_t>(2), b.Scalar<int32_t>(3)}, {}, "step");
-        return std::vector<Output>{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), b.Op("Add", {v[1], step})};
+        Output value = next(v[1]);
+        return std::vector<Output>{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), value};
       },
-      {b.Scalar<int32_t>(0), b.Scalar<int32_t>(0)});
+      {b.Scalar<int32_t>(0), init});
+}
+
+TEST_F(GraphOptimizer, AConstantInsideALoopIsFoldedAndStaysInTheLoop) {
+  GraphBuilder b;
+  Output n = b.Placeholder(DType::kI32, Shape{}, "n");
+  auto result = CountedLoop(b, n, b.Scalar<int32_t>(0), [&](Output sum) {
+    // step = 2 * 3, made of constants inside the body.
+    Output step = b.Op("Mul", {b.Scalar<int32_t>(2), b.Scalar<int32_t>(3)}, {}, "step");
+    return b.Op("Add", {sum, step});
+  });
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   ASSERT_TRUE(b.status().ok()) << b.status().ToString();
   const std::string sum = (*result)[1].name();
@@ -414,6 +425,41 @@ TEST_F(GraphOptimizer, AConstantInsideALoopIsFoldedAndStaysInTheLoop) {
   ASSERT_FALSE(step->control_inputs.empty());  // the body's pivot: it runs once per iteration
   auto out = RunAt(b, 1, {sum}, {{"n", Tensor::Scalar<int32_t>(5)}});
   EXPECT_EQ(out[0].scalar<int32_t>(), 30);
+}
+
+// A Transpose of unit axes inside a loop body becomes a Reshape whose
+// shape constant runs in the loop's frame too (after the Transpose's
+// input): a constant with no inputs would run in the root frame, and the
+// Reshape would read from two frames. Three times v = Transpose(2 (v + 1)^T)
+// of a [1, 2] value from [0, 1]: [2, 4], [6, 10], [14, 22].
+TEST_F(GraphOptimizer, ATransposeOfUnitAxesInALoopBecomesAReshapeInTheLoop) {
+  GraphBuilder b;
+  Output n = b.Placeholder(DType::kI32, Shape{}, "n");
+  auto result = CountedLoop(b, n, b.Const(F32({0, 1}, Shape{1, 2})), [&](Output v) {
+    Output plus = b.Op("Add", {v, b.Scalar<float>(1.0f)}, {}, "plus");
+    Output t = b.Op("Transpose", {plus}, {{"perm", AttrValue(std::vector<int64_t>{1, 0})}}, "flip");
+    Output twice = b.Op("Mul", {t, b.Scalar<float>(2.0f)}, {}, "twice");
+    return b.Op("Transpose", {twice}, {{"perm", AttrValue(std::vector<int64_t>{1, 0})}}, "back");
+  });
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  const std::string value = (*result)[1].name();
+  OptimizeOptions level1;  // level 2's reshape_sinking would move the Reshapes past the Mul, where they cancel
+  level1.level = 1;
+  OptimizeResult r = Optimize(b, {value}, {"n"}, level1);
+  const Graph::Node* flip = nullptr;
+  for (const Graph::Node& node : r.graph->nodes()) {
+    if (node.name().ends_with("/flip")) flip = &node;
+  }
+  ASSERT_NE(flip, nullptr);
+  EXPECT_EQ(flip->op_name(), "Reshape");
+  EXPECT_FALSE(r.graph->node(flip->inputs[1].node).control_inputs.empty());  // runs in the loop's frame
+  for (int level : {0, 1, 3}) {
+    auto out = RunAt(b, level, {value}, {{"n", Tensor::Scalar<int32_t>(3)}});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].shape(), (Shape{1, 2})) << "level " << level;
+    EXPECT_EQ(Values(out[0]), (std::vector<float>{14, 22})) << "level " << level;
+  }
 }
 
 TEST_F(GraphOptimizer, EqualNodesMergeButStatefulOnesNever) {
@@ -641,8 +687,8 @@ TEST_F(GraphOptimizer, WinogradIsAllowedOnThreeByThreeStrideOneConvolutionsOnly)
   conv("pointwise", ones(Shape{1, 1, 16, 16}, "f1"), {1, 1, 1, 1});
   // A filter that may change (a training step's): fused for its Relu, but
   // its Winograd transform would be made every run.
-  Output w = b.Placeholder(DType::kF32, Shape{3, 3, 16, 16}, "w");
-  b.Op("Relu", {conv("variable_filter", w, {1, 1, 1, 1})}, {}, "variable");
+  Output variable_filter = b.Placeholder(DType::kF32, Shape{3, 3, 16, 16}, "w");
+  b.Op("Relu", {conv("variable_filter", variable_filter, {1, 1, 1, 1})}, {}, "variable");
   b.Op("DepthwiseConv2D", {x, ones(Shape{3, 3, 16, 1}, "d3")},
        {{"padding", AttrValue(std::string("SAME"))}, {"strides", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}},
        "depthwise");

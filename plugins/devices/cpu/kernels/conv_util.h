@@ -220,8 +220,9 @@ auto WithResidual(const Epilogue& epilogue, MakePd make_pd, bool& binary) -> dec
 // the geometry: in the blocked layout oneDNN picks for it, the input (and
 // the residual) reordered into that layout and the output back, in temps
 // of the kernel. At ResNet-18's sizes the three together take 0.45-0.85 of
-// the direct convolution's time (BENCHMARKS.md); results are within about
-// 1e-5 relative of the direct sum (docs/optimizer.md).
+// the direct convolution's time (BENCHMARKS.md); results differ from the
+// direct sum by about 1e-6 of the output's largest magnitude
+// (docs/optimizer.md).
 class DnnlConvolution {
  public:
   DnnlConvolution(const Geometry& g, bool nchw, bool depthwise, const Epilogue& epilogue, bool winograd = false)
@@ -278,6 +279,8 @@ class DnnlConvolution {
     dnnl::stream& stream = Stream();
     dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
     dnnl::memory dst(dst_md_, Engine(), output);
+    dnnl::memory given_residual =
+        residual != nullptr ? dnnl::memory(dst_md_, Engine(), const_cast<void*>(residual)) : dnnl::memory();
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
     if (blocked_) {
       // Into the blocked layout, the convolution there (the residual in
@@ -285,13 +288,9 @@ class DnnlConvolution {
       args[DNNL_ARG_SRC] = TempMemory(ctx, blocked_src_md_);
       args[DNNL_ARG_DST] = TempMemory(ctx, blocked_dst_md_);
       to_blocked_.execute(stream, src, args[DNNL_ARG_SRC]);
-      if (epilogue_.residual) {
-        dnnl::memory given(dst_md_, Engine(), const_cast<void*>(residual));
-        residual_to_blocked_.execute(stream, given, args[DNNL_ARG_DST]);
-      }
+      if (epilogue_.residual) residual_to_blocked_.execute(stream, given_residual, args[DNNL_ARG_DST]);
     } else if (residual_binary_) {
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                   dnnl::memory(dst_md_, Engine(), const_cast<void*>(residual)));
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, given_residual);
     } else if (epilogue_.residual) {
       std::memcpy(output, residual, dst_md_.get_size());
     }
@@ -309,7 +308,7 @@ class DnnlConvolution {
 
  private:
   // The Winograd convolution, if oneDNN has one for |g| with this epilogue
-  // (the residual as a sum); false leaves the object as it was.
+  // (the residual as a sum); false (oneDNN has none) changes nothing.
   bool TryWinograd(const Geometry& g, const dnnl::memory::desc& weights, const dnnl::memory::dims& pad_before,
                    const dnnl::memory::dims& pad_after) {
     using tag = dnnl::memory::format_tag;
@@ -321,19 +320,27 @@ class DnnlConvolution {
     dnnl::primitive_attr attr;
     attr.set_post_ops(epilogue_.PostOps());
     try {
+      // Everything made first, and kept only when all of it exists.
       const dnnl::convolution_forward::primitive_desc pd(
           epilogue_.bias ? dnnl::convolution_forward::desc(prop, algorithm, src_any, weights, bias_md_, dst_any, {1, 1},
                                                            pad_before, pad_after)
                          : dnnl::convolution_forward::desc(prop, algorithm, src_any, weights, dst_any, {1, 1},
                                                            pad_before, pad_after),
           attr, Engine());
+      auto reorder = [](const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+        return dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to));
+      };
+      dnnl::reorder to_blocked = reorder(src_md_, pd.src_desc());
+      dnnl::reorder residual_to_blocked = reorder(dst_md_, pd.dst_desc());
+      dnnl::reorder from_blocked = reorder(pd.dst_desc(), dst_md_);
+      auto weights_copy = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
+      primitive_ = dnnl::convolution_forward(pd);
       blocked_src_md_ = pd.src_desc();
       blocked_dst_md_ = pd.dst_desc();
-      to_blocked_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_md_, Engine(), blocked_src_md_));
-      residual_to_blocked_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_md_, Engine(), blocked_dst_md_));
-      from_blocked_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), blocked_dst_md_, Engine(), dst_md_));
-      primitive_ = dnnl::convolution_forward(pd);
-      weights_ = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
+      to_blocked_ = std::move(to_blocked);
+      residual_to_blocked_ = std::move(residual_to_blocked);
+      from_blocked_ = std::move(from_blocked);
+      weights_ = std::move(weights_copy);
     } catch (const dnnl::error&) {
       return false;  // no Winograd here: the direct convolution
     }

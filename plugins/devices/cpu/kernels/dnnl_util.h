@@ -82,6 +82,8 @@ class ReorderedWeights {
 
   // Whether the primitive takes the weights as they come.
   bool as_given() const { return user_ == chosen_; }
+  const dnnl::memory::desc& user() const { return user_; }
+  const dnnl::memory::desc& chosen() const { return chosen_; }
 
   // The weights at |weights| in the chosen layout (as_given() is false).
   dnnl::memory Get(const void* weights, dnnl::stream& stream, bool constant) {
@@ -114,6 +116,25 @@ class ReorderedWeights {
   dnnl::reorder reorder_;
   std::mutex mutex_;
   std::unique_ptr<const Copy> copy_;
+};
+
+// One kernel's ReorderedWeights, one per pair of layouts: its primitives
+// for several shapes (a batch or a sequence length that varies) that chose
+// the same layout for the same weights share one copy of them.
+class WeightsPool {
+ public:
+  std::shared_ptr<ReorderedWeights> For(const dnnl::memory::desc& user, const dnnl::memory::desc& chosen) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& weights : pool_) {
+      if (weights->user() == user && weights->chosen() == chosen) return weights;
+    }
+    pool_.push_back(std::make_shared<ReorderedWeights>(user, chosen));
+    return pool_.back();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<ReorderedWeights>> pool_;
 };
 
 // f32 data [n, c, h, w] in the NCHW or NHWC layout.

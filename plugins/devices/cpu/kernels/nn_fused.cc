@@ -100,12 +100,19 @@ class FusedConv2DKernel {
     if (g.channels > 0) {
       Dims key = input.dims;
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
-      // Winograd's transforms mix a tile's inputs, so one infinity or NaN
-      // would spread to outputs the direct sum keeps finite (inf - inf):
-      // such data runs the direct convolution.
-      const bool winograd = winograd_ && Finite(filter, constant_filter_) && !AnyNonFiniteIn(input);
-      PrimitiveCache<DnnlConvolution>& cache = winograd ? winograd_cache_ : cache_;
-      if (DnnlConvolution* conv = cache.Get(key, g, attrs_.nchw, depthwise_, epilogue_, winograd)) {
+      DnnlConvolution* conv = nullptr;
+      if (winograd_) {
+        // Winograd's transforms mix a tile's inputs, so one infinity or
+        // NaN would spread to outputs the direct sum keeps finite (inf -
+        // inf): such data runs the direct convolution. The scans run only
+        // where oneDNN has a Winograd convolution for this shape.
+        DnnlConvolution* winograd = winograd_cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_, true);
+        if (winograd != nullptr && winograd->winograd() && Finite(filter, constant_filter_) && !AnyNonFiniteIn(input)) {
+          conv = winograd;
+        }
+      }
+      if (conv == nullptr) conv = cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_, false);
+      if (conv != nullptr) {
         conv->Run(ctx, input.data, filter.data, bias, residual, output.data, output.num_elements, constant_filter_);
         return;
       }
@@ -176,12 +183,14 @@ class FusedConv2DKernel {
 
 // An f32 oneDNN matmul with the epilogue as bias and post-ops, for one
 // (m, n, k), created once. With constant b oneDNN picks b's layout, and b
-// reordered into it is kept (ReorderedWeights, dnnl_util.h): at the BERT
-// encoder's sizes the product takes about a sixth less time than from b
-// as stored (BENCHMARKS.md).
+// reordered into it is kept (ReorderedWeights, dnnl_util.h), one copy for
+// every m that chose the same layout (WeightsPool): at the BERT encoder's
+// sizes the product takes about a sixth less time than from b as stored
+// (BENCHMARKS.md).
 class DnnlFusedMatMul {
  public:
-  DnnlFusedMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool constant_b, const Epilogue& epilogue)
+  DnnlFusedMatMul(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool constant_b, const Epilogue& epilogue,
+                  WeightsPool& pool)
       : epilogue_(epilogue), elements_(m * n), bias_(epilogue.bias) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
@@ -199,7 +208,7 @@ class DnnlFusedMatMul {
     };
     const dnnl::matmul::primitive_desc pd = WithResidual(epilogue, make_pd, residual_binary_);
     primitive_ = dnnl::matmul(pd);
-    weights_ = std::make_unique<ReorderedWeights>(b_md_, pd.weights_desc());
+    weights_ = pool.For(b_md_, pd.weights_desc());
   }
 
   // c = epilogue(a b + bias + residual).
@@ -230,7 +239,7 @@ class DnnlFusedMatMul {
   bool residual_binary_ = false;  // the residual is a binary post-op (else a sum)
   dnnl::memory::desc a_md_, b_md_, c_md_, bias_md_;
   dnnl::matmul primitive_;
-  std::unique_ptr<ReorderedWeights> weights_;  // as_given() unless b is constant
+  std::shared_ptr<ReorderedWeights> weights_;  // as_given() unless b is constant; shared across shapes
 };
 
 class FusedMatMulKernel {
@@ -253,7 +262,8 @@ class FusedMatMulKernel {
     const auto* bias = epilogue_.bias ? args.bias.as<float>() : nullptr;
     const auto* residual = epilogue_.residual ? args.residual.as<float>() : nullptr;
     if (k > 0) {
-      if (const DnnlFusedMatMul* prim = cache_.Get(Dims{m, n, k}, m, n, k, ta_, tb_, constant_b_, epilogue_)) {
+      if (const DnnlFusedMatMul* prim =
+              cache_.Get(Dims{m, n, k}, m, n, k, ta_, tb_, constant_b_, epilogue_, weights_)) {
         prim->Run(a.data, b.data, bias, residual, c.data);
         return;
       }
@@ -265,6 +275,7 @@ class FusedMatMulKernel {
  private:
   bool ta_, tb_, constant_b_;
   Epilogue epilogue_;
+  WeightsPool weights_;  // b reordered, shared by the cache's primitives
   PrimitiveCache<DnnlFusedMatMul> cache_;
   GemmCache gemm_;
 };
