@@ -24,7 +24,7 @@ namespace {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * z + r + 1.0f;
-  const int ki = static_cast<int>(k);  // NaN's garbage is multiplied by p's NaN
+  const int ki = static_cast<int>(k == k ? k : 0.0f);  // a NaN's p is NaN already; no cast of NaN
   const int k1 = ki / 2, k2 = ki - k1;
   const float s1 = std::bit_cast<float>(static_cast<uint32_t>(k1 + 127) << 23);
   const float s2 = std::bit_cast<float>(static_cast<uint32_t>(k2 + 127) << 23);
