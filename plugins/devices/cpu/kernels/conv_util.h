@@ -208,6 +208,19 @@ auto WithResidual(const Epilogue& epilogue, MakePd make_pd, bool& binary) -> dec
   return pd;
 }
 
+// The residual's part of a run, as WithResidual chose (|binary|): the
+// binary post-op's argument in |args|, or the residual copied into |dst|
+// for the sum. Nothing without a residual.
+inline void PassResidual(const Epilogue& epilogue, bool binary, const dnnl::memory::desc& md, const void* residual,
+                         void* dst, std::unordered_map<int, dnnl::memory>& args) {
+  if (binary) {
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                 dnnl::memory(md, Engine(), const_cast<void*>(residual)));
+  } else if (epilogue.residual) {
+    std::memcpy(dst, residual, md.get_size());
+  }
+}
+
 // An f32 oneDNN (depthwise) convolution for one geometry and epilogue,
 // created once. oneDNN picks the weights' layout (plain HWIO weights would
 // send it to a gemm-based implementation two to three times slower); the
@@ -279,20 +292,20 @@ class DnnlConvolution {
     dnnl::stream& stream = Stream();
     dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
     dnnl::memory dst(dst_md_, Engine(), output);
-    dnnl::memory given_residual =
-        residual != nullptr ? dnnl::memory(dst_md_, Engine(), const_cast<void*>(residual)) : dnnl::memory();
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+    dnnl::memory given_residual;  // lives until the stream waits
     if (blocked_) {
       // Into the blocked layout, the convolution there (the residual in
       // dst for the sum), and back.
       args[DNNL_ARG_SRC] = TempMemory(ctx, blocked_src_md_);
       args[DNNL_ARG_DST] = TempMemory(ctx, blocked_dst_md_);
       to_blocked_.execute(stream, src, args[DNNL_ARG_SRC]);
-      if (epilogue_.residual) residual_to_blocked_.execute(stream, given_residual, args[DNNL_ARG_DST]);
-    } else if (residual_binary_) {
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, given_residual);
-    } else if (epilogue_.residual) {
-      std::memcpy(output, residual, dst_md_.get_size());
+      if (epilogue_.residual) {
+        given_residual = dnnl::memory(dst_md_, Engine(), const_cast<void*>(residual));
+        residual_to_blocked_.execute(stream, given_residual, args[DNNL_ARG_DST]);
+      }
+    } else {
+      PassResidual(epilogue_, residual_binary_, dst_md_, residual, output, args);
     }
     if (epilogue_.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
     args.emplace(DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(filter_md_, Engine(), const_cast<void*>(filter))

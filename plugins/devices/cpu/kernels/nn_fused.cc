@@ -105,9 +105,11 @@ class FusedConv2DKernel {
         // Winograd's transforms mix a tile's inputs, so one infinity or
         // NaN would spread to outputs the direct sum keeps finite (inf -
         // inf): such data runs the direct convolution. The scans run only
-        // where oneDNN has a Winograd convolution for this shape.
+        // where oneDNN has a Winograd convolution for this shape; where it
+        // declined, the entry is the direct convolution itself.
         DnnlConvolution* winograd = winograd_cache_.Get(key, g, attrs_.nchw, depthwise_, epilogue_, true);
-        if (winograd != nullptr && winograd->winograd() && Finite(filter, constant_filter_) && !AnyNonFiniteIn(input)) {
+        if (winograd != nullptr &&
+            (!winograd->winograd() || (Finite(filter, constant_filter_) && !AnyNonFiniteIn(input)))) {
           conv = winograd;
         }
       }
@@ -220,12 +222,7 @@ class DnnlFusedMatMul {
         {DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(b_md_, Engine(), const_cast<void*>(b))
                                                 : weights_->Get(b, stream, /*constant=*/true)},
         {DNNL_ARG_DST, dnnl::memory(c_md_, Engine(), c)}};
-    if (residual_binary_) {
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                   dnnl::memory(c_md_, Engine(), const_cast<void*>(residual)));
-    } else if (epilogue_.residual) {
-      std::memcpy(c, residual, c_md_.get_size());
-    }
+    PassResidual(epilogue_, residual_binary_, c_md_, residual, c, args);
     if (bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
     primitive_.execute(stream, args);
     stream.wait();

@@ -65,6 +65,16 @@ namespace {
   return a >= 1.0f ? large : small;
 }
 
+// Whether |holds| is true of some x[0, n): an OR of flags over the whole
+// block with no early exit, a reduction the compiler vectorises (inlined
+// into each caller's clone; callers scan in blocks that fit a cache).
+template <class Pred>
+[[gnu::always_inline]] inline bool AnyOf(const float* x, int64_t n, Pred holds) {
+  int any = 0;
+  for (int64_t i = 0; i < n; ++i) any |= holds(x[i]) ? 1 : 0;
+  return any != 0;
+}
+
 }  // namespace
 
 WEFT_CPU_CLONES void ExpShifted(const float* x, float shift, float* y, int64_t n) {
@@ -89,45 +99,19 @@ WEFT_CPU_CLONES void ClampInPlace(float* data, int64_t n, float low, float high)
   }
 }
 
-// Sixteen lanes of flags ORed, so the loop vectorises with no early exit;
-// callers scan in blocks that fit a cache.
 WEFT_CPU_CLONES bool AnyNan(const float* x, int64_t n) {
-  bool lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) lanes[j] = lanes[j] | (x[i + j] != x[i + j]);
-  }
-  bool any = false;
-  for (; i < n; ++i) any = any || x[i] != x[i];
-  for (bool lane : lanes) any = any || lane;
-  return any;
+  return AnyOf(x, n, [](float v) { return v != v; });
 }
 
 WEFT_CPU_CLONES bool AnyEqual(const float* x, int64_t n, float v) {
-  bool lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) lanes[j] = lanes[j] | (x[i + j] == v);
-  }
-  bool any = false;
-  for (; i < n; ++i) any = any || x[i] == v;
-  for (bool lane : lanes) any = any || lane;
-  return any;
+  return AnyOf(x, n, [v](float e) { return e == v; });
 }
 
 WEFT_CPU_CLONES bool AnyNonFinite(const float* x, int64_t n) {
-  bool lanes[16] = {};
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int j = 0; j < 16; ++j) {
-      const float d = x[i + j] - x[i + j];  // 0 for a finite value, NaN otherwise
-      lanes[j] = lanes[j] | (d != d);
-    }
-  }
-  bool any = false;
-  for (; i < n; ++i) any = any || !std::isfinite(x[i]);
-  for (bool lane : lanes) any = any || lane;
-  return any;
+  return AnyOf(x, n, [](float v) {
+    const float d = v - v;  // 0 for a finite value, NaN otherwise
+    return d != d;
+  });
 }
 
 }  // namespace weft::cpu
