@@ -50,7 +50,7 @@ packages=(
   libdnnl-dev              # oneDNN: the CPU plugin's matmul, convolution, ...
   libopenblas-dev          # the matmul benchmark's peer
   python3-numpy            # independent reference values in the tests
-  python3-matplotlib       # tools/bench/scale_model.py: the scaling plot in docs/distributed.md
+  python3-matplotlib       # tools/bench/scale_model.py: the scaling plot in docs/distributed-internals.md
   zlib1g-dev               # reading .gz datasets (IDX files)
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import and export (core/onnx, docs/onnx.md)
   python3-onnx             # the ONNX tests: reading what Weft exports, building bad models

@@ -233,7 +233,7 @@ std::vector<OptionSpec> ClusterSpecs() {
   OptionSpec partition_mb = MakeSpec("partition_mb", OptionType::kFloat, "64.0",
                                      "weft train: a variable larger than this many MiB is split along "
                                      "dimension 0 across the ps tasks, and a gather of it moves only "
-                                     "the rows it reads (core/dist/variable_partition.h).");
+                                     "the rows it reads (core/placement/variable_partition.h).");
   partition_mb.min = 0;
   OptionSpec collectives = MakeSpec("collectives", OptionType::kString, "\"auto\"",
                                     "training.mode = \"allreduce\": the collectives plugin that reduces "

@@ -16,11 +16,11 @@
 //
 // Membership is "static" (the addresses of [cluster.jobs]), "mpi" or
 // "slurm" (ranks and hosts from the launcher's environment, mapped to jobs
-// by [cluster.tasks]; core/dist resolves them). Everything a file can get
+// by [cluster.tasks]; core/distributed resolves them). Everything a file can get
 // wrong is checked when it is loaded, with positions (ParseConfig does it
 // through internal/cluster_parse.h); what depends on the machine (which
 // transport plugins are loaded, the launcher's variables) is checked by
-// core/dist/cluster.h.
+// core/distributed/cluster.h.
 // docs/distributed.md documents every key and rule.
 #ifndef WEFT_CORE_CONFIG_CLUSTER_CONFIG_H_
 #define WEFT_CORE_CONFIG_CLUSTER_CONFIG_H_
@@ -112,12 +112,12 @@ struct ClusterConfig {
   // The jobs, in the order of the file.
   std::vector<ClusterJobConfig> jobs;
   // weft train: "greedy_bytes" or "round_robin"
-  // (core/dist/variable_placement.h).
+  // (core/placement/variable_placement.h).
   std::string variable_placement = "greedy_bytes";
   // weft train: how long a non-chief worker waits for the variables.
   int64_t init_timeout_s = 300;
   // weft train: variables above this many MiB are split across the ps
-  // tasks (core/dist/variable_partition.h).
+  // tasks (core/placement/variable_partition.h).
   double partition_mb = 64;
   // weft train, mode "allreduce": the collectives backend ("auto", "gloo",
   // "nccl") and the deadline of the rendezvous and of each collective.
@@ -132,7 +132,7 @@ struct ClusterConfig {
   SourcePos secret_file_pos;
   int64_t handshake_timeout_ms = 10000;
   int64_t max_message_mb = 0;
-  // Failure detection (core/dist/heartbeat.h): how often every process
+  // Failure detection (core/distributed/heartbeat.h): how often every process
   // heartbeats the tasks it works with, and how long a task may stay
   // silent before it is declared lost and what waits on it fails.
   int64_t heartbeat_interval_ms = 1000;

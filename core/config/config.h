@@ -161,7 +161,7 @@ struct Config {
   CheckpointConfig checkpoint;
   PlacementConfig placement;
   GraphOptimizerConfig graph_optimizer;
-  // [cluster]; absent: a single process (see core/dist/cluster.h).
+  // [cluster]; absent: a single process (see core/distributed/cluster.h).
   std::optional<ClusterConfig> cluster;
   // [optimizer] as written: its keys depend on the optimizer plugin it
   // names, so the trainer validates it once plugins are loaded.

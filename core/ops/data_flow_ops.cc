@@ -1,8 +1,8 @@
 // Queues: resources holding tuples of tensors between steps, to feed input
 // pipelines and coordinate concurrent steps (TensorFlow's queue ops). The
-// runtime implements them for every device (core/runtime/queue_kernels.cc);
+// runtime implements them for every device (core/runtime/kernels/queue_kernels.cc);
 // the elements live in host memory. Stacks: per-step resources that save a
-// loop's forward values by iteration (core/runtime/stack_kernels.cc).
+// loop's forward values by iteration (core/runtime/kernels/stack_kernels.cc).
 // Gradient accumulators and step tokens: synchronous training on parameter
 // servers (core/runtime/accumulator.h).
 #include "core/ops/ops.h"
@@ -324,7 +324,7 @@ Status RegisterDataFlowOps(OpRegistry& r) {
           .Doc("For tests (a straggler): forwards its inputs once the step has run factor times as long as it "
                "had when they arrived, waiting without holding a thread.")));
   // Collectives among the ranks of a group (core/runtime/collectives.h);
-  // kernels in core/runtime/collective_kernels.cc.
+  // kernels in core/runtime/kernels/collective_kernels.cc.
   WEFT_RETURN_IF_ERROR(r.Register(
       OpDefBuilder("CollectiveAllReduce")
           .Input("inputs: N * T")

@@ -225,7 +225,10 @@ Status RegisterMathOps(OpRegistry& r) {
           .Attr("approximate: bool = false")
           .Shape(UnchangedShape)
           .Doc("Gaussian error linear unit x * Phi(x), elementwise: exact (with erf) by default, or the "
-               "tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) when 'approximate' is true.")));
+               "tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) when 'approximate' is true. "
+               "Departure from PyTorch and NumPy: Gelu(-inf) is 0, the limit, in both forms, where "
+               "torch.nn.functional.gelu and the formulas evaluated in NumPy give NaN (-inf * 0); Gelu(inf) is inf "
+               "and Gelu(NaN) is NaN.")));
   for (const char* name : {"IsNan", "IsInf"}) {
     WEFT_RETURN_IF_ERROR(
         r.Register(OpDefBuilder(name)
@@ -298,16 +301,17 @@ Status RegisterMathOps(OpRegistry& r) {
                "NumPy's astype). "
                "Differs from NumPy on purpose: float to integer saturates and NaN gives 0 (NumPy's result is "
                "undefined there).")));
-  WEFT_RETURN_IF_ERROR(
-      r.Register(OpDefBuilder("ClipByValue")
-                     .Input("t: T")
-                     .Input("clip_value_min: T")
-                     .Input("clip_value_max: T")
-                     .Output("output: T")
-                     .Attr("T: {numeric}")
-                     .Shape(BroadcastShape)
-                     .Doc("min(max(t, clip_value_min), clip_value_max), elementwise, with NumPy broadcasting of the "
-                          "bounds; a NaN in t or in a bound gives NaN (as numpy.clip).")));
+  WEFT_RETURN_IF_ERROR(r.Register(
+      OpDefBuilder("ClipByValue")
+          .Input("t: T")
+          .Input("clip_value_min: T")
+          .Input("clip_value_max: T")
+          .Output("output: T")
+          .Attr("T: {numeric}")
+          .Shape(BroadcastShape)
+          .Doc("min(max(t, clip_value_min), clip_value_max), elementwise, with NumPy broadcasting of the "
+               "bounds; a NaN in t or in a bound gives NaN, as torch.clamp does. Departure from NumPy: numpy.clip "
+               "(1.24) ignores a NaN bound and returns t clipped by the other one.")));
   for (const Unary& u : kReduce) {
     WEFT_RETURN_IF_ERROR(
         r.Register(OpDefBuilder(u.name)

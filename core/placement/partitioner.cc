@@ -243,8 +243,8 @@ class Cutter {
     return out_.transfers.back();
   }
 
-  // Keeps the frames of the partitions in step (docs/distributed.md, "How a graph is
-  // split across tasks"). Each partition runs its own executor, and an
+  // Keeps the frames of the partitions in step (docs/distributed-internals.md, "How a
+  // graph is split across tasks"). Each partition runs its own executor, and an
   // executor starts a loop iteration only when a NextIteration of its own
   // partition fires. So every partition holding part of a loop frame gets a
   // control loop of that frame:

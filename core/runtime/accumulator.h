@@ -1,5 +1,6 @@
 // The resources behind synchronous training on parameter servers
-// (training.mode = "sync"; docs/distributed.md): a gradient accumulator
+// (training.mode = "sync"; docs/distributed-internals.md, "Synchronous
+// training"): a gradient accumulator
 // per trained variable, beside it on its ps task, and a step-token queue
 // that releases the next step to the workers.
 //

@@ -13,7 +13,8 @@
 // (round, order, round_size): it is issued only after orders 0..order-1 of
 // the round's current pass were, and the pass ends after round_size
 // operations. Tags come from the issue count, so they match on every rank.
-// docs/distributed.md, "Allreduce", has the user's side.
+// docs/distributed.md, "Allreduce", has the user's side;
+// docs/distributed-internals.md, "Allreduce", the buckets.
 #ifndef WEFT_CORE_RUNTIME_COLLECTIVES_H_
 #define WEFT_CORE_RUNTIME_COLLECTIVES_H_
 

@@ -1,7 +1,7 @@
 // Per-step execution traces in the Chrome trace-event format, loadable in
 // Perfetto (ui.perfetto.dev) and chrome://tracing: one complete event per
 // node, on a track of its own per device and thread. A cluster's trace
-// (core/dist/dist_session.h) holds the events of every task, each task a
+// (core/distributed/dist_session.h) holds the events of every task, each task a
 // process of the trace with its devices as tracks, and flows from each
 // _Send to its _Recv.
 #ifndef WEFT_CORE_RUNTIME_TRACE_H_

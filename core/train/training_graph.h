@@ -21,8 +21,8 @@
 
 namespace weft::train {
 
-// training.mode = "sync" on a cluster (docs/distributed.md, "Synchronous
-// training"): each worker offers its gradients to per-variable
+// training.mode = "sync" on a cluster (docs/distributed-internals.md,
+// "Synchronous training"): each worker offers its gradients to per-variable
 // accumulators on the ps tasks instead of applying them, and the chief
 // applies the mean of the first N of each step.
 struct SyncReplicaOptions {
@@ -42,7 +42,7 @@ struct SyncReplicaOptions {
   double test_delay_factor = 0;
 };
 
-// training.mode = "allreduce" (docs/distributed.md, "Allreduce"): every
+// training.mode = "allreduce" (docs/distributed-internals.md, "Allreduce"): every
 // worker holds the whole model; its gradients are averaged over the
 // workers by CollectiveAllReduce ops, one per bucket, before clipping and
 // the update, and |broadcast| makes every worker's state the chief's.

@@ -232,37 +232,31 @@ weft_status_t BuildSparseUpdate(void* state, weft_graph_builder_t* graph, const 
 
 // Defines the plugin entry point for rule |R| named |NAME|, with the
 // hyper-parameters |HYPER| (a C array or a std::array of weft_option_def_t).
-#define WEFT_OPTIMIZER_PLUGIN(NAME, DESCRIPTION, R, HYPER)                \
-  namespace {                                                             \
-  const weft_plugin_t* Describe() {                                       \
-    static const weft_optimizer_plugin_t table = [] {                     \
-      auto t = ::weft::sdk::Make<weft_optimizer_plugin_t>();              \
-      t.name = NAME;                                                      \
-      t.hyperparameters = std::data(HYPER);                               \
-      t.num_hyperparameters = std::size(HYPER);                           \
-      t.create = ::weft::optimizers::Create<R>;                           \
-      t.destroy = ::weft::optimizers::Destroy<R>;                         \
-      t.slots = ::weft::optimizers::SlotsOf;                              \
-      t.build_update = ::weft::optimizers::BuildUpdate;                   \
-      if constexpr (::weft::optimizers::kHasSparse<R>) {                  \
-        t.build_sparse_update = ::weft::optimizers::BuildSparseUpdate<R>; \
-      }                                                                   \
-      return t;                                                           \
-    }();                                                                  \
-    static const weft_plugin_t plugin = [] {                              \
-      auto p = ::weft::sdk::Make<weft_plugin_t>();                        \
-      p.abi_major = WEFT_ABI_VERSION_MAJOR;                               \
-      p.abi_minor = WEFT_ABI_VERSION_MINOR;                               \
-      p.name = NAME;                                                      \
-      p.version = "0.1.0";                                                \
-      p.description = DESCRIPTION;                                        \
-      p.kind = WEFT_PLUGIN_OPTIMIZER;                                     \
-      p.optimizer = &table;                                               \
-      return p;                                                           \
-    }();                                                                  \
-    return &plugin;                                                       \
-  }                                                                       \
-  }                                                                       \
+#define WEFT_OPTIMIZER_PLUGIN(NAME, DESCRIPTION, R, HYPER)                                              \
+  namespace {                                                                                           \
+  const weft_plugin_t* Describe() {                                                                     \
+    static const weft_optimizer_plugin_t table = [] {                                                   \
+      auto t = ::weft::sdk::Make<weft_optimizer_plugin_t>();                                            \
+      t.name = NAME;                                                                                    \
+      t.hyperparameters = std::data(HYPER);                                                             \
+      t.num_hyperparameters = std::size(HYPER);                                                         \
+      t.create = ::weft::optimizers::Create<R>;                                                         \
+      t.destroy = ::weft::optimizers::Destroy<R>;                                                       \
+      t.slots = ::weft::optimizers::SlotsOf;                                                            \
+      t.build_update = ::weft::optimizers::BuildUpdate;                                                 \
+      if constexpr (::weft::optimizers::kHasSparse<R>) {                                                \
+        t.build_sparse_update = ::weft::optimizers::BuildSparseUpdate<R>;                               \
+      }                                                                                                 \
+      return t;                                                                                         \
+    }();                                                                                                \
+    static const weft_plugin_t plugin = [] {                                                            \
+      weft_plugin_t p = ::weft::sdk::DescribePlugin(NAME, "0.1.0", DESCRIPTION, WEFT_PLUGIN_OPTIMIZER); \
+      p.optimizer = &table;                                                                             \
+      return p;                                                                                         \
+    }();                                                                                                \
+    return &plugin;                                                                                     \
+  }                                                                                                     \
+  }                                                                                                     \
   WEFT_SDK_DEFINE_PLUGIN(Describe)
 
 #endif  // WEFT_PLUGINS_OPTIMIZERS_RULE_H_

@@ -1,4 +1,4 @@
-// libFuzzer target: the cluster's connection handshake (core/dist/auth.h),
+// libFuzzer target: the cluster's connection handshake (core/distributed/auth.h),
 // the first thing a task reads from anyone who connects. The input is a
 // series of frames, each a length byte and that many bytes (cut at the
 // end), fed to a server; the first is also given to a client as the
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/dist/auth.h"
+#include "core/distributed/auth.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -1,5 +1,5 @@
 // libFuzzer target: the decoder of control messages between tasks
-// (core/dist/wire.h). The input is a header length (4 bytes, little
+// (core/distributed/wire.h). The input is a header length (4 bytes, little
 // endian, taken modulo what is left), the header, and the payload.
 #include <cstddef>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <string_view>
 
-#include "core/dist/wire.h"
+#include "core/distributed/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 4) return 0;

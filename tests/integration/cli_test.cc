@@ -723,6 +723,13 @@ TEST_F(Cli, OpsListsEveryOpWithItsDevices) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("_FusedConv2D(input: T, filter: T, args: N * T) -> (output: T)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  devices: CPU\n"), std::string::npos) << r.out;
+  // Deliberate departures from NumPy and PyTorch are documented.
+  r = Weft({"ops", "Gelu"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Gelu(-inf) is 0, the limit"), std::string::npos) << r.out;
+  r = Weft({"ops", "ClipByValue"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("as torch.clamp does. Departure from NumPy: numpy.clip"), std::string::npos) << r.out;
   r = Weft({"ops", "Conv3D"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "weft: error: there is no op \"Conv3D\" (run `weft ops` for the list)\n");

@@ -1,5 +1,5 @@
-// Loops and conds split across tasks (docs/distributed.md, "How a graph is
-// split across tasks"): two task services on loopback ports in this process, a
+// Loops and conds split across tasks (docs/distributed-internals.md, "How a
+// graph is split across tasks"): two task services on loopback ports in this process, a
 // client session placing one part of each graph on the other task. Each
 // task runs its partition under its own executor; the partitioner's
 // control loops keep their frames in step, and dead values cross as
@@ -13,8 +13,8 @@
 #include <optional>
 #include <set>
 
-#include "core/dist/dist_session.h"
-#include "core/dist/task_service.h"
+#include "core/distributed/dist_session.h"
+#include "core/distributed/task_service.h"
 #include "core/grad/gradients.h"
 #include "core/graph/control_flow.h"
 #include "core/graph/nn_builders.h"

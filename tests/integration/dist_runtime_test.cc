@@ -10,10 +10,10 @@
 #include <mutex>
 #include <thread>
 
-#include "core/dist/dist_session.h"
-#include "core/dist/heartbeat.h"
-#include "core/dist/incarnation.h"
-#include "core/dist/task_service.h"
+#include "core/distributed/dist_session.h"
+#include "core/distributed/heartbeat.h"
+#include "core/distributed/incarnation.h"
+#include "core/distributed/task_service.h"
 #include "core/graph/builder.h"
 #include "core/graph/serialize.h"
 #include "tests/integration/loopback.h"

@@ -1414,7 +1414,7 @@ int64_t LastStep(const std::string& log, std::size_t from = 0) {
 // The job must finish, reach the undisturbed run's accuracy within 0.01,
 // leave every checkpoint whole with both shards of one step, and each
 // recovery must end well within the RPC deadline. Steps lost per fault
-// are printed (and recorded in docs/distributed.md). WEFT_CHAOS_SEED
+// are printed (and recorded in docs/distributed-internals.md). WEFT_CHAOS_SEED
 // replays a schedule.
 TEST_F(PsTraining, ChaosTenKillsOfRandomTasksLeaveTheJobFinishedAccurateAndItsCheckpointsWhole) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
@@ -1606,7 +1606,7 @@ TEST_F(PsTraining, ChaosTenKillsOfRandomTasksLeaveTheJobFinishedAccurateAndItsCh
   EXPECT_GE(a1, a0 - 0.01) << "undisturbed " << a0 << ", with faults " << a1 << "\n" << chaos.All(names);
   // Every checkpoint whole: both shards, of one step.
   EXPECT_GE(ExpectWholeCheckpoints(ckpt, 2), 10);
-  // The table for docs/distributed.md.
+  // The table for docs/distributed-internals.md.
   auto fixed1 = [](double v) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f", v);

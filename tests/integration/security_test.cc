@@ -1,5 +1,5 @@
 // The cluster's connection security (docs/distributed.md, "Security"): the
-// handshake protocol on its own (core/dist/auth.h), the secret file's
+// handshake protocol on its own (core/distributed/auth.h), the secret file's
 // checks, and a real task service on a loopback port with a secret,
 // attacked through its tcp port by real clients with the wrong secret or
 // none and by raw sockets (a replayed handshake, one cut off halfway,
@@ -28,9 +28,9 @@
 
 #include "core/base/logging.h"
 #include "core/config/config.h"
-#include "core/dist/auth.h"
-#include "core/dist/dist_session.h"
-#include "core/dist/task_service.h"
+#include "core/distributed/auth.h"
+#include "core/distributed/dist_session.h"
+#include "core/distributed/task_service.h"
 #include "core/graph/builder.h"
 #include "tests/integration/loopback.h"
 #include "tests/integration/two_tasks.h"

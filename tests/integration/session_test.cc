@@ -10,9 +10,9 @@
 #include "core/base/thread_pool.h"
 #include "core/ops/control_flow_ops.h"
 #include "core/plugin/host_services.h"
+#include "core/runtime/kernels/queue_kernels.h"
+#include "core/runtime/kernels/stack_kernels.h"
 #include "core/runtime/op_kernel.h"
-#include "core/runtime/queue_kernels.h"
-#include "core/runtime/stack_kernels.h"
 
 #include "tests/integration/runtime_env.h"
 

@@ -1,7 +1,7 @@
 // Sparse updates (core/train/training_graph.h, sparse_updates): a variable
 // the loss reads only through ResourceGather is updated from the rows read,
 // by the optimizer's sparse rule or the host's dense fallback; and the
-// partitioned variables of core/dist/variable_partition.h, run in one
+// partitioned variables of core/placement/variable_partition.h, run in one
 // process against the unsplit graph.
 //
 // The model: E f64[6,3] read by ResourceGather(E, ids) with ids
@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "core/config/config.h"
-#include "core/dist/variable_partition.h"
 #include "core/graph/builder.h"
+#include "core/placement/variable_partition.h"
 #include "core/train/training_graph.h"
 #include "tests/integration/runtime_env.h"
 

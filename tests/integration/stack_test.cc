@@ -1,4 +1,4 @@
-// Stacks (core/runtime/stack_kernels.h), the per-step resources a loop's
+// Stacks (core/runtime/kernels/stack_kernels.h), the per-step resources a loop's
 // gradient saves forward values on, run through Session::Run on the CPU
 // device: push and pop by index, a fresh stack every step, and every error
 // with its message.

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dist/dist_session.h"
-#include "core/dist/task_service.h"
+#include "core/distributed/dist_session.h"
+#include "core/distributed/task_service.h"
 #include "core/plugin/plugin_host.h"
 
 namespace weft::testing {

@@ -88,32 +88,12 @@
 #include "core/tensor/npy.h"
 #include "core/train/optimizer.h"
 #include "core/train/training_graph.h"
+#include "tools/bench/bench_util.h"
 
 extern "C" void openblas_set_num_threads(int);
 
 namespace weft::bench {
 namespace {
-
-int g_repeats = 0;  // 0: each benchmark's default
-
-double Seconds(const std::function<void()>& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double MedianOf(std::vector<double> times) {
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-// The median of |repeats| timings of |fn| after |warmup| untimed calls.
-double Median(int repeats, int warmup, const std::function<void()>& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> times;
-  for (int i = 0; i < (g_repeats > 0 ? g_repeats : repeats); ++i) times.push_back(Seconds(fn));
-  return MedianOf(std::move(times));
-}
 
 // Medians of |weft| and |peer| timed in alternating blocks, so that a
 // machine that speeds up or slows down during the run affects both sides
@@ -145,19 +125,7 @@ std::pair<double, double> Interleaved(int repeats, int warmup, const std::functi
       block(weft, a, count);
     }
   }
-  return {MedianOf(std::move(a)), MedianOf(std::move(b))};
-}
-
-void Print(const std::string& name, double weft, double peer, const std::string& unit, bool higher_is_better) {
-  char line[256];
-  if (peer > 0) {
-    const double speedup = higher_is_better ? weft / peer : peer / weft;
-    std::snprintf(line, sizeof line, "BENCH %s weft=%.4g peer=%.4g unit=%s speedup=%.3f", name.c_str(), weft, peer,
-                  unit.c_str(), speedup);
-  } else {
-    std::snprintf(line, sizeof line, "BENCH %s weft=%.4g unit=%s", name.c_str(), weft, unit.c_str());
-  }
-  std::cout << line << std::endl;
+  return {Median(std::move(a)), Median(std::move(b))};
 }
 
 // The CPU device, loaded from the plugins next to libweft.
@@ -171,10 +139,10 @@ class Env {
     Check(devices.status());
     devices_ = std::move(*devices);
   }
-  std::unique_ptr<runtime::Session> Session(const GraphBuilder& b) {
+  std::unique_ptr<runtime::Session> Session(const GraphBuilder& b, const runtime::SessionOptions& options = {}) {
     auto graph = b.Build();
     Check(graph.status());
-    auto session = runtime::Session::Create(std::move(*graph), devices_);
+    auto session = runtime::Session::Create(std::move(*graph), devices_, options);
     Check(session.status());
     return std::move(*session);
   }
@@ -314,13 +282,22 @@ void Conv(Env& env, const std::string& name, const Shape& in_shape, const Shape&
   Print(name, flops / weft / 1e9, flops / peer / 1e9, "GFLOP/s", true);
 }
 
+// The executor benchmarks time the executor itself: the graph optimizer
+// would fold a Neg chain to nothing (Neg(Neg(x)) = x) and drop Negs no one
+// reads, so it is off for them (level 0), as before it existed.
+runtime::SessionOptions Unoptimized() {
+  runtime::SessionOptions options;
+  options.optimizer.level = 0;
+  return options;
+}
+
 void ExecutorChain(Env& env) {
   constexpr int kNodes = 10000;
   GraphBuilder g;
   Output x = g.Placeholder(DType::kF32, Shape{}, "x");
   for (int i = 0; i < kNodes; ++i) x = ops::Neg(g, x);
   ops::Identity(g, x, "out");
-  auto session = env.Session(g);
+  auto session = env.Session(g, Unoptimized());
   std::vector<Tensor> out;
   const Tensor one = Tensor::Scalar<float>(1);
   const double t = Median(21, 3, [&] { Env::Check(session->Run({{"x", one}}, {"out"}, {}, &out)); });
@@ -337,7 +314,7 @@ void ExecutorFanout(Env& env) {
     auto deps = g.ControlDependencies(nodes);
     ops::NoOp(g, "all");
   }
-  auto session = env.Session(g);
+  auto session = env.Session(g, Unoptimized());
   const Tensor one = Tensor::Scalar<float>(1);
   const double t = Median(21, 3, [&] { Env::Check(session->Run({{"x", one}}, {}, {"all"}, nullptr)); });
   Print("executor_fanout", t / kNodes * 1e6, 0, "us_per_node", false);
@@ -371,7 +348,7 @@ void WhileLoopIter(Env& env) {
   }
   const std::vector<Output> next = {g.Op("Add", {body[0], one}), g.Op("Add", {body[1], body[0]})};
   for (std::size_t k = 0; k < 2; ++k) Env::Check(g.SetInput(merges[k].node(), 1, g.Op("NextIteration", {next[k]})));
-  auto session = env.Session(g);
+  auto session = env.Session(g, Unoptimized());
   std::vector<Tensor> out;
   const Tensor limit_value = Tensor::Scalar<int64_t>(kIterations);
   const double t = Median(7, 1, [&] { Env::Check(session->Run({{"n", limit_value}}, {exits[1].name()}, {}, &out)); });
@@ -492,7 +469,7 @@ int TrainSide(const TrainSpec& spec, int steps) {
   for (int i = 0; i < steps; ++i) times.push_back(Seconds(step));
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("ms_per_step=%.4f peak_rss_kb=%ld\n", MedianOf(times) * 1e3, usage.ru_maxrss);
+  std::printf("ms_per_step=%.4f peak_rss_kb=%ld\n", Median(times) * 1e3, usage.ru_maxrss);
   return 0;
 }
 
@@ -531,7 +508,7 @@ void TrainBench(const std::string& name, const TrainSpec& spec, const std::strin
       rss = std::max(rss, result.rss_kb);
     }
   }
-  Print(name, MedianOf(weft_ms), MedianOf(peer_ms), "ms", false);
+  Print(name, Median(weft_ms), Median(peer_ms), "ms", false);
   std::printf("# %s peak_rss_mib weft=%.1f peer=%.1f\n", name.c_str(), static_cast<double>(weft_rss) / 1024.0,
               static_cast<double>(peer_rss) / 1024.0);
 }
@@ -577,7 +554,7 @@ void LstmCell(Env& env, int64_t batch, int64_t input, int64_t hidden) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     peer_ms.push_back(RunSide(peer_cmd).ms);
   }
-  Print("lstm_cell", fused * 1e6, MedianOf(peer_ms) * 1e3, "us", false);
+  Print("lstm_cell", fused * 1e6, Median(peer_ms) * 1e3, "us", false);
   Print("lstm_cell_composed", composed * 1e6, fused * 1e6, "us", false);
 }
 
@@ -688,8 +665,8 @@ void GraphPrepare1M() {
     seconds.push_back(run.seconds);
     rss.push_back(run.rss_mib);
   }
-  Print("graph_prepare_1m", MedianOf(seconds), 0, "s", false);
-  Print("graph_prepare_1m_rss", MedianOf(rss), 0, "MiB", false);
+  Print("graph_prepare_1m", Median(seconds), 0, "s", false);
+  Print("graph_prepare_1m_rss", Median(rss), 0, "MiB", false);
 }
 
 // startup_run: `weft run` of a one-op graph with every plugin installed
@@ -721,8 +698,8 @@ void StartupRun() {
     cpu_s.push_back(b.seconds * 1e3);
     cpu_rss.push_back(b.rss_mib);
   }
-  Print("startup_run", MedianOf(all_s), MedianOf(cpu_s), "ms", false);
-  Print("startup_run_rss", MedianOf(all_rss), MedianOf(cpu_rss), "MiB", false);
+  Print("startup_run", Median(all_s), Median(cpu_s), "ms", false);
+  Print("startup_run_rss", Median(all_rss), Median(cpu_rss), "MiB", false);
 }
 
 // One exported model: Weft (in this process) against PyTorch and ONNX
@@ -796,12 +773,12 @@ void OnnxBench(Env& env, const std::string& name, const std::string& model, cons
       ort_ms.push_back(RunPeer(ort_cmd, "ort", &ort_version));
     }
   }
-  const double weft = MedianOf(level_ms.back());
-  Print(name, weft, MedianOf(torch_ms), "ms", false);
+  const double weft = Median(level_ms.back());
+  Print(name, weft, Median(torch_ms), "ms", false);
   if (have_ort) {
-    Print(name + "_vs_ort", weft, MedianOf(ort_ms), "ms", false);
+    Print(name + "_vs_ort", weft, Median(ort_ms), "ms", false);
     for (std::size_t i = 0; i + 1 < levels.size(); ++i) {
-      Print(StrCat(name, "_optimize", levels[i], "_vs_ort"), MedianOf(level_ms[i]), MedianOf(ort_ms), "ms", false);
+      Print(StrCat(name, "_optimize", levels[i], "_vs_ort"), Median(level_ms[i]), Median(ort_ms), "ms", false);
     }
   } else {
     std::cerr << "weft_bench: ONNX Runtime is not installed under " << ort_prefix
@@ -823,9 +800,7 @@ int Main(int argc, char** argv) {
                  "onnx_efficientnet_b0 onnx_bert_encoder graph_prepare_1m startup_run\n";
     return argc < 2 ? 1 : 0;
   }
-  for (int i = 2; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--repeats") g_repeats = std::atoi(argv[i + 1]);
-  }
+  ParseRepeats(argc, argv);
   SetLogLevel(LogLevel::kWarning);
   Env env;
   const std::string name = argv[1];

@@ -8,7 +8,7 @@ weft_dist_bench (null_step, tensor_send_64m, ps_train_mlp).
     /usr/bin/python3 tools/bench/scale_model.py --bench bench.txt  # fit to new BENCH lines
     /usr/bin/python3 tools/bench/scale_model.py --measure          # run 1,2,4,8 workers here first
 
-The model (docs/distributed.md, "Scaling past one machine, on paper"):
+The model (docs/distributed-internals.md, "Scaling past one machine, on paper"):
 
   one worker alone:  T1 = c + alpha * sum_p m_p + beta * sum_p b_p + sum_p a_p
   ps task p's work per worker step:  D_p = s * m_p + beta * b_p + a_p
@@ -431,7 +431,7 @@ def describe(params, beta_send, beta_mlp):
     print("Weft scaling model: asynchronous parameter-server training, predicted from one machine's costs.")
     print("NOTE: every input figure comes from one machine whose cores all the processes (workers and ps")
     print("tasks) shared: 2 cores for the built-in BENCHMARKS.md figures. The predictions assume one machine")
-    print('per task. docs/distributed.md, "Scaling past one machine, on paper", says where they stop being')
+    print('per task. docs/distributed-internals.md, "Scaling past one machine, on paper", says where they stop being')
     print("trustworthy.\n")
     print("Parameters:")
     rows = [
@@ -642,7 +642,7 @@ EPS = re.compile(r"examples_per_sec=([0-9.]+)")
 
 def trained_seconds(text, what):
     """(steps, seconds) of training from `weft train`'s output, as
-    tools/bench/dist_bench.cc's TrainedSeconds reads it; the seconds from the
+    tools/bench/dist_bench_train.cc's TrainedSeconds reads it; the seconds from the
     final line's examples_per_sec when it has one (more digits)."""
     m = TRAINED.search(text)
     if not m:

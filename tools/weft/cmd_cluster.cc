@@ -22,10 +22,10 @@
 #include <mutex>
 #include <thread>
 
-#include "core/dist/cluster_runtime.h"
-#include "core/dist/heartbeat.h"
-#include "core/dist/incarnation.h"
-#include "core/dist/rpc.h"
+#include "core/distributed/cluster_runtime.h"
+#include "core/distributed/heartbeat.h"
+#include "core/distributed/incarnation.h"
+#include "core/distributed/rpc.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"
 

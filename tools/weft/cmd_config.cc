@@ -3,8 +3,8 @@
 #include <sstream>
 
 #include "core/config/config.h"
-#include "core/dist/auth.h"
-#include "core/dist/cluster.h"
+#include "core/distributed/auth.h"
+#include "core/distributed/cluster.h"
 #include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/device_set.h"

@@ -1,9 +1,9 @@
 #include <iostream>
 #include <memory>
 
-#include "core/dist/cluster_runtime.h"
-#include "core/dist/dist_session.h"
-#include "core/dist/remote_rendezvous.h"
+#include "core/distributed/cluster_runtime.h"
+#include "core/distributed/dist_session.h"
+#include "core/distributed/remote_rendezvous.h"
 #include "core/plugin/device_plugin.h"
 #include "tools/weft/commands.h"
 #include "tools/weft/output.h"

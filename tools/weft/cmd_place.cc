@@ -5,8 +5,8 @@
 #include <map>
 #include <memory>
 
-#include "core/dist/cluster_runtime.h"
-#include "core/dist/dist_session.h"
+#include "core/distributed/cluster_runtime.h"
+#include "core/distributed/dist_session.h"
 #include "core/graph/serialize.h"
 #include "core/placement/partitioner.h"
 #include "core/runtime/placement_support.h"

@@ -10,8 +10,8 @@
 
 #include "core/base/logging.h"
 #include "core/checkpoint/manager.h"
-#include "core/dist/cluster_runtime.h"
-#include "core/dist/dist_session.h"
+#include "core/distributed/cluster_runtime.h"
+#include "core/distributed/dist_session.h"
 #include "core/graph/builder.h"
 #include "core/graph/graph.h"
 #include "core/graph/serialize.h"

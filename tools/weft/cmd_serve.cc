@@ -1,5 +1,5 @@
 // `weft serve --config C --job ps --task 0`: runs one task of a cluster
-// (core/dist/task_service.h) until SIGINT or SIGTERM.
+// (core/distributed/task_service.h) until SIGINT or SIGTERM.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "core/dist/cluster_runtime.h"
-#include "core/dist/incarnation.h"
-#include "core/dist/task_service.h"
+#include "core/distributed/cluster_runtime.h"
+#include "core/distributed/incarnation.h"
+#include "core/distributed/task_service.h"
 #include "tools/weft/commands.h"
 
 namespace weft::cli {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <thread>
 
-#include "core/dist/cluster.h"
+#include "core/distributed/cluster.h"
 #include "core/train/trainer.h"
 #include "tools/weft/commands.h"
 

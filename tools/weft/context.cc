@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "core/base/logging.h"
-#include "core/dist/lost_task.h"
+#include "core/distributed/lost_task.h"
 #include "core/plugin/host_services.h"
 #include "core/tensor/size.h"
 

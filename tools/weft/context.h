@@ -11,7 +11,7 @@
 
 #include "core/base/status.h"
 #include "core/config/config.h"
-#include "core/dist/cluster.h"
+#include "core/distributed/cluster.h"
 #include "core/plugin/plugin_host.h"
 
 namespace weft::cli {
@@ -21,7 +21,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUserError = 1;
 inline constexpr int kExitInternalError = 2;
 // A task of the cluster was lost while the command ran: it closed its
-// connection, or stopped answering heartbeats (core/dist/lost_task.h).
+// connection, or stopped answering heartbeats (core/distributed/lost_task.h).
 inline constexpr int kExitTaskLost = 3;
 // weft train, [cluster] recovery = "auto": lost tasks did not come back
 // within recovery_timeout_s; a launcher restarts a task that exits so
@@ -76,7 +76,7 @@ class Context {
   const GlobalOptions& options() const { return options_; }
 
   // The configuration's [cluster] resolved with --job/--task and this
-  // process's environment (see core/dist/cluster.h), on first use.
+  // process's environment (see core/distributed/cluster.h), on first use.
   Expected<const dist::ClusterSpec*> Cluster();
 
  private:

@@ -5,7 +5,8 @@
 // other (connectFullMesh), rendezvousing through the host's store, plus one
 // executor thread that runs the operations in the order they were issued.
 // The host issues the same operations in the same order on every rank
-// (docs/distributed.md, "Allreduce"), so one FIFO per rank cannot deadlock.
+// (docs/distributed-internals.md, "Allreduce"), so one FIFO per rank cannot
+// deadlock.
 //
 // Gloo reports a dead peer (the connection closed) at once and a hung one
 // at the operation's timeout, as an exception; after either, the pairs are
@@ -420,13 +421,9 @@ const weft_plugin_t* Describe() {
     return t;
   }();
   static const weft_plugin_t plugin = [] {
-    auto p = weft::sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = "gloo";
-    p.version = "0.1.0";
-    p.description = "allreduce, allgather and broadcast of host memory over Gloo's TCP transport";
-    p.kind = WEFT_PLUGIN_COLLECTIVES;
+    weft_plugin_t p = weft::sdk::DescribePlugin(
+        "gloo", "0.1.0", "allreduce, allgather and broadcast of host memory over Gloo's TCP transport",
+        WEFT_PLUGIN_COLLECTIVES);
     p.collectives = &table;
     return p;
   }();

@@ -67,13 +67,8 @@ const weft_collectives_plugin_t& UnavailableTable() {
 
 const weft_plugin_t* UnavailablePlugin() {
   static const weft_plugin_t plugin = [] {
-    auto p = weft::sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = "nccl";
-    p.version = WEFT_NCCL_PLUGIN_VERSION;
-    p.description = WEFT_NCCL_PLUGIN_DESCRIPTION;
-    p.kind = WEFT_PLUGIN_COLLECTIVES;
+    weft_plugin_t p = weft::sdk::DescribePlugin("nccl", WEFT_NCCL_PLUGIN_VERSION, WEFT_NCCL_PLUGIN_DESCRIPTION,
+                                                WEFT_PLUGIN_COLLECTIVES);
     p.collectives = &UnavailableTable();
     p.configure = [](const weft_options_t*) { return Unavailable(); };
     return p;

@@ -224,17 +224,10 @@ const weft_option_def_t kOptions[] = {
 
 const weft_plugin_t* Describe() {
   static const weft_plugin_t plugin = [] {
-    auto p = sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = "cpu";
-    p.version = WEFT_CPU_PLUGIN_VERSION;
-    p.description = "Host CPU: aligned host memory, inline streams";
-    p.kind = WEFT_PLUGIN_DEVICE;
+    weft_plugin_t p = sdk::DescribePlugin("cpu", WEFT_CPU_PLUGIN_VERSION,
+                                          "Host CPU: aligned host memory, inline streams", WEFT_PLUGIN_DEVICE);
     p.device = &DeviceTable();
-    p.options = kOptions;
-    p.num_options = sizeof kOptions / sizeof kOptions[0];
-    p.configure = Configure;
+    sdk::WithOptions(p, kOptions, Configure);
     return p;
   }();
   return &plugin;

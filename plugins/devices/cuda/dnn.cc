@@ -109,8 +109,8 @@ ConvPlan PlanConv(const WindowAttrs& a, const Dims& in, const Dims& filter) {
   p.x_dims = {g.batch, g.channels, g.in_h, g.in_w};
   p.x_padded_dims = p.x_dims;
   if (p.pad_explicitly) {
-    p.x_padded_dims[2] += g.h.pad_before + g.h.pad_after;
-    p.x_padded_dims[3] += g.w.pad_before + g.w.pad_after;
+    p.x_padded_dims[2] += g.pad_top + g.pad_bottom;
+    p.x_padded_dims[3] += g.pad_left + g.pad_right;
   }
   p.y_dims = {g.batch, g.out_channels, g.out_h, g.out_w};
   p.w_dims = {g.out_channels, g.channels, g.window_h, g.window_w};
@@ -138,8 +138,8 @@ class Convolution {
     y_.Set(type, p_.y_dims);
     w_.Set(type, p_.w_dims);
     const Geometry& g = p_.g;
-    const int pad_h = p_.pad_explicitly ? 0 : AsInt(g.h.pad_before);
-    const int pad_w = p_.pad_explicitly ? 0 : AsInt(g.w.pad_before);
+    const int pad_h = p_.pad_explicitly ? 0 : AsInt(g.pad_top);
+    const int pad_w = p_.pad_explicitly ? 0 : AsInt(g.pad_left);
     CheckDnn(cudnnSetConvolution2dDescriptor(conv_.get(), pad_h, pad_w, AsInt(g.stride_h), AsInt(g.stride_w),
                                              AsInt(g.dilation_h), AsInt(g.dilation_w), CUDNN_CROSS_CORRELATION, type),
              "cudnnSetConvolution2dDescriptor");
@@ -162,7 +162,7 @@ class Convolution {
     const int64_t bytes = Product(p_.x_padded_dims, 0, 4) * static_cast<int64_t>(sizeof(T));
     Check(rt::Memset(padded, 0, static_cast<std::size_t>(bytes), ctx_.stream()), "clearing the padded input");
     EnqueueCopyBox(ctx_.stream(), nchw, p_.x_dims, {0, 0, 0, 0}, padded, p_.x_padded_dims,
-                   {0, 0, p_.g.h.pad_before, p_.g.w.pad_before}, p_.x_dims, sizeof(T));
+                   {0, 0, p_.g.pad_top, p_.g.pad_left}, p_.x_dims, sizeof(T));
     return padded;
   }
 
@@ -266,7 +266,7 @@ void Zero(Context& ctx, const Tensor& t) {
 template <class T>
 class Conv2DKernel {
  public:
-  explicit Conv2DKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*convolution=*/true)) {}
+  explicit Conv2DKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*dilations=*/true)) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), filter = ctx.input(1);
     const ConvPlan p = PlanConv(attrs_, x.dims, filter.dims);
@@ -288,7 +288,7 @@ class Conv2DKernel {
 template <class T>
 class Conv2DBackpropInputKernel {
  public:
-  explicit Conv2DBackpropInputKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*convolution=*/true)) {}
+  explicit Conv2DBackpropInputKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*dilations=*/true)) {}
   void Compute(Context& ctx) {
     const Dims in_dims = ctx.ReadShape(ctx.input(0), "input_sizes");
     const Tensor filter = ctx.input(1), dy = ctx.input(2);
@@ -309,8 +309,8 @@ class Conv2DBackpropInputKernel {
     void* dx_nchw = dx_padded;
     if (p.pad_explicitly) {
       dx_nchw = attrs_.nchw ? dx.ptr : conv.Temp(p.x_dims);
-      EnqueueCopyBox(ctx.stream(), dx_padded, p.x_padded_dims, {0, 0, p.g.h.pad_before, p.g.w.pad_before}, dx_nchw,
-                     p.x_dims, {0, 0, 0, 0}, p.x_dims, sizeof(T));
+      EnqueueCopyBox(ctx.stream(), dx_padded, p.x_padded_dims, {0, 0, p.g.pad_top, p.g.pad_left}, dx_nchw, p.x_dims,
+                     {0, 0, 0, 0}, p.x_dims, sizeof(T));
     }
     if (!attrs_.nchw) EnqueueTranspose(ctx.stream(), dx_nchw, p.x_dims, kNchwToNhwc, sizeof(T), dx.ptr);
   }
@@ -322,7 +322,7 @@ class Conv2DBackpropInputKernel {
 template <class T>
 class Conv2DBackpropFilterKernel {
  public:
-  explicit Conv2DBackpropFilterKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*convolution=*/true)) {}
+  explicit Conv2DBackpropFilterKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*dilations=*/true)) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Dims filter_dims = ctx.ReadShape(ctx.input(1), "filter_sizes");

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "gpu/vendor.h"
+#include "weft/sdk/plugin.h"
 #include "weft/sdk/struct.h"
 #include "weft/weft_plugin.h"
 
@@ -18,22 +19,14 @@ inline const weft_option_def_t kOptions[] = {
      "device); false returns every buffer to the runtime at once.",
      0, 0, 0, 0, nullptr, 0},
 };
-inline constexpr std::size_t kNumOptions = sizeof kOptions / sizeof kOptions[0];
 
 // The plugin's description with the vendor's names and the options above,
 // around |table| and |configure|.
 inline weft_plugin_t Description(const weft_device_plugin_t* table, weft_status_t (*configure)(const weft_options_t*)) {
-  auto p = sdk::Make<weft_plugin_t>();
-  p.abi_major = WEFT_ABI_VERSION_MAJOR;
-  p.abi_minor = WEFT_ABI_VERSION_MINOR;
-  p.name = Vendor().plugin_name;
-  p.version = Vendor().version;
-  p.description = Vendor().description;
-  p.kind = WEFT_PLUGIN_DEVICE;
+  weft_plugin_t p =
+      sdk::DescribePlugin(Vendor().plugin_name, Vendor().version, Vendor().description, WEFT_PLUGIN_DEVICE);
   p.device = table;
-  p.options = kOptions;
-  p.num_options = kNumOptions;
-  p.configure = configure;
+  sdk::WithOptions(p, kOptions, configure);
   return p;
 }
 

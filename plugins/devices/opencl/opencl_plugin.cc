@@ -357,17 +357,12 @@ const weft_option_def_t kOptions[] = {
 
 const weft_plugin_t* Describe() {
   static const weft_plugin_t plugin = [] {
-    auto p = sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = "opencl";
-    p.version = WEFT_OPENCL_PLUGIN_VERSION;
-    p.description = "OpenCL 1.2 devices (GPUs, or CPUs through PoCL): device memory, command queues as streams";
-    p.kind = WEFT_PLUGIN_DEVICE;
+    weft_plugin_t p =
+        sdk::DescribePlugin("opencl", WEFT_OPENCL_PLUGIN_VERSION,
+                            "OpenCL 1.2 devices (GPUs, or CPUs through PoCL): device memory, command queues as streams",
+                            WEFT_PLUGIN_DEVICE);
     p.device = &DeviceTable();
-    p.options = kOptions;
-    p.num_options = sizeof kOptions / sizeof kOptions[0];
-    p.configure = Configure;
+    sdk::WithOptions(p, kOptions, Configure);
     return p;
   }();
   return &plugin;

@@ -65,17 +65,11 @@ const weft_plugin_t* Describe() {
   // answer.
   ProbeDevices();
   static const weft_plugin_t plugin = [] {
-    auto p = sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = "rdma";
-    p.version = WEFT_RDMA_PLUGIN_VERSION;
-    p.description = "RDMA transport on libibverbs (reliable connected queue pairs; untested on hardware)";
-    p.kind = WEFT_PLUGIN_TRANSPORT;
+    weft_plugin_t p = sdk::DescribePlugin(
+        "rdma", WEFT_RDMA_PLUGIN_VERSION,
+        "RDMA transport on libibverbs (reliable connected queue pairs; untested on hardware)", WEFT_PLUGIN_TRANSPORT);
     p.transport = &Table();
-    p.options = kOptions;
-    p.num_options = sizeof kOptions / sizeof kOptions[0];
-    p.configure = Configure;
+    sdk::WithOptions(p, kOptions, Configure);
     return p;
   }();
   return &plugin;

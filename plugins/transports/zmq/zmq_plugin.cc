@@ -214,17 +214,9 @@ const weft_plugin_t* Describe() {
            " over TCP (zmq+tcp://HOST:PORT), zero-copy sends";
   }();
   static const weft_plugin_t plugin = [] {
-    auto p = sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = "zmq";
-    p.version = WEFT_ZMQ_PLUGIN_VERSION;
-    p.description = description.c_str();
-    p.kind = WEFT_PLUGIN_TRANSPORT;
+    weft_plugin_t p = sdk::DescribePlugin("zmq", WEFT_ZMQ_PLUGIN_VERSION, description.c_str(), WEFT_PLUGIN_TRANSPORT);
     p.transport = &TransportTable();
-    p.options = kOptions;
-    p.num_options = sizeof kOptions / sizeof kOptions[0];
-    p.configure = Configure;
+    sdk::WithOptions(p, kOptions, Configure);
     return p;
   }();
   return &plugin;

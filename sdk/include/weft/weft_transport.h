@@ -3,7 +3,7 @@
  * A transport plugin moves opaque messages between processes: TCP (Boost
  * Asio), ZeroMQ, RDMA. It knows nothing of graphs or tensors. Framing of
  * control messages, RPC, authentication, deadlines and retries live in the
- * core (core/dist), so a transport stays small:
+ * core (core/distributed), so a transport stays small:
  *
  *  endpoint    a local communication point; listens when given an address
  *  connection  a bidirectional, ordered, reliable link to one peer

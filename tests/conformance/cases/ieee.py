@@ -149,7 +149,7 @@ def strided_slice_cases(g):
 def limit_cases(g):
     """What the edge-case suite found: Gelu and its gradient at +-inf give
     their limits (not -inf * 0 = NaN); a NaN bound of ClipByValue gives NaN
-    (numpy.clip); Range starting at -0.0 starts with -0.0 (numpy.arange)."""
+    (as torch.clamp; NumPy 1.24's clip ignores a NaN bound); Range starting at -0.0 starts with -0.0 (numpy.arange)."""
     inf, nan = np.inf, np.nan
     x = np.array([-inf, inf, nan, -30.0, 30.0, 1.0], np.float32)
     for approximate in (False, True):

@@ -112,12 +112,7 @@ const weft_device_plugin_t kDevice = [] {
 
 const weft_plugin_t* Describe() {
   static const weft_plugin_t plugin = [] {
-    auto p = weft::sdk::Make<weft_plugin_t>();
-    p.abi_major = WEFT_ABI_VERSION_MAJOR;
-    p.abi_minor = WEFT_ABI_VERSION_MINOR;
-    p.name = "add";
-    p.version = "1.0.0";
-    p.kind = WEFT_PLUGIN_DEVICE;
+    weft_plugin_t p = weft::sdk::DescribePlugin("add", "1.0.0", nullptr, WEFT_PLUGIN_DEVICE);
     p.device = &kDevice;
     return p;
   }();

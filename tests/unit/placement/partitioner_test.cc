@@ -1,5 +1,5 @@
-// The partitioner's control loops (docs/distributed.md, "How a graph is
-// split across tasks"): a loop split across devices gets, on every device holding
+// The partitioner's control loops (docs/distributed-internals.md, "How a
+// graph is split across tasks"): a loop split across devices gets, on every device holding
 // part of it, a control loop driven by the loop's condition, and every
 // transfer inside the loop is tied to it. Checked on the partitioned
 // graphs; running them is loop_devices_test's and dist_loop_test's job.

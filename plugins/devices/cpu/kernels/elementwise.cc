@@ -482,7 +482,7 @@ class ClipKernel {
         auto r = v < l ? l : v;  // NaN compares false: stays NaN
         r = r > h ? h : r;
         if constexpr (std::is_floating_point_v<decltype(r)>) {
-          if (l != l) r = l;  // a NaN bound gives NaN, as numpy.clip
+          if (l != l) r = l;  // a NaN bound gives NaN, as torch.clamp (weft ops ClipByValue)
           if (h != h) r = h;
         }
         po[o + i] = StoreAs<T>(r);

@@ -1,16 +1,11 @@
 // The window geometry of the convolution and pooling kernels (nn_conv.cc)
-// and of their gradients (nn_conv_grad.cc), with TensorFlow's semantics:
-// NHWC or NCHW data, strides/dilations/ksize in data_format order, SAME
-// padding giving ceil(in / stride) outputs with any odd padding element
-// after. Also the NCHW <-> NHWC copies the direct loops (which run on NHWC
-// data) go through.
+// and of their gradients (nn_conv_grad.cc): the SDK's (weft/sdk/window.h),
+// with TensorFlow's semantics. Also the NCHW <-> NHWC copies the direct
+// loops (which run on NHWC data) go through.
 //
 //   WindowAttrs a = ReadWindowAttrs(init, /*dilations=*/true);   // in the constructor
 //   Geometry g = ConvGeometry(a, input.dims, filter.dims, /*depthwise=*/false);
 //   Tensor out = ctx.allocate_output(0, g.OutputDims(a.nchw));
-//
-// Every check repeats the shape functions' (core/ops/nn_ops.cc,
-// nn_grad_ops.cc), with their messages, and throws (Fail).
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNELS_WINDOW_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNELS_WINDOW_H_
 
@@ -21,129 +16,20 @@
 #include <vector>
 
 #include "../kernel_framework.h"
-#include "weft/sdk/size.h"
+#include "weft/sdk/window.h"
 
 namespace weft::cpu {
 
-// The attrs the convolutions and poolings share, spatial entries only.
-struct WindowAttrs {
-  bool nchw = false;
-  bool same = false;
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t dilation_h = 1, dilation_w = 1;
-};
-
-// The (height, width) entries of the 4-entry window attr |name|.
-inline std::pair<int64_t, int64_t> SpatialAttr(const InitContext& init, const char* name, bool nchw) {
-  const std::vector<int64_t> v = init.Ints(name);
-  if (v.size() != 4) Fail("attr '", name, "' must have 4 entries, got ", v.size());
-  for (int64_t x : v) {
-    if (x < 1) Fail("attr '", name, "' entries must be >= 1, got ", DimsString(v));
-  }
-  if (v[0] != 1 || v[nchw ? 1 : 3] != 1) {
-    Fail("attr '", name, "' must be 1 in the batch and channel dimensions, got ", DimsString(v));
-  }
-  return nchw ? std::make_pair(v[2], v[3]) : std::make_pair(v[1], v[2]);
-}
-
-// data_format, padding, strides and (for the convolutions) dilations.
-inline WindowAttrs ReadWindowAttrs(const InitContext& init, bool dilations) {
-  WindowAttrs a;
-  a.nchw = init.String("data_format") == "NCHW";
-  a.same = init.String("padding") == "SAME";
-  std::tie(a.stride_h, a.stride_w) = SpatialAttr(init, "strides", a.nchw);
-  if (dilations) std::tie(a.dilation_h, a.dilation_w) = SpatialAttr(init, "dilations", a.nchw);
-  return a;
-}
-
-// Everything about one window op's shapes, in NHWC terms: the forward
-// input (in_*), the window, and the forward output (out_*).
-struct Geometry {
-  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0;
-  int64_t window_h = 0, window_w = 0;
-  int64_t out_h = 0, out_w = 0, out_channels = 0;
-  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-
-  Dims OutputDims(bool nchw) const {
-    return nchw ? Dims{batch, out_channels, out_h, out_w} : Dims{batch, out_h, out_w, out_channels};
-  }
-
-  // A pooling of NCHW data pools each channel plane alone, which is the
-  // same pooling of N*C NHWC images of one channel, with no copy.
-  Geometry PlanesAsImages() const {
-    Geometry g = *this;
-    g.batch *= g.channels;
-    g.channels = g.out_channels = 1;
-    return g;
-  }
-};
-
-// Output size and padding of one spatial dimension |dim| ("height").
-inline void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
-                          int64_t& out, int64_t& pad_before, int64_t& pad_after) {
-  const int64_t effective = sdk::AddSize(sdk::MulSize(window - 1, dilation, dim), 1, dim);
-  if (!same) {
-    if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
-    out = (in - effective) / stride + 1;
-    pad_before = pad_after = 0;
-    return;
-  }
-  // ceil(in / stride), and the padding that lets the last window end at the
-  // input's end, written so that no step can overflow: (out - 1) * stride
-  // is below in.
-  out = in / stride + (in % stride != 0 ? 1 : 0);
-  const int64_t covered = in - (out - 1) * stride;  // in (0, stride] when in > 0
-  const int64_t total = std::max<int64_t>(effective - covered, 0);
-  pad_before = total / 2;
-  pad_after = total - pad_before;
-}
-
-// The geometry of a window of |window_h| x |window_w| (at least 1x1) over
-// a forward input of shape |input|; out_channels is left to the caller.
-inline Geometry MakeGeometry(const WindowAttrs& a, const Dims& input, int64_t window_h, int64_t window_w) {
-  if (input.size() != 4) Fail("the input must have rank 4, got ", DimsString(input));
-  Geometry g;
-  g.batch = input[0];
-  g.channels = input[a.nchw ? 1 : 3];
-  g.in_h = input[a.nchw ? 2 : 1];
-  g.in_w = input[a.nchw ? 3 : 2];
-  g.window_h = window_h;
-  g.window_w = window_w;
-  g.stride_h = a.stride_h;
-  g.stride_w = a.stride_w;
-  g.dilation_h = a.dilation_h;
-  g.dilation_w = a.dilation_w;
-  SpatialWindow("height", g.in_h, window_h, g.stride_h, g.dilation_h, a.same, g.out_h, g.pad_top, g.pad_bottom);
-  SpatialWindow("width", g.in_w, window_w, g.stride_w, g.dilation_w, a.same, g.out_w, g.pad_left, g.pad_right);
-  return g;
-}
-
-// A pooling's geometry: as many output channels as input channels.
-inline Geometry PoolGeometry(const WindowAttrs& a, const Dims& input, int64_t window_h, int64_t window_w) {
-  Geometry g = MakeGeometry(a, input, window_h, window_w);
-  g.out_channels = g.channels;
-  return g;
-}
-
-// The geometry of a (depthwise) convolution of an input |input| with an
-// HWIO filter |filter| ([height, width, channels, multiplier] depthwise).
-inline Geometry ConvGeometry(const WindowAttrs& a, const Dims& input, const Dims& filter, bool depthwise) {
-  if (input.size() != 4 || filter.size() != 4) {
-    Fail("input and filter must have rank 4, got ", DimsString(input), " and ", DimsString(filter));
-  }
-  if (filter[0] < 1 || filter[1] < 1) {
-    Fail("the filter window ", DimsString(filter), " is empty; it must be at least 1x1");
-  }
-  const int64_t channels = input[a.nchw ? 1 : 3];
-  if (channels != filter[2]) {
-    Fail("the input has ", channels, " channels (", a.nchw ? "NCHW " : "NHWC ", DimsString(input),
-         ") but the filter expects ", filter[2], " (HWIO ", DimsString(filter), ")");
-  }
-  Geometry g = MakeGeometry(a, input, filter[0], filter[1]);
-  g.out_channels = depthwise ? channels * filter[3] : filter[3];
-  return g;
-}
+// The geometry itself is the SDK's (weft/sdk/window.h), shared by every
+// device plugin.
+using sdk::CheckForwardOutput;
+using sdk::ConvGeometry;
+using sdk::Geometry;
+using sdk::MakeGeometry;
+using sdk::PoolGeometry;
+using sdk::ReadWindowAttrs;
+using sdk::SpatialAttr;
+using sdk::WindowAttrs;
 
 // --- Layout changes ------------------------------------------------------------------
 

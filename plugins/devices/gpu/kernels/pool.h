@@ -28,8 +28,8 @@ struct PoolShape {
 };
 
 PoolShape ShapeOf(const Geometry& g, bool nchw) {
-  return PoolShape{g.batch,    g.in_h,     g.in_w,     g.channels,     g.out_h,        g.out_w, g.window_h,
-                   g.window_w, g.stride_h, g.stride_w, g.h.pad_before, g.w.pad_before, nchw};
+  return PoolShape{g.batch,    g.in_h,     g.in_w,     g.channels, g.out_h,    g.out_w, g.window_h,
+                   g.window_w, g.stride_h, g.stride_w, g.pad_top,  g.pad_left, nchw};
 }
 
 __device__ inline int64_t At(const PoolShape& s, int64_t n, int64_t h, int64_t w, int64_t c, int64_t height,
@@ -148,7 +148,7 @@ __global__ void PoolBackward(const T* orig_in, const T* grad, T* out, PoolShape 
 template <class T, bool kMax>
 class PoolKernel {
  public:
-  explicit PoolKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*convolution=*/false)) {}
+  explicit PoolKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*dilations=*/false, /*ksize=*/true)) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Geometry g = PoolGeometry(attrs_, x.dims);
@@ -166,7 +166,8 @@ class PoolKernel {
 template <class T>
 class MaxPoolGradKernel {
  public:
-  explicit MaxPoolGradKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*convolution=*/false)) {}
+  explicit MaxPoolGradKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, /*dilations=*/false, /*ksize=*/true)) {}
   void Compute(Context& ctx) {
     const Tensor orig_in = ctx.input(0), orig_out = ctx.input(1), grad = ctx.input(2);
     const Geometry g = PoolGeometry(attrs_, orig_in.dims);
@@ -193,7 +194,8 @@ class MaxPoolGradKernel {
 template <class T>
 class AvgPoolGradKernel {
  public:
-  explicit AvgPoolGradKernel(const InitContext& init) : attrs_(ReadWindowAttrs(init, /*convolution=*/false)) {}
+  explicit AvgPoolGradKernel(const InitContext& init)
+      : attrs_(ReadWindowAttrs(init, /*dilations=*/false, /*ksize=*/true)) {}
   void Compute(Context& ctx) {
     const Dims in_dims = ctx.ReadShape(ctx.input(0), "orig_input_shape");
     const Tensor grad = ctx.input(1);

@@ -1,8 +1,8 @@
 // Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, MaxPool, AvgPool,
 // MaxPoolGrad and AvgPoolGrad (conv.cl), f32 and f64, NHWC or NCHW, SAME or
 // VALID padding, any strides and (for the convolutions) dilations, with
-// TensorFlow's semantics. Every check repeats the shape functions' (and
-// the CPU kernels'), with their messages.
+// TensorFlow's semantics. The window geometry and its checks are the SDK's
+// (weft/sdk/window.h), as on every device.
 //
 // NHWC convolutions are matrix products (matmul.cl) over the input's column
 // matrix (im2col): the output is col x filter, the filter's gradient col^T x
@@ -15,120 +15,31 @@
 
 #include "matmul.h"
 #include "weft/sdk/size.h"
+#include "weft/sdk/window.h"
 
 namespace weft::opencl {
 namespace {
 
-// The attrs the convolutions and poolings share, spatial entries only.
-struct WindowAttrs {
-  bool nchw = false;
-  bool same = false;
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t dilation_h = 1, dilation_w = 1;
-};
+// The window geometry is the SDK's (weft/sdk/window.h), shared by every
+// device plugin.
+using sdk::ConvGeometry;
+using sdk::Geometry;
+using sdk::PoolGeometry;
+using sdk::ReadWindowAttrs;
+using sdk::WindowAttrs;
 
-std::pair<int64_t, int64_t> SpatialAttr(const InitContext& init, const char* name, bool nchw) {
-  const std::vector<int64_t> v = init.Ints(name);
-  if (v.size() != 4) Fail("attr '", name, "' must have 4 entries, got ", v.size());
-  for (int64_t x : v) {
-    if (x < 1) Fail("attr '", name, "' entries must be >= 1, got ", DimsString(v));
+// The int16 the kernels of conv.cl take.
+cl_int16 Packed(const Geometry& geometry, bool nchw) {
+  const Geometry& g = geometry;
+  const int64_t values[16] = {g.batch,        g.in_h,     g.in_w,     g.channels,  g.out_h,    g.out_w,
+                              g.out_channels, g.window_h, g.window_w, g.stride_h,  g.stride_w, g.dilation_h,
+                              g.dilation_w,   g.pad_top,  g.pad_left, nchw ? 1 : 0};
+  cl_int16 packed{};
+  for (int i = 0; i < 16; ++i) {
+    if (values[i] > INT32_MAX) Fail("a dimension of ", values[i], " is too large for the OpenCL kernels (2^31 - 1)");
+    packed.s[i] = static_cast<cl_int>(values[i]);
   }
-  if (v[0] != 1 || v[nchw ? 1 : 3] != 1) {
-    Fail("attr '", name, "' must be 1 in the batch and channel dimensions, got ", DimsString(v));
-  }
-  return nchw ? std::make_pair(v[2], v[3]) : std::make_pair(v[1], v[2]);
-}
-
-WindowAttrs ReadWindowAttrs(const InitContext& init, bool dilations) {
-  WindowAttrs a;
-  a.nchw = init.String("data_format") == "NCHW";
-  a.same = init.String("padding") == "SAME";
-  std::tie(a.stride_h, a.stride_w) = SpatialAttr(init, "strides", a.nchw);
-  if (dilations) std::tie(a.dilation_h, a.dilation_w) = SpatialAttr(init, "dilations", a.nchw);
-  return a;
-}
-
-// One window op's shapes in NHWC terms: the forward input (in_*), the
-// window and the forward output (out_*).
-struct Geometry {
-  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0;
-  int64_t window_h = 0, window_w = 0;
-  int64_t out_h = 0, out_w = 0, out_channels = 0;
-  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_top = 0, pad_left = 0;
-
-  Dims OutputDims(bool nchw) const {
-    return nchw ? Dims{batch, out_channels, out_h, out_w} : Dims{batch, out_h, out_w, out_channels};
-  }
-
-  // The int16 the kernels of conv.cl take.
-  cl_int16 Packed(bool nchw) const {
-    const int64_t values[16] = {batch,        in_h,     in_w,     channels,    out_h,    out_w,
-                                out_channels, window_h, window_w, stride_h,    stride_w, dilation_h,
-                                dilation_w,   pad_top,  pad_left, nchw ? 1 : 0};
-    cl_int16 g{};
-    for (int i = 0; i < 16; ++i) {
-      if (values[i] > INT32_MAX) Fail("a dimension of ", values[i], " is too large for the OpenCL kernels (2^31 - 1)");
-      g.s[i] = static_cast<cl_int>(values[i]);
-    }
-    return g;
-  }
-};
-
-void SpatialWindow(const char* dim, int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same,
-                   int64_t& out, int64_t& pad_before) {
-  const int64_t effective = sdk::AddSize(sdk::MulSize(window - 1, dilation, dim), 1, dim);
-  if (!same) {
-    if (in < effective) Fail(dim, ": the window (", effective, " with dilation) is larger than the input (", in, ")");
-    out = (in - effective) / stride + 1;
-    pad_before = 0;
-    return;
-  }
-  // ceil(in / stride) and its padding, with no step that can overflow.
-  out = in / stride + (in % stride != 0 ? 1 : 0);
-  const int64_t total = std::max<int64_t>(effective - (in - (out - 1) * stride), 0);
-  pad_before = total / 2;
-}
-
-Geometry MakeGeometry(const WindowAttrs& a, const Dims& input, int64_t window_h, int64_t window_w) {
-  if (input.size() != 4) Fail("the input must have rank 4, got ", DimsString(input));
-  Geometry g;
-  g.batch = input[0];
-  g.channels = input[a.nchw ? 1 : 3];
-  g.in_h = input[a.nchw ? 2 : 1];
-  g.in_w = input[a.nchw ? 3 : 2];
-  g.window_h = window_h;
-  g.window_w = window_w;
-  g.stride_h = a.stride_h;
-  g.stride_w = a.stride_w;
-  g.dilation_h = a.dilation_h;
-  g.dilation_w = a.dilation_w;
-  SpatialWindow("height", g.in_h, window_h, g.stride_h, g.dilation_h, a.same, g.out_h, g.pad_top);
-  SpatialWindow("width", g.in_w, window_w, g.stride_w, g.dilation_w, a.same, g.out_w, g.pad_left);
-  return g;
-}
-
-Geometry PoolGeometry(const WindowAttrs& a, const Dims& input, int64_t window_h, int64_t window_w) {
-  Geometry g = MakeGeometry(a, input, window_h, window_w);
-  g.out_channels = g.channels;
-  return g;
-}
-
-Geometry ConvGeometry(const WindowAttrs& a, const Dims& input, const Dims& filter) {
-  if (input.size() != 4 || filter.size() != 4) {
-    Fail("input and filter must have rank 4, got ", DimsString(input), " and ", DimsString(filter));
-  }
-  if (filter[0] < 1 || filter[1] < 1) {
-    Fail("the filter window ", DimsString(filter), " is empty; it must be at least 1x1");
-  }
-  const int64_t channels = input[a.nchw ? 1 : 3];
-  if (channels != filter[2]) {
-    Fail("the input has ", channels, " channels (", a.nchw ? "NCHW " : "NHWC ", DimsString(input),
-         ") but the filter expects ", filter[2], " (HWIO ", DimsString(filter), ")");
-  }
-  Geometry g = MakeGeometry(a, input, filter[0], filter[1]);
-  g.out_channels = filter[3];
-  return g;
+  return packed;
 }
 
 // The 4 dims a *_sizes input holds, checked.
@@ -189,7 +100,7 @@ class Conv2DKernel {
       Launch(ctx, *program_, "im2col")
           .Buf(x)
           .Buf(col)
-          .Val(g.Packed(false))
+          .Val(Packed(g, false))
           .Val<cl_ulong>(col.num_elements)
           .Run(col.num_elements);
       Multiply(ctx, *matmul_, col, filter, y, col.dim(0), g.out_channels, col.dim(1), false, false, Single(), 1);
@@ -199,7 +110,7 @@ class Conv2DKernel {
         .Buf(x)
         .Buf(filter)
         .Buf(y)
-        .Val(g.Packed(attrs_.nchw))
+        .Val(Packed(g, attrs_.nchw))
         .Val<cl_ulong>(y.num_elements)
         .Run(y.num_elements);
   }
@@ -232,7 +143,7 @@ class ConvBackpropInputKernel {
       Launch(ctx, *program_, "col2im")
           .Buf(col)
           .Buf(dx)
-          .Val(g.Packed(false))
+          .Val(Packed(g, false))
           .Val<cl_ulong>(dx.num_elements)
           .Run(dx.num_elements);
       return;
@@ -241,7 +152,7 @@ class ConvBackpropInputKernel {
         .Buf(filter)
         .Buf(dy)
         .Buf(dx)
-        .Val(g.Packed(attrs_.nchw))
+        .Val(Packed(g, attrs_.nchw))
         .Val<cl_ulong>(dx.num_elements)
         .Run(dx.num_elements);
   }
@@ -273,7 +184,7 @@ class ConvBackpropFilterKernel {
       Launch(ctx, *program_, "im2col")
           .Buf(x)
           .Buf(col)
-          .Val(g.Packed(false))
+          .Val(Packed(g, false))
           .Val<cl_ulong>(col.num_elements)
           .Run(col.num_elements);
       Multiply(ctx, *matmul_, col, dy, df, col.dim(1), g.out_channels, col.dim(0), true, false, Single(), 1);
@@ -283,7 +194,7 @@ class ConvBackpropFilterKernel {
         .Buf(x)
         .Buf(dy)
         .Buf(df)
-        .Val(g.Packed(attrs_.nchw))
+        .Val(Packed(g, attrs_.nchw))
         .Val<cl_ulong>(df.num_elements)
         .Run(df.num_elements);
   }
@@ -310,7 +221,7 @@ class PoolKernel {
     Launch(ctx, *program_, "pool")
         .Buf(x)
         .Buf(y)
-        .Val(g.Packed(attrs_.nchw))
+        .Val(Packed(g, attrs_.nchw))
         .Val<cl_ulong>(y.num_elements)
         .Val<cl_int>(max_ ? 1 : 0)
         .Run(y.num_elements);
@@ -341,7 +252,7 @@ class MaxPoolGradKernel {
         .Buf(x)
         .Buf(dy)
         .Buf(dx)
-        .Val(g.Packed(attrs_.nchw))
+        .Val(Packed(g, attrs_.nchw))
         .Val<cl_ulong>(dx.num_elements)
         .Run(dx.num_elements);
   }
@@ -368,7 +279,7 @@ class AvgPoolGradKernel {
     Launch(ctx, *program_, "avg_pool_grad")
         .Buf(dy)
         .Buf(dx)
-        .Val(g.Packed(attrs_.nchw))
+        .Val(Packed(g, attrs_.nchw))
         .Val<cl_ulong>(dx.num_elements)
         .Run(dx.num_elements);
   }

@@ -98,7 +98,7 @@ __kernel void clip(__global const T* ts, __global const T* los, __global const T
   T r = v < lo ? lo : v;
   r = r > hi ? hi : r;
 #if defined(WEFT_FLOAT)
-  if (isnan(lo)) r = lo;  // a NaN bound gives NaN, as numpy.clip
+  if (isnan(lo)) r = lo;  // a NaN bound gives NaN, as torch.clamp (weft ops ClipByValue)
   if (isnan(hi)) r = hi;
 #endif
   zs[i] = r;

@@ -9,12 +9,7 @@
 //
 //   static const weft_plugin_t* Describe() {
 //     static const weft_plugin_t plugin = [] {
-//       auto p = weft::sdk::Make<weft_plugin_t>();
-//       p.abi_major = WEFT_ABI_VERSION_MAJOR;
-//       p.abi_minor = WEFT_ABI_VERSION_MINOR;
-//       p.name = "mydev";
-//       p.version = "1.0.0";
-//       p.kind = WEFT_PLUGIN_DEVICE;
+//       weft_plugin_t p = weft::sdk::DescribePlugin("mydev", "1.0.0", "My device", WEFT_PLUGIN_DEVICE);
 //       p.device = &kDevice;  // the device table
 //       return p;
 //     }();
@@ -22,10 +17,28 @@
 //   }
 //   WEFT_SDK_DEFINE_PLUGIN(Describe)
 //
+// A plugin with options lists them and reads them in its configure
+// function (weft/sdk/options.h); WithOptions sets the three members:
+//
+//   const weft_option_def_t kOptions[] = {
+//       {sizeof(weft_option_def_t), "count", WEFT_OPTION_INT, "1", "How many devices.", 1, 1, 1, 64, nullptr, 0},
+//   };
+//   int g_count = 1;
+//   weft_status_t Configure(const weft_options_t* options) {
+//     return weft::sdk::Guard([&] { g_count = static_cast<int>(weft::sdk::GetInt(options, "count")); });
+//   }
+//   weft_plugin_t Described() {
+//     weft_plugin_t p = weft::sdk::DescribePlugin("mydev", "1.0.0", "My device", WEFT_PLUGIN_DEVICE);
+//     weft::sdk::WithOptions(p, kOptions, Configure);
+//     return p;
+//   }
+//
 // Describe runs inside the guard: it may throw weft::sdk::Error with
 // WEFT_UNAVAILABLE to say the plugin cannot serve on this machine.
 #ifndef WEFT_SDK_PLUGIN_H_
 #define WEFT_SDK_PLUGIN_H_
+
+#include <cstddef>
 
 #include "weft/sdk/guard.h"
 #include "weft/sdk/host.h"
@@ -61,6 +74,35 @@ weft_status_t RunInit(const weft_host_t* host_table, const weft_plugin_t** out_p
 }
 
 }  // namespace weft::sdk::internal
+
+namespace weft::sdk {
+
+// A plugin's description for this ABI version: its name, version, one-line
+// description and kind. The caller adds its table (device, transport,
+// optimizer or collectives) and, with WithOptions, its options.
+inline weft_plugin_t DescribePlugin(const char* name, const char* version, const char* description,
+                                    weft_plugin_kind_t kind) {
+  auto p = Make<weft_plugin_t>();
+  p.abi_major = WEFT_ABI_VERSION_MAJOR;
+  p.abi_minor = WEFT_ABI_VERSION_MINOR;
+  p.name = name;
+  p.version = version;
+  p.description = description;
+  p.kind = kind;
+  return p;
+}
+
+// Sets |p|'s options (a static array, which the host reads for the
+// plugin's lifetime) and the function that receives their values.
+template <std::size_t N>
+void WithOptions(weft_plugin_t& p, const weft_option_def_t (&options)[N],
+                 weft_status_t (*configure)(const weft_options_t*)) {
+  p.options = options;
+  p.num_options = N;
+  p.configure = configure;
+}
+
+}  // namespace weft::sdk
 
 #define WEFT_SDK_DEFINE_PLUGIN(describe_fn)                                                           \
   extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t* host,            \

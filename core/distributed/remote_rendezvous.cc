@@ -1,0 +1,95 @@
+#include "core/distributed/remote_rendezvous.h"
+
+#include <vector>
+
+namespace weft::dist {
+
+std::string TaskOfDevice(std::string_view device) {
+  const std::size_t at = device.find("/device:");
+  if (at == std::string_view::npos || at == 0) return {};
+  return std::string(device.substr(0, at));
+}
+
+RemoteRendezvous::RemoteRendezvous(int64_t step_id, std::string local_task, RpcNode* rpc,
+                                   std::function<std::optional<Peer>(const std::string&)> peer_of, int64_t timeout_ms)
+    : step_id_(step_id),
+      local_task_(std::move(local_task)),
+      rpc_(rpc),
+      peer_of_(std::move(peer_of)),
+      timeout_ms_(timeout_ms) {}
+
+RemoteRendezvous::~RemoteRendezvous() {
+  Abort(CancelledError("step ", step_id_, " ended before this tensor arrived"));
+  std::lock_guard<std::mutex> lock(*pulls_mutex_);
+  *alive_ = false;
+}
+
+void RemoteRendezvous::RecvAsync(const runtime::RendezvousKey& key, DoneFn done) {
+  const std::string src_task = TaskOfDevice(key.src_device);
+  if (src_task.empty() || src_task == local_task_) {
+    runtime::Rendezvous::RecvAsync(key, std::move(done));
+    return;
+  }
+  std::optional<Peer> peer = peer_of_(src_task);
+  if (!peer) {
+    done(NotFoundError("tensor ", key.ToString(), " comes from task ", src_task, ", which the cluster does not have"),
+         Item{});
+    return;
+  }
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(*pulls_mutex_);
+    id = aborted_status_.ok() ? next_pull_++ : 0;
+    if (id != 0) pulls_.emplace(id, Pull{std::move(done)});
+  }
+  if (id == 0) {
+    done(aborted(), Item{});
+    return;
+  }
+  Request request;
+  request.method = Method::kRecvTensor;
+  request.step_id = step_id_;
+  request.key = key;
+  std::weak_ptr<bool> alive = alive_;
+  auto mutex = pulls_mutex_;
+  rpc_->Call(*peer, std::move(request), timeout_ms_,
+             [this, id, alive, mutex, key, peer = *peer](Status status, Response response) {
+               std::lock_guard<std::mutex> guard(*mutex);
+               auto live = alive.lock();
+               if (live == nullptr || !*live) return;
+               // Still alive: finish under the pulls lock's protection of
+               // |this| (the destructor takes it before it goes).
+               Item item;
+               if (status.ok()) {
+                 item.value = std::move(response.tensor);
+                 item.is_dead = response.is_dead;
+               } else {
+                 status = Status(status.code(),
+                                 StrCat("pulling ", key.ToString(), " from ", peer.name, ": ", status.message()));
+               }
+               auto it = pulls_.find(id);
+               if (it == pulls_.end()) return;  // aborted meanwhile
+               DoneFn waiter = std::move(it->second.done);
+               pulls_.erase(it);
+               // The receiver's continuation runs kernels: not under the lock.
+               mutex->unlock();
+               waiter(status, std::move(item));
+               mutex->lock();
+             });
+}
+
+void RemoteRendezvous::Abort(const Status& status) {
+  runtime::Rendezvous::Abort(status);
+  std::vector<DoneFn> waiting;
+  Status why;
+  {
+    std::lock_guard<std::mutex> lock(*pulls_mutex_);
+    if (aborted_status_.ok()) aborted_status_ = aborted();
+    why = aborted_status_;
+    for (auto& [id, pull] : pulls_) waiting.push_back(std::move(pull.done));
+    pulls_.clear();
+  }
+  for (DoneFn& done : waiting) done(why, Item{});
+}
+
+}  // namespace weft::dist
