@@ -48,6 +48,12 @@ void ChiefRecovery::Move(State to, const char* event) {
   state_ = to;
 }
 
+void ChiefRecovery::GiveUp(const Status& status, const char* event) {
+  error_ = Status(Code::kUnavailable, StrCat(why_.message(), "; then ", status.message(), "; gave up after ",
+                                             timeout_s_, " s (recovery_timeout_s)"));
+  Move(State::kGaveUp, event);
+}
+
 void ChiefRecovery::TasksAnswered(const std::map<std::string, uint64_t>& now) {
   if (state_ == State::kWaitingForTasks) {
     restarted_.clear();
@@ -74,9 +80,7 @@ void ChiefRecovery::TasksAnswered(const std::map<std::string, uint64_t>& now) {
 
 void ChiefRecovery::TasksSilent(const Status& status) {
   if (state_ != State::kWaitingForTasks && state_ != State::kCheckingRestore) return;
-  error_ = Status(Code::kUnavailable, StrCat(why_.message(), "; then ", status.message(), "; gave up after ",
-                                             timeout_s_, " s (recovery_timeout_s)"));
-  Move(State::kGaveUp, "tasks silent");
+  GiveUp(status, "tasks silent");
 }
 
 void ChiefRecovery::NoCheckpoint(const std::string& dir) {
@@ -96,9 +100,7 @@ void ChiefRecovery::RestoreFailed(const Status& status, bool recoverable, bool p
     error_ = status;
     Move(State::kFailed, "restore failed");
   } else if (past_deadline) {
-    error_ = Status(Code::kUnavailable, StrCat(why_.message(), "; then ", status.message(), "; gave up after ",
-                                               timeout_s_, " s (recovery_timeout_s)"));
-    Move(State::kGaveUp, "restore failed past the deadline");
+    GiveUp(status, "restore failed past the deadline");
   } else {
     Move(State::kWaitingForTasks, "restore failed, another fault meanwhile");
   }

@@ -81,6 +81,8 @@ class ChiefRecovery {
 
  private:
   void Move(State to, const char* event);
+  // kGaveUp, the error naming |why_|, what |status| says and the timeout.
+  void GiveUp(const Status& status, const char* event);
 
   Status why_;
   std::map<std::string, uint64_t> known_;

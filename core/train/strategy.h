@@ -130,6 +130,8 @@ class Run::SyncStrategy final : public Run::Strategy {
   Expected<TrainResult> Finish();
 
   const SyncNodes& sn_;
+  // What each update fetches: the gradients aggregated, stale and late.
+  const std::vector<std::string> counts_;
   int64_t replicas_ = 0;  // the gradients averaged per step
   TrainResult result_;
   SyncWorkerStats stats_;

@@ -194,6 +194,7 @@ Status Run::SyncWorkerLoop(SyncWorkerStats* stats, bool report) {
 Run::SyncStrategy::SyncStrategy(Run& run)
     : Strategy(run),
       sn_(*run.tg_.sync),
+      counts_{sn_.aggregated, sn_.stale, sn_.late},
       policy_(run.config_.checkpoint.every_steps, run.config_.checkpoint.every_seconds) {
   const config::TrainingConfig& t = run.config_.training;
   replicas_ = t.replicas_to_aggregate > 0 ? t.replicas_to_aggregate : run.num_workers_ - t.backup_workers;
@@ -333,9 +334,9 @@ Expected<bool> Run::SyncStrategy::Step() {
   const bool pause = eval_due || save_due || end_due;
   const double lr = LearningRateAt(run_.config_.schedule, run_.optimizer_choice_.learning_rate, run_.step_, total);
   std::vector<Tensor> out;
-  Status applied = run_.session_->Run(
-      {{run_.tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, {sn_.aggregated, sn_.stale, sn_.late},
-      {pause ? sn_.apply : sn_.apply_and_release}, &out, run_.TraceStep(run_.step_ + 1));
+  Status applied =
+      run_.session_->Run({{run_.tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, counts_,
+                         {pause ? sn_.apply : sn_.apply_and_release}, &out, run_.TraceStep(run_.step_ + 1));
   if (!applied.ok()) {
     WEFT_RETURN_IF_ERROR(Recover(applied.WithContext(
         StrCat("update ", next, " (the averaged gradients of the workers' step at global step ", run_.step_, ")"))));
