@@ -50,6 +50,23 @@ class JsonWriter {
   void Int(long long value);
   void Bool(bool value);
   void Null();
+  // A member of the current object: its key, then its value.
+  void String(std::string_view key, std::string_view value) {
+    Key(key);
+    String(value);
+  }
+  void Number(std::string_view key, double value) {
+    Key(key);
+    Number(value);
+  }
+  void Int(std::string_view key, long long value) {
+    Key(key);
+    Int(value);
+  }
+  void Bool(std::string_view key, bool value) {
+    Key(key);
+    Bool(value);
+  }
 
  private:
   void Add(Json value);

@@ -1,5 +1,5 @@
 // A failure that comes from losing a task of the cluster, told in the
-// user's terms (docs/distributed.md, "What a user sees when a task fails").
+// user's terms (docs/distributed.md, "When something goes wrong").
 //
 // A step that needs a task that died fails deep inside the runtime, and
 // its status is a chain of contexts that leads with internal names: the

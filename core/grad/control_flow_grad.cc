@@ -111,346 +111,449 @@ int VariableBehind(const GraphBuilder& b, Output value) {
 // gives the same value when the body is run again for the gradient.
 bool RecomputeSafe(std::string_view op) { return op == "ReadVariable" || op == "ResourceGather"; }
 
+// An invariant whose gradient is wanted, and what its sum starts from.
+struct Accumulated {
+  int enter;
+  Output input;  // what the Enter reads
+  Output zeros;
+  Shape shape;
+};
+
+// One backward iteration's copies of forward values.
+struct Copies {
+  std::map<Key, Output> value;    // forward output -> its value here
+  std::map<int, int> node_value;  // forward node -> the node standing for it here (control inputs)
+};
+
+// What FindBody's walk from the carried variables' next values reads and
+// grows.
+struct BodyWalk {
+  std::map<int, std::size_t> switch_var;
+  std::set<int> structure;
+  std::set<int> invariant_set;
+  std::vector<int> work;
+};
+
+// The gradient of one while loop (LoopGradient); the members are what its
+// phases share, set in the order Run runs them.
+class LoopGradientBuilder {
+ public:
+  LoopGradientBuilder(GraphBuilder& b, const Frames& frames, int frame, const std::vector<int>& nodes,
+                      const std::function<Output(const Output&)>& exit_grad,
+                      const std::function<bool(const Output&)>& wants)
+      : b_(b),
+        frames_(frames),
+        frame_(frame),
+        nodes_(nodes),
+        exit_grad_(exit_grad),
+        wants_(wants),
+        frame_name_(frames.frames[static_cast<std::size_t>(frame)].name),
+        what_(StrCat("gradient of while loop '", frame_name_, "'")),
+        members_(nodes.begin(), nodes.end()) {}
+  LoopGradientBuilder(const LoopGradientBuilder&) = delete;
+  LoopGradientBuilder& operator=(const LoopGradientBuilder&) = delete;
+
+  Expected<std::vector<std::pair<Output, Output>>> Run();
+
+ private:
+  Output Out(int node, int index) const { return Output(&b_, node, index); }
+  const std::string& OpOf(int node) const { return b_.node_def(node).op; }
+  const std::string& NameOf(int node) const { return b_.node_def(node).name; }
+
+  Status FindLoopVariables();
+  Status FindBody();
+  Status Visit(BodyWalk& walk, int node, int index, int consumer);
+  Status CheckBodyIsRecomputable() const;
+  Status AddCounterAndPushes();
+  Status FindAccumulated();
+  Expected<std::vector<Output>> BackwardBody(const std::vector<Output>& v);
+  Status PopSaved(const Output& i, Copies& copies);
+  Status RecomputeBody(Copies& copies);
+  Expected<std::vector<Output>> DifferentiateCopy(const std::vector<Output>& v, const Copies& copies);
+
+  GraphBuilder& b_;
+  const Frames& frames_;
+  const int frame_;
+  const std::vector<int>& nodes_;
+  const std::function<Output(const Output&)>& exit_grad_;
+  const std::function<bool(const Output&)>& wants_;
+  const std::string frame_name_;
+  const std::string what_;
+  const std::set<int> members_;
+  std::map<Key, std::vector<int>> consumers_;
+  std::vector<LoopVar> vars_;
+  std::vector<int> invariants_;
+  int64_t parallel_iterations_ = 10;
+  Output loop_cond_;
+  std::vector<std::size_t> carried_;  // the loop variables that carry a gradient
+  std::set<int> body_;
+  std::set<std::size_t> saved_;
+  std::set<int> used_invariants_;
+  std::map<std::size_t, Output> stacks_;
+  Output count_;
+  std::vector<Accumulated> accumulated_;
+};
+
+Expected<std::vector<std::pair<Output, Output>>> LoopGradientBuilder::Run() {
+  for (int id : nodes_) {
+    for (const Output& in : b_.Inputs(id)) consumers_[{in.node(), in.index()}].push_back(id);
+  }
+  WEFT_RETURN_IF_ERROR(FindLoopVariables());
+  for (std::size_t k = 0; k < vars_.size(); ++k) {
+    if (IsFloating(Out(vars_[k].merge, 0).dtype())) carried_.push_back(k);
+  }
+  WEFT_RETURN_IF_ERROR(FindBody());
+  WEFT_RETURN_IF_ERROR(CheckBodyIsRecomputable());
+  WEFT_RETURN_IF_ERROR(AddCounterAndPushes());
+  WEFT_RETURN_IF_ERROR(FindAccumulated());
+
+  // Backward loop: i from count - 1 down to 0; one gradient per carried
+  // variable, one sum per wanted invariant.
+  std::vector<Output> init = {b_.Op("Sub", {count_, b_.Scalar<int64_t>(1)}, {}, "last_index")};
+  WhileOptions options;
+  options.parallel_iterations = static_cast<int>(std::max<int64_t>(1, parallel_iterations_));
+  options.name = "backward";
+  options.shape_invariants.push_back(Shape{});
+  for (std::size_t k : carried_) {
+    Output g;
+    if (vars_[k].exit >= 0) g = exit_grad_(Out(vars_[k].exit, 0));
+    if (!g.valid()) {
+      g = b_.Op("ZerosLike", {vars_[k].exit >= 0 ? Out(vars_[k].exit, 0) : b_.Inputs(vars_[k].enter)[0]});
+    }
+    init.push_back(g);
+    options.shape_invariants.push_back(Out(vars_[k].merge, 0).shape());
+  }
+  for (const Accumulated& a : accumulated_) {
+    init.push_back(a.zeros);
+    options.shape_invariants.push_back(a.shape);
+  }
+  WEFT_RETURN_IF_ERROR(b_.status());
+
+  // WhileLoop calls both before it returns, while *this lives.
+  auto cond_fn = [this](const std::vector<Output>& v) -> Expected<Output> {
+    return b_.Op("GreaterEqual", {v[0], b_.Scalar<int64_t>(0)}, {}, "more");
+  };
+  auto body_fn = [this](const std::vector<Output>& v) -> Expected<std::vector<Output>> { return BackwardBody(v); };
+  WEFT_ASSIGN_OR_RETURN(std::vector<Output> final_values, WhileLoop(b_, cond_fn, body_fn, init, options));
+
+  std::vector<std::pair<Output, Output>> result;
+  for (std::size_t c = 0; c < carried_.size(); ++c) {
+    const Output input = b_.Inputs(vars_[carried_[c]].enter)[0];
+    if (wants_(input)) result.emplace_back(input, final_values[1 + c]);
+  }
+  for (std::size_t a = 0; a < accumulated_.size(); ++a) {
+    result.emplace_back(accumulated_[a].input, final_values[1 + carried_.size() + a]);
+  }
+  return result;
+}
+
+// The loop's structure: per loop variable Enter -> Merge -> Switch (on
+// the LoopCond) -> Identity... -> NextIteration -> Merge, and
+// Switch:0 -> Exit; the loop invariants are Enter nodes with is_constant.
+Status LoopGradientBuilder::FindLoopVariables() {
+  for (int id : nodes_) {
+    if (frames_.frame_of[static_cast<std::size_t>(id)] != frame_ || OpOf(id) != "Enter") continue;
+    const NodeDef& def = b_.node_def(id);
+    if (const AttrValue* p = FindAttr(def, "parallel_iterations")) parallel_iterations_ = p->get<int64_t>();
+    const AttrValue* constant = FindAttr(def, "is_constant");
+    if (constant != nullptr && constant->get<bool>()) {
+      invariants_.push_back(id);
+      continue;
+    }
+    LoopVar v;
+    v.enter = id;
+    for (int c : consumers_[{id, 0}]) {
+      if (OpOf(c) == "Merge") v.merge = c;
+    }
+    if (v.merge < 0) {
+      return InvalidArgumentError(what_, ": the loop variable entering through '", def.name, "' reaches no Merge");
+    }
+    for (const Output& in : b_.Inputs(v.merge)) {
+      if (OpOf(in.node()) == "NextIteration") v.next = in.node();
+    }
+    for (int c : consumers_[{v.merge, 0}]) {
+      if (OpOf(c) == "Switch" && OpOf(b_.Inputs(c)[1].node()) == "LoopCond") v.sw = c;
+    }
+    if (v.next < 0 || v.sw < 0) {
+      return InvalidArgumentError(what_, ": the Merge '", NameOf(v.merge), "' of the loop variable entering through '",
+                                  def.name, "' has no ", v.next < 0 ? "NextIteration input" : "Switch on the LoopCond");
+    }
+    loop_cond_ = b_.Inputs(v.sw)[1];
+    for (int c : consumers_[{v.sw, 0}]) {
+      if (OpOf(c) == "Exit") v.exit = c;
+    }
+    vars_.push_back(v);
+  }
+  if (vars_.empty()) return InvalidArgumentError(what_, ": it has no loop variable (an Enter without is_constant)");
+  return Status();
+}
+
+// The body: what the carried variables' next values are computed from,
+// back to the variables' values at the start of the iteration (Switch
+// output 1) and the loop invariants.
+Status LoopGradientBuilder::FindBody() {
+  BodyWalk walk;
+  walk.structure = {loop_cond_.node()};
+  for (std::size_t k = 0; k < vars_.size(); ++k) {
+    walk.switch_var[vars_[k].sw] = k;
+    walk.structure.insert({vars_[k].enter, vars_[k].merge, vars_[k].next});
+  }
+  walk.invariant_set = std::set<int>(invariants_.begin(), invariants_.end());
+  for (std::size_t k : carried_) {
+    const Output next_value = b_.Inputs(vars_[k].next)[0];
+    WEFT_RETURN_IF_ERROR(Visit(walk, next_value.node(), next_value.index(), vars_[k].next));
+  }
+  while (!walk.work.empty()) {
+    const int id = walk.work.back();
+    walk.work.pop_back();
+    for (const Output& in : b_.Inputs(id)) WEFT_RETURN_IF_ERROR(Visit(walk, in.node(), in.index(), id));
+    for (int c : ControlInputs(b_, id)) WEFT_RETURN_IF_ERROR(Visit(walk, c, -1, id));
+  }
+  return Status();
+}
+
+// Output |index| of |node|, read by |consumer| of the body: a loop
+// variable (saved_), an invariant (used_invariants_) or one more node of
+// the body.
+Status LoopGradientBuilder::Visit(BodyWalk& walk, int node, int index, int consumer) {
+  if (auto it = walk.switch_var.find(node); it != walk.switch_var.end()) {
+    if (index == 0) {
+      return InvalidArgumentError(what_, ": node '", NameOf(consumer), "' reads '", NameOf(node),
+                                  ":0', the value that leaves the loop; the body reads output 1");
+    }
+    saved_.insert(it->second);
+    return Status();
+  }
+  if (walk.invariant_set.count(node) != 0) {
+    used_invariants_.insert(node);
+    return Status();
+  }
+  if (members_.count(node) == 0) {
+    return InvalidArgumentError(what_, ": node '", NameOf(consumer), "' in the loop body reads '", NameOf(node),
+                                "', which is outside the loop and does not enter it through an Enter");
+  }
+  if (walk.structure.count(node) != 0) {
+    return InvalidArgumentError(what_, ": node '", NameOf(consumer), "' in the loop body reads '", NameOf(node), "' (",
+                                OpOf(node),
+                                "), part of the loop's own structure; the body may read the "
+                                "loop variables (Switch output 1) and the loop invariants");
+  }
+  if (body_.insert(node).second) walk.work.push_back(node);
+  return Status();
+}
+
+Status LoopGradientBuilder::CheckBodyIsRecomputable() const {
+  for (int id : body_) {
+    const OpDef* op = OpRegistry::Global().Find(OpOf(id));
+    if (op != nullptr && op->stateful && !RecomputeSafe(op->name)) {
+      return UnimplementedError(what_, ": node '", NameOf(id), "' (", op->name, ") in the loop body is stateful. ",
+                                "The gradient runs the body again from the saved loop variables, which would "
+                                "give it other values; compute it before the loop and read it inside");
+    }
+  }
+  return Status();
+}
+
+// Forward side, in the loop's own frame: an iteration counter, and a
+// StackPush of every saved variable's value under the iteration's index.
+// The counter's NextIteration waits for the pushes, so they run whenever
+// the loop's result is needed.
+Status LoopGradientBuilder::AddCounterAndPushes() {
+  ControlFlowContext* here = b_.current_context();
+  const Output anchor = b_.Inputs(vars_[0].enter)[0];
+  const AttrValue frame_attr(frame_name_);
+  const AttrValue parallel_attr(parallel_iterations_);
+  auto raw = b_.RawContext(here);
+  Output zero;
+  {
+    auto deps = b_.ControlDependencies({Out(anchor.node(), -1)});
+    zero = b_.Scalar<int64_t>(0, "counter_start");
+    for (std::size_t k : saved_) {
+      stacks_[k] = b_.Op("Stack", {},
+                         {{"elem_type", AttrValue(Out(vars_[k].sw, 1).dtype())},
+                          {"stack_name", AttrValue(StrCat(frame_name_, " loop variable ", k))}},
+                         "stack");
+    }
+  }
+  Output enter =
+      b_.Op("Enter", {zero},
+            {{"frame_name", frame_attr}, {"is_constant", AttrValue(false)}, {"parallel_iterations", parallel_attr}},
+            "counter_enter");
+  std::vector<Output> merge = b_.AddNode("Merge", {enter, enter}, {}, "counter_merge");
+  WEFT_RETURN_IF_ERROR(b_.status());
+  std::vector<Output> sw = b_.AddNode("Switch", {merge[0], loop_cond_}, {}, "counter_switch");
+  WEFT_RETURN_IF_ERROR(b_.status());
+  Output index = b_.Op("Identity", {sw[1]}, {}, "index");
+  std::vector<Output> pushes;
+  for (auto& [k, stack] : stacks_) {
+    Output handle =
+        b_.Op("Enter", {stack},
+              {{"frame_name", frame_attr}, {"is_constant", AttrValue(true)}, {"parallel_iterations", parallel_attr}},
+              "stack_enter");
+    pushes.push_back(b_.Op("StackPush", {handle, index, Out(vars_[k].sw, 1)}, {}, "push"));
+  }
+  Output one;
+  {
+    auto deps = b_.ControlDependencies({Out(index.node(), -1)});
+    one = b_.Scalar<int64_t>(1, "one");
+  }
+  Output next_index = b_.Op("Add", {index, one}, {}, "next_index");
+  Output next;
+  {
+    auto deps = b_.ControlDependencies(pushes);
+    next = b_.Op("NextIteration", {next_index}, {}, "counter_next");
+  }
+  WEFT_RETURN_IF_ERROR(b_.status());
+  WEFT_RETURN_IF_ERROR(b_.Fail(b_.SetInput(merge[0].node(), 1, next)));
+  count_ = b_.Op("Exit", {sw[0]}, {}, "count");
+  return b_.status();
+}
+
+// The invariants whose gradient is wanted, and what it starts from.
+Status LoopGradientBuilder::FindAccumulated() {
+  for (int inv : used_invariants_) {
+    const Output input = b_.Inputs(inv)[0];
+    if (!wants_(input)) continue;
+    Accumulated a{inv, input, Output(), input.shape()};
+    if (input.dtype() == DType::kResource) {
+      const int var = VariableBehind(b_, input);
+      if (var < 0) {
+        return UnimplementedError(what_, ": the loop reads the resource '", input.name(),
+                                  "', which is not a variable, and a gradient is asked of it");
+      }
+      const NodeDef& var_def = b_.node_def(var);
+      a.shape = var_def.attrs.at("shape").get<Shape>();
+      a.zeros = b_.Op("ZerosLike", {b_.Op("ReadVariable", {input}, {{"dtype", var_def.attrs.at("dtype")}})});
+    } else if (IsFloating(input.dtype())) {
+      a.zeros = b_.Op("ZerosLike", {input});
+    } else {
+      continue;
+    }
+    accumulated_.push_back(std::move(a));
+  }
+  return Status();
+}
+
+// One backward iteration: the saved values popped, the body recomputed
+// from them and differentiated.
+Expected<std::vector<Output>> LoopGradientBuilder::BackwardBody(const std::vector<Output>& v) {
+  const Output i = v[0];
+  Copies copies;
+  WEFT_RETURN_IF_ERROR(PopSaved(i, copies));
+  for (int inv : used_invariants_) {
+    WEFT_ASSIGN_OR_RETURN(Output here_value, b_.Capture(b_.Inputs(inv)[0], what_));
+    copies.value[{inv, 0}] = here_value;
+    copies.node_value[inv] = here_value.node();
+  }
+  WEFT_RETURN_IF_ERROR(RecomputeBody(copies));
+  return DifferentiateCopy(v, copies);
+}
+
+// The saved loop variables' values of iteration |i|.
+Status LoopGradientBuilder::PopSaved(const Output& i, Copies& copies) {
+  for (auto& [k, stack] : stacks_) {
+    const Output start = Out(vars_[k].sw, 1);
+    Output popped = b_.Op(
+        "StackPop", {stack, i},
+        {{"elem_type", AttrValue(start.dtype())}, {"elem_shape", AttrValue(std::vector<Shape>{start.shape()})}}, "pop");
+    WEFT_RETURN_IF_ERROR(b_.status());
+    copies.value[{vars_[k].sw, 1}] = popped;
+    copies.node_value[vars_[k].sw] = popped.node();
+  }
+  return Status();
+}
+
+// The body again, reading the popped values.
+Status LoopGradientBuilder::RecomputeBody(Copies& copies) {
+  auto raw = b_.RawContext(b_.current_context());
+  auto scope = b_.NameScope("recompute");
+  std::vector<std::pair<int, std::pair<int, Output>>> back_edges;  // (copy, (input, forward value))
+  for (int id : body_) {
+    const NodeDef def = b_.node_def(id);
+    const std::vector<Output> forward_inputs = b_.Inputs(id);
+    std::vector<Output> inputs;
+    std::vector<std::pair<int, Output>> patch;
+    for (std::size_t j = 0; j < forward_inputs.size(); ++j) {
+      const Output& in = forward_inputs[j];
+      auto it = copies.value.find({in.node(), in.index()});
+      if (it != copies.value.end()) {
+        inputs.push_back(it->second);
+      } else if (IsBackEdge(b_, id, in) && !inputs.empty()) {
+        inputs.push_back(inputs[0]);  // set once the NextIteration is copied
+        patch.emplace_back(static_cast<int>(j), in);
+      } else {
+        return InternalError(what_, ": copying '", def.name, "': input '", in.name(), "' has no copy yet");
+      }
+    }
+    std::vector<Output> deps;
+    for (int c : ControlInputs(b_, id)) {
+      if (auto it = copies.node_value.find(c); it != copies.node_value.end()) deps.push_back(Out(it->second, -1));
+    }
+    auto dep_scope = b_.ControlDependencies(deps);
+    std::optional<GraphBuilder::Scope> device;
+    if (!def.device.empty()) device.emplace(b_.DeviceScope(def.device));
+    std::vector<Output> outputs = b_.AddNode(def.op, inputs, def.attrs, def.name);
+    WEFT_RETURN_IF_ERROR(b_.status());
+    const int copy = b_.num_nodes() - 1;
+    copies.node_value[id] = copy;
+    for (std::size_t o = 0; o < outputs.size(); ++o) copies.value[{id, static_cast<int>(o)}] = outputs[o];
+    for (auto& p : patch) back_edges.emplace_back(copy, p);
+  }
+  for (auto& [copy, edge] : back_edges) {
+    auto it = copies.value.find({edge.second.node(), edge.second.index()});
+    if (it == copies.value.end()) {
+      return InternalError(what_, ": the back edge '", edge.second.name(), "' was not copied");
+    }
+    WEFT_RETURN_IF_ERROR(b_.Fail(b_.SetInput(copy, edge.first, it->second)));
+  }
+  return Status();
+}
+
+// Differentiate the copy: the next loop values (v without v[0], the
+// index) for the index before, and the invariants' sums grown.
+Expected<std::vector<Output>> LoopGradientBuilder::DifferentiateCopy(const std::vector<Output>& v,
+                                                                     const Copies& copies) {
+  const Output i = v[0];
+  std::vector<Output> ys, grad_ys, xs;
+  for (std::size_t c = 0; c < carried_.size(); ++c) {
+    const Output next_value = b_.Inputs(vars_[carried_[c]].next)[0];
+    ys.push_back(copies.value.at({next_value.node(), next_value.index()}));
+    grad_ys.push_back(v[1 + c]);
+  }
+  std::map<std::size_t, std::size_t> x_of_var;
+  for (std::size_t k : carried_) {
+    if (saved_.count(k) == 0) continue;
+    x_of_var[k] = xs.size();
+    xs.push_back(copies.value.at({vars_[k].sw, 1}));
+  }
+  const std::size_t first_invariant = xs.size();
+  for (const Accumulated& a : accumulated_) xs.push_back(copies.value.at({a.enter, 0}));
+  std::vector<Output> grads;
+  if (!xs.empty()) {
+    GradientOptions go;
+    go.scope = "grad";
+    WEFT_ASSIGN_OR_RETURN(grads, AddGradients(b_, ys, xs, grad_ys, go));
+  }
+  std::vector<Output> results = {b_.Op("Sub", {i, b_.Scalar<int64_t>(1)}, {}, "previous")};
+  for (std::size_t c = 0; c < carried_.size(); ++c) {
+    auto it = x_of_var.find(carried_[c]);
+    results.push_back(it != x_of_var.end() ? grads[it->second] : b_.Op("ZerosLike", {v[1 + c]}));
+  }
+  for (std::size_t a = 0; a < accumulated_.size(); ++a) {
+    results.push_back(b_.Op("Add", {v[1 + carried_.size() + a], grads[first_invariant + a]}, {}, "accumulate"));
+  }
+  WEFT_RETURN_IF_ERROR(b_.status());
+  return results;
+}
+
 }  // namespace
 
 Expected<std::vector<std::pair<Output, Output>>> LoopGradient(GraphBuilder& b, const Frames& frames, int frame,
                                                               const std::vector<int>& nodes,
                                                               const std::function<Output(const Output&)>& exit_grad,
                                                               const std::function<bool(const Output&)>& wants) {
-  const std::string frame_name = frames.frames[static_cast<std::size_t>(frame)].name;
-  const std::string what = StrCat("gradient of while loop '", frame_name, "'");
-  const std::set<int> members(nodes.begin(), nodes.end());
-  std::map<Key, std::vector<int>> consumers;
-  for (int id : nodes) {
-    for (const Output& in : b.Inputs(id)) consumers[{in.node(), in.index()}].push_back(id);
-  }
-  auto out = [&](int node, int index) { return Output(&b, node, index); };
-  auto op_of = [&](int node) -> const std::string& { return b.node_def(node).op; };
-  auto name_of = [&](int node) -> const std::string& { return b.node_def(node).name; };
-
-  // The loop's structure: per loop variable Enter -> Merge -> Switch (on
-  // the LoopCond) -> Identity... -> NextIteration -> Merge, and
-  // Switch:0 -> Exit; the loop invariants are Enter nodes with is_constant.
-  std::vector<LoopVar> vars;
-  std::vector<int> invariants;
-  int64_t parallel_iterations = 10;
-  Output loop_cond;
-  for (int id : nodes) {
-    if (frames.frame_of[static_cast<std::size_t>(id)] != frame || op_of(id) != "Enter") continue;
-    const NodeDef& def = b.node_def(id);
-    if (const AttrValue* p = FindAttr(def, "parallel_iterations")) parallel_iterations = p->get<int64_t>();
-    const AttrValue* constant = FindAttr(def, "is_constant");
-    if (constant != nullptr && constant->get<bool>()) {
-      invariants.push_back(id);
-      continue;
-    }
-    LoopVar v;
-    v.enter = id;
-    for (int c : consumers[{id, 0}]) {
-      if (op_of(c) == "Merge") v.merge = c;
-    }
-    if (v.merge < 0) {
-      return InvalidArgumentError(what, ": the loop variable entering through '", def.name, "' reaches no Merge");
-    }
-    for (const Output& in : b.Inputs(v.merge)) {
-      if (op_of(in.node()) == "NextIteration") v.next = in.node();
-    }
-    for (int c : consumers[{v.merge, 0}]) {
-      if (op_of(c) == "Switch" && op_of(b.Inputs(c)[1].node()) == "LoopCond") v.sw = c;
-    }
-    if (v.next < 0 || v.sw < 0) {
-      return InvalidArgumentError(what, ": the Merge '", name_of(v.merge), "' of the loop variable entering through '",
-                                  def.name, "' has no ", v.next < 0 ? "NextIteration input" : "Switch on the LoopCond");
-    }
-    loop_cond = b.Inputs(v.sw)[1];
-    for (int c : consumers[{v.sw, 0}]) {
-      if (op_of(c) == "Exit") v.exit = c;
-    }
-    vars.push_back(v);
-  }
-  if (vars.empty()) return InvalidArgumentError(what, ": it has no loop variable (an Enter without is_constant)");
-
-  // The loop variables that carry a gradient.
-  std::vector<std::size_t> carried;
-  for (std::size_t k = 0; k < vars.size(); ++k) {
-    if (IsFloating(out(vars[k].merge, 0).dtype())) carried.push_back(k);
-  }
-
-  // The body: what the carried variables' next values are computed from,
-  // back to the variables' values at the start of the iteration (Switch
-  // output 1) and the loop invariants.
-  std::map<int, std::size_t> switch_var;
-  std::set<int> structure = {loop_cond.node()};
-  for (std::size_t k = 0; k < vars.size(); ++k) {
-    switch_var[vars[k].sw] = k;
-    structure.insert({vars[k].enter, vars[k].merge, vars[k].next});
-  }
-  const std::set<int> invariant_set(invariants.begin(), invariants.end());
-  std::set<int> body;
-  std::set<std::size_t> saved;
-  std::set<int> used_invariants;
-  std::vector<int> work;
-  auto visit = [&](int node, int index, int consumer) -> Status {
-    if (auto it = switch_var.find(node); it != switch_var.end()) {
-      if (index == 0) {
-        return InvalidArgumentError(what, ": node '", name_of(consumer), "' reads '", name_of(node),
-                                    ":0', the value that leaves the loop; the body reads output 1");
-      }
-      saved.insert(it->second);
-      return Status();
-    }
-    if (invariant_set.count(node) != 0) {
-      used_invariants.insert(node);
-      return Status();
-    }
-    if (members.count(node) == 0) {
-      return InvalidArgumentError(what, ": node '", name_of(consumer), "' in the loop body reads '", name_of(node),
-                                  "', which is outside the loop and does not enter it through an Enter");
-    }
-    if (structure.count(node) != 0) {
-      return InvalidArgumentError(what, ": node '", name_of(consumer), "' in the loop body reads '", name_of(node),
-                                  "' (", op_of(node),
-                                  "), part of the loop's own structure; the body may read the "
-                                  "loop variables (Switch output 1) and the loop invariants");
-    }
-    if (body.insert(node).second) work.push_back(node);
-    return Status();
-  };
-  for (std::size_t k : carried) {
-    const Output next_value = b.Inputs(vars[k].next)[0];
-    WEFT_RETURN_IF_ERROR(visit(next_value.node(), next_value.index(), vars[k].next));
-  }
-  while (!work.empty()) {
-    const int id = work.back();
-    work.pop_back();
-    for (const Output& in : b.Inputs(id)) WEFT_RETURN_IF_ERROR(visit(in.node(), in.index(), id));
-    for (int c : ControlInputs(b, id)) WEFT_RETURN_IF_ERROR(visit(c, -1, id));
-  }
-  for (int id : body) {
-    const OpDef* op = OpRegistry::Global().Find(op_of(id));
-    if (op != nullptr && op->stateful && !RecomputeSafe(op->name)) {
-      return UnimplementedError(what, ": node '", name_of(id), "' (", op->name, ") in the loop body is stateful. ",
-                                "The gradient runs the body again from the saved loop variables, which would "
-                                "give it other values; compute it before the loop and read it inside");
-    }
-  }
-
-  // Forward side, in the loop's own frame: an iteration counter, and a
-  // StackPush of every saved variable's value under the iteration's index.
-  // The counter's NextIteration waits for the pushes, so they run whenever
-  // the loop's result is needed.
-  ControlFlowContext* here = b.current_context();
-  const Output anchor = b.Inputs(vars[0].enter)[0];
-  const AttrValue frame_attr(frame_name);
-  const AttrValue parallel_attr(parallel_iterations);
-  std::map<std::size_t, Output> stacks;
-  Output count;
-  {
-    auto raw = b.RawContext(here);
-    Output zero;
-    {
-      auto deps = b.ControlDependencies({out(anchor.node(), -1)});
-      zero = b.Scalar<int64_t>(0, "counter_start");
-      for (std::size_t k : saved) {
-        stacks[k] = b.Op("Stack", {},
-                         {{"elem_type", AttrValue(out(vars[k].sw, 1).dtype())},
-                          {"stack_name", AttrValue(StrCat(frame_name, " loop variable ", k))}},
-                         "stack");
-      }
-    }
-    Output enter =
-        b.Op("Enter", {zero},
-             {{"frame_name", frame_attr}, {"is_constant", AttrValue(false)}, {"parallel_iterations", parallel_attr}},
-             "counter_enter");
-    std::vector<Output> merge = b.AddNode("Merge", {enter, enter}, {}, "counter_merge");
-    WEFT_RETURN_IF_ERROR(b.status());
-    std::vector<Output> sw = b.AddNode("Switch", {merge[0], loop_cond}, {}, "counter_switch");
-    WEFT_RETURN_IF_ERROR(b.status());
-    Output index = b.Op("Identity", {sw[1]}, {}, "index");
-    std::vector<Output> pushes;
-    for (auto& [k, stack] : stacks) {
-      Output handle =
-          b.Op("Enter", {stack},
-               {{"frame_name", frame_attr}, {"is_constant", AttrValue(true)}, {"parallel_iterations", parallel_attr}},
-               "stack_enter");
-      pushes.push_back(b.Op("StackPush", {handle, index, out(vars[k].sw, 1)}, {}, "push"));
-    }
-    Output one;
-    {
-      auto deps = b.ControlDependencies({out(index.node(), -1)});
-      one = b.Scalar<int64_t>(1, "one");
-    }
-    Output next_index = b.Op("Add", {index, one}, {}, "next_index");
-    Output next;
-    {
-      auto deps = b.ControlDependencies(pushes);
-      next = b.Op("NextIteration", {next_index}, {}, "counter_next");
-    }
-    WEFT_RETURN_IF_ERROR(b.status());
-    WEFT_RETURN_IF_ERROR(b.Fail(b.SetInput(merge[0].node(), 1, next)));
-    count = b.Op("Exit", {sw[0]}, {}, "count");
-    WEFT_RETURN_IF_ERROR(b.status());
-  }
-
-  // The invariants whose gradient is wanted, and what it starts from.
-  struct Accumulated {
-    int enter;
-    Output input;  // what the Enter reads
-    Output zeros;
-    Shape shape;
-  };
-  std::vector<Accumulated> accumulated;
-  for (int inv : used_invariants) {
-    const Output input = b.Inputs(inv)[0];
-    if (!wants(input)) continue;
-    Accumulated a{inv, input, Output(), input.shape()};
-    if (input.dtype() == DType::kResource) {
-      const int var = VariableBehind(b, input);
-      if (var < 0) {
-        return UnimplementedError(what, ": the loop reads the resource '", input.name(),
-                                  "', which is not a variable, and a gradient is asked of it");
-      }
-      const NodeDef& var_def = b.node_def(var);
-      a.shape = var_def.attrs.at("shape").get<Shape>();
-      a.zeros = b.Op("ZerosLike", {b.Op("ReadVariable", {input}, {{"dtype", var_def.attrs.at("dtype")}})});
-    } else if (IsFloating(input.dtype())) {
-      a.zeros = b.Op("ZerosLike", {input});
-    } else {
-      continue;
-    }
-    accumulated.push_back(std::move(a));
-  }
-
-  // Backward loop: i from count - 1 down to 0; one gradient per carried
-  // variable, one sum per wanted invariant.
-  std::vector<Output> init = {b.Op("Sub", {count, b.Scalar<int64_t>(1)}, {}, "last_index")};
-  WhileOptions options;
-  options.parallel_iterations = static_cast<int>(std::max<int64_t>(1, parallel_iterations));
-  options.name = "backward";
-  options.shape_invariants.push_back(Shape{});
-  for (std::size_t k : carried) {
-    Output g;
-    if (vars[k].exit >= 0) g = exit_grad(out(vars[k].exit, 0));
-    if (!g.valid()) {
-      g = b.Op("ZerosLike", {vars[k].exit >= 0 ? out(vars[k].exit, 0) : b.Inputs(vars[k].enter)[0]});
-    }
-    init.push_back(g);
-    options.shape_invariants.push_back(out(vars[k].merge, 0).shape());
-  }
-  for (const Accumulated& a : accumulated) {
-    init.push_back(a.zeros);
-    options.shape_invariants.push_back(a.shape);
-  }
-  WEFT_RETURN_IF_ERROR(b.status());
-
-  auto cond_fn = [&](const std::vector<Output>& v) -> Expected<Output> {
-    return b.Op("GreaterEqual", {v[0], b.Scalar<int64_t>(0)}, {}, "more");
-  };
-  auto body_fn = [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
-    const Output i = v[0];
-    std::map<Key, Output> value;    // forward output -> its value here
-    std::map<int, int> node_value;  // forward node -> the node standing for it here (control inputs)
-    for (auto& [k, stack] : stacks) {
-      const Output start = out(vars[k].sw, 1);
-      Output popped =
-          b.Op("StackPop", {stack, i},
-               {{"elem_type", AttrValue(start.dtype())}, {"elem_shape", AttrValue(std::vector<Shape>{start.shape()})}},
-               "pop");
-      WEFT_RETURN_IF_ERROR(b.status());
-      value[{vars[k].sw, 1}] = popped;
-      node_value[vars[k].sw] = popped.node();
-    }
-    for (int inv : used_invariants) {
-      WEFT_ASSIGN_OR_RETURN(Output here_value, b.Capture(b.Inputs(inv)[0], what));
-      value[{inv, 0}] = here_value;
-      node_value[inv] = here_value.node();
-    }
-    // The body again, reading the popped values.
-    {
-      auto raw = b.RawContext(b.current_context());
-      auto scope = b.NameScope("recompute");
-      std::vector<std::pair<int, std::pair<int, Output>>> back_edges;  // (copy, (input, forward value))
-      for (int id : body) {
-        const NodeDef def = b.node_def(id);
-        const std::vector<Output> forward_inputs = b.Inputs(id);
-        std::vector<Output> inputs;
-        std::vector<std::pair<int, Output>> patch;
-        for (std::size_t j = 0; j < forward_inputs.size(); ++j) {
-          const Output& in = forward_inputs[j];
-          auto it = value.find({in.node(), in.index()});
-          if (it != value.end()) {
-            inputs.push_back(it->second);
-          } else if (IsBackEdge(b, id, in) && !inputs.empty()) {
-            inputs.push_back(inputs[0]);  // set once the NextIteration is copied
-            patch.emplace_back(static_cast<int>(j), in);
-          } else {
-            return InternalError(what, ": copying '", def.name, "': input '", in.name(), "' has no copy yet");
-          }
-        }
-        std::vector<Output> deps;
-        for (int c : ControlInputs(b, id)) {
-          if (auto it = node_value.find(c); it != node_value.end()) deps.push_back(out(it->second, -1));
-        }
-        auto dep_scope = b.ControlDependencies(deps);
-        std::optional<GraphBuilder::Scope> device;
-        if (!def.device.empty()) device.emplace(b.DeviceScope(def.device));
-        std::vector<Output> outputs = b.AddNode(def.op, inputs, def.attrs, def.name);
-        WEFT_RETURN_IF_ERROR(b.status());
-        const int copy = b.num_nodes() - 1;
-        node_value[id] = copy;
-        for (std::size_t o = 0; o < outputs.size(); ++o) value[{id, static_cast<int>(o)}] = outputs[o];
-        for (auto& p : patch) back_edges.emplace_back(copy, p);
-      }
-      for (auto& [copy, edge] : back_edges) {
-        auto it = value.find({edge.second.node(), edge.second.index()});
-        if (it == value.end()) return InternalError(what, ": the back edge '", edge.second.name(), "' was not copied");
-        WEFT_RETURN_IF_ERROR(b.Fail(b.SetInput(copy, edge.first, it->second)));
-      }
-    }
-
-    // Differentiate the copy.
-    std::vector<Output> ys, grad_ys, xs;
-    for (std::size_t c = 0; c < carried.size(); ++c) {
-      const Output next_value = b.Inputs(vars[carried[c]].next)[0];
-      ys.push_back(value.at({next_value.node(), next_value.index()}));
-      grad_ys.push_back(v[1 + c]);
-    }
-    std::map<std::size_t, std::size_t> x_of_var;
-    for (std::size_t k : carried) {
-      if (saved.count(k) == 0) continue;
-      x_of_var[k] = xs.size();
-      xs.push_back(value.at({vars[k].sw, 1}));
-    }
-    const std::size_t first_invariant = xs.size();
-    for (const Accumulated& a : accumulated) xs.push_back(value.at({a.enter, 0}));
-    std::vector<Output> grads;
-    if (!xs.empty()) {
-      GradientOptions go;
-      go.scope = "grad";
-      WEFT_ASSIGN_OR_RETURN(grads, AddGradients(b, ys, xs, grad_ys, go));
-    }
-    std::vector<Output> results = {b.Op("Sub", {i, b.Scalar<int64_t>(1)}, {}, "previous")};
-    for (std::size_t c = 0; c < carried.size(); ++c) {
-      auto it = x_of_var.find(carried[c]);
-      results.push_back(it != x_of_var.end() ? grads[it->second] : b.Op("ZerosLike", {v[1 + c]}));
-    }
-    for (std::size_t a = 0; a < accumulated.size(); ++a) {
-      results.push_back(b.Op("Add", {v[1 + carried.size() + a], grads[first_invariant + a]}, {}, "accumulate"));
-    }
-    WEFT_RETURN_IF_ERROR(b.status());
-    return results;
-  };
-  WEFT_ASSIGN_OR_RETURN(std::vector<Output> final_values, WhileLoop(b, cond_fn, body_fn, init, options));
-
-  std::vector<std::pair<Output, Output>> result;
-  for (std::size_t c = 0; c < carried.size(); ++c) {
-    const Output input = b.Inputs(vars[carried[c]].enter)[0];
-    if (wants(input)) result.emplace_back(input, final_values[1 + c]);
-  }
-  for (std::size_t a = 0; a < accumulated.size(); ++a) {
-    result.emplace_back(accumulated[a].input, final_values[1 + carried.size() + a]);
-  }
-  return result;
+  LoopGradientBuilder builder(b, frames, frame, nodes, exit_grad, wants);
+  return builder.Run();
 }
 
 }  // namespace internal

@@ -278,26 +278,26 @@ Expected<Endpoint> Graph::ResolveTensor(std::string_view name) const {
   return Endpoint{node->id, ref.index};
 }
 
-Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
-  if (def.min_consumer > kGraphVersion) {
-    return InvalidArgumentError("the graph needs a reader of graph format v", def.min_consumer,
-                                " or newer (it was written by v", def.producer, "); this weft reads up to v",
-                                kGraphVersion, ": upgrade weft");
-  }
-  Graph g;
-  g.producer_ = def.producer;
-  g.library_ = std::move(def.library);
-  g.nodes_.resize(def.nodes.size());
-  g.index_.reserve(def.nodes.size());  // no rehash of a million names
+namespace {
 
-  // Names, ops and attrs.
+using NodeIndex = std::unordered_map<std::string, int>;
+using Consumers = std::vector<std::vector<std::pair<int, int>>>;
+
+// An edge out of a NextIteration is a loop's back edge: it closes a cycle
+// on purpose and does not count for the order.
+bool IsBackEdgeSource(const std::vector<Graph::Node>& nodes, int src) {
+  return nodes[static_cast<std::size_t>(src)].def.op == "NextIteration";
+}
+
+// Names, ops and attrs: moves def's nodes into |nodes| (sized already).
+Status ReadNodes(GraphDef& def, const OpRegistry& registry, std::vector<Graph::Node>& nodes, NodeIndex& index) {
   std::vector<std::string> op_names;
   for (std::size_t i = 0; i < def.nodes.size(); ++i) {
-    Node& node = g.nodes_[i];
+    Graph::Node& node = nodes[i];
     node.id = static_cast<int>(i);
     node.def = std::move(def.nodes[i]);
     WEFT_RETURN_IF_ERROR(ValidateNodeName(node.def.name).WithContext(StrCat("node #", i)));
-    auto [it, inserted] = g.index_.emplace(node.def.name, node.id);
+    auto [it, inserted] = index.emplace(node.def.name, node.id);
     if (!inserted) {
       return InvalidArgumentError("node ", Quote(node.def.name), " is defined twice (nodes #", it->second, " and #", i,
                                   ")");
@@ -313,16 +313,19 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
                                   " (`weft ops` lists them)");
     }
   }
+  return Status();
+}
 
-  // Inputs: resolve names; data inputs before control inputs.
-  for (Node& node : g.nodes_) {
+// Inputs: resolve names; data inputs before control inputs.
+Status ResolveInputs(std::vector<Graph::Node>& nodes, const NodeIndex& index) {
+  for (Graph::Node& node : nodes) {
     bool seen_control = false;
     for (std::size_t k = 0; k < node.def.inputs.size(); ++k) {
       const std::string& text = node.def.inputs[k];
       auto ref = ParseInputRef(text);
       if (!ref.ok()) return ref.status().WithContext(node.Describe());
-      auto it = g.index_.find(ref->node);
-      if (it == g.index_.end()) {
+      auto it = index.find(ref->node);
+      if (it == index.end()) {
         return InvalidArgumentError(node.Describe(), ": input ", k, " ", Quote(text), " names no node in the graph");
       }
       if (ref->control()) {
@@ -337,21 +340,19 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
       }
     }
   }
+  return Status();
+}
 
-  // Topological order (Kahn); what is left over lies on a cycle.
-  const std::size_t n = g.nodes_.size();
-  std::vector<int> pending(n, 0);
-  g.consumers_.assign(n, {});
-  // An edge out of a NextIteration is a loop's back edge: it closes a
-  // cycle on purpose and does not count for the order.
-  auto is_back_edge = [&g](int src) { return g.nodes_[static_cast<std::size_t>(src)].def.op == "NextIteration"; };
-  for (const Node& node : g.nodes_) {
+// Fills |consumers| and counts each node's inputs that are not back edges
+// into |pending|.
+Status CountEdges(const std::vector<Graph::Node>& nodes, Consumers& consumers, std::vector<int>& pending) {
+  for (const Graph::Node& node : nodes) {
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-      g.consumers_[static_cast<std::size_t>(node.inputs[k].node)].push_back({node.id, static_cast<int>(k)});
-      if (is_back_edge(node.inputs[k].node)) {
+      consumers[static_cast<std::size_t>(node.inputs[k].node)].push_back({node.id, static_cast<int>(k)});
+      if (IsBackEdgeSource(nodes, node.inputs[k].node)) {
         if (node.def.op != "Merge") {
           return InvalidArgumentError(node.Describe(), ": input ", k, " comes from NextIteration ",
-                                      Quote(g.nodes_[static_cast<std::size_t>(node.inputs[k].node)].name()),
+                                      Quote(nodes[static_cast<std::size_t>(node.inputs[k].node)].name()),
                                       ", which may only feed a Merge (the head of its loop)");
         }
       } else {
@@ -359,15 +360,62 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
       }
     }
     for (int c : node.control_inputs) {
-      g.consumers_[static_cast<std::size_t>(c)].push_back({node.id, -1});
-      if (is_back_edge(c)) {
+      consumers[static_cast<std::size_t>(c)].push_back({node.id, -1});
+      if (IsBackEdgeSource(nodes, c)) {
         return InvalidArgumentError(node.Describe(), ": has a control input from NextIteration ",
-                                    Quote(g.nodes_[static_cast<std::size_t>(c)].name()),
+                                    Quote(nodes[static_cast<std::size_t>(c)].name()),
                                     "; a NextIteration may only feed a Merge");
       }
       ++pending[static_cast<std::size_t>(node.id)];
     }
   }
+  return Status();
+}
+
+// The error for a graph whose nodes with |pending| inputs left lie on a
+// cycle, which it prints.
+Status CycleError(const std::vector<Graph::Node>& nodes, const std::vector<int>& pending) {
+  const std::size_t n = nodes.size();
+  // Walk back from a node on the cycle to print it.
+  int start = -1;
+  for (std::size_t i = 0; i < n && start < 0; ++i) {
+    if (pending[i] > 0) start = static_cast<int>(i);
+  }
+  std::vector<int> path;
+  std::vector<int> position(n, -1);
+  int at = start;
+  while (position[static_cast<std::size_t>(at)] < 0) {
+    position[static_cast<std::size_t>(at)] = static_cast<int>(path.size());
+    path.push_back(at);
+    const Graph::Node& node = nodes[static_cast<std::size_t>(at)];
+    int next = -1;
+    for (const Endpoint& e : node.inputs) {
+      if (pending[static_cast<std::size_t>(e.node)] > 0 && !IsBackEdgeSource(nodes, e.node)) next = e.node;
+    }
+    for (int c : node.control_inputs) {
+      if (next < 0 && pending[static_cast<std::size_t>(c)] > 0) next = c;
+    }
+    at = next;
+  }
+  // The walk followed inputs; reverse it into data-flow order and start
+  // from the cycle's first node in the file, for a stable message.
+  std::vector<int> cycle(path.begin() + position[static_cast<std::size_t>(at)], path.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+  std::vector<std::string> names;
+  for (int id : cycle) names.push_back(StrCat("'", nodes[static_cast<std::size_t>(id)].name(), "'"));
+  names.push_back(names.front());
+  return InvalidArgumentError("the graph has a cycle: ", StrJoin(names, " -> "),
+                              " (loops need the control-flow ops Enter/NextIteration)");
+}
+
+// Topological order (Kahn) into |order|, and |consumers|; what is left
+// over lies on a cycle.
+Status OrderNodes(const std::vector<Graph::Node>& nodes, Consumers& consumers, std::vector<int>& order) {
+  const std::size_t n = nodes.size();
+  std::vector<int> pending(n, 0);
+  consumers.assign(n, {});
+  WEFT_RETURN_IF_ERROR(CountEdges(nodes, consumers, pending));
   std::deque<int> ready;
   for (std::size_t i = 0; i < n; ++i) {
     if (pending[i] == 0) ready.push_back(static_cast<int>(i));
@@ -375,93 +423,75 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
   while (!ready.empty()) {
     const int id = ready.front();
     ready.pop_front();
-    g.order_.push_back(id);
-    if (is_back_edge(id)) continue;
-    for (const auto& [consumer, index] : g.consumers_[static_cast<std::size_t>(id)]) {
+    order.push_back(id);
+    if (IsBackEdgeSource(nodes, id)) continue;
+    for (const auto& [consumer, index] : consumers[static_cast<std::size_t>(id)]) {
       if (--pending[static_cast<std::size_t>(consumer)] == 0) ready.push_back(consumer);
     }
   }
-  if (g.order_.size() != n) {
-    // Walk back from a node on the cycle to print it.
-    int start = -1;
-    for (std::size_t i = 0; i < n && start < 0; ++i) {
-      if (pending[i] > 0) start = static_cast<int>(i);
-    }
-    std::vector<int> path;
-    std::vector<int> position(n, -1);
-    int at = start;
-    while (position[static_cast<std::size_t>(at)] < 0) {
-      position[static_cast<std::size_t>(at)] = static_cast<int>(path.size());
-      path.push_back(at);
-      const Node& node = g.nodes_[static_cast<std::size_t>(at)];
-      int next = -1;
-      for (const Endpoint& e : node.inputs) {
-        if (pending[static_cast<std::size_t>(e.node)] > 0 && !is_back_edge(e.node)) next = e.node;
-      }
-      for (int c : node.control_inputs) {
-        if (next < 0 && pending[static_cast<std::size_t>(c)] > 0) next = c;
-      }
-      at = next;
-    }
-    // The walk followed inputs; reverse it into data-flow order and start
-    // from the cycle's first node in the file, for a stable message.
-    std::vector<int> cycle(path.begin() + position[static_cast<std::size_t>(at)], path.end());
-    std::reverse(cycle.begin(), cycle.end());
-    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
-    std::vector<std::string> names;
-    for (int id : cycle) names.push_back(StrCat("'", g.nodes_[static_cast<std::size_t>(id)].name(), "'"));
-    names.push_back(names.front());
-    return InvalidArgumentError("the graph has a cycle: ", StrJoin(names, " -> "),
-                                " (loops need the control-flow ops Enter/NextIteration)");
-  }
+  if (order.size() != n) return CycleError(nodes, pending);
+  return Status();
+}
 
-  // Attrs, types and shapes, in topological order so inputs are known.
-  for (int id : g.order_) {
-    Node& node = g.nodes_[static_cast<std::size_t>(id)];
-    std::vector<NodeInput> inputs;
-    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-      const Endpoint& src = node.inputs[k];
-      const Node& from = g.nodes_[static_cast<std::size_t>(src.node)];
-      NodeInput in;
-      in.text = node.def.inputs[k];
-      in.source = &from.def;
-      in.source_outputs = from.num_outputs();
-      in.index = src.index;
-      if (src.index < from.num_outputs()) {
-        in.dtype = from.output_types[static_cast<std::size_t>(src.index)];
-        in.shape = from.output_shapes[static_cast<std::size_t>(src.index)];
-        in.handle_shape = from.output_handle_shapes[static_cast<std::size_t>(src.index)];
-      } else if (is_back_edge(src.node) && from.output_types.empty()) {
-        // A back edge, not inferred yet: the Merge's shape comes from the
-        // values entering the loop; the NextIteration is checked against it
-        // below.
-        in.back_edge = true;
-        in.source_outputs = 1;
-        if (auto t = node.def.attrs.find("T"); t != node.def.attrs.end() && t->second.holds<DType>()) {
-          in.dtype = t->second.get<DType>();
-        }
-      }
-      inputs.push_back(std::move(in));
-    }
-    for (NodeInput& in : inputs) {
-      if (!in.back_edge) continue;
-      for (const NodeInput& other : inputs) {
-        if (!other.back_edge) in.shape = other.shape;
+// What shape inference knows of |node|'s inputs (its sources' types are
+// inferred already, but for back edges).
+std::vector<NodeInput> InputsOf(const std::vector<Graph::Node>& nodes, const Graph::Node& node) {
+  std::vector<NodeInput> inputs;
+  for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+    const Endpoint& src = node.inputs[k];
+    const Graph::Node& from = nodes[static_cast<std::size_t>(src.node)];
+    NodeInput in;
+    in.text = node.def.inputs[k];
+    in.source = &from.def;
+    in.source_outputs = from.num_outputs();
+    in.index = src.index;
+    if (src.index < from.num_outputs()) {
+      in.dtype = from.output_types[static_cast<std::size_t>(src.index)];
+      in.shape = from.output_shapes[static_cast<std::size_t>(src.index)];
+      in.handle_shape = from.output_handle_shapes[static_cast<std::size_t>(src.index)];
+    } else if (IsBackEdgeSource(nodes, src.node) && from.output_types.empty()) {
+      // A back edge, not inferred yet: the Merge's shape comes from the
+      // values entering the loop; the NextIteration is checked against it
+      // below.
+      in.back_edge = true;
+      in.source_outputs = 1;
+      if (auto t = node.def.attrs.find("T"); t != node.def.attrs.end() && t->second.holds<DType>()) {
+        in.dtype = t->second.get<DType>();
       }
     }
+    inputs.push_back(std::move(in));
+  }
+  for (NodeInput& in : inputs) {
+    if (!in.back_edge) continue;
+    for (const NodeInput& other : inputs) {
+      if (!other.back_edge) in.shape = other.shape;
+    }
+  }
+  return inputs;
+}
+
+// Attrs, types and shapes, in topological order so inputs are known.
+Status InferTypes(std::vector<Graph::Node>& nodes, const std::vector<int>& order) {
+  for (int id : order) {
+    Graph::Node& node = nodes[static_cast<std::size_t>(id)];
+    std::vector<NodeInput> inputs = InputsOf(nodes, node);
     WEFT_ASSIGN_OR_RETURN(NodeTypes types, InferNode(*node.op, node.def, inputs));
     node.input_types = std::move(types.input_types);
     node.output_types = std::move(types.output_types);
     node.output_shapes = std::move(types.output_shapes);
     node.output_handle_shapes = std::move(types.output_handle_shapes);
   }
-  // Every back edge carries what the Merge promised: the same dtype, and a
-  // shape at least as specific as the Merge's (a loop variable may not
-  // change shape across iterations beyond its shape invariant).
-  for (const Node& node : g.nodes_) {
+  return Status();
+}
+
+// Every back edge carries what the Merge promised: the same dtype, and a
+// shape at least as specific as the Merge's (a loop variable may not
+// change shape across iterations beyond its shape invariant).
+Status CheckBackEdges(const std::vector<Graph::Node>& nodes) {
+  for (const Graph::Node& node : nodes) {
     if (node.def.op != "Merge") continue;
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-      const Node& from = g.nodes_[static_cast<std::size_t>(node.inputs[k].node)];
+      const Graph::Node& from = nodes[static_cast<std::size_t>(node.inputs[k].node)];
       if (from.def.op != "NextIteration") continue;
       const Shape& want = node.output_shapes[0];
       const Shape& got = from.output_shapes[0];
@@ -483,6 +513,27 @@ Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
       }
     }
   }
+  return Status();
+}
+
+}  // namespace
+
+Expected<Graph> Graph::FromGraphDef(GraphDef def, const OpRegistry& registry) {
+  if (def.min_consumer > kGraphVersion) {
+    return InvalidArgumentError("the graph needs a reader of graph format v", def.min_consumer,
+                                " or newer (it was written by v", def.producer, "); this weft reads up to v",
+                                kGraphVersion, ": upgrade weft");
+  }
+  Graph g;
+  g.producer_ = def.producer;
+  g.library_ = std::move(def.library);
+  g.nodes_.resize(def.nodes.size());
+  g.index_.reserve(def.nodes.size());  // no rehash of a million names
+  WEFT_RETURN_IF_ERROR(ReadNodes(def, registry, g.nodes_, g.index_));
+  WEFT_RETURN_IF_ERROR(ResolveInputs(g.nodes_, g.index_));
+  WEFT_RETURN_IF_ERROR(OrderNodes(g.nodes_, g.consumers_, g.order_));
+  WEFT_RETURN_IF_ERROR(InferTypes(g.nodes_, g.order_));
+  WEFT_RETURN_IF_ERROR(CheckBackEdges(g.nodes_));
   return g;
 }
 

@@ -1,5 +1,7 @@
-// The ONNX importer's internals, shared by the driver (onnx_import.cc) and
-// the op converters (onnx_ops.cc). Not a public header: see core/onnx/onnx.h.
+// The ONNX importer's internals, shared by the driver (onnx_import.cc),
+// NodeContext (onnx_node_context.cc), the type and tensor conversions
+// (onnx_tensors.cc) and the op converters (onnx_ops.cc, converters.h). Not
+// a public header: see core/onnx/onnx.h.
 //
 // The importer walks the (topologically sorted) ONNX graph once. Each ONNX
 // tensor name maps to a Value: the Weft Output computing it, and, when it

@@ -79,7 +79,7 @@ struct FrameInfo {
 
 // Which frame every node runs in, and the frame its consumers run in (the
 // child frame for an Enter, the parent for an Exit), by the executor's
-// rules (control_flow_executor.cc BuildFrames). The executor checks the
+// rules (core/runtime/frame_propagator.cc, BuildFrames). The executor checks the
 // graph; here, a node whose inputs disagree takes its first input's frame.
 struct ControlFlowInfo {
   std::vector<FrameInfo> frames;

@@ -10,12 +10,19 @@
 // first error cancels the step and is returned naming node, op, device and
 // cause.
 //
-// Graphs with control flow (Switch, Merge, Enter, Exit, NextIteration,
-// LoopCond) run on a second path (control_flow_executor.cc): each node
-// belongs to a frame (the root, or a loop), each frame instance runs
-// iterations, each with its own input slots and pending counts, and values
-// may be dead. Graphs without control flow never touch that path, so the
-// plain one keeps its lock-free propagation.
+// There is one executor and two propagators, the policy that says how a
+// node's outputs reach its consumers (in the spirit of TensorFlow's
+// ExecutorState and its propagator states). The step loop shared by both
+// (executor_runner.h: running nodes inline or on the pool, async kernels,
+// traces, failure and finish) is a template over the propagator:
+// - the plain propagator (executor.cc) serves graphs without control
+//   flow: one input slot per edge and lock-free pending counters;
+// - the frame propagator (frame_propagator.cc) serves graphs with Switch,
+//   Merge, Enter, Exit, NextIteration or LoopCond: each node belongs to a
+//   frame (the root, or a loop), each frame instance runs iterations, each
+//   with its own input slots and pending counts, and values may be dead.
+// Graphs without control flow never touch the frame propagator, so they
+// keep their lock-free propagation.
 #ifndef WEFT_CORE_RUNTIME_EXECUTOR_H_
 #define WEFT_CORE_RUNTIME_EXECUTOR_H_
 
@@ -99,43 +106,20 @@ class Executor {
     int num_inputs = 0;                // input slots of one iteration
     std::vector<int> initial_pending;  // by local id (a Merge: its control inputs)
   };
-  struct StepState;
-  struct CfStep;
-  struct Frame;
-  struct Iteration;
-  struct TaggedNode;
-  struct Propagator;
+  // The state of one step that both propagators share.
+  struct StepBase;
+  // The step loop, a template over the propagator (executor_runner.h).
+  template <class Propagator>
+  struct Runner;
+  struct PlainPropagator;  // executor.cc
+  struct FramePropagator;  // frame_propagator.cc
 
   Executor() = default;
-  // Runs the nodes of |stack| and whatever they make ready that stays on
-  // this thread; accounts for one unit of the step's outstanding work.
-  void Process(StepState* state, std::vector<int> stack) const;
-  // Runs |id| (synchronous kernels), propagates its outputs, and appends the
-  // nodes that became ready to |ready|. False on error.
-  bool RunNode(StepState* state, int id, std::vector<int>* ready) const;
-  void Propagate(StepState* state, int id, std::vector<Tensor>& outputs, std::vector<int>* ready) const;
-  // Runs some of |ready| here (via |stack|) and sends the others to the pool.
-  void Dispatch(StepState* state, std::vector<int>& ready, std::vector<int>* stack) const;
-  void Fail(StepState* state, int id, const Status& status) const;
-  void Finish(StepState* state) const;
-
-  // Control flow (control_flow_executor.cc).
+  void RunPlain(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const;
+  // Control flow (frame_propagator.cc): the frames of the plan, and a step
+  // that runs with them.
   Status BuildFrames();
   void RunWithFrames(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const;
-  void CfProcess(CfStep* state, std::vector<TaggedNode> stack) const;
-  // True when it sent some of |ready| to the pool.
-  bool CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const;
-  // Runs |node| (not dead, not async) and propagates; false on error.
-  // |lock| is on the step's mutex, held or not on entry; it is held on
-  // return, so that a run of control-flow nodes takes the mutex once.
-  bool CfRunNode(CfStep* state, const TaggedNode& node, std::vector<TaggedNode>* ready,
-                 std::unique_lock<std::mutex>& lock) const;
-  // Propagates the outputs of |node| and retires it; called with the
-  // outputs (and, for dead nodes, none).
-  void CfPropagate(CfStep* state, const TaggedNode& node, Tensor* outputs, const bool* output_dead,
-                   std::vector<TaggedNode>* ready) const;
-  void CfFail(CfStep* state, const TaggedNode& node, const Status& status) const;
-  void CfFinish(CfStep* state) const;
 
   std::vector<StaticFrame> frames_;
   bool has_control_flow_ = false;

@@ -22,35 +22,17 @@
 
 #include "weft/sdk/graph.h"
 #include "weft/sdk/guard.h"
+#include "weft/sdk/option_defs.h"
 #include "weft/sdk/options.h"
 #include "weft/sdk/plugin.h"
 #include "weft/sdk/struct.h"
 
 namespace weft::optimizers {
 
-// A FLOAT hyper-parameter with a default and an inclusive range.
-inline weft_option_def_t FloatOption(const char* key, const char* default_value, const char* doc, double min,
-                                     double max) {
-  auto d = sdk::Make<weft_option_def_t>();
-  d.key = key;
-  d.type = WEFT_OPTION_FLOAT;
-  d.default_value = default_value;
-  d.doc = doc;
-  d.has_min = 1;
-  d.min_value = min;
-  d.has_max = 1;
-  d.max_value = max;
-  return d;
-}
-
-inline weft_option_def_t BoolOption(const char* key, const char* default_value, const char* doc) {
-  auto d = sdk::Make<weft_option_def_t>();
-  d.key = key;
-  d.type = WEFT_OPTION_BOOL;
-  d.default_value = default_value;
-  d.doc = doc;
-  return d;
-}
+// Hyper-parameters are declared with the SDK's option builders: a FLOAT
+// with a default and an inclusive range, a BOOL.
+using sdk::BoolOption;
+using sdk::FloatOption;
 
 // The weight_decay hyper-parameter every rule declares; |doc| defaults to
 // the coupled (L2) form most rules use.

@@ -11,7 +11,7 @@
 
 #include "core/runtime/op_kernel.h"
 #include "tests/conformance/op_tests.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 #include "tools/conformance/kit.h"
 
 namespace weft {

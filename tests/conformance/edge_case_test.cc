@@ -33,7 +33,7 @@
 #include "core/graph/builder.h"
 #include "core/runtime/op_kernel.h"
 #include "tests/conformance/op_tests.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 #include "tools/conformance/case_io.h"
 
 namespace weft {

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft {
 namespace {

@@ -18,11 +18,11 @@
 
 #include "core/checkpoint/manager.h"
 #include "tests/integration/ckpt_writer_data.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/status_printer.h"
+#include "tests/support/test_dir.h"
+#include "tests/support/weft_cli.h"
 
 namespace weft {
-
-inline void PrintTo(const Status& status, std::ostream* out) { *out << status.ToString(); }
 
 namespace {
 
@@ -108,15 +108,8 @@ class Child {
 
 class CheckpointFault : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / StrCat("weft_ckpt_fault_test_", getpid(), "_",
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   Child Writer(int saves = -1, const std::string& pause = "") {
-    std::vector<std::string> argv = {WEFT_CKPT_WRITER, dir_.string(), StrCat(kKeep)};
+    std::vector<std::string> argv = {WEFT_CKPT_WRITER, dir_.path().string(), StrCat(kKeep)};
     if (saves >= 0) argv.push_back(StrCat(saves));
     std::map<std::string, std::string> env;
     if (!pause.empty()) env["WEFT_CKPT_WRITER_PAUSE"] = pause;
@@ -125,7 +118,7 @@ class CheckpointFault : public ::testing::Test {
 
   std::vector<std::string> TempFiles() const {
     std::vector<std::string> temps;
-    for (const auto& e : fs::directory_iterator(dir_)) {
+    for (const auto& e : fs::directory_iterator(dir_.path())) {
       const std::string name = e.path().filename().string();
       if (name.find(".tmp-") != std::string::npos) temps.push_back(name);
     }
@@ -135,11 +128,11 @@ class CheckpointFault : public ::testing::Test {
   // Latest() must be a bundle that verifies and holds exactly what the
   // writer saved for its step; returns that step (-1 on failure).
   int64_t CheckLatest() {
-    CheckpointManager manager(dir_.string(), kKeep);
+    CheckpointManager manager(dir_.path().string(), kKeep);
     auto latest = manager.Latest();
     EXPECT_TRUE(latest.ok()) << latest.status().ToString();
     if (!latest.ok() || !*latest) {
-      ADD_FAILURE() << "no checkpoint in " << dir_;
+      ADD_FAILURE() << "no checkpoint in " << dir_.path();
       return -1;
     }
     EXPECT_EQ((*latest)->find(".tmp-"), std::string::npos) << **latest;
@@ -170,7 +163,8 @@ class CheckpointFault : public ::testing::Test {
     return *step;
   }
 
-  fs::path dir_;
+  // The writer makes the directory.
+  testing::TestDir dir_{"weft_ckpt_fault_test", /*create=*/false};
 };
 
 TEST_F(CheckpointFault, KilledAtEveryStageOfASave) {
@@ -193,7 +187,7 @@ TEST_F(CheckpointFault, KilledAtEveryStageOfASave) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.stage);
-    fs::remove_all(dir_);
+    fs::remove_all(dir_.path());
     {
       Child writer = Writer(-1, StrCat(c.stage, ":3"));
       ASSERT_EQ(writer.ReadLine(), "resumed 0");
@@ -217,7 +211,7 @@ TEST_F(CheckpointFault, KilledAtEveryStageOfASave) {
     EXPECT_TRUE(TempFiles().empty()) << StrJoin(TempFiles(), ", ");
     EXPECT_EQ(CheckLatest(), c.latest + 1);
     std::vector<std::string> indexes;
-    for (const auto& e : fs::directory_iterator(dir_)) {
+    for (const auto& e : fs::directory_iterator(dir_.path())) {
       if (e.path().extension() == ".index") indexes.push_back(e.path().filename().string());
     }
     std::sort(indexes.begin(), indexes.end());
@@ -291,7 +285,7 @@ TEST_F(CheckpointFault, DamagedLatestBundleIsNamedAndSkipped) {
   EXPECT_TRUE((*reader)->Read("dense/kernel").ok());
 
   // The CLI says the same and exits 1.
-  testing::ProcessResult r = testing::Run({WEFT_CLI, "ckpt", "inspect", p3}, {{"WEFT_PLUGIN_PATH", ""}});
+  testing::ProcessResult r = testing::RunWeft({"ckpt", "inspect", p3});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("CORRUPT"), std::string::npos) << r.out;
   EXPECT_EQ(r.err, StrCat("weft: error: ", corrupt.message(), "\n"));
@@ -303,8 +297,8 @@ TEST_F(CheckpointFault, DamagedLatestBundleIsNamedAndSkipped) {
   EXPECT_EQ(truncated.code(), Code::kDataLoss);
   EXPECT_TRUE(truncated.message().starts_with(StrCat("checkpoint ", index, " is truncated: its header promises ")))
       << truncated.ToString();
-  EXPECT_EQ(*CheckpointManager(dir_.string(), kKeep).Latest(), std::optional<std::string>(p2));
-  r = testing::Run({WEFT_CLI, "ckpt", "inspect", p3}, {{"WEFT_PLUGIN_PATH", ""}});
+  EXPECT_EQ(*CheckpointManager(dir_.path().string(), kKeep).Latest(), std::optional<std::string>(p2));
+  r = testing::RunWeft({"ckpt", "inspect", p3});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, StrCat("weft: error: ", truncated.message(), "\n"));
   EXPECT_EQ(r.out, "");

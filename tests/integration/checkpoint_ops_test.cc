@@ -3,28 +3,23 @@
 // variables (Restore -> Assign); and every error the graph or the
 // checkpoint can cause, by message.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/checkpoint/bundle.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/output_text.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/status_printer.h"
+#include "tests/support/test_dir.h"
 
 namespace weft {
-
-inline void PrintTo(const Status& status, std::ostream* out) { *out << status.ToString(); }
 
 namespace {
 
 namespace fs = std::filesystem;
+using testing::Contains;
 using testing::RuntimeEnv;
-
-// Whether |text| contains |part|, printing both when it does not.
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\n  " << Quote(text) << "\ndoes not contain\n  " << Quote(part);
-}
 
 Output Var(GraphBuilder& b, DType dtype, const Shape& shape, std::string_view name) {
   return b.Op("VarHandle", {}, {{"dtype", AttrValue(dtype)}, {"shape", AttrValue(shape)}}, name);
@@ -53,14 +48,7 @@ Output Prefix(GraphBuilder& b, const std::string& prefix) { return b.Const(Tenso
 
 class CheckpointOps : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / StrCat("weft_ckpt_ops_test_", getpid(), "_",
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string P(const std::string& name) const { return (dir_ / name).string(); }
+  std::string P(const std::string& name) const { return dir_.File(name); }
 
   // Runs |targets| one after another, expecting success.
   static void RunTargets(runtime::Session& s, const std::vector<std::string>& targets) {
@@ -70,7 +58,7 @@ class CheckpointOps : public ::testing::Test {
     }
   }
 
-  fs::path dir_;
+  testing::TestDir dir_{"weft_ckpt_ops_test"};
 };
 
 const Tensor kW = Tensor::FromVector<float>({1.5f, -2, 3, 4.25f, 5, -6}, Shape{2, 3});

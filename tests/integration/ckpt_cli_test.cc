@@ -2,38 +2,26 @@
 // checkpoints written by the library. CRC32C values are from a bit-at-a-time
 // Python model; byte counts by hand.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/checkpoint/bundle.h"
 #include "core/checkpoint/manager.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/test_dir.h"
+#include "tests/support/weft_cli.h"
 
 namespace weft {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::ProcessResult;
+using testing::RunWeft;
 
 class CkptCli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / StrCat("weft_ckpt_cli_test_", getpid(), "_",
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  std::string P(const std::string& name) const { return dir_.File(name); }
 
-  ProcessResult Weft(std::vector<std::string> args) {
-    args.insert(args.begin(), WEFT_CLI);
-    return testing::Run(args, {{"WEFT_PLUGIN_PATH", ""}});
-  }
-  std::string P(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
+  testing::TestDir dir_{"weft_ckpt_cli_test"};
 };
 
 // "x" f32[3] {1,2,3} (12 bytes, CRC32C 0x384de783) and "a" string[2]
@@ -49,7 +37,7 @@ TEST_F(CkptCli, LsListsTheKeptCheckpointsWithTheNewestMarked) {
     if (step == 30) tensors.emplace_back("extra", *Tensor::Zeros(DType::kF64, Shape{5, 5}));  // 200 bytes
     ASSERT_TRUE(manager.Save(step, tensors, {}).ok());
   }
-  ProcessResult r = Weft({"ckpt", "ls", P("run")});
+  ProcessResult r = RunWeft({"ckpt", "ls", P("run")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const std::string p20 = P("run/ckpt-20"), p30 = P("run/ckpt-30");
@@ -60,28 +48,28 @@ TEST_F(CkptCli, LsListsTheKeptCheckpointsWithTheNewestMarked) {
 }
 
 TEST_F(CkptCli, LsSaysWhenThereIsNothingToList) {
-  ProcessResult r = Weft({"ckpt", "ls", dir_.string()});
+  ProcessResult r = RunWeft({"ckpt", "ls", dir_.path().string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, StrCat("no checkpoints in ", dir_.string(), "\n"));
+  EXPECT_EQ(r.out, StrCat("no checkpoints in ", dir_.path().string(), "\n"));
 
-  r = Weft({"ckpt", "ls", P("missing")});
+  r = RunWeft({"ckpt", "ls", P("missing")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, StrCat("weft: error: checkpoint directory ", P("missing"), " does not exist\n"));
 
   std::ofstream(P("file")) << "x";
-  r = Weft({"ckpt", "ls", P("file")});
+  r = RunWeft({"ckpt", "ls", P("file")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, StrCat("weft: error: ", P("file"),
                           " is not a directory; to look at one checkpoint, run `weft ckpt inspect PREFIX`\n"));
 }
 
 TEST_F(CkptCli, LsMarksAnUnreadableCheckpointAndFails) {
-  checkpoint::CheckpointManager manager(dir_.string(), 3);
+  checkpoint::CheckpointManager manager(dir_.path().string(), 3);
   ASSERT_TRUE(manager.Save(1, Small(), {}).ok());
   ASSERT_TRUE(manager.Save(2, Small(), {}).ok());
-  fs::remove(P("ckpt-2.data-00000-of-00001"));
-  ProcessResult r = Weft({"ckpt", "ls", dir_.string()});
+  std::filesystem::remove(P("ckpt-2.data-00000-of-00001"));
+  ProcessResult r = RunWeft({"ckpt", "ls", dir_.path().string()});
   EXPECT_EQ(r.exit_code, 1);
   // The newest that opens is step 1; step 2 is listed as unreadable.
   EXPECT_NE(r.out.find("ckpt-1  1     2           30     *\n"), std::string::npos) << r.out;
@@ -102,12 +90,12 @@ TEST_F(CkptCli, InspectShowsMetadataAndVerifiesEveryTensor) {
                                       "NAME  DTYPE   SHAPE  BYTES  CRC32C      STATUS\n"
                                       "a     string  [2]    18     0xc53d77cb  ok\n"
                                       "x     f32     [3]    12     0x384de783  ok\n");
-  ProcessResult r = Weft({"ckpt", "inspect", P("b")});
+  ProcessResult r = RunWeft({"ckpt", "inspect", P("b")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected);
   EXPECT_EQ(r.err, "");
   // The index file itself names the bundle too.
-  r = Weft({"ckpt", "inspect", P("b.index")});
+  r = RunWeft({"ckpt", "inspect", P("b.index")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected);
 }
@@ -120,7 +108,7 @@ TEST_F(CkptCli, InspectFailsOnCorruptData) {
     f.seekp(20);
     f.put('\xda');  // 0x80 ^ 0x5a: byte 2 of "x"
   }
-  ProcessResult r = Weft({"ckpt", "inspect", P("b")});
+  ProcessResult r = RunWeft({"ckpt", "inspect", P("b")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, StrCat("checkpoint ", P("b"), ": 2 tensors, 30 bytes in 1 shard\n",
                           "metadata: none\n"
@@ -134,18 +122,19 @@ TEST_F(CkptCli, InspectFailsOnCorruptData) {
 }
 
 TEST_F(CkptCli, InspectReportsMissingAndDamagedBundles) {
-  ProcessResult r = Weft({"ckpt", "inspect", P("nope")});
+  ProcessResult r = RunWeft({"ckpt", "inspect", P("nope")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, StrCat("weft: error: checkpoint ", P("nope"), " not found: ", P("nope"), ".index does not exist\n"));
 
-  r = Weft({"ckpt", "inspect", dir_.string()});
+  r = RunWeft({"ckpt", "inspect", dir_.path().string()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, StrCat("weft: error: checkpoint ", dir_.string(), " not found: it is a directory, not a bundle ",
-                          "prefix (list its checkpoints with `weft ckpt ls ", dir_.string(), "`)\n"));
+  EXPECT_EQ(r.err,
+            StrCat("weft: error: checkpoint ", dir_.path().string(), " not found: it is a directory, not a bundle ",
+                   "prefix (list its checkpoints with `weft ckpt ls ", dir_.path().string(), "`)\n"));
 
   ASSERT_TRUE(checkpoint::WriteBundle(P("b"), Small(), {{"step", "7"}}).ok());
-  fs::resize_file(P("b.index"), 100);
-  r = Weft({"ckpt", "inspect", P("b")});
+  std::filesystem::resize_file(P("b.index"), 100);
+  r = RunWeft({"ckpt", "inspect", P("b")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, StrCat("weft: error: checkpoint ", P("b.index"),
@@ -153,23 +142,23 @@ TEST_F(CkptCli, InspectReportsMissingAndDamagedBundles) {
 }
 
 TEST_F(CkptCli, HelpDescribesBothCommands) {
-  ProcessResult r = Weft({"ckpt", "--help"});
+  ProcessResult r = RunWeft({"ckpt", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("ls"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("inspect"), std::string::npos) << r.out;
-  r = Weft({"ckpt", "ls", "--help"});
+  r = RunWeft({"ckpt", "ls", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("List the checkpoints a directory keeps"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("DIR"), std::string::npos) << r.out;
-  r = Weft({"ckpt", "inspect", "--help"});
+  r = RunWeft({"ckpt", "inspect", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("verify every tensor's CRC32C"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("PREFIX"), std::string::npos) << r.out;
 
-  r = Weft({"ckpt"});
+  r = RunWeft({"ckpt"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.err.starts_with("weft: error: ")) << r.err;
-  r = Weft({"ckpt", "inspect"});
+  r = RunWeft({"ckpt", "inspect"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.err.starts_with("weft: error: ")) << r.err;
   EXPECT_NE(r.err.find("PREFIX"), std::string::npos) << r.err;

@@ -1,97 +1,26 @@
 // The `weft` binary end to end: real processes, real plugin files, real
 // config files. Every error path checks the message and the exit code.
+// This file: plugins, devices, placement and configs; graph files and the
+// other commands are in cli_graph_test.cc, the fixture in cli_fixture.h.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/base/strings.h"
 #include "core/tensor/npy.h"
-#include "tests/integration/subprocess.h"
+#include "tests/integration/cli_fixture.h"
+#include "tests/support/output_text.h"
 
-namespace weft {
+namespace weft::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::ProcessResult;
-
-const std::string kRoot = WEFT_TEST_PLUGIN_ROOT;
-
-// Whether some line of |out|, split at runs of spaces, begins with
-// |words| (table columns are as wide as their widest cell).
-bool HasRow(const std::string& out, const std::vector<std::string>& words) {
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream cells(line);
-    std::vector<std::string> row;
-    for (std::string cell; cells >> cell;) row.push_back(cell);
-    if (row.size() >= words.size() && std::equal(words.begin(), words.end(), row.begin())) return true;
-  }
-  return false;
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_cli_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs weft with an environment that does not leak the caller's
-  // WEFT_PLUGIN_PATH.
-  ProcessResult Weft(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-    args.insert(args.begin(), WEFT_CLI);
-    if (env.count("WEFT_PLUGIN_PATH") == 0) env["WEFT_PLUGIN_PATH"] = "";
-    ProcessResult r = testing::Run(args, env);
-    r.err = WithoutUnavailableNotes(r.err);
-    return r;
-  }
-
-  // Drops the host's INFO notes about plugins built here that cannot serve
-  // on this machine (a GPU plugin without its GPU): which ones appear
-  // depends on the machine, not on the command under test.
-  static std::string WithoutUnavailableNotes(const std::string& err) {
-    std::istringstream lines(err);
-    std::string kept;
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("[I ") && line.find(") is unavailable: ") != std::string::npos) continue;
-      kept += line + "\n";
-    }
-    if (!err.empty() && err.back() != '\n' && !kept.empty()) kept.pop_back();
-    return kept;
-  }
-
-  // Drops the warnings that a built-in transport's plugin is not loaded:
-  // whether tcp, zmq and rdma are built depends on the machine.
-  static std::string WithoutTransportWarnings(const std::string& out) {
-    std::istringstream lines(out);
-    std::string kept;
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("warning: ") &&
-          line.find(" transport plugin is not loaded on this machine") != std::string::npos) {
-        continue;
-      }
-      kept += line + "\n";
-    }
-    return kept;
-  }
-
-  std::string Write(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
-
-  fs::path dir_;
-};
 
 TEST_F(Cli, PluginsListsTheCpuPluginAsLoaded) {
   ProcessResult r = Weft({"plugins"});
@@ -192,27 +121,74 @@ TEST_F(Cli, ConfigCheckPrintsOkForTheShippedDefault) {
   EXPECT_EQ(r.out, "OK\n");
 }
 
-TEST_F(Cli, ConfigCheckReportsAWrongTypeWithPosition) {
-  const std::string config = Write("local.toml", "# threads\n[runtime]\ninter_op_threads = \"two\"\n");
-  ProcessResult r = Weft({"config", "check", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, config + ":3:20: runtime.inter_op_threads: expected an integer >= 1, got \"two\"\n");
+// A config that `weft config check` reports on, and what it must print:
+// each problem with the file's path and the line and column of the key.
+struct ConfigCase {
+  const char* test;  // the case's name
+  const char* file;
+  std::string toml;
+  int exit_code;
+  std::function<std::string(const std::string& path)> expected;
+};
+
+std::ostream& operator<<(std::ostream& out, const ConfigCase& c) { return out << c.test; }
+
+const std::vector<ConfigCase>& ConfigCases() {
+  static const std::vector<ConfigCase> cases = {
+      {"ReportsAWrongTypeWithPosition", "local.toml", "# threads\n[runtime]\ninter_op_threads = \"two\"\n", 1,
+       [](const std::string& config) {
+         return config + ":3:20: runtime.inter_op_threads: expected an integer >= 1, got \"two\"\n";
+       }},
+      {"ReportsPluginSectionErrors", "cpu.toml", "[devices.cpu]\ncount = \"lots\"\n", 1,
+       [](const std::string& config) {
+         return config + ":2:9: devices.cpu.count: expected an integer in [1, 64], got \"lots\"\n";
+       }},
+      // A device type no plugin of this tree serves.
+      {"WarnsAboutSectionsNobodyReads", "tpu.toml", "[devices.tpu]\nmemory_fraction = 0.5\n", 0,
+       [](const std::string& config) {
+         return "warning: " + config + ":1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored\nOK\n";
+       }},
+      {"ReportsEveryClusterErrorWithItsPosition", "cluster.toml", R"([cluster]
+transport = "tcp"
+job = "worker"
+task = 3
+[cluster.jobs]
+ps = ["127.0.0.1:7070"]
+worker = ["127.0.0.1:7071", "127.0.0.1:7070", "localhost"]
+)",
+       1,
+       [](const std::string& config) {
+         return config + ":4:8: cluster.task: task 3 is out of range: job 'worker' has 3 tasks (0..2)\n" + config +
+                ":7:29: cluster.jobs.worker[1]: address \"127.0.0.1:7070\" is also used by job 'ps' task 0 at " +
+                config + ":6:7; give every task its own host:port\n" + config +
+                ":7:47: cluster.jobs.worker[2]: expected host:port, got \"localhost\": it has no port (write "
+                "host:port, e.g. \"127.0.0.1:7070\")\n";
+       }},
+      {"OfAnUnknownTransport", "quic.toml",
+       "[cluster]\ntransport = \"quic\"\n[cluster.jobs]\nps = [\"127.0.0.1:7070\"]\n", 1,
+       [](const std::string& config) {
+         return config +
+                ":2:13: cluster.transport: unknown transport \"quic\": not built in (tcp, zmq, rdma) and no loaded "
+                "plugin serves it\n";
+       }},
+  };
+  return cases;
 }
 
-TEST_F(Cli, ConfigCheckReportsPluginSectionErrors) {
-  const std::string config = Write("cpu.toml", "[devices.cpu]\ncount = \"lots\"\n");
+class ConfigCheck : public Cli, public ::testing::WithParamInterface<ConfigCase> {};
+
+TEST_P(ConfigCheck, PrintsWhatIsWrongWithItsPosition) {
+  const ConfigCase& c = GetParam();
+  const std::string config = Write(c.file, c.toml);
   ProcessResult r = Weft({"config", "check", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out, config + ":2:9: devices.cpu.count: expected an integer in [1, 64], got \"lots\"\n");
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+  EXPECT_EQ(r.out, c.expected(config));
 }
 
-TEST_F(Cli, ConfigCheckWarnsAboutSectionsNobodyReads) {
-  // A device type no plugin of this tree serves.
-  const std::string config = Write("tpu.toml", "[devices.tpu]\nmemory_fraction = 0.5\n");
-  ProcessResult r = Weft({"config", "check", config});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "warning: " + config + ":1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored\nOK\n");
-}
+INSTANTIATE_TEST_SUITE_P(Cli, ConfigCheck, ::testing::ValuesIn(ConfigCases()),
+                         [](const ::testing::TestParamInfo<ConfigCase>& param) {
+                           return std::string(param.param.test);
+                         });
 
 TEST_F(Cli, ConfigCheckReportsAPinToADeviceThatDoesNotExist) {
   const std::string config = Write("pins.toml", "[placement.pins]\n\"dense1/*\" = \"/device:CPU:7\"\n");
@@ -248,25 +224,6 @@ TEST_F(Cli, ConfigCheckAcceptsDataFilesThatExist) {
   ProcessResult r = Weft({"config", "check", config});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "OK\n");
-}
-
-TEST_F(Cli, ConfigCheckReportsEveryClusterErrorWithItsPosition) {
-  const std::string config = Write("cluster.toml", R"([cluster]
-transport = "tcp"
-job = "worker"
-task = 3
-[cluster.jobs]
-ps = ["127.0.0.1:7070"]
-worker = ["127.0.0.1:7071", "127.0.0.1:7070", "localhost"]
-)");
-  ProcessResult r = Weft({"config", "check", config});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.out, config + ":4:8: cluster.task: task 3 is out of range: job 'worker' has 3 tasks (0..2)\n" + config +
-                       ":7:29: cluster.jobs.worker[1]: address \"127.0.0.1:7070\" is also used by job 'ps' "
-                       "task 0 at " +
-                       config + ":6:7; give every task its own host:port\n" + config +
-                       ":7:47: cluster.jobs.worker[2]: expected host:port, got \"localhost\": it has no port (write "
-                       "host:port, e.g. \"127.0.0.1:7070\")\n");
 }
 
 TEST_F(Cli, ConfigCheckMatchesSyncReplicasToTheWorkers) {
@@ -355,19 +312,6 @@ worker = ["127.0.0.1:7071"]
   EXPECT_EQ(r.exit_code, 1);
 }
 
-TEST_F(Cli, ConfigCheckOfAnUnknownTransport) {
-  const std::string config = Write("quic.toml", R"([cluster]
-transport = "quic"
-[cluster.jobs]
-ps = ["127.0.0.1:7070"]
-)");
-  ProcessResult r = Weft({"config", "check", config});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.out, config +
-                       ":2:13: cluster.transport: unknown transport \"quic\": not built in (tcp, zmq, rdma) "
-                       "and no loaded plugin serves it\n");
-}
-
 TEST_F(Cli, ConfigCheckChecksSchemesAgainstTheLoadedTransports) {
   // The test plugin "nulltransport" serves the scheme "null".
   const std::string config = Write("null.toml", R"([cluster]
@@ -442,11 +386,8 @@ TEST_F(Cli, BadGlobalConfigStopsEveryCommand) {
 }
 
 TEST_F(Cli, BadLogLevelFlag) {
-  ProcessResult r = Weft({"--log-level", "loud", "version"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "weft: error: --log-level: expected one of trace, debug, info, warning, error, off; "
-            "got \"loud\"\n");
+  EXPECT_EQ(UserError({"--log-level", "loud", "version"}),
+            "weft: error: --log-level: expected one of trace, debug, info, warning, error, off; got \"loud\"\n");
 }
 
 TEST_F(Cli, ConfigDefaultPrintsLocalToml) {
@@ -501,527 +442,5 @@ TEST_F(Cli, APluginBugIsAnInternalError) {
   EXPECT_EQ(r.err, "weft: error: /device:TESTDEV:0: properties: device table corrupted (test)\n");
 }
 
-// --- Graph files: run, inspect, dot, convert, ops ------------------------------
-
-const std::string kAddGraph = R"((producer = 1, minConsumer = 1, nodes = [
-  (name = "x", op = "Placeholder", attrs = [(name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (dims = [-1, 3])))]),
-  (name = "y", op = "Placeholder", attrs = [(name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (dims = [3])))]),
-  (name = "scope/sum", op = "Add", inputs = ["x", "y"]),
-  (name = "scope/neg", op = "Neg", inputs = ["scope/sum"]) ]))";
-
-TEST_F(Cli, RunWritesFetchesAndPrintsSmallOnes) {
-  const std::string graph = Write("add.wgt", kAddGraph);
-  const std::string x = (dir_ / "x.npy").string(), y = (dir_ / "y.npy").string();
-  ASSERT_TRUE(WriteNpy(x, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3})).ok());
-  ASSERT_TRUE(WriteNpy(y, Tensor::FromVector<float>({10, 20, 30})).ok());
-  ProcessResult r = Weft({"run", graph, "--feed", "x=" + x, "--feed", "y=" + y, "--fetch", "scope/neg", "--out",
-                          (dir_ / "out").string(), "--trace", (dir_ / "trace.json").string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(
-      r.out.find("scope/neg: f32[2,3]\n           -11        -22        -33\n           -14        -25        -36\n"),
-      std::string::npos)
-      << r.out;
-  auto saved = ReadNpy((dir_ / "out" / "scope_neg.npy").string());
-  ASSERT_TRUE(saved.ok());
-  EXPECT_EQ(saved->DebugString(), "f32[2,3] {-11, -22, -33, -14, -25, -36}");
-  std::ifstream trace(dir_ / "trace.json");
-  std::stringstream t;
-  t << trace.rdbuf();
-  EXPECT_NE(t.str().find("\"name\":\"scope/neg\""), std::string::npos) << t.str();
-}
-
-TEST_F(Cli, RunBadInputsAreOneClearError) {
-  const std::string graph = Write("add.wgt", kAddGraph);
-  const std::string x = (dir_ / "x.npy").string();
-  ASSERT_TRUE(WriteNpy(x, Tensor::FromVector<float>({1, 2, 3}, Shape{1, 3})).ok());
-  const std::string x64 = (dir_ / "x64.npy").string();
-  ASSERT_TRUE(WriteNpy(x64, Tensor::FromVector<double>({1, 2, 3}, Shape{1, 3})).ok());
-  const std::string x4 = (dir_ / "x4.npy").string();
-  ASSERT_TRUE(WriteNpy(x4, Tensor::FromVector<float>({1, 2, 3, 4}, Shape{1, 4})).ok());
-  const std::string garbage_npy = Write("bad.npy", "not numpy");
-  struct Case {
-    std::vector<std::string> args;
-    std::string error;
-  };
-  const std::vector<Case> cases = {
-      {{"run", graph},
-       "weft: error: nothing to run: give at least one --fetch or --target (`weft inspect " + graph +
-           "` lists the graph's outputs)\n"},
-      {{"run", graph, "--feed", "x", "--fetch", "scope/neg"}, "weft: error: --feed \"x\": expected NAME=FILE.npy\n"},
-      {{"run", graph, "--feed", "x=" + garbage_npy, "--fetch", "scope/neg"},
-       "weft: error: --feed x: " + garbage_npy +
-           ": not a valid .npy file: it does not start with the magic \"\\x93NUMPY\"\n"},
-      {{"run", graph, "--feed", "x=" + x, "--fetch", "scope/nge"},
-       "weft: error: fetch \"scope/nge\": the graph has no node \"scope/nge\"; did you mean \"scope/neg\"?\n"},
-      {{"run", graph, "--feed", "x=" + x64, "--fetch", "scope/sum"},
-       "weft: error: feed \"x\" has dtype f64; the graph expects f32\n"},
-      {{"run", graph, "--feed", "x=" + x4, "--fetch", "scope/sum"},
-       "weft: error: feed \"x\" has shape [1,4]; the graph expects [?,3]\n"},
-      {{"run", graph, "--feed", "x=" + x, "--fetch", "scope/sum"},
-       "weft: error: node 'y' (Placeholder) on /device:CPU:0: Placeholder 'y' was not fed; give it a value (weft run "
-       "--feed y=FILE.npy, or a feed in Session::Run)\n"},
-  };
-  for (const Case& c : cases) {
-    ProcessResult r = Weft(c.args);
-    EXPECT_EQ(r.exit_code, 1) << StrJoin(c.args, " ");
-    EXPECT_EQ(r.err, c.error) << StrJoin(c.args, " ");
-  }
-}
-
-TEST_F(Cli, BadGraphFilesAreOneClearError) {
-  const std::string garbage = Write("garbage.wg", std::string(24, '\xee'));
-  ProcessResult r = Weft({"run", garbage, "--fetch", "x"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err.rfind("weft: error: " + garbage + ": not a valid .wg graph file: ", 0), 0u) << r.err;
-  const std::string truncated = Write("truncated.wg", "abc");
-  r = Weft({"inspect", truncated});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: " + truncated +
-                       ": not a valid .wg graph file: its size (3 bytes) is not a whole number of 8-byte words; is it "
-                       "truncated?\n");
-  const std::string unknown_op = Write("unknown.wgt", "(nodes = [(name = \"a\", op = \"Frob\")])");
-  r = Weft({"run", unknown_op, "--fetch", "a"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: " + unknown_op + ": node 'a' (Frob): unknown op \"Frob\" (`weft ops` lists them)\n");
-  const std::string wrong_attr = Write(
-      "attr.wgt",
-      R"((nodes = [(name = "a", op = "Placeholder", attrs = [(name = "dtype", value = (int = 3)), (name = "shape", value = (shape = ()))])]))");
-  r = Weft({"run", wrong_attr, "--fetch", "a"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "weft: error: " + wrong_attr + ": node 'a' (Placeholder): attr \"dtype\" must be a type, got 3 (an int)\n");
-  const std::string cycle = Write(
-      "cycle.wgt", R"((nodes = [(name = "a", op = "Neg", inputs = ["b"]), (name = "b", op = "Neg", inputs = ["a"])]))");
-  r = Weft({"run", cycle, "--fetch", "a"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "weft: error: " + cycle +
-                ": the graph has a cycle: 'a' -> 'b' -> 'a' (loops need the control-flow ops Enter/NextIteration)\n");
-  const std::string shapes = Write("shapes.wgt", R"((nodes = [
-    (name = "a", op = "Placeholder", attrs = [(name = "dtype", value = (type = f32)), (name = "shape", value = (shape = (dims = [2, 3])))]),
-    (name = "m", op = "MatMul", inputs = ["a", "a"])]))");
-  r = Weft({"run", shapes, "--fetch", "m"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: " + shapes + ": node 'm' (MatMul): inner dimensions differ: [2,3] x [2,3] (3 vs 2)\n");
-}
-
-TEST_F(Cli, InspectSummarisesAGraph) {
-  const std::string graph = Write("add.wgt", kAddGraph);
-  ProcessResult r = Weft({"inspect", graph});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("Inputs:\n  x  f32[?,3]\n  y  f32[3]\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Outputs:\n  scope/neg  f32[?,3]\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  Placeholder  2\n"), std::string::npos) << r.out;
-  r = Weft({"inspect", WEFT_SOURCE_DIR "/configs/models/mnist_mlp.wgt"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  // 784*64 + 64 + 64*10 + 10 weights and biases, as constants.
-  EXPECT_NE(r.out.find("constants  4 holding 50890 elements"), std::string::npos) << r.out;
-}
-
-TEST_F(Cli, DotDrawsScopesAsClusters) {
-  const std::string graph = Write("add.wgt", kAddGraph);
-  ProcessResult r = Weft({"dot", graph});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("digraph weft {")) << r.out;
-  EXPECT_NE(r.out.find("subgraph cluster_0 {\n    label=\"scope\";"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\"scope/sum\" -> \"scope/neg\" [label=\"f32[?,3]\"];"), std::string::npos) << r.out;
-}
-
-// A loop frame "loop" (counting x up to lim through a frame "loop/inner"
-// nested in it), written by hand so that it does not depend on the
-// builders.
-const std::string kLoopGraph = R"((producer = 1, minConsumer = 1, nodes = [
-  (name = "x", op = "Placeholder", attrs = [(name = "dtype", value = (type = i32)), (name = "shape", value = (shape = (dims = [])))]),
-  (name = "lim", op = "Placeholder", attrs = [(name = "dtype", value = (type = i32)), (name = "shape", value = (shape = (dims = [])))]),
-  (name = "loop/Enter", op = "Enter", inputs = ["x"], attrs = [(name = "frame_name", value = (string = "loop"))]),
-  (name = "loop/Enter_1", op = "Enter", inputs = ["lim"], attrs = [(name = "frame_name", value = (string = "loop")), (name = "is_constant", value = (bool = true))]),
-  (name = "loop/Merge", op = "Merge", inputs = ["loop/Enter", "loop/NextIteration"], attrs = [(name = "T", value = (type = i32))]),
-  (name = "loop/Less", op = "Less", inputs = ["loop/Merge", "loop/Enter_1"]),
-  (name = "loop/LoopCond", op = "LoopCond", inputs = ["loop/Less"]),
-  (name = "loop/Switch", op = "Switch", inputs = ["loop/Merge", "loop/LoopCond"]),
-  (name = "loop/Identity", op = "Identity", inputs = ["loop/Switch:1"]),
-  (name = "loop/inner/Enter", op = "Enter", inputs = ["loop/Identity"], attrs = [(name = "frame_name", value = (string = "loop/inner"))]),
-  (name = "loop/inner/Neg", op = "Neg", inputs = ["loop/inner/Enter"]),
-  (name = "loop/inner/Exit", op = "Exit", inputs = ["loop/inner/Neg"]),
-  (name = "loop/NextIteration", op = "NextIteration", inputs = ["loop/inner/Exit"]),
-  (name = "loop/Exit", op = "Exit", inputs = ["loop/Switch"]),
-  (name = "out", op = "Neg", inputs = ["loop/Exit"]) ]))";
-
-TEST_F(Cli, DotDrawsLoopFramesAsClusters) {
-  const std::string graph = Write("loop.wgt", kLoopGraph);
-  ProcessResult r = Weft({"dot", graph});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  // Top level: the placeholders, the output, and the Exit of "loop" (in
-  // its scope cluster); then the frame "loop", holding its Enters and the
-  // frame "loop/inner", which holds the inner Enter and Neg but not the
-  // inner Exit (its output is back in "loop").
-  const std::string expected =
-      "  \"x\" [label=\"x\\\\nPlaceholder\"];\n"
-      "  \"lim\" [label=\"lim\\\\nPlaceholder\"];\n"
-      "  \"out\" [label=\"out\\\\nNeg\"];\n"
-      "  subgraph cluster_0 {\n"
-      "    label=\"loop\";\n"
-      "    style=rounded;\n"
-      "    \"loop/Exit\" [label=\"Exit\\\\nExit\"];\n"
-      "  }\n"
-      "  subgraph cluster_1 {\n"
-      "    label=\"loop\";\n"
-      "    style=\"dashed,bold\";\n"
-      "    color=blue;\n"
-      "    subgraph cluster_2 {\n"
-      "      label=\"loop\";\n"
-      "      style=rounded;\n"
-      "      \"loop/Enter\" [label=\"Enter\\\\nEnter\"];\n";
-  EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("      \"loop/NextIteration\" [label=\"NextIteration\\\\nNextIteration\"];\n"
-                       "      subgraph cluster_3 {\n        label=\"loop/inner\";\n        style=rounded;\n"
-                       "        \"loop/inner/Exit\" [label=\"Exit\\\\nExit\"];\n      }\n    }\n"
-                       "    subgraph cluster_4 {\n      label=\"loop/inner\";\n      style=\"dashed,bold\";\n"
-                       "      color=blue;\n"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("          label=\"loop/inner\";\n          style=rounded;\n"
-                       "          \"loop/inner/Enter\" [label=\"Enter\\\\nEnter\"];\n"
-                       "          \"loop/inner/Neg\" [label=\"Neg\\\\nNeg\"];\n"),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("\"loop/NextIteration\" -> \"loop/Merge\" [label=\"i32[]\"];"), std::string::npos) << r.out;
-}
-
-TEST_F(Cli, ConvertRoundTripsBetweenFormats) {
-  const std::string graph = Write("add.wgt", kAddGraph);
-  const std::string wg = (dir_ / "add.wg").string(), wgt = (dir_ / "again.wgt").string();
-  ASSERT_EQ(Weft({"convert", graph, wg}).exit_code, 0);
-  ASSERT_EQ(Weft({"convert", wg, wgt}).exit_code, 0);
-  ProcessResult a = Weft({"dot", graph}), b = Weft({"dot", wgt});
-  EXPECT_EQ(a.out, b.out);
-  ProcessResult r = Weft({"convert", graph, (dir_ / "x.pb").string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "weft: error: \"" + (dir_ / "x.pb").string() + "\": graph files end in .wg (binary) or .wgt (text)\n");
-}
-
-TEST_F(Cli, OpsListsEveryOpWithItsDevices) {
-  ProcessResult r = Weft({"ops"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("\nMatMul "), std::string::npos);
-  EXPECT_EQ(r.out.find("_Arg"), std::string::npos);  // internal ops are not listed
-  const auto at = r.out.find(" ops; ");
-  ASSERT_NE(at, std::string::npos) << r.out;
-  const auto line_start = r.out.rfind('\n', at) + 1;
-  const int total = std::stoi(r.out.substr(line_start, at - line_start));
-  const auto cpu = r.out.find(" with a CPU kernel", at);
-  const int with_cpu = std::stoi(r.out.substr(at + 6, cpu - at - 6));
-  EXPECT_GE(total, 110);
-  EXPECT_EQ(with_cpu, total) << "every op should run on the CPU";
-  r = Weft({"ops", "Conv2D"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("2-D convolution"), std::string::npos);
-  // Internal ops are shown when named: a plugin author reads the fused
-  // ops' signatures this way (docs/plugins.md).
-  r = Weft({"ops", "_FusedConv2D"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("_FusedConv2D(input: T, filter: T, args: N * T) -> (output: T)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  devices: CPU\n"), std::string::npos) << r.out;
-  // Deliberate departures from NumPy and PyTorch are documented.
-  r = Weft({"ops", "Gelu"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("Gelu(-inf) is 0, the limit"), std::string::npos) << r.out;
-  r = Weft({"ops", "ClipByValue"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("as torch.clamp does. Departure from NumPy: numpy.clip"), std::string::npos) << r.out;
-  r = Weft({"ops", "Conv3D"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: there is no op \"Conv3D\" (run `weft ops` for the list)\n");
-}
-
-TEST_F(Cli, VersionNamesReleaseAndAbi) {
-  ProcessResult r = Weft({"version"});
-  ASSERT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(r.out.starts_with("weft 0.1.0 (commit ")) << r.out;
-  EXPECT_NE(r.out.find("\nplugin ABI 1.3\n"), std::string::npos) << r.out;
-  r = Weft({"--version"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "weft 0.1.0\n");
-}
-
-TEST_F(Cli, EveryCommandHasHelp) {
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{{"--help"},
-                                                                             {"version", "--help"},
-                                                                             {"plugins", "--help"},
-                                                                             {"devices", "--help"},
-                                                                             {"config", "--help"},
-                                                                             {"config", "check", "--help"},
-                                                                             {"config", "default", "--help"},
-                                                                             {"config", "keys", "--help"},
-                                                                             {"run", "--help"},
-                                                                             {"inspect", "--help"},
-                                                                             {"dot", "--help"},
-                                                                             {"convert", "--help"},
-                                                                             {"ops", "--help"},
-                                                                             {"import", "--help"},
-                                                                             {"export", "--help"}}) {
-    ProcessResult r = Weft(args);
-    EXPECT_EQ(r.exit_code, 0) << StrJoin(args, " ");
-    EXPECT_NE(r.out.find("Usage: "), std::string::npos) << StrJoin(args, " ") << r.out;
-  }
-}
-
-TEST_F(Cli, UnknownCommandIsAUserError) {
-  ProcessResult r = Weft({"frobnicate"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(
-      r.err,
-      "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-      "devices, config, run, train, place, serve, cluster, inspect, dot, convert, ops, ckpt, conformance, import, "
-      "export, optimize, bench\nRun `weft --help` for usage.\n");
-}
-
-TEST_F(Cli, UnknownFlagIsAUserError) {
-  ProcessResult r = Weft({"plugins", "--frobnicate"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "weft: error: The following argument was not expected: --frobnicate\nRun `weft "
-            "--help` for usage.\n");
-}
-
-TEST_F(Cli, NoCommandIsAUserError) {
-  ProcessResult r = Weft({});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("weft: error: "), std::string::npos) << r.err;
-}
-
-TEST_F(Cli, MissingConfigFileIsAUserError) {
-  ProcessResult r = Weft({"--config", "/nonexistent/site.toml", "plugins"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "weft: error: cannot read config file \"/nonexistent/site.toml\": No such file or "
-            "directory\n");
-}
-
-// JSON output stays valid JSON when what it reports is not valid UTF-8 (a
-// folder name): the bytes become U+FFFD (core/base/json.h).
-TEST_F(Cli, JsonOutputIsValidWithInvalidUtf8) {
-  const fs::path odd = dir_ / "plugins\xff";
-  fs::create_directories(odd);
-  ProcessResult r = Weft({"plugins", "--json"}, {{"WEFT_PLUGIN_PATH", odd.string()}});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json j = nlohmann::json::parse(r.out);  // throws on invalid JSON or UTF-8
-  const std::string replaced = (dir_ / "plugins\xef\xbf\xbd").string();
-  bool found = false;
-  for (const auto& entry : j["search_path"]) found = found || entry == replaced;
-  EXPECT_TRUE(found) << r.out;
-}
-
-// --- weft conformance --------------------------------------------------------
-
-// tests/sdk/add_device: a plugin with one kernel (f32 Add of one shape,
-// refusing others at placement) passes the ABI checks and every case it
-// takes; the runtime's own ops run on it too.
-TEST_F(Cli, ConformancePassesTheAddDevice) {
-  ProcessResult r = Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* check : {"properties", "allocation", "copies", "streams", "error", "work"}) {
-    EXPECT_TRUE(HasRow(r.out, {"pass", check})) << check << "\n" << r.out;
-  }
-  EXPECT_TRUE(HasRow(r.out, {"pass", "allocation", "too", "large", "/device:ADD:0", "4", "EiB"})) << r.out;
-  // Three f32 cases of one shape (the broadcasting ones are refused by its
-  // query, so not counted).
-  EXPECT_TRUE(HasRow(r.out, {"Add", "/device:ADD:0", "3", "0"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"Identity", "/device:ADD:0"})) << r.out;
-  EXPECT_NE(r.out.find("\nPASS: 7 of 7 ABI checks, 10 of 10 ops"), std::string::npos) << r.out;
-}
-
-// The same plugin with Add deliberately wrong (it subtracts): the kit
-// fails, naming the op, the case and what differs, and exits 1.
-TEST_F(Cli, ConformanceNamesAWrongKernel) {
-  ProcessResult r = Weft({"conformance", "--plugin", kRoot + "/add_device_wrong/weft_device_add.so"});
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(HasRow(r.out, {"Add", "/device:ADD:0", "1", "2"})) << r.out;
-  EXPECT_NE(r.out.find("Add on /device:ADD:0: Add/same_f32: output 0: 12 of 12 elements differ: [0] got "),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("\nFAIL: 7 of 7 ABI checks, 9 of 10 ops"), std::string::npos) << r.out;
-}
-
-TEST_F(Cli, ConformanceOpsPatternAndSkipAbi) {
-  ProcessResult r =
-      Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so", "--ops", "Ad?,Sha*", "--skip-abi"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(r.out.find("Device ABI checks"), std::string::npos) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"Add", "/device:ADD:0"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"Shape", "/device:ADD:0"})) << r.out;
-  EXPECT_FALSE(HasRow(r.out, {"Identity", "/device:ADD:0"})) << r.out;
-  EXPECT_NE(r.out.find("\nPASS: 0 of 0 ABI checks, 2 of 2 ops"), std::string::npos) << r.out;
-
-  r = Weft({"conformance", "--plugin", kRoot + "/add_device/weft_device_add.so", "--ops", "Conv*", "--skip-abi"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("no op matching \"Conv*\" has both cases and a kernel on the device"), std::string::npos)
-      << r.out;
-}
-
-TEST_F(Cli, ConformanceErrors) {
-  const std::string add = kRoot + "/add_device/weft_device_add.so";
-  ProcessResult r = Weft({"conformance", "--plugin", (dir_ / "missing.so").string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, StrCat("weft: error: --plugin \"", (dir_ / "missing.so").string(), "\": no such file\n"));
-
-  r = Weft({"conformance", "--plugin", kRoot + "/kinds/weft_optimizer_nullopt.so"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(
-      r.err.find("weft_optimizer_nullopt.so is a plugin of kind optimizer, not a device plugin; the conformance kit"),
-      std::string::npos)
-      << r.err;
-
-  r = Weft({"conformance", "--plugin", kRoot + "/garbage/weft_device_garbage.so"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("weft_device_garbage.so refused: not a loadable shared library"), std::string::npos) << r.err;
-
-  r = Weft({"conformance", "--plugin", add, "--device", "/device:ADD:3"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: --device \"/device:ADD:3\": plugin add opened /device:ADD:0\n");
-
-  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find(StrCat("no conformance cases at \"", dir_.string(), "\"")), std::string::npos) << r.err;
-
-  // Damaged reference files name the file and what is wrong.
-  std::ofstream(dir_ / "cases.toml") << "[[case]]\nop = \"Add\"\n";
-  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("cases.toml: case 0 needs a name and an op"), std::string::npos) << r.err;
-
-  std::ofstream(dir_ / "cases.toml") << "[[case]]\nname = \"x\"\nop = \"Add\"\ninputs = [{file = \"../etc\"}]\n";
-  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("case x inputs[0] needs a file: a plain file name in the cases' folder"), std::string::npos)
-      << r.err;
-
-  std::ofstream(dir_ / "cases.toml") << "[[case]\n";
-  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find((dir_ / "cases.toml").string() + ":1:"), std::string::npos) << r.err;
-
-  // A case whose .npy is missing fails that case, naming the file.
-  std::ofstream(dir_ / "cases.toml")
-      << "[[case]]\nname = \"Add/lost\"\nop = \"Add\"\ninputs = [{file = \"a.npy\"}, {file = \"a.npy\"}]\n"
-         "outputs = [{file = \"b.npy\"}]\nattrs = {T = \"f32\"}\n";
-  r = Weft({"conformance", "--plugin", add, "--cases", dir_.string(), "--skip-abi"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("Add on /device:ADD:0: Add/lost: "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("a.npy"), std::string::npos) << r.out;
-}
-
-// `weft optimize` (docs/optimizer.md): every pass listed with what it did,
-// and the written graph computes what the original computes.
-TEST_F(Cli, OptimizeExplainsEveryPassAndWritesAGraphThatRunsTheSame) {
-  const std::string model = WEFT_SOURCE_DIR "/configs/models/mnist_mlp.wgt";
-  const std::string out = (dir_ / "opt.wg").string();
-  ProcessResult r = Weft({"optimize", model, "-o", out, "--explain"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(model + ": "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" at level 3 ("), std::string::npos) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"pass", "level", "rewrites", "time", "first", "nodes"})) << r.out;
-  for (const char* pass : {"identity_removal", "arithmetic", "shape_folding", "constant_folding", "cse"}) {
-    EXPECT_TRUE(HasRow(r.out, {pass, "1"})) << pass << "\n" << r.out;
-  }
-  // The MLP's two hidden layers are MatMul + BiasAdd + Relu: one node each.
-  EXPECT_TRUE(HasRow(r.out, {"matmul_fusion", "2", "2"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"conv_fusion", "2", "0"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"winograd", "3", "0"})) << r.out;
-  EXPECT_NE(r.out.find("wrote " + out), std::string::npos) << r.out;
-  // Level 0 runs nothing, and says which passes it left out.
-  ProcessResult none = Weft({"optimize", model, "--level", "0", "--explain"});
-  ASSERT_EQ(none.exit_code, 0) << none.err;
-  EXPECT_TRUE(HasRow(none.out, {"cse", "1", "-", "-", "not", "run:", "level", "1", ">", "0"})) << none.out;
-
-  const std::string digits = WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy";
-  for (const auto& [graph, dir] : {std::pair{model, "original"}, std::pair{out, "optimized"}}) {
-    ProcessResult ran = Weft({"run", graph, "--feed", "images=" + digits, "--fetch", "probabilities", "--out",
-                              (dir_ / dir).string(), "-q", "--optimize", "0"});
-    ASSERT_EQ(ran.exit_code, 0) << ran.err;
-  }
-  auto a = ReadNpy((dir_ / "original" / "probabilities.npy").string());
-  auto b = ReadNpy((dir_ / "optimized" / "probabilities.npy").string());
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_TRUE(a->BitwiseEquals(*b));
-}
-
-TEST_F(Cli, OptimizeRefusesAnUnknownPassALevelOutOfRangeAndAnOnnxOutput) {
-  const std::string model = WEFT_SOURCE_DIR "/configs/models/mnist_mlp.wgt";
-  const std::string config = Write("bad.toml", "[graph_optimizer]\ndisable = [\"cse2\"]\n");
-  ProcessResult r = Weft({"optimize", model, "--config", config});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.err,
-            "weft: error: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"? (the passes: "
-            "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
-            "reshape_sinking, conv_fusion, matmul_fusion, winograd)\n");
-  // The same config stops `weft run` before anything runs.
-  ProcessResult ran = Weft({"run", model, "--config", config, "--fetch", "probabilities", "--feed",
-                            "images=" WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy", "-q"});
-  EXPECT_EQ(ran.exit_code, 1) << ran.err;
-  EXPECT_NE(ran.err.find("[graph_optimizer]: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"?"),
-            std::string::npos)
-      << ran.err;
-  const std::string high = Write("high.toml", "[graph_optimizer]\nlevel = 7\n");
-  ProcessResult level = Weft({"optimize", model, "--config", high});
-  EXPECT_EQ(level.exit_code, 1) << level.err;
-  EXPECT_NE(level.err.find("high.toml:2:9: graph_optimizer.level: "), std::string::npos) << level.err;
-  ProcessResult onnx = Weft({"optimize", model, "-o", (dir_ / "m.onnx").string()});
-  EXPECT_EQ(onnx.exit_code, 1) << onnx.err;
-  EXPECT_NE(onnx.err.find("weft optimize writes a .wg or .wgt graph file"), std::string::npos) << onnx.err;
-}
-
-// `weft bench`: the figures, the profile by op, and JSON.
-TEST_F(Cli, BenchPrintsLatencyThroughputMemoryAndTheOpsThatTakeTheTime) {
-  const std::string model = WEFT_SOURCE_DIR "/configs/models/fashion_cnn.wgt";
-  ProcessResult r =
-      Weft({"bench", model, "--shape", "images=64x28x28x1", "--profile", "--warmup", "1", "--repeat", "3"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(model + " at --optimize 3, "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("inputs: images f32[64,28,28,1]"), std::string::npos) << r.out;
-  for (const char* row : {"  load ", "  first run ", "  latency           p50 ", "  throughput ", "  peak memory "}) {
-    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
-  }
-  EXPECT_NE(r.out.find(" examples/s at batch 64)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Ops by time (3 traced runs):"), std::string::npos) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"op", "ms/run", "share", "nodes"})) << r.out;
-  EXPECT_TRUE(HasRow(r.out, {"_FusedConv2D"})) << r.out;  // level 2 fuses each Conv2D, bias and Relu
-
-  ProcessResult j = Weft({"bench", model, "--shape", "images=8x28x28x1", "--repeat", "4", "--json", "--optimize", "0"});
-  ASSERT_EQ(j.exit_code, 0) << j.err;
-  auto doc = nlohmann::json::parse(j.out);
-  EXPECT_EQ(doc["optimize"], 0);
-  EXPECT_EQ(doc["runs"], 4);
-  EXPECT_EQ(doc["batch"], 8);
-  EXPECT_GT(doc["load_ms"].get<double>(), 0);
-  EXPECT_LE(doc["p50_ms"].get<double>(), doc["p99_ms"].get<double>());
-  EXPECT_GT(doc["peak_rss_mib"].get<double>(), 1);
-}
-
-TEST_F(Cli, BenchSaysWhichInputsNeedAShape) {
-  const std::string model = WEFT_SOURCE_DIR "/configs/models/fashion_cnn.wgt";
-  ProcessResult none = Weft({"bench", model});
-  EXPECT_EQ(none.exit_code, 1);
-  EXPECT_NE(none.err.find("every output needs an input without a value: give --shape NAME=DIMS (or --feed "
-                          "NAME=FILE.npy) for images [?,28,28,1]"),
-            std::string::npos)
-      << none.err;
-  ProcessResult typo = Weft({"bench", model, "--shape", "image=1x28x28x1"});
-  EXPECT_EQ(typo.exit_code, 1);
-  EXPECT_NE(typo.err.find("--shape \"image=1x28x28x1\": the model has no Placeholder \"image\"; did you mean "
-                          "\"images\"?"),
-            std::string::npos)
-      << typo.err;
-  ProcessResult misfit = Weft({"bench", model, "--shape", "images=1x28x28"});
-  EXPECT_EQ(misfit.exit_code, 1);
-  EXPECT_NE(misfit.err.find("\"images\" is declared [?,28,28,1], which [1,28,28] does not fit"), std::string::npos)
-      << misfit.err;
-  ProcessResult garbled = Weft({"bench", model, "--shape", "images=64by28"});
-  EXPECT_EQ(garbled.exit_code, 1);
-  EXPECT_NE(garbled.err.find("--shape images: expected dimensions like 1x3x224x224, got \"64by28\""), std::string::npos)
-      << garbled.err;
-}
-
 }  // namespace
-}  // namespace weft
+}  // namespace weft::testing

@@ -25,9 +25,11 @@
 #include "core/graph/control_flow.h"
 #include "core/graph/serialize.h"
 #include "core/tensor/npy.h"
-#include "tests/integration/cluster_trace_check.h"
-#include "tests/integration/loopback.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/cluster_trace_check.h"
+#include "tests/support/loopback.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_dir.h"
+#include "tests/support/weft_cli.h"
 
 namespace weft {
 namespace {
@@ -83,14 +85,8 @@ class FakeServer {
 
 class Cluster : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_cluster_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
   void TearDown() override {
     tasks_.clear();  // kills what still runs
-    fs::remove_all(dir_);
   }
 
   // A cluster config of one ps and one worker on the given ports (no
@@ -105,26 +101,68 @@ class Cluster : public ::testing::Test {
     return path;
   }
 
-  ProcessResult Weft(std::vector<std::string> args) {
-    args.insert(args.begin(), WEFT_CLI);
-    return testing::Run(args, {{"WEFT_PLUGIN_PATH", ""}});
+  // Inserts |keys| into the [cluster] section of the config |config|;
+  // returns the new text.
+  static std::string WithClusterKeys(const std::string& config, const std::string& keys) {
+    std::string text = testing::ReadFile(config);
+    text.insert(text.find("[cluster.jobs]"), keys);
+    return text;
+  }
+
+  ProcessResult Weft(std::vector<std::string> args) { return testing::RunWeft(std::move(args)); }
+
+  // `weft devices` of a cluster whose ps task is at loopback |ps_port|
+  // (and no worker), which must fail (exit code 1); what it said on stderr.
+  std::string DevicesFailure(int ps_port, int64_t connect_ms) {
+    ProcessResult r = Weft({"devices", "--config", WriteConfig("c.toml", ps_port, 0, connect_ms)});
+    EXPECT_EQ(r.exit_code, 1);
+    return r.err;
   }
 
   // Starts `weft serve` for one task and waits until it listens.
   BackgroundProcess* Serve(const std::string& config, const std::string& job, int task) {
-    tasks_.push_back(std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{WEFT_CLI, "serve", "--config", config, "--job", job, "--task", std::to_string(task)},
-        std::map<std::string, std::string>{{"WEFT_PLUGIN_PATH", ""}}));
-    BackgroundProcess* p = tasks_.back().get();
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    while (p->Output().find("listening on") == std::string::npos) {
-      if (!p->running() || std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "weft serve --job " << job << " did not start:\n" << p->Output();
-        return p;
-      }
-      p->Wait(20);
+    tasks_.push_back(testing::StartListening(
+        {"serve", "--config", config, "--job", job, "--task", std::to_string(task)}, "weft serve --job " + job));
+    return tasks_.back().get();
+  }
+
+  // `weft serve` of ps task 0 of |config|, which must fail to start: it
+  // ends within 30 s with exit code 1. Returns what it printed.
+  std::string ServeThatFails(const std::string& config) {
+    BackgroundProcess serve({WEFT_CLI, "serve", "--config", config, "--job", "ps", "--task", "0"},
+                            {{"WEFT_PLUGIN_PATH", ""}});
+    EXPECT_TRUE(serve.Wait(30000));
+    EXPECT_EQ(serve.exit_code(), 1);
+    return serve.Output();
+  }
+
+  // Writes |value| as <dir>/<name>.npy; returns the --feed that feeds it.
+  std::string WriteFeed(const std::string& name, const Tensor& value) {
+    const std::string path = dir_.File(name + ".npy");
+    EXPECT_TRUE(WriteNpy(path, value).ok()) << path;
+    return name + "=" + path;
+  }
+
+  // `weft run` of |graph| with |feed| and |run_flags| (the fetches, and
+  // more) on the cluster of |config|, writing to <dir>/remote, and in one
+  // process, writing to <dir>/local; both must succeed.
+  void RunOnClusterAndInOneProcess(const std::string& graph, const std::string& config, const std::string& feed,
+                                   const std::vector<std::string>& fetches, bool quiet) {
+    std::vector<std::string> remote = {"run", graph, "--config", config, "--feed", feed};
+    std::vector<std::string> local = {"run", graph, "--feed", feed};
+    for (const std::string& f : fetches) {
+      for (auto* args : {&remote, &local}) args->insert(args->end(), {"--fetch", f});
     }
-    return p;
+    remote.insert(remote.end(), {"--out", (dir_ / "remote").string()});
+    local.insert(local.end(), {"--out", (dir_ / "local").string()});
+    if (quiet) {
+      remote.push_back("--quiet");
+      local.push_back("--quiet");
+    }
+    ProcessResult r = Weft(remote);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    r = Weft(local);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
   std::string WriteGraph(const std::string& name, const GraphBuilder& b) {
@@ -153,12 +191,7 @@ class Cluster : public ::testing::Test {
     return WriteGraph("ff.wg", b);
   }
 
-  std::string Read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  static std::string Read(const fs::path& path) { return testing::ReadFile(path); }
 
   // `weft run` of a step whose ps part waits on a queue nobody fills, in
   // the background: it cannot finish until something fails it.
@@ -200,7 +233,25 @@ class Cluster : public ::testing::Test {
     std::thread client_;
   };
 
-  fs::path dir_;
+  // How a step ended that a signal to its ps task interrupted.
+  struct Interrupted {
+    ProcessResult result;
+    std::chrono::steady_clock::duration took;  // from the signal to the step's end
+    BackgroundProcess* ps;
+  };
+  // Serves the ps and the worker of |config|, starts a step that waits on
+  // the ps (StepThatWaits), and sends the ps task |signal|.
+  Interrupted StepWhenThePsGets(const std::string& config, int signal) {
+    BackgroundProcess* ps = Serve(config, "ps", 0);
+    Serve(config, "worker", 0);
+    StepThatWaits waiting(this, config);
+    ps->Kill(signal);
+    const auto sent = std::chrono::steady_clock::now();
+    ProcessResult r = waiting.Join();
+    return {std::move(r), std::chrono::steady_clock::now() - sent, ps};
+  }
+
+  testing::TestDir dir_{"weft_cluster_test"};
   int ps_port_ = 0;
   std::vector<std::unique_ptr<BackgroundProcess>> tasks_;
 };
@@ -210,15 +261,8 @@ TEST_F(Cluster, AGraphAcrossTwoServedTasksMatchesOneProcessBitForBit) {
   BackgroundProcess* ps = Serve(config, "ps", 0);
   Serve(config, "worker", 0);
   const std::string graph = FeedForwardGraph();
-  ASSERT_TRUE(
-      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3})).ok());
-  const std::string feed = "x=" + (dir_ / "x.npy").string();
-  ProcessResult remote = Weft({"run", graph, "--config", config, "--feed", feed, "--fetch", "y", "--fetch", "matmul",
-                               "--out", (dir_ / "remote").string()});
-  ASSERT_EQ(remote.exit_code, 0) << remote.err << remote.out;
-  ProcessResult local =
-      Weft({"run", graph, "--feed", feed, "--fetch", "y", "--fetch", "matmul", "--out", (dir_ / "local").string()});
-  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const std::string feed = WriteFeed("x", Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3}));
+  ASSERT_NO_FATAL_FAILURE(RunOnClusterAndInOneProcess(graph, config, feed, {"y", "matmul"}, /*quiet=*/false));
   for (const char* file : {"y.npy", "matmul.npy"}) {
     const std::string a = Read(dir_ / "remote" / file), b = Read(dir_ / "local" / file);
     EXPECT_FALSE(a.empty());
@@ -271,15 +315,8 @@ TEST_F(Cluster, AWhileLoopSplitAcrossServedTasksMatchesOneProcessBitForBit) {
     b.Op("Identity", {(*r)[1]}, {}, "h");
   }
   const std::string graph = WriteGraph("loop.wg", b);
-  ASSERT_TRUE(
-      WriteNpy((dir_ / "h0.npy").string(), Tensor::FromVector<float>({0.1f, -0.2f, 0.3f, 1, 2, -3}, Shape{2, 3})).ok());
-  const std::string feed = "h0=" + (dir_ / "h0.npy").string();
-  ProcessResult remote = Weft({"run", graph, "--config", config, "--feed", feed, "--fetch", "h", "--out",
-                               (dir_ / "remote").string(), "--quiet"});
-  ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  ProcessResult local =
-      Weft({"run", graph, "--feed", feed, "--fetch", "h", "--out", (dir_ / "local").string(), "--quiet"});
-  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const std::string feed = WriteFeed("h0", Tensor::FromVector<float>({0.1f, -0.2f, 0.3f, 1, 2, -3}, Shape{2, 3}));
+  ASSERT_NO_FATAL_FAILURE(RunOnClusterAndInOneProcess(graph, config, feed, {"h"}, /*quiet=*/true));
   const std::string a = Read(dir_ / "remote" / "h.npy"), c = Read(dir_ / "local" / "h.npy");
   EXPECT_FALSE(a.empty());
   EXPECT_EQ(a, c) << "the split loop's result differs from one process";
@@ -320,15 +357,8 @@ TEST_F(Cluster, TasksWithDifferentHardwareRunOneGraph) {
   }
   b.Op("Neg", {h}, {}, "y");
   const std::string graph = WriteGraph("mixed.wg", b);
-  ASSERT_TRUE(
-      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, -2, 3, 0.5f, 0.25f, -1}, Shape{2, 3})).ok());
-  const std::string feed = "x=" + (dir_ / "x.npy").string();
-  ProcessResult remote = Weft({"run", graph, "--config", worker_config, "--feed", feed, "--fetch", "y", "--out",
-                               (dir_ / "remote").string(), "--quiet"});
-  ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  ProcessResult local =
-      Weft({"run", graph, "--feed", feed, "--fetch", "y", "--out", (dir_ / "local").string(), "--quiet"});
-  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const std::string feed = WriteFeed("x", Tensor::FromVector<float>({1, -2, 3, 0.5f, 0.25f, -1}, Shape{2, 3}));
+  ASSERT_NO_FATAL_FAILURE(RunOnClusterAndInOneProcess(graph, worker_config, feed, {"y"}, /*quiet=*/true));
   EXPECT_EQ(Read(dir_ / "remote" / "y.npy"), Read(dir_ / "local" / "y.npy"));
   ProcessResult place = Weft({"place", graph, "--config", worker_config, "--explain"});
   EXPECT_NE(place.out.find("/job:worker/task:0/device:OPENCL:0"), std::string::npos) << place.out;
@@ -364,20 +394,16 @@ TEST_F(Cluster, ATaskStartedLateIsWaitedFor) {
 
 TEST_F(Cluster, ASilentNonWeftListenerIsNamed) {
   FakeServer silent("");
-  const std::string config = WriteConfig("c.toml", silent.port(), 0, /*connect_ms=*/800);
-  ProcessResult r = Weft({"devices", "--config", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("did not answer Weft's handshake"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(StrCat("127.0.0.1:", silent.port())), std::string::npos) << r.err;
+  const std::string err = DevicesFailure(silent.port(), /*connect_ms=*/800);
+  EXPECT_NE(err.find("did not answer Weft's handshake"), std::string::npos) << err;
+  EXPECT_NE(err.find(StrCat("127.0.0.1:", silent.port())), std::string::npos) << err;
 }
 
 TEST_F(Cluster, ANonWeftServerThatAnswersIsRefused) {
   FakeServer http("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-  const std::string config = WriteConfig("c.toml", http.port(), 0, /*connect_ms=*/2000);
-  ProcessResult r = Weft({"devices", "--config", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("/job:ps/task:0"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("not a Weft tcp peer"), std::string::npos) << r.err;
+  const std::string err = DevicesFailure(http.port(), /*connect_ms=*/2000);
+  EXPECT_NE(err.find("/job:ps/task:0"), std::string::npos) << err;
+  EXPECT_NE(err.find("not a Weft tcp peer"), std::string::npos) << err;
 }
 
 TEST_F(Cluster, TwoClustersSharingAnAddressRefuseEachOther) {
@@ -389,25 +415,17 @@ TEST_F(Cluster, TwoClustersSharingAnAddressRefuseEachOther) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("belongs to another cluster"), std::string::npos) << r.err;
   // And a second task cannot listen on a taken port.
-  auto second = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{WEFT_CLI, "serve", "--config", b, "--job", "ps", "--task", "0"},
-      std::map<std::string, std::string>{{"WEFT_PLUGIN_PATH", ""}});
-  ASSERT_TRUE(second->Wait(30000));
-  EXPECT_EQ(second->exit_code(), 1);
-  EXPECT_NE(second->Output().find("Address already in use"), std::string::npos) << second->Output();
-  EXPECT_NE(second->Output().find("another process, perhaps a task of another cluster"), std::string::npos);
+  const std::string second = ServeThatFails(b);
+  EXPECT_NE(second.find("Address already in use"), std::string::npos) << second;
+  EXPECT_NE(second.find("another process, perhaps a task of another cluster"), std::string::npos);
 }
 
 TEST_F(Cluster, ATaskKilledMidStepFailsTheStepNamingIt) {
   ps_port_ = FreePort();
   const std::string config = WriteConfig("c.toml", ps_port_, FreePort(), 20000, /*rpc_ms=*/60000);
-  BackgroundProcess* ps = Serve(config, "ps", 0);
-  Serve(config, "worker", 0);
-  StepThatWaits waiting(this, config);
-  ps->Kill(SIGKILL);
-  const auto killed = std::chrono::steady_clock::now();
-  const ProcessResult r = waiting.Join();
-  EXPECT_LT(std::chrono::steady_clock::now() - killed, 20s) << "the step did not fail promptly";
+  const Interrupted step = StepWhenThePsGets(config, SIGKILL);
+  EXPECT_LT(step.took, 20s) << "the step did not fail promptly";
+  const ProcessResult& r = step.result;
   // A lost task exits 3, not 1 (a user error), and the message leads with
   // it in the user's terms, then what to do, then the chain of nodes.
   EXPECT_EQ(r.exit_code, 3) << r.err;
@@ -426,20 +444,11 @@ TEST_F(Cluster, ATaskKilledMidStepFailsTheStepNamingIt) {
 TEST_F(Cluster, AHungTaskIsDeclaredLostAndItsStepFailsNamingIt) {
   const int ps_port = FreePort();
   const std::string config = WriteConfig("c.toml", ps_port, FreePort(), 20000, /*rpc_ms=*/60000);
-  {
-    std::string text = Read(config);
-    text.insert(text.find("[cluster.jobs]"), "heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 1500\n");
-    std::ofstream(config) << text;
-  }
-  BackgroundProcess* ps = Serve(config, "ps", 0);
-  Serve(config, "worker", 0);
-  StepThatWaits waiting(this, config);
-  ps->Kill(SIGSTOP);
-  const auto stopped = std::chrono::steady_clock::now();
-  const ProcessResult r = waiting.Join();
-  const auto took = std::chrono::steady_clock::now() - stopped;
-  ps->Kill(SIGCONT);
-  EXPECT_LT(took, 15s) << "the step did not fail at the heartbeat timeout";
+  testing::WriteFile(config, WithClusterKeys(config, "heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 1500\n"));
+  const Interrupted step = StepWhenThePsGets(config, SIGSTOP);
+  step.ps->Kill(SIGCONT);
+  EXPECT_LT(step.took, 15s) << "the step did not fail at the heartbeat timeout";
+  const ProcessResult& r = step.result;
   EXPECT_EQ(r.exit_code, 3) << r.err;
   // After the heartbeat's warning in the log: the error leads with the task.
   const std::string error = r.err.substr(std::min(r.err.size(), r.err.find("weft: error: ")));
@@ -461,11 +470,7 @@ TEST_F(Cluster, AHungTaskIsDeclaredLostAndItsStepFailsNamingIt) {
 TEST_F(Cluster, ClusterStatusShowsEveryTaskAndWhichDoNotAnswer) {
   const int ps_port = FreePort(), worker_port = FreePort();
   const std::string config = WriteConfig("c.toml", ps_port, worker_port);
-  {
-    std::string text = Read(config);
-    text.insert(text.find("[cluster.jobs]"), "heartbeat_interval_ms = 100\nheartbeat_timeout_ms = 5000\n");
-    std::ofstream(config) << text;
-  }
+  testing::WriteFile(config, WithClusterKeys(config, "heartbeat_interval_ms = 100\nheartbeat_timeout_ms = 5000\n"));
   BackgroundProcess* ps = Serve(config, "ps", 0);
   BackgroundProcess* worker = Serve(config, "worker", 0);
   auto incarnation_of = [](const std::string& output) {
@@ -478,10 +483,9 @@ TEST_F(Cluster, ClusterStatusShowsEveryTaskAndWhichDoNotAnswer) {
   ASSERT_FALSE(ps_incarnation.empty()) << ps->Output();
   ASSERT_NE(ps_incarnation, worker_incarnation);
   // A step across both, so that the ps has served RunGraphs.
-  ASSERT_TRUE(
-      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3})).ok());
-  ProcessResult ran = Weft({"run", FeedForwardGraph(), "--config", config, "--feed", "x=" + (dir_ / "x.npy").string(),
-                            "--fetch", "y", "--out", (dir_ / "out").string()});
+  const std::string feed = WriteFeed("x", Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3}));
+  ProcessResult ran =
+      Weft({"run", FeedForwardGraph(), "--config", config, "--feed", feed, "--fetch", "y", "--out", dir_.File("out")});
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   std::this_thread::sleep_for(500ms);  // a few heartbeats each way
 
@@ -560,11 +564,10 @@ TEST_F(Cluster, RunTraceOnAClusterMergesEveryTasksTrack) {
   const std::string config = WriteConfig("c.toml", FreePort(), FreePort());
   Serve(config, "ps", 0);
   Serve(config, "worker", 0);
-  ASSERT_TRUE(
-      WriteNpy((dir_ / "x.npy").string(), Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3})).ok());
+  const std::string feed = WriteFeed("x", Tensor::FromVector<float>({1, 2, 3, -4, 5.5f, 0.25f}, Shape{2, 3}));
   const std::string trace_path = (dir_ / "trace.json").string();
-  ProcessResult ran = Weft({"run", FeedForwardGraph(), "--config", config, "--feed", "x=" + (dir_ / "x.npy").string(),
-                            "--fetch", "y", "--out", (dir_ / "out").string(), "--trace", trace_path});
+  ProcessResult ran = Weft({"run", FeedForwardGraph(), "--config", config, "--feed", feed, "--fetch", "y", "--out",
+                            dir_.File("out"), "--trace", trace_path});
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   EXPECT_NE(ran.out.find("trace in " + trace_path), std::string::npos) << ran.out;
   const Json trace = Json::parse(Read(trace_path));
@@ -589,10 +592,8 @@ TEST_F(Cluster, ASecretFileGuardsTheTasksPorts) {
   chmod(secret.c_str(), 0600);
   const int ps_port = FreePort();
   const std::string open_config = WriteConfig("open.toml", ps_port, 0, /*connect_ms=*/3000);
-  std::string text = Read(open_config);
-  text.insert(text.find("[cluster.jobs]"), "secret_file = \"cluster.secret\"\n");
-  const std::string config = (dir_ / "secured.toml").string();
-  std::ofstream(config) << text;
+  const std::string config =
+      dir_.Write("secured.toml", WithClusterKeys(open_config, "secret_file = \"cluster.secret\"\n"));
   BackgroundProcess* ps = Serve(config, "ps", 0);
   ProcessResult r = Weft({"devices", "--config", config});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -608,14 +609,9 @@ TEST_F(Cluster, ASecretFileGuardsTheTasksPorts) {
   r = Weft({"config", "check", config});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("may be read or written by others (mode 0644)"), std::string::npos) << r.out;
-  auto second = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{WEFT_CLI, "serve", "--config", config, "--job", "ps", "--task", "0"},
-      std::map<std::string, std::string>{{"WEFT_PLUGIN_PATH", ""}});
-  ASSERT_TRUE(second->Wait(30000));
-  EXPECT_EQ(second->exit_code(), 1);
-  EXPECT_NE(second->Output().find("may be read or written by others (mode 0644)"), std::string::npos)
-      << second->Output();
-  EXPECT_NE(second->Output().find("chmod 600 " + secret), std::string::npos) << second->Output();
+  const std::string second = ServeThatFails(config);
+  EXPECT_NE(second.find("may be read or written by others (mode 0644)"), std::string::npos) << second;
+  EXPECT_NE(second.find("chmod 600 " + secret), std::string::npos) << second;
 }
 
 TEST_F(Cluster, GarbageOnATasksPortLeavesItServing) {

@@ -10,12 +10,8 @@
 #
 # Exits 77 (CTest: skipped) where mpirun (Debian's openmpi-bin) or the
 # data set is missing. Bounded by timeout(1).
-set -euo pipefail
-weft=$1
-source=$2
-work=$(mktemp -d)
-trap 'pkill -KILL -f "$work/" 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=cluster_test_lib.sh
+source "$(dirname "$0")/cluster_test_lib.sh"
 
 command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed (Debian's openmpi-bin)"; exit 77; }
 fashion=/usr/share/datasets/fashion-mnist

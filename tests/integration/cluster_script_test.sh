@@ -6,12 +6,8 @@
 # arguments are named. Every wait is bounded (cluster.sh's own timeouts).
 #
 #   cluster_script_test.sh WEFT_BINARY SOURCE_DIR
-set -euo pipefail
-weft=$1
-source=$2
-work=$(mktemp -d)
-trap 'pkill -KILL -f "$work/" 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=cluster_test_lib.sh
+source "$(dirname "$0")/cluster_test_lib.sh"
 export WEFT="$weft" WEFT_PLUGIN_PATH=""
 
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then

@@ -12,7 +12,7 @@
 #include "core/grad/gradients.h"
 #include "core/graph/control_flow.h"
 #include "core/graph/nn_builders.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft {
 namespace {

@@ -6,7 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft {
 namespace {
@@ -14,10 +15,7 @@ namespace {
 using testing::RuntimeEnv;
 using Outputs = std::vector<Output>;
 
-template <class T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
-}
+using testing::Values;
 
 // Runs |fetches| of what |b| built with |feeds| (nothing on failure, which
 // the caller checks before reading values).

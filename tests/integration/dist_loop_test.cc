@@ -18,30 +18,26 @@
 #include "core/grad/gradients.h"
 #include "core/graph/control_flow.h"
 #include "core/graph/nn_builders.h"
-#include "tests/integration/loopback.h"
-#include "tests/integration/runtime_env.h"
-#include "tests/integration/two_tasks.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/split_loop_graphs.h"
+#include "tests/support/tensor_values.h"
+#include "tests/support/two_tasks.h"
 
 namespace weft::dist {
 namespace {
 
 using Outputs = std::vector<Output>;
-using Feeds = std::vector<std::pair<std::string, Tensor>>;
+using testing::CondAndNestedLoop;
+using testing::Feeds;
+using testing::Floats;
+using testing::Recurrence;
+using testing::RecurrenceFeeds;
+using testing::Wavy;
 
 constexpr const char* kPs = testing::kPsTask;
 constexpr const char* kWorker = testing::kWorkerTask;
 
 plugin::PluginHost& Plugins() { return testing::BuiltPlugins(); }
-
-std::vector<float> Floats(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
-}
-
-Tensor Wavy(const Shape& shape, float scale, float phase) {
-  std::vector<float> v(static_cast<std::size_t>(shape.num_elements()));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = scale * std::sin(1.3f * static_cast<float>(i) + phase);
-  return Tensor::FromVector<float>(v, shape);
-}
 
 // Builds a graph whose marked parts go to |device| (empty: no pins), and
 // returns the names to fetch.
@@ -121,53 +117,15 @@ class SplitAcrossTasks : public testing::TwoTasksTest {
   }
 };
 
-// h = tanh(h W + x_t) over the rows of xs, the MatMul on |device|; the loop
-// counts iterations on the worker. With the gradient of sum(h * h) with
-// respect to w, h0 and xs.
-std::vector<std::string> Recurrence(GraphBuilder& b, const std::string& device, int parallel_iterations = 4) {
-  Output xs = b.Placeholder(DType::kF32, Shape{12, 3, 4}, "xs");
-  Output w = b.Placeholder(DType::kF32, Shape{4, 4}, "w");
-  Output h0 = b.Placeholder(DType::kF32, Shape{3, 4}, "h0");
-  WhileOptions options;
-  options.parallel_iterations = parallel_iterations;
-  auto r = WhileLoop(
-      b,
-      [&](const Outputs& v) -> Expected<Output> {
-        return b.Op("Less", {v[0], b.Scalar<int64_t>(12)});
-      },
-      [&](const Outputs& v) -> Expected<Outputs> {
-        Output product;
-        {
-          std::optional<GraphBuilder::Scope> pin;
-          if (!device.empty()) pin.emplace(b.DeviceScope(device));
-          product = b.Op("MatMul", {v[1], w}, {}, "product");
-        }
-        Output x_t = b.Op("Gather", {xs, v[0]}, {}, "x_t");
-        return Outputs{b.Op("Add", {v[0], b.Scalar<int64_t>(1)}), b.Op("Tanh", {b.Op("Add", {product, x_t})})};
-      },
-      {b.Scalar<int64_t>(0), h0}, options);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return {};
-  Output loss = b.Op("Sum", {b.Op("Mul", {(*r)[1], (*r)[1]})}, {}, "loss");
-  std::vector<std::string> fetches = {(*r)[1].name(), "loss"};
-  auto g = grad::AddGradients(b, {loss}, {w, h0, xs});
-  EXPECT_TRUE(g.ok()) << g.status().ToString();
-  if (!g.ok()) return {};
-  for (const Output& o : *g) fetches.push_back(o.name());
-  return fetches;
-}
-
 TEST_F(SplitAcrossTasks, ALoopAndItsGradientMatchOneProcessBitForBit) {
   std::vector<std::string> fetches;
-  auto build = [](GraphBuilder& b, const std::string& device) { return Recurrence(b, device); };
+  auto build = [](GraphBuilder& b, const std::string& device) { return Recurrence(b, device, true); };
   Graph g = Built(build, kPs, &fetches);
   // The body's product is on the parameter server, the loop's condition
   // on the worker: the loop is split.
   EXPECT_EQ(DeviceOf(g, "while/product"), std::string(kPs) + "/device:CPU:0");
   EXPECT_EQ(DeviceOf(g, "while/LoopCond"), std::string(kWorker) + "/device:CPU:0");
-  const Feeds feeds = {{"xs", Wavy(Shape{12, 3, 4}, 0.5f, 0.2f)},
-                       {"w", Wavy(Shape{4, 4}, 0.6f, 1.1f)},
-                       {"h0", Wavy(Shape{3, 4}, 0.4f, 2.3f)}};
+  const Feeds& feeds = RecurrenceFeeds();
   std::vector<std::string> local_fetches;
   Graph local = Built(build, "", &local_fetches);
   ASSERT_EQ(fetches.size(), 5u);  // h, the loss, and its gradients for w, h0, xs
@@ -178,7 +136,7 @@ TEST_F(SplitAcrossTasks, ALoopAndItsGradientMatchOneProcessBitForBit) {
 // One iteration at a time: each task holds back its next iteration until
 // its current one is done, and neither waits for the other in a cycle.
 TEST_F(SplitAcrossTasks, ALoopRunningOneIterationAtATime) {
-  auto build = [](GraphBuilder& b, const std::string& device) { return Recurrence(b, device, 1); };
+  auto build = [](GraphBuilder& b, const std::string& device) { return Recurrence(b, device, true, 1); };
   std::vector<std::string> fetches, local_fetches;
   Graph g = Built(build, kPs, &fetches);
   Graph local = Built(build, "", &local_fetches);
@@ -270,64 +228,12 @@ TEST_F(SplitAcrossTasks, ACondWithABranchOnTheOtherTask) {
   }
 }
 
-// for i < 9: v = (i % 3 == 0) ? v * 2 (on |device|) : v - 1, then an inner
-// loop adds i to v twice (its body on |device|): a cond inside a loop whose
-// taken branch is sometimes on the other task, and a nested loop whose
-// transfers are keyed by both iterations.
-std::vector<std::string> CondAndNestedLoop(GraphBuilder& b, const std::string& device) {
-  Output x = b.Placeholder(DType::kF32, Shape{2}, "x");
-  auto r = WhileLoop(
-      b,
-      [&](const Outputs& v) -> Expected<Output> {
-        return b.Op("Less", {v[0], b.Scalar<int32_t>(9)});
-      },
-      [&](const Outputs& v) -> Expected<Outputs> {
-        Output third = b.Op("Equal", {b.Op("FloorMod", {v[0], b.Scalar<int32_t>(3)}), b.Scalar<int32_t>(0)});
-        WEFT_ASSIGN_OR_RETURN(Outputs c, Cond(
-                                             b, third,
-                                             [&]() -> Expected<Outputs> {
-                                               std::optional<GraphBuilder::Scope> pin;
-                                               if (!device.empty()) pin.emplace(b.DeviceScope(device));
-                                               return Outputs{b.Op("Mul", {v[1], b.Scalar<float>(2)}, {}, "twice")};
-                                             },
-                                             [&]() -> Expected<Outputs> {
-                                               return Outputs{b.Op("Sub", {v[1], b.Scalar<float>(1)})};
-                                             }));
-        Output as_float = b.Op("Cast", {v[0]}, {{"DstT", AttrValue(DType::kF32)}});
-        WhileOptions inner;
-        inner.name = "inner";
-        WEFT_ASSIGN_OR_RETURN(
-            Outputs in,
-            WhileLoop(
-                b,
-                [&](const Outputs& u) -> Expected<Output> {
-                  return b.Op("Less", {u[0], b.Scalar<int32_t>(2)});
-                },
-                [&](const Outputs& u) -> Expected<Outputs> {
-                  std::optional<GraphBuilder::Scope> pin;
-                  if (!device.empty()) pin.emplace(b.DeviceScope(device));
-                  return Outputs{b.Op("Add", {u[0], b.Scalar<int32_t>(1)}), b.Op("Add", {u[1], as_float}, {}, "add_i")};
-                },
-                {b.Scalar<int32_t>(0), c[0]}, inner));
-        return Outputs{b.Op("Add", {v[0], b.Scalar<int32_t>(1)}), in[1]};
-      },
-      {b.Scalar<int32_t>(0), x});
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return {};
-  return {(*r)[1].name()};
-}
-
 TEST_F(SplitAcrossTasks, ACondAndANestedLoopInsideASplitLoop) {
   std::vector<std::string> fetches;
   Graph g = Built(CondAndNestedLoop, kPs, &fetches);
   std::vector<Tensor> out = RunSplit(std::move(g), {{"x", Tensor::FromVector<float>({1.5f, -4})}}, fetches);
   ASSERT_EQ(out.size(), 1u);
-  // By hand: i = 0..8; i % 3 == 0 doubles, else subtracts 1; then adds 2i.
-  std::vector<float> expected = {1.5f, -4};
-  for (int i = 0; i < 9; ++i) {
-    for (float& e : expected) e = (i % 3 == 0 ? e * 2 : e - 1) + 2.0f * static_cast<float>(i);
-  }
-  EXPECT_EQ(Floats(out[0]), expected);
+  EXPECT_EQ(Floats(out[0]), testing::CondAndNestedLoopByHand({1.5f, -4}));
 }
 
 // for i < 3: s = s * 10 + (sum over j < 4 of (j + i)): the whole inner loop

@@ -16,9 +16,9 @@
 #include "core/distributed/task_service.h"
 #include "core/graph/builder.h"
 #include "core/graph/serialize.h"
-#include "tests/integration/loopback.h"
-#include "tests/integration/runtime_env.h"
-#include "tests/integration/two_tasks.h"
+#include "tests/support/loopback.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/two_tasks.h"
 
 namespace weft::dist {
 namespace {

@@ -10,23 +10,21 @@
 // plugin's tests are compiled in only when the plugin is built.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <mutex>
-#include <set>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/strings.h"
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/output_text.h"
+#include "tests/support/plugin_checks.h"
+#include "tests/support/plugin_config.h"
+#include "tests/support/test_dir.h"
+#include "tests/support/weft_cli.h"
 #include "weft/weft_plugin.h"
 
 namespace weft {
@@ -35,7 +33,11 @@ namespace {
 namespace fs = std::filesystem;
 using plugin::PluginHost;
 using plugin::PluginState;
+using testing::HasRow;
+using testing::Isolated;
+using testing::MakeConfig;
 using testing::ProcessResult;
+using testing::RunWeft;
 
 // One GPU plugin and the runtime library it is built on.
 struct GpuPlugin {
@@ -100,52 +102,9 @@ Probe AskRuntime(const GpuPlugin& p) {
   return probe;
 }
 
-config::Config MakeConfig(const std::string& toml = "") {
-  auto config = config::ParseConfig(toml, "test.toml", "/");
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return *config;
-}
-
-plugin::PluginHostOptions Isolated() {
-  plugin::PluginHostOptions options;
-  options.use_environment = false;
-  options.use_builtin_folder = false;
-  return options;
-}
-
-// Whether some line of |out|, split at runs of spaces, begins with |words|.
-bool HasRow(const std::string& out, const std::vector<std::string>& words) {
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream cells(line);
-    std::vector<std::string> row;
-    for (std::string cell; cells >> cell;) row.push_back(cell);
-    if (row.size() >= words.size() && std::equal(words.begin(), words.end(), row.begin())) return true;
-  }
-  return false;
-}
-
 class GpuPluginTest : public ::testing::TestWithParam<GpuPlugin> {
  protected:
-  void SetUp() override {
-    probe_ = AskRuntime(GetParam());
-    dir_ = fs::temp_directory_path() / StrCat("weft_gpu_test_", getpid(), "_", GetParam().name, "_",
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  ProcessResult Weft(std::vector<std::string> args) {
-    args.insert(args.begin(), WEFT_CLI);
-    return testing::Run(args, {{"WEFT_PLUGIN_PATH", ""}});
-  }
-
-  std::string Write(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
+  void SetUp() override { probe_ = AskRuntime(GetParam()); }
 
   // The parts of the plugin's UNAVAILABLE message that come from the
   // runtime and from the plugin's advice.
@@ -160,7 +119,7 @@ class GpuPluginTest : public ::testing::TestWithParam<GpuPlugin> {
   }
 
   Probe probe_;
-  fs::path dir_;
+  testing::TestDir dir_{StrCat("weft_gpu_test_", GetParam().name)};
 };
 
 TEST_P(GpuPluginTest, IsUnavailableWithTheRuntimesReasonOrLoadedWithItsDevices) {
@@ -195,7 +154,7 @@ TEST_P(GpuPluginTest, IsUnavailableWithTheRuntimesReasonOrLoadedWithItsDevices) 
   // Without a device, nothing heavy is loaded: not the implementation,
   // not its vendor libraries (the front links the runtime only). The
   // dynamic loader lists every library a `weft devices` process opens.
-  ProcessResult r = testing::Run({WEFT_CLI, "devices"}, {{"WEFT_PLUGIN_PATH", ""}, {"LD_DEBUG", "files"}});
+  ProcessResult r = RunWeft({"devices"}, {{"LD_DEBUG", "files"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_NE(r.err.find(StrCat("weft_device_", p.name, ".so")), std::string::npos) << "LD_DEBUG lists no plugin";
   for (const char* library : {"_impl.so", "libcublas", "libcudnn"}) {
@@ -205,13 +164,7 @@ TEST_P(GpuPluginTest, IsUnavailableWithTheRuntimesReasonOrLoadedWithItsDevices) 
 
 TEST_P(GpuPluginTest, StrictModeNeverRefusesAnUnavailablePlugin) {
   if (probe_.has_gpu()) GTEST_SKIP() << "a GPU is present: the plugin is loaded";
-  config::Config config = MakeConfig("[plugins]\nstrict = true\n");
-  config.plugins.paths = {GetParam().file()};
-  PluginHost host(config, Isolated());
-  Status loaded = host.LoadAll();
-  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
-  ASSERT_EQ(host.plugins().size(), 1u);
-  EXPECT_EQ(host.plugins()[0].state, PluginState::kUnavailable);
+  testing::ExpectStrictModeLeavesItUnavailable(GetParam().file());
 }
 
 TEST_P(GpuPluginTest, DeclaresItsOptionAndTheHostChecksIt) {
@@ -329,28 +282,9 @@ TEST_P(GpuPluginTest, DeviceTableAnswersForItself) {
   weft_event_t event = nullptr;
   ASSERT_TRUE(plugin::TakeStatus(table->event_create(device, &event)).ok());
   ASSERT_TRUE(plugin::TakeStatus(table->event_record(device, event, stream)).ok());
-  struct Done {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool called = false;
-    std::string status;
-  } done;
-  ASSERT_TRUE(plugin::TakeStatus(table->event_on_ready(
-                                     device, event,
-                                     [](void* user, weft_status_t status) {
-                                       auto* d = static_cast<Done*>(user);
-                                       std::lock_guard<std::mutex> lock(d->mutex);
-                                       d->status = plugin::TakeStatus(status).ToString();
-                                       d->called = true;
-                                       d->cv.notify_all();
-                                     },
-                                     &done))
-                  .ok());
-  {
-    std::unique_lock<std::mutex> lock(done.mutex);
-    done.cv.wait(lock, [&] { return done.called; });
-    EXPECT_EQ(done.status, "OK");
-  }
+  testing::Done done;
+  ASSERT_TRUE(plugin::TakeStatus(table->event_on_ready(device, event, testing::Done::Call, &done)).ok());
+  EXPECT_EQ(done.Wait(), "OK");
   ASSERT_TRUE(plugin::TakeStatus(table->stream_synchronize(device, stream)).ok());
   for (std::size_t i = 0; i < 4000; ++i) ASSERT_EQ(out[i], static_cast<uint8_t>(i * 7)) << i;
   for (std::size_t i = 4000; i < 4096; ++i) ASSERT_EQ(out[i], 0x5C) << i;
@@ -367,20 +301,18 @@ TEST_P(GpuPluginTest, DeviceTableAnswersForItself) {
 
 TEST_P(GpuPluginTest, WeftPluginsListsItWithTheReason) {
   const GpuPlugin& p = GetParam();
-  ProcessResult r = Weft({"plugins"});
+  ProcessResult r = RunWeft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string state = probe_.has_gpu() ? "loaded" : "unavailable";
   EXPECT_TRUE(HasRow(r.out, {p.name, "device", "1.3", "0.1.0", state, p.file()})) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.3", "0.1.0", "loaded"})) << r.out;
   if (probe_.has_gpu()) return;
   // Below the table, one line per plugin that is not loaded: its reason.
-  const std::string prefix = StrCat("\n", p.name, ": unavailable: ");
-  const auto at = r.out.find(prefix);
-  ASSERT_NE(at, std::string::npos) << r.out;
-  const auto end = r.out.find('\n', at + prefix.size());
-  ExpectTheRuntimesReason(r.out.substr(at + prefix.size(), end - at - prefix.size()));
+  const std::optional<std::string> reason = testing::RestOfLine(r.out, StrCat("\n", p.name, ": unavailable: "));
+  ASSERT_TRUE(reason.has_value()) << r.out;
+  ExpectTheRuntimesReason(*reason);
 
-  r = Weft({"plugins", "--json"});
+  r = RunWeft({"plugins", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(StrCat("{\"name\":\"", p.name, "\",\"kind\":\"device\"")), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(StrCat("\"path\":\"", p.file(), "\",\"status\":\"unavailable\",\"reason\":\"no usable ")),
@@ -390,7 +322,7 @@ TEST_P(GpuPluginTest, WeftPluginsListsItWithTheReason) {
 
 TEST_P(GpuPluginTest, WeftDevicesStillListsTheCpu) {
   const GpuPlugin& p = GetParam();
-  ProcessResult r = Weft({"devices"});
+  ProcessResult r = RunWeft({"devices"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("/device:CPU:0  (plugin cpu)\n")) << r.out;
   const std::string gpu = StrCat("/device:", p.device_type, ":0  (plugin ", p.name, ")\n");
@@ -401,7 +333,7 @@ TEST_P(GpuPluginTest, WeftDevicesStillListsTheCpu) {
     EXPECT_EQ(r.out.find(StrCat("/device:", p.device_type, ":")), std::string::npos) << r.out;
     // The host notes an unavailable plugin at debug level only.
     EXPECT_EQ(r.err.find(StrCat("plugin '", p.name, "'")), std::string::npos) << r.err;
-    ProcessResult verbose = Weft({"--log-level", "debug", "devices"});
+    ProcessResult verbose = RunWeft({"--log-level", "debug", "devices"});
     ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
     EXPECT_NE(verbose.err.find(StrCat("plugin '", p.name, "' (", p.file(), ") is unavailable: no usable ")),
               std::string::npos)
@@ -411,8 +343,8 @@ TEST_P(GpuPluginTest, WeftDevicesStillListsTheCpu) {
 
 TEST_P(GpuPluginTest, TheDisableHintWorks) {
   const GpuPlugin& p = GetParam();
-  const std::string config = Write("off.toml", StrCat("[plugins]\ndisable = [\"", p.name, "\"]\n"));
-  ProcessResult r = Weft({"--config", config, "plugins"});
+  const std::string config = dir_.Write("off.toml", StrCat("[plugins]\ndisable = [\"", p.name, "\"]\n"));
+  ProcessResult r = RunWeft({"--config", config, "plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(HasRow(r.out, {p.name, "device", "-", "-", "disabled", p.file()})) << r.out;
   EXPECT_NE(r.out.find(StrCat(p.name, ": disabled: disabled by plugins.disable in ", config)), std::string::npos)
@@ -423,23 +355,12 @@ TEST_P(GpuPluginTest, TheDisableHintWorks) {
 // and libweft is not linked (tests/sdk/layering_test.sh checks every plugin
 // the same way).
 TEST_P(GpuPluginTest, ExportsOnlyItsEntryPoint) {
-  ProcessResult r = testing::Run({WEFT_TEST_NM, "-D", "--defined-only", GetParam().file()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::set<std::string> exported;
-  std::istringstream lines(r.out);
-  std::string address, type, name;
-  while (lines >> address >> type >> name) {
-    if (std::string("TWDBRVu").find(type) != std::string::npos) exported.insert(name);
-  }
-  EXPECT_EQ(exported, std::set<std::string>{"weft_plugin_init_v1"}) << r.out;
-
-  r = testing::Run({WEFT_TEST_READELF, "-d", GetParam().file()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
+  const std::string dynamic =
+      testing::ExpectOnlyTheEntryPointExported(WEFT_TEST_NM, WEFT_TEST_READELF, GetParam().file());
   // The file the host loads needs the runtime only; the vendor's heavy
   // libraries are the implementation's, loaded once a device is found.
-  EXPECT_EQ(r.out.find("libcublas"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("libcudnn"), std::string::npos) << r.out;
+  EXPECT_EQ(dynamic.find("libcublas"), std::string::npos) << dynamic;
+  EXPECT_EQ(dynamic.find("libcudnn"), std::string::npos) << dynamic;
 }
 
 INSTANTIATE_TEST_SUITE_P(Built, GpuPluginTest, ::testing::ValuesIn(BuiltPlugins()),
@@ -464,7 +385,7 @@ const GpuPlugin kCudaRuntime{
 TEST(NcclPluginTest, WeftPluginsListsItWithTheRuntimesReason) {
   if (!NcclPlugin::built()) GTEST_SKIP() << NcclPlugin::file() << " was not built";
   const Probe probe = AskRuntime(kCudaRuntime);
-  ProcessResult r = testing::Run({WEFT_CLI, "plugins"}, {{"WEFT_PLUGIN_PATH", ""}});
+  ProcessResult r = RunWeft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string state = probe.has_gpu() ? "loaded" : "unavailable";
   EXPECT_TRUE(HasRow(r.out, {"nccl", "collectives", "1.3", "0.1.0", state, NcclPlugin::file()})) << r.out;
@@ -479,19 +400,17 @@ TEST(NcclPluginTest, WeftPluginsListsItWithTheRuntimesReason) {
 // 218 MB libnccl.so.2 is mapped only once a device is found.
 TEST(NcclPluginTest, TheImplementationNeedsNccl) {
   if (!NcclPlugin::built()) GTEST_SKIP() << NcclPlugin::file() << " was not built";
-  ProcessResult r = testing::Run({WEFT_TEST_READELF, "-d", NcclPlugin::implementation()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("Shared library: [libnccl.so.2]"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
+  const std::string dynamic = testing::DynamicSection(WEFT_TEST_READELF, NcclPlugin::implementation());
+  EXPECT_NE(dynamic.find("Shared library: [libnccl.so.2]"), std::string::npos) << dynamic;
+  EXPECT_EQ(dynamic.find("libweft"), std::string::npos) << dynamic;
 }
 
 TEST(NcclPluginTest, TheFrontDoesNotNeedNccl) {
   if (!NcclPlugin::built()) GTEST_SKIP() << NcclPlugin::file() << " was not built";
-  ProcessResult r = testing::Run({WEFT_TEST_READELF, "-d", NcclPlugin::file()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("libcudart"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("libnccl"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
+  const std::string dynamic = testing::DynamicSection(WEFT_TEST_READELF, NcclPlugin::file());
+  EXPECT_NE(dynamic.find("libcudart"), std::string::npos) << dynamic;
+  EXPECT_EQ(dynamic.find("libnccl"), std::string::npos) << dynamic;
+  EXPECT_EQ(dynamic.find("libweft"), std::string::npos) << dynamic;
 }
 #endif  // WEFT_TEST_CUDA_RUNTIME
 

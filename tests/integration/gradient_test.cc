@@ -15,7 +15,8 @@
 #include <random>
 #include <set>
 
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft {
 namespace {
@@ -220,8 +221,8 @@ Tensor Bools(std::vector<bool> v, Shape s) {
 AttrMap A(std::initializer_list<std::pair<const std::string, AttrValue>> attrs) { return AttrMap(attrs); }
 std::vector<int64_t> L(std::initializer_list<int64_t> v) { return v; }
 
-std::vector<Case> Cases() {
-  std::vector<Case> cases;
+// Unary and binary elementwise ops, reductions, matrix products.
+void AddElementwiseCases(std::vector<Case>& cases) {
   auto add = [&](Case c) { cases.push_back(std::move(c)); };
   const Shape m{2, 3};
   // Unary.
@@ -292,6 +293,13 @@ std::vector<Case> Cases() {
     }
   }
   add({"BatchMatMul/broadcast", "BatchMatMul", {In::F(Shape{2, 1, 3, 4}), In::F(Shape{3, 4, 2})}});
+}
+
+// Array and indexing ops.
+void AddArrayCases(std::vector<Case>& cases) {
+  auto add = [&](Case c) { cases.push_back(std::move(c)); };
+  const Shape cube{2, 3, 4};
+  const Shape m{2, 3};
   // Array ops.
   add({"Reshape", "Reshape", {In::F(cube), In::Fixed(I64({4, -1}, Shape{2}))}});
   add({"ExpandDims", "ExpandDims", {In::F(m)}, A({{"axis", AttrValue(int64_t{1})}})});
@@ -372,6 +380,12 @@ std::vector<Case> Cases() {
        "ScatterElements",
        {In::F(Shape{2, 4}), In::Fixed(I32({3, 0, 3, -1, 1, 1}, Shape{2, 3})), In::F(Shape{2, 3})},
        A({{"axis", AttrValue(int64_t{-1})}, {"reduction", AttrValue("add")}})});
+}
+
+// Neural-network ops.
+void AddNnCases(std::vector<Case>& cases) {
+  auto add = [&](Case c) { cases.push_back(std::move(c)); };
+  const Shape cube{2, 3, 4};
   // Neural-network ops.
   for (const char* format : {"NHWC", "NCHW"}) {
     const bool nhwc = std::string(format) == "NHWC";
@@ -449,6 +463,13 @@ std::vector<Case> Cases() {
        {In::F(Shape{3, 4}), In::Fixed(I64({2, 0, 3}, Shape{3}))},
        {},
        {0}});
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  AddElementwiseCases(cases);
+  AddArrayCases(cases);
+  AddNnCases(cases);
   return cases;
 }
 
@@ -536,9 +557,7 @@ TEST(Gradients, EveryOpIsDifferentiableOrDeclaredNot) {
   }
 }
 
-std::vector<double> Doubles(const Tensor& t) {
-  return std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements());
-}
+using testing::Doubles;
 
 // Runs |b| and returns |fetches| (failing the test on error).
 std::vector<Tensor> RunGraph(RuntimeEnv& env, const GraphBuilder& b, const std::vector<std::string>& fetches,

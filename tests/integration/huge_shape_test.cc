@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -22,7 +23,7 @@
 
 #include "core/graph/builder.h"
 #include "core/tensor/size.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft {
 namespace {
@@ -78,8 +79,10 @@ Tensor Ones(Shape shape, float value = 1) {
   return Tensor::FromVector<float>(v, shape);
 }
 
-const std::vector<SizeCase>& Cases() {
-  static const std::vector<SizeCase> cases = {
+// Shapes and sizes given as values: what makes a tensor of that many
+// elements.
+std::vector<SizeCase> ShapeCases() {
+  return {
       {"Fill", "dims",
        [](Builder& g, int64_t v) {
          g.Op("Fill", {g.I64({v, v}), g.Scalar(1)});
@@ -176,6 +179,13 @@ const std::vector<SizeCase>& Cases() {
        [](Builder& g, int64_t v) {
          g.Op("SumToShape", {g.F32({2}), g.I64({v, v})});
        }},
+  };
+}
+
+// Windows, strides and dilations of pools and convolutions, and the sizes
+// their gradients are given.
+std::vector<SizeCase> WindowCases() {
+  return {
       {"AvgPoolGrad", "orig_input_shape",
        [](Builder& g, int64_t v) {
          g.Op("AvgPoolGrad", {g.I64({1, v, v, 1}), g.F32({1, 1, 1, 1})},
@@ -264,6 +274,12 @@ const std::vector<SizeCase>& Cases() {
          g.Op("DepthwiseConv2DBackpropFilter", {g.F32({1, 1, 1, 1}), g.I64({v, v, 1, 1}), g.F32({1, 1, 1, 1})},
               {{"padding", AttrValue("SAME")}});
        }},
+  };
+}
+
+// Counts (of outputs, inputs, partitions) and axes or indices.
+std::vector<SizeCase> CountAndAxisCases() {
+  return {
       {"Split", "num_split",
        [](Builder& g, int64_t v) {
          g.Op("Split", {g.F32({4})}, {{"num_split", AttrValue(v)}, {"axis", AttrValue(int64_t{0})}});
@@ -322,6 +338,17 @@ const std::vector<SizeCase>& Cases() {
          g.Op("Concat", {g.F32({2}), g.F32({2})}, {{"axis", AttrValue(v)}});
        }},
   };
+}
+
+// Every case, in one list.
+const std::vector<SizeCase>& Cases() {
+  static const std::vector<SizeCase> cases = [] {
+    std::vector<SizeCase> all;
+    for (std::vector<SizeCase> part : {ShapeCases(), WindowCases(), CountAndAxisCases()}) {
+      all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    }
+    return all;
+  }();
   return cases;
 }
 

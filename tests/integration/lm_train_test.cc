@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/subprocess.h"
+#include "tests/support/subprocess.h"
 
 namespace weft {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "core/graph/builder.h"
 #include "core/runtime/session.h"
-#include "tests/integration/loop_test_graphs.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/loop_test_graphs.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft {
 namespace {
@@ -15,12 +15,7 @@ namespace {
 using testing::RuntimeEnv;
 
 int64_t RunSum(RuntimeEnv& env, int64_t n, int parallel) {
-  GraphBuilder b;
-  Output limit = b.Placeholder(DType::kI64, Shape{}, "n");
-  auto [i, s] = testing::SumLoop(b, limit, parallel, "loop");
-  (void)i;
-  b.Op("Identity", {s}, {}, "sum");
-  auto session = env.Session(b);
+  auto session = testing::SumLoopSession(env, parallel);
   std::vector<Tensor> out;
   Status status = session->Run({{"n", Tensor::Scalar<int64_t>(n)}}, {"sum"}, {}, &out);
   EXPECT_TRUE(status.ok()) << status.ToString();
@@ -76,12 +71,7 @@ TEST(LoopExecutor, HeldBackValuesAreDeliveredWhenIterationsFinishOutOfOrder) {
 
 TEST(LoopExecutor, TheSameSessionRunsTheLoopAgain) {
   RuntimeEnv env;
-  GraphBuilder b;
-  Output limit = b.Placeholder(DType::kI64, Shape{}, "n");
-  auto [i, s] = testing::SumLoop(b, limit, 10, "loop");
-  b.Op("Identity", {i}, {}, "count");
-  b.Op("Identity", {s}, {}, "sum");
-  auto session = env.Session(b);
+  auto session = testing::SumLoopSession(env, 10);
   for (int64_t n = 0; n < 50; ++n) {
     std::vector<Tensor> out;
     ASSERT_TRUE(session->Run({{"n", Tensor::Scalar<int64_t>(n)}}, {"count", "sum"}, {}, &out).ok());
@@ -90,12 +80,18 @@ TEST(LoopExecutor, TheSameSessionRunsTheLoopAgain) {
   }
 }
 
+// The node "switch" of |value| on the fed bool "pred": its outputs 0 (pred
+// false) and 1 (true).
+std::vector<Output> SwitchOnPred(GraphBuilder& b, const Output& value) {
+  Output pred = b.Placeholder(DType::kBool, Shape{}, "pred");
+  return b.AddNode("Switch", {value, pred}, {}, "switch");
+}
+
 TEST(LoopExecutor, ACondTakesOneBranch) {
   RuntimeEnv env;
   GraphBuilder b;
   Output x = b.Placeholder(DType::kF32, Shape{}, "x");
-  Output pred = b.Placeholder(DType::kBool, Shape{}, "pred");
-  std::vector<Output> sw = b.AddNode("Switch", {x, pred}, {}, "switch");
+  std::vector<Output> sw = SwitchOnPred(b, x);
   Output doubled = b.Op("Mul", {sw[1], b.Op("Identity", {sw[1]})}, {}, "square");  // true: x*x
   Output shifted = b.Op("Neg", {sw[0]}, {}, "neg");                                // false: -x
   std::vector<Output> merged = b.AddNode("Merge", {shifted, doubled}, {}, "merge");
@@ -145,8 +141,7 @@ TEST(LoopExecutor, ALoopInABranchNotTakenGivesDeadExits) {
   RuntimeEnv env;
   GraphBuilder b;
   Output n = b.Placeholder(DType::kI64, Shape{}, "n");
-  Output pred = b.Placeholder(DType::kBool, Shape{}, "pred");
-  std::vector<Output> sw = b.AddNode("Switch", {n, pred}, {}, "switch");
+  std::vector<Output> sw = SwitchOnPred(b, n);
   auto [i, s] = testing::SumLoop(b, sw[1], 10, "loop");  // true branch: the loop
   (void)i;
   Output other = b.Op("Neg", {sw[0]}, {}, "neg");  // false branch: -n

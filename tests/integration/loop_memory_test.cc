@@ -10,8 +10,8 @@
 
 #include "core/graph/builder.h"
 #include "core/runtime/session.h"
-#include "tests/integration/loop_test_graphs.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/loop_test_graphs.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft {
 namespace {
@@ -30,12 +30,7 @@ TEST(LoopMemory, AMillionIterationsRunInBoundedMemory) {
   GTEST_SKIP() << "peak RSS is not meaningful under AddressSanitizer (quarantine)";
 #endif
   testing::RuntimeEnv env;
-  GraphBuilder b;
-  Output limit = b.Placeholder(DType::kI64, Shape{}, "n");
-  auto [i, s] = testing::SumLoop(b, limit, 10, "loop");
-  b.Op("Identity", {i}, {}, "count");
-  b.Op("Identity", {s}, {}, "sum");
-  auto session = env.Session(b);
+  auto session = testing::SumLoopSession(env, 10);
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({{"n", Tensor::Scalar<int64_t>(10000)}}, {"count", "sum"}, {}, &out).ok());
   const long before = PeakRssKb();

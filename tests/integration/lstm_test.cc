@@ -11,23 +11,14 @@
 
 #include "core/grad/gradients.h"
 #include "core/graph/nn_builders.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/output_text.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft {
 namespace {
 
+using testing::Contains;
 using testing::RuntimeEnv;
-
-// Whether |text| contains |part| (printing both when not).
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
-}
-
-RuntimeEnv& Env() {
-  static RuntimeEnv* env = new RuntimeEnv();
-  return *env;
-}
 
 Tensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng, double scale = 1) {
   Tensor t = *Tensor::Allocate(dtype, shape);
@@ -119,7 +110,7 @@ TEST_P(FusedAndComposed, AgreeForwardAndBackward) {
     GraphBuilder b;
     const std::vector<std::string> fetches = BuildCell(b, k, fused == 1, wc, wh);
     ASSERT_EQ(fetches.size(), 8u);
-    auto session = Env().Session(b);
+    auto session = testing::SharedRuntimeEnv().Session(b);
     Status s = session->Run(feeds, fetches, {}, &results[fused]);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
@@ -236,33 +227,37 @@ TEST(LstmCell, TheKernelRejectsShapesUnknownWhileBuilding) {
     ins.push_back(b.Placeholder(DType::kF64, Shape::UnknownRank(), name));
   }
   b.AddNode("LSTMCell", ins, {}, "cell");
-  auto session = Env().Session(b);
+  auto session = testing::SharedRuntimeEnv().Session(b);
   auto zeros = [](Shape s) { return *Tensor::Zeros(DType::kF64, s); };
   std::vector<std::pair<std::string, Tensor>> feeds = {{"x", zeros({2, 3})},
                                                        {"c_prev", zeros({2, 4})},
                                                        {"h_prev", zeros({2, 4})},
                                                        {"w", zeros({6, 16})},
                                                        {"b", zeros({16})}};
+  // One input after the other of the wrong shape, the one before set right
+  // again (w is wrong from the start).
+  struct Wrong {
+    std::size_t input;  // in feeds
+    Shape bad, good;
+    std::string message;
+  };
+  const std::vector<Wrong> wrongs = {
+      {3, {6, 16}, {7, 16}, "w has shape [6,16], expected [input + hidden, 4 * hidden] = [7,16]"},
+      {2, {2, 5}, {2, 4}, "h_prev has shape [2,5], expected [batch, hidden] = [2,4]"},
+      {4, {12}, {16}, "b has shape [12], expected [4 * hidden] = [16]"},
+      {1, {3, 4}, {2, 4}, "c_prev has shape [3,4] but x has 2 rows (the batch)"},
+      {0, {6}, {2, 3}, "x must have rank 2 ([batch, input]), got [6]"},
+  };
   std::vector<Tensor> out;
-  Status s = session->Run(feeds, {"cell:1"}, {}, &out);
-  EXPECT_TRUE(Contains(s.message(), "cell"));
-  EXPECT_TRUE(Contains(s.message(), "w has shape [6,16], expected [input + hidden, 4 * hidden] = [7,16]"));
-  feeds[3].second = zeros({7, 16});
-  feeds[2].second = zeros({2, 5});
-  s = session->Run(feeds, {"cell:1"}, {}, &out);
-  EXPECT_TRUE(Contains(s.message(), "h_prev has shape [2,5], expected [batch, hidden] = [2,4]"));
-  feeds[2].second = zeros({2, 4});
-  feeds[4].second = zeros({12});
-  s = session->Run(feeds, {"cell:1"}, {}, &out);
-  EXPECT_TRUE(Contains(s.message(), "b has shape [12], expected [4 * hidden] = [16]"));
-  feeds[4].second = zeros({16});
-  feeds[1].second = zeros({3, 4});
-  s = session->Run(feeds, {"cell:1"}, {}, &out);
-  EXPECT_TRUE(Contains(s.message(), "c_prev has shape [3,4] but x has 2 rows (the batch)"));
-  feeds[1].second = zeros({2, 4});
-  feeds[0].second = zeros({6});
-  s = session->Run(feeds, {"cell:1"}, {}, &out);
-  EXPECT_TRUE(Contains(s.message(), "x must have rank 2 ([batch, input]), got [6]"));
+  for (std::size_t k = 0; k < wrongs.size(); ++k) {
+    if (k > 0) feeds[wrongs[k - 1].input].second = zeros(wrongs[k - 1].good);
+    feeds[wrongs[k].input].second = zeros(wrongs[k].bad);
+    Status s = session->Run(feeds, {"cell:1"}, {}, &out);
+    if (k == 0) {
+      EXPECT_TRUE(Contains(s.message(), "cell"));
+    }
+    EXPECT_TRUE(Contains(s.message(), wrongs[k].message));
+  }
 }
 
 TEST(LstmCell, AnEmptyBatchGivesEmptyOutputsAndZeroWeightGradients) {
@@ -273,7 +268,7 @@ TEST(LstmCell, AnEmptyBatchGivesEmptyOutputsAndZeroWeightGradients) {
   std::vector<Output> outs = b.AddNode("LSTMCell", ins, {}, "cell");
   auto grads = grad::AddGradients(b, {b.Op("Sum", {outs[1]})}, ins);
   ASSERT_TRUE(grads.ok()) << grads.status().ToString();
-  auto session = Env().Session(b);
+  auto session = testing::SharedRuntimeEnv().Session(b);
   std::vector<Tensor> out;
   Status s = session->Run({{"x", *Tensor::Zeros(DType::kF64, {0, 2})},
                            {"c", *Tensor::Zeros(DType::kF64, {0, 1})},

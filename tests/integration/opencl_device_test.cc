@@ -27,8 +27,8 @@
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/device_set.h"
 #include "core/tensor/npy.h"
-#include "tests/integration/runtime_env.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/subprocess.h"
 
 namespace weft {
 namespace {

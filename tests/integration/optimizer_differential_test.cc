@@ -20,18 +20,13 @@
 #include "core/graph/serialize.h"
 #include "core/passes/pass.h"
 #include "core/runtime/op_kernel.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 #include "tools/conformance/kit.h"
 
 namespace weft {
 namespace {
 
 namespace fs = std::filesystem;
-
-testing::RuntimeEnv& Env() {
-  static testing::RuntimeEnv* env = new testing::RuntimeEnv();
-  return *env;
-}
 
 // The levels worth comparing with level 0: each whose passes differ from
 // the level below it.
@@ -58,7 +53,7 @@ Outcome RunAt(const Graph& graph, int level, const std::vector<std::pair<std::st
               const std::vector<std::string>& first_targets = {},
               std::shared_ptr<runtime::DeviceSet> devices = nullptr) {
   Outcome out;
-  if (devices == nullptr) devices = Env().devices();
+  if (devices == nullptr) devices = testing::SharedRuntimeEnv().devices();
   runtime::SessionOptions options;
   options.optimizer.level = level;
   options.placement.soft = false;
@@ -99,7 +94,7 @@ std::string Differs(const Tensor& got, const Tensor& want, double rtol) {
 TEST(OptimizerDifferential, EveryConformanceCaseGivesTheSameResultAtEveryLevel) {
   auto set = conformance::LoadCases(WEFT_CONFORMANCE_DIR);
   ASSERT_TRUE(set.ok()) << set.status().ToString();
-  const std::string cpu = Env().devices()->default_device()->name();
+  const std::string cpu = testing::SharedRuntimeEnv().devices()->default_device()->name();
   int cases = 0, folded = 0, errors = 0;
   for (const auto& [op, list] : set->by_op) {
     for (const cases::Case& c : list) {

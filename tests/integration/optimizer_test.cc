@@ -28,7 +28,8 @@
 #include "core/plugin/host_services.h"
 #include "core/train/schedule.h"
 #include "tests/integration/optimizer_reference.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft {
 namespace {
@@ -67,9 +68,7 @@ std::vector<std::string> TrajectoryNames() {
   return names;
 }
 
-std::vector<double> Doubles(const Tensor& t) {
-  return std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements());
-}
+using testing::Doubles;
 
 Tensor ProblemTensor(std::string_view key) {
   const auto problem = Trajectories()["problem"];
@@ -460,33 +459,41 @@ std::string CreateError(const RuntimeEnv& env, std::string_view optimizer, const
   return created.status().message();
 }
 
-TEST(OptimizerErrors, UnknownHyperparameterSuggestsTheClosest) {
+// An [optimizer] section the optimizer |optimizer| refuses, and the message.
+struct Refused {
+  std::string_view optimizer;
+  std::string body;
+  std::string message;
+};
+
+void ExpectRefused(const std::vector<Refused>& cases) {
   RuntimeEnv env;
-  EXPECT_EQ(CreateError(env, "adam", "beta3 = 0.5\n"),
-            "train.toml:2:1: optimizer.beta3: unknown key; did you mean 'beta1'?");
-  EXPECT_EQ(CreateError(env, "sgd", "momentum = 0.9\n"),
-            "train.toml:2:1: optimizer.momentum: unknown key; known keys: weight_decay");
+  for (const Refused& c : cases) EXPECT_EQ(CreateError(env, c.optimizer, c.body), c.message) << c.optimizer;
+}
+
+TEST(OptimizerErrors, UnknownHyperparameterSuggestsTheClosest) {
+  ExpectRefused({
+      {"adam", "beta3 = 0.5\n", "train.toml:2:1: optimizer.beta3: unknown key; did you mean 'beta1'?"},
+      {"sgd", "momentum = 0.9\n", "train.toml:2:1: optimizer.momentum: unknown key; known keys: weight_decay"},
+  });
 }
 
 TEST(OptimizerErrors, ValuesOutOfRangeOrOfTheWrongType) {
-  RuntimeEnv env;
-  EXPECT_EQ(CreateError(env, "adam", "beta2 = 1.5\n"),
-            "train.toml:2:9: optimizer.beta2: expected a number in [0, 1], got 1.5");
-  EXPECT_EQ(CreateError(env, "rmsprop", "epsilon = -1e-8\nrho = 2\n"),
-            "train.toml:2:11: optimizer.epsilon: expected a number in [0, 1], got -1e-08\n"
-            "train.toml:3:7: optimizer.rho: expected a number in [0, 1], got 2");
-  EXPECT_EQ(CreateError(env, "momentum", "nesterov = \"yes\"\n"),
-            "train.toml:2:12: optimizer.nesterov: expected a boolean, got \"yes\"");
+  ExpectRefused({
+      {"adam", "beta2 = 1.5\n", "train.toml:2:9: optimizer.beta2: expected a number in [0, 1], got 1.5"},
+      {"rmsprop", "epsilon = -1e-8\nrho = 2\n",
+       "train.toml:2:11: optimizer.epsilon: expected a number in [0, 1], got -1e-08\n"
+       "train.toml:3:7: optimizer.rho: expected a number in [0, 1], got 2"},
+      {"momentum", "nesterov = \"yes\"\n", "train.toml:2:12: optimizer.nesterov: expected a boolean, got \"yes\""},
+  });
 }
 
 TEST(OptimizerErrors, CombinationsThePluginRefuses) {
-  RuntimeEnv env;
-  EXPECT_EQ(CreateError(env, "adam", "beta1 = 1.0\n"),
-            "optimizer 'adam': beta1 must be below 1 (1 - beta1^step would be 0), got 1");
-  EXPECT_EQ(CreateError(env, "adamw", "beta2 = 1\n"),
-            "optimizer 'adamw': beta2 must be below 1 (1 - beta2^step would be 0), got 1");
-  EXPECT_EQ(CreateError(env, "momentum", "momentum = 0\nnesterov = true\n"),
-            "optimizer 'momentum': nesterov = true needs momentum > 0");
+  ExpectRefused({
+      {"adam", "beta1 = 1.0\n", "optimizer 'adam': beta1 must be below 1 (1 - beta1^step would be 0), got 1"},
+      {"adamw", "beta2 = 1\n", "optimizer 'adamw': beta2 must be below 1 (1 - beta2^step would be 0), got 1"},
+      {"momentum", "momentum = 0\nnesterov = true\n", "optimizer 'momentum': nesterov = true needs momentum > 0"},
+  });
 }
 
 TEST(OptimizerErrors, DefaultsNeedNoSection) {

@@ -10,21 +10,22 @@
 #include "core/runtime/executor.h"
 #include "core/runtime/placement_support.h"
 #include "core/runtime/rendezvous.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/node_def.h"
+#include "tests/support/output_text.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft {
 namespace {
 
 using placement::ParseDeviceSpec;
+using testing::Floats;
+using testing::MakeNodeDef;
 using testing::RuntimeEnv;
 
 constexpr const char* kTwoCpus = "[devices.cpu]\ncount = 2\n";
 // For tests whose messages list this process's devices.
 constexpr const char* kNoOpenCl = "[plugins]\ndisable = [\"opencl\"]\n";
-
-std::vector<float> Floats(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
-}
 
 TEST(DeviceSpec, ParsesFullPartialAndLegacyNames) {
   auto full = ParseDeviceSpec("/job:worker/task:1/device:OPENCL:0");
@@ -245,10 +246,9 @@ TEST(Placement, AStatefulNodeAnEarlierStepPlacedStaysThereOverRequests) {
   options.fixed = {{"v", "/device:CPU:7"}};
   placed = runtime::PlaceAndPartition(*graph, *env.devices(), options);
   ASSERT_FALSE(placed.ok());
-  EXPECT_NE(placed.status().message().find("holds state on /device:CPU:7, where an earlier step placed it, but that "
-                                           "device is gone"),
-            std::string::npos)
-      << placed.status().ToString();
+  EXPECT_TRUE(
+      testing::Contains(placed.status().message(),
+                        "holds state on /device:CPU:7, where an earlier step placed it, but that device is gone"));
 }
 
 TEST(Placement, ColocateAttrJoinsNodes) {
@@ -661,14 +661,6 @@ class DeadValues : public ::testing::Test {
     ASSERT_NE(device_, nullptr);
   }
 
-  static NodeDef Def(std::string name, std::string op, std::vector<std::string> inputs, AttrMap attrs) {
-    NodeDef def;
-    def.name = std::move(name);
-    def.op = std::move(op);
-    def.inputs = std::move(inputs);
-    def.attrs = std::move(attrs);
-    return def;
-  }
   static AttrMap Ends() {
     return {{"tensor_name", AttrValue(std::string("x:0"))},
             {"send_device", AttrValue(std::string("/device:CPU:0"))},
@@ -708,14 +700,14 @@ class DeadValues : public ::testing::Test {
 
 TEST_F(DeadValues, ASendOfADeadValueSendsADeadMarker) {
   GraphDef def;
-  def.nodes.push_back(
-      Def("x", "Const", {}, {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(2))}}));
-  def.nodes.push_back(
-      Def("p", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(false))}}));
-  def.nodes.push_back(Def("s", "Switch", {"x", "p"}, {{"T", AttrValue(DType::kF32)}}));
+  def.nodes.push_back(MakeNodeDef("x", "Const", {},
+                                  {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(2))}}));
+  def.nodes.push_back(MakeNodeDef(
+      "p", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(false))}}));
+  def.nodes.push_back(MakeNodeDef("s", "Switch", {"x", "p"}, {{"T", AttrValue(DType::kF32)}}));
   AttrMap send = Ends();
   send.emplace("T", AttrValue(DType::kF32));
-  def.nodes.push_back(Def("send", "_Send", {"s:1"}, send));  // the branch not taken
+  def.nodes.push_back(MakeNodeDef("send", "_Send", {"s:1"}, send));  // the branch not taken
   runtime::Rendezvous rendezvous;
   Status s = Run(std::move(def), rendezvous);
   ASSERT_TRUE(s.ok()) << s.ToString();

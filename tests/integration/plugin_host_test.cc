@@ -5,46 +5,24 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 
 #include "core/base/logging.h"
+#include "tests/support/log_capture.h"
+#include "tests/support/plugin_config.h"
 
 namespace weft::plugin {
 namespace {
 
 const std::string kRoot = WEFT_TEST_PLUGIN_ROOT;
 
+using testing::Isolated;
+using testing::IsolatedHost;
+using testing::MakeConfig;
+
 std::string PluginFile(const std::string& folder, const std::string& file) { return kRoot + "/" + folder + "/" + file; }
-
-config::Config MakeConfig(const std::string& toml = "") {
-  auto config = config::ParseConfig(toml, "test.toml", "/");
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return *config;
-}
-
-// A host that sees only what a test gives it: no $WEFT_PLUGIN_PATH, no
-// built-in folder.
-PluginHostOptions Isolated() {
-  PluginHostOptions options;
-  options.use_environment = false;
-  options.use_builtin_folder = false;
-  return options;
-}
-
-struct LogCapture {
-  LogCapture() {
-    old = SetLogSink([this](const LogRecord& r) {
-      std::lock_guard<std::mutex> lock(mutex);
-      lines.push_back(StrCat(LogLevelName(r.level), ": ", r.message));
-    });
-  }
-  ~LogCapture() { SetLogSink(old); }
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  LogSink old;
-};
 
 // Loads |file| alone and returns the refusal message.
 std::string RefusalOf(const std::string& file) {
@@ -57,6 +35,22 @@ std::string RefusalOf(const std::string& file) {
     EXPECT_EQ(status.message(), StrCat("plugin ", file, " refused: ", host.plugins()[0].reason));
   }
   return status.message();
+}
+
+// Loads |first|, then |second|, into |host|; returns the refusal of the
+// second.
+std::string RefusalOfSecond(PluginHost& host, const std::string& first, const std::string& second) {
+  EXPECT_TRUE(host.Load(first).ok()) << first;
+  Status status = host.Load(second);
+  EXPECT_FALSE(status.ok()) << second;
+  return status.message();
+}
+
+// Whether the log had |line|, printing the log when not.
+::testing::AssertionResult Logged(const testing::LogCapture& log, const std::string& line) {
+  const std::vector<std::string> lines = log.Lines();
+  if (std::find(lines.begin(), lines.end(), line) != lines.end()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "log had: " << StrJoin(lines, "\n");
 }
 
 TEST(PluginHost, LoadsTheCpuPlugin) {
@@ -79,94 +73,72 @@ TEST(PluginHost, LoadsTheCpuPlugin) {
   EXPECT_EQ(*cpu->DeviceCount(), 1);
 }
 
-TEST(PluginHost, RefusesAFileThatIsNotASharedLibrary) {
-  const std::string file = PluginFile("garbage", "weft_device_garbage.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file + " refused: not a loadable shared library: invalid ELF header");
+// A plugin file of tests/plugins/ that the host refuses, and the reason
+// it gives after "plugin <file> refused: ".
+struct Refusal {
+  const char* test;  // the case's name
+  const char* folder;
+  const char* file;
+  std::string reason;
+};
+
+std::ostream& operator<<(std::ostream& out, const Refusal& r) { return out << r.test; }
+
+std::vector<Refusal> Refusals() {
+  const std::string minor = std::to_string(WEFT_ABI_VERSION_MINOR);
+  const std::string rebuild = "; rebuild the plugin against a matching Weft SDK";
+  return {
+      {"RefusesAFileThatIsNotASharedLibrary", "garbage", "weft_device_garbage.so",
+       "not a loadable shared library: invalid ELF header"},
+      {"RefusesALibraryWithoutTheEntrySymbol", "no_entry", "weft_device_noentry.so",
+       "no entry symbol weft_plugin_init_v1; it is not a Weft plugin, or was built without WEFT_PLUGIN_EXPORT"},
+      {"RefusesAnotherMajorVersionNamingBoth", "abi_v2", "weft_device_abi_v2.so",
+       "built for plugin ABI v2 (it exports weft_plugin_init_v2), but this weft speaks ABI v1." + minor + rebuild},
+      {"RefusesADeclaredMajorVersionMismatch", "abi_major_field", "weft_device_testdev.so",
+       "built for plugin ABI v2." + minor + ", but this weft speaks ABI v1." + minor + rebuild},
+      {"RefusesATableSmallerThanTheAbi", "small_table", "weft_device_testdev.so",
+       StrCat("weft_device_plugin_t.struct_size is 16 bytes, smaller than the ", WEFT_DEVICE_PLUGIN_SIZE_V1_0,
+              " bytes of ABI 1.0; rebuild the plugin against the Weft SDK")},
+      {"RefusesAMissingRequiredMember", "missing_member", "weft_device_testdev.so",
+       "required member weft_device_plugin_t.copy_device_to_device is NULL"},
+      {"RefusesAnInitError", "init_error", "weft_device_testdev.so",
+       "init failed: INTERNAL: cannot open /dev/frobnicator: permission denied"},
+      {"GuardTurnsAnExceptionInInitIntoARefusal", "init_throws", "weft_device_testdev.so",
+       "init failed: INTERNAL: uncaught C++ exception: frobnicator exploded"},
+      {"CatchesAnExceptionThatEscapesAnUnguardedPlugin", "unguarded_throw", "weft_device_testdev.so",
+       "init let a C++ exception escape (boom); plugins must run entry points inside weft::sdk::Guard"},
+      {"RefusesABadOptionDeclaration", "bad_option_default", "weft_device_testdev.so",
+       "option 'count': default \"\\\"many\\\"\" is not an integer in [1, 8]"},
+      {"RefusesAConfigureError", "configure_error", "weft_device_testdev.so",
+       "configure failed: INVALID_ARGUMENT: the frobnicator rejects this configuration"},
+      {"RefusesACollectivesTableSmallerThanTheAbi", "coll_1", "weft_collectives_nullcoll.so",
+       StrCat("weft_collectives_plugin_t.struct_size is 16 bytes, smaller than the ", WEFT_COLLECTIVES_PLUGIN_SIZE_V1_2,
+              " bytes of ABI 1.2; rebuild the plugin against the Weft SDK")},
+      {"RefusesACollectivesTableWithoutAllReduce", "coll_2", "weft_collectives_nullcoll.so",
+       "required member weft_collectives_plugin_t.all_reduce is NULL"},
+      {"RefusesACollectivesKindThatPredatesItsAbi", "coll_3", "weft_collectives_nullcoll.so",
+       "kind is collectives but its description predates ABI 1.2 (no collectives member); rebuild the plugin "
+       "against the Weft SDK"},
+      {"RefusesACollectivesDtypeThatIsNotNumeric", "coll_4", "weft_collectives_nullcoll.so",
+       "dtypes[1] is 7, not a numeric element type"},
+  };
 }
 
-TEST(PluginHost, RefusesALibraryWithoutTheEntrySymbol) {
-  const std::string file = PluginFile("no_entry", "weft_device_noentry.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: no entry symbol weft_plugin_init_v1; it is not a Weft "
-                                 "plugin, or was built without WEFT_PLUGIN_EXPORT");
+class PluginHostRefusal : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(PluginHostRefusal, NamesTheFileAndTheReason) {
+  const std::string file = PluginFile(GetParam().folder, GetParam().file);
+  EXPECT_EQ(RefusalOf(file), "plugin " + file + " refused: " + GetParam().reason);
 }
 
-TEST(PluginHost, RefusesAnotherMajorVersionNamingBoth) {
-  const std::string file = PluginFile("abi_v2", "weft_device_abi_v2.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: built for plugin ABI v2 (it exports "
-                                 "weft_plugin_init_v2), but this weft speaks ABI v1." +
-                                 std::to_string(WEFT_ABI_VERSION_MINOR) +
-                                 "; rebuild the plugin against a matching Weft SDK");
-}
-
-TEST(PluginHost, RefusesADeclaredMajorVersionMismatch) {
-  const std::string file = PluginFile("abi_major_field", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file + " refused: built for plugin ABI v2." +
-                                 std::to_string(WEFT_ABI_VERSION_MINOR) + ", but this weft speaks ABI v1." +
-                                 std::to_string(WEFT_ABI_VERSION_MINOR) +
-                                 "; rebuild the plugin against a matching Weft SDK");
-}
-
-TEST(PluginHost, RefusesATableSmallerThanTheAbi) {
-  const std::string file = PluginFile("small_table", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file),
-            StrCat("plugin ", file,
-                   " refused: weft_device_plugin_t.struct_size is 16 bytes, "
-                   "smaller than the ",
-                   WEFT_DEVICE_PLUGIN_SIZE_V1_0, " bytes of ABI 1.0; rebuild the plugin against the Weft SDK"));
-}
-
-TEST(PluginHost, RefusesAMissingRequiredMember) {
-  const std::string file = PluginFile("missing_member", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: required member "
-                                 "weft_device_plugin_t.copy_device_to_device is NULL");
-}
-
-TEST(PluginHost, RefusesAnInitError) {
-  const std::string file = PluginFile("init_error", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: init failed: INTERNAL: cannot open /dev/frobnicator: "
-                                 "permission denied");
-}
-
-TEST(PluginHost, GuardTurnsAnExceptionInInitIntoARefusal) {
-  const std::string file = PluginFile("init_throws", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: init failed: INTERNAL: uncaught C++ exception: "
-                                 "frobnicator exploded");
-}
-
-TEST(PluginHost, CatchesAnExceptionThatEscapesAnUnguardedPlugin) {
-  const std::string file = PluginFile("unguarded_throw", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: init let a C++ exception escape (boom); plugins must "
-                                 "run entry points inside weft::sdk::Guard");
-}
-
-TEST(PluginHost, RefusesABadOptionDeclaration) {
-  const std::string file = PluginFile("bad_option_default", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: option 'count': default \"\\\"many\\\"\" is not an "
-                                 "integer in [1, 8]");
-}
-
-TEST(PluginHost, RefusesAConfigureError) {
-  const std::string file = PluginFile("configure_error", "weft_device_testdev.so");
-  EXPECT_EQ(RefusalOf(file), "plugin " + file +
-                                 " refused: configure failed: INVALID_ARGUMENT: the frobnicator "
-                                 "rejects this configuration");
-}
+INSTANTIATE_TEST_SUITE_P(PluginHost, PluginHostRefusal, ::testing::ValuesIn(Refusals()),
+                         [](const ::testing::TestParamInfo<Refusal>& param) { return std::string(param.param.test); });
 
 TEST(PluginHost, RefusesASecondPluginWithTheSameName) {
   PluginHost host(MakeConfig(), Isolated());
   const std::string a = PluginFile("dup", "weft_device_dup_a.so");
   const std::string b = PluginFile("dup", "weft_device_dup_b.so");
-  ASSERT_TRUE(host.Load(a).ok());
-  Status status = host.Load(b);
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.message(), "plugin " + b + " refused: name 'dup' is already taken by " + a);
+  EXPECT_EQ(RefusalOfSecond(host, a, b), "plugin " + b + " refused: name 'dup' is already taken by " + a);
   EXPECT_NE(host.devices().Find("DUPA"), nullptr);
   EXPECT_EQ(host.devices().Find("DUPB"), nullptr);
 }
@@ -175,84 +147,68 @@ TEST(PluginHost, RefusesASecondPluginForTheSameDeviceType) {
   PluginHost host(MakeConfig(), Isolated());
   const std::string a = PluginFile("same_type", "weft_device_samea.so");
   const std::string b = PluginFile("same_type", "weft_device_sameb.so");
-  ASSERT_TRUE(host.Load(a).ok());
-  Status status = host.Load(b);
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.message(), "plugin " + b +
-                                  " refused: device type 'SAME' is already provided by plugin "
-                                  "'samea' (" +
-                                  a + ")");
+  EXPECT_EQ(RefusalOfSecond(host, a, b), "plugin " + b +
+                                             " refused: device type 'SAME' is already provided by plugin "
+                                             "'samea' (" +
+                                             a + ")");
+}
+
+// Loads the test plugin "frob" of |folder|, which cannot serve here, then
+// the built plugins, logging at debug level; checks that frob is
+// unavailable with |reason|.
+std::unique_ptr<PluginHost> LoadWithUnavailableFrob(const std::string& folder, const std::string& reason) {
+  SetLogLevel(LogLevel::kDebug);
+  auto host = IsolatedHost({PluginFile(folder, ""), WEFT_BUILT_PLUGIN_DIR});
+  EXPECT_TRUE(host->LoadAll().ok());
+  const PluginInfo* frob = host->FindPlugin("frob");
+  EXPECT_NE(frob, nullptr);
+  if (frob != nullptr) {
+    EXPECT_EQ(frob->state, PluginState::kUnavailable);
+    EXPECT_EQ(frob->reason, reason);
+  }
+  return host;
 }
 
 TEST(PluginHost, UnavailableAtInitIsLoggedAndSkipped) {
-  LogCapture log;
-  SetLogLevel(LogLevel::kDebug);
-  config::Config config = MakeConfig();
-  config.plugins.paths = {PluginFile("unavailable_init", ""), WEFT_BUILT_PLUGIN_DIR};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
-  const PluginInfo* frob = host.FindPlugin("frob");
-  ASSERT_NE(frob, nullptr);
-  EXPECT_EQ(frob->state, PluginState::kUnavailable);
-  EXPECT_EQ(frob->reason, "no frobnicator driver (libfrob.so.1 not found)");
+  testing::LogCapture log;
+  auto host = LoadWithUnavailableFrob("unavailable_init", "no frobnicator driver (libfrob.so.1 not found)");
   // The process goes on: the CPU plugin after it is loaded.
-  ASSERT_NE(host.FindPlugin("cpu"), nullptr);
-  EXPECT_EQ(host.FindPlugin("cpu")->state, PluginState::kLoaded);
-  const std::string expected = "debug: plugin " + PluginFile("unavailable_init", "weft_device_frob.so") +
-                               " is unavailable: no frobnicator driver (libfrob.so.1 not found)";
-  EXPECT_NE(std::find(log.lines.begin(), log.lines.end(), expected), log.lines.end())
-      << "log had: " << StrJoin(log.lines, "\n");
+  ASSERT_NE(host->FindPlugin("cpu"), nullptr);
+  EXPECT_EQ(host->FindPlugin("cpu")->state, PluginState::kLoaded);
+  EXPECT_TRUE(Logged(log, "debug: plugin " + PluginFile("unavailable_init", "weft_device_frob.so") +
+                              " is unavailable: no frobnicator driver (libfrob.so.1 not found)"));
 }
 
 TEST(PluginHost, UnavailableFromDeviceCountIsLoggedAndSkipped) {
-  LogCapture log;
-  SetLogLevel(LogLevel::kDebug);
-  config::Config config = MakeConfig();
-  config.plugins.paths = {PluginFile("unavailable_count", ""), WEFT_BUILT_PLUGIN_DIR};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
-  const PluginInfo* frob = host.FindPlugin("frob");
-  ASSERT_NE(frob, nullptr);
-  EXPECT_EQ(frob->state, PluginState::kUnavailable);
-  EXPECT_EQ(frob->reason, "no frobnicator found on this machine");
-  EXPECT_EQ(host.devices().Find("TESTDEV"), nullptr);
-  EXPECT_NE(host.devices().Find("CPU"), nullptr);
-  const std::string expected = "debug: plugin 'frob' (" + PluginFile("unavailable_count", "weft_device_frob.so") +
-                               ") is unavailable: no frobnicator found on this machine";
-  EXPECT_NE(std::find(log.lines.begin(), log.lines.end(), expected), log.lines.end())
-      << "log had: " << StrJoin(log.lines, "\n");
+  testing::LogCapture log;
+  auto host = LoadWithUnavailableFrob("unavailable_count", "no frobnicator found on this machine");
+  EXPECT_EQ(host->devices().Find("TESTDEV"), nullptr);
+  EXPECT_NE(host->devices().Find("CPU"), nullptr);
+  EXPECT_TRUE(Logged(log, "debug: plugin 'frob' (" + PluginFile("unavailable_count", "weft_device_frob.so") +
+                              ") is unavailable: no frobnicator found on this machine"));
 }
 
 TEST(PluginHost, RefusalsAreLoggedAndTheProcessGoesOn) {
-  LogCapture log;
-  config::Config config = MakeConfig();
-  config.plugins.paths = {PluginFile("garbage", ""), WEFT_BUILT_PLUGIN_DIR};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
-  EXPECT_NE(host.devices().Find("CPU"), nullptr);
+  testing::LogCapture log;
+  auto host = IsolatedHost({PluginFile("garbage", ""), WEFT_BUILT_PLUGIN_DIR});
+  ASSERT_TRUE(host->LoadAll().ok());
+  EXPECT_NE(host->devices().Find("CPU"), nullptr);
   const std::string file = PluginFile("garbage", "weft_device_garbage.so");
-  const std::string expected =
-      "warning: plugin " + file + " refused: not a loadable shared library: invalid ELF header";
-  EXPECT_NE(std::find(log.lines.begin(), log.lines.end(), expected), log.lines.end())
-      << "log had: " << StrJoin(log.lines, "\n");
+  EXPECT_TRUE(Logged(log, "warning: plugin " + file + " refused: not a loadable shared library: invalid ELF header"));
 }
 
 TEST(PluginHost, StrictModeStopsAtTheFirstRefusal) {
-  config::Config config = MakeConfig("[plugins]\nstrict = true\n");
-  config.plugins.paths = {PluginFile("garbage", ""), WEFT_BUILT_PLUGIN_DIR};
-  PluginHost host(config, Isolated());
-  Status status = host.LoadAll();
+  auto host = IsolatedHost({PluginFile("garbage", ""), WEFT_BUILT_PLUGIN_DIR}, "[plugins]\nstrict = true\n");
+  Status status = host->LoadAll();
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(), "plugin " + PluginFile("garbage", "weft_device_garbage.so") +
                                   " refused: not a loadable shared library: invalid ELF header");
-  EXPECT_EQ(host.devices().Find("CPU"), nullptr);
+  EXPECT_EQ(host->devices().Find("CPU"), nullptr);
 }
 
 TEST(PluginHost, PluginSectionIsValidatedAgainstItsDeclaration) {
-  config::Config config = MakeConfig("[devices.testdev]\ncount = 9\nmode = \"slow\"\ncuont = 1\n");
-  config.plugins.paths = {PluginFile("good", "")};
-  PluginHost host(config, Isolated());
-  Status status = host.LoadAll();
+  auto host = IsolatedHost({PluginFile("good", "")}, "[devices.testdev]\ncount = 9\nmode = \"slow\"\ncuont = 1\n");
+  Status status = host->LoadAll();
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(),
             "test.toml:2:9: devices.testdev.count: expected an integer in [1, 8], got 9\n"
@@ -261,37 +217,31 @@ TEST(PluginHost, PluginSectionIsValidatedAgainstItsDeclaration) {
 }
 
 TEST(PluginHost, PluginReadsItsValidatedOptions) {
-  config::Config config = MakeConfig("[devices.testdev]\ncount = 3\n");
-  config.plugins.paths = {PluginFile("good", "")};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
-  const DevicePlugin* dev = host.devices().Find("TESTDEV");
+  auto host = IsolatedHost({PluginFile("good", "")}, "[devices.testdev]\ncount = 3\n");
+  ASSERT_TRUE(host->LoadAll().ok());
+  const DevicePlugin* dev = host->devices().Find("TESTDEV");
   ASSERT_NE(dev, nullptr);
   EXPECT_EQ(*dev->DeviceCount(), 3);
 }
 
 TEST(PluginHost, UnusedSectionsAreWarnings) {
   // (devices.cuda would be read by the CUDA plugin where it is built.)
-  config::Config config = MakeConfig("[devices.tpu]\nmemory_fraction = 0.5\n");
-  config.plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
-  auto warnings = host.UnusedSections();
+  auto host = IsolatedHost({WEFT_BUILT_PLUGIN_DIR}, "[devices.tpu]\nmemory_fraction = 0.5\n");
+  ASSERT_TRUE(host->LoadAll().ok());
+  auto warnings = host->UnusedSections();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0].ToString(), "test.toml:1:1: devices.tpu: no plugin named 'tpu' is loaded; section ignored");
 }
 
 TEST(PluginHost, DisabledPluginsAreNotLoaded) {
-  config::Config config = MakeConfig("[plugins]\ndisable = [\"cpu\"]\n");
-  config.plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
-  const PluginInfo* cpu = host.FindPlugin("cpu");
+  auto host = IsolatedHost({WEFT_BUILT_PLUGIN_DIR}, "[plugins]\ndisable = [\"cpu\"]\n");
+  ASSERT_TRUE(host->LoadAll().ok());
+  const PluginInfo* cpu = host->FindPlugin("cpu");
   ASSERT_NE(cpu, nullptr);
   EXPECT_EQ(cpu->state, PluginState::kDisabled);
   EXPECT_EQ(cpu->reason, "disabled by plugins.disable in test.toml");
   // Other device plugins of the build (opencl) may still be loaded.
-  EXPECT_EQ(host.devices().Find("CPU"), nullptr);
+  EXPECT_EQ(host->devices().Find("CPU"), nullptr);
 }
 
 TEST(PluginHost, SearchPathOrderIsConfigThenEnvironmentThenBuiltIn) {
@@ -306,12 +256,10 @@ TEST(PluginHost, SearchPathOrderIsConfigThenEnvironmentThenBuiltIn) {
 }
 
 TEST(PluginHost, AFileReachedTwiceIsLoadedOnce) {
-  config::Config config = MakeConfig();
-  config.plugins.paths = {WEFT_BUILT_PLUGIN_DIR, WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
+  auto host = IsolatedHost({WEFT_BUILT_PLUGIN_DIR, WEFT_BUILT_PLUGIN_DIR "/weft_device_cpu.so"});
+  ASSERT_TRUE(host->LoadAll().ok());
   int cpu = 0;
-  for (const auto& plugin : host.plugins()) cpu += plugin.name == "cpu" ? 1 : 0;
+  for (const auto& plugin : host->plugins()) cpu += plugin.name == "cpu" ? 1 : 0;
   EXPECT_EQ(cpu, 1);
 }
 
@@ -344,19 +292,17 @@ TEST(PluginHost, APluginWrittenInC) {
 }
 
 TEST(PluginHost, TransportAndOptimizerRegistries) {
-  config::Config config = MakeConfig("[optimizers.nullopt]\n");
-  config.plugins.paths = {PluginFile("kinds", "")};
-  PluginHost host(config, Isolated());
-  ASSERT_TRUE(host.LoadAll().ok());
-  const TransportPlugin* transport = host.transports().Find("null");
+  auto host = IsolatedHost({PluginFile("kinds", "")}, "[optimizers.nullopt]\n");
+  ASSERT_TRUE(host->LoadAll().ok());
+  const TransportPlugin* transport = host->transports().Find("null");
   ASSERT_NE(transport, nullptr);
   EXPECT_EQ(transport->plugin_name, "nulltransport");
-  const OptimizerPlugin* optimizer = host.optimizers().Find("nullopt");
+  const OptimizerPlugin* optimizer = host->optimizers().Find("nullopt");
   ASSERT_NE(optimizer, nullptr);
   ASSERT_EQ(optimizer->hyperparameters.size(), 1u);
   EXPECT_EQ(optimizer->hyperparameters[0].key, "momentum");
   EXPECT_EQ(config::DescribeExpected(optimizer->hyperparameters[0]), "a number in [0, 1]");
-  EXPECT_EQ(host.FindPlugin("nulltransport")->kind, PluginKind::kTransport);
+  EXPECT_EQ(host->FindPlugin("nulltransport")->kind, PluginKind::kTransport);
 }
 
 TEST(PluginHost, LoadsACollectivesPlugin) {
@@ -371,22 +317,6 @@ TEST(PluginHost, LoadsACollectivesPlugin) {
   EXPECT_FALSE(coll->Serves("CUDA"));
   EXPECT_EQ(host.FindPlugin("nullcoll")->kind, PluginKind::kCollectives);
   EXPECT_EQ(KindName(PluginKind::kCollectives), "collectives");
-}
-
-TEST(PluginHost, RefusesABadCollectivesTable) {
-  const std::string small = PluginFile("coll_1", "weft_collectives_nullcoll.so");
-  EXPECT_EQ(RefusalOf(small),
-            StrCat("plugin ", small, " refused: weft_collectives_plugin_t.struct_size is 16 bytes, smaller than the ",
-                   WEFT_COLLECTIVES_PLUGIN_SIZE_V1_2, " bytes of ABI 1.2; rebuild the plugin against the Weft SDK"));
-  const std::string null = PluginFile("coll_2", "weft_collectives_nullcoll.so");
-  EXPECT_EQ(RefusalOf(null),
-            StrCat("plugin ", null, " refused: required member weft_collectives_plugin_t.all_reduce is NULL"));
-  const std::string old = PluginFile("coll_3", "weft_collectives_nullcoll.so");
-  EXPECT_EQ(RefusalOf(old), StrCat("plugin ", old,
-                                   " refused: kind is collectives but its description predates ABI 1.2 (no "
-                                   "collectives member); rebuild the plugin against the Weft SDK"));
-  const std::string dtype = PluginFile("coll_4", "weft_collectives_nullcoll.so");
-  EXPECT_EQ(RefusalOf(dtype), StrCat("plugin ", dtype, " refused: dtypes[1] is 7, not a numeric element type"));
 }
 
 }  // namespace

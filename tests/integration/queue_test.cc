@@ -10,17 +10,14 @@
 #include <thread>
 
 #include "core/runtime/queue.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft {
 namespace {
 
 using testing::RuntimeEnv;
-
-template <class T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
-}
+using testing::Values;
 
 std::vector<int64_t> Range(int64_t from, int64_t to) {
   std::vector<int64_t> out;

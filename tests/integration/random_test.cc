@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "plugins/devices/cpu/kernels/philox.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 #include "weft/sdk/half.h"
 
 namespace weft {
@@ -53,10 +54,7 @@ Tensor RunOnce(RuntimeEnv& env, const GraphBuilder& b, const std::string& fetch,
   return results.empty() ? Tensor() : results[0];
 }
 
-template <class T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
-}
+using testing::Values;
 
 // The elements of a f16 or bf16 tensor, widened.
 std::vector<float> Widened(const Tensor& t) {
@@ -333,11 +331,17 @@ INSTANTIATE_TEST_SUITE_P(Generators, RandomOps, ::testing::Values("RandomUniform
 
 constexpr int64_t kSamples = 200000;
 
-TEST(RandomDistributions, UniformF32) {
+// kSamples f32 values of the generator |op|, seeds 1234 and 5678, in the
+// node |name|.
+std::vector<float> SamplesF32(std::string_view op, const std::string& name) {
   RuntimeEnv env;
   GraphBuilder b;
-  RandomOp(b, "RandomUniform", DType::kF32, {kSamples}, 1234, 5678, "u");
-  const auto values = Values<float>(RunOnce(env, b, "u"));
+  RandomOp(b, op, DType::kF32, {kSamples}, 1234, 5678, name);
+  return Values<float>(RunOnce(env, b, name));
+}
+
+TEST(RandomDistributions, UniformF32) {
+  const std::vector<float> values = SamplesF32("RandomUniform", "u");
   ASSERT_EQ(values.size(), static_cast<std::size_t>(kSamples));
   for (float v : values) ASSERT_TRUE(v >= 0.0f && v < 1.0f) << v;
   const Moments m = MomentsOf(values);
@@ -346,10 +350,7 @@ TEST(RandomDistributions, UniformF32) {
 }
 
 TEST(RandomDistributions, NormalF32) {
-  RuntimeEnv env;
-  GraphBuilder b;
-  RandomOp(b, "RandomNormal", DType::kF32, {kSamples}, 1234, 5678, "n");
-  const auto values = Values<float>(RunOnce(env, b, "n"));
+  const std::vector<float> values = SamplesF32("RandomNormal", "n");
   ASSERT_EQ(values.size(), static_cast<std::size_t>(kSamples));
   for (float v : values) ASSERT_TRUE(std::isfinite(v)) << v;
   const Moments m = MomentsOf(values);
@@ -369,15 +370,31 @@ TEST(RandomDistributions, TruncatedNormalF32) {
   const double theoretical = 1 - 2 * 2 * phi2 / std::erf(2 / std::sqrt(2.0));
   EXPECT_NEAR(theoretical, 0.7737413, 1e-6);
 
-  RuntimeEnv env;
-  GraphBuilder b;
-  RandomOp(b, "TruncatedNormal", DType::kF32, {kSamples}, 1234, 5678, "t");
-  const auto values = Values<float>(RunOnce(env, b, "t"));
+  const std::vector<float> values = SamplesF32("TruncatedNormal", "t");
   ASSERT_EQ(values.size(), static_cast<std::size_t>(kSamples));
   for (float v : values) ASSERT_LE(std::fabs(v), 2.0f) << v;
   const Moments m = MomentsOf(values);
   EXPECT_NEAR(m.mean, 0.0, 0.01);
   EXPECT_NEAR(m.variance, theoretical, 0.02);
+}
+
+// How far the moments of a sample may be from the distribution's.
+struct MomentTolerances {
+  double uniform_mean, normal_mean, normal_variance, truncated_variance;
+};
+
+// Normal samples |n| are finite and truncated ones |t| within 2; the means
+// of the uniform |u| (1/2) and of |n| (0), and the variances of |n| (1)
+// and |t| (0.7737413, derived above), are within |tolerance|.
+template <class T>
+void ExpectNormalTruncatedAndMoments(const std::vector<T>& u, const std::vector<T>& n, const std::vector<T>& t,
+                                     const MomentTolerances& tolerance) {
+  for (T v : n) ASSERT_TRUE(std::isfinite(v)) << v;
+  for (T v : t) ASSERT_LE(std::fabs(v), T{2}) << v;
+  EXPECT_NEAR(MomentsOf(u).mean, 0.5, tolerance.uniform_mean);
+  EXPECT_NEAR(MomentsOf(n).mean, 0.0, tolerance.normal_mean);
+  EXPECT_NEAR(MomentsOf(n).variance, 1.0, tolerance.normal_variance);
+  EXPECT_NEAR(MomentsOf(t).variance, 0.7737413, tolerance.truncated_variance);
 }
 
 TEST(RandomDistributions, F64) {
@@ -390,12 +407,7 @@ TEST(RandomDistributions, F64) {
   const auto n = Values<double>(RunOnce(env, b, "n"));
   const auto t = Values<double>(RunOnce(env, b, "t"));
   for (double v : u) ASSERT_TRUE(v >= 0.0 && v < 1.0) << v;
-  for (double v : n) ASSERT_TRUE(std::isfinite(v)) << v;
-  for (double v : t) ASSERT_LE(std::fabs(v), 2.0) << v;
-  EXPECT_NEAR(MomentsOf(u).mean, 0.5, 0.005);
-  EXPECT_NEAR(MomentsOf(n).mean, 0.0, 0.01);
-  EXPECT_NEAR(MomentsOf(n).variance, 1.0, 0.02);
-  EXPECT_NEAR(MomentsOf(t).variance, 0.7737413, 0.02);
+  ExpectNormalTruncatedAndMoments(u, n, t, {0.005, 0.01, 0.02, 0.02});
   // 52 random bits: the values are not all on a float grid.
   EXPECT_TRUE(
       std::any_of(u.begin(), u.end(), [](double v) { return static_cast<double>(static_cast<float>(v)) != v; }));
@@ -419,12 +431,7 @@ TEST_P(HalfDtypes, ValuesAreInRange) {
   for (float v : u) ASSERT_TRUE(v >= 0.0f && v < 1.0f) << v;
   const float below_one = GetParam() == DType::kF16 ? 1.0f - 1.0f / 2048 : 1.0f - 1.0f / 256;
   EXPECT_EQ(*std::max_element(u.begin(), u.end()), below_one);
-  for (float v : n) ASSERT_TRUE(std::isfinite(v)) << v;
-  for (float v : t) ASSERT_LE(std::fabs(v), 2.0f) << v;
-  EXPECT_NEAR(MomentsOf(u).mean, 0.5, 0.01);
-  EXPECT_NEAR(MomentsOf(n).mean, 0.0, 0.02);
-  EXPECT_NEAR(MomentsOf(n).variance, 1.0, 0.03);
-  EXPECT_NEAR(MomentsOf(t).variance, 0.7737413, 0.03);
+  ExpectNormalTruncatedAndMoments(u, n, t, {0.01, 0.02, 0.03, 0.03});
 }
 
 INSTANTIATE_TEST_SUITE_P(Widths, HalfDtypes, ::testing::Values(DType::kF16, DType::kBF16),

@@ -12,21 +12,22 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
-#include <set>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/strings.h"
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/output_text.h"
+#include "tests/support/plugin_checks.h"
+#include "tests/support/plugin_config.h"
+#include "tests/support/weft_cli.h"
 #include "weft/weft_plugin.h"
 
 namespace weft {
@@ -34,7 +35,9 @@ namespace {
 
 using plugin::PluginHost;
 using plugin::PluginState;
+using testing::HasRow;
 using testing::ProcessResult;
+using testing::RunWeft;
 
 const std::string kPlugin = WEFT_BUILT_PLUGIN_DIR "/weft_transport_rdma.so";
 
@@ -58,31 +61,6 @@ Probe AskVerbs() {
 
 std::string ErrnoText(int error) { return StrCat("errno ", error, ": ", std::strerror(error)); }
 
-config::Config MakeConfig(const std::string& toml = "") {
-  auto config = config::ParseConfig(toml, "test.toml", "/");
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return *config;
-}
-
-plugin::PluginHostOptions Isolated() {
-  plugin::PluginHostOptions options;
-  options.use_environment = false;
-  options.use_builtin_folder = false;
-  return options;
-}
-
-bool HasRow(const std::string& out, const std::vector<std::string>& words) {
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream cells(line);
-    std::vector<std::string> row;
-    for (std::string cell; cells >> cell;) row.push_back(cell);
-    if (row.size() >= words.size() && std::equal(words.begin(), words.end(), row.begin())) return true;
-  }
-  return false;
-}
-
 class RdmaPluginTest : public ::testing::Test {
  protected:
   void SetUp() override { probe_ = AskVerbs(); }
@@ -101,16 +79,11 @@ class RdmaPluginTest : public ::testing::Test {
     EXPECT_NE(reason.find("or use the tcp transport"), std::string::npos) << reason;
   }
 
-  ProcessResult Weft(std::vector<std::string> args) {
-    args.insert(args.begin(), WEFT_CLI);
-    return testing::Run(args, {{"WEFT_PLUGIN_PATH", ""}});
-  }
-
   Probe probe_;
 };
 
 TEST_F(RdmaPluginTest, IsUnavailableWithVerbsReasonOrLoaded) {
-  PluginHost host(MakeConfig(), Isolated());
+  PluginHost host(testing::MakeConfig(), testing::Isolated());
   ASSERT_TRUE(host.Load(kPlugin).ok());
   ASSERT_EQ(host.plugins().size(), 1u);
   const plugin::PluginInfo& info = host.plugins()[0];
@@ -145,17 +118,11 @@ TEST_F(RdmaPluginTest, InitAnswersUnavailableThroughItsEntryPoint) {
 
 TEST_F(RdmaPluginTest, StrictModeNeverRefusesIt) {
   if (probe_.has_device()) GTEST_SKIP() << "an RDMA device is present: the plugin is loaded";
-  config::Config config = MakeConfig("[plugins]\nstrict = true\n");
-  config.plugins.paths = {kPlugin};
-  PluginHost host(config, Isolated());
-  Status loaded = host.LoadAll();
-  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
-  ASSERT_EQ(host.plugins().size(), 1u);
-  EXPECT_EQ(host.plugins()[0].state, PluginState::kUnavailable);
+  testing::ExpectStrictModeLeavesItUnavailable(kPlugin);
 }
 
 TEST_F(RdmaPluginTest, WeftPluginsListsItWithTheReason) {
-  ProcessResult r = Weft({"plugins"});
+  ProcessResult r = RunWeft({"plugins"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   if (probe_.has_device()) {
     EXPECT_TRUE(HasRow(r.out, {"rdma", "transport", "1.3", "0.1.0", "loaded", kPlugin})) << r.out;
@@ -165,13 +132,11 @@ TEST_F(RdmaPluginTest, WeftPluginsListsItWithTheReason) {
   // file name only.
   EXPECT_TRUE(HasRow(r.out, {"rdma", "transport", "-", "-", "unavailable", kPlugin})) << r.out;
   EXPECT_TRUE(HasRow(r.out, {"cpu", "device", "1.3", "0.1.0", "loaded"})) << r.out;
-  const std::string prefix = "\nrdma: unavailable: ";
-  const auto at = r.out.find(prefix);
-  ASSERT_NE(at, std::string::npos) << r.out;
-  const auto end = r.out.find('\n', at + prefix.size());
-  ExpectVerbsReason(r.out.substr(at + prefix.size(), end - at - prefix.size()));
+  const std::optional<std::string> reason = testing::RestOfLine(r.out, "\nrdma: unavailable: ");
+  ASSERT_TRUE(reason.has_value()) << r.out;
+  ExpectVerbsReason(*reason);
 
-  r = Weft({"plugins", "--json"});
+  r = RunWeft({"plugins", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(StrCat("\"path\":\"", kPlugin,
                               "\",\"status\":\"unavailable\",\"reason\":\"no RDMA device found (ibv_get_device_list ")),
@@ -182,19 +147,8 @@ TEST_F(RdmaPluginTest, WeftPluginsListsItWithTheReason) {
 // Plugins see the SDK only: the entry point is the one export, libweft is
 // not linked, and libibverbs is.
 TEST_F(RdmaPluginTest, ExportsOnlyItsEntryPointAndLinksNoLibweft) {
-  ProcessResult r = testing::Run({WEFT_TEST_NM, "-D", "--defined-only", kPlugin});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::set<std::string> exported;
-  std::istringstream lines(r.out);
-  std::string address, type, name;
-  while (lines >> address >> type >> name) {
-    if (std::string("TWDBRVu").find(type) != std::string::npos) exported.insert(name);
-  }
-  EXPECT_EQ(exported, std::set<std::string>{"weft_plugin_init_v1"}) << r.out;
-  r = testing::Run({WEFT_TEST_READELF, "-d", kPlugin});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.find("libweft"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("libibverbs.so"), std::string::npos) << r.out;
+  const std::string dynamic = testing::ExpectOnlyTheEntryPointExported(WEFT_TEST_NM, WEFT_TEST_READELF, kPlugin);
+  EXPECT_NE(dynamic.find("libibverbs.so"), std::string::npos) << dynamic;
 }
 
 // One message over a real queue pair on the first device, through the
@@ -202,7 +156,7 @@ TEST_F(RdmaPluginTest, ExportsOnlyItsEntryPointAndLinksNoLibweft) {
 // RDMA device, which is every machine this was written on.
 TEST_F(RdmaPluginTest, LoopbackMessageOnARealDevice) {
   if (!probe_.has_device()) GTEST_SKIP() << "no RDMA device here: the verbs data path cannot run";
-  PluginHost host(MakeConfig(), Isolated());
+  PluginHost host(testing::MakeConfig(), testing::Isolated());
   ASSERT_TRUE(host.Load(kPlugin).ok());
   const plugin::TransportPlugin* rdma = host.transports().Find("rdma");
   ASSERT_NE(rdma, nullptr);
@@ -244,29 +198,10 @@ TEST_F(RdmaPluginTest, LoopbackMessageOnARealDevice) {
   const void* slices[] = {payload.data()};
   const uint64_t sizes[] = {payload.size()};
   weft_message_t message{sizeof(weft_message_t), header.data(), header.size(), slices, sizes, 1};
-  struct Done {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool called = false;
-    std::string status;
-  } done;
-  ASSERT_EQ(plugin::TakeStatus(t->send(
-                                   connection, &message,
-                                   [](void* user, weft_status_t status) {
-                                     auto* d = static_cast<Done*>(user);
-                                     std::lock_guard<std::mutex> lock(d->mutex);
-                                     d->status = plugin::TakeStatus(status).ToString();
-                                     d->called = true;
-                                     d->cv.notify_all();
-                                   },
-                                   &done))
-                .ToString(),
-            "OK");
-  {
-    std::unique_lock<std::mutex> lock(done.mutex);
-    ASSERT_TRUE(done.cv.wait_for(lock, std::chrono::seconds(10), [&] { return done.called; }));
-    EXPECT_EQ(done.status, "OK");
-  }
+  testing::Done done;
+  ASSERT_EQ(plugin::TakeStatus(t->send(connection, &message, testing::Done::Call, &done)).ToString(), "OK");
+  ASSERT_TRUE(done.WaitFor(std::chrono::seconds(10)));
+  EXPECT_EQ(done.status(), "OK");
   {
     std::unique_lock<std::mutex> lock(inbox.mutex);
     ASSERT_TRUE(inbox.cv.wait_for(lock, std::chrono::seconds(10), [&] { return !inbox.messages.empty(); }));

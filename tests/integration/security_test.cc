@@ -5,7 +5,8 @@
 // none and by raw sockets (a replayed handshake, one cut off halfway,
 // garbage, an oversized length prefix, silence, a thousand connections at
 // once). Each attack must be refused with a log line naming its address,
-// run nothing, and leave the task serving its real clients.
+// run nothing, and leave the task serving its real clients. TLS and CURVE
+// links are in security_tls_test.cc.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,7 +22,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,61 +32,20 @@
 #include "core/distributed/dist_session.h"
 #include "core/distributed/task_service.h"
 #include "core/graph/builder.h"
-#include "tests/integration/loopback.h"
-#include "tests/integration/two_tasks.h"
+#include "tests/support/log_capture.h"
+#include "tests/support/loopback.h"
+#include "tests/support/two_tasks.h"
 
 namespace weft::dist {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::ClosedByPeer;
+using testing::ReadExactly;
+using testing::WriteAll;
 
 // --- Helpers ------------------------------------------------------------------------------------
-
-// Log records, captured for the life of the object.
-class LogCapture {
- public:
-  LogCapture() {
-    old_ = SetLogSink([this](const LogRecord& r) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      lines_.emplace_back(r.message);
-    });
-  }
-  ~LogCapture() { SetLogSink(old_); }
-  size_t Count(const std::string& text) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t n = 0;
-    for (const std::string& line : lines_) n += line.find(text) != std::string::npos ? 1 : 0;
-    return n;
-  }
-  // Waits up to |timeout| for a line with every one of |texts|.
-  bool WaitFor(const std::vector<std::string>& texts, std::chrono::milliseconds timeout = 5s) const {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (const std::string& line : lines_) {
-          bool all = true;
-          for (const std::string& t : texts) all = all && line.find(t) != std::string::npos;
-          if (all) return true;
-        }
-      }
-      if (std::chrono::steady_clock::now() > until) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-  std::string All() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::string out;
-    for (const std::string& line : lines_) out += line + "\n";
-    return out;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> lines_;
-  LogSink old_;
-};
 
 fs::path TempDir() {
   static const fs::path dir = [] {
@@ -117,29 +76,8 @@ std::string Preamble(uint32_t header_size, uint64_t payload_size) {
   return p;
 }
 
-bool WriteAll(int fd, const std::string& bytes) {
-  return write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-}
-
 bool SendFrame(int fd, const std::string& header) {
   return WriteAll(fd, Preamble(static_cast<uint32_t>(header.size()), 0) + header);
-}
-
-// Reads exactly |n| bytes, waiting at most |timeout|; false on EOF or time.
-bool ReadExactly(int fd, std::string* out, size_t n, std::chrono::milliseconds timeout = 5s) {
-  out->clear();
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (out->size() < n) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-    char buffer[512];
-    const ssize_t got = read(fd, buffer, std::min(sizeof buffer, n - out->size()));
-    if (got <= 0) return false;
-    out->append(buffer, static_cast<size_t>(got));
-  }
-  return true;
 }
 
 // The header of the next message on |fd|.
@@ -151,18 +89,16 @@ bool ReadFrame(int fd, std::string* header) {
   return size <= 4096 && ReadExactly(fd, header, size);
 }
 
-// Whether the other end closed |fd| within |timeout| (reading and
-// dropping whatever else comes).
-bool ClosedByPeer(int fd, std::chrono::milliseconds timeout = 5s) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-    char buffer[256];
-    if (read(fd, buffer, sizeof buffer) <= 0) return true;
+// Raises the limit of open file descriptors towards |n| (as far as the
+// hard limit allows); returns the limit now.
+rlim_t RaiseDescriptorLimit(rlim_t n) {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < n) {
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, n);
+    setrlimit(RLIMIT_NOFILE, &limit);
   }
+  return limit.rlim_cur;
 }
 
 constexpr char kSecret[] = "correct horse battery staple 0123456789";
@@ -369,6 +305,18 @@ class SecuredTask : public ::testing::Test {
     EXPECT_GE(fd, 0);
     return fd;
   }
+  // Whether the task logged, within 5 s, that it refused a connection from
+  // loopback, with every one of |why| in that line.
+  static bool Refused(const testing::LogCapture& log, std::vector<std::string> why) {
+    why.insert(why.begin(), "refused a connection from tcp://127.0.0.1:");
+    return log.WaitFor(why);
+  }
+  // After an attack: nothing was run, and a client with the secret is
+  // still served.
+  void ExpectNothingRunAndStillServing() {
+    EXPECT_EQ(service_->requests_handled(), 0u);
+    EXPECT_TRUE(ListDevices(secret_file_).ok());
+  }
 
   std::string secret_file_;
   int port_ = 0;
@@ -385,7 +333,7 @@ TEST_F(SecuredTask, AClientWithTheSecretIsServed) {
 
 TEST_F(SecuredTask, AClientWithAnotherSecretIsRefusedAndNothingRuns) {
   Start(secret_file_);
-  LogCapture log;
+  testing::LogCapture log;
   Status s = ListDevices(WriteSecret("other", "a different secret of some length"));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Code::kUnauthenticated) << s.ToString();
@@ -401,7 +349,7 @@ TEST_F(SecuredTask, AClientWithAnotherSecretIsRefusedAndNothingRuns) {
 
 TEST_F(SecuredTask, AClientWithoutASecretIsRefusedAndToldWhatIsMissing) {
   Start(secret_file_);
-  LogCapture log;
+  testing::LogCapture log;
   Status s = ListDevices("");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("this config needs the same [cluster] secret_file and [transports.tcp] tls settings"),
@@ -409,15 +357,14 @@ TEST_F(SecuredTask, AClientWithoutASecretIsRefusedAndToldWhatIsMissing) {
       << s.ToString();
   // Its Hello is larger than a handshake frame: the transport refuses it
   // at the length, before reading it.
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "exceeds the limit of 128 bytes"}))
-      << log.All();
+  EXPECT_TRUE(Refused(log, {"exceeds the limit of 128 bytes"})) << log.All();
   EXPECT_EQ(service_->requests_handled(), 0u);
   EXPECT_GE(service_->connections_refused(), 1u);
 }
 
 TEST_F(SecuredTask, ATaskWithoutASecretSaysSoToAClientThatHasOne) {
   Start("");
-  LogCapture log;
+  testing::LogCapture log;
   Status s = ListDevices(secret_file_);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Code::kUnauthenticated) << s.ToString();
@@ -426,15 +373,14 @@ TEST_F(SecuredTask, ATaskWithoutASecretSaysSoToAClientThatHasOne) {
       << s.ToString();
   // Once: the client does not retry a refusal.
   EXPECT_EQ(log.Count("it began the authentication handshake"), 1u) << log.All();
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
-                           "it began the authentication handshake, but this task has no [cluster] secret_file"}))
+  EXPECT_TRUE(Refused(log, {"it began the authentication handshake, but this task has no [cluster] secret_file"}))
       << log.All();
   EXPECT_EQ(service_->requests_handled(), 0u);
 }
 
 TEST_F(SecuredTask, AReplayedHandshakeIsRefused) {
   Start(secret_file_);
-  LogCapture log;
+  testing::LogCapture log;
   // A real handshake over a raw socket, recorded.
   AuthClient client(kSecret);
   const std::string hello = *client.Start();
@@ -456,16 +402,14 @@ TEST_F(SecuredTask, AReplayedHandshakeIsRefused) {
   ASSERT_TRUE(SendFrame(fd, proof));
   EXPECT_TRUE(ClosedByPeer(fd));
   close(fd);
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
-                           "it sent a proof that does not match (a wrong secret, or a replayed handshake)"}))
+  EXPECT_TRUE(Refused(log, {"it sent a proof that does not match (a wrong secret, or a replayed handshake)"}))
       << log.All();
-  EXPECT_EQ(service_->requests_handled(), 0u);
-  EXPECT_TRUE(ListDevices(secret_file_).ok());
+  ExpectNothingRunAndStillServing();
 }
 
 TEST_F(SecuredTask, AHandshakeCutOffHalfwayIsRefused) {
   Start(secret_file_);
-  LogCapture log;
+  testing::LogCapture log;
   AuthClient client(kSecret);
   {
     // Gone after the challenge.
@@ -475,8 +419,7 @@ TEST_F(SecuredTask, AHandshakeCutOffHalfwayIsRefused) {
     ASSERT_TRUE(ReadFrame(fd, &challenge));
     close(fd);
   }
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "it hung up during its handshake"}))
-      << log.All();
+  EXPECT_TRUE(Refused(log, {"it hung up during its handshake"})) << log.All();
   {
     // Gone in the middle of its first frame.
     const int fd = Connect();
@@ -484,7 +427,7 @@ TEST_F(SecuredTask, AHandshakeCutOffHalfwayIsRefused) {
     std::this_thread::sleep_for(100ms);
     close(fd);
   }
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "in the middle of a message"})) << log.All();
+  EXPECT_TRUE(Refused(log, {"in the middle of a message"})) << log.All();
   EXPECT_EQ(service_->requests_handled(), 0u);
   EXPECT_EQ(service_->connections_refused(), 2u);
   EXPECT_TRUE(ListDevices(secret_file_).ok());
@@ -492,14 +435,14 @@ TEST_F(SecuredTask, AHandshakeCutOffHalfwayIsRefused) {
 
 TEST_F(SecuredTask, GarbageInsteadOfAHandshakeIsRefused) {
   Start(secret_file_);
-  LogCapture log;
+  testing::LogCapture log;
   {
     const int fd = Connect();
     ASSERT_TRUE(WriteAll(fd, "GET / HTTP/1.1\r\nHost: weft\r\n\r\n"));
     EXPECT_TRUE(ClosedByPeer(fd));
     close(fd);
   }
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "bad magic 47 45 54 20"})) << log.All();
+  EXPECT_TRUE(Refused(log, {"bad magic 47 45 54 20"})) << log.All();
   {
     // Well framed, but not a handshake.
     const int fd = Connect();
@@ -507,31 +450,26 @@ TEST_F(SecuredTask, GarbageInsteadOfAHandshakeIsRefused) {
     EXPECT_TRUE(ClosedByPeer(fd));
     close(fd);
   }
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
-                           "it sent 40 bytes that are not a Weft handshake (expected the hello frame)"}))
-      << log.All();
-  EXPECT_EQ(service_->requests_handled(), 0u);
-  EXPECT_TRUE(ListDevices(secret_file_).ok());
+  EXPECT_TRUE(Refused(log, {"it sent 40 bytes that are not a Weft handshake (expected the hello frame)"})) << log.All();
+  ExpectNothingRunAndStillServing();
 }
 
 TEST_F(SecuredTask, AnOversizedLengthPrefixIsRefusedBeforeAllocation) {
   Start(secret_file_);
-  LogCapture log;
+  testing::LogCapture log;
   const int fd = Connect();
   // 1 GiB of header and 1 TiB of payload announced; nothing follows.
   ASSERT_TRUE(WriteAll(fd, Preamble(1u << 30, uint64_t{1} << 40)));
   EXPECT_TRUE(ClosedByPeer(fd));
   close(fd);
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "exceeds the limit of 128 bytes",
-                           "this connection's limit, set by the host"}))
+  EXPECT_TRUE(Refused(log, {"exceeds the limit of 128 bytes", "this connection's limit, set by the host"}))
       << log.All();
-  EXPECT_EQ(service_->requests_handled(), 0u);
-  EXPECT_TRUE(ListDevices(secret_file_).ok());
+  ExpectNothingRunAndStillServing();
 }
 
 TEST_F(SecuredTask, AClientThatNeverSpeaksIsTimedOutWhileOthersAreServed) {
   Start(secret_file_, /*handshake_timeout_ms=*/800);
-  LogCapture log;
+  testing::LogCapture log;
   const auto start = std::chrono::steady_clock::now();
   const int fd = Connect();
   // Served meanwhile.
@@ -540,24 +478,18 @@ TEST_F(SecuredTask, AClientThatNeverSpeaksIsTimedOutWhileOthersAreServed) {
   EXPECT_TRUE(ClosedByPeer(fd, 5s));
   EXPECT_GE(std::chrono::steady_clock::now() - start, 700ms);
   close(fd);
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
-                           "it did not complete the authentication handshake within 800 ms "
-                           "([cluster] handshake_timeout_ms)"}))
+  EXPECT_TRUE(Refused(log, {"it did not complete the authentication handshake within 800 ms "
+                            "([cluster] handshake_timeout_ms)"}))
       << log.All();
   EXPECT_EQ(service_->connections_refused(), 1u);
 }
 
 TEST_F(SecuredTask, AThousandConnectionsAtOnceAreRefusedAndTheTaskKeepsServing) {
   constexpr int kFlood = 1000;
-  rlimit limit{};
-  getrlimit(RLIMIT_NOFILE, &limit);
-  if (limit.rlim_cur < 2 * kFlood + 200) {
-    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 2 * kFlood + 200);
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
-  if (limit.rlim_cur < 2 * kFlood + 200) GTEST_SKIP() << "only " << limit.rlim_cur << " file descriptors";
+  const rlim_t descriptors = RaiseDescriptorLimit(2 * kFlood + 200);
+  if (descriptors < 2 * kFlood + 200) GTEST_SKIP() << "only " << descriptors << " file descriptors";
   Start(secret_file_, /*handshake_timeout_ms=*/1500, /*max_pending=*/128);
-  LogCapture log;
+  testing::LogCapture log;
   std::vector<int> fds;
   for (int i = 0; i < kFlood; ++i) {
     const int fd = testing::RawConnect(port_);
@@ -588,25 +520,14 @@ TEST_F(SecuredTask, AThousandConnectionsAtOnceAreRefusedAndTheTaskKeepsServing) 
   EXPECT_TRUE(ListDevices(secret_file_).ok());
 }
 
-// Raises the descriptor limit to |n|; false when it cannot be had.
-bool EnoughDescriptors(rlim_t n) {
-  rlimit limit{};
-  getrlimit(RLIMIT_NOFILE, &limit);
-  if (limit.rlim_cur < n) {
-    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, n);
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
-  return limit.rlim_cur >= n;
-}
-
 // What a new user met: connections opened to a task and left idle filled
 // its handshake slots, and the cluster's own client (no secret) was turned
 // away for as long as they stayed. Now the oldest idle one makes room.
 TEST_F(SecuredTask, IdleConnectionsDoNotLockOutTheClustersOwnClients) {
   constexpr int kIdle = 300;
-  if (!EnoughDescriptors(2 * kIdle + 200)) GTEST_SKIP() << "too few file descriptors";
+  if (RaiseDescriptorLimit(2 * kIdle + 200) < 2 * kIdle + 200) GTEST_SKIP() << "too few file descriptors";
   Start(/*secret_file=*/"");  // at most 256 handshakes at once, the default
-  LogCapture log;
+  testing::LogCapture log;
   std::vector<int> fds;
   for (int i = 0; i < kIdle; ++i) {
     const int fd = Connect();
@@ -663,7 +584,7 @@ TEST_F(SecuredTask, IdleConnectionsDoNotLockOutTheClustersOwnClients) {
 // is still served, and the connection that made room hears why.
 TEST_F(SecuredTask, AFloodOfHalfHandshakesMakesRoomForARealClient) {
   Start(secret_file_, /*handshake_timeout_ms=*/10000, /*max_pending=*/4);
-  LogCapture log;
+  testing::LogCapture log;
   std::vector<int> fds;
   for (int i = 0; i < 4; ++i) {
     const int fd = Connect();
@@ -739,333 +660,6 @@ TEST(ClientTurnedAway, TheMessageNamesTheFloodWithOrWithoutASecret) {
       EXPECT_GT(accepted.load(), 1) << "a client with a secret tries again";
     }
   }
-}
-
-// --- TLS on tcp links ---------------------------------------------------------------------------
-
-// A CA and a certificate it signed, made with the openssl command line.
-struct Pki {
-  std::string ca, certificate, key;
-};
-
-Pki MakePki(const std::string& name) {
-  const fs::path dir = TempDir() / name;
-  fs::create_directories(dir);
-  const std::string d = dir.string();
-  const std::string script =
-      "cd '" + d + "' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key " +
-      "-out ca.pem -days 2 -subj /CN=weft-test-" + name + " 2>/dev/null && " +
-      "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout node.key -out node.csr " +
-      "-subj /CN=node 2>/dev/null && " +
-      "openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out node.pem -days 2 2>/dev/null && " +
-      "chmod 600 node.key ca.key";
-  EXPECT_EQ(std::system(script.c_str()), 0) << script;
-  return {d + "/ca.pem", d + "/node.pem", d + "/node.key"};
-}
-
-std::string TlsSection(const Pki& pki, int64_t handshake_timeout_ms = 10000) {
-  return StrCat("tls = true\ntls_certificate = \"", pki.certificate, "\"\ntls_private_key = \"", pki.key,
-                "\"\ntls_ca = \"", pki.ca, "\"\ntls_handshake_timeout_ms = ", handshake_timeout_ms, "\n");
-}
-
-// A plugin host whose tcp transport has |tcp_section|. The tcp plugin is
-// loaded once per process, so each host configures it anew; an endpoint
-// keeps the TLS setting current when it opened.
-std::unique_ptr<plugin::PluginHost> HostWith(const std::string& tcp_section, const std::string& section = "tcp") {
-  auto config = config::ParseConfig("[transports." + section + "]\n" + tcp_section, "tls_test.toml", "");
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  auto host = std::make_unique<plugin::PluginHost>(std::move(*config));
-  Status s = host->LoadAll();
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return host;
-}
-
-// Forwards loopback connections to |target_port|, keeping a copy of every
-// byte in either direction: what someone on the wire would read.
-class Tap {
- public:
-  explicit Tap(int target_port) : target_port_(target_port) {
-    listen_fd_ = testing::RawListener(16, &port_);
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~Tap() {
-    stop_ = true;
-    thread_.join();
-    for (auto [a, b] : pairs_) {
-      close(a);
-      close(b);
-    }
-    close(listen_fd_);
-  }
-  int port() const { return port_; }
-  std::string Captured() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return captured_;
-  }
-
- private:
-  void Run() {
-    // Bounded: the test's destructor stops it; each poll waits 50 ms.
-    while (!stop_) {
-      std::vector<pollfd> fds{{listen_fd_, POLLIN, 0}};
-      for (auto [a, b] : pairs_) {
-        fds.push_back({a, POLLIN, 0});
-        fds.push_back({b, POLLIN, 0});
-      }
-      if (poll(fds.data(), fds.size(), 50) <= 0) continue;
-      if (fds[0].revents & POLLIN) {
-        const int client = accept(listen_fd_, nullptr, nullptr);
-        const int server = testing::RawConnect(target_port_);
-        if (client >= 0 && server >= 0) pairs_.push_back({client, server});
-      }
-      for (size_t i = 1; i < fds.size(); ++i) {
-        if ((fds[i].revents & (POLLIN | POLLHUP)) == 0) continue;
-        const auto& pair = pairs_[(i - 1) / 2];
-        const int from = fds[i].fd, to = from == pair.first ? pair.second : pair.first;
-        char buffer[65536];
-        const ssize_t n = read(from, buffer, sizeof buffer);
-        if (n <= 0) {
-          shutdown(to, SHUT_WR);
-          continue;
-        }
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          captured_.append(buffer, static_cast<size_t>(n));
-        }
-        ssize_t off = 0;
-        while (off < n) {
-          const ssize_t w = write(to, buffer + off, static_cast<size_t>(n - off));
-          if (w <= 0) break;
-          off += w;
-        }
-      }
-    }
-  }
-
-  int target_port_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  std::vector<std::pair<int, int>> pairs_;
-  mutable std::mutex mutex_;
-  std::string captured_;
-};
-
-class TlsLink : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (testing::BuiltPlugins().transports().Find("tcp") == nullptr) GTEST_SKIP() << "no tcp transport";
-    port_ = testing::FreePort();
-  }
-  // Leaves the tcp and zmq plugins as the other tests expect them:
-  // without TLS or CURVE.
-  void TearDown() override {
-    plain_ = HostWith("tls = false\n");
-    if (testing::BuiltPlugins().transports().Find("zmq") != nullptr) plain_zmq_ = HostWith("", "zmq");
-  }
-  std::unique_ptr<plugin::PluginHost> plain_zmq_;
-
-  std::unique_ptr<TaskService> Serve(const plugin::PluginHost& host) {
-    TaskService::Options o;
-    o.name = testing::kPsTask;
-    o.listen_address = scheme_ + "://127.0.0.1:" + std::to_string(port_);
-    o.peers = {{o.name, o.listen_address}};
-    o.cluster_fingerprint = 91;
-    auto devices = runtime::DeviceSet::Open(host);
-    EXPECT_TRUE(devices.ok());
-    auto service = TaskService::Start(o, host, std::move(*devices));
-    EXPECT_TRUE(service.ok()) << service.status().ToString();
-    return service.ok() ? std::move(*service) : nullptr;
-  }
-  DistSessionOptions Client(int port) const {
-    DistSessionOptions o;
-    o.tasks = {{testing::kPsTask, scheme_ + "://127.0.0.1:" + std::to_string(port)}};
-    o.cluster_fingerprint = 91;
-    o.connect_timeout_ms = 3000;
-    o.rpc_timeout_ms = 10000;
-    return o;
-  }
-  // y = -x on the task, x of |n| floats fed by the client: the feed and
-  // the result cross the link.
-  static Graph NegateOnTheTask(int64_t n) {
-    GraphBuilder b;
-    auto on_ps = b.DeviceScope(testing::kPsTask);
-    Output x = b.Placeholder(DType::kF32, Shape{n}, "x");
-    b.Op("Neg", {x}, {}, "y");
-    auto g = b.Build();
-    EXPECT_TRUE(g.ok()) << g.status().ToString();
-    return std::move(*g);
-  }
-  // Runs the graph through a tap; returns what the tap saw, and the
-  // tensors fed and fetched.
-  std::string RunThroughTap(const plugin::PluginHost& host, Tensor* fed, Tensor* fetched) {
-    constexpr int64_t kN = 1 << 16;  // 256 KiB
-    std::vector<float> values(kN);
-    for (int64_t i = 0; i < kN; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i) * 0.37f + 1.0f;
-    *fed = Tensor::FromVector<float>(values, Shape{kN});
-    Tap tap(port_);
-    auto session = DistSession::Create(NegateOnTheTask(kN), Client(tap.port()), host);
-    EXPECT_TRUE(session.ok()) << session.status().ToString();
-    if (!session.ok()) return {};
-    std::vector<Tensor> out;
-    Status s = (*session)->Run({{"x", *fed}}, {"y"}, {}, &out);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    if (s.ok()) *fetched = out[0];
-    session->reset();
-    return tap.Captured();
-  }
-  // Whether any of 16 windows of 32 bytes of |t| appears in |capture|.
-  static bool Leaks(const Tensor& t, const std::string& capture) {
-    const std::string_view bytes(static_cast<const char*>(t.raw_data()), t.byte_size());
-    for (size_t k = 0; k < 16; ++k) {
-      if (capture.find(bytes.substr(k * (bytes.size() / 16), 32)) != std::string::npos) return true;
-    }
-    return false;
-  }
-
-  // Runs the graph through a tap with |secure| settings of the |section|
-  // transport: the tap must see none of the tensors' bytes; then with
-  // |plain| settings, where it must see them (so the tap is no blind one).
-  void ExpectEncrypted(const std::string& secure, const std::string& plain, const std::string& section) {
-    Tensor fed, fetched;
-    std::string capture;
-    {
-      auto host = HostWith(secure, section);
-      auto service = Serve(*host);
-      ASSERT_NE(service, nullptr);
-      capture = RunThroughTap(*host, &fed, &fetched);
-    }
-    ASSERT_EQ(fetched.num_elements(), fed.num_elements());
-    EXPECT_EQ(fetched.data<float>()[12345], -fed.data<float>()[12345]);
-    EXPECT_GT(capture.size(), 2 * fed.byte_size()) << "the feed and the result both crossed the tap";
-    EXPECT_FALSE(Leaks(fed, capture)) << "the fed tensor is readable on the wire";
-    EXPECT_FALSE(Leaks(fetched, capture)) << "the fetched tensor is readable on the wire";
-    auto host = HostWith(plain, section);
-    port_ = testing::FreePort();
-    auto service = Serve(*host);
-    ASSERT_NE(service, nullptr);
-    Tensor fed2, fetched2;
-    const std::string seen = RunThroughTap(*host, &fed2, &fetched2);
-    EXPECT_TRUE(Leaks(fed2, seen) && Leaks(fetched2, seen)) << "the tap saw " << seen.size() << " bytes";
-  }
-
-  int port_ = 0;
-  std::string scheme_ = "tcp";
-  std::unique_ptr<plugin::PluginHost> plain_;
-};
-
-TEST_F(TlsLink, ACaptureOfTheLinkHoldsNoPlaintextTensorBytes) {
-  const Pki pki = MakePki("ca1");
-  ExpectEncrypted(TlsSection(pki), "tls = false\n", "tcp");
-}
-
-// The zmq transport's CURVE: the same tap, the same check.
-TEST_F(TlsLink, ACaptureOfACurveLinkHoldsNoPlaintextTensorBytes) {
-  if (testing::BuiltPlugins().transports().Find("zmq") == nullptr) GTEST_SKIP() << "no zmq transport";
-#if defined(__SANITIZE_THREAD__)
-  // Debian's libzmq is not built with TSan: the messages and frames it
-  // hands between its I/O thread and ours through its own lock-free pipes
-  // look like races to TSan (which is why zmq_transport_test is not in the
-  // tsan preset either). The release and ASan runs cover this test.
-  GTEST_SKIP() << "libzmq is not instrumented for ThreadSanitizer";
-#endif
-  scheme_ = "zmq";
-  const fs::path dir = TempDir() / "curve";
-  fs::create_directories(dir);
-  const std::string keygen = std::string(WEFT_BINARY_DIR) + "/bin/weft_zmq_keypair '" + dir.string() + "' >/dev/null";
-  ASSERT_EQ(std::system(keygen.c_str()), 0) << keygen;
-  std::string public_key;
-  std::ifstream(dir / "curve.pub") >> public_key;
-  ASSERT_EQ(public_key.size(), 40u);
-  ExpectEncrypted(StrCat("curve_public_key = \"", public_key, "\"\ncurve_secret_key_file = \"",
-                         (dir / "curve.key").string(), "\"\n"),
-                  "", "zmq");
-  // A secret key others may read is refused, naming the fix.
-  chmod((dir / "curve.key").c_str(), 0644);
-  auto open = HostWith(StrCat("curve_public_key = \"", public_key, "\"\ncurve_secret_key_file = \"",
-                              (dir / "curve.key").string(), "\"\n"),
-                       "zmq");
-  std::string reason;
-  for (const plugin::PluginInfo& info : open->plugins()) {
-    if (info.name == "zmq") reason = info.reason;
-  }
-  EXPECT_NE(reason.find("may be read by others (mode 0644)"), std::string::npos) << reason;
-}
-
-TEST_F(TlsLink, APeerWithoutTlsOrWithAnotherCaIsRefused) {
-  const Pki pki = MakePki("ca1b");
-  const Pki other = MakePki("ca2");
-  auto host = HostWith(TlsSection(pki));
-  auto service = Serve(*host);
-  ASSERT_NE(service, nullptr);
-  LogCapture log;
-  {
-    auto plain = HostWith("tls = false\n");
-    auto devices = DistSession::ListDevices(Client(port_), *plain);
-    ASSERT_FALSE(devices.ok());
-    EXPECT_NE(devices.status().message().find("task /job:ps/task:0 (tcp://127.0.0.1:"), std::string::npos)
-        << devices.status().ToString();
-    EXPECT_NE(devices.status().message().find("[transports.tcp] tls settings as the task's"), std::string::npos)
-        << devices.status().ToString();
-    EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:", "the TLS handshake failed"})) << log.All();
-  }
-  {
-    auto stranger = HostWith(TlsSection(other));
-    auto devices = DistSession::ListDevices(Client(port_), *stranger);
-    ASSERT_FALSE(devices.ok());
-    EXPECT_NE(devices.status().message().find("the TLS handshake with tcp://127.0.0.1:"), std::string::npos)
-        << devices.status().ToString();
-    EXPECT_NE(devices.status().message().find("certificate verify failed"), std::string::npos)
-        << devices.status().ToString();
-  }
-  EXPECT_EQ(service->requests_handled(), 0u);
-  // Its own kind still gets in.
-  auto again = HostWith(TlsSection(pki));
-  auto devices = DistSession::ListDevices(Client(port_), *again);
-  EXPECT_TRUE(devices.ok()) << devices.status().ToString();
-}
-
-TEST_F(TlsLink, AClientThatNeverStartsTlsIsDropped) {
-  const Pki pki = MakePki("ca3");
-  auto host = HostWith(TlsSection(pki, /*handshake_timeout_ms=*/500));
-  auto service = Serve(*host);
-  ASSERT_NE(service, nullptr);
-  LogCapture log;
-  const int fd = testing::RawConnect(port_);
-  ASSERT_GE(fd, 0);
-  EXPECT_TRUE(ClosedByPeer(fd, 5s));
-  close(fd);
-  EXPECT_TRUE(log.WaitFor({"refused a connection from tcp://127.0.0.1:",
-                           "no TLS handshake within 500 ms ([transports.tcp] tls_handshake_timeout_ms)"}))
-      << log.All();
-  EXPECT_EQ(service->requests_handled(), 0u);
-}
-
-TEST_F(TlsLink, BadTlsSettingsNameTheOptionAndTheFile) {
-  const Pki pki = MakePki("ca4");
-  struct Case {
-    std::string section, expected;
-  };
-  chmod(pki.key.c_str(), 0644);
-  const std::vector<Case> cases = {
-      {"tls = true\n", "tls = true needs tls_certificate"},
-      {TlsSection({pki.ca, "/nonexistent/node.pem", pki.key}),
-       "tls_certificate '/nonexistent/node.pem' cannot be read"},
-      {TlsSection(pki), "may be read by others (mode 0644); run `chmod 600 " + pki.key + "`"},
-  };
-  for (const Case& c : cases) {
-    auto config = config::ParseConfig("[transports.tcp]\n" + c.section, "bad.toml", "");
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    plugin::PluginHost host(std::move(*config));
-    (void)host.LoadAll();
-    std::string reason;
-    for (const plugin::PluginInfo& info : host.plugins()) {
-      if (info.name == "tcp") reason = info.reason;
-    }
-    EXPECT_NE(reason.find(c.expected), std::string::npos) << reason;
-  }
-  chmod(pki.key.c_str(), 0600);
 }
 
 }  // namespace

@@ -14,16 +14,14 @@
 #include "core/runtime/kernels/stack_kernels.h"
 #include "core/runtime/op_kernel.h"
 
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft {
 namespace {
 
+using testing::Floats;
 using testing::RuntimeEnv;
-
-std::vector<float> Floats(const Tensor& t) {
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
-}
 
 TEST(Session, AddsFedValuesWithBroadcasting) {
   RuntimeEnv env;

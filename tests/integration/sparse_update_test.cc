@@ -24,7 +24,7 @@
 #include "core/graph/builder.h"
 #include "core/placement/variable_partition.h"
 #include "core/train/training_graph.h"
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft {
 namespace {

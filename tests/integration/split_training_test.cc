@@ -4,7 +4,6 @@
 // kernels run, only the tensors travel), and within float tolerance on the
 // OpenCL device (other kernels, other summation orders).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -12,36 +11,25 @@
 #include <fstream>
 
 #include "core/base/strings.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_dir.h"
 
 namespace weft {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+using testing::kFashionMnist;
 
 class SplitTraining : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / StrCat("weft_split_training_test_", getpid(), "_",
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
   // Trains fashion_mlp for 100 Adam steps with |extra| config appended;
   // returns the logged losses (every 10 steps) and the final test accuracy.
   std::vector<double> Train(const std::string& name, const std::string& extra, double* accuracy) {
     const fs::path config = dir_ / (name + ".toml");
-    std::ofstream(config) << "[data]\ntrain_images = \"" << kFashion << "train-images-idx3-ubyte.gz\"\n"
-                          << "train_labels = \"" << kFashion << "train-labels-idx1-ubyte.gz\"\n"
-                          << "test_images = \"" << kFashion << "t10k-images-idx3-ubyte.gz\"\n"
-                          << "test_labels = \"" << kFashion << "t10k-labels-idx1-ubyte.gz\"\n"
-                          << "scale = 0.00392156862745098\n\n"
+    std::ofstream(config) << "[data]\n"
+                          << testing::FashionMnistFiles() << "scale = 0.00392156862745098\n\n"
                           << "[training]\nbatch_size = 64\nsteps = 100\nlog_every = 10\nseed = 5\nmetrics = \"" << name
                           << ".jsonl\"\n\n[optimizer]\nname = \"adam\"\nlearning_rate = 0.001\n\n"
                           << extra;
@@ -67,31 +55,42 @@ class SplitTraining : public ::testing::Test {
     return losses;
   }
 
-  fs::path dir_;
+  // Two runs' losses and final test accuracies.
+  struct Curves {
+    std::vector<double> unpinned, pinned;
+    double unpinned_accuracy = 0, pinned_accuracy = 0;
+  };
+  // Trains as run |unpinned|, then as run |pinned| with the config |pins|
+  // appended.
+  Curves TrainUnpinnedAndPinned(const std::string& unpinned, const std::string& pinned, const std::string& pins) {
+    Curves c;
+    c.unpinned = Train(unpinned, "", &c.unpinned_accuracy);
+    c.pinned = Train(pinned, pins, &c.pinned_accuracy);
+    return c;
+  }
+
+  // Kept when the test failed, with the configs and metrics it wrote.
+  testing::TestDir dir_{"weft_split_training_test", true, testing::TestDir::Keep::kOnFailure};
 };
 
-bool DataPresent() { return fs::exists(kFashion + "train-images-idx3-ubyte.gz"); }
+bool DataPresent() { return testing::FashionMnistPresent(); }
 
 TEST_F(SplitTraining, DenseLayersOnASecondCpuFollowTheSameCurveExactly) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  double acc_one = 0, acc_two = 0;
-  const std::vector<double> one = Train("one", "", &acc_one);
-  const std::vector<double> two =
-      Train("two",
-            "[devices.cpu]\ncount = 2\n\n[placement.pins]\n\"dense1/*\" = \"/device:CPU:1\"\n"
-            "\"dense3/*\" = \"/device:CPU:1\"\n",
-            &acc_two);
-  ASSERT_EQ(one.size(), 10u);
-  EXPECT_EQ(one, two);  // printed with 9 significant digits: the same computation
-  EXPECT_EQ(acc_one, acc_two);
-  EXPECT_LT(one.back(), one.front());  // it learns
+  const Curves c = TrainUnpinnedAndPinned("one", "two",
+                                          "[devices.cpu]\ncount = 2\n\n[placement.pins]\n\"dense1/*\" = "
+                                          "\"/device:CPU:1\"\n\"dense3/*\" = \"/device:CPU:1\"\n");
+  ASSERT_EQ(c.unpinned.size(), 10u);
+  EXPECT_EQ(c.unpinned, c.pinned);  // printed with 9 significant digits: the same computation
+  EXPECT_EQ(c.unpinned_accuracy, c.pinned_accuracy);
+  EXPECT_LT(c.unpinned.back(), c.unpinned.front());  // it learns
 }
 
 TEST_F(SplitTraining, APinToADeviceThatIsNotThereStopsTraining) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const fs::path config = dir_ / "bad.toml";
-  std::ofstream(config) << "[data]\ntrain_images = \"" << kFashion << "train-images-idx3-ubyte.gz\"\n"
-                        << "train_labels = \"" << kFashion << "train-labels-idx1-ubyte.gz\"\n\n"
+  std::ofstream(config) << "[data]\ntrain_images = \"" << kFashionMnist << "train-images-idx3-ubyte.gz\"\n"
+                        << "train_labels = \"" << kFashionMnist << "train-labels-idx1-ubyte.gz\"\n\n"
                         << "[training]\nsteps = 1\n\n[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n\n"
                         << "[placement.pins]\n\"dense1/*\" = \"/device:CPU:5\"\n";
   testing::ProcessResult r =
@@ -109,13 +108,12 @@ TEST_F(SplitTraining, DenseLayersOnOpenClFollowTheCpuCurve) {
   if (devices.out.find("\"/device:OPENCL:0\"") == std::string::npos) {
     GTEST_SKIP() << "no OpenCL device (the opencl plugin is not built, or no ICD such as pocl-opencl-icd)";
   }
-  double acc_cpu = 0, acc_ocl = 0;
-  const std::vector<double> cpu = Train("cpu", "", &acc_cpu);
-  const std::vector<double> ocl =
-      Train("ocl",
-            "[placement.pins]\n\"dense1/*\" = \"/device:OPENCL:0\"\n\"dense2/*\" = \"/device:OPENCL:0\"\n"
-            "\"dense3/*\" = \"/device:OPENCL:0\"\n",
-            &acc_ocl);
+  const Curves c = TrainUnpinnedAndPinned("cpu", "ocl",
+                                          "[placement.pins]\n\"dense1/*\" = \"/device:OPENCL:0\"\n\"dense2/*\" = "
+                                          "\"/device:OPENCL:0\"\n\"dense3/*\" = \"/device:OPENCL:0\"\n");
+  const std::vector<double>& cpu = c.unpinned;
+  const std::vector<double>& ocl = c.pinned;
+  const double acc_cpu = c.unpinned_accuracy, acc_ocl = c.pinned_accuracy;
   ASSERT_EQ(cpu.size(), 10u);
   ASSERT_EQ(ocl.size(), cpu.size());
   for (std::size_t i = 0; i < cpu.size(); ++i) {

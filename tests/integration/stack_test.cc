@@ -4,27 +4,17 @@
 // with its message.
 #include <gtest/gtest.h>
 
-#include "tests/integration/runtime_env.h"
+#include "tests/support/output_text.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft {
 namespace {
 
+using testing::Contains;
 using testing::RuntimeEnv;
 
-RuntimeEnv& Env() {
-  static RuntimeEnv* env = new RuntimeEnv();
-  return *env;
-}
-
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
-}
-
-template <class T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
-}
+using testing::Values;
 
 Output Index(GraphBuilder& b, int64_t i) { return b.Const(Tensor::Scalar<int64_t>(i)); }
 
@@ -34,6 +24,12 @@ Output MakeStack(GraphBuilder& b, DType elem_type, const std::string& stack_name
 
 Output Pop(GraphBuilder& b, const Output& stack, int64_t index, DType elem_type, const std::string& name) {
   return b.Op("StackPop", {stack, Index(b, index)}, {{"elem_type", AttrValue(elem_type)}}, name);
+}
+
+// Fetches |fetch| of what |b| built, once; returns how the step ended.
+Status FetchOnce(const GraphBuilder& b, const std::string& fetch) {
+  auto session = testing::SharedRuntimeEnv().Session(b);
+  return session->Run({}, {fetch}, {}, nullptr);
 }
 
 TEST(Stack, PushThenPopRoundTripsEachIndex) {
@@ -52,7 +48,7 @@ TEST(Stack, PushThenPopRoundTripsEachIndex) {
     auto deps = b.ControlDependencies({pop1});
     pop0 = Pop(b, stack, 0, DType::kF32, "pop0");
   }
-  auto session = Env().Session(b);
+  auto session = testing::SharedRuntimeEnv().Session(b);
   std::vector<Tensor> out;
   Status s = session->Run({{"x0", Tensor::FromVector<float>({1, 2})}, {"x1", Tensor::FromVector<float>({3, 4, 5})}},
                           {"push0", "push1", "pop0", "pop1"}, {}, &out);
@@ -76,7 +72,7 @@ TEST(Stack, PoppingAMissingIndexNamesTheStackAndTheIndex) {
     Pop(b, stack, 4, DType::kF64, "pop_again");
   }
   Pop(b, stack, 0, DType::kF64, "pop_empty");
-  auto session = Env().Session(b);
+  auto session = testing::SharedRuntimeEnv().Session(b);
   Status s = session->Run({}, {"pop_missing"}, {}, nullptr);
   EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
   EXPECT_TRUE(Contains(s.message(), "stack 'saved' has no element under index 2; it holds 1 element, indices 4 to 4"));
@@ -96,8 +92,7 @@ TEST(Stack, PushingAnIndexTwiceIsAnError) {
     auto deps = b.ControlDependencies({push});
     b.Op("StackPush", {stack, Index(b, 7), b.Const(Tensor::Scalar<int32_t>(2))}, {}, "push_again");
   }
-  auto session = Env().Session(b);
-  Status s = session->Run({}, {"push_again"}, {}, nullptr);
+  Status s = FetchOnce(b, "push_again");
   EXPECT_TRUE(Contains(s.message(), "stack 'saved' already holds an element under index 7")) << s.ToString();
 }
 
@@ -110,7 +105,7 @@ TEST(Stack, DtypesMustMatchTheStack) {
     auto deps = b.ControlDependencies({push});
     Pop(b, stack, 0, DType::kF64, "pop_f64");
   }
-  auto session = Env().Session(b);
+  auto session = testing::SharedRuntimeEnv().Session(b);
   Status s = session->Run({}, {"push_i32"}, {}, nullptr);
   EXPECT_TRUE(Contains(s.message(), "stack 'stack' holds f32 elements; cannot push a i32 tensor under index 0"))
       << s.ToString();
@@ -129,7 +124,7 @@ TEST(Stack, EachStepHasAFreshStack) {
     pop_after_push = Pop(b, stack, 0, DType::kI64, "pop_after_push");
   }
   Pop(b, stack, 0, DType::kI64, "pop_alone");
-  auto session = Env().Session(b);
+  auto session = testing::SharedRuntimeEnv().Session(b);
   // Index 0 again in the next step is no duplicate: the stack is new.
   for (int64_t step = 0; step < 3; ++step) {
     Status s = session->Run({{"v", Tensor::Scalar<int64_t>(step)}}, {}, {"push"}, nullptr);
@@ -148,8 +143,7 @@ TEST(Stack, OtherResourcesAreRejected) {
   GraphBuilder b;
   Output queue = b.Op("FIFOQueue", {}, {{"component_types", AttrValue(std::vector<DType>{DType::kF32})}}, "q");
   b.Op("StackPush", {queue, Index(b, 0), b.Const(Tensor::Scalar<float>(1))}, {}, "push");
-  auto session = Env().Session(b);
-  Status s = session->Run({}, {"push"}, {}, nullptr);
+  Status s = FetchOnce(b, "push");
   EXPECT_TRUE(Contains(s.message(), "input 0 is a handle to the FIFO queue 'q', not to a stack")) << s.ToString();
 }
 

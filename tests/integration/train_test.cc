@@ -20,7 +20,10 @@
 
 #include "core/checkpoint/bundle.h"
 #include "core/checkpoint/manager.h"
-#include "tests/integration/subprocess.h"
+#include "tests/support/fashion_mnist.h"
+#include "tests/support/output_text.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/test_dir.h"
 
 extern char** environ;
 
@@ -30,21 +33,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ProcessResult;
 
-const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
 const std::string kModels = WEFT_SOURCE_DIR "/configs/models/";
 
 class Train : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("weft_train_test_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
   // A training config for fashion_mlp on the real data; |extra| is
   // appended (later keys of a section must not repeat earlier ones).
   std::string Config(const std::string& name, const std::string& data, const std::string& training,
@@ -56,53 +48,50 @@ class Train : public ::testing::Test {
                         << rest;
     return path.string();
   }
-  static std::string RealData() {
-    return "train_images = \"" + kFashion + "train-images-idx3-ubyte.gz\"\n" + "train_labels = \"" + kFashion +
-           "train-labels-idx1-ubyte.gz\"\n" + "test_images = \"" + kFashion + "t10k-images-idx3-ubyte.gz\"\n" +
-           "test_labels = \"" + kFashion + "t10k-labels-idx1-ubyte.gz\"\n";
-  }
+  static std::string RealData() { return testing::FashionMnistFiles(); }
 
   ProcessResult Weft(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {WEFT_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::Run(argv);
   }
+  // `weft train` of |model| with |config|, which must stop before it trains
+  // (exit code 1); what it said on stderr.
+  std::string TrainError(const std::string& config, const std::string& model = "fashion_mlp.wgt") {
+    ProcessResult r = Weft({"train", kModels + model, "--config", config});
+    EXPECT_EQ(r.exit_code, 1);
+    return r.err;
+  }
 
-  fs::path dir_;
+  // Kept when the test failed, with the configs, logs and checkpoints.
+  testing::TestDir dir_{"weft_train_test", true, testing::TestDir::Keep::kOnFailure};
 };
 
-bool DataPresent() { return fs::exists(kFashion + "train-images-idx3-ubyte.gz"); }
+bool DataPresent() { return testing::FashionMnistPresent(); }
 
 TEST_F(Train, MissingDataFileIsNamedWithItsPosition) {
   const std::string config =
       Config("missing.toml", "train_images = \"nope/images.gz\"\ntrain_labels = \"nope/labels.gz\"\n", "steps = 1\n",
              "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
-  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "weft: error: " + config +
-                       ":2:16: data.train_images: no such file: " + (dir_ / "nope/images.gz").string() + "\n");
+  EXPECT_EQ(TrainError(config), "weft: error: " + config + ":2:16: data.train_images: no such file: " +
+                                    (dir_ / "nope/images.gz").string() + "\n");
 }
 
 TEST_F(Train, AnOptimizerThatIsNotLoadedGetsADidYouMean) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string config =
       Config("opt.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"adamm\"\nlearning_rate = 0.1\n");
-  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find(config + ":12:8: optimizer.name: no optimizer plugin \"adamm\" is loaded; did you mean "
-                                "\"adam\"? (loaded: adagrad, adam, adamw, momentum, rmsprop, sgd;"),
-            std::string::npos)
-      << r.err;
+  EXPECT_TRUE(testing::Contains(TrainError(config),
+                                config + ":12:8: optimizer.name: no optimizer plugin \"adamm\" is loaded; did you "
+                                         "mean \"adam\"? (loaded: adagrad, adam, adamw, momentum, rmsprop, sgd;"));
 }
 
 TEST_F(Train, AnUnknownHyperparameterIsAnError) {
   if (!DataPresent()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string config = Config("hyper.toml", RealData(), "steps = 1\n",
                                     "[optimizer]\nname = \"adam\"\nlearning_rate = 0.1\nbeta = 0.9\n");
-  ProcessResult r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find(config + ":14:1: optimizer.beta: unknown key; did you mean 'beta1'?"), std::string::npos)
-      << r.err;
+  EXPECT_TRUE(
+      testing::Contains(TrainError(config), config + ":14:1: optimizer.beta: unknown key; did you mean 'beta1'?"));
 }
 
 TEST_F(Train, ConfigCheckValidatesTheOptimizerSection) {
@@ -129,16 +118,14 @@ TEST_F(Train, AModelWithoutALossIsRefused) {
   const std::string config =
       Config("noloss.toml", RealData(), "steps = 1\n", "[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
   // mnist_mlp is an inference graph: no labels, no loss.
-  ProcessResult r = Weft({"train", kModels + "mnist_mlp.wgt", "--config", config});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("the model has no Placeholder \"labels\" to feed the labels into"), std::string::npos) << r.err;
+  EXPECT_TRUE(testing::Contains(TrainError(config, "mnist_mlp.wgt"),
+                                "the model has no Placeholder \"labels\" to feed the labels into"));
 
   const std::string config2 = Config("noloss2.toml", RealData(), "steps = 1\n",
                                      "[model]\nloss = \"los\"\n\n[optimizer]\nname = \"sgd\"\nlearning_rate = 0.1\n");
-  r = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config2});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("the loss (set by [model] loss = \"los\")"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("the graph has no node \"los\"; did you mean \"loss\"?"), std::string::npos) << r.err;
+  const std::string err = TrainError(config2);
+  EXPECT_NE(err.find("the loss (set by [model] loss = \"los\")"), std::string::npos) << err;
+  EXPECT_NE(err.find("the graph has no node \"los\"; did you mean \"loss\"?"), std::string::npos) << err;
 }
 
 TEST_F(Train, TrainsAndPrintsTheFinalLine) {

@@ -30,9 +30,9 @@
 #include "core/base/strings.h"
 #include "core/config/config.h"
 #include "core/plugin/plugin_host.h"
-#include "tests/integration/loopback.h"
-#include "tests/integration/subprocess.h"
 #include "tests/integration/transport_harness.h"
+#include "tests/support/loopback.h"
+#include "tests/support/subprocess.h"
 
 namespace weft::testing {
 namespace {
@@ -92,6 +92,20 @@ uint64_t ReadU64(const std::string& s, std::size_t at = 0) {
   std::memcpy(&v, s.data() + at, sizeof v);
   return v;
 }
+
+// Untouched zero pages, mapped read-only: a large payload that costs no
+// memory; unmapped with the object.
+struct ZeroPages {
+  explicit ZeroPages(uint64_t bytes)
+      : size(bytes), data(mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) {}
+  ~ZeroPages() {
+    if (data != MAP_FAILED) munmap(data, size);
+  }
+  ZeroPages(const ZeroPages&) = delete;
+  ZeroPages& operator=(const ZeroPages&) = delete;
+  uint64_t size;
+  void* data;
+};
 
 class TransportConformance : public ::testing::TestWithParam<std::string> {
  protected:
@@ -323,13 +337,12 @@ TEST_P(TransportConformance, ASendToAPeerKilledMidMessageFails) {
   ASSERT_TRUE(server.open_status().ok());
   BackgroundProcess peer({WEFT_TRANSPORT_PEER, GetParam(), server.Address(), "sink"});
   ASSERT_TRUE(server.WaitUntil([&] { return !server.messages.empty(); }, 30s)) << peer.Output();
-  const uint64_t size = uint64_t{3} << 29;  // 1.5 GiB of untouched zero pages
-  void* zeros = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(zeros, MAP_FAILED);
+  const ZeroPages big(uint64_t{3} << 29);  // 1.5 GiB
+  ASSERT_NE(big.data, MAP_FAILED);
   std::atomic<int> done_calls{0};
   CStatus done_status;
   ASSERT_TRUE(server
-                  .Send(server.accepted[0], "big", {{zeros, size}},
+                  .Send(server.accepted[0], "big", {{big.data, big.size}},
                         [&](CStatus s) {
                           done_status = s;
                           ++done_calls;
@@ -343,7 +356,6 @@ TEST_P(TransportConformance, ASendToAPeerKilledMidMessageFails) {
   EXPECT_FALSE(server.closed[0].second.ok());
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(done_calls.load(), 1);
-  munmap(zeros, size);
 }
 
 TEST_P(TransportConformance, ConnectingWhereNothingListensFailsNamingTheAddress) {
@@ -426,11 +438,10 @@ TEST_P(TransportConformance, MalformedAndOversizedFramesAreRefusedWithoutHarm) {
 
 TEST_P(TransportConformance, ClosingDuringASendFinishesItExactlyOnce) {
   Pair p = Connected();
-  const uint64_t size = uint64_t{1} << 30;
-  void* zeros = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(zeros, MAP_FAILED);
+  const ZeroPages big(uint64_t{1} << 30);
+  ASSERT_NE(big.data, MAP_FAILED);
   std::atomic<int> done_calls{0};
-  ASSERT_TRUE(p.client->Send(p.to_server, "big", {{zeros, size}}, [&](CStatus) { ++done_calls; }).ok());
+  ASSERT_TRUE(p.client->Send(p.to_server, "big", {{big.data, big.size}}, [&](CStatus) { ++done_calls; }).ok());
   ASSERT_TRUE(p.client->Send(p.to_server, "queued", {}, [&](CStatus) { ++done_calls; }).ok());
   const auto start = std::chrono::steady_clock::now();
   p.client->Release(p.to_server);
@@ -441,23 +452,20 @@ TEST_P(TransportConformance, ClosingDuringASendFinishesItExactlyOnce) {
   // The server sees the connection end (with or without an error: the
   // close may fall between two messages).
   EXPECT_TRUE(p.server->WaitUntil([&] { return p.server->closed.size() == 1; }, 20s));
-  munmap(zeros, size);
 }
 
 TEST_P(TransportConformance, ClosingTheEndpointFinishesPendingSendsAndStopsCallbacks) {
   Pair p = Connected();
-  const uint64_t size = uint64_t{1} << 30;
-  void* zeros = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(zeros, MAP_FAILED);
   std::atomic<int> done_calls{0};
-  ASSERT_TRUE(p.client->Send(p.to_server, "big", {{zeros, size}}, [&](CStatus) { ++done_calls; }).ok());
+  const ZeroPages big(uint64_t{1} << 30);
+  ASSERT_NE(big.data, MAP_FAILED);
+  ASSERT_TRUE(p.client->Send(p.to_server, "big", {{big.data, big.size}}, [&](CStatus) { ++done_calls; }).ok());
   p.client->CloseEndpoint();
   EXPECT_EQ(done_calls.load(), 1) << "endpoint_close returned before finishing the send";
   // The handle is still the host's to release.
   p.client->Release(p.to_server);
   EXPECT_EQ(p.client->late_callbacks, 0);
   EXPECT_TRUE(p.server->WaitUntil([&] { return p.server->closed.size() == 1; }, 20s));
-  munmap(zeros, size);
 }
 
 TEST_P(TransportConformance, SendingOnAConnectionThePeerClosedFails) {

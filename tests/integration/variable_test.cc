@@ -7,18 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 #include "weft/sdk/half.h"
 
 namespace weft {
 namespace {
 
 using testing::RuntimeEnv;
-
-template <class T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
-}
+using testing::Values;
 
 Output Var(GraphBuilder& b, DType dtype, const Shape& shape, std::string_view name) {
   return b.Op("VarHandle", {}, {{"dtype", AttrValue(dtype)}, {"shape", AttrValue(shape)}}, name);
@@ -42,6 +39,14 @@ Tensor RunThenFetch(runtime::Session& session, const std::vector<std::string>& t
   Status s = session.Run({}, {fetch}, {}, &out);
   EXPECT_TRUE(s.ok()) << fetch << ": " << s.ToString();
   return s.ok() ? out[0] : Tensor();
+}
+
+// Runs the target "init", which must succeed, then |target|; returns how
+// |target| ended.
+Status InitThenRun(runtime::Session& session, const std::string& target) {
+  Status init = session.Run({}, {}, {"init"}, nullptr);
+  EXPECT_TRUE(init.ok()) << init.ToString();
+  return session.Run({}, {}, {target}, nullptr);
 }
 
 // --- AssignSub ----------------------------------------------------------------------
@@ -193,16 +198,23 @@ TEST(ResourceGather, ScalarVariablesHaveNoRows) {
 
 // --- ResourceScatterAdd --------------------------------------------------------------
 
+// The variable |name|, of the dtype and shape of |initial|, with the targets
+// "init" (assigns |initial|) and "scatter" (adds |updates| at the rows
+// |indices|), and "read", its value.
+void ScatterAddGraph(GraphBuilder& b, const std::string& name, const Tensor& initial, const Tensor& indices,
+                     const Tensor& updates) {
+  Output v = Var(b, initial.dtype(), initial.shape(), name);
+  b.Op("Assign", {v, b.Const(initial)}, {}, "init");
+  b.Op("ResourceScatterAdd", {v, b.Const(indices), b.Const(updates)}, {}, "scatter");
+  Read(b, v, initial.dtype(), "read");
+}
+
 TEST(ResourceScatterAdd, RepeatedIndicesAddUp) {
   RuntimeEnv env;
   GraphBuilder b;
-  Output v = Var(b, DType::kF32, Shape{3, 2}, "v");
-  b.Op("Assign", {v, b.Const(Tensor::FromVector<float>({1, 1, 2, 2, 3, 3}, Shape{3, 2}))}, {}, "init");
-  b.Op("ResourceScatterAdd",
-       {v, b.Const(Tensor::FromVector<int32_t>({0, 2, 0})),
-        b.Const(Tensor::FromVector<float>({10, 20, 30, 40, 1, 2}, Shape{3, 2}))},
-       {}, "scatter");
-  Read(b, v, DType::kF32, "read");
+  ScatterAddGraph(b, "v", Tensor::FromVector<float>({1, 1, 2, 2, 3, 3}, Shape{3, 2}),
+                  Tensor::FromVector<int32_t>({0, 2, 0}),
+                  Tensor::FromVector<float>({10, 20, 30, 40, 1, 2}, Shape{3, 2}));
   auto session = env.Session(b);
   // Row 0: 1 + 10 + 1 = 12, 1 + 20 + 2 = 23; row 1 untouched; row 2: 3 + 30, 3 + 40.
   EXPECT_EQ(Values<float>(RunThenFetch(*session, {"init", "scatter"}, "read")),
@@ -240,16 +252,10 @@ TEST(ResourceScatterAdd, IntegerDtypesAndI64Indices) {
 TEST(ResourceScatterAdd, BadIndicesLeaveTheVariableUntouched) {
   RuntimeEnv env;
   GraphBuilder b;
-  Output v = Var(b, DType::kF64, Shape{2, 2}, "weights");
-  b.Op("Assign", {v, b.Const(Tensor::FromVector<double>({1, 2, 3, 4}, Shape{2, 2}))}, {}, "init");
-  b.Op(
-      "ResourceScatterAdd",
-      {v, b.Const(Tensor::FromVector<int64_t>({1, 2})), b.Const(Tensor::FromVector<double>({5, 5, 5, 5}, Shape{2, 2}))},
-      {}, "scatter");
-  Read(b, v, DType::kF64, "read");
+  ScatterAddGraph(b, "weights", Tensor::FromVector<double>({1, 2, 3, 4}, Shape{2, 2}),
+                  Tensor::FromVector<int64_t>({1, 2}), Tensor::FromVector<double>({5, 5, 5, 5}, Shape{2, 2}));
   auto session = env.Session(b);
-  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
-  Status s = session->Run({}, {}, {"scatter"}, nullptr);
+  Status s = InitThenRun(*session, "scatter");
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "node 'scatter' (ResourceScatterAdd) on /device:CPU:0: index 2 (position 1) is out of range for variable "
@@ -261,14 +267,9 @@ TEST(ResourceScatterAdd, BadIndicesLeaveTheVariableUntouched) {
 TEST(ResourceScatterAdd, UpdatesOfTheWrongShapeAreAnError) {
   RuntimeEnv env;
   GraphBuilder b;
-  Output v = Var(b, DType::kF32, Shape{3, 2}, "v");
-  b.Op("Assign", {v, b.Const(Tensor::FromVector<float>({0, 0, 0, 0, 0, 0}, Shape{3, 2}))}, {}, "init");
-  b.Op("ResourceScatterAdd",
-       {v, b.Const(Tensor::FromVector<int32_t>({0, 1})), b.Const(Tensor::FromVector<float>({1, 2, 3}, Shape{1, 3}))},
-       {}, "scatter");
-  auto session = env.Session(b);
-  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
-  Status s = session->Run({}, {}, {"scatter"}, nullptr);
+  ScatterAddGraph(b, "v", Tensor::FromVector<float>({0, 0, 0, 0, 0, 0}, Shape{3, 2}),
+                  Tensor::FromVector<int32_t>({0, 1}), Tensor::FromVector<float>({1, 2, 3}, Shape{1, 3}));
+  Status s = InitThenRun(*env.Session(b), "scatter");
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "node 'scatter' (ResourceScatterAdd) on /device:CPU:0: updates has shape [1,3]; for indices [2] and "

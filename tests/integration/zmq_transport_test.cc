@@ -2,10 +2,7 @@
 // messages, sizes, ordering, connection errors, peers that close or die,
 // malformed frames (sent with raw ZeroMQ), and done exactly once per send.
 // Traffic goes to 127.0.0.1 only; every wait is bounded.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -28,6 +25,8 @@
 
 #include "core/plugin/host_services.h"
 #include "core/plugin/plugin_host.h"
+#include "tests/support/loopback.h"
+#include "tests/support/plugin_config.h"
 
 namespace weft::plugin {
 namespace {
@@ -37,19 +36,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr auto kWait = seconds(30);
-
-config::Config MakeConfig(const std::string& toml = "") {
-  auto config = config::ParseConfig(toml, "test.toml", "/");
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  return *config;
-}
-
-PluginHostOptions Isolated() {
-  PluginHostOptions options;
-  options.use_environment = false;
-  options.use_builtin_folder = false;
-  return options;
-}
 
 struct Received {
   weft_connection_t connection;
@@ -165,6 +151,24 @@ struct DoneCount {
   std::atomic<int> calls{0};
   std::atomic<int> errors{0};
   std::string last_error;
+  // A message of |header| (none when empty) and |slices|, valid while this
+  // object is and its fields stay unchanged.
+  weft_message_t Message() {
+    data_.clear();
+    sizes_.clear();
+    for (const std::string& s : slices) {
+      data_.push_back(s.data());
+      sizes_.push_back(s.size());
+    }
+    weft_message_t m{};
+    m.struct_size = sizeof m;
+    m.header = header.empty() ? nullptr : header.data();
+    m.header_size = header.size();
+    m.slice_data = data_.empty() ? nullptr : data_.data();
+    m.slice_sizes = sizes_.empty() ? nullptr : sizes_.data();
+    m.num_slices = data_.size();
+    return m;
+  }
   static void Done(void* user, weft_status_t status) {
     auto* self = static_cast<DoneCount*>(user);
     Status s = TakeStatus(status);
@@ -174,6 +178,10 @@ struct DoneCount {
     }
     self->calls++;
   }
+
+ private:
+  std::vector<const void*> data_;
+  std::vector<uint64_t> sizes_;
 };
 
 bool WaitUntil(const std::function<bool()>& ready, std::chrono::milliseconds timeout = kWait) {
@@ -185,18 +193,13 @@ bool WaitUntil(const std::function<bool()>& ready, std::chrono::milliseconds tim
   return true;
 }
 
-// A port on 127.0.0.1 that nothing listens on (bound, then released).
-int UnusedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
+// A TCP listener on 127.0.0.1 that never speaks: the kernel accepts,
+// nobody answers ZeroMQ's greeting. Returns its zmq+tcp:// address and
+// the socket to close in |fd|.
+std::string SilentListener(int* fd) {
+  int port = 0;
+  *fd = testing::RawListener(4, &port);
+  return "zmq+tcp://127.0.0.1:" + std::to_string(port);
 }
 
 class ZmqTransport : public ::testing::Test {
@@ -208,7 +211,7 @@ class ZmqTransport : public ::testing::Test {
   }
 
   void Load(const std::string& toml) {
-    host_ = std::make_unique<PluginHost>(MakeConfig(toml), Isolated());
+    host_ = std::make_unique<PluginHost>(testing::MakeConfig(toml), testing::Isolated());
     ASSERT_TRUE(host_->Load(WEFT_BUILT_PLUGIN_DIR "/weft_transport_zmq.so").ok());
     const TransportPlugin* zmq = host_->transports().Find("zmq");
     ASSERT_NE(zmq, nullptr);
@@ -221,6 +224,14 @@ class ZmqTransport : public ::testing::Test {
     Status s = TakeStatus(t_->endpoint_open(listen, &callbacks, &endpoint));
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (endpoint != nullptr) endpoints_.push_back(endpoint);
+    return endpoint;
+  }
+  // In a forked child: an endpoint of |recorder| listening on |listen|
+  // (none when null); the child ends with status 2 when it cannot open.
+  weft_endpoint_t OpenOrExit(Recorder& recorder, const char* listen) {
+    weft_transport_callbacks_t callbacks = recorder.Callbacks();
+    weft_endpoint_t endpoint = nullptr;
+    if (t_->endpoint_open(listen, &callbacks, &endpoint) != nullptr) _exit(2);
     return endpoint;
   }
   // Closes |endpoint| now rather than in TearDown.
@@ -251,21 +262,36 @@ class ZmqTransport : public ::testing::Test {
   Status Send(weft_connection_t c, std::string header, std::vector<std::string> slices, DoneCount* done) {
     done->header = std::move(header);
     done->slices = std::move(slices);
-    const std::string& h = done->header;
-    std::vector<const void*> data;
-    std::vector<uint64_t> sizes;
-    for (const std::string& s : done->slices) {
-      data.push_back(s.data());
-      sizes.push_back(s.size());
-    }
-    weft_message_t m{};
-    m.struct_size = sizeof m;
-    m.header = h.empty() ? nullptr : h.data();
-    m.header_size = h.size();
-    m.slice_data = data.empty() ? nullptr : data.data();
-    m.slice_sizes = sizes.empty() ? nullptr : sizes.data();
-    m.num_slices = data.size();
+    const weft_message_t m = done->Message();
     return TakeStatus(t_->send(c, &m, &DoneCount::Done, done));
+  }
+
+  // Sends up to 50 messages on |out| (from |b|'s endpoint to |a|'s) while
+  // the listener's first on_message runs |close|, which closes its
+  // connection or its endpoint: the client hears the close, and the
+  // listener nothing after that first message.
+  void ExpectNothingAfterACloseInOnMessage(Recorder& a, Recorder& b, weft_connection_t out,
+                                           const std::function<void(const weft_received_t*)>& close) {
+    std::atomic<int> seen{0};
+    a.on_message_hook = [&](const weft_received_t* m) {
+      if (seen.fetch_add(1) == 0) close(m);
+    };
+    std::vector<DoneCount> done(50);
+    // The close may overtake the later sends, which then fail at once.
+    ASSERT_TRUE(Send(out, "h", {"p"}, &done[0]).ok());
+    for (std::size_t i = 1; i < done.size(); ++i) {
+      Status s = Send(out, "h", {"p"}, &done[i]);
+      if (!s.ok()) {
+        EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
+        break;
+      }
+    }
+    ASSERT_TRUE(b.WaitClosed(1));
+    std::this_thread::sleep_for(milliseconds(50));
+    EXPECT_EQ(seen, 1);
+    std::lock_guard<std::mutex> lock(a.mutex());
+    EXPECT_EQ(a.messages.size(), 1u);
+    EXPECT_TRUE(a.closed.empty());
   }
 
   // Callbacks may still run until TearDown has closed everything, so the
@@ -273,6 +299,31 @@ class ZmqTransport : public ::testing::Test {
   Recorder& NewRecorder() {
     recorders_.push_back(std::make_unique<Recorder>());
     return *recorders_.back();
+  }
+
+  // A listening endpoint and a client connected to it.
+  struct Pair {
+    Recorder& a;  // the listener's
+    Recorder& b;  // the client's
+    weft_endpoint_t listener;
+    weft_endpoint_t client;
+    weft_connection_t out;  // the client's connection
+    weft_connection_t in;   // the listener's, accepted (null when it was not)
+  };
+  // The listener listens on |listen|; the fixture closes its connection
+  // unless |own_in| is false.
+  Pair Connected(const char* listen = "zmq+tcp://127.0.0.1:0", bool own_in = true) {
+    Recorder& a = NewRecorder();
+    Recorder& b = NewRecorder();
+    weft_endpoint_t listener = Open(a, listen);
+    weft_endpoint_t client = Open(b, nullptr);
+    weft_connection_t out = Connect(client, AddressOf(listener));
+    weft_connection_t in = nullptr;
+    if (a.WaitAccepted(1)) {
+      in = a.accepted[0];
+      if (own_in) Own(in);
+    }
+    return {a, b, listener, client, out, in};
   }
 
   std::vector<std::unique_ptr<Recorder>> recorders_;
@@ -324,15 +375,10 @@ TEST_F(ZmqTransport, RefusesBadAddresses) {
 }
 
 TEST_F(ZmqTransport, RoundTripOfHeaderAndSlices) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a, "zmq://127.0.0.1:0");  // zmq:// means zmq+tcp://
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
+  // zmq:// means zmq+tcp://
+  auto [a, b, listener, client, out, in] = Connected("zmq://127.0.0.1:0");
   ASSERT_NE(out, nullptr);
-  ASSERT_TRUE(a.WaitAccepted(1));
-  weft_connection_t in = a.accepted[0];
-  Own(in);
+  ASSERT_NE(in, nullptr);
   EXPECT_EQ(a.peers[0].rfind("zmq+tcp://127.0.0.1:", 0), 0u) << a.peers[0];
 
   DoneCount d1, d2;
@@ -359,13 +405,8 @@ TEST_F(ZmqTransport, RoundTripOfHeaderAndSlices) {
 }
 
 TEST_F(ZmqTransport, ZeroByteAndLargeMessages) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  Own(a.accepted[0]);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
 
   // A retained 64 MiB payload must stay valid, unchanged, after on_message
   // returns; a single slice arrives without a copy, so retain is offered.
@@ -412,14 +453,8 @@ TEST_F(ZmqTransport, ZeroByteAndLargeMessages) {
 }
 
 TEST_F(ZmqTransport, KeepsTheOrderOf1000MessagesBothWays) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  weft_connection_t in = a.accepted[0];
-  Own(in);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
   constexpr int kCount = 1000;
   std::vector<DoneCount> out_done(kCount), in_done(kCount);
   std::vector<std::string> headers(kCount), bodies(kCount);
@@ -458,7 +493,7 @@ TEST_F(ZmqTransport, KeepsTheOrderOf1000MessagesBothWays) {
 TEST_F(ZmqTransport, ConnectingWhereNothingListensFailsNamingTheAddress) {
   Recorder& b = NewRecorder();
   weft_endpoint_t client = Open(b, nullptr);
-  const std::string address = "zmq+tcp://127.0.0.1:" + std::to_string(UnusedPort());
+  const std::string address = "zmq+tcp://127.0.0.1:" + std::to_string(testing::FreePort());
   weft_connection_t connection = nullptr;
   const auto start = Clock::now();
   Status s = TakeStatus(t_->connection_open(client, address.c_str(), 3000, &connection));
@@ -471,17 +506,8 @@ TEST_F(ZmqTransport, ConnectingWhereNothingListensFailsNamingTheAddress) {
 }
 
 TEST_F(ZmqTransport, ConnectingToAPeerThatNeverAnswersTimesOut) {
-  // A TCP listener that never speaks: the kernel accepts, nobody answers
-  // ZeroMQ's greeting.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(listen(fd, 4), 0);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  const std::string url = "zmq+tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  int fd = -1;
+  const std::string url = SilentListener(&fd);
 
   Recorder& b = NewRecorder();
   weft_endpoint_t client = Open(b, nullptr);
@@ -500,15 +526,8 @@ TEST_F(ZmqTransport, ConnectingToAPeerThatNeverAnswersTimesOut) {
 
 TEST_F(ZmqTransport, ClosingTheEndpointEndsAConnectInProgress) {
   // A TCP listener that never answers keeps connection_open waiting.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(listen(fd, 4), 0);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  const std::string url = "zmq+tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  int fd = -1;
+  const std::string url = SilentListener(&fd);
 
   Recorder& b = NewRecorder();
   weft_transport_callbacks_t callbacks = b.Callbacks();
@@ -530,14 +549,8 @@ TEST_F(ZmqTransport, ClosingTheEndpointEndsAConnectInProgress) {
 }
 
 TEST_F(ZmqTransport, APeerClosingItsEndpointClosesTheConnection) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  weft_connection_t in = a.accepted[0];
-  Own(in);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
 
   DoneCount d;
   ASSERT_TRUE(Send(out, "last", {"words"}, &d).ok());
@@ -564,13 +577,8 @@ TEST_F(ZmqTransport, APeerClosingItsEndpointClosesTheConnection) {
 }
 
 TEST_F(ZmqTransport, TheListenerClosingClosesTheClientsConnection) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  Own(a.accepted[0]);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
   CloseEndpoint(listener);
   ASSERT_TRUE(b.WaitClosed(1));
   EXPECT_EQ(b.closed[0].connection, out);
@@ -578,13 +586,8 @@ TEST_F(ZmqTransport, TheListenerClosingClosesTheClientsConnection) {
 }
 
 TEST_F(ZmqTransport, ConnectionCloseIsSilentForTheCloserAndOrderlyForThePeer) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  Own(a.accepted[0]);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
   std::vector<DoneCount> done(20);
   const std::string body(100000, 'q');
   for (auto& d : done) ASSERT_TRUE(Send(out, "h", {body}, &d).ok());
@@ -608,20 +611,12 @@ TEST_F(ZmqTransport, APeerProcessKilledMidMessageClosesTheConnectionWithAStatus)
   if (child == 0) {
     // The child: connect, start a 256 MiB send, and die in the middle of it.
     Recorder b;
-    weft_transport_callbacks_t callbacks = b.Callbacks();
-    weft_endpoint_t client = nullptr;
-    if (t_->endpoint_open(nullptr, &callbacks, &client) != nullptr) _exit(2);
+    weft_endpoint_t client = OpenOrExit(b, nullptr);
     weft_connection_t out = nullptr;
     if (t_->connection_open(client, address.c_str(), 5000, &out) != nullptr) _exit(3);
-    static std::string payload(256u << 20, 'k');
     static DoneCount d;
-    const void* data = payload.data();
-    uint64_t size = payload.size();
-    weft_message_t m{};
-    m.struct_size = sizeof m;
-    m.slice_data = &data;
-    m.slice_sizes = &size;
-    m.num_slices = 1;
+    d.slices.push_back(std::string(256u << 20, 'k'));
+    const weft_message_t m = d.Message();
     if (t_->send(out, &m, &DoneCount::Done, &d) != nullptr) _exit(4);
     std::this_thread::sleep_for(milliseconds(20));
     raise(SIGKILL);
@@ -648,9 +643,7 @@ TEST_F(ZmqTransport, AListenerProcessKilledClosesTheClientsConnectionWithAStatus
   if (child == 0) {
     // The child listens, says where, and waits to be killed.
     Recorder a;
-    weft_transport_callbacks_t callbacks = a.Callbacks();
-    weft_endpoint_t listener = nullptr;
-    if (t_->endpoint_open("zmq+tcp://127.0.0.1:0", &callbacks, &listener) != nullptr) _exit(2);
+    weft_endpoint_t listener = OpenOrExit(a, "zmq+tcp://127.0.0.1:0");
     char address[128] = {};
     if (t_->endpoint_address(listener, address, sizeof address) != nullptr) _exit(3);
     if (write(pipe_fds[1], address, sizeof address) != sizeof address) _exit(4);
@@ -679,36 +672,11 @@ TEST_F(ZmqTransport, AListenerProcessKilledClosesTheClientsConnectionWithAStatus
 }
 
 TEST_F(ZmqTransport, ConnectionCloseFromInsideOnMessageStopsItsCallbacks) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  weft_connection_t in = a.accepted[0];
-  std::atomic<int> seen{0};
-  a.on_message_hook = [&](const weft_received_t* m) {
-    if (seen.fetch_add(1) == 0) t_->connection_close(m->connection);
-  };
-  std::vector<DoneCount> done(50);
-  // The close may overtake the later sends, which then fail at once.
-  ASSERT_TRUE(Send(out, "h", {"p"}, &done[0]).ok());
-  for (std::size_t i = 1; i < done.size(); ++i) {
-    Status s = Send(out, "h", {"p"}, &done[i]);
-    if (!s.ok()) {
-      EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
-      break;
-    }
-  }
-  // The client hears the close; the listener hears nothing after it.
-  ASSERT_TRUE(b.WaitClosed(1));
+  auto [a, b, listener, client, out, in] = Connected("zmq+tcp://127.0.0.1:0", /*own_in=*/false);
+  ASSERT_NE(in, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ExpectNothingAfterACloseInOnMessage(
+      a, b, out, [&](const weft_received_t* m) { t_->connection_close(m->connection); }));
   EXPECT_TRUE(b.closed[0].status.ok()) << b.closed[0].status.ToString();
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_EQ(seen, 1);
-  std::lock_guard<std::mutex> lock(a.mutex());
-  EXPECT_EQ(a.messages.size(), 1u);
-  EXPECT_TRUE(a.closed.empty());
-  (void)in;  // closed by the hook
 }
 
 TEST_F(ZmqTransport, EndpointCloseFromInsideOnMessageStopsEveryCallback) {
@@ -722,37 +690,12 @@ TEST_F(ZmqTransport, EndpointCloseFromInsideOnMessageStopsEveryCallback) {
   weft_connection_t out = Connect(client, address);
   ASSERT_TRUE(a.WaitAccepted(1));
   Own(a.accepted[0]);
-  std::atomic<int> seen{0};
-  a.on_message_hook = [&](const weft_received_t*) {
-    if (seen.fetch_add(1) == 0) t_->endpoint_close(listener);
-  };
-  std::vector<DoneCount> done(50);
-  // The close may overtake the later sends, which then fail at once.
-  ASSERT_TRUE(Send(out, "h", {"p"}, &done[0]).ok());
-  for (std::size_t i = 1; i < done.size(); ++i) {
-    Status s = Send(out, "h", {"p"}, &done[i]);
-    if (!s.ok()) {
-      EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
-      break;
-    }
-  }
-  ASSERT_TRUE(b.WaitClosed(1));
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_EQ(seen, 1);
-  std::lock_guard<std::mutex> lock(a.mutex());
-  EXPECT_EQ(a.messages.size(), 1u);
-  EXPECT_TRUE(a.closed.empty());
+  ExpectNothingAfterACloseInOnMessage(a, b, out, [&](const weft_received_t*) { t_->endpoint_close(listener); });
 }
 
 TEST_F(ZmqTransport, ClosingDuringALargeSendRunsItsDoneOnce) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  weft_connection_t in = a.accepted[0];
-  Own(in);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
   // The client closes while its 256 MiB are going out, the listener while
   // its own 256 MiB are queued to the client.
   DoneCount from_client, from_listener;
@@ -784,13 +727,8 @@ TEST_F(ZmqTransport, ClosingDuringALargeSendRunsItsDoneOnce) {
 // conformance suite covers 1 GiB for every transport. Run it with
 // --gtest_also_run_disabled_tests.
 TEST_F(ZmqTransport, DISABLED_CarriesAOneGibibyteMessage) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  Own(a.accepted[0]);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
   std::atomic<uint64_t> checksum{0};
   a.on_message_hook = [&](const weft_received_t* m) {
     const auto* p = static_cast<const unsigned char*>(m->payload);
@@ -804,13 +742,7 @@ TEST_F(ZmqTransport, DISABLED_CarriesAOneGibibyteMessage) {
   std::string other = half;
   DoneCount d;
   d.slices = {std::move(half), std::move(other)};
-  const void* data[2] = {d.slices[0].data(), d.slices[1].data()};
-  uint64_t sizes[2] = {d.slices[0].size(), d.slices[1].size()};
-  weft_message_t m{};
-  m.struct_size = sizeof m;
-  m.slice_data = data;
-  m.slice_sizes = sizes;
-  m.num_slices = 2;
+  const weft_message_t m = d.Message();
   ASSERT_TRUE(TakeStatus(t_->send(out, &m, &DoneCount::Done, &d)).ok());
   ASSERT_TRUE(a.WaitMessages(1));
   EXPECT_EQ(a.messages[0].payload, "<1073741824 bytes>");
@@ -823,14 +755,8 @@ TEST_F(ZmqTransport, DISABLED_CarriesAOneGibibyteMessage) {
 // Numbers for the record, not a check: 4 KiB round trips and 64 MiB
 // transfers through the plugin. Run with --gtest_also_run_disabled_tests.
 TEST_F(ZmqTransport, DISABLED_Throughput) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  weft_connection_t in = a.accepted[0];
-  Own(in);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
   // The listener echoes every message back.
   const std::string small(4096, 's');
   std::deque<DoneCount> echo_done;
@@ -851,20 +777,15 @@ TEST_F(ZmqTransport, DISABLED_Throughput) {
   const double rtt = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / kTrips;
   // The payloads are made before the clock starts (sends are zero-copy).
   std::deque<DoneCount> big(4);
-  std::string payload(64u << 20, 'b');
-  const void* data = payload.data();
-  const uint64_t size = payload.size();
-  weft_message_t m{};
-  m.struct_size = sizeof m;
-  m.slice_data = &data;
-  m.slice_sizes = &size;
-  m.num_slices = 1;
+  DoneCount source;
+  source.slices.push_back(std::string(64u << 20, 'b'));
+  const weft_message_t m = source.Message();
   start = Clock::now();
   for (auto& d : big) ASSERT_TRUE(TakeStatus(t_->send(out, &m, &DoneCount::Done, &d)).ok());
   ASSERT_TRUE(a.WaitMessages(kTrips + big.size()));
   const double seconds_taken = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("zmq plugin: 4 KiB round trip %.1f us; 64 MiB messages %.2f GB/s\n", rtt,
-              static_cast<double>(payload.size()) * big.size() / seconds_taken / 1e9);
+              static_cast<double>(source.slices[0].size()) * big.size() / seconds_taken / 1e9);
 }
 
 // Raw ZeroMQ, speaking the plugin's protocol badly.
@@ -910,6 +831,15 @@ class RawDealer {
   void* socket_;
 };
 
+// Says the plugin's handshake on |raw| (answered "A") and waits until the
+// endpoint of |a| has accepted |n| connections.
+bool Handshake(RawDealer& raw, Recorder& a, std::size_t n) {
+  raw.Send({"Hweft-zmq/1"});
+  const std::vector<std::string> answer = raw.Recv();
+  EXPECT_EQ(answer, std::vector<std::string>{"A"});
+  return answer == std::vector<std::string>{"A"} && a.WaitAccepted(n);
+}
+
 TEST_F(ZmqTransport, RefusesABadHandshake) {
   Recorder& a = NewRecorder();
   weft_endpoint_t listener = Open(a);
@@ -932,9 +862,7 @@ TEST_F(ZmqTransport, AMalformedMessageClosesThatConnectionWithAStatus) {
   Recorder& a = NewRecorder();
   weft_endpoint_t listener = Open(a);
   RawDealer raw(AddressOf(listener));
-  raw.Send({"Hweft-zmq/1"});
-  ASSERT_EQ(raw.Recv(), std::vector<std::string>{"A"});
-  ASSERT_TRUE(a.WaitAccepted(1));
+  ASSERT_TRUE(Handshake(raw, a, 1));
   Own(a.accepted[0]);
   raw.Send({"M"});  // no header frame
   ASSERT_TRUE(a.WaitClosed(1));
@@ -953,11 +881,8 @@ TEST_F(ZmqTransport, AMalformedMessageClosesThatConnectionWithAStatus) {
 
 TEST_F(ZmqTransport, AnUnknownKindClosesThatConnectionWithAStatus) {
   Recorder& a = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  RawDealer raw(AddressOf(listener));
-  raw.Send({"Hweft-zmq/1"});
-  ASSERT_EQ(raw.Recv(), std::vector<std::string>{"A"});
-  ASSERT_TRUE(a.WaitAccepted(1));
+  RawDealer raw(AddressOf(Open(a)));
+  ASSERT_TRUE(Handshake(raw, a, 1));
   Own(a.accepted[0]);
   raw.Send({"Xjunk", "more"});
   ASSERT_TRUE(a.WaitClosed(1));
@@ -973,13 +898,8 @@ class ZmqTransportSmallLimit : public ZmqTransport {
 };
 
 TEST_F(ZmqTransportSmallLimit, RefusesMessagesOverMaxMessageMb) {
-  Recorder& a = NewRecorder();
-  Recorder& b = NewRecorder();
-  weft_endpoint_t listener = Open(a);
-  weft_endpoint_t client = Open(b, nullptr);
-  weft_connection_t out = Connect(client, AddressOf(listener));
-  ASSERT_TRUE(a.WaitAccepted(1));
-  Own(a.accepted[0]);
+  auto [a, b, listener, client, out, in] = Connected();
+  ASSERT_NE(in, nullptr);
   DoneCount d;
   Status s = Send(out, "h", {std::string((1u << 20) + 1, 'x')}, &d);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
@@ -989,9 +909,7 @@ TEST_F(ZmqTransportSmallLimit, RefusesMessagesOverMaxMessageMb) {
 
   // A peer that sends one anyway is disconnected by ZeroMQ (ZMQ_MAXMSGSIZE).
   RawDealer raw(AddressOf(listener));
-  raw.Send({"Hweft-zmq/1"});
-  ASSERT_EQ(raw.Recv(), std::vector<std::string>{"A"});
-  ASSERT_TRUE(a.WaitAccepted(2));
+  ASSERT_TRUE(Handshake(raw, a, 2));
   Own(a.accepted[1]);
   raw.Send({"M", "", std::string(2u << 20, 'y')});
   ASSERT_TRUE(a.WaitClosed(1));
@@ -1000,9 +918,7 @@ TEST_F(ZmqTransportSmallLimit, RefusesMessagesOverMaxMessageMb) {
   // Several frames under the limit that add up to more: refused by the
   // plugin's own check.
   RawDealer raw2(AddressOf(listener));
-  raw2.Send({"Hweft-zmq/1"});
-  ASSERT_EQ(raw2.Recv(), std::vector<std::string>{"A"});
-  ASSERT_TRUE(a.WaitAccepted(3));
+  ASSERT_TRUE(Handshake(raw2, a, 3));
   Own(a.accepted[2]);
   raw2.Send({"M", "", std::string(700000, 'y'), std::string(700000, 'z')});
   ASSERT_TRUE(a.WaitClosed(2));

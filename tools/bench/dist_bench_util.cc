@@ -17,6 +17,7 @@
 
 #include "core/config/config.h"
 #include "core/distributed/transport.h"
+#include "tests/support/loopback.h"
 
 namespace weft::bench {
 
@@ -73,57 +74,25 @@ plugin::PluginHost& Plugins() {
 
 // --- Raw sockets ------------------------------------------------------------------------------
 
-int Listener(int* port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  *port = ntohs(addr.sin_port);
-  listen(fd, 8);
-  return fd;
-}
+int Listener(int* port) { return testing::RawListener(8, port); }
 
 int ConnectTo(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) Die("raw connect failed");
+  const int fd = testing::RawConnect(port);
+  if (fd < 0) Die("raw connect failed");
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
 }
 
 void SendAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-    if (k <= 0) Die("raw send failed");
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
+  if (!testing::SendAll(fd, data, n)) Die("raw send failed");
 }
 
 void RecvAll(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t k = recv(fd, p, n, 0);
-    if (k <= 0) Die("raw recv failed");
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
+  if (!testing::RecvAll(fd, data, n)) Die("raw recv failed");
 }
 
-int FreePort() {
-  int port = 0;
-  const int fd = Listener(&port);
-  close(fd);
-  return port;
-}
+int FreePort() { return testing::FreePort(); }
 
 // --- The peer process -------------------------------------------------------------------------
 

@@ -89,15 +89,11 @@ void PrintJson(const std::vector<Answer>& answers) {
   for (const Answer& a : answers) {
     const dist::TaskStatusMsg& t = a.task;
     j.BeginObject();
-    j.Key("task");
-    j.String(a.peer.name);
-    j.Key("address");
-    j.String(a.peer.address);
-    j.Key("answered");
-    j.Bool(a.status.ok());
+    j.String("task", a.peer.name);
+    j.String("address", a.peer.address);
+    j.Bool("answered", a.status.ok());
     if (!a.status.ok()) {
-      j.Key("error");
-      j.String(a.status.message());
+      j.String("error", a.status.message());
     }
     j.Key("last_heartbeat_ms");
     if (a.last_heartbeat_ms >= 0) {
@@ -106,46 +102,28 @@ void PrintJson(const std::vector<Answer>& answers) {
       j.Null();
     }
     if (a.status.ok()) {
-      j.Key("incarnation");
-      j.String(dist::FormatIncarnation(t.incarnation));
-      j.Key("role");
-      j.String(t.role);
-      j.Key("state");
-      j.String(t.state);
-      j.Key("step");
-      j.Int(t.step);
-      j.Key("total_steps");
-      j.Int(t.total_steps);
-      j.Key("global_step");
-      j.Int(t.global_step);
-      j.Key("timed");
-      j.String(t.timed);
-      j.Key("steps_timed");
-      j.Int(t.steps_timed);
-      j.Key("step_ms_p50");
-      j.Number(t.p50_ms);
-      j.Key("step_ms_p90");
-      j.Number(t.p90_ms);
-      j.Key("step_ms_p99");
-      j.Number(t.p99_ms);
-      j.Key("accepted_gradients");
-      j.Int(t.accepted_gradients);
-      j.Key("dropped_gradients");
-      j.Int(t.dropped_gradients);
+      j.String("incarnation", dist::FormatIncarnation(t.incarnation));
+      j.String("role", t.role);
+      j.String("state", t.state);
+      j.Int("step", t.step);
+      j.Int("total_steps", t.total_steps);
+      j.Int("global_step", t.global_step);
+      j.String("timed", t.timed);
+      j.Int("steps_timed", t.steps_timed);
+      j.Number("step_ms_p50", t.p50_ms);
+      j.Number("step_ms_p90", t.p90_ms);
+      j.Number("step_ms_p99", t.p99_ms);
+      j.Int("accepted_gradients", t.accepted_gradients);
+      j.Int("dropped_gradients", t.dropped_gradients);
       j.Key("peers");
       j.BeginArray();
       for (const dist::PeerHealthMsg& p : t.peers) {
         j.BeginObject();
-        j.Key("task");
-        j.String(p.task);
-        j.Key("state");
-        j.String(p.state);
-        j.Key("incarnation");
-        j.String(p.incarnation == 0 ? std::string() : dist::FormatIncarnation(p.incarnation));
-        j.Key("silent_ms");
-        j.Int(p.silent_ms);
-        j.Key("round_trip_us");
-        j.Int(p.round_trip_us);
+        j.String("task", p.task);
+        j.String("state", p.state);
+        j.String("incarnation", p.incarnation == 0 ? std::string() : dist::FormatIncarnation(p.incarnation));
+        j.Int("silent_ms", p.silent_ms);
+        j.Int("round_trip_us", p.round_trip_us);
         j.EndObject();
       }
       j.EndArray();

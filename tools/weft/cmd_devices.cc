@@ -39,16 +39,11 @@ int RunCluster(Context& ctx, const dist::ClusterSpec& cluster, bool json) {
     j.BeginArray();
     for (const dist::DeviceInfo& d : *devices) {
       j.BeginObject();
-      j.Key("name");
-      j.String(d.name);
-      j.Key("type");
-      j.String(d.type);
-      j.Key("task");
-      j.String(dist::TaskOfDevice(d.name));
-      j.Key("address");
-      j.String(address_of(d.name));
-      j.Key("host_visible");
-      j.Bool(d.host_visible);
+      j.String("name", d.name);
+      j.String("type", d.type);
+      j.String("task", dist::TaskOfDevice(d.name));
+      j.String("address", address_of(d.name));
+      j.Bool("host_visible", d.host_visible);
       j.EndObject();
     }
     j.EndArray();
@@ -88,29 +83,19 @@ int Run(Context& ctx, bool json, bool local) {
     j.BeginArray();
     for (const OpenedDevice& d : devices) {
       j.BeginObject();
-      j.Key("name");
-      j.String(d.name);
-      j.Key("plugin");
-      j.String(d.plugin);
-      j.Key("model");
-      j.String(d.props.model);
-      j.Key("vendor");
-      j.String(d.props.vendor);
-      j.Key("driver");
-      j.String(d.props.driver);
-      j.Key("memory_bytes");
-      j.Int(static_cast<long long>(d.props.memory_bytes));
-      j.Key("alignment");
-      j.Int(static_cast<long long>(d.props.alignment));
-      j.Key("host_visible");
-      j.Bool(d.props.host_visible);
-      j.Key("compute_units");
-      j.Int(d.props.compute_units);
+      j.String("name", d.name);
+      j.String("plugin", d.plugin);
+      j.String("model", d.props.model);
+      j.String("vendor", d.props.vendor);
+      j.String("driver", d.props.driver);
+      j.Int("memory_bytes", static_cast<long long>(d.props.memory_bytes));
+      j.Int("alignment", static_cast<long long>(d.props.alignment));
+      j.Bool("host_visible", d.props.host_visible);
+      j.Int("compute_units", d.props.compute_units);
       j.Key("properties");
       j.BeginObject();
       for (const auto& [key, value] : d.props.extra) {
-        j.Key(key);
-        j.String(value);
+        j.String(key, value);
       }
       j.EndObject();
       j.EndObject();

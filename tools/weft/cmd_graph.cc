@@ -70,16 +70,13 @@ int Inspect(const std::string& path, bool json) {
   if (json) {
     JsonWriter j(std::cout);
     j.BeginObject();
-    j.Key("nodes");
-    j.Int(graph->num_nodes());
+    j.Int("nodes", graph->num_nodes());
     j.Key("inputs");
     j.BeginArray();
     for (const Graph::Node* n : inputs) {
       j.BeginObject();
-      j.Key("name");
-      j.String(n->name());
-      j.Key("type");
-      j.String(describe(n->name()));
+      j.String("name", n->name());
+      j.String("type", describe(n->name()));
       j.EndObject();
     }
     j.EndArray();
@@ -87,37 +84,28 @@ int Inspect(const std::string& path, bool json) {
     j.BeginArray();
     for (const std::string& o : outputs) {
       j.BeginObject();
-      j.Key("name");
-      j.String(o);
-      j.Key("type");
-      j.String(describe(o));
+      j.String("name", o);
+      j.String("type", describe(o));
       j.EndObject();
     }
     j.EndArray();
     j.Key("ops");
     j.BeginObject();
     for (const auto& [op, count] : op_counts) {
-      j.Key(op);
-      j.Int(count);
+      j.Int(op, count);
     }
     j.EndObject();
     j.Key("variables");
     j.BeginObject();
-    j.Key("count");
-    j.Int(variable_count);
-    j.Key("parameters");
-    j.Int(variable_params);
-    j.Key("bytes");
-    j.Int(variable_bytes);
+    j.Int("count", variable_count);
+    j.Int("parameters", variable_params);
+    j.Int("bytes", variable_bytes);
     j.EndObject();
     j.Key("constants");
     j.BeginObject();
-    j.Key("count");
-    j.Int(const_count);
-    j.Key("elements");
-    j.Int(const_params);
-    j.Key("bytes");
-    j.Int(const_bytes);
+    j.Int("count", const_count);
+    j.Int("elements", const_params);
+    j.Int("bytes", const_bytes);
     j.EndObject();
     j.EndObject();
     return kExitOk;
@@ -290,18 +278,14 @@ int Ops(Context& ctx, const std::vector<std::string>& names, bool json) {
     j.BeginArray();
     for (const OpDef* op : ops) {
       j.BeginObject();
-      j.Key("name");
-      j.String(op->name);
-      j.Key("signature");
-      j.String(op->Signature());
-      j.Key("stateful");
-      j.Bool(op->stateful);
+      j.String("name", op->name);
+      j.String("signature", op->Signature());
+      j.Bool("stateful", op->stateful);
       j.Key("devices");
       j.BeginArray();
       for (const std::string& d : devices_for(op)) j.String(d);
       j.EndArray();
-      j.Key("doc");
-      j.String(op->doc);
+      j.String("doc", op->doc);
       j.EndObject();
     }
     j.EndArray();

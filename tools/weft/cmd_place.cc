@@ -111,14 +111,10 @@ int Run(Context& ctx, const PlaceArgs& args) {
     j.BeginArray();
     for (const Graph::Node& node : graph->nodes()) {
       j.BeginObject();
-      j.Key("name");
-      j.String(node.name());
-      j.Key("op");
-      j.String(node.op_name());
-      j.Key("device");
-      j.String(device_of(node.id));
-      j.Key("reason");
-      j.String(p.reason[static_cast<std::size_t>(node.id)]);
+      j.String("name", node.name());
+      j.String("op", node.op_name());
+      j.String("device", device_of(node.id));
+      j.String("reason", p.reason[static_cast<std::size_t>(node.id)]);
       j.EndObject();
     }
     j.EndArray();
@@ -126,18 +122,12 @@ int Run(Context& ctx, const PlaceArgs& args) {
     j.BeginArray();
     for (const auto& t : placed->transfers) {
       j.BeginObject();
-      j.Key("tensor");
-      j.String(t.tensor);
-      j.Key("from");
-      j.String(device_name(t.src_device));
-      j.Key("to");
-      j.String(device_name(t.dst_device));
-      j.Key("send");
-      j.String(t.send_node);
-      j.Key("recv");
-      j.String(t.recv_node);
-      j.Key("type");
-      j.String(StrCat(DTypeName(t.dtype), t.shape.ToString()));
+      j.String("tensor", t.tensor);
+      j.String("from", device_name(t.src_device));
+      j.String("to", device_name(t.dst_device));
+      j.String("send", t.send_node);
+      j.String("recv", t.recv_node);
+      j.String("type", StrCat(DTypeName(t.dtype), t.shape.ToString()));
       j.EndObject();
     }
     j.EndArray();

@@ -22,36 +22,26 @@ void PrintJson(const plugin::PluginHost& host) {
   j.BeginArray();
   for (const plugin::PluginInfo& p : host.plugins()) {
     j.BeginObject();
-    j.Key("name");
-    j.String(p.name);
+    j.String("name", p.name);
     j.Key("kind");
     if (p.kind) {
       j.String(plugin::KindName(*p.kind));
     } else {
       j.Null();
     }
-    j.Key("abi");
-    j.String(p.abi_major == 0 ? "" : StrCat(p.abi_major, ".", p.abi_minor));
-    j.Key("version");
-    j.String(p.version);
-    j.Key("path");
-    j.String(p.path);
-    j.Key("status");
-    j.String(plugin::StateName(p.state));
-    j.Key("reason");
-    j.String(p.reason);
+    j.String("abi", p.abi_major == 0 ? "" : StrCat(p.abi_major, ".", p.abi_minor));
+    j.String("version", p.version);
+    j.String("path", p.path);
+    j.String("status", plugin::StateName(p.state));
+    j.String("reason", p.reason);
     j.Key("options");
     j.BeginArray();
     for (const config::OptionSpec& spec : p.options) {
       j.BeginObject();
-      j.Key("key");
-      j.String(spec.key);
-      j.Key("expects");
-      j.String(config::DescribeExpected(spec));
-      j.Key("default");
-      j.String(DefaultText(spec));
-      j.Key("doc");
-      j.String(spec.doc);
+      j.String("key", spec.key);
+      j.String("expects", config::DescribeExpected(spec));
+      j.String("default", DefaultText(spec));
+      j.String("doc", spec.doc);
       j.EndObject();
     }
     j.EndArray();

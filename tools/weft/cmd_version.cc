@@ -17,16 +17,11 @@ void AddVersionCommand(CLI::App& app, Runner& run) {
       if (*json) {
         JsonWriter j(std::cout);
         j.BeginObject();
-        j.Key("version");
-        j.String(kVersion);
-        j.Key("commit");
-        j.String(kGitCommit);
-        j.Key("build_type");
-        j.String(kBuildType);
-        j.Key("compiler");
-        j.String(kCompiler);
-        j.Key("abi");
-        j.String(StrCat(WEFT_ABI_VERSION_MAJOR, ".", WEFT_ABI_VERSION_MINOR));
+        j.String("version", kVersion);
+        j.String("commit", kGitCommit);
+        j.String("build_type", kBuildType);
+        j.String("compiler", kCompiler);
+        j.String("abi", StrCat(WEFT_ABI_VERSION_MAJOR, ".", WEFT_ABI_VERSION_MINOR));
         j.EndObject();
       } else {
         std::cout << "weft " << kVersion << " (commit " << kGitCommit << ", " << kBuildType << ", " << kCompiler

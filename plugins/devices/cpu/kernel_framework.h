@@ -1,11 +1,10 @@
 // The CPU plugin's kernels: C++ classes over the SDK's kernel layer. A
-// kernel is a class constructed once per node from its attrs and called
-// once per step:
+// kernel is a class constructed once per node from its attrs (a kernel
+// without attrs has no constructor) and called once per step:
 //
 //   template <class T>
 //   class NegKernel {
 //    public:
-//     explicit NegKernel(const InitContext&) {}
 //     void Compute(Context& ctx) {
 //       Tensor x = ctx.input(0);
 //       Tensor y = ctx.allocate_output(0, x.dims);
@@ -22,8 +21,11 @@
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <tuple>
+#include <type_traits>
 
 #include "weft/sdk/half.h"
 #include "weft/sdk/kernel.h"
@@ -62,47 +64,23 @@ struct BFloat16 {
   uint16_t bits;
 };
 
-template <class T>
-constexpr weft_dtype_t DtypeOf();
-template <>
-constexpr weft_dtype_t DtypeOf<float>() {
-  return WEFT_DTYPE_F32;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<double>() {
-  return WEFT_DTYPE_F64;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<int8_t>() {
-  return WEFT_DTYPE_I8;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<int16_t>() {
-  return WEFT_DTYPE_I16;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<int32_t>() {
-  return WEFT_DTYPE_I32;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<int64_t>() {
-  return WEFT_DTYPE_I64;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<uint8_t>() {
-  return WEFT_DTYPE_U8;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<bool>() {
-  return WEFT_DTYPE_BOOL;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<Half>() {
-  return WEFT_DTYPE_F16;
-}
-template <>
-constexpr weft_dtype_t DtypeOf<BFloat16>() {
-  return WEFT_DTYPE_BF16;
+// The element types of the kernels, and their dtypes in the same order.
+using ElementTypes = std::tuple<float, double, Half, BFloat16, int8_t, int16_t, int32_t, int64_t, uint8_t, bool>;
+inline constexpr weft_dtype_t kElementDtypes[] = {WEFT_DTYPE_F32, WEFT_DTYPE_F64, WEFT_DTYPE_F16, WEFT_DTYPE_BF16,
+                                                  WEFT_DTYPE_I8,  WEFT_DTYPE_I16, WEFT_DTYPE_I32, WEFT_DTYPE_I64,
+                                                  WEFT_DTYPE_U8,  WEFT_DTYPE_BOOL};
+
+// The dtype of element type T (|I| is where the search is).
+template <class T, std::size_t I = 0>
+constexpr weft_dtype_t DtypeOf() {
+  if constexpr (I == std::tuple_size_v<ElementTypes>) {
+    static_assert(I < std::tuple_size_v<ElementTypes>, "not an element type of the CPU kernels");
+    return WEFT_DTYPE_INVALID;
+  } else if constexpr (std::is_same_v<T, std::tuple_element_t<I, ElementTypes>>) {
+    return kElementDtypes[I];
+  } else {
+    return DtypeOf<T, I + 1>();
+  }
 }
 
 // The type arithmetic is done in: float for the 16-bit floats.
@@ -143,24 +121,6 @@ inline Half StoreAs<Half>(float v) {
 template <>
 inline BFloat16 StoreAs<BFloat16>(float v) {
   return BFloat16{sdk::FloatToBfloat16(v)};
-}
-
-// Calls fn.template operator()<T>() for the C++ type of |dtype| among the
-// numeric types; throws for others.
-template <class Fn>
-void DispatchNumeric(weft_dtype_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case WEFT_DTYPE_F32: fn.template operator()<float>(); return;
-    case WEFT_DTYPE_F64: fn.template operator()<double>(); return;
-    case WEFT_DTYPE_F16: fn.template operator()<Half>(); return;
-    case WEFT_DTYPE_BF16: fn.template operator()<BFloat16>(); return;
-    case WEFT_DTYPE_I8: fn.template operator()<int8_t>(); return;
-    case WEFT_DTYPE_I16: fn.template operator()<int16_t>(); return;
-    case WEFT_DTYPE_I32: fn.template operator()<int32_t>(); return;
-    case WEFT_DTYPE_I64: fn.template operator()<int64_t>(); return;
-    case WEFT_DTYPE_U8: fn.template operator()<uint8_t>(); return;
-    default: Fail("unsupported dtype ", sdk::DtypeName(dtype));
-  }
 }
 
 // Byte size of one element of |dtype|.

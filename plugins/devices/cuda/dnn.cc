@@ -17,6 +17,7 @@
 
 #include "cuda_libraries.h"
 #include "gpu/kernel_framework.h"
+#include "gpu/kernels/softmax.h"
 #include "gpu/launchers.h"
 #include "gpu/window.h"
 
@@ -147,7 +148,7 @@ class Convolution {
   }
 
   // A temporary of |dims| elements of T.
-  void* Temp(const Dims& dims) { return ctx_.allocate_temp(DtypeOf(), dims).ptr; }
+  void* Temp(const Dims& dims) { return ctx_.allocate_temp(DtypeOf<T>(), dims).ptr; }
 
   // |x| (the input in data_format) as cuDNN's (possibly padded) NCHW input.
   const void* PrepareInput(const Tensor& x) {
@@ -249,8 +250,6 @@ class Convolution {
   }
 
  private:
-  static constexpr weft_dtype_t DtypeOf() { return std::is_same_v<T, float> ? WEFT_DTYPE_F32 : WEFT_DTYPE_F64; }
-
   Context& ctx_;
   const ConvPlan& p_;
   cudnnHandle_t handle_;
@@ -346,50 +345,35 @@ class Conv2DBackpropFilterKernel {
 
 // --- Softmax, LogSoftmax -------------------------------------------------------------
 
-// cuDNN's CHANNEL mode normalises over C at every (n, h, w): the tensor is
-// described as [outer, axis, inner, 1], which covers any axis.
-template <class T, bool kLog>
-class SoftmaxKernel {
- public:
-  explicit SoftmaxKernel(const InitContext& init) : axis_(init.Int("axis")) {}
-  void Compute(Context& ctx) {
-    const Tensor x = ctx.input(0);
-    const int rank = x.rank();
-    if (rank < 1) Fail("logits must have rank >= 1");
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    if (axis < 0 || axis >= rank) {
-      Fail("axis ", axis_, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-    }
-    const Tensor y = ctx.allocate_output(0, x.dims);
-    if (y.num_elements == 0) return;
-    const int a = static_cast<int>(axis);
+// cuDNN's softmax (gpu/kernels/softmax.h). Its CHANNEL mode normalises over
+// C at every (n, h, w): the tensor is described as [outer, axis, inner, 1],
+// which covers any axis.
+struct DnnSoftmax {
+  template <class T, bool kLog>
+  static void Run(Context& ctx, const Tensor& x, const Tensor& y, const sdk::ChannelLayout& c) {
     TensorDesc desc;
-    desc.Set(DataType<T>(), {Product(x.dims, 0, a), x.dim(a), Product(x.dims, a + 1, rank), 1});
+    desc.Set(DataType<T>(), {c.outer, c.channels, c.inner, 1});
     const T one = T(1), zero = T(0);
     CheckDnn(cudnnSoftmaxForward(DnnHandle(ctx.stream_object()), kLog ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
                                  CUDNN_SOFTMAX_MODE_CHANNEL, &one, desc.get(), x.ptr, &zero, desc.get(), y.ptr),
              "cudnnSoftmaxForward");
   }
-
- private:
-  int64_t axis_;
 };
 
 template <class T>
 void AddDnn(KernelRegistry& r) {
-  const weft_dtype_t t = std::is_same_v<T, float> ? WEFT_DTYPE_F32 : WEFT_DTYPE_F64;
+  const weft_dtype_t t = DtypeOf<T>();
   r.Add<Conv2DKernel<T>>("Conv2D", {{"T", t}}, WEFT_KERNEL_INLINE);
   r.Add<Conv2DBackpropInputKernel<T>>("Conv2DBackpropInput", {{"T", t}}, 0, {"input_sizes"});
   r.Add<Conv2DBackpropFilterKernel<T>>("Conv2DBackpropFilter", {{"T", t}}, 0, {"filter_sizes"});
-  r.Add<SoftmaxKernel<T, false>>("Softmax", {{"T", t}}, WEFT_KERNEL_INLINE);
-  r.Add<SoftmaxKernel<T, true>>("LogSoftmax", {{"T", t}}, WEFT_KERNEL_INLINE);
+  r.Add<SoftmaxKernel<T, false, DnnSoftmax>>("Softmax", {{"T", t}}, WEFT_KERNEL_INLINE);
+  r.Add<SoftmaxKernel<T, true, DnnSoftmax>>("LogSoftmax", {{"T", t}}, WEFT_KERNEL_INLINE);
 }
 
 }  // namespace
 
 void RegisterDnnKernels(KernelRegistry& r) {
-  AddDnn<float>(r);
-  AddDnn<double>(r);
+  ForEachType<float, double>([&](auto t) { AddDnn<decltype(t)>(r); });
 }
 
 }  // namespace weft::gpu

@@ -156,22 +156,6 @@ __device__ inline double Infinity<double>() {
 }
 }  // namespace dm
 
-// The dtype of the element type |T| (one of the types the kernels use).
-template <class T>
-constexpr weft_dtype_t DtypeOf() {
-  if constexpr (std::is_same_v<T, float>) {
-    return WEFT_DTYPE_F32;
-  } else if constexpr (std::is_same_v<T, double>) {
-    return WEFT_DTYPE_F64;
-  } else if constexpr (std::is_same_v<T, int32_t>) {
-    return WEFT_DTYPE_I32;
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    return WEFT_DTYPE_I64;
-  } else {
-    return WEFT_DTYPE_BOOL;
-  }
-}
-
 // Integer arithmetic that wraps around (two's complement), as the ops
 // document, without the undefined behaviour of signed overflow.
 template <class T>

@@ -18,6 +18,7 @@
 #include "gpu/plugin_options.h"
 #include "gpu/vendor.h"
 #include "weft/sdk/plugin.h"
+#include "weft/sdk/tables.h"
 
 namespace weft::gpu {
 
@@ -26,22 +27,8 @@ namespace {
 std::mutex g_mutex;
 Options g_options;
 
-Device* AsDevice(weft_device_t device) { return reinterpret_cast<Device*>(device); }
-Buffer* AsBuffer(weft_buffer_t buffer) { return reinterpret_cast<Buffer*>(buffer); }
 Stream* AsStream(weft_stream_t stream) { return reinterpret_cast<Stream*>(stream); }
 Event* AsEvent(weft_event_t event) { return reinterpret_cast<Event*>(event); }
-
-char* At(weft_buffer_t buffer, uint64_t offset) { return static_cast<char*>(AsBuffer(buffer)->ptr) + offset; }
-
-void CheckRange(weft_buffer_t buffer, uint64_t offset, uint64_t size, const char* what) {
-  if (buffer == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": NULL buffer");
-  const uint64_t capacity = AsBuffer(buffer)->size;
-  if (offset > capacity || size > capacity - offset) {
-    throw sdk::Error(WEFT_OUT_OF_RANGE, std::string(what) + ": bytes [" + std::to_string(offset) + ", " +
-                                            std::to_string(offset + size) + ") outside a buffer of " +
-                                            std::to_string(capacity) + " bytes");
-  }
-}
 
 void CheckStream(weft_stream_t stream, const char* what) {
   if (stream == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, std::string(what) + ": NULL stream");
@@ -58,241 +45,190 @@ weft_status_t Configure(const weft_options_t* options) {
   });
 }
 
-weft_status_t DeviceCount(int32_t* out_count) {
-  return sdk::Guard([&]() -> weft_status_t {
-    int count = 0;
-    const rt::Error error = rt::GetDeviceCount(&count);
-    if (error != rt::kSuccess || count <= 0) {
-      (void)rt::GetLastError();  // the runtime keeps the last error per thread
-      return sdk::MakeStatus(WEFT_UNAVAILABLE, UnavailableMessage(error).c_str());
-    }
-    *out_count = count;
-    return nullptr;
-  });
-}
+// The device table's entry points (weft/sdk/tables.h). Device memory
+// is not host-addressable: there is no BufferHostPointer.
+struct Entry : sdk::DeviceObjects<Device> {
+  static char* At(weft_buffer_t buffer, uint64_t offset) { return static_cast<char*>(AsBuffer(buffer)->ptr) + offset; }
 
-weft_status_t DeviceOpen(int32_t ordinal, weft_device_t* out_device) {
-  return sdk::Guard([&] {
-    int count = 0;
-    const rt::Error error = rt::GetDeviceCount(&count);
-    if (error != rt::kSuccess) {
-      (void)rt::GetLastError();
-      throw sdk::Error(WEFT_UNAVAILABLE, UnavailableMessage(error));
-    }
-    if (ordinal < 0 || ordinal >= count) {
-      throw sdk::Error(WEFT_NOT_FOUND, std::string("no /device:") + Vendor().device_type + ":" +
-                                           std::to_string(ordinal) + " (" + std::to_string(count) + " " +
-                                           Vendor().runtime_name + " device(s) found)");
-    }
-    Options options;
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      options = g_options;
-    }
-    *out_device = reinterpret_cast<weft_device_t>(new Device(ordinal, options));
-  });
-}
+  static weft_status_t DeviceCount(int32_t* out_count) {
+    return sdk::Guard([&]() -> weft_status_t {
+      int count = 0;
+      const rt::Error error = rt::GetDeviceCount(&count);
+      if (error != rt::kSuccess || count <= 0) {
+        (void)rt::GetLastError();  // the runtime keeps the last error per thread
+        return sdk::MakeStatus(WEFT_UNAVAILABLE, UnavailableMessage(error).c_str());
+      }
+      *out_count = count;
+      return nullptr;
+    });
+  }
 
-void DeviceClose(weft_device_t device) {
-  sdk::GuardVoid("device_close", [&] { delete AsDevice(device); });
-}
+  static weft_status_t DeviceOpen(int32_t ordinal, weft_device_t* out_device) {
+    return sdk::Guard([&] {
+      int count = 0;
+      const rt::Error error = rt::GetDeviceCount(&count);
+      if (error != rt::kSuccess) {
+        (void)rt::GetLastError();
+        throw sdk::Error(WEFT_UNAVAILABLE, UnavailableMessage(error));
+      }
+      if (ordinal < 0 || ordinal >= count) {
+        throw sdk::Error(WEFT_NOT_FOUND, std::string("no /device:") + Vendor().device_type + ":" +
+                                             std::to_string(ordinal) + " (" + std::to_string(count) + " " +
+                                             Vendor().runtime_name + " device(s) found)");
+      }
+      Options options;
+      {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        options = g_options;
+      }
+      *out_device = reinterpret_cast<weft_device_t>(new Device(ordinal, options));
+    });
+  }
 
-weft_status_t DeviceProperties(weft_device_t device, weft_device_properties_t* out) {
-  return sdk::Guard([&] { AsDevice(device)->Properties(out); });
-}
+  static weft_status_t StreamCreate(weft_device_t device, weft_stream_t* out_stream) {
+    return sdk::Guard([&] {
+      Device* d = AsDevice(device);
+      d->MakeCurrent();
+      rt::Stream stream = nullptr;
+      Check(rt::StreamCreate(&stream), Call("StreamCreateWithFlags").c_str());
+      *out_stream = reinterpret_cast<weft_stream_t>(new Stream(d, stream));
+    });
+  }
 
-weft_status_t BufferAlloc(weft_device_t device, uint64_t size, weft_buffer_t* out_buffer) {
-  return sdk::Guard([&] { *out_buffer = reinterpret_cast<weft_buffer_t>(AsDevice(device)->Allocate(size)); });
-}
+  static void StreamDestroy(weft_device_t, weft_stream_t stream) {
+    sdk::GuardVoid("stream_destroy", [&] { delete AsStream(stream); });
+  }
 
-void BufferFree(weft_device_t device, weft_buffer_t buffer) {
-  sdk::GuardVoid("buffer_free", [&] { AsDevice(device)->Free(AsBuffer(buffer)); });
-}
+  static weft_status_t StreamSynchronize(weft_device_t device, weft_stream_t stream) {
+    return sdk::Guard([&] {
+      CheckStream(stream, "stream_synchronize");
+      AsDevice(device)->MakeCurrent();
+      Check(rt::StreamSynchronize(AsStream(stream)->stream), Call("StreamSynchronize").c_str());
+    });
+  }
 
-weft_status_t StreamCreate(weft_device_t device, weft_stream_t* out_stream) {
-  return sdk::Guard([&] {
-    Device* d = AsDevice(device);
-    d->MakeCurrent();
-    rt::Stream stream = nullptr;
-    Check(rt::StreamCreate(&stream), Call("StreamCreateWithFlags").c_str());
-    *out_stream = reinterpret_cast<weft_stream_t>(new Stream(d, stream));
-  });
-}
+  static weft_status_t EventCreate(weft_device_t device, weft_event_t* out_event) {
+    return sdk::Guard([&] {
+      AsDevice(device)->MakeCurrent();
+      auto event = std::make_unique<Event>();
+      Check(rt::EventCreate(&event->event), Call("EventCreateWithFlags").c_str());
+      *out_event = reinterpret_cast<weft_event_t>(event.release());
+    });
+  }
 
-void StreamDestroy(weft_device_t, weft_stream_t stream) {
-  sdk::GuardVoid("stream_destroy", [&] { delete AsStream(stream); });
-}
+  static void EventDestroy(weft_device_t device, weft_event_t event) {
+    sdk::GuardVoid("event_destroy", [&] {
+      if (event == nullptr) return;
+      std::unique_ptr<Event> owned(AsEvent(event));
+      AsDevice(device)->MakeCurrent();
+      Check(rt::EventDestroy(owned->event), Call("EventDestroy").c_str());
+    });
+  }
 
-weft_status_t StreamSynchronize(weft_device_t device, weft_stream_t stream) {
-  return sdk::Guard([&] {
-    CheckStream(stream, "stream_synchronize");
-    AsDevice(device)->MakeCurrent();
-    Check(rt::StreamSynchronize(AsStream(stream)->stream), Call("StreamSynchronize").c_str());
-  });
-}
+  static weft_status_t EventRecord(weft_device_t device, weft_event_t event, weft_stream_t stream) {
+    return sdk::Guard([&] {
+      CheckStream(stream, "event_record");
+      AsDevice(device)->MakeCurrent();
+      Check(rt::EventRecord(AsEvent(event)->event, AsStream(stream)->stream), Call("EventRecord").c_str());
+      AsEvent(event)->recorded.store(true, std::memory_order_release);
+    });
+  }
 
-weft_status_t EventCreate(weft_device_t device, weft_event_t* out_event) {
-  return sdk::Guard([&] {
-    AsDevice(device)->MakeCurrent();
-    auto event = std::make_unique<Event>();
-    Check(rt::EventCreate(&event->event), Call("EventCreateWithFlags").c_str());
-    *out_event = reinterpret_cast<weft_event_t>(event.release());
-  });
-}
+  static weft_status_t StreamWaitEvent(weft_device_t device, weft_stream_t stream, weft_event_t event) {
+    return sdk::Guard([&] {
+      CheckStream(stream, "stream_wait_event");
+      if (!AsEvent(event)->recorded.load(std::memory_order_acquire)) return;
+      AsDevice(device)->MakeCurrent();
+      Check(rt::StreamWaitEvent(AsStream(stream)->stream, AsEvent(event)->event), Call("StreamWaitEvent").c_str());
+    });
+  }
 
-void EventDestroy(weft_device_t device, weft_event_t event) {
-  sdk::GuardVoid("event_destroy", [&] {
-    if (event == nullptr) return;
-    std::unique_ptr<Event> owned(AsEvent(event));
-    AsDevice(device)->MakeCurrent();
-    Check(rt::EventDestroy(owned->event), Call("EventDestroy").c_str());
-  });
-}
+  static weft_status_t EventSynchronize(weft_device_t device, weft_event_t event) {
+    return sdk::Guard([&] {
+      if (!AsEvent(event)->recorded.load(std::memory_order_acquire)) return;
+      AsDevice(device)->MakeCurrent();
+      Check(rt::EventSynchronize(AsEvent(event)->event), Call("EventSynchronize").c_str());
+    });
+  }
 
-weft_status_t EventRecord(weft_device_t device, weft_event_t event, weft_stream_t stream) {
-  return sdk::Guard([&] {
-    CheckStream(stream, "event_record");
-    AsDevice(device)->MakeCurrent();
-    Check(rt::EventRecord(AsEvent(event)->event, AsStream(stream)->stream), Call("EventRecord").c_str());
-    AsEvent(event)->recorded.store(true, std::memory_order_release);
-  });
-}
+  static weft_status_t EventOnReady(weft_device_t device, weft_event_t event, weft_done_fn done, void* user) {
+    return sdk::Guard([&] {
+      if (done == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "event_on_ready: NULL callback");
+      AsDevice(device)->OnReady(AsEvent(event), done, user);
+    });
+  }
 
-weft_status_t StreamWaitEvent(weft_device_t device, weft_stream_t stream, weft_event_t event) {
-  return sdk::Guard([&] {
-    CheckStream(stream, "stream_wait_event");
-    if (!AsEvent(event)->recorded.load(std::memory_order_acquire)) return;
-    AsDevice(device)->MakeCurrent();
-    Check(rt::StreamWaitEvent(AsStream(stream)->stream, AsEvent(event)->event), Call("StreamWaitEvent").c_str());
-  });
-}
+  static weft_status_t CopyHostToDevice(weft_device_t device, weft_stream_t stream, const void* src, weft_buffer_t dst,
+                                        uint64_t dst_offset, uint64_t size) {
+    return sdk::Guard([&] {
+      CheckStream(stream, "copy_host_to_device");
+      sdk::CheckBufferRange(AsBuffer(dst), dst_offset, size, "copy_host_to_device");
+      if (size == 0) return;
+      AsDevice(device)->MakeCurrent();
+      Check(rt::CopyHostToDevice(At(dst, dst_offset), src, size, AsStream(stream)->stream),
+            Call("MemcpyAsync (host to device)").c_str());
+    });
+  }
 
-weft_status_t EventSynchronize(weft_device_t device, weft_event_t event) {
-  return sdk::Guard([&] {
-    if (!AsEvent(event)->recorded.load(std::memory_order_acquire)) return;
-    AsDevice(device)->MakeCurrent();
-    Check(rt::EventSynchronize(AsEvent(event)->event), Call("EventSynchronize").c_str());
-  });
-}
+  static weft_status_t CopyDeviceToHost(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
+                                        uint64_t src_offset, void* dst, uint64_t size) {
+    return sdk::Guard([&] {
+      CheckStream(stream, "copy_device_to_host");
+      sdk::CheckBufferRange(AsBuffer(src), src_offset, size, "copy_device_to_host");
+      if (size == 0) return;
+      AsDevice(device)->MakeCurrent();
+      Check(rt::CopyDeviceToHost(dst, At(src, src_offset), size, AsStream(stream)->stream),
+            Call("MemcpyAsync (device to host)").c_str());
+    });
+  }
 
-weft_status_t EventOnReady(weft_device_t device, weft_event_t event, weft_done_fn done, void* user) {
-  return sdk::Guard([&] {
-    if (done == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "event_on_ready: NULL callback");
-    AsDevice(device)->OnReady(AsEvent(event), done, user);
-  });
-}
+  static weft_status_t CopyDeviceToDevice(weft_device_t device, weft_stream_t stream, weft_buffer_t src,
+                                          uint64_t src_offset, weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
+    return sdk::Guard([&] {
+      CheckStream(stream, "copy_device_to_device");
+      sdk::CheckBufferRange(AsBuffer(src), src_offset, size, "copy_device_to_device (source)");
+      sdk::CheckBufferRange(AsBuffer(dst), dst_offset, size, "copy_device_to_device (destination)");
+      if (size == 0) return;
+      AsDevice(device)->MakeCurrent();
+      Check(rt::CopyDeviceToDevice(At(dst, dst_offset), At(src, src_offset), size, AsStream(stream)->stream),
+            Call("MemcpyAsync (device to device)").c_str());
+    });
+  }
 
-weft_status_t CopyHostToDevice(weft_device_t device, weft_stream_t stream, const void* src, weft_buffer_t dst,
-                               uint64_t dst_offset, uint64_t size) {
-  return sdk::Guard([&] {
-    CheckStream(stream, "copy_host_to_device");
-    CheckRange(dst, dst_offset, size, "copy_host_to_device");
-    if (size == 0) return;
-    AsDevice(device)->MakeCurrent();
-    Check(rt::CopyHostToDevice(At(dst, dst_offset), src, size, AsStream(stream)->stream),
-          Call("MemcpyAsync (host to device)").c_str());
-  });
-}
+  // The runtime copies between any two of its devices: directly where they
+  // are peers, through host memory where they are not.
+  static weft_status_t CopyPeer(weft_device_t src_device, weft_stream_t src_stream, weft_buffer_t src,
+                                uint64_t src_offset, weft_device_t dst_device, weft_buffer_t dst, uint64_t dst_offset,
+                                uint64_t size) {
+    return sdk::Guard([&] {
+      CheckStream(src_stream, "copy_peer");
+      sdk::CheckBufferRange(AsBuffer(src), src_offset, size, "copy_peer (source)");
+      sdk::CheckBufferRange(AsBuffer(dst), dst_offset, size, "copy_peer (destination)");
+      if (size == 0) return;
+      AsDevice(src_device)->MakeCurrent();
+      Check(rt::CopyPeer(At(dst, dst_offset), AsDevice(dst_device)->ordinal(), At(src, src_offset),
+                         AsDevice(src_device)->ordinal(), size, AsStream(src_stream)->stream),
+            Call("MemcpyPeerAsync").c_str());
+    });
+  }
 
-weft_status_t CopyDeviceToHost(weft_device_t device, weft_stream_t stream, weft_buffer_t src, uint64_t src_offset,
-                               void* dst, uint64_t size) {
-  return sdk::Guard([&] {
-    CheckStream(stream, "copy_device_to_host");
-    CheckRange(src, src_offset, size, "copy_device_to_host");
-    if (size == 0) return;
-    AsDevice(device)->MakeCurrent();
-    Check(rt::CopyDeviceToHost(dst, At(src, src_offset), size, AsStream(stream)->stream),
-          Call("MemcpyAsync (device to host)").c_str());
-  });
-}
-
-weft_status_t CopyDeviceToDevice(weft_device_t device, weft_stream_t stream, weft_buffer_t src, uint64_t src_offset,
-                                 weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
-  return sdk::Guard([&] {
-    CheckStream(stream, "copy_device_to_device");
-    CheckRange(src, src_offset, size, "copy_device_to_device (source)");
-    CheckRange(dst, dst_offset, size, "copy_device_to_device (destination)");
-    if (size == 0) return;
-    AsDevice(device)->MakeCurrent();
-    Check(rt::CopyDeviceToDevice(At(dst, dst_offset), At(src, src_offset), size, AsStream(stream)->stream),
-          Call("MemcpyAsync (device to device)").c_str());
-  });
-}
-
-// The runtime copies between any two of its devices: directly where they
-// are peers, through host memory where they are not.
-weft_status_t CopyPeer(weft_device_t src_device, weft_stream_t src_stream, weft_buffer_t src, uint64_t src_offset,
-                       weft_device_t dst_device, weft_buffer_t dst, uint64_t dst_offset, uint64_t size) {
-  return sdk::Guard([&] {
-    CheckStream(src_stream, "copy_peer");
-    CheckRange(src, src_offset, size, "copy_peer (source)");
-    CheckRange(dst, dst_offset, size, "copy_peer (destination)");
-    if (size == 0) return;
-    AsDevice(src_device)->MakeCurrent();
-    Check(rt::CopyPeer(At(dst, dst_offset), AsDevice(dst_device)->ordinal(), At(src, src_offset),
-                       AsDevice(src_device)->ordinal(), size, AsStream(src_stream)->stream),
-          Call("MemcpyPeerAsync").c_str());
-  });
-}
-
-weft_status_t BufferMemset(weft_device_t device, weft_stream_t stream, weft_buffer_t buffer, uint64_t offset,
-                           uint8_t value, uint64_t size) {
-  return sdk::Guard([&] {
-    CheckStream(stream, "buffer_memset");
-    CheckRange(buffer, offset, size, "buffer_memset");
-    if (size == 0) return;
-    AsDevice(device)->MakeCurrent();
-    Check(rt::Memset(At(buffer, offset), value, size, AsStream(stream)->stream), Call("MemsetAsync").c_str());
-  });
-}
-
-const KernelRegistry& Kernels() {
-  static const KernelRegistry registry = [] {
-    KernelRegistry r;
-    RegisterUnaryKernels(r);
-    RegisterBinaryKernels(r);
-    RegisterCastKernels(r);
-    RegisterArrayKernels(r);
-    RegisterReductionKernels(r);
-    RegisterNnKernels(r);
-    RegisterNormKernels(r);
-    RegisterPoolKernels(r);
-    RegisterTrainingKernels(r);
-    RegisterVendorKernels(r);
-    return r;
-  }();
-  return registry;
-}
+  static weft_status_t BufferMemset(weft_device_t device, weft_stream_t stream, weft_buffer_t buffer, uint64_t offset,
+                                    uint8_t value, uint64_t size) {
+    return sdk::Guard([&] {
+      CheckStream(stream, "buffer_memset");
+      sdk::CheckBufferRange(AsBuffer(buffer), offset, size, "buffer_memset");
+      if (size == 0) return;
+      AsDevice(device)->MakeCurrent();
+      Check(rt::Memset(At(buffer, offset), value, size, AsStream(stream)->stream), Call("MemsetAsync").c_str());
+    });
+  }
+};
 
 const weft_device_plugin_t& DeviceTable() {
-  static const weft_device_plugin_t table = [] {
-    auto t = sdk::Make<weft_device_plugin_t>();
-    t.device_type = Vendor().device_type;
-    t.device_count = DeviceCount;
-    t.device_open = DeviceOpen;
-    t.device_close = DeviceClose;
-    t.device_properties = DeviceProperties;
-    t.buffer_alloc = BufferAlloc;
-    t.buffer_free = BufferFree;
-    t.buffer_host_pointer = nullptr;  // device memory is not host-addressable
-    t.stream_create = StreamCreate;
-    t.stream_destroy = StreamDestroy;
-    t.stream_synchronize = StreamSynchronize;
-    t.event_create = EventCreate;
-    t.event_destroy = EventDestroy;
-    t.event_record = EventRecord;
-    t.stream_wait_event = StreamWaitEvent;
-    t.event_synchronize = EventSynchronize;
-    t.event_on_ready = EventOnReady;
-    t.copy_host_to_device = CopyHostToDevice;
-    t.copy_device_to_host = CopyDeviceToHost;
-    t.copy_device_to_device = CopyDeviceToDevice;
-    t.copy_peer = CopyPeer;
-    t.buffer_memset = BufferMemset;
-    t.kernels = Kernels().data();
-    t.num_kernels = Kernels().size();
-    return t;
-  }();
+  static const KernelRegistry kernels = sdk::MakeRegistry<KernelRegistry>(
+      {RegisterUnaryKernels, RegisterBinaryKernels, RegisterCastKernels, RegisterArrayKernels, RegisterReductionKernels,
+       RegisterNnKernels, RegisterNormKernels, RegisterPoolKernels, RegisterTrainingKernels, RegisterVendorKernels});
+  static const weft_device_plugin_t table = sdk::DeviceTableOf<Entry>(Vendor().device_type, kernels);
   return table;
 }
 

@@ -3,9 +3,8 @@
 // node's stream.
 //
 //   template <class T>
-//   class ReluKernel {
+//   class ReluKernel {  // no attrs: no constructor (weft/sdk/kernel.h)
 //    public:
-//     explicit ReluKernel(const InitContext&) {}
 //     void Compute(Context& ctx) {
 //       const Tensor x = ctx.input(0);
 //       const Tensor y = ctx.allocate_output(0, x.dims);
@@ -29,11 +28,13 @@
 #define WEFT_PLUGINS_DEVICES_GPU_KERNEL_FRAMEWORK_H_
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "gpu/gpu_device.h"
 #include "gpu/gpu_runtime.h"
 #include "weft/sdk/kernel.h"
+#include "weft/sdk/op_checks.h"
 
 namespace weft::gpu {
 
@@ -140,6 +141,37 @@ ReducePlan PlanReduce(const Dims& in, const std::vector<bool>& reduce);
 
 // The product of dims[begin, end).
 int64_t Product(const Dims& dims, int begin, int end);
+
+// --- Registration ----------------------------------------------------------------
+
+// The dtype of the element type |T| (one of the types the kernels use).
+template <class T>
+constexpr weft_dtype_t DtypeOf() {
+  if constexpr (std::is_same_v<T, float>) {
+    return WEFT_DTYPE_F32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return WEFT_DTYPE_F64;
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return WEFT_DTYPE_I32;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return WEFT_DTYPE_I64;
+  } else {
+    return WEFT_DTYPE_BOOL;
+  }
+}
+
+// Registers K<T> for |op|, its attr "T" bound to each of Ts in turn.
+template <template <class> class K, class... Ts>
+void AddForTypes(KernelRegistry& r, const char* op, uint32_t flags = WEFT_KERNEL_INLINE) {
+  (r.Add<K<Ts>>(op, {{"T", DtypeOf<Ts>()}}, flags), ...);
+}
+
+// Calls fn(T()) for each of Ts in turn; fn's parameter type names the type
+// (a family's kernels, registered for each element type).
+template <class... Ts, class F>
+void ForEachType(F&& fn) {
+  (fn(Ts()), ...);
+}
 
 // --- Kernel families -------------------------------------------------------------
 

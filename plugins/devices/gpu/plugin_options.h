@@ -7,27 +7,23 @@
 #include <cstddef>
 
 #include "gpu/vendor.h"
+#include "weft/sdk/option_defs.h"
 #include "weft/sdk/plugin.h"
 #include "weft/sdk/struct.h"
 #include "weft/weft_plugin.h"
 
 namespace weft::gpu {
 
-inline const weft_option_def_t kOptions[] = {
-    {sizeof(weft_option_def_t), "allocator_cache", WEFT_OPTION_BOOL, "true",
-     "Keep freed device buffers in per-size free lists for reuse (the runtime's own free waits for the whole "
-     "device); false returns every buffer to the runtime at once.",
-     0, 0, 0, 0, nullptr, 0},
+inline constexpr weft_option_def_t kOptions[] = {
+    sdk::BoolOption("allocator_cache", "true",
+                    "Keep freed device buffers in per-size free lists for reuse (the runtime's own free waits for the "
+                    "whole device); false returns every buffer to the runtime at once."),
 };
 
 // The plugin's description with the vendor's names and the options above,
 // around |table| and |configure|.
 inline weft_plugin_t Description(const weft_device_plugin_t* table, weft_status_t (*configure)(const weft_options_t*)) {
-  weft_plugin_t p =
-      sdk::DescribePlugin(Vendor().plugin_name, Vendor().version, Vendor().description, WEFT_PLUGIN_DEVICE);
-  p.device = table;
-  sdk::WithOptions(p, kOptions, configure);
-  return p;
+  return sdk::DescribePlugin(Vendor().plugin_name, Vendor().version, Vendor().description, table, kOptions, configure);
 }
 
 }  // namespace weft::gpu

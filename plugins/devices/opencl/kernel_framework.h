@@ -33,6 +33,7 @@
 
 #include "opencl_device.h"
 #include "weft/sdk/kernel.h"
+#include "weft/sdk/op_checks.h"
 
 namespace weft::opencl {
 
@@ -91,6 +92,16 @@ weft_status_t QueryFp64(weft_device_t device, const weft_kernel_init_t* init, we
 
 using KernelRegistry = sdk::BasicKernelRegistry<InitContext, Context>;
 
+// NumPy broadcasting of N operands onto |out|: up to 8 collapsed
+// dimensions, each operand's element strides (0 where broadcast), packed
+// for a kernel (see broadcast_index in the .cl sources).
+template <std::size_t N>
+struct BroadcastPlan {
+  cl_int rank = 1;
+  cl_long8 dims{};
+  std::array<cl_long8, N> strides{};
+};
+
 // One kernel launch: borrows a kernel object from |program|, takes its
 // arguments in order and enqueues it on the context's stream.
 class Launch {
@@ -106,6 +117,13 @@ class Launch {
   template <class T>
   Launch& Val(const T& value) {
     SetArg(sizeof(T), &value);
+    return *this;
+  }
+  // |plan|'s rank, dims and each operand's strides, in that order.
+  template <std::size_t N>
+  Launch& Plan(const BroadcastPlan<N>& plan) {
+    Val(plan.rank).Val(plan.dims);
+    for (const cl_long8& strides : plan.strides) Val(strides);
     return *this;
   }
   // A __local array of |bytes|.
@@ -139,15 +157,6 @@ std::string TypeDefines(weft_dtype_t dtype);
 Program& ProgramFor(Device& device, const char* name, weft_dtype_t dtype);
 void RequireFp64(Device& device, weft_dtype_t dtype);
 
-// NumPy broadcasting of N operands onto |out|: up to 8 collapsed
-// dimensions, each operand's element strides (0 where broadcast), packed
-// for a kernel (see broadcast_index in the .cl sources).
-template <std::size_t N>
-struct BroadcastPlan {
-  cl_int rank = 1;
-  cl_long8 dims{};
-  std::array<cl_long8, N> strides{};
-};
 BroadcastPlan<1> PlanBroadcast1(const Dims& out, const Dims& in);
 BroadcastPlan<2> PlanBroadcast2(const Dims& out, const Dims& a, const Dims& b);
 BroadcastPlan<3> PlanBroadcast3(const Dims& out, const Dims& a, const Dims& b, const Dims& c);

@@ -8,6 +8,10 @@
 // device; the pure logic it is built on (frame.h, handshake.h,
 // connection_state.h, registration_cache.h, address.h) is unit-tested.
 //
+// The code: device.h (the device, registered buffers), connection.h (a
+// queue pair, its rings and the protocol below), endpoint.h (accepting and
+// the progress thread) and rdma_transport.cc (options and entry points).
+//
 // The protocol, per connection:
 //  - Each side has a receive ring of `ring_slots` slots of `slot_size`
 //    bytes, registered for remote write, and a send staging area of the

@@ -71,8 +71,8 @@ void CheckCallbacks(const weft_transport_callbacks_t* callbacks, bool listening)
 
 }  // namespace
 
-weft_status_t EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
-                           weft_endpoint_t* out_endpoint) {
+weft_status_t Entry::EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
+                                  weft_endpoint_t* out_endpoint) {
   return sdk::Guard([&] {
     if (out_endpoint == nullptr) Fail(WEFT_INVALID_ARGUMENT, "endpoint_open: out_endpoint is null");
     *out_endpoint = nullptr;
@@ -129,7 +129,7 @@ weft_status_t EndpointOpen(const char* listen_address, const weft_transport_call
   });
 }
 
-void EndpointClose(weft_endpoint_t endpoint) {
+void Entry::EndpointClose(weft_endpoint_t endpoint) {
   sdk::GuardVoid("tcp endpoint_close", [&] {
     if (endpoint == nullptr) return;
     std::shared_ptr<EndpointState> state = endpoint->state;
@@ -169,7 +169,7 @@ void EndpointClose(weft_endpoint_t endpoint) {
   });
 }
 
-weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t size) {
+weft_status_t Entry::EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t size) {
   return sdk::Guard([&] {
     if (endpoint == nullptr || buffer == nullptr) Fail(WEFT_INVALID_ARGUMENT, "endpoint_address: null argument");
     EndpointState* state = StateOf(endpoint);
@@ -187,8 +187,8 @@ weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t siz
 
 // Connects on a private io_context in the caller's thread (so it works
 // from a callback too), then hands the socket to the endpoint's thread.
-weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
-                             weft_connection_t* out_connection) {
+weft_status_t Entry::ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
+                                    weft_connection_t* out_connection) {
   return sdk::Guard([&] {
     if (endpoint == nullptr || address == nullptr || out_connection == nullptr) {
       Fail(WEFT_INVALID_ARGUMENT, "connection_open: null argument");

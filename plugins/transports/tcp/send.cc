@@ -12,7 +12,7 @@
 
 namespace weft::transports::tcp {
 
-weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes) {
+weft_status_t Entry::ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes) {
   return sdk::Guard([&] {
     if (connection == nullptr) Fail(WEFT_INVALID_ARGUMENT, "connection_set_max_message: connection is NULL");
     // Read by the I/O thread at the next preamble; on_accept runs before
@@ -21,7 +21,7 @@ weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max
   });
 }
 
-void ConnectionClose(weft_connection_t connection) {
+void Entry::ConnectionClose(weft_connection_t connection) {
   sdk::GuardVoid("tcp connection_close", [&] {
     if (connection == nullptr) return;
     std::shared_ptr<Conn> conn = connection->conn;
@@ -34,7 +34,7 @@ void ConnectionClose(weft_connection_t connection) {
   });
 }
 
-weft_status_t Send(weft_connection_t connection, const weft_message_t* message, weft_done_fn done, void* user) {
+weft_status_t Entry::Send(weft_connection_t connection, const weft_message_t* message, weft_done_fn done, void* user) {
   return sdk::Guard([&] {
     if (connection == nullptr || message == nullptr || done == nullptr) {
       Fail(WEFT_INVALID_ARGUMENT, "send: null argument");

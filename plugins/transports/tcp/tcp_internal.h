@@ -297,17 +297,20 @@ void ConnectTls(const std::shared_ptr<EndpointState>& state, const std::shared_p
 std::shared_ptr<asio::ssl::context> MakeTls(const std::string& certificate, const std::string& key,
                                             const std::string& ca);
 
-// The transport table's entries, in endpoint.cc ...
-weft_status_t EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
-                           weft_endpoint_t* out_endpoint);
-void EndpointClose(weft_endpoint_t endpoint);
-weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t size);
-weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
-                             weft_connection_t* out_connection);
-// ... and in send.cc.
-weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes);
-void ConnectionClose(weft_connection_t connection);
-weft_status_t Send(weft_connection_t connection, const weft_message_t* message, weft_done_fn done, void* user);
+// The transport table's entry points (weft/sdk/tables.h).
+struct Entry {
+  // In endpoint.cc ...
+  static weft_status_t EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
+                                    weft_endpoint_t* out_endpoint);
+  static void EndpointClose(weft_endpoint_t endpoint);
+  static weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t size);
+  static weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
+                                      weft_connection_t* out_connection);
+  // ... and in send.cc.
+  static weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes);
+  static void ConnectionClose(weft_connection_t connection);
+  static weft_status_t Send(weft_connection_t connection, const weft_message_t* message, weft_done_fn done, void* user);
+};
 
 }  // namespace weft::transports::tcp
 

@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "tcp_internal.h"
+#include "weft/sdk/option_defs.h"
 #include "weft/sdk/plugin.h"
+#include "weft/sdk/tables.h"
 
 namespace weft::transports::tcp {
 
@@ -15,28 +17,25 @@ Options g_options;
 
 namespace {
 
-const weft_option_def_t kOptions[] = {
-    {sizeof(weft_option_def_t), "max_message_mb", WEFT_OPTION_INT, "4096",
-     "The largest message (header and payload) accepted or sent, in MiB; a peer announcing a larger one is "
-     "disconnected before anything is allocated.",
-     1, 1, 1, 1 << 20, nullptr, 0},
-    {sizeof(weft_option_def_t), "socket_buffer_kb", WEFT_OPTION_INT, "0",
-     "SO_SNDBUF and SO_RCVBUF of every connection, in KiB; 0 leaves them to the kernel's autotuning "
-     "(measured fastest on loopback, see BENCHMARKS.md).",
-     1, 0, 1, 1 << 20, nullptr, 0},
-    {sizeof(weft_option_def_t), "tls", WEFT_OPTION_BOOL, "false",
-     "Encrypt every connection with TLS 1.3 (OpenSSL), both sides presenting a certificate the cluster's CA "
-     "signed (tls_certificate, tls_private_key, tls_ca). Every task and client of a cluster must agree.",
-     0, 0, 0, 0, nullptr, 0},
-    {sizeof(weft_option_def_t), "tls_certificate", WEFT_OPTION_STRING, "\"\"",
-     "tls: this machine's certificate chain, PEM.", 0, 0, 0, 0, nullptr, 0},
-    {sizeof(weft_option_def_t), "tls_private_key", WEFT_OPTION_STRING, "\"\"",
-     "tls: the private key of tls_certificate, PEM; only its owner may read it.", 0, 0, 0, 0, nullptr, 0},
-    {sizeof(weft_option_def_t), "tls_ca", WEFT_OPTION_STRING, "\"\"",
-     "tls: the CA certificate(s), PEM, that a peer's certificate must chain to.", 0, 0, 0, 0, nullptr, 0},
-    {sizeof(weft_option_def_t), "tls_handshake_timeout_ms", WEFT_OPTION_INT, "10000",
-     "tls: an accepted connection that has not completed its TLS handshake by then is dropped.", 1, 1, 0, 0, nullptr,
-     0},
+constexpr weft_option_def_t kOptions[] = {
+    sdk::IntOption("max_message_mb", "4096",
+                   "The largest message (header and payload) accepted or sent, in MiB; a peer announcing a larger "
+                   "one is disconnected before anything is allocated.",
+                   1, 1 << 20),
+    sdk::IntOption("socket_buffer_kb", "0",
+                   "SO_SNDBUF and SO_RCVBUF of every connection, in KiB; 0 leaves them to the kernel's autotuning "
+                   "(measured fastest on loopback, see BENCHMARKS.md).",
+                   0, 1 << 20),
+    sdk::BoolOption("tls", "false",
+                    "Encrypt every connection with TLS 1.3 (OpenSSL), both sides presenting a certificate the "
+                    "cluster's CA signed (tls_certificate, tls_private_key, tls_ca). Every task and client of a "
+                    "cluster must agree."),
+    sdk::StringOption("tls_certificate", "\"\"", "tls: this machine's certificate chain, PEM."),
+    sdk::StringOption("tls_private_key", "\"\"",
+                      "tls: the private key of tls_certificate, PEM; only its owner may read it."),
+    sdk::StringOption("tls_ca", "\"\"", "tls: the CA certificate(s), PEM, that a peer's certificate must chain to."),
+    sdk::IntOption("tls_handshake_timeout_ms", "10000",
+                   "tls: an accepted connection that has not completed its TLS handshake by then is dropped.", 1),
 };
 
 weft_status_t Configure(const weft_options_t* options) {
@@ -58,26 +57,10 @@ weft_status_t Configure(const weft_options_t* options) {
 }
 
 const weft_plugin_t* Describe() {
-  static const weft_transport_plugin_t transport = [] {
-    auto t = sdk::Make<weft_transport_plugin_t>();
-    t.scheme = "tcp";
-    t.endpoint_open = EndpointOpen;
-    t.endpoint_close = EndpointClose;
-    t.endpoint_address = EndpointAddress;
-    t.connection_open = ConnectionOpen;
-    t.connection_close = ConnectionClose;
-    t.send = Send;
-    t.connection_set_max_message = ConnectionSetMaxMessage;
-    return t;
-  }();
-  static const weft_plugin_t plugin = [] {
-    weft_plugin_t p = sdk::DescribePlugin(
-        "tcp", "0.1.0", "TCP over Boost.Asio: scatter/gather sends, zero-copy receives into aligned buffers",
-        WEFT_PLUGIN_TRANSPORT);
-    p.transport = &transport;
-    sdk::WithOptions(p, kOptions, Configure);
-    return p;
-  }();
+  static const weft_transport_plugin_t transport = sdk::TransportTableOf<Entry>("tcp");
+  static const weft_plugin_t plugin = sdk::DescribePlugin(
+      "tcp", "0.1.0", "TCP over Boost.Asio: scatter/gather sends, zero-copy receives into aligned buffers", &transport,
+      kOptions, Configure);
   return &plugin;
 }
 

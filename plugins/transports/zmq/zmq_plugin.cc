@@ -17,7 +17,9 @@
 
 #include "address.h"
 #include "endpoint.h"
+#include "weft/sdk/option_defs.h"
 #include "weft/sdk/plugin.h"
+#include "weft/sdk/tables.h"
 
 #ifndef WEFT_ZMQ_PLUGIN_VERSION
 #define WEFT_ZMQ_PLUGIN_VERSION "0.0.0"
@@ -92,118 +94,104 @@ weft_status_t Configure(const weft_options_t* options) {
   });
 }
 
-weft_status_t EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
-                           weft_endpoint_t* out_endpoint) {
-  return sdk::Guard([&] {
-    if (out_endpoint == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: out_endpoint is NULL");
-    *out_endpoint = nullptr;
-    if (callbacks == nullptr || callbacks->struct_size < WEFT_TRANSPORT_CALLBACKS_SIZE_V1_0) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT,
-                       "zmq transport: the callbacks are NULL or smaller than weft_transport_callbacks_t of ABI 1.0");
-    }
-    if (callbacks->on_message == nullptr || callbacks->on_closed == nullptr) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: on_message and on_closed are required");
-    }
-    if (listen_address != nullptr && callbacks->on_accept == nullptr) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT,
-                       std::string("zmq transport: listening on ") + listen_address + " needs an on_accept callback");
-    }
-    std::optional<Address> listen;
-    if (listen_address != nullptr) listen = ParseAddress(listen_address);
-    auto copy = sdk::Make<weft_transport_callbacks_t>();
-    copy.user = callbacks->user;
-    copy.on_accept = callbacks->on_accept;
-    copy.on_message = callbacks->on_message;
-    copy.on_closed = callbacks->on_closed;
-    *out_endpoint = reinterpret_cast<weft_endpoint_t>(new Endpoint(listen, copy, g_settings));
-  });
-}
+// The transport table's entry points (weft/sdk/tables.h). TCP
+// needs no registration: there is no MemoryRegister.
+struct Entry {
+  static weft_status_t EndpointOpen(const char* listen_address, const weft_transport_callbacks_t* callbacks,
+                                    weft_endpoint_t* out_endpoint) {
+    return sdk::Guard([&] {
+      if (out_endpoint == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: out_endpoint is NULL");
+      *out_endpoint = nullptr;
+      if (callbacks == nullptr || callbacks->struct_size < WEFT_TRANSPORT_CALLBACKS_SIZE_V1_0) {
+        throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                         "zmq transport: the callbacks are NULL or smaller than weft_transport_callbacks_t of ABI 1.0");
+      }
+      if (callbacks->on_message == nullptr || callbacks->on_closed == nullptr) {
+        throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: on_message and on_closed are required");
+      }
+      if (listen_address != nullptr && callbacks->on_accept == nullptr) {
+        throw sdk::Error(WEFT_INVALID_ARGUMENT,
+                         std::string("zmq transport: listening on ") + listen_address + " needs an on_accept callback");
+      }
+      std::optional<Address> listen;
+      if (listen_address != nullptr) listen = ParseAddress(listen_address);
+      auto copy = sdk::Make<weft_transport_callbacks_t>();
+      copy.user = callbacks->user;
+      copy.on_accept = callbacks->on_accept;
+      copy.on_message = callbacks->on_message;
+      copy.on_closed = callbacks->on_closed;
+      *out_endpoint = reinterpret_cast<weft_endpoint_t>(new Endpoint(listen, copy, g_settings));
+    });
+  }
 
-void EndpointClose(weft_endpoint_t endpoint) {
-  sdk::GuardVoid("zmq transport: endpoint_close", [&] {
-    if (endpoint != nullptr) AsEndpoint(endpoint)->Close();
-  });
-}
+  static void EndpointClose(weft_endpoint_t endpoint) {
+    sdk::GuardVoid("zmq transport: endpoint_close", [&] {
+      if (endpoint != nullptr) AsEndpoint(endpoint)->Close();
+    });
+  }
 
-weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t size) {
-  return sdk::Guard([&] {
-    if (endpoint == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: endpoint_address: NULL endpoint");
-    const std::string& address = AsEndpoint(endpoint)->address();
-    if (buffer == nullptr || address.size() + 1 > size) {
-      throw sdk::Error(WEFT_RESOURCE_EXHAUSTED, "zmq transport: the address " + address + " needs " +
-                                                    std::to_string(address.size() + 1) + " bytes, the buffer has " +
-                                                    std::to_string(buffer == nullptr ? 0 : size));
-    }
-    address.copy(buffer, address.size());
-    buffer[address.size()] = '\0';
-  });
-}
+  static weft_status_t EndpointAddress(weft_endpoint_t endpoint, char* buffer, size_t size) {
+    return sdk::Guard([&] {
+      if (endpoint == nullptr)
+        throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: endpoint_address: NULL endpoint");
+      const std::string& address = AsEndpoint(endpoint)->address();
+      if (buffer == nullptr || address.size() + 1 > size) {
+        throw sdk::Error(WEFT_RESOURCE_EXHAUSTED, "zmq transport: the address " + address + " needs " +
+                                                      std::to_string(address.size() + 1) + " bytes, the buffer has " +
+                                                      std::to_string(buffer == nullptr ? 0 : size));
+      }
+      address.copy(buffer, address.size());
+      buffer[address.size()] = '\0';
+    });
+  }
 
-weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
-                             weft_connection_t* out_connection) {
-  return sdk::Guard([&] {
-    if (out_connection == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: out_connection is NULL");
-    *out_connection = nullptr;
-    if (endpoint == nullptr || address == nullptr) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connection_open: NULL endpoint or address");
-    }
-    const Address parsed = ParseAddress(address);
-    *out_connection = reinterpret_cast<weft_connection_t>(AsEndpoint(endpoint)->Connect(parsed, timeout_ms));
-  });
-}
+  static weft_status_t ConnectionOpen(weft_endpoint_t endpoint, const char* address, int64_t timeout_ms,
+                                      weft_connection_t* out_connection) {
+    return sdk::Guard([&] {
+      if (out_connection == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: out_connection is NULL");
+      *out_connection = nullptr;
+      if (endpoint == nullptr || address == nullptr) {
+        throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connection_open: NULL endpoint or address");
+      }
+      const Address parsed = ParseAddress(address);
+      *out_connection = reinterpret_cast<weft_connection_t>(AsEndpoint(endpoint)->Connect(parsed, timeout_ms));
+    });
+  }
 
-void ConnectionClose(weft_connection_t connection) {
-  sdk::GuardVoid("zmq transport: connection_close", [&] {
-    if (connection != nullptr) CloseConnection(AsConnection(connection));
-  });
-}
+  static void ConnectionClose(weft_connection_t connection) {
+    sdk::GuardVoid("zmq transport: connection_close", [&] {
+      if (connection != nullptr) CloseConnection(AsConnection(connection));
+    });
+  }
 
-weft_status_t Send(weft_connection_t connection, const weft_message_t* message, weft_done_fn done, void* user) {
-  return sdk::Guard([&]() -> weft_status_t {
-    if (connection == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send: NULL connection");
-    return SendMessage(AsConnection(connection), message, done, user);
-  });
-}
+  static weft_status_t Send(weft_connection_t connection, const weft_message_t* message, weft_done_fn done,
+                            void* user) {
+    return sdk::Guard([&]() -> weft_status_t {
+      if (connection == nullptr) throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: send: NULL connection");
+      return SendMessage(AsConnection(connection), message, done, user);
+    });
+  }
 
-weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes) {
-  return sdk::Guard([&] {
-    if (connection == nullptr) {
-      throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connection_set_max_message: NULL connection");
-    }
-    AsConnection(connection)->connection->max_message.store(max_bytes, std::memory_order_relaxed);
-  });
-}
+  static weft_status_t ConnectionSetMaxMessage(weft_connection_t connection, uint64_t max_bytes) {
+    return sdk::Guard([&] {
+      if (connection == nullptr) {
+        throw sdk::Error(WEFT_INVALID_ARGUMENT, "zmq transport: connection_set_max_message: NULL connection");
+      }
+      AsConnection(connection)->connection->max_message.store(max_bytes, std::memory_order_relaxed);
+    });
+  }
+};
 
-const weft_transport_plugin_t& TransportTable() {
-  static const weft_transport_plugin_t table = [] {
-    auto t = sdk::Make<weft_transport_plugin_t>();
-    t.scheme = "zmq";
-    t.endpoint_open = EndpointOpen;
-    t.endpoint_close = EndpointClose;
-    t.endpoint_address = EndpointAddress;
-    t.connection_open = ConnectionOpen;
-    t.connection_close = ConnectionClose;
-    t.send = Send;
-    t.connection_set_max_message = ConnectionSetMaxMessage;
-    // TCP needs no registration.
-    t.memory_register = nullptr;
-    t.memory_unregister = nullptr;
-    return t;
-  }();
-  return table;
-}
-
-const weft_option_def_t kOptions[] = {
-    {sizeof(weft_option_def_t), "max_message_mb", WEFT_OPTION_INT, "2048",
-     "The largest message (header and payload) accepted, in MiB; a peer sending more is disconnected "
-     "with an error (ZMQ_MAXMSGSIZE per frame).",
-     1, 1, 1, 1 << 20, nullptr, 0},
-    {sizeof(weft_option_def_t), "curve_public_key", WEFT_OPTION_STRING, "\"\"",
-     "Encrypt every link with CURVE: the cluster's public key, Z85 (40 characters); every task and client "
-     "uses the same key pair. Unset: links are not encrypted.",
-     0, 0, 0, 0, nullptr, 0},
-    {sizeof(weft_option_def_t), "curve_secret_key_file", WEFT_OPTION_STRING, "\"\"",
-     "CURVE: a file (chmod 600) holding the Z85 secret key of curve_public_key.", 0, 0, 0, 0, nullptr, 0},
+constexpr weft_option_def_t kOptions[] = {
+    sdk::IntOption("max_message_mb", "2048",
+                   "The largest message (header and payload) accepted, in MiB; a peer sending more is disconnected "
+                   "with an error (ZMQ_MAXMSGSIZE per frame).",
+                   1, 1 << 20),
+    sdk::StringOption("curve_public_key", "\"\"",
+                      "Encrypt every link with CURVE: the cluster's public key, Z85 (40 characters); every task and "
+                      "client uses the same key pair. Unset: links are not encrypted."),
+    sdk::StringOption("curve_secret_key_file", "\"\"",
+                      "CURVE: a file (chmod 600) holding the Z85 secret key of curve_public_key."),
 };
 
 const weft_plugin_t* Describe() {
@@ -213,12 +201,9 @@ const weft_plugin_t* Describe() {
     return "ZeroMQ " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
            " over TCP (zmq+tcp://HOST:PORT), zero-copy sends";
   }();
-  static const weft_plugin_t plugin = [] {
-    weft_plugin_t p = sdk::DescribePlugin("zmq", WEFT_ZMQ_PLUGIN_VERSION, description.c_str(), WEFT_PLUGIN_TRANSPORT);
-    p.transport = &TransportTable();
-    sdk::WithOptions(p, kOptions, Configure);
-    return p;
-  }();
+  static const weft_transport_plugin_t table = sdk::TransportTableOf<Entry>("zmq");
+  static const weft_plugin_t plugin =
+      sdk::DescribePlugin("zmq", WEFT_ZMQ_PLUGIN_VERSION, description.c_str(), &table, kOptions, Configure);
   return &plugin;
 }
 

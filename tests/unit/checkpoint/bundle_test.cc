@@ -5,63 +5,34 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/base/strings.h"
-
-namespace weft {
-// Statuses print as text in failure messages.
-inline void PrintTo(const Status& status, std::ostream* out) { *out << status.ToString(); }
-}  // namespace weft
+#include "tests/support/status_printer.h"
+#include "tests/support/test_dir.h"
 
 namespace weft::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
 
+using testing::ReadFile;
+using testing::WriteFile;
+
 class Bundle : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_bundle_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Prefix(const std::string& name) const { return (dir_ / name).string(); }
-
+  std::string Prefix(const std::string& name) const { return dir_.File(name); }
   // Every file of the directory, sorted.
-  std::vector<std::string> Files() const {
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path().filename().string());
-    std::sort(files.begin(), files.end());
-    return files;
-  }
+  std::vector<std::string> Files() const { return dir_.Files(); }
 
-  fs::path dir_;
+  testing::TestDir dir_{"weft_bundle_test"};
 };
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
 void FlipByte(const std::string& path, std::size_t at) {
-  std::string bytes = ReadAll(path);
+  std::string bytes = ReadFile(path);
   ASSERT_LT(at, bytes.size());
   bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
-  WriteAll(path, bytes);
+  WriteFile(path, bytes);
 }
 
 std::string FromHex(std::string_view hex) {
@@ -87,15 +58,15 @@ TEST_F(Bundle, WritesTheDocumentedBytes) {
   EXPECT_EQ(Files(), (std::vector<std::string>{"b.data-00000-of-00001", "b.index"}));
   // By hand and with a bit-at-a-time CRC32C in Python: "a" = u64 2, "hi",
   // u64 0; "x" = three little-endian binary32 values; names sorted.
-  EXPECT_EQ(ReadAll(Prefix("b") + ".data-00000-of-00001"),
+  EXPECT_EQ(ReadFile(Prefix("b") + ".data-00000-of-00001"),
             FromHex("0200000000000000686900000000000000000000803f0000004000004040"));
-  EXPECT_EQ(ReadAll(Prefix("b") + ".index"), FromHex("57454654434b505401000000000000007b00000000000000010000001e"
-                                                     "0000000000000001000000040000007374"
-                                                     "6570010000003702000000010000006107000000010000000200000000"
-                                                     "000000000000000000000000000000120000"
-                                                     "000000000052751a920100000078010000000100000003000000000000"
-                                                     "000000000012000000000000000c00000000"
-                                                     "000000735b8971b7e43a51"));
+  EXPECT_EQ(ReadFile(Prefix("b") + ".index"), FromHex("57454654434b505401000000000000007b00000000000000010000001e"
+                                                      "0000000000000001000000040000007374"
+                                                      "6570010000003702000000010000006107000000010000000200000000"
+                                                      "000000000000000000000000000000120000"
+                                                      "000000000052751a920100000078010000000100000003000000000000"
+                                                      "000000000012000000000000000c00000000"
+                                                      "000000735b8971b7e43a51"));
   auto reader = BundleReader::Open(Prefix("b"));
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   ASSERT_EQ((*reader)->entries().size(), 2u);
@@ -220,9 +191,10 @@ TEST_F(Bundle, MissingIndexIsNotFoundWithAHint) {
                           ".index does not exist; did you mean ", Prefix("ckpt-100"), "?"));
   EXPECT_EQ(BundleReader::Open(Prefix("other")).status(),
             NotFoundError("checkpoint ", Prefix("other"), " not found: ", Prefix("other"), ".index does not exist"));
-  EXPECT_EQ(BundleReader::Open(dir_.string()).status(),
-            NotFoundError("checkpoint ", dir_.string(), " not found: it is a directory, not a bundle prefix (list its ",
-                          "checkpoints with `weft ckpt ls ", dir_.string(), "`)"));
+  EXPECT_EQ(BundleReader::Open(dir_.path().string()).status(),
+            NotFoundError("checkpoint ", dir_.path().string(),
+                          " not found: it is a directory, not a bundle prefix (list its ",
+                          "checkpoints with `weft ckpt ls ", dir_.path().string(), "`)"));
   const std::string nowhere = (dir_ / "gone" / "b").string();
   EXPECT_EQ(BundleReader::Open(nowhere).status(), NotFoundError("checkpoint ", nowhere, " not found: directory ",
                                                                 (dir_ / "gone").string(), " does not exist"));
@@ -231,7 +203,7 @@ TEST_F(Bundle, MissingIndexIsNotFoundWithAHint) {
 TEST_F(Bundle, TruncatedIndexSaysSo) {
   ASSERT_TRUE(WriteBundle(Prefix("b"), Small(), {{"step", "7"}}).ok());
   const std::string index = Prefix("b") + ".index";
-  const std::string bytes = ReadAll(index);
+  const std::string bytes = ReadFile(index);
   ASSERT_EQ(bytes.size(), 151u);
   const std::string what = StrCat("checkpoint ", index, " is truncated: ");
   const std::pair<std::size_t, std::string> cases[] = {
@@ -243,7 +215,7 @@ TEST_F(Bundle, TruncatedIndexSaysSo) {
       {150, "its header promises 151 bytes, the file has 150"},
   };
   for (const auto& [size, message] : cases) {
-    WriteAll(index, bytes.substr(0, size));
+    WriteFile(index, bytes.substr(0, size));
     EXPECT_EQ(BundleReader::Open(Prefix("b")).status(), DataLossError(what, message)) << size;
   }
 }
@@ -251,7 +223,7 @@ TEST_F(Bundle, TruncatedIndexSaysSo) {
 TEST_F(Bundle, CorruptIndexIsDataLoss) {
   ASSERT_TRUE(WriteBundle(Prefix("b"), Small(), {{"step", "7"}}).ok());
   const std::string index = Prefix("b") + ".index";
-  const std::string bytes = ReadAll(index);
+  const std::string bytes = ReadFile(index);
   // Byte 52 is the "7" of the metadata (after the 24-byte header, the shard
   // count and size, the metadata count, and "step" with its length).
   ASSERT_EQ(bytes[52], '7');
@@ -262,14 +234,14 @@ TEST_F(Bundle, CorruptIndexIsDataLoss) {
       << s.ToString();
   EXPECT_NE(s.message().find(" but its contents hash to 0x"), std::string::npos) << s.ToString();
 
-  WriteAll(index, bytes + "xyz");
+  WriteFile(index, bytes + "xyz");
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", index,
                           " is corrupt: 3 unexpected bytes follow the checksum "
                           "(the file has 154 bytes, its header says "
                           "151)"));
 
-  WriteAll(index, "PK\x03\x04 this is a zip file, not an index");
+  WriteFile(index, "PK\x03\x04 this is a zip file, not an index");
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", index,
                           " is not a weft checkpoint index: it does not start "
@@ -279,16 +251,16 @@ TEST_F(Bundle, CorruptIndexIsDataLoss) {
 TEST_F(Bundle, NewerFormatVersionAsksForAnUpgrade) {
   ASSERT_TRUE(WriteBundle(Prefix("b"), Small(), {}).ok());
   const std::string index = Prefix("b") + ".index";
-  std::string bytes = ReadAll(index);
+  std::string bytes = ReadFile(index);
   bytes[8] = 2;  // the version, little-endian, after the 8-byte magic
-  WriteAll(index, bytes);
+  WriteFile(index, bytes);
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             FailedPreconditionError("checkpoint ", index,
                                     " has format version 2, newer than this "
                                     "weft reads (1): it was written by a newer "
                                     "weft; upgrade weft to read it"));
   bytes[8] = 0;
-  WriteAll(index, bytes);
+  WriteFile(index, bytes);
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", index, " is corrupt: it has format version 0, which no weft writes"));
 }
@@ -296,15 +268,15 @@ TEST_F(Bundle, NewerFormatVersionAsksForAnUpgrade) {
 TEST_F(Bundle, MissingOrShortShardIsDataLoss) {
   ASSERT_TRUE(WriteBundle(Prefix("b"), Small(), {}).ok());
   const std::string shard = Prefix("b") + ".data-00000-of-00001";
-  const std::string data = ReadAll(shard);
+  const std::string data = ReadFile(shard);
   fs::remove(shard);
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", Prefix("b"), " is incomplete: its data shard ", shard, " is missing"));
-  WriteAll(shard, data.substr(0, 29));
+  WriteFile(shard, data.substr(0, 29));
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", Prefix("b"), ": data shard ", shard,
                           " has 29 bytes but the index says 30 (the shard is truncated)"));
-  WriteAll(shard, data + "!");
+  WriteFile(shard, data + "!");
   EXPECT_EQ(BundleReader::Open(Prefix("b")).status(),
             DataLossError("checkpoint ", Prefix("b"), ": data shard ", shard,
                           " has 31 bytes but the index says 30 (the shard does "
@@ -410,11 +382,11 @@ TEST_F(Bundle, ACommitChecksItsParts) {
   ASSERT_TRUE(part1b.ok());
   // A shard whose file is gone, or not the size its writer reported.
   const std::string shard1 = ShardPath(p, 1, 2);
-  const std::string bytes = ReadAll(shard1);
+  const std::string bytes = ReadFile(shard1);
   fs::remove(shard1);
   EXPECT_EQ(CommitShardedBundle(p, {*part0, *part1b}, {}),
             DataLossError(context, ": its data shard ", shard1, " is missing"));
-  WriteAll(shard1, bytes + "x");
+  WriteFile(shard1, bytes + "x");
   EXPECT_EQ(CommitShardedBundle(p, {*part0, *part1b}, {}),
             DataLossError(context, ": its data shard ", shard1, " has 9 bytes, its writer reported 8"));
   EXPECT_EQ(BundleReader::Open(p).status().code(),

@@ -6,11 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/base/crc32c.h"
-
-namespace weft {
-// Statuses print as text in failure messages.
-inline void PrintTo(const Status& status, std::ostream* out) { *out << status.ToString(); }
-}  // namespace weft
+#include "tests/support/status_printer.h"
 
 namespace weft::checkpoint {
 namespace {

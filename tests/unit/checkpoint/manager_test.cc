@@ -9,31 +9,18 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/base/logging.h"
-
-namespace weft {
-// Statuses print as text in failure messages.
-inline void PrintTo(const Status& status, std::ostream* out) { *out << status.ToString(); }
-}  // namespace weft
+#include "tests/support/status_printer.h"
+#include "tests/support/test_dir.h"
 
 namespace weft::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteAll(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
+using testing::ReadFile;
+using testing::WriteFile;
 
 std::vector<std::pair<std::string, Tensor>> TensorsFor(int64_t step) {
   return {{"w", Tensor::FromVector<float>({static_cast<float>(step), 0.5f})}, {"global_step", Tensor::Scalar(step)}};
@@ -42,9 +29,6 @@ std::vector<std::pair<std::string, Tensor>> TensorsFor(int64_t step) {
 class Manager : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           StrCat("weft_manager_test_", getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     old_level_ = GetLogLevel();
     SetLogLevel(LogLevel::kWarning);
     old_sink_ = SetLogSink([this](const LogRecord& r) { logs_.push_back(std::string(r.message)); });
@@ -52,25 +36,20 @@ class Manager : public ::testing::Test {
   void TearDown() override {
     SetLogSink(old_sink_);
     SetLogLevel(old_level_);
-    fs::remove_all(dir_);
   }
 
-  std::string P(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> Files() const {
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path().filename().string());
-    std::sort(files.begin(), files.end());
-    return files;
-  }
+  std::string P(const std::string& name) const { return dir_.File(name); }
+  std::vector<std::string> Files() const { return dir_.Files(); }
 
-  fs::path dir_;
+  // The manager makes the directory.
+  testing::TestDir dir_{"weft_manager_test", /*create=*/false};
   std::vector<std::string> logs_;
   LogLevel old_level_ = LogLevel::kInfo;
   LogSink old_sink_;
 };
 
 TEST_F(Manager, SavesKeepsTheNewestAndWritesTheManifest) {
-  CheckpointManager m(dir_.string(), 2);
+  CheckpointManager m(dir_.path().string(), 2);
   EXPECT_EQ(m.ManifestPath(), P("checkpoint"));
   for (int64_t step : {100, 200, 300}) {
     auto prefix = m.Save(step, TensorsFor(step), {{"seed", "7"}});
@@ -79,7 +58,7 @@ TEST_F(Manager, SavesKeepsTheNewestAndWritesTheManifest) {
   }
   EXPECT_EQ(Files(), (std::vector<std::string>{"checkpoint", "ckpt-200.data-00000-of-00001", "ckpt-200.index",
                                                "ckpt-300.data-00000-of-00001", "ckpt-300.index"}));
-  EXPECT_EQ(ReadAll(dir_ / "checkpoint"),
+  EXPECT_EQ(ReadFile(dir_ / "checkpoint"),
             "# weft checkpoint manifest: the newest bundle of this directory and those kept, oldest first.\n"
             "format 1\nlatest ckpt-300\nkept ckpt-200\nkept ckpt-300\n");
   EXPECT_EQ(*m.List(), (std::vector<std::string>{P("ckpt-200"), P("ckpt-300")}));
@@ -92,7 +71,7 @@ TEST_F(Manager, SavesKeepsTheNewestAndWritesTheManifest) {
 }
 
 TEST_F(Manager, NewestIsTheLastSavedAndKeepZeroKeepsAll) {
-  CheckpointManager m(dir_.string(), 0);
+  CheckpointManager m(dir_.path().string(), 0);
   for (int64_t step : {300, 100, 200, 100}) ASSERT_TRUE(m.Save(step, TensorsFor(step), {}).ok());
   // Saving step 100 again moves it to the end of the kept list.
   EXPECT_EQ(*m.List(), (std::vector<std::string>{P("ckpt-300"), P("ckpt-200"), P("ckpt-100")}));
@@ -107,32 +86,33 @@ TEST_F(Manager, EmptyOrMissingDirectoryHasNoCheckpoint) {
   EXPECT_EQ(*m.Latest(), std::nullopt);
   EXPECT_TRUE(m.List()->empty());
   EXPECT_TRUE(logs_.empty()) << StrJoin(logs_, "\n");
-  fs::create_directories(dir_);
-  WriteAll(dir_ / "file", "x");
+  fs::create_directories(dir_.path());
+  WriteFile(dir_ / "file", "x");
   EXPECT_EQ(CheckpointManager(P("file"), 1).Latest().status(),
             FailedPreconditionError("checkpoint directory ", P("file"), " is not a directory"));
 }
 
 TEST_F(Manager, MissingManifestFallsBackToTheNewestValidBundle) {
-  CheckpointManager m(dir_.string(), 5);
+  CheckpointManager m(dir_.path().string(), 5);
   for (int64_t step : {1, 2, 30}) ASSERT_TRUE(m.Save(step, TensorsFor(step), {}).ok());
   fs::remove(dir_ / "checkpoint");
   // The highest step is damaged: the scan skips it.
-  WriteAll(dir_ / "ckpt-30.index", "garbage");
+  WriteFile(dir_ / "ckpt-30.index", "garbage");
   EXPECT_EQ(*m.Latest(), std::optional<std::string>(P("ckpt-2")));
   ASSERT_EQ(logs_.size(), 2u);
   EXPECT_EQ(logs_[0], StrCat("checkpoint ", P("ckpt-30"), " does not open, skipping it: checkpoint ", P("ckpt-30"),
                              ".index is not a weft checkpoint index: it does not start with \"WEFTCKPT\""));
   EXPECT_EQ(logs_[1], StrCat("checkpoint manifest ", P("checkpoint"), " is missing; using ", P("ckpt-2"),
-                             ", the newest checkpoint in ", dir_.string(), " that opens"));
+                             ", the newest checkpoint in ", dir_.path().string(), " that opens"));
   logs_.clear();
   EXPECT_EQ(*m.List(), (std::vector<std::string>{P("ckpt-1"), P("ckpt-2"), P("ckpt-30")}));
-  EXPECT_EQ(logs_, (std::vector<std::string>{StrCat("checkpoint manifest ", P("checkpoint"),
-                                                    " is missing; listing the checkpoints found in ", dir_.string())}));
+  EXPECT_EQ(logs_,
+            (std::vector<std::string>{StrCat("checkpoint manifest ", P("checkpoint"),
+                                             " is missing; listing the checkpoints found in ", dir_.path().string())}));
 }
 
 TEST_F(Manager, ManifestNamingABrokenBundleFallsBack) {
-  CheckpointManager m(dir_.string(), 5);
+  CheckpointManager m(dir_.path().string(), 5);
   for (int64_t step : {5, 6}) ASSERT_TRUE(m.Save(step, TensorsFor(step), {}).ok());
   fs::remove(dir_ / "ckpt-6.data-00000-of-00001");
   EXPECT_EQ(*m.Latest(), std::optional<std::string>(P("ckpt-5")));
@@ -140,11 +120,11 @@ TEST_F(Manager, ManifestNamingABrokenBundleFallsBack) {
   EXPECT_EQ(logs_[1], StrCat("checkpoint manifest ", P("checkpoint"),
                              " names ckpt-6 as the newest checkpoint, which does not open (checkpoint ", P("ckpt-6"),
                              " is incomplete: its data shard ", P("ckpt-6"), ".data-00000-of-00001 is missing); using ",
-                             P("ckpt-5"), ", the newest checkpoint in ", dir_.string(), " that opens"));
+                             P("ckpt-5"), ", the newest checkpoint in ", dir_.path().string(), " that opens"));
 }
 
 TEST_F(Manager, UnreadableManifestFallsBack) {
-  CheckpointManager m(dir_.string(), 5);
+  CheckpointManager m(dir_.path().string(), 5);
   ASSERT_TRUE(m.Save(9, TensorsFor(9), {}).ok());
   const std::pair<std::string, std::string> cases[] = {
       {"format 1\nlatest ckpt-9\nkept ckpt-9\nbogus 1\n", StrCat(P("checkpoint"), ":4: unknown key \"bogus\"")},
@@ -158,23 +138,23 @@ TEST_F(Manager, UnreadableManifestFallsBack) {
        StrCat(P("checkpoint"), ": the latest bundle ckpt-9 is not among the kept ones")},
   };
   for (const auto& [text, why] : cases) {
-    WriteAll(dir_ / "checkpoint", text);
+    WriteFile(dir_ / "checkpoint", text);
     logs_.clear();
     EXPECT_EQ(*m.Latest(), std::optional<std::string>(P("ckpt-9"))) << text;
     ASSERT_EQ(logs_.size(), 1u) << text;
     EXPECT_EQ(logs_[0], StrCat("checkpoint manifest ", P("checkpoint"), " is unreadable (", why, "); using ",
-                               P("ckpt-9"), ", the newest checkpoint in ", dir_.string(), " that opens"));
+                               P("ckpt-9"), ", the newest checkpoint in ", dir_.path().string(), " that opens"));
   }
   // Nothing opens at all.
   fs::remove(dir_ / "ckpt-9.index");
   logs_.clear();
   EXPECT_EQ(*m.Latest(), std::nullopt);
   ASSERT_EQ(logs_.size(), 1u);
-  EXPECT_TRUE(logs_[0].ends_with(StrCat(", and no checkpoint in ", dir_.string(), " opens"))) << logs_[0];
+  EXPECT_TRUE(logs_[0].ends_with(StrCat(", and no checkpoint in ", dir_.path().string(), " opens"))) << logs_[0];
 }
 
 TEST_F(Manager, TemporaryFilesAreNeverBundlesAndStaleOnesAreRemoved) {
-  CheckpointManager m(dir_.string(), 5);
+  CheckpointManager m(dir_.path().string(), 5);
   ASSERT_TRUE(m.Save(1, TensorsFor(1), {}).ok());
   fs::remove(dir_ / "checkpoint");
   // A complete-looking bundle under temporary names, as a writer killed
@@ -185,10 +165,10 @@ TEST_F(Manager, TemporaryFilesAreNeverBundlesAndStaleOnesAreRemoved) {
   const std::string tmp = StrCat(".tmp-", dead, "-0");
   fs::copy_file(dir_ / "ckpt-1.index", dir_ / StrCat("ckpt-99.index", tmp));
   fs::copy_file(dir_ / "ckpt-1.data-00000-of-00001", dir_ / StrCat("ckpt-99.data-00000-of-00001", tmp));
-  WriteAll(dir_ / StrCat("checkpoint", tmp), "format 1\nlatest ckpt-99\nkept ckpt-99\n");
+  WriteFile(dir_ / StrCat("checkpoint", tmp), "format 1\nlatest ckpt-99\nkept ckpt-99\n");
   // One of a live process (this one's parent) must survive a Save.
   const std::string live = StrCat("ckpt-98.index.tmp-", getppid(), "-3");
-  WriteAll(dir_ / live, "partial");
+  WriteFile(dir_ / live, "partial");
   EXPECT_EQ(*m.Latest(), std::optional<std::string>(P("ckpt-1")));
   EXPECT_EQ(*m.List(), (std::vector<std::string>{P("ckpt-1")}));
 
@@ -198,16 +178,16 @@ TEST_F(Manager, TemporaryFilesAreNeverBundlesAndStaleOnesAreRemoved) {
 }
 
 TEST_F(Manager, PrunesOrphanedDataOfUnfinishedSaves) {
-  CheckpointManager m(dir_.string(), 1);
+  CheckpointManager m(dir_.path().string(), 1);
   ASSERT_TRUE(m.Save(1, TensorsFor(1), {}).ok());
   // Data renamed into place, index never written: a save killed midway.
-  WriteAll(dir_ / "ckpt-2.data-00000-of-00001", "orphan");
+  WriteFile(dir_ / "ckpt-2.data-00000-of-00001", "orphan");
   ASSERT_TRUE(m.Save(3, TensorsFor(3), {}).ok());
   EXPECT_EQ(Files(), (std::vector<std::string>{"checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index"}));
 }
 
 TEST_F(Manager, ReportsEveryStage) {
-  CheckpointManager m(dir_.string(), 1);
+  CheckpointManager m(dir_.path().string(), 1);
   std::vector<std::string> stages;
   WriteOptions options;
   options.observer = [&](WriteStage s) { stages.emplace_back(WriteStageName(s)); };
@@ -219,11 +199,11 @@ TEST_F(Manager, ReportsEveryStage) {
 }
 
 TEST_F(Manager, RejectsBadStepsAndConflictingMetadata) {
-  CheckpointManager m(dir_.string(), 1);
+  CheckpointManager m(dir_.path().string(), 1);
   EXPECT_EQ(m.Save(-1, TensorsFor(1), {}).status(),
-            InvalidArgumentError("cannot save a checkpoint of step -1 in ", dir_.string(), ": steps are >= 0"));
+            InvalidArgumentError("cannot save a checkpoint of step -1 in ", dir_.path().string(), ": steps are >= 0"));
   EXPECT_EQ(m.Save(5, TensorsFor(5), {{"step", "6"}}).status(),
-            InvalidArgumentError("cannot save step 5 in ", dir_.string(), ": its metadata says step \"6\""));
+            InvalidArgumentError("cannot save step 5 in ", dir_.path().string(), ": its metadata says step \"6\""));
   EXPECT_TRUE(m.Save(5, TensorsFor(5), {{"step", "5"}}).ok());
   EXPECT_EQ(
       m.Save(6, {{"a", Tensor()}}, {}).status(),

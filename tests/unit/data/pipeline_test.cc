@@ -3,6 +3,7 @@
 // position, normalisation, reshaping, remainders, the end of the data,
 // shutdown, and every option error.
 #include "core/data/pipeline.h"
+#include "tests/support/tensor_values.h"
 
 #include <gtest/gtest.h>
 
@@ -12,10 +13,7 @@
 namespace weft::data {
 namespace {
 
-template <class T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
-}
+using testing::Values;
 
 // |n| examples of shape [2,3]; element j of example i is 100 i + j, and
 // its label is i.

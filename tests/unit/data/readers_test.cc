@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/tensor/npy.h"
+#include "tests/support/tensor_values.h"
 
 namespace weft::data {
 namespace {
@@ -73,10 +74,7 @@ std::string Bytes(std::initializer_list<int> values) {
   return out;
 }
 
-template <class T>
-std::vector<T> Values(const Tensor& t) {
-  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
-}
+using testing::Values;
 
 std::string ErrorOf(const Status& s) { return s.ok() ? "OK" : s.message(); }
 template <class T>

@@ -43,6 +43,23 @@ std::string ErrorOf(std::string_view text, std::optional<std::string> job, std::
   return cluster.ok() ? "" : cluster.status().message();
 }
 
+// |env| with |key| set to |value|.
+Environment With(Environment env, const std::string& key, const std::string& value) {
+  env[key] = value;
+  return env;
+}
+// |env| without |key|.
+Environment Without(Environment env, const std::string& key) {
+  env.erase(key);
+  return env;
+}
+
+// Resolving |text| (a launcher's cluster) in each environment of |cases|
+// fails with its message.
+void ExpectLauncherErrors(std::string_view text, const std::vector<std::pair<Environment, std::string>>& cases) {
+  for (const auto& [env, message] : cases) EXPECT_EQ(ErrorOf(text, std::nullopt, std::nullopt, env), message);
+}
+
 // --- Device names -------------------------------------------------------------------------------
 
 TEST(DeviceNames, TaskPrefix) {
@@ -270,27 +287,22 @@ TEST(ResolveCluster, MpiAcrossHostsWithoutHostsSaysHowToLaunch) {
 }
 
 TEST(ResolveCluster, MpiVariablesMissingOrGarbled) {
-  EXPECT_EQ(ErrorOf(kMpi, std::nullopt, std::nullopt, {{"PATH", "/usr/bin"}}),
-            "c.toml: membership = \"mpi\" (c.toml:2:14), but OMPI_COMM_WORLD_SIZE is not set: start every task "
-            "with Open MPI's mpirun, e.g. mpirun -np 3 weft serve --config c.toml");
-  Environment env = Ompi(0, 3, 0, 3);
-  env["OMPI_COMM_WORLD_RANK"] = "zero";
-  EXPECT_EQ(ErrorOf(kMpi, std::nullopt, std::nullopt, env),
-            "c.toml: membership = \"mpi\" (c.toml:2:14), but OMPI_COMM_WORLD_RANK is \"zero\", not an integer >= 0");
-  env = Ompi(0, 3, 0, 3);
-  env["OMPI_COMM_WORLD_SIZE"] = "0";
-  EXPECT_EQ(ErrorOf(kMpi, std::nullopt, std::nullopt, env),
-            "c.toml: membership = \"mpi\" (c.toml:2:14), but OMPI_COMM_WORLD_SIZE is \"0\", not an integer >= 1");
-  env = Ompi(0, 3, 0, 3);
-  env.erase("OMPI_COMM_WORLD_LOCAL_SIZE");
-  EXPECT_EQ(ErrorOf(kMpi, std::nullopt, std::nullopt, env),
-            "c.toml: membership = \"mpi\" (c.toml:2:14), but OMPI_COMM_WORLD_LOCAL_SIZE is not set: start every "
-            "task with Open MPI's mpirun, e.g. mpirun -np 3 weft serve --config c.toml");
-  EXPECT_EQ(ErrorOf(kMpi, std::nullopt, std::nullopt, Ompi(3, 3, 0, 3)),
-            "c.toml: membership = \"mpi\" (c.toml:2:14): OMPI_COMM_WORLD_RANK=3 is not below OMPI_COMM_WORLD_SIZE=3");
-  EXPECT_EQ(ErrorOf(kMpi, std::nullopt, std::nullopt, Ompi(0, 3, 3, 3)),
-            "c.toml: membership = \"mpi\" (c.toml:2:14): OMPI_COMM_WORLD_LOCAL_RANK=3 and "
-            "OMPI_COMM_WORLD_LOCAL_SIZE=3 do not fit OMPI_COMM_WORLD_SIZE=3");
+  const std::string where = "c.toml: membership = \"mpi\" (c.toml:2:14)";
+  ExpectLauncherErrors(
+      kMpi,
+      {{Environment{{"PATH", "/usr/bin"}},
+        where + ", but OMPI_COMM_WORLD_SIZE is not set: start every task with Open MPI's mpirun, e.g. mpirun -np 3 "
+                "weft serve --config c.toml"},
+       {With(Ompi(0, 3, 0, 3), "OMPI_COMM_WORLD_RANK", "zero"),
+        where + ", but OMPI_COMM_WORLD_RANK is \"zero\", not an integer >= 0"},
+       {With(Ompi(0, 3, 0, 3), "OMPI_COMM_WORLD_SIZE", "0"),
+        where + ", but OMPI_COMM_WORLD_SIZE is \"0\", not an integer >= 1"},
+       {Without(Ompi(0, 3, 0, 3), "OMPI_COMM_WORLD_LOCAL_SIZE"),
+        where + ", but OMPI_COMM_WORLD_LOCAL_SIZE is not set: start every task with Open MPI's mpirun, e.g. mpirun "
+                "-np 3 weft serve --config c.toml"},
+       {Ompi(3, 3, 0, 3), where + ": OMPI_COMM_WORLD_RANK=3 is not below OMPI_COMM_WORLD_SIZE=3"},
+       {Ompi(0, 3, 3, 3),
+        where + ": OMPI_COMM_WORLD_LOCAL_RANK=3 and OMPI_COMM_WORLD_LOCAL_SIZE=3 do not fit OMPI_COMM_WORLD_SIZE=3"}});
 }
 
 TEST(ResolveCluster, RankCountsMustFitTheWorld) {
@@ -373,41 +385,29 @@ TEST(ResolveCluster, SlurmFallsBackToTheJobVariables) {
 
 TEST(ResolveCluster, SlurmVariablesMissingOrGarbled) {
   const std::string where = "c.toml: membership = \"slurm\" (c.toml:2:14)";
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, {}),
-            where +
-                ", but SLURM_NTASKS is not set: start every task with srun in a Slurm allocation, e.g. srun -n 3 "
-                "weft serve --config c.toml");
-  Environment env = Slurm(0, 3, "node[01-03", "1(x3)");
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where + ": SLURM_STEP_NODELIST is \"node[01-03\": entry \"node[01-03\" has a '[' without ']'");
-  env = Slurm(0, 3, "node[01-03]", "1(3)");
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where +
-                ": SLURM_STEP_TASKS_PER_NODE is \"1(3)\": entry \"1(3)\" is not a count N or N(xM) (M nodes of N "
-                "tasks)");
-  env = Slurm(0, 3, "node[01-03]", "1(x2)");
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where +
-                ": SLURM_STEP_NODELIST=node[01-03] names 3 hosts, but SLURM_STEP_TASKS_PER_NODE=1(x2) gives task "
-                "counts for 2");
-  env = Slurm(0, 3, "node[01-03]", "2(x3)");
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where + ": SLURM_STEP_TASKS_PER_NODE=2(x3) adds up to 6 tasks, but SLURM_NTASKS=3");
-  env = Slurm(0, 3, "node[01-03]", "1(x3)");
-  env.erase("SLURM_STEP_NODELIST");
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where +
-                ", but neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set: start every task with srun in "
-                "a Slurm allocation, e.g. srun -n 3 weft serve --config c.toml");
-  env = Slurm(0, 3, "node_[1-3]!", "1(x3)");
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where +
-                ": SLURM_STEP_NODELIST is \"node_[1-3]!\": \"node_1!\" is not a hostname (letters, digits, '-' "
-                "and '_', in labels joined by '.')");
-  env = Slurm(1, 2, "n1", "2");
-  env["SLURM_PROCID"] = "1x";
-  EXPECT_EQ(ErrorOf(kSlurm, std::nullopt, std::nullopt, env),
-            where + ", but SLURM_PROCID is \"1x\", not an integer >= 0");
+  ExpectLauncherErrors(
+      kSlurm,
+      {{Environment{},
+        where + ", but SLURM_NTASKS is not set: start every task with srun in a Slurm allocation, e.g. srun -n 3 "
+                "weft serve --config c.toml"},
+       {Slurm(0, 3, "node[01-03", "1(x3)"),
+        where + ": SLURM_STEP_NODELIST is \"node[01-03\": entry \"node[01-03\" has a '[' without ']'"},
+       {Slurm(0, 3, "node[01-03]", "1(3)"),
+        where + ": SLURM_STEP_TASKS_PER_NODE is \"1(3)\": entry \"1(3)\" is not a count N or N(xM) (M nodes of N "
+                "tasks)"},
+       {Slurm(0, 3, "node[01-03]", "1(x2)"),
+        where + ": SLURM_STEP_NODELIST=node[01-03] names 3 hosts, but SLURM_STEP_TASKS_PER_NODE=1(x2) gives task "
+                "counts for 2"},
+       {Slurm(0, 3, "node[01-03]", "2(x3)"),
+        where + ": SLURM_STEP_TASKS_PER_NODE=2(x3) adds up to 6 tasks, but SLURM_NTASKS=3"},
+       {Without(Slurm(0, 3, "node[01-03]", "1(x3)"), "SLURM_STEP_NODELIST"),
+        where + ", but neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set: start every task with srun in a "
+                "Slurm allocation, e.g. srun -n 3 weft serve --config c.toml"},
+       {Slurm(0, 3, "node_[1-3]!", "1(x3)"),
+        where + ": SLURM_STEP_NODELIST is \"node_[1-3]!\": \"node_1!\" is not a hostname (letters, digits, '-' and "
+                "'_', in labels joined by '.')"},
+       {With(Slurm(1, 2, "n1", "2"), "SLURM_PROCID", "1x"),
+        where + ", but SLURM_PROCID is \"1x\", not an integer >= 0"}});
 }
 
 TEST(ResolveCluster, SlurmCyclicDistributionIsRefused) {

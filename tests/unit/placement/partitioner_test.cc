@@ -10,11 +10,13 @@
 #include <algorithm>
 
 #include "core/graph/control_flow.h"
+#include "tests/support/node_def.h"
 
 namespace weft::placement {
 namespace {
 
 using Outputs = std::vector<Output>;
+using testing::MakeNodeDef;
 
 const std::vector<PartitionDevice> kDevices = {{"/device:CPU:0", 1}, {"/device:CPU:1", 2}};
 
@@ -117,30 +119,21 @@ TEST(Partitioner, AGraphWithoutControlFlowGetsNoControlLoops) {
   EXPECT_TRUE(recv->inputs.empty());
 }
 
-NodeDef Def(std::string name, std::string op, std::vector<std::string> inputs, AttrMap attrs) {
-  NodeDef def;
-  def.name = std::move(name);
-  def.op = std::move(op);
-  def.inputs = std::move(inputs);
-  def.attrs = std::move(attrs);
-  return def;
-}
-
 // A frame "f" entered by a bool, with |loop_conds| LoopConds, and a Neg in
 // it on device 1.
 Graph FrameWithLoopConds(int loop_conds) {
   GraphDef def;
-  def.nodes.push_back(
-      Def("b", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(true))}}));
-  def.nodes.push_back(
-      Def("x", "Const", {}, {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(1))}}));
-  def.nodes.push_back(
-      Def("enter_b", "Enter", {"b"}, {{"T", AttrValue(DType::kBool)}, {"frame_name", AttrValue(std::string("f"))}}));
-  def.nodes.push_back(
-      Def("enter_x", "Enter", {"x"}, {{"T", AttrValue(DType::kF32)}, {"frame_name", AttrValue(std::string("f"))}}));
-  for (int k = 0; k < loop_conds; ++k) def.nodes.push_back(Def(StrCat("cond", k), "LoopCond", {"enter_b"}, {}));
-  def.nodes.push_back(Def("neg", "Neg", {"enter_x"}, {{"T", AttrValue(DType::kF32)}}));
-  def.nodes.push_back(Def("exit", "Exit", {"neg"}, {{"T", AttrValue(DType::kF32)}}));
+  def.nodes.push_back(MakeNodeDef(
+      "b", "Const", {}, {{"dtype", AttrValue(DType::kBool)}, {"value", AttrValue(Tensor::Scalar<bool>(true))}}));
+  def.nodes.push_back(MakeNodeDef("x", "Const", {},
+                                  {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(1))}}));
+  def.nodes.push_back(MakeNodeDef("enter_b", "Enter", {"b"},
+                                  {{"T", AttrValue(DType::kBool)}, {"frame_name", AttrValue(std::string("f"))}}));
+  def.nodes.push_back(MakeNodeDef("enter_x", "Enter", {"x"},
+                                  {{"T", AttrValue(DType::kF32)}, {"frame_name", AttrValue(std::string("f"))}}));
+  for (int k = 0; k < loop_conds; ++k) def.nodes.push_back(MakeNodeDef(StrCat("cond", k), "LoopCond", {"enter_b"}, {}));
+  def.nodes.push_back(MakeNodeDef("neg", "Neg", {"enter_x"}, {{"T", AttrValue(DType::kF32)}}));
+  def.nodes.push_back(MakeNodeDef("exit", "Exit", {"neg"}, {{"T", AttrValue(DType::kF32)}}));
   auto g = Graph::FromGraphDef(std::move(def));
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return std::move(*g);

@@ -262,11 +262,8 @@ class StridedSliceKernel {
       : begin_(init.Ints("begin")),
         end_(init.Ints("end")),
         strides_(init.Ints("strides")),
-        begin_mask_(init.Int("begin_mask")),
-        end_mask_(init.Int("end_mask")),
-        ellipsis_mask_(init.Int("ellipsis_mask")),
-        new_axis_mask_(init.Int("new_axis_mask")),
-        shrink_mask_(init.Int("shrink_axis_mask")) {
+        masks_{init.Int("begin_mask"), init.Int("end_mask"), init.Int("ellipsis_mask"), init.Int("new_axis_mask"),
+               init.Int("shrink_axis_mask")} {
     if (begin_.size() != end_.size() || begin_.size() != strides_.size()) {
       Fail("begin, end and strides have ", begin_.size(), ", ", end_.size(), " and ", strides_.size(),
            " entries; they must match");
@@ -274,64 +271,22 @@ class StridedSliceKernel {
     for (int64_t s : strides_) {
       if (s == 0) Fail("a stride is 0");
     }
-    if ((ellipsis_mask_ & (ellipsis_mask_ - 1)) != 0) Fail("more than one ellipsis in ellipsis_mask");
+    if ((masks_.ellipsis & (masks_.ellipsis - 1)) != 0) Fail("more than one ellipsis in ellipsis_mask");
   }
 
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
-    const std::vector<int64_t> in_strides = Strides(x.dims);
+    const StridedSliceGrid g = PlanStridedSlice(x.dims, begin_, end_, strides_, masks_);
     StridedView view;  // over the input's dims
-    Dims out_dims;     // with new axes, without shrunk ones
-    auto bit = [](int64_t mask, std::size_t i) { return i < 63 && ((mask >> i) & 1) != 0; };
-    int consumed = 0;
-    for (std::size_t i = 0; i < begin_.size(); ++i) {
-      if (!bit(ellipsis_mask_, i) && !bit(new_axis_mask_, i)) ++consumed;
-    }
-    int dim = 0;
-    auto whole = [&] {
-      view.lens.push_back(x.dim(dim));
-      view.steps.push_back(in_strides[ToSize(dim)]);
-      out_dims.push_back(x.dim(dim));
-      ++dim;
-    };
-    for (std::size_t i = 0; i < begin_.size(); ++i) {
-      if (bit(ellipsis_mask_, i)) {
-        for (int k = x.rank() - consumed; k > 0; --k) whole();
-        continue;
-      }
-      if (bit(new_axis_mask_, i)) {
-        out_dims.push_back(1);
-        continue;
-      }
-      if (dim >= x.rank()) Fail("the slice spec indexes more dimensions than the input's ", x.rank());
-      const int64_t d = x.dim(dim), stride = in_strides[ToSize(dim)];
-      if (bit(shrink_mask_, i)) {
-        const int64_t index = begin_[i] < 0 ? begin_[i] + d : begin_[i];
-        if (index < 0 || index >= d) {
-          Fail("index ", begin_[i], " is out of range for dimension ", dim, " of size ", d);
-        }
-        view.offset += index * stride;
-        ++dim;
-        continue;
-      }
-      const int64_t step = strides_[i];
-      const int64_t b = ClampSliceIndex(d, begin_[i], step, bit(begin_mask_, i), true);
-      const int64_t e = ClampSliceIndex(d, end_[i], step, bit(end_mask_, i), false);
-      const int64_t len = StridedSliceLength(b, e, step);
-      if (len > 0) view.offset += b * stride;
-      view.lens.push_back(len);
-      // With two or more elements |step| is below d, so this cannot overflow.
-      view.steps.push_back(len > 1 ? step * stride : 0);
-      out_dims.push_back(len);
-      ++dim;
-    }
-    while (dim < x.rank()) whole();
-    WriteView(ctx, x, out_dims, view);
+    view.lens = g.lens;
+    view.steps = g.steps;
+    view.offset = g.offset;
+    WriteView(ctx, x, g.sliced, view);
   }
 
  private:
   const std::vector<int64_t> begin_, end_, strides_;
-  const int64_t begin_mask_, end_mask_, ellipsis_mask_, new_axis_mask_, shrink_mask_;
+  const StridedSliceMasks masks_;
 };
 
 // Tile reads the input as an output of shape [m0, d0, m1, d1, ...] whose
@@ -538,7 +493,6 @@ std::vector<int64_t> NdOffsets(const Tensor& indices, const Dims& dims, const ch
 template <class Index>
 class GatherNdKernel {
  public:
-  explicit GatherNdKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor params = ctx.input(0), indices = ctx.input(1);
     if (indices.rank() < 1) Fail("indices must have rank >= 1");
@@ -753,7 +707,6 @@ class OneHotKernel {
 template <class Index>
 class FillKernel {
  public:
-  explicit FillKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor dims = ctx.input(0), value = ctx.input(1);
     if (dims.rank() != 1) Fail("dims must be a 1-D tensor, got shape ", DimsString(dims.dims));
@@ -775,7 +728,6 @@ class FillKernel {
 template <class T, bool kOne>
 class FillLikeKernel {
  public:
-  explicit FillLikeKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     Tensor y = ctx.allocate_output(0, x.dims);
@@ -791,7 +743,6 @@ class FillLikeKernel {
 template <class T>
 class RangeKernel {
  public:
-  explicit RangeKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor start = ctx.input(0), limit = ctx.input(1), delta = ctx.input(2);
     if (start.rank() > 0 || limit.rank() > 0 || delta.rank() > 0) Fail("start, limit and delta must be scalars");

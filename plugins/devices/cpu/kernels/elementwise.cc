@@ -6,6 +6,7 @@
 // undefined behaviour); integer division by zero is an error.
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
@@ -64,10 +65,11 @@ C PythonFloorMod(C x, C y) {
 
 // --- Unary -----------------------------------------------------------------------
 
+// out[i] = op.Apply<T>(in[i]) over the elements, in parallel.
 template <class T, class Op>
 class UnaryKernel {
  public:
-  explicit UnaryKernel(const InitContext& init) : op_(init) {}
+  explicit UnaryKernel(const InitContext& init) : op_(sdk::MakeFromInit<Op>(init)) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     Tensor y = ctx.allocate_output(0, x.dims);
@@ -86,13 +88,22 @@ class UnaryKernel {
   Op op_;
 };
 
+// What every elementwise op declares: its estimated nanoseconds per
+// element (for ParallelFor), its output type for inputs of type T (T itself
+// unless |Result| names another), and for a binary op, the message of the
+// error its Apply reports by returning false (none by default).
+template <int64_t cost, class Result = void>
+struct OpTraits {
+  static constexpr int64_t kCost = cost;
+  static constexpr const char* kError = "";
+  template <class T>
+  using Out = std::conditional_t<std::is_void_v<Result>, T, Result>;
+};
+
 // Ops over the compute type that return the same type.
 #define WEFT_FLOAT_UNARY(Name, cost, expr)     \
-  struct Name {                                \
-    static constexpr int64_t kCost = cost;     \
-    template <class T>                         \
-    using Out = T;                             \
-    explicit Name(const InitContext&) {}       \
+  struct Name##Op : OpTraits<cost> {           \
+    static constexpr const char* kOp = #Name;  \
     template <class T>                         \
     T Apply(T v) const {                       \
       using C = typename ComputeType<T>::type; \
@@ -101,30 +112,28 @@ class UnaryKernel {
     }                                          \
   };
 
-WEFT_FLOAT_UNARY(ExpOp, 10, std::exp(x))
-WEFT_FLOAT_UNARY(Expm1Op, 10, std::expm1(x))
-WEFT_FLOAT_UNARY(LogOp, 10, std::log(x))
-WEFT_FLOAT_UNARY(Log1pOp, 10, std::log1p(x))
-WEFT_FLOAT_UNARY(SqrtOp, 4, std::sqrt(x))
-WEFT_FLOAT_UNARY(RsqrtOp, 4, C(1) / std::sqrt(x))
-WEFT_FLOAT_UNARY(ReciprocalOp, 2, C(1) / x)
-WEFT_FLOAT_UNARY(SinOp, 10, std::sin(x))
-WEFT_FLOAT_UNARY(CosOp, 10, std::cos(x))
-WEFT_FLOAT_UNARY(TanhOp, 10, std::tanh(x))
-WEFT_FLOAT_UNARY(SigmoidOp, 10, x >= 0 ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
-WEFT_FLOAT_UNARY(EluOp, 10, x > 0 ? x : std::expm1(x))
-WEFT_FLOAT_UNARY(SeluOp, 10, C(1.0507009873554805) * (x > 0 ? x : C(1.6732632423543772) * std::expm1(x)))
-WEFT_FLOAT_UNARY(SoftplusOp, 10, x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
-WEFT_FLOAT_UNARY(ErfOp, 10, std::erf(x))
-WEFT_FLOAT_UNARY(FloorOp, 2, std::floor(x))
-WEFT_FLOAT_UNARY(CeilOp, 2, std::ceil(x))
-WEFT_FLOAT_UNARY(RoundOp, 2, std::nearbyint(x))
+WEFT_FLOAT_UNARY(Exp, 10, std::exp(x))
+WEFT_FLOAT_UNARY(Expm1, 10, std::expm1(x))
+WEFT_FLOAT_UNARY(Log, 10, std::log(x))
+WEFT_FLOAT_UNARY(Log1p, 10, std::log1p(x))
+WEFT_FLOAT_UNARY(Sqrt, 4, std::sqrt(x))
+WEFT_FLOAT_UNARY(Rsqrt, 4, C(1) / std::sqrt(x))
+WEFT_FLOAT_UNARY(Reciprocal, 2, C(1) / x)
+WEFT_FLOAT_UNARY(Sin, 10, std::sin(x))
+WEFT_FLOAT_UNARY(Cos, 10, std::cos(x))
+WEFT_FLOAT_UNARY(Tanh, 10, std::tanh(x))
+WEFT_FLOAT_UNARY(Sigmoid, 10, x >= 0 ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
+WEFT_FLOAT_UNARY(Elu, 10, x > 0 ? x : std::expm1(x))
+WEFT_FLOAT_UNARY(Selu, 10, C(1.0507009873554805) * (x > 0 ? x : C(1.6732632423543772) * std::expm1(x)))
+WEFT_FLOAT_UNARY(Softplus, 10, x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+WEFT_FLOAT_UNARY(Erf, 10, std::erf(x))
+WEFT_FLOAT_UNARY(Floor, 2, std::floor(x))
+WEFT_FLOAT_UNARY(Ceil, 2, std::ceil(x))
+WEFT_FLOAT_UNARY(Round, 2, std::nearbyint(x))
 #undef WEFT_FLOAT_UNARY
 
-struct GeluOp {
-  static constexpr int64_t kCost = 12;
-  template <class T>
-  using Out = T;
+struct GeluOp : OpTraits<12> {
+  static constexpr const char* kOp = "Gelu";
   explicit GeluOp(const InitContext& init) : approximate_(init.Bool("approximate")) {}
   template <class T>
   T Apply(T v) const {
@@ -147,116 +156,80 @@ struct GeluOp {
   bool approximate_;
 };
 
-// Ops valid for integers too.
-struct NegOp {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = T;
-  explicit NegOp(const InitContext&) {}
+// Ops valid for integers too: |float_expr| of x, the value in the compute
+// type, for the floats; |int_expr| of v for the integers, which wraps.
+#define WEFT_SIGNED_UNARY(Name, float_expr, int_expr) \
+  struct Name##Op : OpTraits<1> {                     \
+    static constexpr const char* kOp = #Name;         \
+    template <class T>                                \
+    T Apply(T v) const {                              \
+      if constexpr (kIsFloat<T>) {                    \
+        const auto x = Load(v);                       \
+        return StoreAs<T>(float_expr);                \
+      } else {                                        \
+        return int_expr;                              \
+      }                                               \
+    }                                                 \
+  };
+
+WEFT_SIGNED_UNARY(Neg, -x, WrapSub<T>(0, v))
+WEFT_SIGNED_UNARY(Abs, std::fabs(x), v < 0 ? WrapSub<T>(0, v) : v)
+WEFT_SIGNED_UNARY(Square, x* x, WrapMul<T>(v, v))
+#undef WEFT_SIGNED_UNARY
+
+struct SignOp : OpTraits<1> {
+  static constexpr const char* kOp = "Sign";
   template <class T>
   T Apply(T v) const {
     if constexpr (kIsFloat<T>) {
-      return StoreAs<T>(-Load(v));
-    } else {
-      return WrapSub<T>(0, v);
+      if (std::isnan(Load(v))) return v;
     }
-  }
-};
-
-struct AbsOp {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = T;
-  explicit AbsOp(const InitContext&) {}
-  template <class T>
-  T Apply(T v) const {
-    if constexpr (kIsFloat<T>) {
-      return StoreAs<T>(std::fabs(Load(v)));
-    } else {
-      return v < 0 ? WrapSub<T>(0, v) : v;
-    }
-  }
-};
-
-struct SignOp {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = T;
-  explicit SignOp(const InitContext&) {}
-  template <class T>
-  T Apply(T v) const {
     using C = typename ComputeType<T>::type;
     const C x = Load(v);
-    if constexpr (kIsFloat<T>) {
-      if (std::isnan(x)) return v;
-    }
     return StoreAs<T>(x > 0 ? C(1) : (x < 0 ? C(-1) : C(0)));
   }
 };
 
-struct SquareOp {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = T;
-  explicit SquareOp(const InitContext&) {}
+// Relu (kCap 0: no upper bound) and Relu6 (kCap 6); NaN compares false:
+// it stays NaN.
+template <int kCap>
+struct ReluOp : OpTraits<1> {
+  static constexpr const char* kOp = kCap == 0 ? "Relu" : "Relu6";
   template <class T>
   T Apply(T v) const {
-    if constexpr (kIsFloat<T>) {
-      const auto x = Load(v);
-      return StoreAs<T>(x * x);
+    using C = typename ComputeType<T>::type;
+    const C x = Load(v);
+    if constexpr (kCap == 0) {
+      return x < C(0) ? StoreAs<T>(C(0)) : v;
     } else {
-      return WrapMul<T>(v, v);
+      if (x < C(0)) return StoreAs<T>(C(0));
+      if (x > C(kCap)) return StoreAs<T>(C(kCap));
+      return v;
     }
   }
 };
 
-struct ReluOp {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = T;
-  explicit ReluOp(const InitContext&) {}
-  template <class T>
-  T Apply(T v) const {
-    using C = typename ComputeType<T>::type;
-    const C x = Load(v);
-    return x < C(0) ? StoreAs<T>(C(0)) : v;  // NaN compares false: stays NaN
-  }
-};
-
-struct Relu6Op {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = T;
-  explicit Relu6Op(const InitContext&) {}
-  template <class T>
-  T Apply(T v) const {
-    using C = typename ComputeType<T>::type;
-    const C x = Load(v);
-    if (x < C(0)) return StoreAs<T>(C(0));
-    if (x > C(6)) return StoreAs<T>(C(6));
-    return v;
-  }
-};
-
-struct IsNanOp {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = bool;
-  explicit IsNanOp(const InitContext&) {}
+struct IsNanOp : OpTraits<1, bool> {
+  static constexpr const char* kOp = "IsNan";
   template <class T>
   bool Apply(T v) const {
     return std::isnan(Load(v));
   }
 };
 
-struct IsInfOp {
-  static constexpr int64_t kCost = 1;
-  template <class T>
-  using Out = bool;
-  explicit IsInfOp(const InitContext&) {}
+struct IsInfOp : OpTraits<1, bool> {
+  static constexpr const char* kOp = "IsInf";
   template <class T>
   bool Apply(T v) const {
     return std::isinf(Load(v));
+  }
+};
+
+struct LogicalNotOp : OpTraits<1> {
+  static constexpr const char* kOp = "LogicalNot";
+  template <class T>
+  T Apply(T v) const {
+    return !v;
   }
 };
 
@@ -265,7 +238,6 @@ struct IsInfOp {
 template <class T, class Op>
 class BinaryKernel {
  public:
-  explicit BinaryKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Tensor y = ctx.input(1);
@@ -335,11 +307,8 @@ class BinaryKernel {
 // A binary op: Apply writes *out and returns false on an error (integer
 // division by zero), whose message is kError.
 #define WEFT_BINARY(Name, cost, float_expr, int_expr, error_test)     \
-  struct Name {                                                       \
-    static constexpr int64_t kCost = cost;                            \
+  struct Name : OpTraits<cost> {                                      \
     static constexpr const char* kError = "integer division by zero"; \
-    template <class T>                                                \
-    using Out = T;                                                    \
     template <class T>                                                \
     static bool Apply(T va, T vb, T* out) {                           \
       if constexpr (kIsFloat<T>) {                                    \
@@ -374,11 +343,8 @@ WEFT_BINARY(SquaredDifferenceOp, 1, (x - y) * (x - y), WrapMul<T>(WrapSub<T>(x, 
 #undef WEFT_BINARY
 
 // Integer powers by squaring (wrapping); a negative exponent is an error.
-struct PowOp {
-  static constexpr int64_t kCost = 10;
+struct PowOp : OpTraits<10> {
   static constexpr const char* kError = "integers to negative integer powers are not allowed";
-  template <class T>
-  using Out = T;
   template <class T>
   static bool Apply(T va, T vb, T* out) {
     if constexpr (kIsFloat<T>) {
@@ -398,95 +364,62 @@ struct PowOp {
   }
 };
 
-#define WEFT_COMPARE(Name, expr)               \
-  struct Name {                                \
-    static constexpr int64_t kCost = 1;        \
-    static constexpr const char* kError = "";  \
-    template <class T>                         \
-    using Out = bool;                          \
-    template <class T>                         \
-    static bool Apply(T va, T vb, bool* out) { \
-      const auto x = Load(va);                 \
-      const auto y = Load(vb);                 \
-      *out = (expr);                           \
-      return true;                             \
-    }                                          \
-  };
-WEFT_COMPARE(EqualOp, x == y)
-WEFT_COMPARE(NotEqualOp, x != y)
-WEFT_COMPARE(LessOp, x < y)
-WEFT_COMPARE(LessEqualOp, x <= y)
-WEFT_COMPARE(GreaterOp, x > y)
-WEFT_COMPARE(GreaterEqualOp, x >= y)
-WEFT_COMPARE(LogicalAndOp, x&& y)
-WEFT_COMPARE(LogicalOrOp, x || y)
-#undef WEFT_COMPARE
-
-class LogicalNotKernel {
- public:
-  explicit LogicalNotKernel(const InitContext&) {}
-  void Compute(Context& ctx) {
-    const Tensor x = ctx.input(0);
-    Tensor y = ctx.allocate_output(0, x.dims);
-    const bool* in = x.as<bool>();
-    bool* out = y.as<bool>();
-    ParallelFor(x.num_elements, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = !in[i];
-    });
+// A comparison or logical op: the standard function object Cmp
+// (std::less<>, ...) of the two values in their compute type.
+template <class Cmp>
+struct CompareOp : OpTraits<1, bool> {
+  template <class T>
+  static bool Apply(T va, T vb, bool* out) {
+    *out = Cmp()(Load(va), Load(vb));
+    return true;
   }
 };
 
 // --- Select, ClipByValue, AddN, Cast -------------------------------------------
 
+// Output 0 as the broadcast of inputs 0, 1 and 2, of element types A, T and
+// T: out = f(a, b, c) at each output position, f taking pointers to the
+// operands' elements there (so it reads only those it needs).
+template <class A, class T, class F>
+void BroadcastTernary(Context& ctx, F f) {
+  const Tensor a = ctx.input(0), b = ctx.input(1), c = ctx.input(2);
+  const Dims out_dims = BroadcastDims(BroadcastDims(a.dims, b.dims), c.dims);
+  Tensor out = ctx.allocate_output(0, out_dims);
+  if (out.num_elements == 0) return;
+  const A* pa = a.as<A>();
+  const T* pb = b.as<T>();
+  const T* pc = c.as<T>();
+  T* po = out.as<T>();
+  const auto plan = PlanBroadcast<3>(out_dims, {a.dims, b.dims, c.dims});
+  ForEachRun(plan, 1, [&](int64_t o, const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
+    for (int64_t i = 0; i < n; ++i)
+      po[o + i] = f(pa + off[0] + i * s[0], pb + off[1] + i * s[1], pc + off[2] + i * s[2]);
+  });
+}
+
 template <class T>
 class SelectKernel {
  public:
-  explicit SelectKernel(const InitContext&) {}
   void Compute(Context& ctx) {
-    const Tensor c = ctx.input(0), t = ctx.input(1), e = ctx.input(2);
-    const Dims out_dims = BroadcastDims(BroadcastDims(c.dims, t.dims), e.dims);
-    Tensor out = ctx.allocate_output(0, out_dims);
-    if (out.num_elements == 0) return;
-    const bool* pc = c.as<bool>();
-    const T* pt = t.as<T>();
-    const T* pe = e.as<T>();
-    T* po = out.as<T>();
-    const auto plan = PlanBroadcast<3>(out_dims, {c.dims, t.dims, e.dims});
-    ForEachRun(plan, 1, [&](int64_t o, const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
-      for (int64_t i = 0; i < n; ++i) {
-        po[o + i] = pc[off[0] + i * s[0]] ? pt[off[1] + i * s[1]] : pe[off[2] + i * s[2]];
-      }
-    });
+    BroadcastTernary<bool, T>(ctx, [](const bool* c, const T* t, const T* e) { return *c ? *t : *e; });
   }
 };
 
 template <class T>
 class ClipKernel {
  public:
-  explicit ClipKernel(const InitContext&) {}
   void Compute(Context& ctx) {
-    const Tensor t = ctx.input(0), lo = ctx.input(1), hi = ctx.input(2);
-    const Dims out_dims = BroadcastDims(BroadcastDims(t.dims, lo.dims), hi.dims);
-    Tensor out = ctx.allocate_output(0, out_dims);
-    if (out.num_elements == 0) return;
-    const T* pt = t.as<T>();
-    const T* pl = lo.as<T>();
-    const T* ph = hi.as<T>();
-    T* po = out.as<T>();
-    const auto plan = PlanBroadcast<3>(out_dims, {t.dims, lo.dims, hi.dims});
-    ForEachRun(plan, 1, [&](int64_t o, const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& s) {
-      for (int64_t i = 0; i < n; ++i) {
-        const auto v = Load(pt[off[0] + i * s[0]]);
-        const auto l = Load(pl[off[1] + i * s[1]]);
-        const auto h = Load(ph[off[2] + i * s[2]]);
-        auto r = v < l ? l : v;  // NaN compares false: stays NaN
-        r = r > h ? h : r;
-        if constexpr (std::is_floating_point_v<decltype(r)>) {
-          if (l != l) r = l;  // a NaN bound gives NaN, as torch.clamp (weft ops ClipByValue)
-          if (h != h) r = h;
-        }
-        po[o + i] = StoreAs<T>(r);
+    BroadcastTernary<T, T>(ctx, [](const T* pt, const T* pl, const T* ph) {
+      const auto v = Load(*pt);
+      const auto l = Load(*pl);
+      const auto h = Load(*ph);
+      auto r = v < l ? l : v;  // NaN compares false: stays NaN
+      r = r > h ? h : r;
+      if constexpr (std::is_floating_point_v<decltype(r)>) {
+        if (l != l) r = l;  // a NaN bound gives NaN, as torch.clamp (weft ops ClipByValue)
+        if (h != h) r = h;
       }
+      return StoreAs<T>(r);
     });
   }
 };
@@ -494,17 +427,9 @@ class ClipKernel {
 template <class T>
 class AddNKernel {
  public:
-  explicit AddNKernel(const InitContext&) {}
   void Compute(Context& ctx) {
-    const int n = ctx.num_inputs();
-    std::vector<Tensor> inputs;
-    for (int i = 0; i < n; ++i) inputs.push_back(ctx.input(i));
-    for (int i = 1; i < n; ++i) {
-      if (inputs[static_cast<std::size_t>(i)].dims != inputs[0].dims) {
-        Fail("AddN inputs must have one shape: input 0 is ", DimsString(inputs[0].dims), ", input ", i, " is ",
-             DimsString(inputs[static_cast<std::size_t>(i)].dims));
-      }
-    }
+    const std::vector<Tensor> inputs = sdk::AddNInputs(ctx);
+    const int n = static_cast<int>(inputs.size());
     Tensor out = ctx.allocate_output(0, inputs[0].dims);
     T* po = out.as<T>();
     ParallelFor(out.num_elements, n, [&](int64_t b, int64_t e) {
@@ -558,26 +483,35 @@ To CastOne(From v) {
   }
 }
 
-template <class From, class To>
-class CastKernel {
- public:
-  explicit CastKernel(const InitContext&) {}
-  void Compute(Context& ctx) {
-    const Tensor x = ctx.input(0);
-    Tensor y = ctx.allocate_output(0, x.dims);
-    const From* in = x.as<From>();
-    To* out = y.as<To>();
-    ParallelFor(x.num_elements, 2, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = CastOne<To, From>(in[i]);
-    });
+// Cast to To from the input's type, element by element.
+template <class To>
+struct CastOp : OpTraits<2, To> {
+  template <class From>
+  To Apply(From v) const {
+    return CastOne<To, From>(v);
   }
 };
 
 // --- Registration ----------------------------------------------------------------
 
+#define WEFT_FLOATS float, double, Half, BFloat16
+#define WEFT_SIGNED int8_t, int16_t, int32_t, int64_t
+#define WEFT_NUMERIC WEFT_FLOATS, WEFT_SIGNED, uint8_t
+
 template <class Op, class... Ts>
 void AddUnary(KernelRegistry& r, const char* op) {
   (r.Add<UnaryKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
+}
+
+// Unary ops of floats only, and of floats and signed integers, each for
+// its op (kOp).
+template <class... Ops>
+void AddFloatUnary(KernelRegistry& r) {
+  (AddUnary<Ops, WEFT_FLOATS>(r, Ops::kOp), ...);
+}
+template <class... Ops>
+void AddSignedUnary(KernelRegistry& r) {
+  (AddUnary<Ops, WEFT_FLOATS, WEFT_SIGNED>(r, Ops::kOp), ...);
 }
 
 template <class Op, class... Ts>
@@ -587,43 +521,15 @@ void AddBinary(KernelRegistry& r, const char* op) {
 
 template <class From, class... Tos>
 void AddCastsFrom(KernelRegistry& r) {
-  (r.Add<CastKernel<From, Tos>>("Cast", {{"SrcT", DtypeOf<From>()}, {"DstT", DtypeOf<Tos>()}}), ...);
+  (r.Add<UnaryKernel<From, CastOp<Tos>>>("Cast", {{"SrcT", DtypeOf<From>()}, {"DstT", DtypeOf<Tos>()}}), ...);
 }
-
-#define WEFT_FLOATS float, double, Half, BFloat16
-#define WEFT_SIGNED int8_t, int16_t, int32_t, int64_t
-#define WEFT_NUMERIC WEFT_FLOATS, WEFT_SIGNED, uint8_t
 
 }  // namespace
 
 void RegisterElementwiseKernels(KernelRegistry& r) {
-  AddUnary<NegOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Neg");
-  AddUnary<AbsOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Abs");
-  AddUnary<SignOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Sign");
-  AddUnary<SquareOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Square");
-  AddUnary<ReluOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Relu");
-  AddUnary<Relu6Op, WEFT_FLOATS, WEFT_SIGNED>(r, "Relu6");
-  AddUnary<ExpOp, WEFT_FLOATS>(r, "Exp");
-  AddUnary<Expm1Op, WEFT_FLOATS>(r, "Expm1");
-  AddUnary<LogOp, WEFT_FLOATS>(r, "Log");
-  AddUnary<Log1pOp, WEFT_FLOATS>(r, "Log1p");
-  AddUnary<SqrtOp, WEFT_FLOATS>(r, "Sqrt");
-  AddUnary<RsqrtOp, WEFT_FLOATS>(r, "Rsqrt");
-  AddUnary<ReciprocalOp, WEFT_FLOATS>(r, "Reciprocal");
-  AddUnary<SinOp, WEFT_FLOATS>(r, "Sin");
-  AddUnary<CosOp, WEFT_FLOATS>(r, "Cos");
-  AddUnary<TanhOp, WEFT_FLOATS>(r, "Tanh");
-  AddUnary<SigmoidOp, WEFT_FLOATS>(r, "Sigmoid");
-  AddUnary<EluOp, WEFT_FLOATS>(r, "Elu");
-  AddUnary<SeluOp, WEFT_FLOATS>(r, "Selu");
-  AddUnary<GeluOp, WEFT_FLOATS>(r, "Gelu");
-  AddUnary<SoftplusOp, WEFT_FLOATS>(r, "Softplus");
-  AddUnary<ErfOp, WEFT_FLOATS>(r, "Erf");
-  AddUnary<FloorOp, WEFT_FLOATS>(r, "Floor");
-  AddUnary<CeilOp, WEFT_FLOATS>(r, "Ceil");
-  AddUnary<RoundOp, WEFT_FLOATS>(r, "Round");
-  AddUnary<IsNanOp, WEFT_FLOATS>(r, "IsNan");
-  AddUnary<IsInfOp, WEFT_FLOATS>(r, "IsInf");
+  AddSignedUnary<NegOp, AbsOp, SignOp, SquareOp, ReluOp<0>, ReluOp<6>>(r);
+  AddFloatUnary<ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp, SinOp, CosOp, TanhOp, SigmoidOp, EluOp,
+                SeluOp, GeluOp, SoftplusOp, ErfOp, FloorOp, CeilOp, RoundOp, IsNanOp, IsInfOp>(r);
 
   AddBinary<AddOp, WEFT_NUMERIC>(r, "Add");
   AddBinary<SubOp, WEFT_NUMERIC>(r, "Sub");
@@ -636,36 +542,26 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
   AddBinary<MaximumOp, WEFT_NUMERIC>(r, "Maximum");
   AddBinary<MinimumOp, WEFT_NUMERIC>(r, "Minimum");
   AddBinary<SquaredDifferenceOp, WEFT_FLOATS, int32_t, int64_t>(r, "SquaredDifference");
-  AddBinary<EqualOp, WEFT_NUMERIC, bool>(r, "Equal");
-  AddBinary<NotEqualOp, WEFT_NUMERIC, bool>(r, "NotEqual");
-  AddBinary<LessOp, WEFT_NUMERIC>(r, "Less");
-  AddBinary<LessEqualOp, WEFT_NUMERIC>(r, "LessEqual");
-  AddBinary<GreaterOp, WEFT_NUMERIC>(r, "Greater");
-  AddBinary<GreaterEqualOp, WEFT_NUMERIC>(r, "GreaterEqual");
-  r.Add<BinaryKernel<bool, LogicalAndOp>>("LogicalAnd", {});
-  r.Add<BinaryKernel<bool, LogicalOrOp>>("LogicalOr", {});
-  r.Add<LogicalNotKernel>("LogicalNot", {});
+  AddBinary<CompareOp<std::equal_to<>>, WEFT_NUMERIC, bool>(r, "Equal");
+  AddBinary<CompareOp<std::not_equal_to<>>, WEFT_NUMERIC, bool>(r, "NotEqual");
+  AddBinary<CompareOp<std::less<>>, WEFT_NUMERIC>(r, "Less");
+  AddBinary<CompareOp<std::less_equal<>>, WEFT_NUMERIC>(r, "LessEqual");
+  AddBinary<CompareOp<std::greater<>>, WEFT_NUMERIC>(r, "Greater");
+  AddBinary<CompareOp<std::greater_equal<>>, WEFT_NUMERIC>(r, "GreaterEqual");
+  r.Add<BinaryKernel<bool, CompareOp<std::logical_and<>>>>("LogicalAnd", {});
+  r.Add<BinaryKernel<bool, CompareOp<std::logical_or<>>>>("LogicalOr", {});
+  r.Add<UnaryKernel<bool, LogicalNotOp>>("LogicalNot", {});
 
   auto select = [&r]<class T>() { r.Add<SelectKernel<T>>("Select", {{"T", DtypeOf<T>()}}); };
-  (select.template operator()<float>(), select.template operator()<double>(), select.template operator()<Half>(),
-   select.template operator()<BFloat16>(), select.template operator()<int8_t>(), select.template operator()<int16_t>(),
-   select.template operator()<int32_t>(), select.template operator()<int64_t>(), select.template operator()<uint8_t>(),
-   select.template operator()<bool>());
-  auto clip = [&r]<class T>() { r.Add<ClipKernel<T>>("ClipByValue", {{"T", DtypeOf<T>()}}); };
-  auto addn = [&r]<class T>() { r.Add<AddNKernel<T>>("AddN", {{"T", DtypeOf<T>()}}); };
-  auto both = [&]<class T>() {
-    clip.template operator()<T>();
-    addn.template operator()<T>();
-  };
-  (both.template operator()<float>(), both.template operator()<double>(), both.template operator()<Half>(),
-   both.template operator()<BFloat16>(), both.template operator()<int8_t>(), both.template operator()<int16_t>(),
-   both.template operator()<int32_t>(), both.template operator()<int64_t>(), both.template operator()<uint8_t>());
-
+  ForEachNumericType(select);
+  select.template operator()<bool>();
+  ForEachNumericType([&r]<class T>() {
+    r.Add<ClipKernel<T>>("ClipByValue", {{"T", DtypeOf<T>()}});
+    r.Add<AddNKernel<T>>("AddN", {{"T", DtypeOf<T>()}});
+  });
   auto casts = [&r]<class From>() { AddCastsFrom<From, WEFT_NUMERIC, bool>(r); };
-  (casts.template operator()<float>(), casts.template operator()<double>(), casts.template operator()<Half>(),
-   casts.template operator()<BFloat16>(), casts.template operator()<int8_t>(), casts.template operator()<int16_t>(),
-   casts.template operator()<int32_t>(), casts.template operator()<int64_t>(), casts.template operator()<uint8_t>(),
-   casts.template operator()<bool>());
+  ForEachNumericType(casts);
+  casts.template operator()<bool>();
 }
 
 }  // namespace weft::cpu

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "../kernel_framework.h"
+#include "weft/sdk/op_checks.h"
 
 namespace weft::cpu {
 
@@ -33,18 +34,7 @@ class GemmCache {
 // The sizes of op(a) [m, k] x op(b) [k, n] for rank-2 |a| and |b| (each
 // transposed first when |ta|, |tb|); fails naming both shapes when the
 // inner dimensions differ. MatMul and the fused _FusedMatMul share it.
-struct ProductDims {
-  int64_t m, k, n;
-};
-inline ProductDims MatMulDims(const Dims& a, const Dims& b, bool ta, bool tb) {
-  const ProductDims d{a[ta ? 1 : 0], a[ta ? 0 : 1], b[tb ? 0 : 1]};
-  const int64_t kb = b[tb ? 1 : 0];
-  if (d.k != kb) {
-    Fail("inner dimensions differ: ", DimsString(a), ta ? "^T" : "", " x ", DimsString(b), tb ? "^T" : "", " (", d.k,
-         " vs ", kb, ")");
-  }
-  return d;
-}
+using sdk::MatMulDims;
 
 // c [m, n] = op(a) x op(b), all row-major: a is [m, k] ([k, m] when |ta|),
 // b is [k, n] ([n, k] when |tb|). c is overwritten (zeros when k is 0).

@@ -210,22 +210,10 @@ void PlanBroadcastRead(const Dims& in, const Dims& out, Dims* lens, std::vector<
 
 class BroadcastToKernel {
  public:
-  explicit BroadcastToKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Dims target = ReadShape(ctx.input(1), "shape");
-    if (x.rank() > static_cast<int>(target.size())) {
-      Fail("input of shape ", DimsString(x.dims), " cannot be broadcast to ", DimsString(target),
-           ", which has fewer dimensions");
-    }
-    const std::size_t lead = target.size() - x.dims.size();
-    for (int i = 0; i < x.rank(); ++i) {
-      const int64_t d = x.dim(i), t = target[lead + ToSize(i)];
-      if (d != 1 && d != t) {
-        Fail("input of shape ", DimsString(x.dims), " cannot be broadcast to ", DimsString(target), ": its dimension ",
-             i, " is ", d, ", not 1 or ", t);
-      }
-    }
+    sdk::CheckBroadcastTo(x.dims, target);
     if (target == x.dims) {
       ctx.forward(0, 0);
       return;
@@ -280,7 +268,6 @@ class BroadcastToKernel {
 template <class T>
 class SumToShapeKernel {
  public:
-  explicit SumToShapeKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Dims target = ReadShape(ctx.input(1), "shape");
@@ -468,7 +455,6 @@ std::string IndexString(int64_t i, const Dims& dims) {
 template <class T, class Index>
 class UnsortedSegmentSumKernel {
  public:
-  explicit UnsortedSegmentSumKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor data = ctx.input(0), ids = ctx.input(1);
     const int64_t num = ReadScalar(ctx.input(2), "num_segments");
@@ -572,7 +558,6 @@ class PackKernel {
 template <class Index>
 class InvertPermutationKernel {
  public:
-  explicit InvertPermutationKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     if (x.rank() != 1) Fail("x must be 1-D, got shape ", DimsString(x.dims));
@@ -598,7 +583,6 @@ class InvertPermutationKernel {
 template <class Index>
 class ConcatOffsetKernel {
  public:
-  explicit ConcatOffsetKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const int64_t dim = ReadScalar(ctx.input(0), "concat_dim");
     const int n = ctx.num_inputs() - 1;
@@ -636,16 +620,13 @@ class ConcatOffsetKernel {
 // --- StridedSliceGrad ----------------------------------------------------------------
 
 // Writes dy into zeros of 'shape' at the positions StridedSlice selects;
-// the spec is read exactly as StridedSliceKernel (array.cc) reads it.
+// the spec is read as StridedSliceKernel (array.cc) reads it (PlanStridedSlice).
 class StridedSliceGradKernel {
  public:
   explicit StridedSliceGradKernel(const InitContext& init)
-      : begin_mask_(init.Int("begin_mask")),
-        end_mask_(init.Int("end_mask")),
-        ellipsis_mask_(init.Int("ellipsis_mask")),
-        new_axis_mask_(init.Int("new_axis_mask")),
-        shrink_mask_(init.Int("shrink_axis_mask")) {
-    if ((ellipsis_mask_ & (ellipsis_mask_ - 1)) != 0) Fail("more than one ellipsis in ellipsis_mask");
+      : masks_{init.Int("begin_mask"), init.Int("end_mask"), init.Int("ellipsis_mask"), init.Int("new_axis_mask"),
+               init.Int("shrink_axis_mask")} {
+    if ((masks_.ellipsis & (masks_.ellipsis - 1)) != 0) Fail("more than one ellipsis in ellipsis_mask");
   }
 
   void Compute(Context& ctx) {
@@ -662,53 +643,12 @@ class StridedSliceGradKernel {
     for (int64_t s : strides) {
       if (s == 0) Fail("a stride is 0");
     }
-    const int rank = static_cast<int>(dims.size());
-    const std::vector<int64_t> out_strides = Strides(dims);
-    Dims lens;  // the selected positions: a grid over the output
-    std::vector<int64_t> steps;
-    int64_t offset = 0;
-    Dims sliced;  // the slice's shape, with new axes, without shrunk ones
-    auto bit = [](int64_t mask, std::size_t i) { return ((mask >> i) & 1) != 0; };
-    int consumed = 0;
-    for (std::size_t i = 0; i < begin.size(); ++i) {
-      if (!bit(ellipsis_mask_, i) && !bit(new_axis_mask_, i)) ++consumed;
-    }
-    int dim = 0;
-    auto whole = [&] {
-      lens.push_back(dims[ToSize(dim)]);
-      steps.push_back(out_strides[ToSize(dim)]);
-      sliced.push_back(dims[ToSize(dim)]);
-      ++dim;
-    };
-    for (std::size_t i = 0; i < begin.size(); ++i) {
-      if (bit(ellipsis_mask_, i)) {
-        for (int k = rank - consumed; k > 0; --k) whole();
-        continue;
-      }
-      if (bit(new_axis_mask_, i)) {
-        sliced.push_back(1);
-        continue;
-      }
-      if (dim >= rank) Fail("the slice spec indexes more dimensions than the input's ", rank);
-      const int64_t d = dims[ToSize(dim)], stride = out_strides[ToSize(dim)];
-      if (bit(shrink_mask_, i)) {
-        const int64_t index = begin[i] < 0 ? begin[i] + d : begin[i];
-        if (index < 0 || index >= d) Fail("index ", begin[i], " is out of range for dimension ", dim, " of size ", d);
-        offset += index * stride;
-        ++dim;
-        continue;
-      }
-      const int64_t step = strides[i];
-      const int64_t b = ClampSliceIndex(d, begin[i], step, bit(begin_mask_, i), true);
-      const int64_t e = ClampSliceIndex(d, end[i], step, bit(end_mask_, i), false);
-      const int64_t len = StridedSliceLength(b, e, step);
-      if (len > 0) offset += b * stride;
-      lens.push_back(len);
-      steps.push_back(len > 1 ? step * stride : 0);
-      sliced.push_back(len);
-      ++dim;
-    }
-    while (dim < rank) whole();
+    // The selected positions: a grid over the output.
+    StridedSliceGrid grid = PlanStridedSlice(dims, begin, end, strides, masks_);
+    Dims& lens = grid.lens;
+    std::vector<int64_t>& steps = grid.steps;
+    const int64_t offset = grid.offset;
+    const Dims& sliced = grid.sliced;
     if (dy.dims != sliced) {
       Fail("dy has shape ", DimsString(dy.dims), ", but slicing ", DimsString(dims), " by the spec gives ",
            DimsString(sliced));
@@ -743,7 +683,7 @@ class StridedSliceGradKernel {
   }
 
  private:
-  const int64_t begin_mask_, end_mask_, ellipsis_mask_, new_axis_mask_, shrink_mask_;
+  const StridedSliceMasks masks_;
 };
 
 // --- Cumsum, Cumprod -------------------------------------------------------------

@@ -267,7 +267,6 @@ class TopKKernel {
 template <class T>
 class NonZeroKernel {
  public:
-  explicit NonZeroKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const T* px = x.as<T>();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../kernel_framework.h"
+#include "weft/sdk/op_checks.h"
 #include "weft/sdk/size.h"
 
 namespace weft::cpu {
@@ -102,12 +103,7 @@ inline int64_t ReadScalar(const Tensor& t, const char* what) {
 
 // |axis| in [0, rank), counting negative values from the end; the message
 // is the shape functions' (core/ops/shape_fns.cc), |what| naming the attr.
-inline int NormalizeAxis(int64_t axis, int rank, const char* what = "axis") {
-  if (axis < -rank || axis >= rank) {
-    Fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
+using sdk::NormalizeAxis;
 
 // A begin or end of a strided slice of a dimension of size |dim|, as NumPy
 // clamps it (StridedSlice and StridedSliceGrad read their spec alike).
@@ -124,6 +120,76 @@ inline int64_t StridedSliceLength(int64_t b, int64_t e, int64_t step) {
   const uint64_t distance = step > 0 ? static_cast<uint64_t>(e - b) : static_cast<uint64_t>(b - e);
   const uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
   return static_cast<int64_t>(1 + (distance - 1) / magnitude);
+}
+
+// StridedSlice's masks (attrs of the forward op and of its gradient).
+struct StridedSliceMasks {
+  int64_t begin = 0, end = 0, ellipsis = 0, new_axis = 0, shrink = 0;
+};
+
+// What a strided slice of a tensor of |dims| selects: the selected elements
+// as a grid over the tensor (lens, and steps in elements, from |offset|)
+// and the slice's shape (with its new axes, without its shrunk ones).
+struct StridedSliceGrid {
+  Dims lens;
+  std::vector<int64_t> steps;
+  int64_t offset = 0;
+  Dims sliced;
+};
+
+// The slice |begin|, |end| and |strides| (entries of one count, strides
+// not 0) with |masks| select from a tensor of |dims|: NumPy basic indexing
+// with TensorFlow's masks, the spec read exactly as StridedSliceShape
+// reads it.
+inline StridedSliceGrid PlanStridedSlice(const Dims& dims, const std::vector<int64_t>& begin,
+                                         const std::vector<int64_t>& end, const std::vector<int64_t>& strides,
+                                         const StridedSliceMasks& masks) {
+  const int rank = static_cast<int>(dims.size());
+  const std::vector<int64_t> dim_strides = Strides(dims);
+  StridedSliceGrid g;
+  auto bit = [](int64_t mask, std::size_t i) { return i < 63 && ((mask >> i) & 1) != 0; };
+  int consumed = 0;
+  for (std::size_t i = 0; i < begin.size(); ++i) {
+    if (!bit(masks.ellipsis, i) && !bit(masks.new_axis, i)) ++consumed;
+  }
+  int dim = 0;
+  auto whole = [&] {
+    g.lens.push_back(dims[ToSize(dim)]);
+    g.steps.push_back(dim_strides[ToSize(dim)]);
+    g.sliced.push_back(dims[ToSize(dim)]);
+    ++dim;
+  };
+  for (std::size_t i = 0; i < begin.size(); ++i) {
+    if (bit(masks.ellipsis, i)) {
+      for (int k = rank - consumed; k > 0; --k) whole();
+      continue;
+    }
+    if (bit(masks.new_axis, i)) {
+      g.sliced.push_back(1);
+      continue;
+    }
+    if (dim >= rank) Fail("the slice spec indexes more dimensions than the input's ", rank);
+    const int64_t d = dims[ToSize(dim)], stride = dim_strides[ToSize(dim)];
+    if (bit(masks.shrink, i)) {
+      const int64_t index = begin[i] < 0 ? begin[i] + d : begin[i];
+      if (index < 0 || index >= d) Fail("index ", begin[i], " is out of range for dimension ", dim, " of size ", d);
+      g.offset += index * stride;
+      ++dim;
+      continue;
+    }
+    const int64_t step = strides[i];
+    const int64_t b = ClampSliceIndex(d, begin[i], step, bit(masks.begin, i), true);
+    const int64_t e = ClampSliceIndex(d, end[i], step, bit(masks.end, i), false);
+    const int64_t len = StridedSliceLength(b, e, step);
+    if (len > 0) g.offset += b * stride;
+    g.lens.push_back(len);
+    // With two or more elements |step| is below d, so this cannot overflow.
+    g.steps.push_back(len > 1 ? step * stride : 0);
+    g.sliced.push_back(len);
+    ++dim;
+  }
+  while (dim < rank) whole();
+  return g;
 }
 
 // --- Parallel loops -------------------------------------------------------------------

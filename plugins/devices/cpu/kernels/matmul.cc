@@ -119,9 +119,7 @@ class MatMulKernel {
   explicit MatMulKernel(const InitContext& init) : ta_(init.Bool("transpose_a")), tb_(init.Bool("transpose_b")) {}
   void Compute(Context& ctx) {
     const Tensor a = ctx.input(0), b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2)
-      Fail("MatMul takes rank-2 tensors, got ", DimsString(a.dims), " and ", DimsString(b.dims));
-    const auto [m, k, n] = MatMulDims(a.dims, b.dims, ta_, tb_);
+    const auto [m, k, n] = sdk::CheckMatMul(a, b, ta_, tb_);
     Tensor c = ctx.allocate_output(0, {m, n});
     MatMulOne<T>(cache_, a.as<T>(), b.as<T>(), c.as<T>(), m, n, k, ta_, tb_);
   }
@@ -137,43 +135,13 @@ class BatchMatMulKernel {
   explicit BatchMatMulKernel(const InitContext& init) : ax_(init.Bool("adj_x")), ay_(init.Bool("adj_y")) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), y = ctx.input(1);
-    if (x.rank() < 2 || y.rank() < 2)
-      Fail("BatchMatMul takes rank >= 2, got ", DimsString(x.dims), " and ", DimsString(y.dims));
-    const int64_t m = x.dim(x.rank() - (ax_ ? 1 : 2)), k = x.dim(x.rank() - (ax_ ? 2 : 1));
-    const int64_t ky = y.dim(y.rank() - (ay_ ? 1 : 2)), n = y.dim(y.rank() - (ay_ ? 2 : 1));
-    if (k != ky)
-      Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
-    const Dims bx(x.dims.begin(), x.dims.end() - 2), by(y.dims.begin(), y.dims.end() - 2);
-    const Dims batch = BroadcastDims(bx, by);
-    Dims out_dims = batch;
-    out_dims.push_back(m);
-    out_dims.push_back(n);
-    Tensor out = ctx.allocate_output(0, out_dims);
-    int64_t count = 1;
-    for (int64_t d : batch) count *= d;
-    if (count == 0 || m == 0 || n == 0) return;
-    // Element offsets of each batch's matrix in x and y, by broadcasting.
-    auto strides = [&](const Dims& in) {
-      std::vector<int64_t> s(batch.size(), 0);
-      int64_t stride = 1;
-      for (std::size_t i = 0; i < in.size(); ++i) {
-        const std::size_t d = in.size() - 1 - i, o = batch.size() - 1 - i;
-        s[o] = in[d] == 1 ? 0 : stride;
-        stride *= in[d];
-      }
-      return s;
-    };
-    const auto sx = strides(bx), sy = strides(by);
-    for (int64_t b = 0; b < count; ++b) {
-      int64_t rest = b, ox = 0, oy = 0;
-      for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-        const int64_t index = rest % batch[static_cast<std::size_t>(d)];
-        rest /= batch[static_cast<std::size_t>(d)];
-        ox += index * sx[static_cast<std::size_t>(d)];
-        oy += index * sy[static_cast<std::size_t>(d)];
-      }
-      MatMulOne<T>(cache_, x.as<T>() + ox * m * k, y.as<T>() + oy * k * n, out.as<T>() + b * m * n, m, n, k, ax_, ay_);
-    }
+    const sdk::BatchMatMulShape s = sdk::CheckBatchMatMul(x, y, ax_, ay_);
+    Tensor out = ctx.allocate_output(0, s.OutputDims());
+    if (s.count == 0 || s.m == 0 || s.n == 0) return;
+    const int64_t m = s.m, n = s.n, k = s.k;
+    s.ForEachMatrix([&](int64_t i, int64_t xi, int64_t yi) {
+      MatMulOne<T>(cache_, x.as<T>() + xi * m * k, y.as<T>() + yi * k * n, out.as<T>() + i * m * n, m, n, k, ax_, ay_);
+    });
   }
 
  private:

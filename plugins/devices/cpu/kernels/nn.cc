@@ -32,25 +32,17 @@ namespace {
 template <class T>
 class FusedBatchNormKernel {
  public:
-  explicit FusedBatchNormKernel(const InitContext& init)
-      : epsilon_(init.Float("epsilon")),
-        training_(init.Bool("is_training")),
-        nchw_(init.String("data_format") == "NCHW") {}
+  explicit FusedBatchNormKernel(const InitContext& init) : attrs_(sdk::ReadBatchNormAttrs(init)) {}
 
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
-    if (x.rank() != 2 && x.rank() != 4) Fail("x must have rank 2 or 4, got ", DimsString(x.dims));
     // x as [outer, channels, inner].
-    const int channel_axis = x.rank() == 4 && nchw_ ? 1 : x.rank() - 1;
-    const int64_t channels = x.dim(channel_axis);
-    const int64_t outer = Product(x.dims, 0, channel_axis);
-    const int64_t inner = Product(x.dims, channel_axis + 1, x.rank());
+    const sdk::ChannelLayout layout = sdk::BatchNormLayout(x, "x", attrs_.nchw);
+    const int64_t channels = layout.channels, outer = layout.outer, inner = layout.inner;
     Tensor params[4];  // scale, offset, mean, variance
     for (int i = 1; i < 5; ++i) {
       params[i - 1] = ctx.input(i);
-      const Tensor& p = params[i - 1];
-      if (p.rank() != 1) Fail("input ", i, " must be 1-D, got ", DimsString(p.dims));
-      if (p.dim(0) != channels) Fail("input ", i, " has ", p.dim(0), " elements, x has ", channels, " channels");
+      sdk::RequireChannelInput(params[i - 1], Str("input ", i), channels);
     }
     const T* scale = params[0].as<T>();
     const T* offset = params[1].as<T>();
@@ -60,7 +52,7 @@ class FusedBatchNormKernel {
     const auto c_size = static_cast<std::size_t>(channels);
     std::vector<double> mean(c_size), variance(c_size);
     const T* in = x.as<T>();
-    if (training_) {
+    if (attrs_.training) {
       // Biased moments over every axis but the channel's; the unbiased
       // variance out (NaN for a single element per channel, as NumPy's ddof=1).
       const auto count = static_cast<double>(outer * inner);
@@ -82,7 +74,7 @@ class FusedBatchNormKernel {
     // y = (x - mean) * factor + offset, factor = scale / sqrt(variance + epsilon).
     std::vector<double> factor(c_size);
     for (std::size_t c = 0; c < c_size; ++c) {
-      factor[c] = static_cast<double>(scale[c]) / std::sqrt(variance[c] + epsilon_);
+      factor[c] = static_cast<double>(scale[c]) / std::sqrt(variance[c] + attrs_.epsilon);
     }
     T* out = y.as<T>();
     ParallelFor(outer * channels, inner * 2, [&](int64_t begin, int64_t end) {
@@ -98,9 +90,7 @@ class FusedBatchNormKernel {
   }
 
  private:
-  double epsilon_;
-  bool training_;
-  bool nchw_;
+  sdk::BatchNormAttrs attrs_;
 };
 
 // --- Vectorised loops for f32 ------------------------------------------------------
@@ -321,8 +311,7 @@ class SoftmaxKernel {
 
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
-    if (x.rank() < 1) Fail("logits must have rank >= 1");
-    const int axis = NormalizeAxis(axis_, x.rank(), "axis");
+    const int axis = sdk::SoftmaxAxis(x, axis_);
     const int64_t outer = Product(x.dims, 0, axis), n = x.dim(axis), inner = Product(x.dims, axis + 1, x.rank());
     Tensor y = ctx.allocate_output(0, x.dims);
     if (y.num_elements == 0) return;
@@ -359,22 +348,12 @@ std::pair<T, double> LogSumExp(const T* row, int64_t n) {
   return {max, std::log(sum)};
 }
 
-void CheckFeatures(const Tensor& features) {
-  if (features.rank() != 2) Fail("features must be [batch, classes], got ", DimsString(features.dims));
-}
-
 template <class T>
 class SoftmaxXentKernel {
  public:
-  explicit SoftmaxXentKernel(const InitContext&) {}
-
   void Compute(Context& ctx) {
     const Tensor features = ctx.input(0), labels = ctx.input(1);
-    CheckFeatures(features);
-    if (labels.dims != features.dims) {
-      Fail("labels ", DimsString(labels.dims), " must have the shape of features ", DimsString(features.dims));
-    }
-    const int64_t batch = features.dim(0), classes = features.dim(1);
+    const auto [batch, classes] = sdk::CheckXent(features, labels);
     T* loss = ctx.allocate_output(0, {batch}).as<T>();
     T* backprop = ctx.allocate_output(1, features.dims).as<T>();
     const T* f = features.as<T>();
@@ -400,20 +379,11 @@ class SoftmaxXentKernel {
 template <class T, class Label>
 class SparseSoftmaxXentKernel {
  public:
-  explicit SparseSoftmaxXentKernel(const InitContext&) {}
-
   void Compute(Context& ctx) {
     const Tensor features = ctx.input(0), labels = ctx.input(1);
-    CheckFeatures(features);
-    if (labels.rank() != 1) Fail("labels must be [batch], got ", DimsString(labels.dims));
-    const int64_t batch = features.dim(0), classes = features.dim(1);
-    if (labels.dim(0) != batch) Fail("labels has ", labels.dim(0), " rows, features ", batch);
+    const auto [batch, classes] = sdk::CheckSparseXent(features, labels);
     const Label* label = labels.as<Label>();
-    for (int64_t i = 0; i < batch; ++i) {
-      if (label[i] < 0 || label[i] >= classes) {
-        Fail("label ", label[i], " of row ", i, " is out of range [0, ", classes, ")");
-      }
-    }
+    for (int64_t i = 0; i < batch; ++i) sdk::CheckLabel(label[i], i, classes);
     T* loss = ctx.allocate_output(0, {batch}).as<T>();
     T* backprop = ctx.allocate_output(1, features.dims).as<T>();
     const T* f = features.as<T>();

@@ -221,22 +221,13 @@ T AddBias(T a, T b) {
 template <class T>
 class BiasAddKernel {
  public:
-  explicit BiasAddKernel(const InitContext& init) : nchw_(init.String("data_format") == "NCHW") {}
+  explicit BiasAddKernel(const InitContext& init) : nchw_(sdk::IsNchw(init)) {}
 
   void Compute(Context& ctx) {
     const Tensor value = ctx.input(0), bias = ctx.input(1);
-    if (value.rank() < 2) Fail("value must have rank >= 2, got ", DimsString(value.dims));
-    if (bias.rank() != 1) Fail("bias must be 1-D, got ", DimsString(bias.dims));
-    const int axis = nchw_ ? 1 : value.rank() - 1;
-    const int64_t channels = value.dim(axis);
-    if (bias.dim(0) != channels) {
-      Fail("bias has ", bias.dim(0), " elements but value has ", channels, " channels (", DimsString(value.dims), ", ",
-           nchw_ ? "NCHW" : "NHWC", ")");
-    }
     // value is [outer, channels, inner].
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; ++i) outer *= value.dim(i);
-    for (int i = axis + 1; i < value.rank(); ++i) inner *= value.dim(i);
+    const sdk::ChannelLayout layout = sdk::CheckBiasAdd(value, bias, nchw_);
+    const int64_t outer = layout.outer, channels = layout.channels, inner = layout.inner;
     Tensor output = ctx.allocate_output(0, value.dims);
     const T* in = value.as<T>();
     const T* b = bias.as<T>();

@@ -31,14 +31,12 @@ using BiasAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 template <class T>
 class BiasAddGradKernel {
  public:
-  explicit BiasAddGradKernel(const InitContext& init) : nchw_(init.String("data_format") == "NCHW") {}
+  explicit BiasAddGradKernel(const InitContext& init) : nchw_(sdk::IsNchw(init)) {}
 
   void Compute(Context& ctx) {
     const Tensor dy = ctx.input(0);
-    if (dy.rank() < 2) Fail("out_backprop must have rank >= 2, got ", DimsString(dy.dims));
-    const int axis = nchw_ ? 1 : dy.rank() - 1;
-    const int64_t channels = dy.dim(axis);
-    const int64_t outer = Product(dy.dims, 0, axis), inner = Product(dy.dims, axis + 1, dy.rank());
+    const sdk::ChannelLayout layout = sdk::CheckBiasAddGrad(dy, nchw_);
+    const int64_t outer = layout.outer, channels = layout.channels, inner = layout.inner;
     T* out = ctx.allocate_output(0, {channels}).as<T>();
     const T* in = dy.as<T>();
     const std::vector<BiasAcc<T>> sums = ChannelSums<BiasAcc<T>>(outer, channels, inner, [in](int64_t, int64_t i) {
@@ -74,30 +72,18 @@ class BiasAddGradKernel {
 template <class T>
 class FusedBatchNormGradKernel {
  public:
-  explicit FusedBatchNormGradKernel(const InitContext& init)
-      : epsilon_(init.Float("epsilon")),
-        training_(init.Bool("is_training")),
-        nchw_(init.String("data_format") == "NCHW") {}
+  explicit FusedBatchNormGradKernel(const InitContext& init) : attrs_(sdk::ReadBatchNormAttrs(init)) {}
 
   void Compute(Context& ctx) {
     const Tensor dy = ctx.input(0), x = ctx.input(1);
-    if (dy.rank() != 2 && dy.rank() != 4) Fail("y_backprop must have rank 2 or 4, got ", DimsString(dy.dims));
-    if (x.dims != dy.dims) {
-      Fail("y_backprop has shape ", DimsString(dy.dims), ", but x has shape ", DimsString(x.dims),
-           "; they must be equal");
-    }
     // x as [outer, channels, inner].
-    const int channel_axis = x.rank() == 4 && nchw_ ? 1 : x.rank() - 1;
-    const int64_t channels = x.dim(channel_axis);
-    const int64_t outer = Product(x.dims, 0, channel_axis);
-    const int64_t inner = Product(x.dims, channel_axis + 1, x.rank());
+    const sdk::ChannelLayout layout = sdk::BatchNormGradLayout(dy, x, attrs_.nchw);
+    const int64_t channels = layout.channels, outer = layout.outer, inner = layout.inner;
     static const char* const kNames[] = {"scale", "mean", "variance"};
     Tensor params[3];
     for (int i = 0; i < 3; ++i) {
       params[i] = ctx.input(i + 2);
-      const Tensor& p = params[i];
-      if (p.rank() != 1) Fail(kNames[i], " must be 1-D, got ", DimsString(p.dims));
-      if (p.dim(0) != channels) Fail(kNames[i], " has ", p.dim(0), " elements, x has ", channels, " channels");
+      sdk::RequireChannelInput(params[i], kNames[i], channels);
     }
     const T* scale = params[0].as<T>();
     Tensor dx_tensor = ctx.allocate_output(0, x.dims);
@@ -108,16 +94,16 @@ class FusedBatchNormGradKernel {
     const T* grad = dy.as<T>();
     const auto count = static_cast<double>(outer * inner);
     std::vector<double> mean(c_size), inv(c_size);
-    if (training_) {
+    if (attrs_.training) {
       std::vector<double> variance;
       ChannelMoments(in, outer, channels, inner, &mean, &variance);
-      for (std::size_t c = 0; c < c_size; ++c) inv[c] = 1 / std::sqrt(variance[c] + epsilon_);
+      for (std::size_t c = 0; c < c_size; ++c) inv[c] = 1 / std::sqrt(variance[c] + attrs_.epsilon);
     } else {
       const T* mean_in = params[1].as<T>();
       const T* variance_in = params[2].as<T>();
       for (std::size_t c = 0; c < c_size; ++c) {
         mean[c] = static_cast<double>(mean_in[c]);
-        inv[c] = 1 / std::sqrt(static_cast<double>(variance_in[c]) + epsilon_);
+        inv[c] = 1 / std::sqrt(static_cast<double>(variance_in[c]) + attrs_.epsilon);
       }
     }
     const std::vector<double> sum_dy = ChannelSums<double>(
@@ -136,7 +122,7 @@ class FusedBatchNormGradKernel {
       for (int64_t t = begin; t < end; ++t) {
         const auto c = static_cast<std::size_t>(t % channels);
         const double factor = static_cast<double>(scale[c]) * inv[c];
-        if (training_) {
+        if (attrs_.training) {
           const double mean_dy = sum_dy[c] / count, mean_dy_xhat = sum_dy_xhat[c] / count;
           for (int64_t i = t * inner; i < (t + 1) * inner; ++i) {
             const double xhat = (static_cast<double>(in[i]) - mean[c]) * inv[c];
@@ -152,9 +138,7 @@ class FusedBatchNormGradKernel {
   }
 
  private:
-  double epsilon_;
-  bool training_;
-  bool nchw_;
+  sdk::BatchNormAttrs attrs_;
 };
 
 // --- LayerNormGrad ---------------------------------------------------------------------

@@ -114,8 +114,6 @@ class LstmCellKernel {
 template <class T>
 class LstmCellGradKernel {
  public:
-  explicit LstmCellGradKernel(const InitContext&) {}
-
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), c_prev = ctx.input(1), h_prev = ctx.input(2), w = ctx.input(3);
     const Tensor c = ctx.input(4), gates = ctx.input(5), dc = ctx.input(6), dh = ctx.input(7);

@@ -56,7 +56,6 @@ bool KeyOf(T v, std::conditional_t<kIsFloat<T>, double, int64_t>* key) {
 template <class T, class Index>
 class UniqueKernel {
  public:
-  explicit UniqueKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     if (x.rank() != 1) Fail("x must be 1-D, got shape ", DimsString(x.dims));
@@ -137,7 +136,6 @@ class DynamicPartitionKernel {
 
 class DynamicStitchKernel {
  public:
-  explicit DynamicStitchKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const int n = ctx.num_inputs() / 2;
     std::vector<Tensor> indices, data;

@@ -8,6 +8,7 @@
 
 #include "../kernel_framework.h"
 #include "kernel_util.h"
+#include "weft/sdk/variables.h"
 
 namespace weft::cpu {
 namespace {
@@ -22,30 +23,14 @@ T AddOne(T a, T b, bool subtract) {
   }
 }
 
-// The graph does not carry a handle's dtype, so a kernel's dtype attr may
-// disagree with the variable it is given; reading it as another type would
-// run past its memory.
-void CheckVariableDtype(const Context& ctx, const Tensor& var, weft_dtype_t dtype) {
-  if (var.dtype != dtype) {
-    Fail("variable '", ctx.variable_name(0), "' holds ", weft_dtype_name(var.dtype), ", not ", weft_dtype_name(dtype));
-  }
-}
-
 template <class T, bool kSubtract>
 class AssignUpdateKernel {
  public:
-  explicit AssignUpdateKernel(const InitContext&) {}
   void Compute(Context& ctx) {
-    const Tensor delta = ctx.input(1);
-    Tensor var = ctx.lock_variable(0, /*exclusive=*/true);
-    CheckVariableDtype(ctx, var, DtypeOf<T>());
-    if (var.dims != delta.dims) {
-      Fail(kSubtract ? "AssignSub" : "AssignAdd", " to variable '", ctx.variable_name(0), "' of shape ",
-           DimsString(var.dims), " with a value of shape ", DimsString(delta.dims));
-    }
-    T* v = var.as<T>();
-    const T* d = delta.as<T>();
-    ParallelFor(var.num_elements, 1, [&](int64_t b, int64_t e) {
+    const sdk::AssignUpdate<Tensor> in = sdk::LockAssignUpdate(ctx, DtypeOf<T>(), kSubtract);
+    T* v = in.var.as<T>();
+    const T* d = in.delta.as<T>();
+    ParallelFor(in.var.num_elements, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) v[i] = AddOne<T>(v[i], d[i], kSubtract);
     });
   }
@@ -67,7 +52,7 @@ class ResourceGatherKernel {
   void Compute(Context& ctx) {
     const Tensor indices = ctx.input(1);
     Tensor var = ctx.lock_variable(0, /*exclusive=*/false);
-    CheckVariableDtype(ctx, var, dtype_);
+    sdk::RequireVariableDtype(ctx, var, dtype_);
     if (var.rank() < 1) Fail("cannot gather rows of the scalar variable '", ctx.variable_name(0), "'");
     Dims out_dims = indices.dims;
     out_dims.insert(out_dims.end(), var.dims.begin() + 1, var.dims.end());
@@ -92,11 +77,10 @@ class ResourceGatherKernel {
 template <class T, class Index>
 class ResourceScatterAddKernel {
  public:
-  explicit ResourceScatterAddKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor indices = ctx.input(1), updates = ctx.input(2);
     Tensor var = ctx.lock_variable(0, /*exclusive=*/true);
-    CheckVariableDtype(ctx, var, DtypeOf<T>());
+    sdk::RequireVariableDtype(ctx, var, DtypeOf<T>());
     if (var.rank() < 1) Fail("cannot scatter into the scalar variable '", ctx.variable_name(0), "'");
     Dims expect = indices.dims;
     expect.insert(expect.end(), var.dims.begin() + 1, var.dims.end());
@@ -130,15 +114,7 @@ void RegisterStateKernels(KernelRegistry& r) {
     r.Add<ResourceScatterAddKernel<T, int64_t>>("ResourceScatterAdd",
                                                 {{"dtype", DtypeOf<T>()}, {"Tindices", WEFT_DTYPE_I64}});
   };
-  numeric.template operator()<float>();
-  numeric.template operator()<double>();
-  numeric.template operator()<Half>();
-  numeric.template operator()<BFloat16>();
-  numeric.template operator()<int8_t>();
-  numeric.template operator()<int16_t>();
-  numeric.template operator()<int32_t>();
-  numeric.template operator()<int64_t>();
-  numeric.template operator()<uint8_t>();
+  ForEachNumericType(numeric);
   // Gather copies bytes: one kernel per index type serves every dtype.
   r.Add<ResourceGatherKernel<int32_t>>("ResourceGather", {{"Tindices", WEFT_DTYPE_I32}});
   r.Add<ResourceGatherKernel<int64_t>>("ResourceGather", {{"Tindices", WEFT_DTYPE_I64}});

@@ -93,7 +93,6 @@ void EnqueueStridedCopy(rt::Stream stream, const void* src, int64_t src_base, vo
 
 class FillKernel {
  public:
-  explicit FillKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Dims dims = ctx.ReadShape(ctx.input(0), "dims");
     const Tensor value = ctx.input(1);
@@ -117,7 +116,6 @@ class FillKernel {
 
 class ZerosLikeKernel {
  public:
-  explicit ZerosLikeKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Tensor y = ctx.allocate_output(0, x.dims);
@@ -129,7 +127,6 @@ class ZerosLikeKernel {
 template <class T>
 class OnesLikeKernel {
  public:
-  explicit OnesLikeKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Tensor y = ctx.allocate_output(0, x.dims);
@@ -143,7 +140,6 @@ class OnesLikeKernel {
 
 class BroadcastToKernel {
  public:
-  explicit BroadcastToKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Dims target = ctx.ReadShape(ctx.input(1), "shape");
@@ -236,7 +232,6 @@ __global__ void ClipLoop(const T* t, const T* lo, const T* hi, T* out, int64_t n
 template <class T, bool kSelect>
 class TernaryKernel {
  public:
-  explicit TernaryKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor a = ctx.input(0), b = ctx.input(1), c = ctx.input(2);
     const Dims dims = BroadcastDims(BroadcastDims(a.dims, b.dims), c.dims);
@@ -279,7 +274,6 @@ __global__ void AddNLoop(AddNInputs<T> in, int count, bool accumulate, T* out, i
 template <class T>
 class AddNKernel {
  public:
-  explicit AddNKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const int n = ctx.num_inputs();
     std::vector<Tensor> inputs;
@@ -351,11 +345,7 @@ void RegisterArrayKernels(KernelRegistry& r) {
     r.Add<BroadcastToKernel>("BroadcastTo", {{"T", t}}, 0, {"shape"});
     r.Add<TransposeKernel>("Transpose", {{"T", t}}, WEFT_KERNEL_INLINE);
   }
-  AddTyped<float>(r);
-  AddTyped<double>(r);
-  AddTyped<int32_t>(r);
-  AddTyped<int64_t>(r);
-  AddTyped<bool>(r);
+  ForEachType<float, double, int32_t, int64_t, bool>([&](auto t) { AddTyped<decltype(t)>(r); });
 }
 
 }  // namespace weft::gpu

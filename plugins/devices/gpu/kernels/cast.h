@@ -59,7 +59,6 @@ __global__ void CastLoop(const From* x, To* y, int64_t n) {
 template <class From, class To>
 class CastKernel {
  public:
-  explicit CastKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Tensor y = ctx.allocate_output(0, x.dims);
@@ -70,25 +69,22 @@ class CastKernel {
   }
 };
 
-template <class From>
+// Cast from From to each of Tos.
+template <class From, class... Tos>
 void AddCastsFrom(KernelRegistry& r) {
-  const weft_dtype_t from = DtypeOf<From>();
-  r.Add<CastKernel<From, float>>("Cast", {{"SrcT", from}, {"DstT", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<CastKernel<From, double>>("Cast", {{"SrcT", from}, {"DstT", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
-  r.Add<CastKernel<From, int32_t>>("Cast", {{"SrcT", from}, {"DstT", WEFT_DTYPE_I32}}, WEFT_KERNEL_INLINE);
-  r.Add<CastKernel<From, int64_t>>("Cast", {{"SrcT", from}, {"DstT", WEFT_DTYPE_I64}}, WEFT_KERNEL_INLINE);
-  r.Add<CastKernel<From, bool>>("Cast", {{"SrcT", from}, {"DstT", WEFT_DTYPE_BOOL}}, WEFT_KERNEL_INLINE);
+  (r.Add<CastKernel<From, Tos>>("Cast", {{"SrcT", DtypeOf<From>()}, {"DstT", DtypeOf<Tos>()}}, WEFT_KERNEL_INLINE),
+   ...);
+}
+
+// Cast between any two of Ts.
+template <class... Ts>
+void AddCastsAmong(KernelRegistry& r) {
+  (AddCastsFrom<Ts, Ts...>(r), ...);
 }
 
 }  // namespace
 
-void RegisterCastKernels(KernelRegistry& r) {
-  AddCastsFrom<float>(r);
-  AddCastsFrom<double>(r);
-  AddCastsFrom<int32_t>(r);
-  AddCastsFrom<int64_t>(r);
-  AddCastsFrom<bool>(r);
-}
+void RegisterCastKernels(KernelRegistry& r) { AddCastsAmong<float, double, int32_t, int64_t, bool>(r); }
 
 }  // namespace weft::gpu
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "gpu/device_compat.h"
+#include "gpu/kernels/matmul.h"
 
 namespace weft::gpu {
 
@@ -63,87 +64,21 @@ void EnqueueTiledMatMul(rt::Stream stream, const T* a, const T* b, T* c, int64_t
   }
 }
 
-template <class T>
-class MatMulKernel {
- public:
-  explicit MatMulKernel(const InitContext& init) : ta_(init.Bool("transpose_a")), tb_(init.Bool("transpose_b")) {}
-  void Compute(Context& ctx) {
-    const Tensor a = ctx.input(0), b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2) {
-      Fail("MatMul takes rank-2 tensors, got ", DimsString(a.dims), " and ", DimsString(b.dims));
-    }
-    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
-    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
-    if (k != kb) {
-      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims), tb_ ? "^T" : "",
-           " (", k, " vs ", kb, ")");
-    }
-    const Tensor c = ctx.allocate_output(0, {m, n});
-    if (c.num_elements == 0) return;
-    EnqueueTiledMatMul<T>(ctx.stream(), a.as<const T>(), b.as<const T>(), c.as<T>(), m, n, k, ta_, tb_, 1, 0, 0, 0);
+// The products of MatMul and BatchMatMul (matmul.h); the kernel writes
+// zeros for k == 0 itself.
+struct TiledBackend {
+  static bool Empty(Context&, const Tensor& out, int64_t) { return out.num_elements == 0; }
+
+  template <class T>
+  static void Run(Context& ctx, const Gemm& g, const T* a, const T* b, T* c) {
+    EnqueueTiledMatMul<T>(ctx.stream(), a, b, c, g.m, g.n, g.k, g.ta, g.tb, g.batch, g.stride_a, g.stride_b,
+                          g.stride_c);
   }
-
- private:
-  bool ta_, tb_;
-};
-
-template <class T>
-class BatchMatMulKernel {
- public:
-  explicit BatchMatMulKernel(const InitContext& init) : adj_x_(init.Bool("adj_x")), adj_y_(init.Bool("adj_y")) {}
-  void Compute(Context& ctx) {
-    const Tensor x = ctx.input(0), y = ctx.input(1);
-    if (x.rank() < 2 || y.rank() < 2) {
-      Fail("BatchMatMul takes rank >= 2, got ", DimsString(x.dims), " and ", DimsString(y.dims));
-    }
-    const int rx = x.rank(), ry = y.rank();
-    const int64_t m = x.dim(rx - (adj_x_ ? 1 : 2)), k = x.dim(rx - (adj_x_ ? 2 : 1));
-    const int64_t ky = y.dim(ry - (adj_y_ ? 1 : 2)), n = y.dim(ry - (adj_y_ ? 2 : 1));
-    if (k != ky)
-      Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
-    const Dims bx(x.dims.begin(), x.dims.end() - 2), by(y.dims.begin(), y.dims.end() - 2);
-    const Dims batch = BroadcastDims(bx, by);
-    Dims out_dims = batch;
-    out_dims.push_back(m);
-    out_dims.push_back(n);
-    const Tensor out = ctx.allocate_output(0, out_dims);
-    if (out.num_elements == 0) return;
-    const int64_t nb = Product(batch, 0, static_cast<int>(batch.size()));
-    const int64_t nx = Product(bx, 0, static_cast<int>(bx.size())), ny = Product(by, 0, static_cast<int>(by.size()));
-    const int64_t size_x = m * k, size_y = k * n, size_out = m * n;
-    // An operand with as many matrices as the output broadcasts none of
-    // them, so its matrices are in the output's order.
-    if ((nx == nb || nx == 1) && (ny == nb || ny == 1)) {
-      EnqueueTiledMatMul<T>(ctx.stream(), x.as<const T>(), y.as<const T>(), out.as<T>(), m, n, k, adj_x_, adj_y_, nb,
-                            nx == 1 ? 0 : size_x, ny == 1 ? 0 : size_y, size_out);
-      return;
-    }
-    const BroadcastPlan<2> plan = PlanBroadcast2(batch, bx, by);
-    for (int64_t i = 0; i < nb; ++i) {
-      int64_t rest = i, ox = 0, oy = 0;
-      for (int d = plan.rank - 1; d >= 0; --d) {
-        const int64_t coord = rest % plan.dims[d];
-        rest /= plan.dims[d];
-        ox += coord * plan.strides[0][d];
-        oy += coord * plan.strides[1][d];
-      }
-      EnqueueTiledMatMul<T>(ctx.stream(), x.as<const T>() + ox * size_x, y.as<const T>() + oy * size_y,
-                            out.as<T>() + i * size_out, m, n, k, adj_x_, adj_y_, 1, 0, 0, 0);
-    }
-  }
-
- private:
-  bool adj_x_, adj_y_;
 };
 
 }  // namespace
 
-void RegisterTiledMatMulKernels(KernelRegistry& r) {
-  r.Add<MatMulKernel<float>>("MatMul", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<MatMulKernel<double>>("MatMul", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
-  r.Add<BatchMatMulKernel<float>>("BatchMatMul", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<BatchMatMulKernel<double>>("BatchMatMul", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
-}
+void RegisterTiledMatMulKernels(KernelRegistry& r) { AddMatMulKernels<TiledBackend>(r); }
 
 }  // namespace weft::gpu
 

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "gpu/device_compat.h"
+#include "gpu/kernels/softmax.h"
 
 namespace weft::gpu {
 
@@ -42,22 +43,14 @@ __global__ void BiasAddLoop(const T* x, const T* bias, T* y, int64_t n, int64_t 
 template <class T>
 class BiasAddKernel {
  public:
-  explicit BiasAddKernel(const InitContext& init) : nchw_(init.String("data_format") == "NCHW") {}
+  explicit BiasAddKernel(const InitContext& init) : nchw_(sdk::IsNchw(init)) {}
   void Compute(Context& ctx) {
     const Tensor value = ctx.input(0), bias = ctx.input(1);
-    if (value.rank() < 2) Fail("value must have rank >= 2, got ", DimsString(value.dims));
-    if (bias.rank() != 1) Fail("bias must be 1-D, got ", DimsString(bias.dims));
-    const int channel = nchw_ ? 1 : value.rank() - 1;
-    const int64_t channels = value.dim(channel);
-    if (bias.dim(0) != channels) {
-      Fail("bias has ", bias.dim(0), " elements but value has ", channels, " channels (", DimsString(value.dims), ", ",
-           nchw_ ? "NCHW" : "NHWC", ")");
-    }
+    const sdk::ChannelLayout c = sdk::CheckBiasAdd(value, bias, nchw_);
     const Tensor y = ctx.allocate_output(0, value.dims);
     if (y.num_elements == 0) return;
-    const int64_t inner = Product(value.dims, channel + 1, value.rank());
-    BiasAddLoop<T><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(value.as<const T>(), bias.as<const T>(),
-                                                                         y.as<T>(), y.num_elements, channels, inner);
+    BiasAddLoop<T><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(
+        value.as<const T>(), bias.as<const T>(), y.as<T>(), y.num_elements, c.channels, c.inner);
     CheckLaunch("BiasAdd");
   }
 
@@ -94,29 +87,15 @@ __global__ void SoftmaxRows(const T* x, T* y, int64_t rows, int64_t n, int64_t i
 
 unsigned RowBlocks(int64_t rows) { return static_cast<unsigned>(std::min<int64_t>(rows, 65535)); }
 
-template <class T, bool kLog>
-class SoftmaxKernel {
- public:
-  explicit SoftmaxKernel(const InitContext& init) : axis_(init.Int("axis")) {}
-  void Compute(Context& ctx) {
-    const Tensor x = ctx.input(0);
-    const int rank = x.rank();
-    if (rank < 1) Fail("logits must have rank >= 1");
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    if (axis < 0 || axis >= rank) {
-      Fail("axis ", axis_, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-    }
-    const Tensor y = ctx.allocate_output(0, x.dims);
-    if (y.num_elements == 0) return;
-    const int a = static_cast<int>(axis);
-    const int64_t n = x.dim(a), inner = Product(x.dims, a + 1, rank);
-    const int64_t rows = y.num_elements / n;
-    SoftmaxRows<T, kLog><<<RowBlocks(rows), kBlock, 0, ctx.stream()>>>(x.as<const T>(), y.as<T>(), rows, n, inner);
+// The direct softmax (softmax.h): a block per row.
+struct DirectSoftmax {
+  template <class T, bool kLog>
+  static void Run(Context& ctx, const Tensor& x, const Tensor& y, const sdk::ChannelLayout& c) {
+    const int64_t rows = y.num_elements / c.channels;
+    SoftmaxRows<T, kLog>
+        <<<RowBlocks(rows), kBlock, 0, ctx.stream()>>>(x.as<const T>(), y.as<T>(), rows, c.channels, c.inner);
     CheckLaunch(kLog ? "LogSoftmax" : "Softmax");
   }
-
- private:
-  int64_t axis_;
 };
 
 // --- Cross-entropies ---------------------------------------------------------------
@@ -159,14 +138,10 @@ __global__ void XentRows(const T* x, const T* dense_labels, const L* sparse_labe
 template <class T>
 class SoftmaxXentKernel {
  public:
-  explicit SoftmaxXentKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor features = ctx.input(0), labels = ctx.input(1);
-    if (features.rank() != 2) Fail("features must be [batch, classes], got ", DimsString(features.dims));
-    if (labels.dims != features.dims) {
-      Fail("labels ", DimsString(labels.dims), " must have the shape of features ", DimsString(features.dims));
-    }
-    const int64_t batch = features.dim(0), classes = features.dim(1);
+    const sdk::XentShape s = sdk::CheckXent(features, labels);
+    const int64_t batch = s.batch, classes = s.classes;
     const Tensor loss = ctx.allocate_output(0, {batch});
     const Tensor backprop = ctx.allocate_output(1, features.dims);
     if (batch == 0) return;
@@ -184,21 +159,14 @@ class SoftmaxXentKernel {
 template <class T, class L>
 class SparseXentKernel {
  public:
-  explicit SparseXentKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor features = ctx.input(0), labels = ctx.input(1);
-    if (features.rank() != 2) Fail("features must be [batch, classes], got ", DimsString(features.dims));
-    if (labels.rank() != 1) Fail("labels must be [batch], got ", DimsString(labels.dims));
-    const int64_t batch = features.dim(0), classes = features.dim(1);
-    if (labels.dim(0) != batch) Fail("labels has ", labels.dim(0), " rows, features ", batch);
+    const sdk::XentShape s = sdk::CheckSparseXent(features, labels);
+    const int64_t batch = s.batch, classes = s.classes;
     // A label out of range is an error naming its row, which a kernel
     // cannot report: the labels (one per row) are checked on the host.
     const std::vector<int64_t> values = ctx.ReadInts(labels);
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (values[i] < 0 || values[i] >= classes) {
-        Fail("label ", values[i], " of row ", i, " is out of range [0, ", classes, ")");
-      }
-    }
+    for (std::size_t i = 0; i < values.size(); ++i) sdk::CheckLabel(values[i], static_cast<int64_t>(i), classes);
     const Tensor loss = ctx.allocate_output(0, {batch});
     const Tensor backprop = ctx.allocate_output(1, features.dims);
     if (batch == 0) return;
@@ -207,6 +175,11 @@ class SparseXentKernel {
     CheckLaunch("SparseSoftmaxCrossEntropyWithLogits");
   }
 };
+
+template <class T>
+using SoftmaxOf = SoftmaxKernel<T, false, DirectSoftmax>;
+template <class T>
+using LogSoftmaxOf = SoftmaxKernel<T, true, DirectSoftmax>;
 
 template <class T>
 void AddNn(KernelRegistry& r) {
@@ -219,19 +192,13 @@ void AddNn(KernelRegistry& r) {
 }  // namespace
 
 void RegisterNnKernels(KernelRegistry& r) {
-  r.Add<BiasAddKernel<float>>("BiasAdd", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<BiasAddKernel<double>>("BiasAdd", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
-  r.Add<BiasAddKernel<int32_t>>("BiasAdd", {{"T", WEFT_DTYPE_I32}}, WEFT_KERNEL_INLINE);
-  r.Add<BiasAddKernel<int64_t>>("BiasAdd", {{"T", WEFT_DTYPE_I64}}, WEFT_KERNEL_INLINE);
-  AddNn<float>(r);
-  AddNn<double>(r);
+  AddForTypes<BiasAddKernel, float, double, int32_t, int64_t>(r, "BiasAdd");
+  ForEachType<float, double>([&](auto t) { AddNn<decltype(t)>(r); });
 }
 
 void RegisterSoftmaxKernels(KernelRegistry& r) {
-  r.Add<SoftmaxKernel<float, false>>("Softmax", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<SoftmaxKernel<double, false>>("Softmax", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
-  r.Add<SoftmaxKernel<float, true>>("LogSoftmax", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<SoftmaxKernel<double, true>>("LogSoftmax", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
+  AddForTypes<SoftmaxOf, float, double>(r, "Softmax");
+  AddForTypes<LogSoftmaxOf, float, double>(r, "LogSoftmax");
 }
 
 }  // namespace weft::gpu

@@ -84,35 +84,23 @@ __global__ void BatchNormApply(const T* x, const T* offset, const double* mean, 
   }
 }
 
-ChannelShape ShapeOf(const Tensor& x, bool nchw) {
+ChannelShape ShapeOf(const sdk::ChannelLayout& c) {
   ChannelShape s;
-  const int axis = x.rank() == 4 && nchw ? 1 : x.rank() - 1;
-  s.channels = x.dim(axis);
-  s.outer = Product(x.dims, 0, axis);
-  s.inner = Product(x.dims, axis + 1, x.rank());
+  s.outer = c.outer;
+  s.channels = c.channels;
+  s.inner = c.inner;
   return s;
-}
-
-// A per-channel input (scale, offset, mean, variance), as the op's shape
-// function checks it.
-void CheckChannelInput(const Tensor& p, const std::string& what, int64_t channels) {
-  if (p.rank() != 1) Fail(what, " must be 1-D, got ", DimsString(p.dims));
-  if (p.dim(0) != channels) Fail(what, " has ", p.dim(0), " elements, x has ", channels, " channels");
 }
 
 template <class T>
 class FusedBatchNormKernel {
  public:
-  explicit FusedBatchNormKernel(const InitContext& init)
-      : epsilon_(init.Float("epsilon")),
-        training_(init.Bool("is_training")),
-        nchw_(init.String("data_format") == "NCHW") {}
+  explicit FusedBatchNormKernel(const InitContext& init) : attrs_(sdk::ReadBatchNormAttrs(init)) {}
 
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
-    if (x.rank() != 2 && x.rank() != 4) Fail("x must have rank 2 or 4, got ", DimsString(x.dims));
-    const ChannelShape s = ShapeOf(x, nchw_);
-    for (int i = 1; i < 5; ++i) CheckChannelInput(ctx.input(i), Str("input ", i), s.channels);
+    const ChannelShape s = ShapeOf(sdk::BatchNormLayout(x, "x", attrs_.nchw));
+    for (int i = 1; i < 5; ++i) sdk::RequireChannelInput(ctx.input(i), Str("input ", i), s.channels);
     const Tensor scale = ctx.input(1), offset = ctx.input(2), mean_in = ctx.input(3), variance_in = ctx.input(4);
     const Tensor y = ctx.allocate_output(0, x.dims);
     const Tensor batch_mean = ctx.allocate_output(1, {s.channels});
@@ -121,13 +109,13 @@ class FusedBatchNormKernel {
     double* mean = ctx.allocate_temp(WEFT_DTYPE_F64, {s.channels}).as<double>();
     double* variance = ctx.allocate_temp(WEFT_DTYPE_F64, {s.channels}).as<double>();
     double* factor = ctx.allocate_temp(WEFT_DTYPE_F64, {s.channels}).as<double>();
-    if (training_) {
+    if (attrs_.training) {
       ChannelMoments<T><<<ChannelBlocks(s.channels), kBlock, 0, ctx.stream()>>>(x.as<const T>(), s, mean, variance);
       CheckLaunch("FusedBatchNorm");
     }
     BatchNormFinish<T><<<GridFor(s.channels), kBlock, 0, ctx.stream()>>>(
         scale.as<const T>(), mean_in.as<const T>(), variance_in.as<const T>(), mean, variance, batch_mean.as<T>(),
-        batch_variance.as<T>(), factor, s.channels, static_cast<double>(s.count()), epsilon_, training_);
+        batch_variance.as<T>(), factor, s.channels, static_cast<double>(s.count()), attrs_.epsilon, attrs_.training);
     CheckLaunch("FusedBatchNorm");
     if (y.num_elements == 0) return;
     BatchNormApply<T><<<GridFor(y.num_elements), kBlock, 0, ctx.stream()>>>(x.as<const T>(), offset.as<const T>(), mean,
@@ -136,9 +124,7 @@ class FusedBatchNormKernel {
   }
 
  private:
-  double epsilon_;
-  bool training_;
-  bool nchw_;
+  sdk::BatchNormAttrs attrs_;
 };
 
 // --- FusedBatchNormGrad ------------------------------------------------------------
@@ -201,21 +187,13 @@ __global__ void WidenToDouble(const T* in, double* out, int64_t n) {
 template <class T>
 class FusedBatchNormGradKernel {
  public:
-  explicit FusedBatchNormGradKernel(const InitContext& init)
-      : epsilon_(init.Float("epsilon")),
-        training_(init.Bool("is_training")),
-        nchw_(init.String("data_format") == "NCHW") {}
+  explicit FusedBatchNormGradKernel(const InitContext& init) : attrs_(sdk::ReadBatchNormAttrs(init)) {}
 
   void Compute(Context& ctx) {
     static const char* const kNames[] = {"scale", "mean", "variance"};
     const Tensor dy = ctx.input(0), x = ctx.input(1);
-    if (dy.rank() != 2 && dy.rank() != 4) Fail("y_backprop must have rank 2 or 4, got ", DimsString(dy.dims));
-    if (x.dims != dy.dims) {
-      Fail("y_backprop has shape ", DimsString(dy.dims), ", but x has shape ", DimsString(x.dims),
-           "; they must be equal");
-    }
-    const ChannelShape s = ShapeOf(x, nchw_);
-    for (int i = 2; i < 5; ++i) CheckChannelInput(ctx.input(i), kNames[i - 2], s.channels);
+    const ChannelShape s = ShapeOf(sdk::BatchNormGradLayout(dy, x, attrs_.nchw));
+    for (int i = 2; i < 5; ++i) sdk::RequireChannelInput(ctx.input(i), kNames[i - 2], s.channels);
     const Tensor scale = ctx.input(2), mean_in = ctx.input(3), variance_in = ctx.input(4);
     const Tensor dx = ctx.allocate_output(0, x.dims);
     const Tensor dscale = ctx.allocate_output(1, {s.channels});
@@ -226,7 +204,7 @@ class FusedBatchNormGradKernel {
     double* sum_dy = ctx.allocate_temp(WEFT_DTYPE_F64, {s.channels}).as<double>();
     double* sum_dy_xhat = ctx.allocate_temp(WEFT_DTYPE_F64, {s.channels}).as<double>();
     const unsigned blocks = GridFor(s.channels);
-    if (training_) {
+    if (attrs_.training) {
       // The batch's moments, recomputed from x; the inputs are not read.
       ChannelMoments<T><<<ChannelBlocks(s.channels), kBlock, 0, ctx.stream()>>>(x.as<const T>(), s, mean, variance);
     } else {
@@ -235,29 +213,25 @@ class FusedBatchNormGradKernel {
     }
     CheckLaunch("FusedBatchNormGrad");
     BatchNormGradSums<T><<<ChannelBlocks(s.channels), kBlock, 0, ctx.stream()>>>(
-        dy.as<const T>(), x.as<const T>(), mean, variance, epsilon_, s, sum_dy, sum_dy_xhat, doffset.as<T>(),
+        dy.as<const T>(), x.as<const T>(), mean, variance, attrs_.epsilon, s, sum_dy, sum_dy_xhat, doffset.as<T>(),
         dscale.as<T>());
     CheckLaunch("FusedBatchNormGrad");
     if (dx.num_elements == 0) return;
     BatchNormGradInput<T><<<GridFor(dx.num_elements), kBlock, 0, ctx.stream()>>>(
-        dy.as<const T>(), x.as<const T>(), scale.as<const T>(), mean, variance, sum_dy, sum_dy_xhat, epsilon_,
-        training_, s, dx.as<T>(), dx.num_elements);
+        dy.as<const T>(), x.as<const T>(), scale.as<const T>(), mean, variance, sum_dy, sum_dy_xhat, attrs_.epsilon,
+        attrs_.training, s, dx.as<T>(), dx.num_elements);
     CheckLaunch("FusedBatchNormGrad");
   }
 
  private:
-  double epsilon_;
-  bool training_;
-  bool nchw_;
+  sdk::BatchNormAttrs attrs_;
 };
 
 }  // namespace
 
 void RegisterNormKernels(KernelRegistry& r) {
-  r.Add<FusedBatchNormKernel<float>>("FusedBatchNorm", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<FusedBatchNormKernel<double>>("FusedBatchNorm", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
-  r.Add<FusedBatchNormGradKernel<float>>("FusedBatchNormGrad", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<FusedBatchNormGradKernel<double>>("FusedBatchNormGrad", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
+  AddForTypes<FusedBatchNormKernel, float, double>(r, "FusedBatchNorm");
+  AddForTypes<FusedBatchNormGradKernel, float, double>(r, "FusedBatchNormGrad");
 }
 
 }  // namespace weft::gpu

@@ -228,8 +228,7 @@ void AddPools(KernelRegistry& r) {
 }  // namespace
 
 void RegisterPoolKernels(KernelRegistry& r) {
-  AddPools<float>(r);
-  AddPools<double>(r);
+  ForEachType<float, double>([&](auto t) { AddPools<decltype(t)>(r); });
 }
 
 }  // namespace weft::gpu

@@ -226,11 +226,7 @@ class ArgKernel {
     const Tensor x = ctx.input(0);
     const int rank = x.rank();
     if (rank == 0) Fail(name, " needs a tensor of rank >= 1, got a scalar");
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    if (axis < 0 || axis >= rank) {
-      Fail("axis ", axis_, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
-    }
-    const int a = static_cast<int>(axis);
+    const int a = sdk::NormalizeAxis(axis_, rank);
     const int64_t n = x.dim(a);
     if (n == 0) Fail(name, " of an empty axis: input shape ", DimsString(x.dims), ", axis ", axis_);
     if (std::is_same_v<I, int32_t> && n > 2147483647) {
@@ -257,7 +253,6 @@ class ArgKernel {
 template <class T>
 class SumToShapeKernel {
  public:
-  explicit SumToShapeKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Dims target = ctx.ReadShape(ctx.input(1), "shape");
@@ -286,14 +281,13 @@ class SumToShapeKernel {
 template <class T>
 class BiasAddGradKernel {
  public:
-  explicit BiasAddGradKernel(const InitContext& init) : nchw_(init.String("data_format") == "NCHW") {}
+  explicit BiasAddGradKernel(const InitContext& init) : nchw_(sdk::IsNchw(init)) {}
   void Compute(Context& ctx) {
     const Tensor dy = ctx.input(0);
-    if (dy.rank() < 2) Fail("out_backprop must have rank >= 2, got ", DimsString(dy.dims));
-    const int channel = nchw_ ? 1 : dy.rank() - 1;
+    const sdk::ChannelLayout c = sdk::CheckBiasAddGrad(dy, nchw_);
     std::vector<bool> reduce(static_cast<std::size_t>(dy.rank()), true);
-    reduce[static_cast<std::size_t>(channel)] = false;
-    const Tensor y = ctx.allocate_output(0, {dy.dim(channel)});
+    reduce[static_cast<std::size_t>(c.axis)] = false;
+    const Tensor y = ctx.allocate_output(0, {c.channels});
     EnqueueReduce<T, SumR<T>>(ctx.stream(), dy.as<const T>(), y.as<T>(), PlanReduce(dy.dims, reduce), "BiasAddGrad");
   }
 
@@ -322,10 +316,7 @@ void AddNumeric(KernelRegistry& r) {
 }  // namespace
 
 void RegisterReductionKernels(KernelRegistry& r) {
-  AddNumeric<float>(r);
-  AddNumeric<double>(r);
-  AddNumeric<int32_t>(r);
-  AddNumeric<int64_t>(r);
+  ForEachType<float, double, int32_t, int64_t>([&](auto t) { AddNumeric<decltype(t)>(r); });
   r.Add<ReduceKernel<bool, LogicalR<true>>>("All", {}, WEFT_KERNEL_INLINE);
   r.Add<ReduceKernel<bool, LogicalR<false>>>("Any", {}, WEFT_KERNEL_INLINE);
 }

@@ -15,10 +15,10 @@
 #define WEFT_PLUGINS_DEVICES_GPU_KERNELS_TRAINING_H_
 
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "gpu/device_compat.h"
+#include "weft/sdk/variables.h"
 
 namespace weft::gpu {
 namespace {
@@ -39,18 +39,11 @@ __global__ void AssignUpdateLoop(T* var, const T* delta, int64_t n) {
 template <class T, bool kSubtract>
 class AssignUpdateKernel {
  public:
-  explicit AssignUpdateKernel(const InitContext&) {}
   void Compute(Context& ctx) {
     const char* name = kSubtract ? "AssignSub" : "AssignAdd";
-    const Tensor var = ctx.lock_variable(0, /*exclusive=*/true);
-    if (var.dtype != DtypeOf<T>()) {
-      Fail("variable '", ctx.variable_name(0), "' holds ", DtypeName(var.dtype), ", not ", DtypeName(DtypeOf<T>()));
-    }
-    const Tensor delta = ctx.input(1);
-    if (delta.dims != var.dims) {
-      Fail(name, " to variable '", ctx.variable_name(0), "' of shape ", DimsString(var.dims), " with a value of shape ",
-           DimsString(delta.dims));
-    }
+    const sdk::AssignUpdate<Tensor> in = sdk::LockAssignUpdate(ctx, DtypeOf<T>(), kSubtract);
+    const Tensor& var = in.var;
+    const Tensor& delta = in.delta;
     if (var.num_elements == 0) return;
     AssignUpdateLoop<T, kSubtract>
         <<<GridFor(var.num_elements), kBlock, 0, ctx.stream()>>>(var.as<T>(), delta.as<const T>(), var.num_elements);
@@ -60,88 +53,34 @@ class AssignUpdateKernel {
 
 // --- Fused optimizer updates -----------------------------------------------------------
 
-constexpr int kMaxVariables = 4;
-constexpr int kMaxScalars = 6;
-
-// What an update needs once its inputs are checked: the variable and its
-// slots (in input order), the gradient, the scalar hyper-parameters (in
-// input order) and factors the rule computed from them on the host.
+// What an update needs once its inputs are checked (weft/sdk/variables.h),
+// and factors the rule computes from its scalars on the host.
 template <class T>
-struct ApplyArgs {
-  T* vars[kMaxVariables] = {};
-  const T* grad = nullptr;
-  T scalars[kMaxScalars] = {};
+struct ApplyArgs : sdk::ApplyArgs<T> {
   T factors[2] = {};
-  int64_t step = 0;
-  int64_t size = 0;
 };
 
-// Locks and checks the inputs of an apply op. |kinds| has one letter per
-// input: 'r' a variable (the first is 'var', the rest its slots), 's' a
-// scalar of T, 'n' the i64 step, 'g' the gradient; |names| are the op's
-// input names, for messages.
+// Locks and checks the inputs of an apply op (weft/sdk/variables.h has
+// |kinds| and |names|) and reads its scalars to the host.
 template <class T>
 ApplyArgs<T> LockAndCheck(Context& ctx, const char* kinds, const char* const* names) {
   ApplyArgs<T> args;
-  const int count = static_cast<int>(std::strlen(kinds));
-  Tensor vars[kMaxVariables];
-  int var_inputs[kMaxVariables] = {};
-  int num_vars = 0;
-  // Every variable is locked before anything is read, in input order, the
-  // order every apply kernel (on every device) uses.
-  for (int i = 0; i < count; ++i) {
-    if (kinds[i] != 'r') continue;
-    var_inputs[num_vars] = i;
-    vars[num_vars++] = ctx.lock_variable(i, /*exclusive=*/true);
-  }
-  const auto describe = [&](int k) {
-    return Str("variable '", ctx.variable_name(var_inputs[k]), "' (input '", names[var_inputs[k]], "')");
-  };
-  for (int k = 0; k < num_vars; ++k) {
-    if (vars[k].dtype != DtypeOf<T>()) {
-      Fail(describe(k), " holds ", DtypeName(vars[k].dtype), ", not ", DtypeName(DtypeOf<T>()));
-    }
-  }
-  for (int k = 1; k < num_vars; ++k) {
-    if (vars[k].dims != vars[0].dims) {
-      Fail(describe(k), " has shape ", DimsString(vars[k].dims), " but ", describe(0), " has shape ",
-           DimsString(vars[0].dims));
-    }
-  }
-  int num_scalars = 0;
-  for (int i = 0; i < count; ++i) {
-    const char kind = kinds[i];
-    if (kind == 'r') continue;
-    const Tensor t = ctx.input(i);
-    if (kind == 'g') {
-      if (t.dims != vars[0].dims) {
-        Fail("'", names[i], "' has shape ", DimsString(t.dims), " but ", describe(0), " has shape ",
-             DimsString(vars[0].dims));
-      }
-      args.grad = t.as<const T>();
-      continue;
-    }
-    if (t.rank() != 0) Fail("'", names[i], "' must be a scalar, got shape ", DimsString(t.dims));
-    const weft_dtype_t want = kind == 'n' ? WEFT_DTYPE_I64 : DtypeOf<T>();
-    if (t.dtype != want) Fail("'", names[i], "' is ", DtypeName(t.dtype), ", not ", DtypeName(want));
-    if (kind == 'n') {
-      ctx.Read(t, &args.step);
-    } else {
-      ctx.Read(t, &args.scalars[num_scalars++]);
-    }
-  }
-  for (int k = 0; k < num_vars; ++k) args.vars[k] = vars[k].as<T>();
-  args.size = vars[0].num_elements;
+  static_cast<sdk::ApplyArgs<T>&>(args) =
+      sdk::LockApplyArgs<T>(ctx, DtypeOf<T>(), kinds, names, [&](char kind, int i, const Tensor& t, auto* dst) {
+        const weft_dtype_t want = kind == 'n' ? WEFT_DTYPE_I64 : DtypeOf<T>();
+        if (t.dtype != want) Fail("'", names[i], "' is ", DtypeName(t.dtype), ", not ", DtypeName(want));
+        ctx.Read(t, dst);
+      });
   return args;
 }
 
-// Each rule: the op's input kinds and names, Prepare (host: factors from
+// Each rule: its op, the op's input kinds and names, Prepare (host: factors from
 // the scalars) and the update of element i (device).
 
 struct GradientDescent {
+  static constexpr const char* kOp = "ResourceApplyGradientDescent";
   static constexpr const char* kKinds = "rsg";
   static constexpr const char* kNames[] = {"var", "lr", "grad"};
-  explicit GradientDescent(const InitContext&) {}
   template <class T>
   void Prepare(ApplyArgs<T>&) const {}
   template <class T>
@@ -151,6 +90,7 @@ struct GradientDescent {
 };
 
 struct Momentum {
+  static constexpr const char* kOp = "ResourceApplyMomentum";
   static constexpr const char* kKinds = "rrsgs";
   static constexpr const char* kNames[] = {"var", "accum", "lr", "grad", "momentum"};
   explicit Momentum(const InitContext& init) : nesterov(init.Bool("use_nesterov")) {}
@@ -194,9 +134,9 @@ __device__ inline void AdamElement(const ApplyArgs<T>& a, int64_t i, T beta1, T 
 }
 
 struct Adam {
+  static constexpr const char* kOp = "ResourceApplyAdam";
   static constexpr const char* kKinds = "rrrssssng";
   static constexpr const char* kNames[] = {"var", "m", "v", "lr", "beta1", "beta2", "epsilon", "step", "grad"};
-  explicit Adam(const InitContext&) {}
   template <class T>
   void Prepare(ApplyArgs<T>& a) const {
     AdamFactors(a, a.scalars[0], a.scalars[1], a.scalars[2]);
@@ -210,10 +150,10 @@ struct Adam {
 // The decay factor 1 - lr * weight_decay, in double and rounded to T, is
 // kept in scalars[5] (AdamW has five scalars before it).
 struct AdamW {
+  static constexpr const char* kOp = "ResourceApplyAdamW";
   static constexpr const char* kKinds = "rrrsssssng";
   static constexpr const char* kNames[] = {"var",          "m",    "v",   "lr", "beta1", "beta2", "epsilon",
                                            "weight_decay", "step", "grad"};
-  explicit AdamW(const InitContext&) {}
   template <class T>
   void Prepare(ApplyArgs<T>& a) const {
     AdamFactors(a, a.scalars[0], a.scalars[1], a.scalars[2]);
@@ -231,7 +171,6 @@ struct AdamW {
 template <bool kCentered>
 struct RMSPropRule {
   static constexpr const char* kKinds = kCentered ? "rrrrssssg" : "rrrssssg";
-  explicit RMSPropRule(const InitContext&) {}
   template <class T>
   void Prepare(ApplyArgs<T>&) const {}
   template <class T>
@@ -255,18 +194,18 @@ struct RMSPropRule {
   }
 };
 struct RMSProp : RMSPropRule<false> {
-  using RMSPropRule<false>::RMSPropRule;
+  static constexpr const char* kOp = "ResourceApplyRMSProp";
   static constexpr const char* kNames[] = {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"};
 };
 struct CenteredRMSProp : RMSPropRule<true> {
-  using RMSPropRule<true>::RMSPropRule;
+  static constexpr const char* kOp = "ResourceApplyCenteredRMSProp";
   static constexpr const char* kNames[] = {"var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"};
 };
 
 struct Adagrad {
+  static constexpr const char* kOp = "ResourceApplyAdagrad";
   static constexpr const char* kKinds = "rrssg";
   static constexpr const char* kNames[] = {"var", "accum", "lr", "epsilon", "grad"};
-  explicit Adagrad(const InitContext&) {}
   template <class T>
   void Prepare(ApplyArgs<T>&) const {}
   template <class T>
@@ -287,7 +226,7 @@ __global__ void ApplyLoop(ApplyArgs<T> args, Rule rule) {
 template <class T, class Rule>
 class ApplyKernel {
  public:
-  explicit ApplyKernel(const InitContext& init) : rule_(init) {}
+  explicit ApplyKernel(const InitContext& init) : rule_(sdk::MakeFromInit<Rule>(init)) {}
   void Compute(Context& ctx) {
     ApplyArgs<T> args = LockAndCheck<T>(ctx, Rule::kKinds, Rule::kNames);
     rule_.Prepare(args);
@@ -300,16 +239,14 @@ class ApplyKernel {
   Rule rule_;
 };
 
+template <class T, class... Rules>
+void AddApplyKernels(KernelRegistry& r) {
+  (r.Add<ApplyKernel<T, Rules>>(Rules::kOp, {{"T", DtypeOf<T>()}}), ...);
+}
+
 template <class T>
 void AddUpdates(KernelRegistry& r) {
-  const weft_dtype_t t = DtypeOf<T>();
-  r.Add<ApplyKernel<T, GradientDescent>>("ResourceApplyGradientDescent", {{"T", t}});
-  r.Add<ApplyKernel<T, Momentum>>("ResourceApplyMomentum", {{"T", t}});
-  r.Add<ApplyKernel<T, Adam>>("ResourceApplyAdam", {{"T", t}});
-  r.Add<ApplyKernel<T, AdamW>>("ResourceApplyAdamW", {{"T", t}});
-  r.Add<ApplyKernel<T, RMSProp>>("ResourceApplyRMSProp", {{"T", t}});
-  r.Add<ApplyKernel<T, CenteredRMSProp>>("ResourceApplyCenteredRMSProp", {{"T", t}});
-  r.Add<ApplyKernel<T, Adagrad>>("ResourceApplyAdagrad", {{"T", t}});
+  AddApplyKernels<T, GradientDescent, Momentum, Adam, AdamW, RMSProp, CenteredRMSProp, Adagrad>(r);
 }
 
 template <class T>
@@ -322,12 +259,8 @@ void AddAssignUpdates(KernelRegistry& r) {
 }  // namespace
 
 void RegisterTrainingKernels(KernelRegistry& r) {
-  AddUpdates<float>(r);
-  AddUpdates<double>(r);
-  AddAssignUpdates<float>(r);
-  AddAssignUpdates<double>(r);
-  AddAssignUpdates<int32_t>(r);
-  AddAssignUpdates<int64_t>(r);
+  ForEachType<float, double>([&](auto t) { AddUpdates<decltype(t)>(r); });
+  ForEachType<float, double, int32_t, int64_t>([&](auto t) { AddAssignUpdates<decltype(t)>(r); });
 }
 
 }  // namespace weft::gpu

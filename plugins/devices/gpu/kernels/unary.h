@@ -383,8 +383,7 @@ void RegisterUnaryKernels(KernelRegistry& r) {
   AddFloatUnary<FloorOp>(r, "Floor");
   AddFloatUnary<CeilOp>(r, "Ceil");
   AddFloatUnary<RoundOp>(r, "Round");
-  r.Add<GeluKernel<float>>("Gelu", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<GeluKernel<double>>("Gelu", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
+  AddForTypes<GeluKernel, float, double>(r, "Gelu");
   r.Add<UnaryKernel<float, bool, IsNanOp>>("IsNan", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
   r.Add<UnaryKernel<double, bool, IsNanOp>>("IsNan", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
   r.Add<UnaryKernel<float, bool, IsInfOp>>("IsInf", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
@@ -401,8 +400,7 @@ void RegisterUnaryKernels(KernelRegistry& r) {
   AddFloatGrad<SqrtGradOp>(r, "SqrtGrad");
   AddFloatGrad<RsqrtGradOp>(r, "RsqrtGrad");
   AddFloatGrad<ReciprocalGradOp>(r, "ReciprocalGrad");
-  r.Add<GeluGradKernel<float>>("GeluGrad", {{"T", WEFT_DTYPE_F32}}, WEFT_KERNEL_INLINE);
-  r.Add<GeluGradKernel<double>>("GeluGrad", {{"T", WEFT_DTYPE_F64}}, WEFT_KERNEL_INLINE);
+  AddForTypes<GeluGradKernel, float, double>(r, "GeluGrad");
 }
 
 }  // namespace weft::gpu

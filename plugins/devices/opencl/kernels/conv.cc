@@ -11,7 +11,6 @@
 // matrices too large to hold (over kMaxColumnBytes).
 #include <algorithm>
 #include <string_view>
-#include <tuple>
 
 #include "matmul.h"
 #include "weft/sdk/size.h"
@@ -84,144 +83,114 @@ void Zero(Context& ctx, const Tensor& t) {
                      "clEnqueueFillBuffer");
 }
 
+// Launches the window kernel |kernel| over the elements of |out|, reading
+// |ins|, with the geometry |g| of |nchw| or NHWC data.
+void LaunchWindow(Context& ctx, Program& program, const char* kernel, std::initializer_list<const Tensor*> ins,
+                  const Tensor& out, const Geometry& g, bool nchw) {
+  Launch launch(ctx, program, kernel);
+  for (const Tensor* in : ins) launch.Buf(*in);
+  launch.Buf(out).Val(Packed(g, nchw)).Val<cl_ulong>(out.num_elements).Run(out.num_elements);
+}
+
+// What a window kernel holds: its attrs (ksize for a pooling, whose
+// window is an attr), and the conv and matmul programs for the dtype of
+// its input |typed|.
+struct WindowPrograms {
+  WindowPrograms(const InitContext& init, bool convolution, int typed)
+      : attrs(ReadWindowAttrs(init, /*dilations=*/convolution, /*ksize=*/!convolution)),
+        conv(&ProgramFor(init.device(), "conv", init.input_dtype(typed))),
+        matmul(convolution ? &ProgramFor(init.device(), "matmul", init.input_dtype(typed)) : nullptr) {}
+
+  WindowAttrs attrs;
+  Program* conv;
+  Program* matmul;
+};
+
 class Conv2DKernel {
  public:
-  explicit Conv2DKernel(const InitContext& init)
-      : attrs_(ReadWindowAttrs(init, true)),
-        program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))),
-        matmul_(&ProgramFor(init.device(), "matmul", init.input_dtype(0))) {}
+  explicit Conv2DKernel(const InitContext& init) : p_(init, true, 0) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), filter = ctx.input(1);
-    const Geometry g = ConvGeometry(attrs_, x.dims, filter.dims);
-    const Tensor y = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    const Geometry g = ConvGeometry(p_.attrs, x.dims, filter.dims);
+    const Tensor y = ctx.allocate_output(0, g.OutputDims(p_.attrs.nchw));
     if (y.num_elements == 0) return;
     Tensor col;
-    if (x.num_elements > 0 && UseColumns(ctx, g, attrs_.nchw, x.dtype, &col)) {
-      Launch(ctx, *program_, "im2col")
-          .Buf(x)
-          .Buf(col)
-          .Val(Packed(g, false))
-          .Val<cl_ulong>(col.num_elements)
-          .Run(col.num_elements);
-      Multiply(ctx, *matmul_, col, filter, y, col.dim(0), g.out_channels, col.dim(1), false, false, Single(), 1);
+    if (x.num_elements > 0 && UseColumns(ctx, g, p_.attrs.nchw, x.dtype, &col)) {
+      LaunchWindow(ctx, *p_.conv, "im2col", {&x}, col, g, false);
+      Multiply(ctx, *p_.matmul, col, filter, y, col.dim(0), g.out_channels, col.dim(1), false, false, Single(), 1);
       return;
     }
-    Launch(ctx, *program_, "conv2d")
-        .Buf(x)
-        .Buf(filter)
-        .Buf(y)
-        .Val(Packed(g, attrs_.nchw))
-        .Val<cl_ulong>(y.num_elements)
-        .Run(y.num_elements);
+    LaunchWindow(ctx, *p_.conv, "conv2d", {&x, &filter}, y, g, p_.attrs.nchw);
   }
 
  private:
-  WindowAttrs attrs_;
-  Program* program_;
-  Program* matmul_;
+  WindowPrograms p_;
 };
 
 class ConvBackpropInputKernel {
  public:
-  explicit ConvBackpropInputKernel(const InitContext& init)
-      : attrs_(ReadWindowAttrs(init, true)),
-        program_(&ProgramFor(init.device(), "conv", init.input_dtype(1))),
-        matmul_(&ProgramFor(init.device(), "matmul", init.input_dtype(1))) {}
+  explicit ConvBackpropInputKernel(const InitContext& init) : p_(init, true, 1) {}
   void Compute(Context& ctx) {
     const Tensor sizes = ctx.input(0), filter = ctx.input(1), dy = ctx.input(2);
     const Dims in_dims = ReadSizes(ctx, sizes, "input_sizes");
-    const Geometry g = ConvGeometry(attrs_, in_dims, filter.dims);
-    CheckGradShape("out_backprop", dy, g.OutputDims(attrs_.nchw),
+    const Geometry g = ConvGeometry(p_.attrs, in_dims, filter.dims);
+    CheckGradShape("out_backprop", dy, g.OutputDims(p_.attrs.nchw),
                    Str("Conv2D of an input ", DimsString(in_dims), " with a filter ", DimsString(filter.dims)));
     const Tensor dx = ctx.allocate_output(0, in_dims);
     if (dx.num_elements == 0) return;
     if (dy.num_elements == 0) return Zero(ctx, dx);
     Tensor col;
-    if (UseColumns(ctx, g, attrs_.nchw, dy.dtype, &col)) {
+    if (UseColumns(ctx, g, p_.attrs.nchw, dy.dtype, &col)) {
       // dcol = dy x filter^T, the filter as [KH*KW*C, OC].
-      Multiply(ctx, *matmul_, dy, filter, col, col.dim(0), col.dim(1), g.out_channels, false, true, Single(), 1);
-      Launch(ctx, *program_, "col2im")
-          .Buf(col)
-          .Buf(dx)
-          .Val(Packed(g, false))
-          .Val<cl_ulong>(dx.num_elements)
-          .Run(dx.num_elements);
+      Multiply(ctx, *p_.matmul, dy, filter, col, col.dim(0), col.dim(1), g.out_channels, false, true, Single(), 1);
+      LaunchWindow(ctx, *p_.conv, "col2im", {&col}, dx, g, false);
       return;
     }
-    Launch(ctx, *program_, "conv2d_backprop_input")
-        .Buf(filter)
-        .Buf(dy)
-        .Buf(dx)
-        .Val(Packed(g, attrs_.nchw))
-        .Val<cl_ulong>(dx.num_elements)
-        .Run(dx.num_elements);
+    LaunchWindow(ctx, *p_.conv, "conv2d_backprop_input", {&filter, &dy}, dx, g, p_.attrs.nchw);
   }
 
  private:
-  WindowAttrs attrs_;
-  Program* program_;
-  Program* matmul_;
+  WindowPrograms p_;
 };
 
 class ConvBackpropFilterKernel {
  public:
-  explicit ConvBackpropFilterKernel(const InitContext& init)
-      : attrs_(ReadWindowAttrs(init, true)),
-        program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))),
-        matmul_(&ProgramFor(init.device(), "matmul", init.input_dtype(0))) {}
+  explicit ConvBackpropFilterKernel(const InitContext& init) : p_(init, true, 0) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), sizes = ctx.input(1), dy = ctx.input(2);
     const Dims filter_dims = ReadSizes(ctx, sizes, "filter_sizes");
-    const Geometry g = ConvGeometry(attrs_, x.dims, filter_dims);
-    CheckGradShape("out_backprop", dy, g.OutputDims(attrs_.nchw),
+    const Geometry g = ConvGeometry(p_.attrs, x.dims, filter_dims);
+    CheckGradShape("out_backprop", dy, g.OutputDims(p_.attrs.nchw),
                    Str("Conv2D of an input ", DimsString(x.dims), " with a filter ", DimsString(filter_dims)));
     const Tensor df = ctx.allocate_output(0, filter_dims);
     if (df.num_elements == 0) return;
     if (dy.num_elements == 0) return Zero(ctx, df);
     Tensor col;
-    if (UseColumns(ctx, g, attrs_.nchw, x.dtype, &col)) {
+    if (UseColumns(ctx, g, p_.attrs.nchw, x.dtype, &col)) {
       // dfilter = col^T x dy, as [KH*KW*C, OC].
-      Launch(ctx, *program_, "im2col")
-          .Buf(x)
-          .Buf(col)
-          .Val(Packed(g, false))
-          .Val<cl_ulong>(col.num_elements)
-          .Run(col.num_elements);
-      Multiply(ctx, *matmul_, col, dy, df, col.dim(1), g.out_channels, col.dim(0), true, false, Single(), 1);
+      LaunchWindow(ctx, *p_.conv, "im2col", {&x}, col, g, false);
+      Multiply(ctx, *p_.matmul, col, dy, df, col.dim(1), g.out_channels, col.dim(0), true, false, Single(), 1);
       return;
     }
-    Launch(ctx, *program_, "conv2d_backprop_filter")
-        .Buf(x)
-        .Buf(dy)
-        .Buf(df)
-        .Val(Packed(g, attrs_.nchw))
-        .Val<cl_ulong>(df.num_elements)
-        .Run(df.num_elements);
+    LaunchWindow(ctx, *p_.conv, "conv2d_backprop_filter", {&x, &dy}, df, g, p_.attrs.nchw);
   }
 
  private:
-  WindowAttrs attrs_;
-  Program* program_;
-  Program* matmul_;
+  WindowPrograms p_;
 };
 
 class PoolKernel {
  public:
-  explicit PoolKernel(const InitContext& init)
-      : max_(std::string_view(init.op()) == "MaxPool"),
-        attrs_(ReadWindowAttrs(init, false)),
-        program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))) {
-    std::tie(window_h_, window_w_) = SpatialAttr(init, "ksize", attrs_.nchw);
-  }
+  explicit PoolKernel(const InitContext& init) : max_(std::string_view(init.op()) == "MaxPool"), p_(init, false, 0) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
-    const Geometry g = PoolGeometry(attrs_, x.dims, window_h_, window_w_);
-    const Tensor y = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
+    const Geometry g = PoolGeometry(p_.attrs, x.dims);
+    const Tensor y = ctx.allocate_output(0, g.OutputDims(p_.attrs.nchw));
     if (y.num_elements == 0) return;
-    Launch(ctx, *program_, "pool")
+    Launch(ctx, *p_.conv, "pool")
         .Buf(x)
         .Buf(y)
-        .Val(Packed(g, attrs_.nchw))
+        .Val(Packed(g, p_.attrs.nchw))
         .Val<cl_ulong>(y.num_elements)
         .Val<cl_int>(max_ ? 1 : 0)
         .Run(y.num_elements);
@@ -229,65 +198,42 @@ class PoolKernel {
 
  private:
   bool max_;
-  WindowAttrs attrs_;
-  Program* program_;
-  int64_t window_h_ = 1, window_w_ = 1;
+  WindowPrograms p_;
 };
 
 class MaxPoolGradKernel {
  public:
-  explicit MaxPoolGradKernel(const InitContext& init)
-      : attrs_(ReadWindowAttrs(init, false)), program_(&ProgramFor(init.device(), "conv", init.input_dtype(0))) {
-    std::tie(window_h_, window_w_) = SpatialAttr(init, "ksize", attrs_.nchw);
-  }
+  explicit MaxPoolGradKernel(const InitContext& init) : p_(init, false, 0) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), y = ctx.input(1), dy = ctx.input(2);
-    const Geometry g = PoolGeometry(attrs_, x.dims, window_h_, window_w_);
+    const Geometry g = PoolGeometry(p_.attrs, x.dims);
     const std::string because = Str("MaxPool of orig_input ", DimsString(x.dims));
-    CheckGradShape("orig_output", y, g.OutputDims(attrs_.nchw), because);
-    CheckGradShape("grad", dy, g.OutputDims(attrs_.nchw), because);
+    CheckGradShape("orig_output", y, g.OutputDims(p_.attrs.nchw), because);
+    CheckGradShape("grad", dy, g.OutputDims(p_.attrs.nchw), because);
     const Tensor dx = ctx.allocate_output(0, x.dims);
     if (dx.num_elements == 0) return;
-    Launch(ctx, *program_, "max_pool_grad")
-        .Buf(x)
-        .Buf(dy)
-        .Buf(dx)
-        .Val(Packed(g, attrs_.nchw))
-        .Val<cl_ulong>(dx.num_elements)
-        .Run(dx.num_elements);
+    LaunchWindow(ctx, *p_.conv, "max_pool_grad", {&x, &dy}, dx, g, p_.attrs.nchw);
   }
 
  private:
-  WindowAttrs attrs_;
-  Program* program_;
-  int64_t window_h_ = 1, window_w_ = 1;
+  WindowPrograms p_;
 };
 
 class AvgPoolGradKernel {
  public:
-  explicit AvgPoolGradKernel(const InitContext& init)
-      : attrs_(ReadWindowAttrs(init, false)), program_(&ProgramFor(init.device(), "conv", init.input_dtype(1))) {
-    std::tie(window_h_, window_w_) = SpatialAttr(init, "ksize", attrs_.nchw);
-  }
+  explicit AvgPoolGradKernel(const InitContext& init) : p_(init, false, 1) {}
   void Compute(Context& ctx) {
     const Tensor sizes = ctx.input(0), dy = ctx.input(1);
     const Dims in_dims = ReadSizes(ctx, sizes, "orig_input_shape");
-    const Geometry g = PoolGeometry(attrs_, in_dims, window_h_, window_w_);
-    CheckGradShape("grad", dy, g.OutputDims(attrs_.nchw), Str("AvgPool of an input ", DimsString(in_dims)));
+    const Geometry g = PoolGeometry(p_.attrs, in_dims);
+    CheckGradShape("grad", dy, g.OutputDims(p_.attrs.nchw), Str("AvgPool of an input ", DimsString(in_dims)));
     const Tensor dx = ctx.allocate_output(0, in_dims);
     if (dx.num_elements == 0) return;
-    Launch(ctx, *program_, "avg_pool_grad")
-        .Buf(dy)
-        .Buf(dx)
-        .Val(Packed(g, attrs_.nchw))
-        .Val<cl_ulong>(dx.num_elements)
-        .Run(dx.num_elements);
+    LaunchWindow(ctx, *p_.conv, "avg_pool_grad", {&dy}, dx, g, p_.attrs.nchw);
   }
 
  private:
-  WindowAttrs attrs_;
-  Program* program_;
-  int64_t window_h_ = 1, window_w_ = 1;
+  WindowPrograms p_;
 };
 
 }  // namespace

@@ -84,6 +84,16 @@ const char* KernelOf(std::string_view op) {
   return it->second;
 }
 
+// Launches |kernel| of |program| over the elements of |out|, reading each
+// of |ins| through |plan|.
+template <std::size_t N>
+void LaunchBroadcast(Context& ctx, Program& program, const char* kernel, const std::array<const Tensor*, N>& ins,
+                     const Tensor& out, const BroadcastPlan<N>& plan) {
+  Launch launch(ctx, program, kernel);
+  for (const Tensor* in : ins) launch.Buf(*in);
+  launch.Buf(out).Val<cl_ulong>(out.num_elements).Plan(plan).Run(out.num_elements);
+}
+
 class UnaryKernel {
  public:
   explicit UnaryKernel(const InitContext& init)
@@ -111,17 +121,7 @@ class BinaryKernel {
     const Dims out_dims = BroadcastDims(x.dims, y.dims);
     const Tensor z = ctx.allocate_output(0, out_dims);
     if (z.num_elements == 0) return;
-    const BroadcastPlan<2> plan = PlanBroadcast2(out_dims, x.dims, y.dims);
-    Launch(ctx, *program_, kernel_)
-        .Buf(x)
-        .Buf(y)
-        .Buf(z)
-        .Val<cl_ulong>(z.num_elements)
-        .Val(plan.rank)
-        .Val(plan.dims)
-        .Val(plan.strides[0])
-        .Val(plan.strides[1])
-        .Run(z.num_elements);
+    LaunchBroadcast<2>(ctx, *program_, kernel_, {&x, &y}, z, PlanBroadcast2(out_dims, x.dims, y.dims));
   }
 
  private:
@@ -151,17 +151,7 @@ class GradKernel {
     }
     const Tensor z = ctx.allocate_output(0, a.dims);
     if (z.num_elements == 0) return;
-    const BroadcastPlan<2> plan = PlanBroadcast2(a.dims, a.dims, b.dims);
-    Launch(ctx, *program_, kernel_)
-        .Buf(a)
-        .Buf(b)
-        .Buf(z)
-        .Val<cl_ulong>(z.num_elements)
-        .Val(plan.rank)
-        .Val(plan.dims)
-        .Val(plan.strides[0])
-        .Val(plan.strides[1])
-        .Run(z.num_elements);
+    LaunchBroadcast<2>(ctx, *program_, kernel_, {&a, &b}, z, PlanBroadcast2(a.dims, a.dims, b.dims));
   }
 
  private:
@@ -182,19 +172,8 @@ class TernaryKernel {
     const Dims out_dims = BroadcastDims(BroadcastDims(a.dims, b.dims), c.dims);
     const Tensor z = ctx.allocate_output(0, out_dims);
     if (z.num_elements == 0) return;
-    const BroadcastPlan<3> plan = PlanBroadcast3(out_dims, a.dims, b.dims, c.dims);
-    Launch(ctx, *program_, select_ ? "where_" : "clip")
-        .Buf(a)
-        .Buf(b)
-        .Buf(c)
-        .Buf(z)
-        .Val<cl_ulong>(z.num_elements)
-        .Val(plan.rank)
-        .Val(plan.dims)
-        .Val(plan.strides[0])
-        .Val(plan.strides[1])
-        .Val(plan.strides[2])
-        .Run(z.num_elements);
+    LaunchBroadcast<3>(ctx, *program_, select_ ? "where_" : "clip", {&a, &b, &c}, z,
+                       PlanBroadcast3(out_dims, a.dims, b.dims, c.dims));
   }
 
  private:
@@ -208,15 +187,8 @@ class AddNKernel {
   explicit AddNKernel(const InitContext& init)
       : program_(&ProgramFor(init.device(), "elementwise", init.input_dtype(0))) {}
   void Compute(Context& ctx) {
-    const int n = ctx.num_inputs();
-    std::vector<Tensor> inputs;
-    for (int i = 0; i < n; ++i) inputs.push_back(ctx.input(i));
-    for (int i = 1; i < n; ++i) {
-      if (inputs[static_cast<std::size_t>(i)].dims != inputs[0].dims) {
-        Fail("AddN inputs must have one shape: input 0 is ", DimsString(inputs[0].dims), ", input ", i, " is ",
-             DimsString(inputs[static_cast<std::size_t>(i)].dims));
-      }
-    }
+    const std::vector<Tensor> inputs = sdk::AddNInputs(ctx);
+    const int n = static_cast<int>(inputs.size());
     if (n == 1) {
       ctx.forward(0, 0);
       return;
@@ -225,16 +197,8 @@ class AddNKernel {
     if (out.num_elements == 0) return;
     const BroadcastPlan<2> plan = PlanBroadcast2(out.dims, out.dims, out.dims);
     for (int i = 1; i < n; ++i) {
-      Launch(ctx, *program_, "add")
-          .Buf(i == 1 ? inputs[0] : out)
-          .Buf(inputs[static_cast<std::size_t>(i)])
-          .Buf(out)
-          .Val<cl_ulong>(out.num_elements)
-          .Val(plan.rank)
-          .Val(plan.dims)
-          .Val(plan.strides[0])
-          .Val(plan.strides[1])
-          .Run(out.num_elements);
+      LaunchBroadcast<2>(ctx, *program_, "add", {i == 1 ? &inputs[0] : &out, &inputs[static_cast<std::size_t>(i)]}, out,
+                         plan);
     }
   }
 
@@ -329,33 +293,14 @@ class BroadcastToKernel {
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0);
     const Dims target = ctx.ReadShape(ctx.input(1), "shape");
-    if (x.rank() > static_cast<int>(target.size())) {
-      Fail("input of shape ", DimsString(x.dims), " cannot be broadcast to ", DimsString(target),
-           ", which has fewer dimensions");
-    }
-    const std::size_t lead = target.size() - x.dims.size();
-    for (int i = 0; i < x.rank(); ++i) {
-      const int64_t d = x.dim(i), t = target[lead + static_cast<std::size_t>(i)];
-      if (d != 1 && d != t) {
-        Fail("input of shape ", DimsString(x.dims), " cannot be broadcast to ", DimsString(target), ": its dimension ",
-             i, " is ", d, ", not 1 or ", t);
-      }
-    }
+    sdk::CheckBroadcastTo(x.dims, target);
     if (target == x.dims) {
       ctx.forward(0, 0);
       return;
     }
     const Tensor y = ctx.allocate_output(0, target);
     if (y.num_elements == 0) return;
-    const BroadcastPlan<1> plan = PlanBroadcast1(target, x.dims);
-    Launch(ctx, *program_, "broadcast")
-        .Buf(x)
-        .Buf(y)
-        .Val<cl_ulong>(y.num_elements)
-        .Val(plan.rank)
-        .Val(plan.dims)
-        .Val(plan.strides[0])
-        .Run(y.num_elements);
+    LaunchBroadcast<1>(ctx, *program_, "broadcast", {&x}, y, PlanBroadcast1(target, x.dims));
   }
 
  private:
@@ -403,14 +348,7 @@ class TransposeKernel {
     }
     const Tensor y = ctx.allocate_output(0, out_dims);
     if (y.num_elements == 0) return;
-    Launch(ctx, *program_, "broadcast")
-        .Buf(x)
-        .Buf(y)
-        .Val<cl_ulong>(y.num_elements)
-        .Val(plan.rank)
-        .Val(plan.dims)
-        .Val(plan.strides[0])
-        .Run(y.num_elements);
+    LaunchBroadcast<1>(ctx, *program_, "broadcast", {&x}, y, plan);
   }
 
  private:

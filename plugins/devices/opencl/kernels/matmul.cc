@@ -33,10 +33,7 @@ void Multiply(Context& ctx, Program& program, const Tensor& a, const Tensor& b, 
         .Val(static_cast<cl_int>(k))
         .Val<cl_int>(ta ? 1 : 0)
         .Val<cl_int>(tb ? 1 : 0)
-        .Val(batch.rank)
-        .Val(batch.dims)
-        .Val(batch.strides[0])
-        .Val(batch.strides[1])
+        .Plan(batch)
         .RunN(3, global, local);
     return;
   }
@@ -64,10 +61,7 @@ void Multiply(Context& ctx, Program& program, const Tensor& a, const Tensor& b, 
       .Val(static_cast<cl_int>(n))
       .Val(static_cast<cl_int>(k))
       .Val<cl_int>(ta ? 1 : 0)
-      .Val(batch.rank)
-      .Val(batch.dims)
-      .Val(batch.strides[0])
-      .Val(batch.strides[1])
+      .Plan(batch)
       .RunN(3, global, local);
 }
 
@@ -81,17 +75,9 @@ class MatMulKernel {
         program_(&ProgramFor(init.device(), "matmul", init.input_dtype(0))) {}
   void Compute(Context& ctx) {
     const Tensor a = ctx.input(0), b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2) {
-      Fail("MatMul takes rank-2 tensors, got ", DimsString(a.dims), " and ", DimsString(b.dims));
-    }
-    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
-    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
-    if (k != kb) {
-      Fail("inner dimensions differ: ", DimsString(a.dims), ta_ ? "^T" : "", " x ", DimsString(b.dims), tb_ ? "^T" : "",
-           " (", k, " vs ", kb, ")");
-    }
-    const Tensor c = ctx.allocate_output(0, {m, n});
-    Multiply(ctx, *program_, a, b, c, m, n, k, ta_, tb_, PlanBroadcast2({1}, {1}, {1}), 1);
+    const sdk::MatMulShape s = sdk::CheckMatMul(a, b, ta_, tb_);
+    const Tensor c = ctx.allocate_output(0, {s.m, s.n});
+    Multiply(ctx, *program_, a, b, c, s.m, s.n, s.k, ta_, tb_, PlanBroadcast2({1}, {1}, {1}), 1);
   }
 
  private:
@@ -107,30 +93,16 @@ class BatchMatMulKernel {
         program_(&ProgramFor(init.device(), "matmul", init.input_dtype(0))) {}
   void Compute(Context& ctx) {
     const Tensor x = ctx.input(0), y = ctx.input(1);
-    if (x.rank() < 2 || y.rank() < 2) {
-      Fail("BatchMatMul takes rank >= 2, got ", DimsString(x.dims), " and ", DimsString(y.dims));
-    }
-    const int64_t m = x.dim(x.rank() - (ax_ ? 1 : 2)), k = x.dim(x.rank() - (ax_ ? 2 : 1));
-    const int64_t ky = y.dim(y.rank() - (ay_ ? 1 : 2)), n = y.dim(y.rank() - (ay_ ? 2 : 1));
-    if (k != ky) {
-      Fail("inner dimensions differ: ", DimsString(x.dims), " x ", DimsString(y.dims), " (", k, " vs ", ky, ")");
-    }
-    const Dims bx(x.dims.begin(), x.dims.end() - 2), by(y.dims.begin(), y.dims.end() - 2);
-    const Dims batch = BroadcastDims(bx, by);
-    int64_t batches = 1;
-    for (int64_t d : batch) batches *= d;
-    BroadcastPlan<2> plan =
-        PlanBroadcast2(batch.empty() ? Dims{1} : batch, bx.empty() ? Dims{1} : bx, by.empty() ? Dims{1} : by);
+    const sdk::BatchMatMulShape s = sdk::CheckBatchMatMul(x, y, ax_, ay_);
+    const auto or_one = [](const Dims& d) { return d.empty() ? Dims{1} : d; };
+    BroadcastPlan<2> plan = PlanBroadcast2(or_one(s.batch), or_one(s.x_batch), or_one(s.y_batch));
     // Strides between matrices, in elements.
     for (int i = 0; i < 8; ++i) {
-      plan.strides[0].s[i] *= m * k;
-      plan.strides[1].s[i] *= k * n;
+      plan.strides[0].s[i] *= s.m * s.k;
+      plan.strides[1].s[i] *= s.k * s.n;
     }
-    Dims out_dims = batch;
-    out_dims.push_back(m);
-    out_dims.push_back(n);
-    const Tensor c = ctx.allocate_output(0, out_dims);
-    Multiply(ctx, *program_, x, y, c, m, n, k, ax_, ay_, plan, batches);
+    const Tensor c = ctx.allocate_output(0, s.OutputDims());
+    Multiply(ctx, *program_, x, y, c, s.m, s.n, s.k, ax_, ay_, plan, s.count);
   }
 
  private:

@@ -12,15 +12,10 @@
 #include <string_view>
 
 #include "../kernel_framework.h"
+#include "weft/sdk/variables.h"
 
 namespace weft::opencl {
 namespace {
-
-void CheckVariableDtype(const Context& ctx, const Tensor& var, weft_dtype_t dtype) {
-  if (var.dtype != dtype) {
-    Fail("variable '", ctx.variable_name(0), "' holds ", weft_dtype_name(var.dtype), ", not ", weft_dtype_name(dtype));
-  }
-}
 
 class AssignUpdateKernel {
  public:
@@ -29,19 +24,13 @@ class AssignUpdateKernel {
         dtype_(init.Type("dtype")),
         program_(&ProgramFor(init.device(), "training", dtype_)) {}
   void Compute(Context& ctx) {
-    const Tensor delta = ctx.input(1);
-    const Tensor var = ctx.lock_variable(0, /*exclusive=*/true);
-    CheckVariableDtype(ctx, var, dtype_);
-    if (var.dims != delta.dims) {
-      Fail(subtract_ ? "AssignSub" : "AssignAdd", " to variable '", ctx.variable_name(0), "' of shape ",
-           DimsString(var.dims), " with a value of shape ", DimsString(delta.dims));
-    }
+    const sdk::AssignUpdate<Tensor> in = sdk::LockAssignUpdate(ctx, dtype_, subtract_);
     Launch(ctx, *program_, "assign_update")
-        .Buf(var)
-        .Buf(delta)
-        .Val<cl_ulong>(var.num_elements)
+        .Buf(in.var)
+        .Buf(in.delta)
+        .Val<cl_ulong>(in.var.num_elements)
         .Val<cl_int>(subtract_ ? 1 : 0)
-        .Run(var.num_elements);
+        .Run(in.var.num_elements);
   }
 
  private:
@@ -50,65 +39,32 @@ class AssignUpdateKernel {
   Program* program_;
 };
 
-constexpr int kMaxVariables = 4;
 constexpr int kMaxScalars = 6;
 
 // The inputs of an apply op once locked and checked.
 struct ApplyArgs {
-  Tensor vars[kMaxVariables];
-  int num_vars = 0;
+  Tensor vars[sdk::kMaxApplyVariables];
   Tensor grad;
   double scalars[kMaxScalars] = {};
   int64_t step = 0;
 };
 
-// Locks and checks the inputs of an apply op. |kinds| has one letter per
-// input: 'r' a variable (the first is 'var', the rest its slots), 's' a
-// scalar of T, 'n' the i64 step, 'g' the gradient; |names| are the op's
-// input names, for messages.
+// Locks and checks the inputs of an apply op (weft/sdk/variables.h has
+// |kinds| and |names|) and reads its scalars to the host.
 ApplyArgs LockAndCheck(Context& ctx, weft_dtype_t dtype, std::string_view kinds, const char* const* names) {
   ApplyArgs args;
-  int var_inputs[kMaxVariables] = {};
-  for (int i = 0; i < static_cast<int>(kinds.size()); ++i) {
-    if (kinds[static_cast<std::size_t>(i)] != 'r') continue;
-    var_inputs[args.num_vars] = i;
-    args.vars[args.num_vars++] = ctx.lock_variable(i, /*exclusive=*/true);
-  }
-  const auto describe = [&](int k) {
-    return Str("variable '", ctx.variable_name(var_inputs[k]), "' (input '", names[var_inputs[k]], "')");
-  };
-  for (int k = 0; k < args.num_vars; ++k) {
-    if (args.vars[k].dtype != dtype) {
-      Fail(describe(k), " holds ", weft_dtype_name(args.vars[k].dtype), ", not ", weft_dtype_name(dtype));
-    }
-  }
-  for (int k = 1; k < args.num_vars; ++k) {
-    if (args.vars[k].dims != args.vars[0].dims) {
-      Fail(describe(k), " has shape ", DimsString(args.vars[k].dims), " but ", describe(0), " has shape ",
-           DimsString(args.vars[0].dims));
-    }
-  }
   int num_scalars = 0;
-  std::vector<std::pair<int, Tensor>> scalars;
-  for (int i = 0; i < static_cast<int>(kinds.size()); ++i) {
-    const char kind = kinds[static_cast<std::size_t>(i)];
-    if (kind == 'r') continue;
-    const Tensor t = ctx.input(i);
-    if (kind == 'g') {
-      if (t.dims != args.vars[0].dims) {
-        Fail("'", names[i], "' has shape ", DimsString(t.dims), " but ", describe(0), " has shape ",
-             DimsString(args.vars[0].dims));
-      }
-      args.grad = t;
-      continue;
-    }
-    if (t.rank() != 0) Fail("'", names[i], "' must be a scalar, got shape ", DimsString(t.dims));
-    if (kind == 'n') {
-      args.step = ctx.ReadInts(t)[0];
-    } else {
-      args.scalars[num_scalars++] = ctx.ReadFloat(t);
-    }
-  }
+  const sdk::ApplyVariables<Tensor> v =
+      sdk::LockApplyInputs(ctx, dtype, kinds, names, [&](char kind, int, const Tensor& t) {
+        if (kind == 'g') {
+          args.grad = t;
+        } else if (kind == 'n') {
+          args.step = ctx.ReadInts(t)[0];
+        } else {
+          args.scalars[num_scalars++] = ctx.ReadFloat(t);
+        }
+      });
+  for (int k = 0; k < v.count; ++k) args.vars[k] = v.vars[k];
   return args;
 }
 

@@ -369,6 +369,21 @@ class KernelInit {
   const weft_kernel_init_t* init_;
 };
 
+// A T (a kernel, or an op a kernel holds) made from the creation context
+// |init| when T has a constructor that takes it, and default-constructed
+// otherwise: the registry makes kernels this way, so a kernel without
+// attrs needs no constructor.
+template <class T, class InitT>
+T MakeFromInit(const InitT& init) {
+  if constexpr (std::is_constructible_v<T, const InitT&>) {
+    return T(init);
+  } else {
+    static_assert(std::is_default_constructible_v<T>, "T is made from the creation context, or default-constructed");
+    (void)init;
+    return T();
+  }
+}
+
 // --- During compute --------------------------------------------------------
 
 // What Compute sees: the node's inputs, outputs, scratch memory, variables
@@ -464,8 +479,9 @@ struct HasQuery<K, InitT,
 // the strings and arrays they point to. Build it once (a function-local
 // static) and give the host data() and size().
 //
-// A kernel class K is constructed from const InitT& and has
-// void Compute(ContextT&). It may also have
+// A kernel class K is constructed from const InitT& (a kernel without attrs
+// may leave its constructor out) and has void Compute(ContextT&). It may
+// also have
 //   static void Query(const InitT&, weft_kernel_query_t& out);
 // to tell the placer it cannot run a node as shaped (out.unsupported and
 // out.reason) or what it costs (out.cost_ns); without one, set_query's
@@ -509,7 +525,7 @@ class BasicKernelRegistry {
 
   template <class K>
   static weft_status_t Create(weft_device_t device, const weft_kernel_init_t* init, void** out) {
-    return Guard([&] { *out = new Holder<K>{device, K(InitT(device, init))}; });
+    return Guard([&] { *out = new Holder<K>{device, MakeFromInit<K>(InitT(device, init))}; });
   }
   template <class K>
   static void Destroy(void* state) {

@@ -92,6 +92,21 @@ inline weft_plugin_t DescribePlugin(const char* name, const char* version, const
   return p;
 }
 
+// The description of a device plugin (kind DEVICE) with its |table|, and
+// of a transport plugin (kind TRANSPORT); the tables must outlive it.
+inline weft_plugin_t DescribePlugin(const char* name, const char* version, const char* description,
+                                    const weft_device_plugin_t* table) {
+  weft_plugin_t p = DescribePlugin(name, version, description, WEFT_PLUGIN_DEVICE);
+  p.device = table;
+  return p;
+}
+inline weft_plugin_t DescribePlugin(const char* name, const char* version, const char* description,
+                                    const weft_transport_plugin_t* table) {
+  weft_plugin_t p = DescribePlugin(name, version, description, WEFT_PLUGIN_TRANSPORT);
+  p.transport = table;
+  return p;
+}
+
 // Sets |p|'s options (a static array, which the host reads for the
 // plugin's lifetime) and the function that receives their values.
 template <std::size_t N>
@@ -100,6 +115,16 @@ void WithOptions(weft_plugin_t& p, const weft_option_def_t (&options)[N],
   p.options = options;
   p.num_options = N;
   p.configure = configure;
+}
+
+// The description of a device or transport plugin with its |table|, its
+// options and the function that receives their values, in one call.
+template <class Table, std::size_t N>
+weft_plugin_t DescribePlugin(const char* name, const char* version, const char* description, const Table* table,
+                             const weft_option_def_t (&options)[N], weft_status_t (*configure)(const weft_options_t*)) {
+  weft_plugin_t p = DescribePlugin(name, version, description, table);
+  WithOptions(p, options, configure);
+  return p;
 }
 
 }  // namespace weft::sdk

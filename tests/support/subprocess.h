@@ -1,7 +1,7 @@
 // Runs a program as a child process and collects what it printed: the
 // real `weft` binary in CLI tests, real processes in cluster tests.
-#ifndef WEFT_TESTS_INTEGRATION_SUBPROCESS_H_
-#define WEFT_TESTS_INTEGRATION_SUBPROCESS_H_
+#ifndef WEFT_TESTS_SUPPORT_SUBPROCESS_H_
+#define WEFT_TESTS_SUPPORT_SUBPROCESS_H_
 
 #include <map>
 #include <string>
@@ -43,6 +43,9 @@ class BackgroundProcess {
   int term_signal() const { return signal_; }
   // Everything it printed so far.
   std::string Output() const;
+  // Waits at most |timeout_ms| for |text| to appear in Output(); false when
+  // the process ends or the time passes first.
+  bool WaitForOutput(const std::string& text, int timeout_ms);
 
  private:
   int pid_ = -1;
@@ -54,4 +57,4 @@ class BackgroundProcess {
 
 }  // namespace weft::testing
 
-#endif  // WEFT_TESTS_INTEGRATION_SUBPROCESS_H_
+#endif  // WEFT_TESTS_SUPPORT_SUBPROCESS_H_

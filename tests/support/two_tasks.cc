@@ -1,7 +1,7 @@
-#include "tests/integration/two_tasks.h"
+#include "tests/support/two_tasks.h"
 
 #include "core/config/config.h"
-#include "tests/integration/loopback.h"
+#include "tests/support/loopback.h"
 
 namespace weft::testing {
 

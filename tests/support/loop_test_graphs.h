@@ -1,15 +1,18 @@
 // Loops and conds written op by op (Enter, Merge, Switch, NextIteration,
-// Exit), for the executor's tests and benchmark; they do not depend on
-// the while_loop builder.
-#ifndef WEFT_TESTS_INTEGRATION_LOOP_TEST_GRAPHS_H_
-#define WEFT_TESTS_INTEGRATION_LOOP_TEST_GRAPHS_H_
+// Exit), for the executor's tests; they do not depend on the while_loop
+// builder.
+#ifndef WEFT_TESTS_SUPPORT_LOOP_TEST_GRAPHS_H_
+#define WEFT_TESTS_SUPPORT_LOOP_TEST_GRAPHS_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/graph/builder.h"
+#include "core/runtime/session.h"
+#include "tests/support/runtime_env.h"
 
 namespace weft::testing {
 
@@ -30,6 +33,11 @@ std::vector<Output> RawLoop(GraphBuilder& b, const std::string& name, int parall
 // new i is the node "<name>/i_next".
 std::pair<Output, Output> SumLoop(GraphBuilder& b, const Output& n, int parallel, const std::string& name);
 
+// A session over SumLoop(b, n, |parallel|, "loop") whose i and s are the
+// nodes "count" and "sum", n fed as "n" (i64 scalar); null (and a failure)
+// when it does not build.
+std::unique_ptr<runtime::Session> SumLoopSession(RuntimeEnv& env, int parallel);
+
 // sum_{i<a} sum_{j<c} i*j with an inner loop per outer iteration.
 Output NestedProductSum(GraphBuilder& b, const Output& a, const Output& c, int parallel);
 
@@ -39,4 +47,4 @@ Output GatherLoop(GraphBuilder& b, const Output& n, const Output& table);
 
 }  // namespace weft::testing
 
-#endif  // WEFT_TESTS_INTEGRATION_LOOP_TEST_GRAPHS_H_
+#endif  // WEFT_TESTS_SUPPORT_LOOP_TEST_GRAPHS_H_

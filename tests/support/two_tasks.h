@@ -1,8 +1,8 @@
 // Two tasks of a cluster, /job:ps/task:0 and /job:worker/task:0, serving in
 // the test's own process on loopback ports chosen at run time, and the
 // options of a client session over them (unpinned nodes go to the worker).
-#ifndef WEFT_TESTS_INTEGRATION_TWO_TASKS_H_
-#define WEFT_TESTS_INTEGRATION_TWO_TASKS_H_
+#ifndef WEFT_TESTS_SUPPORT_TWO_TASKS_H_
+#define WEFT_TESTS_SUPPORT_TWO_TASKS_H_
 
 #include <gtest/gtest.h>
 
@@ -39,4 +39,4 @@ class TwoTasksTest : public ::testing::Test {
 
 }  // namespace weft::testing
 
-#endif  // WEFT_TESTS_INTEGRATION_TWO_TASKS_H_
+#endif  // WEFT_TESTS_SUPPORT_TWO_TASKS_H_

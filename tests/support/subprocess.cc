@@ -1,4 +1,4 @@
-#include "tests/integration/subprocess.h"
+#include "tests/support/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -138,6 +138,15 @@ bool BackgroundProcess::Wait(int timeout_ms) {
     }
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+bool BackgroundProcess::WaitForOutput(const std::string& text, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Output().find(text) == std::string::npos) {
+    if (!running() || std::chrono::steady_clock::now() > deadline) return false;
+    Wait(20);
   }
   return true;
 }

@@ -1,4 +1,4 @@
-#include "tests/integration/loop_test_graphs.h"
+#include "tests/support/loop_test_graphs.h"
 
 namespace weft::testing {
 
@@ -49,6 +49,15 @@ std::pair<Output, Output> SumLoop(GraphBuilder& b, const Output& n, int parallel
         return std::vector<Output>{i_next, s_next};
       });
   return {out[0], out[1]};
+}
+
+std::unique_ptr<runtime::Session> SumLoopSession(RuntimeEnv& env, int parallel) {
+  GraphBuilder b;
+  Output limit = b.Placeholder(DType::kI64, Shape{}, "n");
+  auto [i, s] = SumLoop(b, limit, parallel, "loop");
+  b.Op("Identity", {i}, {}, "count");
+  b.Op("Identity", {s}, {}, "sum");
+  return env.Session(b);
 }
 
 Output NestedProductSum(GraphBuilder& b, const Output& a, const Output& c, int parallel) {

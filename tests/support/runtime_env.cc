@@ -1,18 +1,16 @@
-#include "tests/integration/runtime_env.h"
+#include "tests/support/runtime_env.h"
 
 #include <gtest/gtest.h>
+
+#include "tests/support/plugin_config.h"
 
 namespace weft::testing {
 
 RuntimeEnv::RuntimeEnv(const std::string& toml, const std::vector<std::string>& extra_paths) {
-  auto config = config::ParseConfig(toml, "test.toml", "/");
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
-  config->plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
-  config->plugins.paths.insert(config->plugins.paths.end(), extra_paths.begin(), extra_paths.end());
-  plugin::PluginHostOptions options;
-  options.use_environment = false;
-  options.use_builtin_folder = false;
-  host_ = std::make_unique<plugin::PluginHost>(*config, options);
+  config::Config config = MakeConfig(toml);
+  config.plugins.paths = {WEFT_BUILT_PLUGIN_DIR};
+  config.plugins.paths.insert(config.plugins.paths.end(), extra_paths.begin(), extra_paths.end());
+  host_ = std::make_unique<plugin::PluginHost>(config, Isolated());
   Status loaded = host_->LoadAll();
   EXPECT_TRUE(loaded.ok()) << loaded.ToString();
   auto devices = runtime::DeviceSet::Open(*host_);
@@ -31,6 +29,11 @@ std::unique_ptr<runtime::Session> RuntimeEnv::Session(Graph graph, const runtime
   auto session = runtime::Session::Create(std::move(graph), devices_, options);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   return session.ok() ? std::move(*session) : nullptr;
+}
+
+RuntimeEnv& SharedRuntimeEnv() {
+  static RuntimeEnv* env = new RuntimeEnv();
+  return *env;
 }
 
 }  // namespace weft::testing

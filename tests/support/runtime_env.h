@@ -1,10 +1,11 @@
 // A test environment with the built plugins loaded and the devices open,
 // for tests that run graphs.
-#ifndef WEFT_TESTS_INTEGRATION_RUNTIME_ENV_H_
-#define WEFT_TESTS_INTEGRATION_RUNTIME_ENV_H_
+#ifndef WEFT_TESTS_SUPPORT_RUNTIME_ENV_H_
+#define WEFT_TESTS_SUPPORT_RUNTIME_ENV_H_
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config/config.h"
 #include "core/graph/builder.h"
@@ -30,6 +31,11 @@ class RuntimeEnv {
   std::shared_ptr<runtime::DeviceSet> devices_;
 };
 
+// A RuntimeEnv of the built plugins with the default config, made on first
+// use and shared by every test of the program; never destroyed, so that
+// what its sessions return may outlive a test.
+RuntimeEnv& SharedRuntimeEnv();
+
 }  // namespace weft::testing
 
-#endif  // WEFT_TESTS_INTEGRATION_RUNTIME_ENV_H_
+#endif  // WEFT_TESTS_SUPPORT_RUNTIME_ENV_H_

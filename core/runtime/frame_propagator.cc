@@ -1,6 +1,7 @@
-// The executor's control-flow path (docs/architecture.md, "Control flow"): frames, iterations and dead
-// values. Graphs without Switch/Merge/Enter/Exit/NextIteration/LoopCond
-// never come here.
+// The frame propagator (executor.h): how the executor runs graphs with
+// control flow (docs/architecture.md, "Control flow"): frames, iterations
+// and dead values. Graphs without Switch/Merge/Enter/Exit/NextIteration/
+// LoopCond never come here.
 //
 // Each node belongs to a static frame, found once from the graph: a node
 // runs in the frame of its inputs, except that an Enter's consumers run in
@@ -24,69 +25,107 @@
 
 #include "core/base/hash.h"
 #include "core/runtime/executor.h"
+#include "core/runtime/executor_runner.h"
 
 namespace weft::runtime {
 
-struct Executor::Iteration {
-  std::vector<Tensor> inputs;
-  std::vector<int> pending;    // a Merge: control inputs left
-  std::vector<int> dead;       // dead inputs seen
-  std::vector<char> fired;     // a Merge: already ran in this iteration
-  std::vector<char> has_live;  // a Merge: a live input arrived
-  int outstanding_ops = 0;     // ready or running nodes
-  int outstanding_frames = 0;  // child frame instances not finished
-};
-
-struct Executor::Frame {
-  const StaticFrame* sf = nullptr;
-  int static_id = 0;
-  Frame* parent = nullptr;
-  int64_t parent_iter = 0;
-  int64_t id = 0;  // for rendezvous keys: the same on every device
-  int parallel = 1;
-  int64_t iteration_count = 0;  // the newest iteration started
-  int num_outstanding_iterations = 1;
-  int num_pending_inputs = 0;  // Enters of this instance yet to arrive
-  int64_t first_iter = 0;      // the oldest iteration not finished
-  std::deque<std::unique_ptr<Iteration>> iterations;
-  // NextIteration values held back by parallel_iterations.
-  std::vector<std::pair<int, Tensor>> next_iter_roots;
-  // Loop invariants: (Enter node, value, dead), given to every iteration.
-  struct Invariant {
-    int node;
-    Tensor value;
-    bool dead;
+struct Executor::FramePropagator {
+  static constexpr bool kFrames = true;
+  struct Iteration {
+    std::vector<Tensor> inputs;
+    std::vector<int> pending;    // a Merge: control inputs left
+    std::vector<int> dead;       // dead inputs seen
+    std::vector<char> fired;     // a Merge: already ran in this iteration
+    std::vector<char> has_live;  // a Merge: a live input arrived
+    int outstanding_ops = 0;     // ready or running nodes
+    int outstanding_frames = 0;  // child frame instances not finished
   };
-  std::vector<Invariant> invariants;
-  std::vector<int> live_exits;
-  std::map<std::pair<int64_t, int>, std::unique_ptr<Frame>> children;  // (iteration, static frame)
 
-  Iteration* iteration(int64_t iter) {
-    const int64_t k = iter - first_iter;
-    return k >= 0 && k < static_cast<int64_t>(iterations.size()) ? iterations[static_cast<std::size_t>(k)].get()
-                                                                 : nullptr;
+  struct Frame {
+    const StaticFrame* sf = nullptr;
+    int static_id = 0;
+    Frame* parent = nullptr;
+    int64_t parent_iter = 0;
+    int64_t id = 0;  // for rendezvous keys: the same on every device
+    int parallel = 1;
+    int64_t iteration_count = 0;  // the newest iteration started
+    int num_outstanding_iterations = 1;
+    int num_pending_inputs = 0;  // Enters of this instance yet to arrive
+    int64_t first_iter = 0;      // the oldest iteration not finished
+    std::deque<std::unique_ptr<Iteration>> iterations;
+    // NextIteration values held back by parallel_iterations.
+    std::vector<std::pair<int, Tensor>> next_iter_roots;
+    // Loop invariants: (Enter node, value, dead), given to every iteration.
+    struct Invariant {
+      int node;
+      Tensor value;
+      bool dead;
+    };
+    std::vector<Invariant> invariants;
+    std::vector<int> live_exits;
+    std::map<std::pair<int64_t, int>, std::unique_ptr<Frame>> children;  // (iteration, static frame)
+
+    Iteration* iteration(int64_t iter) {
+      const int64_t k = iter - first_iter;
+      return k >= 0 && k < static_cast<int64_t>(iterations.size()) ? iterations[static_cast<std::size_t>(k)].get()
+                                                                   : nullptr;
+    }
+  };
+
+  // A ready node: which one, in which frame and iteration, and whether it is
+  // dead.
+  struct Task {
+    int id = 0;
+    Frame* frame = nullptr;
+    int64_t iter = 0;
+    bool dead = false;
+    // The iteration's state: it stays put while the node is outstanding, so
+    // the node reads its inputs without taking the step's mutex.
+    Iteration* it = nullptr;
+  };
+  struct Step : StepBase {
+    std::unique_ptr<Frame> root;
+    std::vector<std::unique_ptr<Iteration>> free_iterations;
+  };
+  // The step's mutex, which guards the frames and their iterations.
+  class Lock {
+   public:
+    explicit Lock(Step* step) : lock_(step->mutex, std::defer_lock) {}
+    void Hold() {
+      if (!lock_.owns_lock()) lock_.lock();
+    }
+    void Release() {
+      if (lock_.owns_lock()) lock_.unlock();
+    }
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+  };
+  struct Propagation;
+
+  static int Id(const Task& t) { return t.id; }
+  static bool RunsHere(const NodeItem& item, const Task& t) { return t.dead || item.cf_inline; }
+  static Tensor* Inputs(Step* /*step*/, const NodeItem& item, const Task& t) {
+    return t.it->inputs.data() + item.local_input_start;
   }
-};
-
-struct Executor::TaggedNode {
-  int id = 0;
-  Frame* frame = nullptr;
-  int64_t iter = 0;
-  bool dead = false;
-  // The iteration's state: it stays put while the node is outstanding, so
-  // the node reads its inputs without taking the step's mutex.
-  Iteration* it = nullptr;
-};
-
-struct Executor::CfStep {
-  StepInfo* info = nullptr;
-  TraceRecorder* trace = nullptr;
-  std::atomic<int> outstanding{0};
-  std::mutex mutex;  // guards the frames and their iterations
-  Status status;
-  std::function<void(Status)> done;
-  std::unique_ptr<Frame> root;
-  std::vector<std::unique_ptr<Iteration>> free_iterations;
+  static void SetFrame(OpKernelContext& ctx, const Task& t) { ctx.set_frame(t.frame->id, t.iter); }
+  // A _Recv of a dead value: its outputs are dead, and propagate as such.
+  static Status CheckAsyncDead() { return Status(); }
+  static std::string Where(Step* step, const Task& t);
+  // Propagates the outputs of |t| and retires it; called with the
+  // outputs (and, for dead nodes, none), with the step's mutex held. With
+  // no |ready|, a failed or cancelled step: only the inputs are freed.
+  static void Propagate(const Executor& exec, Step* step, const Task& t, Tensor* outputs, const bool* output_dead,
+                        std::vector<Task>* ready);
+  static void Retire(const Executor& exec, Step* step, const Task& t) {
+    Propagate(exec, step, t, nullptr, nullptr, nullptr);
+  }
+  // A dead node: a _Retval fails, a _Send tells its receiver, the others
+  // pass the death on. False when the node failed.
+  static bool RunDead(const Runner<FramePropagator>& runner, const Task& t, Lock& lock, std::vector<Task>* ready);
+  // Switch, Merge, Enter, Exit, NextIteration and LoopCond: they move a
+  // tensor (a Switch marks the branch not taken dead).
+  static Status RunControlFlow(const Executor& exec, const NodeItem& item, Tensor* inputs, Tensor* outputs, bool* dead);
 };
 
 namespace {
@@ -241,15 +280,15 @@ Status Executor::BuildFrames() {
 }
 
 void Executor::RunWithFrames(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const {
-  auto* state = new CfStep();
+  auto* state = new FramePropagator::Step();
   state->info = &step;
   state->trace = trace;
   state->done = std::move(done);
-  auto root = std::make_unique<Frame>();
+  auto root = std::make_unique<FramePropagator::Frame>();
   root->sf = &frames_[0];
   root->static_id = 0;
   root->parallel = 1;
-  auto iteration = std::make_unique<Iteration>();
+  auto iteration = std::make_unique<FramePropagator::Iteration>();
   iteration->inputs.resize(static_cast<std::size_t>(frames_[0].num_inputs));
   iteration->pending = frames_[0].initial_pending;
   iteration->dead.assign(frames_[0].nodes.size(), 0);
@@ -257,165 +296,50 @@ void Executor::RunWithFrames(StepInfo& step, TraceRecorder* trace, std::function
   iteration->has_live.assign(frames_[0].nodes.size(), 0);
   iteration->outstanding_ops = static_cast<int>(roots_.size());
   root->iterations.push_back(std::move(iteration));
-  Frame* root_frame = root.get();
-  Iteration* root_iteration = root_frame->iterations.front().get();
+  FramePropagator::Frame* root_frame = root.get();
+  FramePropagator::Iteration* root_iteration = root_frame->iterations.front().get();
   state->root = std::move(root);
 
-  state->outstanding.store(1);
-  std::vector<TaggedNode> ready;
-  for (int id : roots_) ready.push_back(TaggedNode{id, root_frame, 0, false, root_iteration});
-  std::vector<TaggedNode> stack;
-  CfDispatch(state, ready, &stack);
-  CfProcess(state, std::move(stack));
+  std::vector<FramePropagator::Task> ready;
+  for (int id : roots_) ready.push_back(FramePropagator::Task{id, root_frame, 0, false, root_iteration});
+  Runner<FramePropagator>{this, state}.Start(std::move(ready));
 }
 
-bool Executor::CfDispatch(CfStep* state, std::vector<TaggedNode>& ready, std::vector<TaggedNode>* stack) const {
-  const bool have_pool = pool_ != nullptr && pool_->num_threads() > 0;
-  bool kept = false;
-  bool scheduled = false;
-  TaggedNode keep;
-  for (const TaggedNode& t : ready) {
-    const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
-    if (t.dead || item.cf_inline || !have_pool) {
-      stack->push_back(t);
-      continue;
-    }
-    if (kept) {
-      state->outstanding.fetch_add(1);
-      const TaggedNode other = keep;
-      pool_->Schedule([this, state, other] { CfProcess(state, {other}); });
-      scheduled = true;
-    }
-    keep = t;
-    kept = true;
+bool Executor::FramePropagator::RunDead(const Runner<FramePropagator>& runner, const Task& t, Lock& lock,
+                                        std::vector<Task>* ready) {
+  const Executor& exec = *runner.exec;
+  Step* state = runner.step;
+  const NodeItem& item = exec.items_[static_cast<std::size_t>(t.id)];
+  if (item.node->op_name() == "_Retval") {
+    lock.Release();
+    runner.Fail(t, InvalidArgumentError("the fetched value is dead: it comes from the branch of a cond that "
+                                        "was not taken"));
+    lock.Hold();
+    Retire(exec, state, t);
+    return false;
   }
-  if (kept) stack->push_back(keep);
-  ready.clear();
-  return scheduled;
+  if (item.is_send) {
+    // The receiver, in another partition, waits for this iteration's
+    // value: it is told that the value is dead.
+    lock.Release();
+    OpKernelContext ctx(item.device, item.node, nullptr, 0, nullptr, state->info);
+    ctx.set_frame(t.frame->id, t.iter);
+    ctx.set_input_dead(true);
+    Status sent = item.kernel->Compute(ctx);
+    if (!sent.ok()) {
+      runner.Fail(t, sent);
+      lock.Hold();
+      Retire(exec, state, t);
+      return false;
+    }
+  }
+  lock.Hold();
+  Propagate(exec, state, t, nullptr, nullptr, ready);
+  return true;
 }
 
-void Executor::CfProcess(CfStep* state, std::vector<TaggedNode> stack) const {
-  const plugin::ScopedIntraOpPool intra_op(state->info->intra_op);
-  std::vector<TaggedNode> ready;
-  // The step's mutex, taken for propagation and kept across a run of
-  // control-flow nodes (they only pass tensors along); let go before a
-  // kernel runs, before the pool is given work, and at the end.
-  std::unique_lock<std::mutex> lock(state->mutex, std::defer_lock);
-  while (!stack.empty()) {
-    const TaggedNode t = stack.back();
-    stack.pop_back();
-    const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
-    if (state->info->cancelled.load(std::memory_order_relaxed)) {
-      // Retire it without running, so that frames still account for it.
-      if (!lock.owns_lock()) lock.lock();
-      CfPropagate(state, t, nullptr, nullptr, nullptr);
-      continue;
-    }
-    if (t.dead) {
-      if (item.node->op_name() == "_Retval") {
-        if (lock.owns_lock()) lock.unlock();
-        CfFail(state, t,
-               InvalidArgumentError("the fetched value is dead: it comes from the branch of a cond that "
-                                    "was not taken"));
-        lock.lock();
-        CfPropagate(state, t, nullptr, nullptr, nullptr);
-        continue;
-      }
-      if (item.is_send) {
-        // The receiver, in another partition, waits for this iteration's
-        // value: it is told that the value is dead.
-        if (lock.owns_lock()) lock.unlock();
-        OpKernelContext ctx(item.device, item.node, nullptr, 0, nullptr, state->info);
-        ctx.set_frame(t.frame->id, t.iter);
-        ctx.set_input_dead(true);
-        Status sent = item.kernel->Compute(ctx);
-        if (!sent.ok()) {
-          CfFail(state, t, sent);
-          lock.lock();
-          CfPropagate(state, t, nullptr, nullptr, nullptr);
-          continue;
-        }
-      }
-      if (!lock.owns_lock()) lock.lock();
-      CfPropagate(state, t, nullptr, nullptr, &ready);
-    } else if (item.kind == Kind::kKernel && item.is_async) {
-      if (lock.owns_lock()) lock.unlock();
-      state->outstanding.fetch_add(1);
-      Iteration* it = t.it;
-      auto outputs = std::make_shared<std::vector<Tensor>>(static_cast<std::size_t>(item.num_outputs));
-      auto ctx = std::make_shared<OpKernelContext>(item.device, item.node, it->inputs.data() + item.local_input_start,
-                                                   item.num_inputs, outputs->data(), state->info);
-      ctx->set_frame(t.frame->id, t.iter);
-      const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
-      OpKernelContext& context = *ctx;
-      item.kernel->ComputeAsync(
-          context, [this, state, t, outputs = std::move(outputs), ctx = std::move(ctx), start](Status status) mutable {
-            const NodeItem& done_item = items_[static_cast<std::size_t>(t.id)];
-            if (state->trace != nullptr) {
-              state->trace->Record({done_item.node->name(),
-                                    done_item.node->op_name(),
-                                    done_item.device->name(),
-                                    state->info->step_id,
-                                    TraceThreadId(),
-                                    start,
-                                    state->trace->NowMicros() - start,
-                                    {}});
-            }
-            std::vector<TaggedNode> newly_ready;
-            if (!status.ok()) {
-              CfFail(state, t, status);
-              std::lock_guard<std::mutex> guard(state->mutex);
-              CfPropagate(state, t, nullptr, nullptr, nullptr);
-            } else {
-              {
-                // A _Recv of a dead value: its outputs are dead.
-                std::lock_guard<std::mutex> guard(state->mutex);
-                CfPropagate(state, t, ctx->output_dead() ? nullptr : outputs->data(), nullptr, &newly_ready);
-              }
-              std::vector<TaggedNode> local;
-              CfDispatch(state, newly_ready, &local);
-              if (!local.empty()) {
-                state->outstanding.fetch_add(1);
-                CfProcess(state, std::move(local));
-              }
-            }
-            outputs.reset();
-            ctx.reset();
-            if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
-          });
-      continue;
-    } else if (!CfRunNode(state, t, &ready, lock)) {
-      continue;
-    }
-    if (CfDispatch(state, ready, &stack) && lock.owns_lock()) lock.unlock();
-  }
-  if (lock.owns_lock()) lock.unlock();
-  if (state->outstanding.fetch_sub(1) == 1) CfFinish(state);
-}
-
-bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedNode>* ready,
-                         std::unique_lock<std::mutex>& lock) const {
-  const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
-  // Kernels, and a Switch that copies its predicate from the device, run
-  // without the mutex; the other control-flow nodes only move a tensor.
-  if (lock.owns_lock() &&
-      (item.kind == Kind::kKernel || (item.kind == Kind::kSwitch && !item.device->host_visible()))) {
-    lock.unlock();
-  }
-  Iteration* it = t.it;
-  Tensor* inputs = it->inputs.data() + item.local_input_start;
-  // Most nodes have few outputs: no allocation for them.
-  Tensor few[4];
-  std::vector<Tensor> many;
-  Tensor* outputs = few;
-  if (item.num_outputs > 4) {
-    many.resize(static_cast<std::size_t>(item.num_outputs));
-    outputs = many.data();
-  }
-  // Only a Switch has a dead output (the branch not taken).
-  bool dead[2] = {false, false};
-  Status status;
-  const int64_t start = state->trace != nullptr ? state->trace->NowMicros() : 0;
+Status Executor::FramePropagator::RunControlFlow(const Executor& exec, const NodeItem& item, Tensor* inputs,
+                                                 Tensor* outputs, bool* dead) {
   switch (item.kind) {
     case Kind::kEnter:
     case Kind::kExit:
@@ -431,8 +355,7 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
       } else {
         auto host = item.device->CopyToHost(inputs[1]);
         if (!host.ok()) {
-          status = host.status();
-          break;
+          return host.status();
         }
         taken = *host->data<bool>();
       }
@@ -446,59 +369,26 @@ bool Executor::CfRunNode(CfStep* state, const TaggedNode& t, std::vector<TaggedN
         if (inputs[k].valid()) index = k;
       }
       if (index < 0) {
-        status = InternalError("a live Merge has no input");
-        break;
+        return InternalError("a live Merge has no input");
       }
       outputs[0] = std::move(inputs[index]);
-      outputs[1] = merge_index_values_[static_cast<std::size_t>(index)];
+      outputs[1] = exec.merge_index_values_[static_cast<std::size_t>(index)];
       break;
     }
-    case Kind::kKernel: {
-      OpKernelContext ctx(item.device, item.node, inputs, item.num_inputs, outputs, state->info);
-      ctx.set_frame(t.frame->id, t.iter);
-      status = item.kernel->Compute(ctx);
-      break;
-    }
+    case Kind::kKernel: break;
   }
-  if (state->trace != nullptr) {
-    state->trace->Record({item.node->name(),
-                          item.node->op_name(),
-                          item.device->name(),
-                          state->info->step_id,
-                          TraceThreadId(),
-                          start,
-                          state->trace->NowMicros() - start,
-                          {}});
-  }
-  if (status.ok() && item.kind == Kind::kKernel) {
-    for (int i = 0; i < item.num_outputs; ++i) {
-      if (!outputs[static_cast<std::size_t>(i)].valid() &&
-          item.node->output_types[static_cast<std::size_t>(i)] != DType::kInvalid) {
-        status = InternalError("the kernel did not set output ", i);
-      }
-    }
-  }
-  if (!status.ok()) {
-    if (lock.owns_lock()) lock.unlock();
-    CfFail(state, t, status);
-    lock.lock();
-    CfPropagate(state, t, nullptr, nullptr, nullptr);
-    return false;
-  }
-  if (!lock.owns_lock()) lock.lock();
-  CfPropagate(state, t, outputs, item.kind == Kind::kSwitch ? dead : nullptr, ready);
-  return true;
+  return Status();
 }
 
 // Delivers values to consumers and keeps the frames' counts; one per
 // propagation, with the step's mutex held.
-struct Executor::Propagator {
+struct Executor::FramePropagator::Propagation {
   const Executor& exec;
-  CfStep* state;
+  Step* state;
   const NodeItem& item;     // the node that ran
   Tensor* outputs;          // its outputs; null when it was dead
   const bool* output_dead;  // per output; null when none is dead
-  std::vector<TaggedNode>* ready;
+  std::vector<Task>* ready;
   bool movable;  // its outputs go to one iteration: they may be moved
 
   // Delivers the node's own outputs (|own|), or |value0| for another
@@ -553,7 +443,7 @@ struct Executor::Propagator {
       }
       if (fire) {
         ++target->outstanding_ops;
-        ready->push_back(TaggedNode{e.dst, f, iter, fire_dead, target});
+        ready->push_back(Task{e.dst, f, iter, fire_dead, target});
       }
     }
   }
@@ -655,17 +545,17 @@ struct Executor::Propagator {
   }
 };
 
-void Executor::CfPropagate(CfStep* state, const TaggedNode& t, Tensor* outputs, const bool* output_dead,
-                           std::vector<TaggedNode>* ready) const {
-  const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
+void Executor::FramePropagator::Propagate(const Executor& exec, Step* state, const Task& t, Tensor* outputs,
+                                          const bool* output_dead, std::vector<Task>* ready) {
+  const NodeItem& item = exec.items_[static_cast<std::size_t>(t.id)];
   Frame* frame = t.frame;
   Iteration* it = t.it;
   // Free the node's inputs as early as possible.
   for (int k = 0; k < item.num_inputs; ++k) it->inputs[static_cast<std::size_t>(item.local_input_start + k)] = Tensor();
-  if (ready == nullptr) return;  // a failed or cancelled step: nothing more runs
+  if (ready == nullptr) return;
   const bool node_dead = outputs == nullptr;
   // A loop invariant's Enter gives its value to every iteration: copied.
-  const Propagator p{*this, state, item, outputs, output_dead, ready, !(item.kind == Kind::kEnter && item.is_constant)};
+  const Propagation p{exec, state, item, outputs, output_dead, ready, !(item.kind == Kind::kEnter && item.is_constant)};
   const Tensor* value = node_dead ? nullptr : &outputs[0];
   switch (item.kind) {
     case Kind::kEnter: {
@@ -707,33 +597,16 @@ void Executor::CfPropagate(CfStep* state, const TaggedNode& t, Tensor* outputs, 
   if (--it->outstanding_ops == 0 && it->outstanding_frames == 0) p.Cleanup(frame);
 }
 
-void Executor::CfFail(CfStep* state, const TaggedNode& t, const Status& status) const {
-  const NodeItem& item = items_[static_cast<std::size_t>(t.id)];
-  std::string where;
-  {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    std::vector<std::string> parts;
-    int64_t iter = t.iter;
-    for (const Frame* f = t.frame; f != nullptr && f->parent != nullptr; f = f->parent) {
-      parts.push_back(StrCat("loop ", Quote(f->sf->name), " iteration ", iter));
-      iter = f->parent_iter;
-    }
-    std::reverse(parts.begin(), parts.end());
-    if (!parts.empty()) where = StrCat(" (in ", StrJoin(parts, ", "), ")");
-    if (state->status.ok()) {
-      state->status = Status(status.code(),
-                             StrCat(item.node->Describe(), " on ", item.device->name(), where, ": ", status.message()));
-    }
-    state->info->cancelled.store(true);
+std::string Executor::FramePropagator::Where(Step* /*step*/, const Task& t) {
+  std::vector<std::string> parts;
+  int64_t iter = t.iter;
+  for (const Frame* f = t.frame; f != nullptr && f->parent != nullptr; f = f->parent) {
+    parts.push_back(StrCat("loop ", Quote(f->sf->name), " iteration ", iter));
+    iter = f->parent_iter;
   }
-  state->info->cancellation.StartCancel();
-}
-
-void Executor::CfFinish(CfStep* state) const {
-  std::function<void(Status)> done = std::move(state->done);
-  Status status = std::move(state->status);
-  delete state;
-  done(std::move(status));
+  if (parts.empty()) return {};
+  std::reverse(parts.begin(), parts.end());
+  return StrCat(" (in ", StrJoin(parts, ", "), ")");
 }
 
 }  // namespace weft::runtime

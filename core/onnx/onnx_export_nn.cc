@@ -1,0 +1,203 @@
+// ONNX export, neural-network ops: MatMul (Gemm for floats), BatchMatMul,
+// BiasAdd, convolutions and pools (ONNX's are NCHW: an NHWC node is
+// wrapped in Transposes), batch and layer normalisation, Softmax and
+// LSTMCell (the conventions are in core/onnx/exporter.h; docs/onnx.md has
+// the table).
+#include <cstring>
+#include <utility>
+
+#include "core/onnx/exporter.h"
+
+namespace weft::onnx_io::exports {
+namespace {
+
+Status MatMul(ExportContext& c) {
+  const bool ta = c.Bool("transpose_a"), tb = c.Bool("transpose_b");
+  if (c.dtype() == DType::kF32 || c.dtype() == DType::kF64) {
+    onnx::NodeProto* p = c.Simple("Gemm", 2);
+    if (ta) AttrInt(p, "transA", 1);
+    if (tb) AttrInt(p, "transB", 1);
+  } else {
+    const std::string a = ta ? c.Transpose(c.In(0), {1, 0}, c.name() + "/a_t") : c.In(0);
+    const std::string b = tb ? c.Transpose(c.In(1), {1, 0}, c.name() + "/b_t") : c.In(1);
+    c.Emit("MatMul", {a, b}, {c.out()}, c.name());
+  }
+  return Status();
+}
+
+Status BatchMatMul(ExportContext& c) {
+  auto adj = [&](int i, const char* attr) {
+    const int r = c.InShape(i).rank();
+    if (!c.Bool(attr) || r < 2) return c.In(i);
+    std::vector<int64_t> perm(static_cast<std::size_t>(r));
+    for (int k = 0; k < r; ++k) perm[static_cast<std::size_t>(k)] = k;
+    std::swap(perm[static_cast<std::size_t>(r - 1)], perm[static_cast<std::size_t>(r - 2)]);
+    return c.Transpose(c.In(i), perm, c.name() + "/adj");
+  };
+  c.Emit("MatMul", {adj(0, "adj_x"), adj(1, "adj_y")}, {c.out()}, c.name());
+  return Status();
+}
+
+Status BiasAdd(ExportContext& c) {
+  if (c.Str("data_format", "NHWC") == "NCHW" && c.InShape(0).rank() > 2) {
+    const int r = c.InShape(0).rank();
+    std::vector<int64_t> shape(static_cast<std::size_t>(r - 1), 1);
+    shape[0] = -1;
+    const std::string b = c.Emit1("Reshape", {c.In(1), c.I64s(c.name() + "/bias_shape", shape)}, c.name() + "/bias");
+    c.Emit("Add", {c.In(0), b}, {c.out()}, c.name());
+  } else {
+    c.Simple("Add", 2);
+  }
+  return Status();
+}
+
+// The ONNX weights of a Conv2D or DepthwiseConv2D of filter |fs| (HWIO
+// [kh, kw, I, O], or HWCM [kh, kw, C, M]): OIHW, or [C*M, 1, kh, kw]. A
+// constant filter is stored rearranged, any other is transposed.
+Expected<std::string> ConvWeights(ExportContext& c, const Shape& fs, bool depthwise) {
+  const int64_t kh = fs.dim(0), kw = fs.dim(1), ci = fs.dim(2), co = fs.dim(3);
+  const Tensor* filter = c.ConstInput(1);
+  if (filter != nullptr) {
+    const Shape oihw = depthwise ? Shape{ci * co, 1, kh, kw} : Shape{co, ci, kh, kw};
+    WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(filter->dtype(), oihw));
+    const std::size_t es = DTypeSize(filter->dtype());
+    const char* src = static_cast<const char*>(filter->raw_data());
+    char* dst = static_cast<char*>(t.raw_data());
+    for (int64_t y0 = 0; y0 < kh; ++y0) {
+      for (int64_t x0 = 0; x0 < kw; ++x0) {
+        for (int64_t i = 0; i < ci; ++i) {
+          for (int64_t o = 0; o < co; ++o) {
+            const int64_t s = ((y0 * kw + x0) * ci + i) * co + o;
+            const int64_t d = depthwise ? (((i * co + o) * kh + y0) * kw + x0) : (((o * ci + i) * kh + y0) * kw + x0);
+            std::memcpy(dst + static_cast<std::size_t>(d) * es, src + static_cast<std::size_t>(s) * es, es);
+          }
+        }
+      }
+    }
+    return c.Initializer(c.exporter().graph().node(c.node().inputs[1].node).name(), t);
+  }
+  if (!depthwise) return c.Transpose(c.In(1), {3, 2, 0, 1}, c.name() + "/oihw");
+  // [kh, kw, C, M] -> [C, M, kh, kw] -> [C*M, 1, kh, kw]
+  const std::string t = c.Transpose(c.In(1), {2, 3, 0, 1}, c.name() + "/cmhw");
+  return c.Emit1("Reshape", {t, c.I64s(c.name() + "/oihw_shape", {ci * co, 1, kh, kw})}, c.name() + "/oihw");
+}
+
+// Conv2D, DepthwiseConv2D, MaxPool, AvgPool: ONNX's are NCHW.
+Status Window(ExportContext& c) {
+  const std::string& op = c.op();
+  const bool nchw = c.Str("data_format", "NHWC") == "NCHW";
+  const Shape& xs = c.InShape(0);
+  if (xs.rank() != 4) return UnimplementedError(op, " of an input of rank ", xs.rank());
+  const int h = nchw ? 2 : 1, w = nchw ? 3 : 2;
+  auto spatial = [&](const char* attr) {
+    const std::vector<int64_t> v = c.Ints(attr);
+    return v.size() == 4 ? std::vector<int64_t>{v[static_cast<std::size_t>(h)], v[static_cast<std::size_t>(w)]}
+                         : std::vector<int64_t>{1, 1};
+  };
+  std::string x = c.In(0);
+  if (!nchw) x = c.Transpose(x, {0, 3, 1, 2}, c.name() + "/nchw_in");
+  const bool conv = op == "Conv2D" || op == "DepthwiseConv2D";
+  std::string y = nchw ? c.out() : c.Fresh(c.name() + "/nchw_out");
+  onnx::NodeProto* node = nullptr;
+  if (conv) {
+    const Shape& fs = c.InShape(1);
+    if (fs.rank() != 4 || !fs.IsFullyDefined()) {
+      return UnimplementedError(op, " with a filter of shape ", fs.ToString());
+    }
+    const bool depthwise = op == "DepthwiseConv2D";
+    WEFT_ASSIGN_OR_RETURN(std::string weights, ConvWeights(c, fs, depthwise));
+    node = c.Emit("Conv", {x, weights}, {y}, c.name());
+    AttrInts(node, "kernel_shape", {fs.dim(0), fs.dim(1)});
+    AttrInts(node, "dilations", spatial("dilations"));
+    if (depthwise) AttrInt(node, "group", fs.dim(2));
+  } else {
+    node = c.Emit(op == "MaxPool" ? "MaxPool" : "AveragePool", {x}, {y}, c.name());
+    AttrInts(node, "kernel_shape", spatial("ksize"));
+  }
+  AttrInts(node, "strides", spatial("strides"));
+  AttrStr(node, "auto_pad", c.Str("padding") == "SAME" ? "SAME_UPPER" : "VALID");
+  if (!nchw) {
+    c.Emit("Transpose", {y}, {c.out()}, c.name() + "/nhwc_out", [](onnx::NodeProto* p) {
+      AttrInts(p, "perm", {0, 2, 3, 1});
+    });
+  }
+  return Status();
+}
+
+Status FusedBatchNorm(ExportContext& c) {
+  if (c.Bool("is_training", true)) {
+    return UnimplementedError("FusedBatchNorm in training mode (is_training = true) has no inference form");
+  }
+  const bool nchw = c.Str("data_format", "NHWC") == "NCHW" || c.InShape(0).rank() == 2;
+  std::string x = nchw ? c.In(0) : c.Transpose(c.In(0), {0, 3, 1, 2}, c.name() + "/nchw_in");
+  const std::string y = nchw ? c.out() : c.Fresh(c.name() + "/nchw_out");
+  onnx::NodeProto* p = c.Emit("BatchNormalization", {x, c.In(1), c.In(2), c.In(3), c.In(4)}, {y}, c.name());
+  AttrFloat(p, "epsilon", c.Float("epsilon", 1e-3));
+  // In inference, batch_mean and batch_variance are the inputs passed through.
+  for (int k = 1; k <= 2; ++k) {
+    if (const std::string* name = c.FindOutName(k)) {
+      c.Emit("Identity", {c.In(2 + k)}, {*name}, c.name() + (k == 1 ? "/mean" : "/variance"));
+    }
+  }
+  if (!nchw) {
+    c.Emit("Transpose", {y}, {c.out()}, c.name() + "/nhwc_out", [](onnx::NodeProto* q) {
+      AttrInts(q, "perm", {0, 2, 3, 1});
+    });
+  }
+  return Status();
+}
+
+Status Softmax(ExportContext& c) {
+  AttrInt(c.Simple(c.op(), 1), "axis", c.Int("axis", -1));
+  return Status();
+}
+
+Status LayerNorm(ExportContext& c) {
+  onnx::NodeProto* p = c.Simple("LayerNormalization", 3);
+  AttrInt(p, "axis", c.Int("begin_norm_axis", -1));
+  AttrFloat(p, "epsilon", c.Float("epsilon", 1e-5));
+  return Status();
+}
+
+// LSTMCell from primitive ONNX ops (opset 17 has no single-step cell).
+Status LstmCell(ExportContext& c) {
+  const std::string base = c.name();
+  const std::string xh =
+      c.Emit1("Concat", {c.In(0), c.In(2)}, base + "/xh", [](onnx::NodeProto* p) { AttrInt(p, "axis", 1); });
+  const std::string z = c.Emit1("Add", {c.Emit1("MatMul", {xh, c.In(3)}, base + "/matmul"), c.In(4)}, base + "/z");
+  const std::vector<std::string> parts = {c.Fresh(base + "/zi"), c.Fresh(base + "/zf"), c.Fresh(base + "/zg"),
+                                          c.Fresh(base + "/zo")};
+  onnx::NodeProto* split = c.Emit("Split", {z}, parts, base + "/split");
+  AttrInt(split, "axis", 1);
+  const DType dt = c.node().output_types[0];
+  const std::string i = c.Emit1("Sigmoid", {parts[0]}, base + "/i");
+  std::string zf = parts[1];
+  const double fb = c.Float("forget_bias", 1.0);
+  if (fb != 0) zf = c.Emit1("Add", {zf, c.ScalarConst(base + "/forget_bias", dt, fb)}, base + "/zf_biased");
+  const std::string f = c.Emit1("Sigmoid", {zf}, base + "/f");
+  const std::string gg = c.Emit1("Tanh", {parts[2]}, base + "/g");
+  const std::string o = c.Emit1("Sigmoid", {parts[3]}, base + "/o");
+  const std::string c_name = c.OutName(0), h_name = c.OutName(1);
+  c.Emit("Add", {c.Emit1("Mul", {f, c.In(1)}, base + "/fc"), c.Emit1("Mul", {i, gg}, base + "/ig")}, {c_name},
+         base + "/c");
+  c.Emit("Mul", {o, c.Emit1("Tanh", {c_name}, base + "/tanh_c")}, {h_name}, base + "/h");
+  // gates, output 2, as LSTMCell has it.
+  c.Emit("Concat", {i, f, gg, o}, {c.OutName(2)}, base + "/gates", [](onnx::NodeProto* p) { AttrInt(p, "axis", 1); });
+  return Status();
+}
+
+}  // namespace
+
+void AddNnExports(ExportTable& t) {
+  t["MatMul"] = MatMul;
+  t["BatchMatMul"] = BatchMatMul;
+  t["BiasAdd"] = BiasAdd;
+  for (const char* op : {"Conv2D", "DepthwiseConv2D", "MaxPool", "AvgPool"}) t[op] = Window;
+  t["FusedBatchNorm"] = FusedBatchNorm;
+  t["Softmax"] = Softmax;
+  t["LogSoftmax"] = Softmax;
+  t["LayerNorm"] = LayerNorm;
+  t["LSTMCell"] = LstmCell;
+}
+
+}  // namespace weft::onnx_io::exports
