@@ -272,11 +272,17 @@ class ZmqTransport : public ::testing::Test {
   // listener nothing after that first message.
   void ExpectNothingAfterACloseInOnMessage(Recorder& a, Recorder& b, weft_connection_t out,
                                            const std::function<void(const weft_received_t*)>& close) {
-    std::atomic<int> seen{0};
-    a.on_message_hook = [&](const weft_received_t* m) {
-      if (seen.fetch_add(1) == 0) close(m);
+    // The hook and the sends' completions may still run after this returns
+    // (until TearDown closes everything): what they touch is kept alive by
+    // the fixture or the hook itself, not by this frame.
+    auto seen_count = std::make_shared<std::atomic<int>>(0);
+    a.on_message_hook = [seen_count, close](const weft_received_t* m) {
+      if (seen_count->fetch_add(1) == 0) close(m);
     };
-    std::vector<DoneCount> done(50);
+    const std::atomic<int>& seen = *seen_count;
+    auto kept = std::make_shared<std::vector<DoneCount>>(50);
+    kept_alive_.push_back(kept);
+    std::vector<DoneCount>& done = *kept;
     // The close may overtake the later sends, which then fail at once.
     ASSERT_TRUE(Send(out, "h", {"p"}, &done[0]).ok());
     for (std::size_t i = 1; i < done.size(); ++i) {
@@ -327,6 +333,8 @@ class ZmqTransport : public ::testing::Test {
   }
 
   std::vector<std::unique_ptr<Recorder>> recorders_;
+  // What callbacks may still reach until TearDown (ExpectNothingAfterACloseInOnMessage).
+  std::vector<std::shared_ptr<void>> kept_alive_;
   std::unique_ptr<PluginHost> host_;
   const weft_transport_plugin_t* t_ = nullptr;
   std::vector<weft_endpoint_t> endpoints_;
