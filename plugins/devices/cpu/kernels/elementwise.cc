@@ -550,7 +550,7 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
   AddBinary<CompareOp<std::greater_equal<>>, WEFT_NUMERIC>(r, "GreaterEqual");
   r.Add<BinaryKernel<bool, CompareOp<std::logical_and<>>>>("LogicalAnd", {});
   r.Add<BinaryKernel<bool, CompareOp<std::logical_or<>>>>("LogicalOr", {});
-  r.Add<UnaryKernel<bool, LogicalNotOp>>("LogicalNot", {});
+  r.Add<UnaryKernel<bool, LogicalNotOp>>(LogicalNotOp::kOp, {});
 
   auto select = [&r]<class T>() { r.Add<SelectKernel<T>>("Select", {{"T", DtypeOf<T>()}}); };
   ForEachNumericType(select);

@@ -353,7 +353,10 @@ class SoftmaxXentKernel {
  public:
   void Compute(Context& ctx) {
     const Tensor features = ctx.input(0), labels = ctx.input(1);
-    const auto [batch, classes] = sdk::CheckXent(features, labels);
+    // Named, not a structured binding: the lambda below captures them
+    // (clang 14 cannot capture a binding).
+    const sdk::XentShape shape = sdk::CheckXent(features, labels);
+    const int64_t batch = shape.batch, classes = shape.classes;
     T* loss = ctx.allocate_output(0, {batch}).as<T>();
     T* backprop = ctx.allocate_output(1, features.dims).as<T>();
     const T* f = features.as<T>();
@@ -381,7 +384,8 @@ class SparseSoftmaxXentKernel {
  public:
   void Compute(Context& ctx) {
     const Tensor features = ctx.input(0), labels = ctx.input(1);
-    const auto [batch, classes] = sdk::CheckSparseXent(features, labels);
+    const sdk::XentShape shape = sdk::CheckSparseXent(features, labels);
+    const int64_t batch = shape.batch, classes = shape.classes;
     const Label* label = labels.as<Label>();
     for (int64_t i = 0; i < batch; ++i) sdk::CheckLabel(label[i], i, classes);
     T* loss = ctx.allocate_output(0, {batch}).as<T>();
