@@ -54,6 +54,7 @@ packages=(
   zlib1g-dev               # reading .gz datasets (IDX files)
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import and export (core/onnx, docs/onnx.md)
   python3-onnx             # the ONNX tests: reading what Weft exports, building bad models
+  libonnx-testdata         # ONNX's backend node tests (tests/onnx/node_tests.cc)
   python3-torch python3-torchvision  # tools/onnx/export_models.py: PyTorch models as ONNX, the benchmarks' peer
   dataset-fashion-mnist    # the training demo's data (/usr/share/datasets/fashion-mnist)
   # The OpenCL device plugin: headers and the ICD loader to build it, PoCL

@@ -167,7 +167,11 @@ Expected<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::stri
 Tensor Int64s(const std::vector<int64_t>& values);
 Tensor Int64s(const std::vector<int64_t>& values, const Shape& shape);
 std::vector<int64_t> ToInts(const Tensor& t);  // integer or float tensor, as int64
+// A scalar of |dtype|; integers saturate at the type's range (+inf is the
+// largest value, NaN is 0), f16 and bf16 round to nearest.
 Expected<Tensor> ScalarOf(DType dtype, double value);
+// The lowest and highest values of |dtype| (-inf and +inf for floats).
+std::pair<double, double> DTypeRange(DType dtype);
 
 class Importer {
  public:

@@ -27,8 +27,12 @@
 namespace weft::onnx_io {
 
 // The ONNX opsets of the default domain the importer reads; the exporter
-// writes kExportOpset.
-inline constexpr int64_t kMinOpset = 7;
+// writes kExportOpset. The converters know opsets kConvertedMinOpset and
+// later; an older model is first brought to that opset by ONNX's own
+// version converter (its operators' old forms: legacy broadcasting,
+// consumed_inputs).
+inline constexpr int64_t kMinOpset = 1;
+inline constexpr int64_t kConvertedMinOpset = 7;
 inline constexpr int64_t kMaxOpset = 17;
 inline constexpr int64_t kExportOpset = 17;
 

@@ -111,14 +111,8 @@ Status Clip(NodeContext& c) {
   WEFT_ASSIGN_OR_RETURN(auto xl, ElementwiseIn(c, 0));
   const Output x = xl.first;
   const DType dt = x.dtype();
-  const double lowest = IsFloating(dt)      ? -std::numeric_limits<double>::infinity()
-                        : dt == DType::kI64 ? static_cast<double>(std::numeric_limits<int64_t>::min())
-                        : dt == DType::kI32 ? static_cast<double>(std::numeric_limits<int32_t>::min())
-                                            : 0.0;
-  const double highest = IsFloating(dt)      ? std::numeric_limits<double>::infinity()
-                         : dt == DType::kI64 ? static_cast<double>(std::numeric_limits<int64_t>::max())
-                         : dt == DType::kI32 ? static_cast<double>(std::numeric_limits<int32_t>::max())
-                                             : 255.0;
+  // Without a bound, the dtype's own range (not a float bound cast to it).
+  const auto [lowest, highest] = DTypeRange(dt);
   Output lo, hi;
   if (c.opset() < 11) {
     WEFT_ASSIGN_OR_RETURN(lo, ScalarLike(c, dt, c.Float("min", lowest), "min"));

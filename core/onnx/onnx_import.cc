@@ -7,6 +7,7 @@
 // docs/onnx.md.
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <climits>
 #include <cstring>
@@ -592,6 +593,29 @@ Expected<ImportedModel> Importer::Run() {
 
 // --- Entry points ------------------------------------------------------------------------
 
+namespace {
+
+// A model of a default-domain opset before kConvertedMinOpset, converted
+// to that opset by ONNX's version converter (the converters know the
+// operators' forms from opset 7 on).
+Status UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
+  int64_t opset = 0;
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
+  }
+  if (opset < kMinOpset || opset >= kConvertedMinOpset) return Status();
+  try {
+    model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kConvertedMinOpset));
+  } catch (const std::exception& e) {
+    return UnimplementedError(source, ": the model's ONNX opset ", opset, " is older than the ", kConvertedMinOpset,
+                              " Weft's converters read, and ONNX's version converter cannot bring it to ",
+                              kConvertedMinOpset, ": ", e.what());
+  }
+  return Status();
+}
+
+}  // namespace
+
 bool IsOnnxPath(std::string_view path) { return path.size() > 5 && path.substr(path.size() - 5) == ".onnx"; }
 
 Expected<ImportedModel> ImportOnnxBytes(std::string_view bytes, const std::string& source, const std::string& base_dir,
@@ -609,6 +633,7 @@ Expected<ImportedModel> ImportOnnxBytes(std::string_view bytes, const std::strin
         ")");
   }
   if (!model.has_graph()) return InvalidArgumentError(source, ": the ONNX model has no graph");
+  WEFT_RETURN_IF_ERROR(UpgradeOldOpset(model, source));
   Importer importer(model, source, base_dir, options);
   return importer.Run();
 }

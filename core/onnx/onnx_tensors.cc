@@ -3,6 +3,7 @@
 // typed fields, or external data files beside the model) and the small
 // tensor helpers the converters share (core/onnx/importer.h).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "core/base/strings.h"
 #include "core/onnx/importer.h"
+#include "weft/sdk/half.h"
 
 namespace weft::onnx_io {
 
@@ -201,17 +203,56 @@ std::vector<int64_t> ToInts(const Tensor& t) {
   return out;
 }
 
+namespace {
+
+// |v| converted to the integer type T, saturating at T's range (NaN is 0):
+// a bound such as +inf or 255 must not wrap (a static_cast out of range is
+// undefined, and gave int8 Clip the upper bound -1).
+template <class T>
+T Saturated(double v) {
+  if (std::isnan(v)) return T(0);
+  if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
+}  // namespace
+
 Expected<Tensor> ScalarOf(DType dtype, double value) {
   switch (dtype) {
     case DType::kF32: return Tensor::Scalar<float>(static_cast<float>(value));
     case DType::kF64: return Tensor::Scalar<double>(value);
-    case DType::kI64: return Tensor::Scalar<int64_t>(static_cast<int64_t>(value));
-    case DType::kI32: return Tensor::Scalar<int32_t>(static_cast<int32_t>(value));
-    case DType::kI16: return Tensor::Scalar<int16_t>(static_cast<int16_t>(value));
-    case DType::kI8: return Tensor::Scalar<int8_t>(static_cast<int8_t>(value));
-    case DType::kU8: return Tensor::Scalar<uint8_t>(static_cast<uint8_t>(value));
+    case DType::kF16: {
+      Tensor t = *Tensor::Allocate(DType::kF16, Shape{});
+      *t.data<uint16_t>() = sdk::FloatToHalf(static_cast<float>(value));
+      return t;
+    }
+    case DType::kBF16: {
+      Tensor t = *Tensor::Allocate(DType::kBF16, Shape{});
+      *t.data<uint16_t>() = sdk::DoubleToBfloat16(value);
+      return t;
+    }
+    case DType::kI64: return Tensor::Scalar<int64_t>(Saturated<int64_t>(value));
+    case DType::kI32: return Tensor::Scalar<int32_t>(Saturated<int32_t>(value));
+    case DType::kI16: return Tensor::Scalar<int16_t>(Saturated<int16_t>(value));
+    case DType::kI8: return Tensor::Scalar<int8_t>(Saturated<int8_t>(value));
+    case DType::kU8: return Tensor::Scalar<uint8_t>(Saturated<uint8_t>(value));
     case DType::kBool: return Tensor::Scalar<bool>(value != 0);
     default: return UnimplementedError("a scalar of ", DTypeName(dtype), " (only numbers and bool)");
+  }
+}
+
+std::pair<double, double> DTypeRange(DType dtype) {
+  switch (dtype) {
+    case DType::kI64:
+      return {static_cast<double>(std::numeric_limits<int64_t>::lowest()),
+              static_cast<double>(std::numeric_limits<int64_t>::max())};
+    case DType::kI32: return {std::numeric_limits<int32_t>::lowest(), std::numeric_limits<int32_t>::max()};
+    case DType::kI16: return {std::numeric_limits<int16_t>::lowest(), std::numeric_limits<int16_t>::max()};
+    case DType::kI8: return {std::numeric_limits<int8_t>::lowest(), std::numeric_limits<int8_t>::max()};
+    case DType::kU8: return {0, std::numeric_limits<uint8_t>::max()};
+    case DType::kBool: return {0, 1};
+    default: return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   }
 }
 

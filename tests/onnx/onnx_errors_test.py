@@ -41,8 +41,12 @@ def cases(workdir):
     big = model([helper.make_node("Gemm", ["x", "w"], ["y"], name="dense")], [vi("x", [2, 64])], [vi("y", [2, 64])],
                 [numpy_helper.from_array(np.ones((64, 64), np.float32), "w")]).SerializeToString()
     c.append(("truncated", big[: len(big) // 2], ["truncated.onnx", "not an ONNX model", "truncated"]))
-    c.append(("opset18", relu_model(18), ["opset18.onnx", "ONNX opset 18 is not supported", "opsets 7 to 17"]))
-    c.append(("opset6", relu_model(6), ["opset6.onnx", "ONNX opset 6 is not supported"]))
+    c.append(("opset18", relu_model(18), ["opset18.onnx", "ONNX opset 18 is not supported", "opsets 1 to 17"]))
+    # Opsets before 7 go through ONNX's version converter first (an opset-6
+    # model imports: onnx_ops_test.py); one it cannot convert is refused.
+    c.append(("opset1_unconvertible", model([helper.make_node("Upsample", ["x"], ["y"], name="up")],
+                                            [vi("x", [1, 1, 2, 2])], [vi("y", None)], opset=1),
+              ["opset1_unconvertible.onnx", "opset 1 is older than the 7", "version converter", "width_scale"]))
     gemm = helper.make_node("Gemm", ["x", "w"], ["y"], name="dense", alpha=2)  # an INT where a FLOAT belongs
     c.append(("attr_type", model([gemm], [vi("x", [2, 3]), vi("w", [3, 4])], [vi("y", [2, 4])]),
               ["attr_type.onnx", "checker", "alpha", "dense"]))

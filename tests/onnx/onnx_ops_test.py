@@ -223,6 +223,19 @@ def cases():
                   consts={1: None, 2: None}))
     c.append(Case("clip_min_only", "Clip", [x, np.float32(0.1)], np.maximum(x, 0.1), consts={1: None}))
     c.append(Case("clip_attrs", "Clip", [x], np.clip(x, -0.2, 0.3), {"min": -0.2, "max": 0.3}, opset=10))
+    # Opsets before 7 through ONNX's version converter.
+    c.append(Case("relu_opset6", "Relu", [x], np.maximum(x, 0), opset=6))
+    c.append(Case("elu_opset6", "Elu", [x], np.where(x > 0, x, 0.5 * (np.exp(x) - 1)).astype(np.float32),
+                  {"alpha": 0.5}, opset=6))
+    c.append(Case("softsign_opset1", "Softsign", [x], (x / (1 + np.abs(x))).astype(np.float32), opset=1))
+    # Integer Clip without a bound keeps the dtype's whole range (a float
+    # bound once wrapped to -1 for int8: test_clip_default_int8_*).
+    for dt in (np.int8, np.uint8, np.int32, np.int64):
+        info = np.iinfo(dt)
+        xi = np.array([info.min, info.min + 1, 0, 1, info.max - 1, info.max], dt)
+        c.append(Case(f"clip_default_{dt.__name__}", "Clip", [xi], xi.copy(), rtol=0, atol=0))
+        c.append(Case(f"clip_min_only_{dt.__name__}", "Clip", [xi, dt(1)], np.maximum(xi, dt(1)), consts={1: None},
+                      rtol=0, atol=0))
     c.append(Case("cast_f_to_i", "Cast", [x * 3], (x * 3).astype(np.int32), {"to": TensorProto.INT32}))
     c.append(Case("isnan", "IsNaN", [np.array([1, np.nan, np.inf], np.float32)], np.array([0, 1, 0], bool)))
     c.append(Case("isinf_pos", "IsInf", [np.array([1, -np.inf, np.inf], np.float32)], np.array([0, 0, 1], bool),
