@@ -115,7 +115,37 @@ void RegisterMathGradients(GradRegistry& r) {
   Unary(r, "Cos", [](GradContext& c, Output x, Output, Output g) {
     return c.Op("Neg", {c.Op("Mul", {g, c.Op("Sin", {x})})});
   });
+  Unary(r, "Tan", [](GradContext& c, Output, Output y, Output g) {
+    // d/dx tan(x) = 1 / cos(x)^2 = 1 + tan(x)^2
+    return c.Op("Mul", {g, c.Op("Add", {c.Op("Square", {y}), c.Scalar(1, y)})});
+  });
+  Unary(r, "Asin", [](GradContext& c, Output x, Output, Output g) {
+    // d/dx asin(x) = 1 / sqrt(1 - x^2)
+    return c.Op("Mul", {g, c.Op("Rsqrt", {c.Op("Sub", {c.Scalar(1, x), c.Op("Square", {x})})})});
+  });
+  Unary(r, "Acos", [](GradContext& c, Output x, Output, Output g) {
+    // d/dx acos(x) = -1 / sqrt(1 - x^2)
+    return c.Op("Neg", {c.Op("Mul", {g, c.Op("Rsqrt", {c.Op("Sub", {c.Scalar(1, x), c.Op("Square", {x})})})})});
+  });
+  Unary(r, "Atan", [](GradContext& c, Output x, Output, Output g) {
+    // d/dx atan(x) = 1 / (1 + x^2)
+    return c.Op("Div", {g, c.Op("Add", {c.Op("Square", {x}), c.Scalar(1, x)})});
+  });
+  Unary(r, "Sinh", [](GradContext& c, Output x, Output, Output g) { return c.Op("Mul", {g, c.Op("Cosh", {x})}); });
+  Unary(r, "Cosh", [](GradContext& c, Output x, Output, Output g) { return c.Op("Mul", {g, c.Op("Sinh", {x})}); });
   Unary(r, "Tanh", [](GradContext& c, Output, Output y, Output g) { return c.Op("TanhGrad", {y, g}); });
+  Unary(r, "Asinh", [](GradContext& c, Output x, Output, Output g) {
+    // d/dx asinh(x) = 1 / sqrt(x^2 + 1)
+    return c.Op("Mul", {g, c.Op("Rsqrt", {c.Op("Add", {c.Op("Square", {x}), c.Scalar(1, x)})})});
+  });
+  Unary(r, "Acosh", [](GradContext& c, Output x, Output, Output g) {
+    // d/dx acosh(x) = 1 / sqrt(x^2 - 1)
+    return c.Op("Mul", {g, c.Op("Rsqrt", {c.Op("Sub", {c.Op("Square", {x}), c.Scalar(1, x)})})});
+  });
+  Unary(r, "Atanh", [](GradContext& c, Output x, Output, Output g) {
+    // d/dx atanh(x) = 1 / (1 - x^2)
+    return c.Op("Div", {g, c.Op("Sub", {c.Scalar(1, x), c.Op("Square", {x})})});
+  });
   Unary(r, "Sigmoid", [](GradContext& c, Output, Output y, Output g) { return c.Op("SigmoidGrad", {y, g}); });
   Unary(r, "Relu", [](GradContext& c, Output x, Output, Output g) { return c.Op("ReluGrad", {g, x}); });
   Unary(r, "Relu6", [](GradContext& c, Output x, Output, Output g) { return c.Op("Relu6Grad", {g, x}); });

@@ -9,6 +9,9 @@
 //   onnx_recurrent.cc     LSTM, GRU, RNN
 //   onnx_control_flow.cc  If, Loop, Scan
 //   onnx_einsum.cc        Einsum
+//   onnx_losses.cc        NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+//   onnx_activations.cc   ThresholdedRelu, Shrink, Celu, Hardmax, MeanVarianceNormalization, CastLike
+//   onnx_array.cc         Trilu, EyeLike, OneHot, DepthToSpace, SpaceToDepth, Compress
 //
 // Conventions: the node's main Weft node is named after the ONNX node
 // (c.Name()), helpers under it (c.Name("MatMul")). Inputs that are attrs
@@ -34,6 +37,9 @@ void AddShapeConverters(ConverterTable& t);
 void AddRecurrentConverters(ConverterTable& t);
 void AddControlFlowConverters(ConverterTable& t);
 void AddEinsumConverters(ConverterTable& t);
+void AddLossConverters(ConverterTable& t);
+void AddActivationConverters(ConverterTable& t);
+void AddArrayConverters(ConverterTable& t);
 
 // Helpers every family uses (onnx_ops.cc).
 

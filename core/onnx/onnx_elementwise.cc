@@ -264,7 +264,10 @@ void AddElementwiseConverters(ConverterTable& t) {
       {"Floor", "Floor"},    {"Ceil", "Ceil"},         {"Sin", "Sin"},
       {"Cos", "Cos"},        {"Erf", "Erf"},           {"Round", "Round"},
       {"Sign", "Sign"},      {"Softplus", "Softplus"}, {"IsNaN", "IsNan"},
-      {"Not", "LogicalNot"},
+      {"Not", "LogicalNot"}, {"Tan", "Tan"},           {"Asin", "Asin"},
+      {"Acos", "Acos"},      {"Atan", "Atan"},         {"Sinh", "Sinh"},
+      {"Cosh", "Cosh"},      {"Asinh", "Asinh"},       {"Acosh", "Acosh"},
+      {"Atanh", "Atanh"},
   };
   for (const auto& [onnx_op, weft_op] : unary) {
     const std::string w = weft_op;

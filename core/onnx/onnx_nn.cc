@@ -474,8 +474,27 @@ Status Lrn(NodeContext& c) {
   return Status();
 }
 
+// LayerNormalization's optional outputs: the Mean and the InvStdDev
+// 1 / sqrt(var + epsilon) over axes [axis, rank), kept as axes of 1, in
+// stash_type (f32 by default).
+Status LayerNormalizationStats(NodeContext& c, const Output& x, int64_t axis, int r) {
+  if (r < 0) return c.Unsupported("LayerNormalization's Mean and InvStdDev of an input of unknown rank");
+  auto stash = DTypeFromOnnx(static_cast<int32_t>(c.Int("stash_type", 1)));
+  if (!stash.ok() || !IsFloating(*stash)) return c.Error("attr 'stash_type' must name a floating-point type");
+  Output xs = x.dtype() == *stash ? x : Op(c, "Cast", {x}, {{"DstT", AttrValue(*stash)}}, "stashed");
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < r; ++a) axes.push_back(a);
+  const AttrMap reduce = {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(true)}};
+  Output mean = Op(c, "Mean", {xs}, reduce, "mean");
+  Output var =
+      Op(c, "Mean", {Op(c, "Square", {Op(c, "Sub", {xs, mean}, {}, "centered")}, {}, "squared")}, reduce, "variance");
+  WEFT_ASSIGN_OR_RETURN(Output eps, ScalarLike(c, *stash, c.Float("epsilon", 1e-5), "epsilon"));
+  if (c.has_output(1)) c.SetOut(1, mean);
+  if (c.has_output(2)) c.SetOut(2, Op(c, "Rsqrt", {Op(c, "Add", {var, eps}, {}, "variance_eps")}, {}, "inv_std_dev"));
+  return Status();
+}
+
 Status LayerNormalization(NodeContext& c) {
-  if (c.has_output(1) || c.has_output(2)) return c.Unsupported("LayerNormalization's Mean and InvStdDev outputs");
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   WEFT_ASSIGN_OR_RETURN(Output scale, c.In(1));
   const int r = c.InShape(0).rank();
@@ -488,6 +507,7 @@ Status LayerNormalization(NodeContext& c) {
   }
   c.SetOut(0, Op(c, "LayerNorm", {x, scale, bias},
                  {{"epsilon", AttrValue(c.Float("epsilon", 1e-5))}, {"begin_norm_axis", AttrValue(axis)}}));
+  if (c.has_output(1) || c.has_output(2)) WEFT_RETURN_IF_ERROR(LayerNormalizationStats(c, x, axis, r));
   return Status();
 }
 

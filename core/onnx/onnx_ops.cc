@@ -134,6 +134,9 @@ const std::map<std::string, Converter, std::less<>>& Converters() {
     convert::AddRecurrentConverters(*t);
     convert::AddControlFlowConverters(*t);
     convert::AddEinsumConverters(*t);
+    convert::AddLossConverters(*t);
+    convert::AddActivationConverters(*t);
+    convert::AddArrayConverters(*t);
     return t;
   }();
   return *table;

@@ -633,11 +633,20 @@ Status Identity(NodeContext& c) {
   return Status();
 }
 
+// Dropout in inference (or with ratio 0): the input, and a mask of trues.
 Status Dropout(NodeContext& c) {
-  if (c.has_output(1)) return c.Unsupported("Dropout's mask output");
   if (c.opset() >= 12 && c.has_input(2)) {
     const Tensor t = c.Known(2);
-    if (!t.valid() || ToInts(t)[0] != 0) return c.Unsupported("Dropout in training mode");
+    const Tensor ratio = c.has_input(1) ? c.Known(1) : Tensor();
+    const bool no_drop = ratio.valid() && ratio.num_elements() == 1 && *c.KnownScalar(1, "ratio") == 0;
+    if (!t.valid() || (ToInts(t)[0] != 0 && !no_drop)) {
+      return c.Unsupported("Dropout in training mode (a random mask; ratio 0 and inference are supported)");
+    }
+  }
+  if (c.has_output(1)) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+    Output shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "shape");
+    c.SetOut(1, Op(c, "Fill", {shape, ConstOf(c, Tensor::Scalar<bool>(true), "true")}, {}, "mask"));
   }
   return Identity(c);
 }

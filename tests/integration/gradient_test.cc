@@ -231,6 +231,10 @@ void AddElementwiseCases(std::vector<Case>& cases) {
     add({op, op, {In::F(m)}});
   }
   for (const char* op : {"Abs", "Reciprocal", "Relu", "Elu", "Selu"}) add({op, op, {In::Away(m)}});
+  for (const char* op : {"Atan", "Sinh", "Cosh", "Asinh"}) add({op, op, {In::F(m)}});
+  add({"Tan", "Tan", {In::F(m, -1, 1)}});
+  for (const char* op : {"Asin", "Acos", "Atanh"}) add({op, op, {In::F(m, -0.8, 0.8)}});
+  add({"Acosh", "Acosh", {In::F(m, 1.5, 3)}});
   add({"Log", "Log", {In::F(m, 0.2, 3)}});
   add({"Log1p", "Log1p", {In::F(m, -0.5, 3)}});
   add({"Sqrt", "Sqrt", {In::F(m, 0.2, 3)}});

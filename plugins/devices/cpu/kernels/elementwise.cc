@@ -121,7 +121,16 @@ WEFT_FLOAT_UNARY(Rsqrt, 4, C(1) / std::sqrt(x))
 WEFT_FLOAT_UNARY(Reciprocal, 2, C(1) / x)
 WEFT_FLOAT_UNARY(Sin, 10, std::sin(x))
 WEFT_FLOAT_UNARY(Cos, 10, std::cos(x))
+WEFT_FLOAT_UNARY(Tan, 10, std::tan(x))
+WEFT_FLOAT_UNARY(Asin, 10, std::asin(x))
+WEFT_FLOAT_UNARY(Acos, 10, std::acos(x))
+WEFT_FLOAT_UNARY(Atan, 10, std::atan(x))
+WEFT_FLOAT_UNARY(Sinh, 10, std::sinh(x))
+WEFT_FLOAT_UNARY(Cosh, 10, std::cosh(x))
 WEFT_FLOAT_UNARY(Tanh, 10, std::tanh(x))
+WEFT_FLOAT_UNARY(Asinh, 10, std::asinh(x))
+WEFT_FLOAT_UNARY(Acosh, 10, std::acosh(x))
+WEFT_FLOAT_UNARY(Atanh, 10, std::atanh(x))
 WEFT_FLOAT_UNARY(Sigmoid, 10, x >= 0 ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x)))
 WEFT_FLOAT_UNARY(Elu, 10, x > 0 ? x : std::expm1(x))
 WEFT_FLOAT_UNARY(Selu, 10, C(1.0507009873554805) * (x > 0 ? x : C(1.6732632423543772) * std::expm1(x)))
@@ -528,8 +537,9 @@ void AddCastsFrom(KernelRegistry& r) {
 
 void RegisterElementwiseKernels(KernelRegistry& r) {
   AddSignedUnary<NegOp, AbsOp, SignOp, SquareOp, ReluOp<0>, ReluOp<6>>(r);
-  AddFloatUnary<ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp, SinOp, CosOp, TanhOp, SigmoidOp, EluOp,
-                SeluOp, GeluOp, SoftplusOp, ErfOp, FloorOp, CeilOp, RoundOp, IsNanOp, IsInfOp>(r);
+  AddFloatUnary<ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp, SinOp, CosOp, TanOp, AsinOp, AcosOp,
+                AtanOp, SinhOp, CoshOp, TanhOp, AsinhOp, AcoshOp, AtanhOp, SigmoidOp, EluOp, SeluOp, GeluOp, SoftplusOp,
+                ErfOp, FloorOp, CeilOp, RoundOp, IsNanOp, IsInfOp>(r);
 
   AddBinary<AddOp, WEFT_NUMERIC>(r, "Add");
   AddBinary<SubOp, WEFT_NUMERIC>(r, "Sub");

@@ -96,7 +96,16 @@ WEFT_GPU_FLOAT_UNARY(RsqrtOp, T(1) / dm::Sqrt(x))
 WEFT_GPU_FLOAT_UNARY(ReciprocalOp, T(1) / x)
 WEFT_GPU_FLOAT_UNARY(SinOp, dm::Sin(x))
 WEFT_GPU_FLOAT_UNARY(CosOp, dm::Cos(x))
+WEFT_GPU_FLOAT_UNARY(TanOp, dm::Tan(x))
+WEFT_GPU_FLOAT_UNARY(AsinOp, dm::Asin(x))
+WEFT_GPU_FLOAT_UNARY(AcosOp, dm::Acos(x))
+WEFT_GPU_FLOAT_UNARY(AtanOp, dm::Atan(x))
+WEFT_GPU_FLOAT_UNARY(SinhOp, dm::Sinh(x))
+WEFT_GPU_FLOAT_UNARY(CoshOp, dm::Cosh(x))
 WEFT_GPU_FLOAT_UNARY(TanhOp, dm::Tanh(x))
+WEFT_GPU_FLOAT_UNARY(AsinhOp, dm::Asinh(x))
+WEFT_GPU_FLOAT_UNARY(AcoshOp, dm::Acosh(x))
+WEFT_GPU_FLOAT_UNARY(AtanhOp, dm::Atanh(x))
 WEFT_GPU_FLOAT_UNARY(SigmoidOp, StableSigmoid(x))
 WEFT_GPU_FLOAT_UNARY(EluOp, x > T(0) ? x : dm::Expm1(x))
 WEFT_GPU_FLOAT_UNARY(SeluOp, T(kSeluScale) * (x > T(0) ? x : T(kSeluAlpha) * dm::Expm1(x)))
@@ -374,7 +383,16 @@ void RegisterUnaryKernels(KernelRegistry& r) {
   AddFloatUnary<ReciprocalOp>(r, "Reciprocal");
   AddFloatUnary<SinOp>(r, "Sin");
   AddFloatUnary<CosOp>(r, "Cos");
+  AddFloatUnary<TanOp>(r, "Tan");
+  AddFloatUnary<AsinOp>(r, "Asin");
+  AddFloatUnary<AcosOp>(r, "Acos");
+  AddFloatUnary<AtanOp>(r, "Atan");
+  AddFloatUnary<SinhOp>(r, "Sinh");
+  AddFloatUnary<CoshOp>(r, "Cosh");
   AddFloatUnary<TanhOp>(r, "Tanh");
+  AddFloatUnary<AsinhOp>(r, "Asinh");
+  AddFloatUnary<AcoshOp>(r, "Acosh");
+  AddFloatUnary<AtanhOp>(r, "Atanh");
   AddFloatUnary<SigmoidOp>(r, "Sigmoid");
   AddFloatUnary<EluOp>(r, "Elu");
   AddFloatUnary<SeluOp>(r, "Selu");

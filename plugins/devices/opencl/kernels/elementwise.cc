@@ -37,7 +37,16 @@ const char* KernelOf(std::string_view op) {
       {"Reciprocal", "reciprocal"},
       {"Sin", "sin_"},
       {"Cos", "cos_"},
+      {"Tan", "tan_"},
+      {"Asin", "asin_"},
+      {"Acos", "acos_"},
+      {"Atan", "atan_"},
+      {"Sinh", "sinh_"},
+      {"Cosh", "cosh_"},
       {"Tanh", "tanh_"},
+      {"Asinh", "asinh_"},
+      {"Acosh", "acosh_"},
+      {"Atanh", "atanh_"},
       {"Sigmoid", "sigmoid"},
       {"Relu", "relu"},
       {"Relu6", "relu6"},
@@ -367,8 +376,9 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
   for (const char* op : {"Neg", "Abs", "Sign", "Square", "Relu", "Relu6"})
     AddFor<UnaryKernel>(r, op, {kF32, kF64, kI32, kI64});
   for (const char* op :
-       {"Exp", "Expm1", "Log",      "Log1p", "Sqrt",  "Rsqrt", "Reciprocal", "Sin",  "Cos",   "Tanh", "Sigmoid",
-        "Elu", "Selu",  "Softplus", "Erf",   "Floor", "Ceil",  "Round",      "Gelu", "IsNan", "IsInf"}) {
+       {"Exp",  "Expm1", "Log",      "Log1p", "Sqrt",  "Rsqrt", "Reciprocal", "Sin",   "Cos",   "Tan",
+        "Asin", "Acos",  "Atan",     "Sinh",  "Cosh",  "Tanh",  "Asinh",      "Acosh", "Atanh", "Sigmoid",
+        "Elu",  "Selu",  "Softplus", "Erf",   "Floor", "Ceil",  "Round",      "Gelu",  "IsNan", "IsInf"}) {
     AddFor<UnaryKernel>(r, op, {kF32, kF64});
   }
   r.Add<UnaryKernel>("LogicalNot", {});
