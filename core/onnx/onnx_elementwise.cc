@@ -250,6 +250,19 @@ Status Arith(NodeContext& c, std::string_view weft_op) {
   return Binary(c, weft_op);
 }
 
+// Neg of a known integer vector (an axis negated in shape arithmetic),
+// folded; anything else is the Weft op.
+Status NegOp(NodeContext& c) {
+  const Tensor a = c.Known(0);
+  if (a.valid() && IsInteger(a.dtype()) && a.rank() <= 1) {
+    std::vector<int64_t> v = ToInts(a);
+    for (int64_t& x : v) x = -x;
+    c.SetKnown(0, Int64s(v, a.shape()));
+    return Status();
+  }
+  return Unary(c, "Neg");
+}
+
 }  // namespace
 
 void AddElementwiseConverters(ConverterTable& t) {
@@ -258,21 +271,19 @@ void AddElementwiseConverters(ConverterTable& t) {
   t["Min"] = [](NodeContext& c) { return Variadic(c, "Minimum", false); };
   t["Mean"] = [](NodeContext& c) { return Variadic(c, "Add", true); };
   const std::pair<const char*, const char*> unary[] = {
-      {"Relu", "Relu"},      {"Sigmoid", "Sigmoid"},   {"Tanh", "Tanh"},
-      {"Exp", "Exp"},        {"Log", "Log"},           {"Abs", "Abs"},
-      {"Neg", "Neg"},        {"Sqrt", "Sqrt"},         {"Reciprocal", "Reciprocal"},
-      {"Floor", "Floor"},    {"Ceil", "Ceil"},         {"Sin", "Sin"},
-      {"Cos", "Cos"},        {"Erf", "Erf"},           {"Round", "Round"},
-      {"Sign", "Sign"},      {"Softplus", "Softplus"}, {"IsNaN", "IsNan"},
-      {"Not", "LogicalNot"}, {"Tan", "Tan"},           {"Asin", "Asin"},
-      {"Acos", "Acos"},      {"Atan", "Atan"},         {"Sinh", "Sinh"},
-      {"Cosh", "Cosh"},      {"Asinh", "Asinh"},       {"Acosh", "Acosh"},
-      {"Atanh", "Atanh"},
+      {"Relu", "Relu"},   {"Sigmoid", "Sigmoid"}, {"Tanh", "Tanh"},   {"Exp", "Exp"},
+      {"Log", "Log"},     {"Abs", "Abs"},         {"Sqrt", "Sqrt"},   {"Reciprocal", "Reciprocal"},
+      {"Floor", "Floor"}, {"Ceil", "Ceil"},       {"Sin", "Sin"},     {"Cos", "Cos"},
+      {"Erf", "Erf"},     {"Round", "Round"},     {"Sign", "Sign"},   {"Softplus", "Softplus"},
+      {"IsNaN", "IsNan"}, {"Not", "LogicalNot"},  {"Tan", "Tan"},     {"Asin", "Asin"},
+      {"Acos", "Acos"},   {"Atan", "Atan"},       {"Sinh", "Sinh"},   {"Cosh", "Cosh"},
+      {"Asinh", "Asinh"}, {"Acosh", "Acosh"},     {"Atanh", "Atanh"},
   };
   for (const auto& [onnx_op, weft_op] : unary) {
     const std::string w = weft_op;
     t[onnx_op] = [w](NodeContext& c) { return Unary(c, w); };
   }
+  t["Neg"] = NegOp;
   const std::pair<const char*, const char*> binary[] = {
       {"Pow", ""},
       {"Equal", "Equal"},

@@ -243,6 +243,11 @@ Status ShapeOp(NodeContext& c) {
 }
 
 Status Size(NodeContext& c) {
+  const Shape xs = c.InShape(0);
+  if (xs.IsFullyDefined()) {  // shape arithmetic folds on
+    c.SetKnown(0, Tensor::Scalar<int64_t>(xs.num_elements()));
+    return Status();
+  }
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   c.SetOut(0, Op(c, "Size", {x}, {{"out_type", AttrValue(DType::kI64)}}));
   return Status();
@@ -443,6 +448,17 @@ Status ConstantOfShape(NodeContext& c) {
   }
   Output dims;
   const Tensor k = c.Known(0);
+  if (k.valid() && value.dtype() == DType::kI64) {
+    // A small integer fill (a shape's tail of ones) is known, so that the
+    // shape arithmetic it feeds folds on.
+    const std::vector<int64_t> shape = ToInts(k);
+    int64_t count = 1;
+    for (int64_t d : shape) count = d < 0 || count > 4096 ? -1 : count * d;
+    if (count >= 0 && count <= 4096) {
+      c.SetKnown(0, Int64s(std::vector<int64_t>(static_cast<std::size_t>(count), value.scalar<int64_t>()), Shape(shape)));
+      return Status();
+    }
+  }
   if (k.valid()) {
     dims = ConstOf(c, Int64s(ToInts(k)), "dims");
   } else {
