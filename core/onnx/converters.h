@@ -11,6 +11,7 @@
 //   onnx_einsum.cc        Einsum
 //   onnx_losses.cc        NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 //   onnx_activations.cc   ThresholdedRelu, Shrink, Celu, Hardmax, MeanVarianceNormalization, CastLike
+//   onnx_conv_transpose.cc ConvTranspose
 //   onnx_array.cc         Trilu, EyeLike, OneHot, DepthToSpace, SpaceToDepth, Compress
 //
 // Conventions: the node's main Weft node is named after the ONNX node
@@ -40,6 +41,7 @@ void AddEinsumConverters(ConverterTable& t);
 void AddLossConverters(ConverterTable& t);
 void AddActivationConverters(ConverterTable& t);
 void AddArrayConverters(ConverterTable& t);
+void AddConvTransposeConverters(ConverterTable& t);
 
 // Helpers every family uses (onnx_ops.cc).
 

@@ -3,6 +3,7 @@
 // wrapped in Transposes), batch and layer normalisation, Softmax and
 // LSTMCell (the conventions are in core/onnx/exporter.h; docs/onnx.md has
 // the table).
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -124,6 +125,55 @@ Status Window(ExportContext& c) {
   return Status();
 }
 
+// Conv2DBackpropInput (a transposed convolution, as the ONNX importer
+// makes ConvTranspose): ConvTranspose of out_backprop, with the pads of
+// the forward op's SAME or VALID and the output_padding that gives
+// input_sizes (a constant).
+Status ConvBackpropInput(ExportContext& c) {
+  const bool nchw = c.Str("data_format", "NHWC") == "NCHW";
+  const int h = nchw ? 2 : 1, w = nchw ? 3 : 2;
+  const Tensor* sizes = c.ConstInput(0);
+  const Shape& fs = c.InShape(1);
+  const Shape& dy = c.InShape(2);
+  if (sizes == nullptr || sizes->num_elements() != 4 || fs.rank() != 4 || !fs.IsFullyDefined() || dy.rank() != 4 ||
+      dy.dim(h) < 0 || dy.dim(w) < 0) {
+    return UnimplementedError("Conv2DBackpropInput with input sizes that are not constant, or a filter ", fs.ToString(),
+                              " and gradient ", dy.ToString(), " of unknown size");
+  }
+  std::vector<int64_t> in_sizes;
+  for (int64_t i = 0; i < 4; ++i) {
+    in_sizes.push_back(sizes->dtype() == DType::kI32 ? sizes->data<int32_t>()[i] : sizes->data<int64_t>()[i]);
+  }
+  const std::vector<int64_t> strides = c.Ints("strides"), dilations = c.Ints("dilations");
+  const bool same = c.Str("padding") == "SAME";
+  std::vector<int64_t> begin, end, output_padding;
+  for (int a : {h, w}) {
+    const auto i = static_cast<std::size_t>(a);
+    const int64_t k = fs.dim(a == h ? 0 : 1), s = strides[i], d = dilations[i];
+    const int64_t full = s * (dy.dim(a) - 1) + (k - 1) * d + 1;
+    const int64_t total = same ? std::max<int64_t>(0, full - in_sizes[i]) : 0;
+    begin.push_back(total / 2);
+    end.push_back(total - total / 2);
+    output_padding.push_back(in_sizes[i] - (full - total));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string weights, ConvWeights(c, fs, false));
+  std::string x = c.In(2);
+  if (!nchw) x = c.Transpose(x, {0, 3, 1, 2}, c.name() + "/nchw_in");
+  const std::string y = nchw ? c.out() : c.Fresh(c.name() + "/nchw_out");
+  onnx::NodeProto* node = c.Emit("ConvTranspose", {x, weights}, {y}, c.name());
+  AttrInts(node, "kernel_shape", {fs.dim(0), fs.dim(1)});
+  AttrInts(node, "strides", {strides[static_cast<std::size_t>(h)], strides[static_cast<std::size_t>(w)]});
+  AttrInts(node, "dilations", {dilations[static_cast<std::size_t>(h)], dilations[static_cast<std::size_t>(w)]});
+  AttrInts(node, "pads", {begin[0], begin[1], end[0], end[1]});
+  AttrInts(node, "output_padding", output_padding);
+  if (!nchw) {
+    c.Emit("Transpose", {y}, {c.out()}, c.name() + "/nhwc_out", [](onnx::NodeProto* p) {
+      AttrInts(p, "perm", {0, 2, 3, 1});
+    });
+  }
+  return Status();
+}
+
 Status FusedBatchNorm(ExportContext& c) {
   if (c.Bool("is_training", true)) {
     return UnimplementedError("FusedBatchNorm in training mode (is_training = true) has no inference form");
@@ -193,6 +243,7 @@ void AddNnExports(ExportTable& t) {
   t["BatchMatMul"] = BatchMatMul;
   t["BiasAdd"] = BiasAdd;
   for (const char* op : {"Conv2D", "DepthwiseConv2D", "MaxPool", "AvgPool"}) t[op] = Window;
+  t["Conv2DBackpropInput"] = ConvBackpropInput;
   t["FusedBatchNorm"] = FusedBatchNorm;
   t["Softmax"] = Softmax;
   t["LogSoftmax"] = Softmax;

@@ -137,6 +137,7 @@ const std::map<std::string, Converter, std::less<>>& Converters() {
     convert::AddLossConverters(*t);
     convert::AddActivationConverters(*t);
     convert::AddArrayConverters(*t);
+    convert::AddConvTransposeConverters(*t);
     return t;
   }();
   return *table;

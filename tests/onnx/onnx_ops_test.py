@@ -53,6 +53,31 @@ def conv2d(x, w, b=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), gr
     return out.astype(np.float32)
 
 
+def conv_transpose2d(x, w, b=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), output_padding=(0, 0),
+                     group=1):
+    """ONNX ConvTranspose by its definition: each input element scatters its
+    weighted kernel into the full output, which the pads then crop."""
+    n, cin, h, wd = x.shape
+    _, cog, kh, kw = w.shape
+    cout = cog * group
+    fh = strides[0] * (h - 1) + (kh - 1) * dilations[0] + 1 + output_padding[0]
+    fw = strides[1] * (wd - 1) + (kw - 1) * dilations[1] + 1 + output_padding[1]
+    full = np.zeros((n, cout, fh, fw), np.float64)
+    cig = cin // group
+    for g in range(group):
+        for ci in range(g * cig, (g + 1) * cig):
+            for i in range(h):
+                for j in range(wd):
+                    for a in range(kh):
+                        for bb in range(kw):
+                            full[:, g * cog:(g + 1) * cog, i * strides[0] + a * dilations[0],
+                                 j * strides[1] + bb * dilations[1]] += x[:, ci, i, j, None] * w[ci, :, a, bb]
+    out = full[:, :, pads[0]:fh - pads[2], pads[1]:fw - pads[3]]
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1)
+    return out.astype(np.float32)
+
+
 def pool2d(x, k, strides, pads=(0, 0, 0, 0), mode="max", count_include_pad=False, ceil=False):
     n, c, h, w = x.shape
     fill = -np.inf if mode == "max" else np.nan
@@ -281,6 +306,23 @@ def cases():
     w1 = f32(4, 3, 3)
     c.append(Case("conv_1d", "Conv", [x1, w1], conv2d(x1[:, :, None, :], w1[:, :, None, :], pads=(0, 1, 0, 1))[:, :, 0, :],
                   {"pads": [1, 1]}, consts={1: None}, rtol=1e-4, atol=1e-4))
+    # ConvTranspose (decoders): strides, pads, output_padding, dilations,
+    # groups with a bias, 1-D; weights as initializers and as inputs.
+    xt, wt, bt = f32(2, 4, 5, 6), f32(4, 3, 3, 3), f32(3)
+    c.append(Case("convtranspose_stride_pads", "ConvTranspose", [xt, wt, bt],
+                  conv_transpose2d(xt, wt, bt, strides=(2, 2), pads=(1, 0, 1, 2), output_padding=(1, 0)),
+                  {"strides": [2, 2], "pads": [1, 0, 1, 2], "output_padding": [1, 0]}, consts={1: None, 2: None},
+                  rtol=1e-4, atol=1e-4))
+    c.append(Case("convtranspose_dilated", "ConvTranspose", [xt, wt],
+                  conv_transpose2d(xt, wt, dilations=(2, 1)), {"dilations": [2, 1]}, rtol=1e-4, atol=1e-4))
+    wtg = f32(4, 2, 3, 2)
+    c.append(Case("convtranspose_groups", "ConvTranspose", [xt, wtg, f32(4)],
+                  None, {"group": 2, "strides": [1, 2]}, consts={1: None}, rtol=1e-4, atol=1e-4))
+    c[-1].expected = [conv_transpose2d(xt, wtg, c[-1].inputs[2], strides=(1, 2), group=2)]
+    xt1, wt1 = f32(2, 3, 7), f32(3, 2, 4)
+    c.append(Case("convtranspose_1d", "ConvTranspose", [xt1, wt1],
+                  conv_transpose2d(xt1[:, :, None, :], wt1[:, :, None, :], strides=(1, 3), pads=(0, 1, 0, 1))[:, :, 0, :],
+                  {"strides": [3], "pads": [1, 1]}, consts={1: None}, rtol=1e-4, atol=1e-4))
     c.append(Case("maxpool_pads", "MaxPool", [xi], pool2d(xi, (3, 3), (2, 2), (1, 1, 1, 1)),
                   {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}))
     c.append(Case("maxpool_ceil", "MaxPool", [xi], pool2d(xi, (2, 2), (2, 2), ceil=True),
