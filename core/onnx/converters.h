@@ -12,6 +12,8 @@
 //   onnx_losses.cc        NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 //   onnx_activations.cc   ThresholdedRelu, Shrink, Celu, Hardmax, MeanVarianceNormalization, CastLike
 //   onnx_conv_transpose.cc ConvTranspose
+//   onnx_quantize.cc      QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+//                         ConvInteger, QLinearMatMul, QLinearConv
 //   onnx_array.cc         Trilu, EyeLike, OneHot, DepthToSpace, SpaceToDepth, Compress
 //
 // Conventions: the node's main Weft node is named after the ONNX node
@@ -42,6 +44,7 @@ void AddLossConverters(ConverterTable& t);
 void AddActivationConverters(ConverterTable& t);
 void AddArrayConverters(ConverterTable& t);
 void AddConvTransposeConverters(ConverterTable& t);
+void AddQuantizeConverters(ConverterTable& t);
 
 // Helpers every family uses (onnx_ops.cc).
 

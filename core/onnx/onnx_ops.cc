@@ -138,6 +138,7 @@ const std::map<std::string, Converter, std::less<>>& Converters() {
     convert::AddActivationConverters(*t);
     convert::AddArrayConverters(*t);
     convert::AddConvTransposeConverters(*t);
+    convert::AddQuantizeConverters(*t);
     return t;
   }();
   return *table;

@@ -101,6 +101,18 @@ def cases():
                   consts={1: None, 2: None}))
     c.append(Case("clip_min_only", "Clip", [x, np.float32(0.1)], np.maximum(x, 0.1), consts={1: None}))
     c.append(Case("clip_attrs", "Clip", [x], np.clip(x, -0.2, 0.3), {"min": -0.2, "max": 0.3}, opset=10))
+    # Quantization: ties round to even, values beyond int8 saturate, a
+    # per-channel scale and zero point along axis 1.
+    xq = np.array([[-300.0, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 300.0]], np.float32)
+    c.append(Case("quantize_int8_saturate", "QuantizeLinear", [xq, np.float32(1.0), np.int8(-3)],
+                  np.clip(np.round(xq / 1.0) - 3, -128, 127).astype(np.int8), consts={1: None, 2: None}, rtol=0, atol=0))
+    xc, sc, zc = f32(2, 3, 4) * 50, np.array([0.5, 2.0, 0.25], np.float32), np.array([10, 128, 250], np.uint8)
+    c.append(Case("quantize_per_channel", "QuantizeLinear", [xc, sc, zc],
+                  np.clip(np.round(xc / sc[None, :, None]) + zc[None, :, None].astype(np.float32), 0, 255).astype(np.uint8),
+                  consts={1: None, 2: None}, rtol=0, atol=0))
+    qi = np.array([-128, -1, 0, 1, 127], np.int8)
+    c.append(Case("dequantize_int8", "DequantizeLinear", [qi, np.float32(0.25), np.int8(-1)],
+                  ((qi.astype(np.float32) + 1) * 0.25).astype(np.float32), consts={1: None, 2: None}))
     # Opsets before 7 through ONNX's version converter.
     c.append(Case("relu_opset6", "Relu", [x], np.maximum(x, 0), opset=6))
     c.append(Case("elu_opset6", "Elu", [x], np.where(x > 0, x, 0.5 * (np.exp(x) - 1)).astype(np.float32),
