@@ -64,7 +64,7 @@ void RegisterArrayGradients(GradRegistry& r) {
     return Status();
   });
   r.NotDifferentiable("Unique");
-  for (const char* op : {"Reshape", "ExpandDims", "Squeeze"}) {
+  for (const char* op : {"Reshape", "ExpandDims", "Squeeze", "DynamicExpandDims", "DynamicSqueeze"}) {
     r.Register(op, [](GradContext& c, Dx& dx) {
       dx[0] = c.Op("Reshape", {c.grad(0), c.ShapeOf(c.input(0))});
       return Status();
@@ -284,6 +284,11 @@ void RegisterArrayGradients(GradRegistry& r) {
   });
   for (const char* op : {"Shape", "Size", "Rank", "Range", "OneHot", "ZerosLike", "OnesLike", "RandomUniform",
                          "RandomNormal", "TruncatedNormal", "RandomShuffle"}) {
+    r.NotDifferentiable(op);
+  }
+  // The ONNX importer's forms with run-time shape inputs (imported models
+  // with shape inputs fed at run time are run, not yet trained).
+  for (const char* op : {"DynamicSlice", "DynamicPad", "DynamicTile", "DynamicSum", "DynamicSplit"}) {
     r.NotDifferentiable(op);
   }
 }

@@ -14,12 +14,15 @@
 //   onnx_conv_transpose.cc ConvTranspose
 //   onnx_quantize.cc      QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 //                         ConvInteger, QLinearMatMul, QLinearConv
+//   onnx_training.cc      ai.onnx.preview.training's Adagrad, Momentum, Adam
+//   onnx_dynamic.cc       Slice, Pad, Tile, ReduceSum, Unsqueeze, Squeeze, Split with run-time shape inputs
 //   onnx_array.cc         Trilu, EyeLike, OneHot, DepthToSpace, SpaceToDepth, Compress
 //
 // Conventions: the node's main Weft node is named after the ONNX node
 // (c.Name()), helpers under it (c.Name("MatMul")). Inputs that are attrs
 // in Weft (axes, pads, shapes, perm) must be known at import time
-// (KnownInts); an unknown one is an UNIMPLEMENTED error naming the input.
+// (KnownInts); where ONNX Runtime takes one at run time, the converter
+// hands the node to onnx_dynamic.cc's Dynamic* forms instead.
 #pragma once
 
 #include <map>
@@ -45,6 +48,19 @@ void AddActivationConverters(ConverterTable& t);
 void AddArrayConverters(ConverterTable& t);
 void AddConvTransposeConverters(ConverterTable& t);
 void AddQuantizeConverters(ConverterTable& t);
+void AddTrainingConverters(ConverterTable& t);
+
+// Shape-like inputs computed at run time (onnx_dynamic.cc): whether input
+// |i| is given but not known at import, and the converters that take such
+// inputs as tensors.
+bool Fed(NodeContext& c, int i);
+Status DynamicSliceOp(NodeContext& c);
+Status DynamicPadOp(NodeContext& c);
+Status DynamicTileOp(NodeContext& c);
+Status DynamicReduceSum(NodeContext& c);
+Status DynamicUnsqueeze(NodeContext& c);
+Status DynamicSqueezeOp(NodeContext& c);
+Status DynamicSplitOp(NodeContext& c, int64_t axis);
 
 // Helpers every family uses (onnx_ops.cc).
 

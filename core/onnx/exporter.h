@@ -50,6 +50,7 @@ void AddSourceExports(ExportTable& t);
 void AddElementwiseExports(ExportTable& t);
 void AddNnExports(ExportTable& t);
 void AddShapeExports(ExportTable& t);
+void AddDynamicExports(ExportTable& t);  // onnx_export_dynamic.cc
 
 // An export function emitting ONNX op |onnx_op| of the node's first
 // |inputs| inputs (ExportContext::Simple).

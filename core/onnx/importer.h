@@ -148,8 +148,13 @@ class NodeContext {
 
 using Converter = std::function<Status(NodeContext&)>;
 
-// The converters by ONNX op type (default domain), from onnx_ops.cc.
+// The converters by ONNX op type (default domain), or "domain::type" for
+// another domain's (kTrainingDomain's optimizers), from onnx_ops.cc.
 const std::map<std::string, Converter, std::less<>>& Converters();
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+// The key of |node|'s converter: its op type, "domain::type" outside the
+// default domain.
+std::string ConverterKey(const onnx::NodeProto& node);
 
 // Conversions between ONNX's and Weft's element types.
 Expected<DType> DTypeFromOnnx(int32_t onnx_type);

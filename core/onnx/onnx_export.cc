@@ -457,6 +457,7 @@ const ExportTable& Exports() {
     exports::AddElementwiseExports(*t);
     exports::AddNnExports(*t);
     exports::AddShapeExports(*t);
+    exports::AddDynamicExports(*t);
     return t;
   }();
   return *table;

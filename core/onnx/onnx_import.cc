@@ -21,6 +21,11 @@
 
 namespace weft::onnx_io {
 
+std::string ConverterKey(const onnx::NodeProto& node) {
+  if (node.domain().empty() || node.domain() == "ai.onnx") return node.op_type();
+  return StrCat(node.domain(), "::", node.op_type());
+}
+
 std::string SanitiseName(std::string_view onnx_name) {
   std::string out;
   for (char c : onnx_name) {
@@ -183,9 +188,8 @@ Status Importer::CheckOpsSupported(const onnx::GraphProto& graph) {
   std::map<std::string, Missing> missing;
   std::function<void(const onnx::GraphProto&)> scan = [&](const onnx::GraphProto& g) {
     for (const auto& node : g.node()) {
-      const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-      const std::string key = default_domain ? node.op_type() : StrCat(node.domain(), "::", node.op_type());
-      if (!default_domain || Converters().find(node.op_type()) == Converters().end()) {
+      const std::string key = ConverterKey(node);
+      if (Converters().find(key) == Converters().end()) {
         Missing& m = missing[key];
         if (m.count++ == 0) m.first = node.name().empty() ? StrCat("#", &node - &g.node(0)) : node.name();
       }
@@ -277,7 +281,7 @@ Status Importer::DecideLayouts(const onnx::GraphProto& graph) {
 
 Status Importer::ConvertNode(const onnx::NodeProto& node, int index, int count, const std::string& graph_name) {
   const auto& table = Converters();
-  auto it = table.find(node.op_type());
+  auto it = table.find(ConverterKey(node));
   // A subgraph's node is named inside its parent's context ("model: node
   // 'loop' (Loop, ...): node 'add' (Add, 1 of 3) of subgraph 'body'").
   const std::string where =
@@ -484,8 +488,12 @@ Expected<ImportedModel> Importer::Run() {
   for (const auto& op : model_.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
   }
-  if (opset_ == 0) return InvalidArgumentError(source_, ": the model imports no opset of the default ONNX domain");
-  if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+  bool training_only = false;  // a model of the training domain's optimizers alone
+  for (const auto& op : model_.opset_import()) training_only = training_only || op.domain() == kTrainingDomain;
+  if (opset_ == 0 && !training_only) {
+    return InvalidArgumentError(source_, ": the model imports no opset of the default ONNX domain");
+  }
+  if (opset_ != 0 && (opset_ < kMinOpset || opset_ > kMaxOpset)) {
     return UnimplementedError(source_, ": ONNX opset ", opset_, " is not supported; Weft imports opsets ", kMinOpset,
                               " to ", kMaxOpset, " (convert the model with onnx.version_converter)");
   }

@@ -139,6 +139,7 @@ const std::map<std::string, Converter, std::less<>>& Converters() {
     convert::AddArrayConverters(*t);
     convert::AddConvTransposeConverters(*t);
     convert::AddQuantizeConverters(*t);
+    convert::AddTrainingConverters(*t);
     return t;
   }();
   return *table;

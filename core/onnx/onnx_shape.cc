@@ -136,6 +136,7 @@ Expected<std::optional<std::vector<int64_t>>> AxesArg(NodeContext& c, int input,
 }
 
 Status Unsqueeze(NodeContext& c) {
+  if (c.opset() >= 13 && Fed(c, 1)) return DynamicUnsqueeze(c);
   WEFT_ASSIGN_OR_RETURN(auto axes_opt, AxesArg(c, 1, 13));
   if (!axes_opt.has_value()) return c.Error("needs axes");
   std::vector<int64_t> axes = *axes_opt;
@@ -163,6 +164,7 @@ Status Unsqueeze(NodeContext& c) {
 }
 
 Status Squeeze(NodeContext& c) {
+  if (c.opset() >= 13 && Fed(c, 1)) return DynamicSqueezeOp(c);
   WEFT_ASSIGN_OR_RETURN(auto axes_opt, AxesArg(c, 1, 13));
   std::vector<int64_t> axes = axes_opt.value_or(std::vector<int64_t>{});
   const int r = c.InShape(0).rank();
@@ -296,6 +298,7 @@ Status Gather(NodeContext& c) {
 }
 
 Status Slice(NodeContext& c) {
+  if (c.opset() >= 10 && (Fed(c, 1) || Fed(c, 2) || Fed(c, 3) || Fed(c, 4))) return DynamicSliceOp(c);
   std::vector<int64_t> starts, ends, axes, steps;
   if (c.opset() < 10) {
     starts = c.Ints("starts");
@@ -378,6 +381,8 @@ Status SplitOp(NodeContext& c) {
   std::vector<int64_t> sizes;
   if (c.opset() < 13) {
     sizes = c.Ints("split");
+  } else if (Fed(c, 1)) {
+    return DynamicSplitOp(c, axis);
   } else if (c.has_input(1)) {
     WEFT_ASSIGN_OR_RETURN(sizes, c.KnownInts(1, "split"));
   }
@@ -455,7 +460,8 @@ Status ConstantOfShape(NodeContext& c) {
     int64_t count = 1;
     for (int64_t d : shape) count = d < 0 || count > 4096 ? -1 : count * d;
     if (count >= 0 && count <= 4096) {
-      c.SetKnown(0, Int64s(std::vector<int64_t>(static_cast<std::size_t>(count), value.scalar<int64_t>()), Shape(shape)));
+      c.SetKnown(0,
+                 Int64s(std::vector<int64_t>(static_cast<std::size_t>(count), value.scalar<int64_t>()), Shape(shape)));
       return Status();
     }
   }
@@ -500,6 +506,7 @@ Status Expand(NodeContext& c) {
 }
 
 Status Tile(NodeContext& c) {
+  if (Fed(c, 1)) return DynamicTileOp(c);
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, c.KnownInts(1, "repeats"));
   c.SetOut(0, Op(c, "Tile", {x}, {{"multiples", AttrValue(repeats)}}));
@@ -507,6 +514,7 @@ Status Tile(NodeContext& c) {
 }
 
 Status PadOp(NodeContext& c) {
+  if (c.opset() >= 11 && (Fed(c, 1) || Fed(c, 2))) return DynamicPadOp(c);
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   std::vector<int64_t> pads;
   double value = 0;
@@ -529,10 +537,15 @@ Status PadOp(NodeContext& c) {
     paddings[2 * static_cast<std::size_t>(i)] = pads[static_cast<std::size_t>(i)];
     paddings[2 * static_cast<std::size_t>(i) + 1] = pads[static_cast<std::size_t>(i + r)];
   }
+  bool negative = false;
   for (int64_t p : pads) {
-    if (p < 0) return c.Unsupported("negative pads ", ListString(pads), " (cropping)");
+    negative = negative || p < 0;
     at_most_one = at_most_one && p <= 1;
   }
+  // Cropping, and edge padding beyond one element: DynamicPad, which
+  // takes them (its pads a constant here).
+  if (c.opset() >= 11 && (negative || (c.Str("mode", "constant") == "edge" && !at_most_one))) return DynamicPadOp(c);
+  if (negative) return c.Unsupported("negative pads ", ListString(pads), " (cropping) before opset 11");
   std::string mode = c.Str("mode", "constant");
   std::string weft_mode;
   if (mode == "constant") {
@@ -580,6 +593,7 @@ Status Reduce(NodeContext& c, std::string_view kind) {
   std::vector<int64_t> axes;
   bool axes_given = false;
   if (c.node().op_type() == "ReduceSum" && c.opset() >= 13) {
+    if (Fed(c, 1)) return DynamicReduceSum(c);
     if (c.has_input(1)) {
       WEFT_ASSIGN_OR_RETURN(axes, c.KnownInts(1, "axes"));
       axes_given = true;

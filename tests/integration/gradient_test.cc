@@ -308,6 +308,8 @@ void AddArrayCases(std::vector<Case>& cases) {
   add({"Reshape", "Reshape", {In::F(cube), In::Fixed(I64({4, -1}, Shape{2}))}});
   add({"ExpandDims", "ExpandDims", {In::F(m)}, A({{"axis", AttrValue(int64_t{1})}})});
   add({"Squeeze", "Squeeze", {In::F(Shape{2, 1, 3})}});
+  add({"DynamicExpandDims", "DynamicExpandDims", {In::F(m), In::Fixed(I64({-1, 0}, Shape{2}))}});
+  add({"DynamicSqueeze", "DynamicSqueeze", {In::F(Shape{2, 1, 3, 1}), In::Fixed(I64({1, -1}, Shape{2}))}});
   add({"Transpose", "Transpose", {In::F(cube)}, A({{"perm", AttrValue(L({2, 0, 1}))}})});
   add({"Transpose/reverse", "Transpose", {In::F(cube)}});
   add({"Reverse", "Reverse", {In::F(cube)}, A({{"axis", AttrValue(L({0, 2}))}})});

@@ -284,6 +284,11 @@ std::vector<SizeCase> CountAndAxisCases() {
        [](Builder& g, int64_t v) {
          g.Op("Split", {g.F32({4})}, {{"num_split", AttrValue(v)}, {"axis", AttrValue(int64_t{0})}});
        }},
+      {"DynamicSplit", "num_split",
+       [](Builder& g, int64_t v) {
+         g.Op("DynamicSplit", {g.F32({4}), g.In(Tensor::FromVector<int64_t>({2, 2}, Shape{2}))},
+              {{"num_split", AttrValue(v)}, {"axis", AttrValue(int64_t{0})}});
+       }},
       {"DynamicPartition", "num_partitions",
        [](Builder& g, int64_t v) {
          g.Op("DynamicPartition", {g.F32({2}), g.In(Tensor::FromVector<int32_t>({0, 1}, Shape{2}))},

@@ -273,6 +273,21 @@ def cases():
                   np.pad(x, ((0, 0), (0, 0), (2, 1)), mode="reflect"), {"mode": "reflect"}, consts={1: None}))
     c.append(Case("pad_edge", "Pad", [x, np.array([0, 1, 1, 0, 1, 1], np.int64)],
                   np.pad(x, ((0, 0), (1, 1), (1, 1)), mode="edge"), {"mode": "edge"}, consts={1: None}))
+    # Cropping (negative pads) and edge padding of more than one element go
+    # through DynamicPad; pads, repeats, axes and slice bounds fed at run
+    # time through the Dynamic* ops.
+    c.append(Case("pad_crop", "Pad", [x, np.array([0, -1, 2, 0, 1, -1], np.int64)],
+                  np.pad(x[:, 1:, :-1], ((0, 0), (0, 1), (2, 0))), consts={1: None}))
+    c.append(Case("pad_edge_wide", "Pad", [x, np.array([0, 3, 1, 0, 2, 4], np.int64)],
+                  np.pad(x, ((0, 0), (3, 2), (1, 4)), mode="edge"), {"mode": "edge"}, consts={1: None}))
+    c.append(Case("pad_fed", "Pad", [x, np.array([1, 0, 2, 0, 1, 0], np.int64), np.float32(-2)],
+                  np.pad(x, ((1, 0), (0, 1), (2, 0)), constant_values=-2)))
+    c.append(Case("tile_fed", "Tile", [a, np.array([2, 1, 3], np.int64)], np.tile(a, (2, 1, 3))))
+    c.append(Case("slice_fed", "Slice", [x, np.array([-1, 0], np.int64), np.array([-1000, 9], np.int64),
+                                         np.array([2, 1], np.int64), np.array([-2, 2], np.int64)],
+                  x[:, 0:9:2, -1:-1000:-2]))
+    c.append(Case("reduce_sum_fed", "ReduceSum", [x, np.array([-1, 0], np.int64)], x.sum(axis=(0, 2))[None, :, None]))
+    c.append(Case("unsqueeze_fed", "Unsqueeze", [a, np.array([-1, 1], np.int64)], a[:, None, :, :, None]))
     c.append(Case("pad_10_attr", "Pad", [x], np.pad(x, ((0, 0), (1, 0), (0, 2))), {"pads": [0, 1, 0, 0, 0, 2]},
                   opset=10))
     c.append(Case("constant_of_shape", "ConstantOfShape", [np.array([2, 3], np.int64)], np.full((2, 3), 7, np.int64),

@@ -129,7 +129,8 @@ const weft_device_plugin_t& DeviceTable() {
   static const KernelRegistry kernels = sdk::MakeRegistry<KernelRegistry>(
       {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,
        RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterNnGradKernels, RegisterRandomKernels,
-       RegisterStateKernels, RegisterTrainingKernels, RegisterGradSupportKernels, RegisterSparseKernels});
+       RegisterStateKernels, RegisterTrainingKernels, RegisterGradSupportKernels, RegisterSparseKernels,
+       RegisterDynamicShapeKernels});
   static const weft_device_plugin_t table = sdk::DeviceTableOf<Entry>("CPU", kernels);
   return table;
 }

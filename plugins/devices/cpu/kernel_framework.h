@@ -140,6 +140,7 @@ void RegisterStateKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterGradSupportKernels(KernelRegistry& r);
 void RegisterSparseKernels(KernelRegistry& r);
+void RegisterDynamicShapeKernels(KernelRegistry& r);  // ops with run-time shape inputs (ONNX)
 
 }  // namespace weft::cpu
 

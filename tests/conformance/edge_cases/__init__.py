@@ -10,7 +10,9 @@ the conformance suite's references in cases/.
   movement.py     data movement, casts, the shape helpers of gradients
   indexing.py     gathers, scatters, segments, TopK, NonZero, ...
   nn.py           matrix products, windows, softmax, losses, normalisation, cells
+  dynamic_shape.py  the ops with run-time shape inputs (ONNX's Slice, Pad, Tile, ...)
 """
+from .dynamic_shape import GEN as DYNAMIC_SHAPE, gen_dynamic_shape
 from .elementwise import BINARY, COMPARE, GRADS, LOGICAL, PREDICATES, UNARY, gen_binary, gen_grad, gen_unary
 from .indexing import gen_elements, gen_indexing
 from .movement import gen_cast, gen_movement, gen_shape_helpers
@@ -46,6 +48,8 @@ for _op in ("Identity", "StopGradient", "ZerosLike", "OnesLike", "Shape", "Size"
             "Squeeze", "Transpose", "Reverse", "Tile", "Pad", "Slice", "StridedSlice", "Concat", "Pack", "Split",
             "BroadcastTo", "Fill", "Select"):
     FAMILIES[_op] = gen_movement
+for _op in DYNAMIC_SHAPE:
+    FAMILIES[_op] = gen_dynamic_shape
 for _op in ("Gather", "GatherNd", "ScatterNd", "UnsortedSegmentSum", "DynamicPartition", "DynamicStitch", "Unique",
             "OneHot", "InvertPermutation"):
     FAMILIES[_op] = gen_indexing

@@ -1,0 +1,72 @@
+// Export of the ops with run-time shape inputs (DynamicSlice, DynamicPad,
+// DynamicTile, DynamicSum, DynamicExpandDims, DynamicSqueeze,
+// DynamicSplit): each is the ONNX operator it was made from, its index
+// inputs as int64 (the conventions are in core/onnx/exporter.h).
+#include "core/onnx/exporter.h"
+
+namespace weft::onnx_io::exports {
+namespace {
+
+// Input |i| as int64 (ONNX's shape-like inputs are int64 only).
+std::string I64In(ExportContext& c, int i) {
+  const std::string in = c.In(i);
+  if (c.InType(i) == DType::kI64) return in;
+  return c.Emit1("Cast", {in}, c.name() + "/in" + std::to_string(i) + "_i64",
+                 [](onnx::NodeProto* p) { AttrInt(p, "to", onnx::TensorProto::INT64); });
+}
+
+// ONNX op |onnx_op| of input 0 then inputs 1.. as int64, and input
+// |value_input| (>= 0) as it is.
+onnx::NodeProto* WithIndices(ExportContext& c, const std::string& onnx_op, int indices, int value_input = -1) {
+  std::vector<std::string> ins = {c.In(0)};
+  for (int i = 1; i <= indices; ++i) ins.push_back(I64In(c, i));
+  if (value_input >= 0) ins.push_back(c.In(value_input));
+  return c.Emit(onnx_op, ins, {c.out()}, c.name());
+}
+
+Status DynamicSlice(ExportContext& c) {
+  WithIndices(c, "Slice", 4);
+  return Status();
+}
+
+Status DynamicPad(ExportContext& c) {
+  AttrStr(WithIndices(c, "Pad", 1, 2), "mode", c.Str("mode", "constant"));
+  return Status();
+}
+
+Status DynamicSum(ExportContext& c) {
+  onnx::NodeProto* p = WithIndices(c, "ReduceSum", 1);
+  AttrInt(p, "keepdims", c.Bool("keep_dims", true) ? 1 : 0);
+  AttrInt(p, "noop_with_empty_axes", c.Bool("noop_with_empty_axes", false) ? 1 : 0);
+  return Status();
+}
+
+Status DynamicSplit(ExportContext& c) {
+  std::vector<std::string> outs;
+  for (int k = 0; k < c.num_outputs(); ++k) outs.push_back(c.OutName(k));
+  AttrInt(c.Emit("Split", {c.In(0), I64In(c, 1)}, outs, c.name()), "axis", c.Int("axis"));
+  return Status();
+}
+
+}  // namespace
+
+void AddDynamicExports(ExportTable& t) {
+  t["DynamicSlice"] = DynamicSlice;
+  t["DynamicPad"] = DynamicPad;
+  t["DynamicTile"] = [](ExportContext& c) {
+    WithIndices(c, "Tile", 1);
+    return Status();
+  };
+  t["DynamicSum"] = DynamicSum;
+  t["DynamicExpandDims"] = [](ExportContext& c) {
+    WithIndices(c, "Unsqueeze", 1);
+    return Status();
+  };
+  t["DynamicSqueeze"] = [](ExportContext& c) {
+    WithIndices(c, "Squeeze", 1);
+    return Status();
+  };
+  t["DynamicSplit"] = DynamicSplit;
+}
+
+}  // namespace weft::onnx_io::exports
