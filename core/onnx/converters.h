@@ -15,6 +15,8 @@
 //   onnx_quantize.cc      QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 //                         ConvInteger, QLinearMatMul, QLinearConv
 //   onnx_training.cc      ai.onnx.preview.training's Adagrad, Momentum, Adam
+//   onnx_signal.cc        HannWindow, HammingWindow, BlackmanWindow
+//   onnx_indexing.cc      ScatterND, GatherND, ReverseSequence, Det
 //   onnx_dynamic.cc       Slice, Pad, Tile, ReduceSum, Unsqueeze, Squeeze, Split with run-time shape inputs
 //   onnx_array.cc         Trilu, EyeLike, OneHot, DepthToSpace, SpaceToDepth, Compress
 //
@@ -49,6 +51,8 @@ void AddArrayConverters(ConverterTable& t);
 void AddConvTransposeConverters(ConverterTable& t);
 void AddQuantizeConverters(ConverterTable& t);
 void AddTrainingConverters(ConverterTable& t);
+void AddSignalConverters(ConverterTable& t);
+void AddIndexingConverters(ConverterTable& t);
 
 // Shape-like inputs computed at run time (onnx_dynamic.cc): whether input
 // |i| is given but not known at import, and the converters that take such

@@ -236,6 +236,23 @@ Status FilledLike(ExportContext& c) {
 
 }  // namespace
 
+// ScatterNd (updates added into zeros of attr 'shape'): ONNX's ScatterND
+// with reduction add into a ConstantOfShape.
+Status ScatterNd(ExportContext& c) {
+  const std::string zeros = c.Emit1("ConstantOfShape", {c.I64s(c.name() + "/shape", c.Ints("shape"))},
+                                    c.name() + "/zeros", [&](onnx::NodeProto* p) {
+                                      onnx::AttributeProto* a = p->add_attribute();
+                                      a->set_name("value");
+                                      a->set_type(onnx::AttributeProto::TENSOR);
+                                      onnx::TensorProto* t = a->mutable_t();
+                                      t->set_data_type(DTypeToOnnx(c.dtype()));
+                                      t->add_dims(1);
+                                      t->set_raw_data(std::string(DTypeSize(c.dtype()), '\0'));
+                                    });
+  AttrStr(c.Emit("ScatterND", {zeros, c.In(0), c.In(1)}, {c.out()}, c.name()), "reduction", "add");
+  return Status();
+}
+
 void AddShapeExports(ExportTable& t) {
   for (const char* op : {"Reshape", "BroadcastTo", "Fill"}) t[op] = Reshape;
   t["Tile"] = Tile;
@@ -252,6 +269,8 @@ void AddShapeExports(ExportTable& t) {
   t["Size"] = ShapeOrSize;
   t["Gather"] = Gather;
   t["GatherElements"] = Gather;
+  t["GatherNd"] = Same("GatherND", 2);
+  t["ScatterNd"] = ScatterNd;
   t["ScatterElements"] = ScatterElements;
   t["Reverse"] = Reverse;
   t["NonZero"] = Same("NonZero", 1);

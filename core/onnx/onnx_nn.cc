@@ -87,7 +87,11 @@ Status Gemm(NodeContext& c) {
       bias = Op(c, "Mul", {bias, s}, {}, "bias");
     }
     const Shape& bs = bias.shape();
-    const bool vector = bs.rank() == 1 || (bs.rank() == 2 && bs.dim(0) == 1);
+    // A [N] or [1, N] bias is BiasAdd's; a single element broadcast over
+    // N > 1 columns is an Add.
+    const int64_t n = y.shape().rank() == 2 ? y.shape().dim(1) : -1;
+    const int64_t len = bs.rank() >= 1 ? bs.dim(bs.rank() - 1) : -1;
+    const bool vector = (bs.rank() == 1 || (bs.rank() == 2 && bs.dim(0) == 1)) && len >= 0 && len == n;
     if (vector && bs.rank() == 2) bias = Op(c, "Squeeze", {bias}, {{"axis", AttrValue(std::vector<int64_t>{0})}});
     y = vector && IsFloating(y.dtype()) ? Op(c, "BiasAdd", {y, bias}) : Op(c, "Add", {y, bias});
   }

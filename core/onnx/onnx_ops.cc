@@ -140,6 +140,8 @@ const std::map<std::string, Converter, std::less<>>& Converters() {
     convert::AddConvTransposeConverters(*t);
     convert::AddQuantizeConverters(*t);
     convert::AddTrainingConverters(*t);
+    convert::AddSignalConverters(*t);
+    convert::AddIndexingConverters(*t);
     return t;
   }();
   return *table;

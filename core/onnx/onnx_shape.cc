@@ -292,6 +292,16 @@ Status Gather(NodeContext& c) {
                 "indices");
   } else {
     WEFT_ASSIGN_OR_RETURN(indices, c.In(1));
+    // Fed indices may be negative, counting from the end (an axis of known size).
+    const int64_t dim = xs.rank() > axis ? xs.dim(static_cast<int>(axis)) : -1;
+    if (dim > 0 && IsSignedInteger(indices.dtype())) {
+      WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, indices.dtype(), 0, "zero"));
+      WEFT_ASSIGN_OR_RETURN(Output size, ScalarLike(c, indices.dtype(), static_cast<double>(dim), "axis_size"));
+      indices =
+          Op(c, "Select",
+             {Op(c, "Less", {indices, zero}, {}, "negative"), Op(c, "Add", {indices, size}, {}, "from_end"), indices},
+             {}, "index");
+    }
   }
   c.SetOut(0, Op(c, "Gather", {x, indices}, {{"axis", AttrValue(axis)}}));
   return Status();

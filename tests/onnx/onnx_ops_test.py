@@ -113,6 +113,15 @@ def cases():
     qi = np.array([-128, -1, 0, 1, 127], np.int8)
     c.append(Case("dequantize_int8", "DequantizeLinear", [qi, np.float32(0.25), np.int8(-1)],
                   ((qi.astype(np.float32) + 1) * 0.25).astype(np.float32), consts={1: None, 2: None}))
+    # Det of 3x3 matrices (the node tests have 2x2), ScatterND add, GatherND.
+    m3 = f32(4, 3, 3)
+    c.append(Case("det_3x3", "Det", [m3], np.linalg.det(m3.astype(np.float64)).astype(np.float32), rtol=1e-4,
+                  atol=1e-5))
+    dn, ind, upd = f32(4, 3), np.array([[1], [3], [1]], np.int64), f32(3, 3)
+    want = dn.copy()
+    np.add.at(want, ind[:, 0], upd)
+    c.append(Case("scatternd_add_repeated", "ScatterND", [dn, ind, upd], want, {"reduction": "add"}, opset=16))
+    c.append(Case("gathernd_pairs", "GatherND", [dn, np.array([[0, 2], [3, 1]], np.int64)], dn[[0, 3], [2, 1]]))
     # Opsets before 7 through ONNX's version converter.
     c.append(Case("relu_opset6", "Relu", [x], np.maximum(x, 0), opset=6))
     c.append(Case("elu_opset6", "Elu", [x], np.where(x > 0, x, 0.5 * (np.exp(x) - 1)).astype(np.float32),

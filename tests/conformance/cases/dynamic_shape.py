@@ -12,38 +12,11 @@ tolerance.
 """
 import numpy as np
 
-ALL = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool"]
-NUMERIC = ["f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8"]
+from .array import ALL, NP, NUMERIC, cast, rng, values
+
 FLOATS = ["f32", "f64", "f16", "bf16"]
-NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32,
-      "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
 I64_MAX, I64_MIN = 2 ** 63 - 1, -(2 ** 63)
 I32_MAX, I32_MIN = 2 ** 31 - 1, -(2 ** 31)
-
-
-def rng(seed):
-    return np.random.default_rng(seed)
-
-
-def values(g, r, shape, dtype):
-    """Distinct-looking values of |dtype| (bf16 rounded, kept as f32)."""
-    if dtype == "bool":
-        return r.integers(0, 2, shape).astype(np.bool_)
-    if dtype == "u8":
-        return r.integers(0, 250, shape).astype(np.uint8)
-    if dtype in ("i8", "i16", "i32", "i64"):
-        return r.integers(-100, 100, shape).astype(NP[dtype])
-    x = r.standard_normal(shape) * 10
-    if dtype == "bf16":
-        return g.to_bf16(x.astype(np.float32))
-    return x.astype(NP[dtype])
-
-
-def scalar(g, v, dtype):
-    """The 0-d |v| as |dtype| (bf16 rounded, kept as f32)."""
-    if dtype == "bf16":
-        return g.to_bf16(np.asarray(v, np.float32))
-    return np.asarray(v).astype(NP[dtype])
 
 
 def ints(v, tidx):
@@ -152,7 +125,7 @@ def pad_cases(g):
     r = rng(12)
 
     def add(name, x, pads, mode, dtype, tidx, value=None, value_shape=()):
-        v = scalar(g, 0 if value is None else value, dtype)
+        v = cast(g, 0 if value is None else value, dtype)
         want = pad_ref(g, x, pads, mode, v)
         g.add(f"DynamicPad/{name}", "DynamicPad", [x, ints(pads, tidx), v.reshape(value_shape)],
               {"T": dtype, "Tidx": tidx, "mode": mode}, [want])

@@ -7,9 +7,11 @@
 // checks them with the messages of the ops' shape functions (so a shape only
 // known at run time fails the same way), computes the output shape and fills
 // the output. Data movement is by element size, so one kernel serves every
-// fixed-size dtype; DynamicExpandDims and DynamicSqueeze forward their input
-// with the new shape. DynamicSum adds floats in double (f32, f64) or float
-// (f16, bf16), as Sum does, and wraps integers.
+// fixed-size dtype; DynamicSlice and DynamicTile are strided copies
+// (strided_copy.h, as Slice and Tile are), and DynamicExpandDims and
+// DynamicSqueeze forward their input with the new shape. DynamicSum adds
+// floats in double (f32, f64) or float (f16, bf16), as Sum does, and wraps
+// integers.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "../kernel_framework.h"
 #include "kernel_util.h"
+#include "strided_copy.h"
 
 namespace weft::cpu {
 namespace {
@@ -47,66 +50,6 @@ std::vector<int> UniqueAxes(const std::vector<int64_t>& axes, int rank) {
 
 bool Contains(const std::vector<int>& axes, int axis) {
   return std::find(axes.begin(), axes.end(), axis) != axes.end();
-}
-
-// --- Strided copies --------------------------------------------------------------
-
-// Element (i0, ..., in-1) of a view is source element offset + sum ik * steps[k].
-struct View {
-  Dims lens;
-  std::vector<int64_t> steps;
-  int64_t offset = 0;
-};
-
-// The same view without unit dimensions and with neighbours that walk the
-// source as one dimension merged.
-View Simplify(const View& view) {
-  View out;
-  out.offset = view.offset;
-  for (std::size_t k = 0; k < view.lens.size(); ++k) {
-    if (view.lens[k] == 1) continue;
-    if (!out.lens.empty() && out.steps.back() == view.lens[k] * view.steps[k]) {
-      out.lens.back() *= view.lens[k];
-      out.steps.back() = view.steps[k];
-    } else {
-      out.lens.push_back(view.lens[k]);
-      out.steps.push_back(view.steps[k]);
-    }
-  }
-  return out;
-}
-
-// Writes |view| of |src| densely, in row-major order, to |dst|.
-void CopyView(const void* src, void* dst, std::size_t element_size, const View& view) {
-  for (int64_t len : view.lens) {
-    if (len == 0) return;
-  }
-  const View v = Simplify(view);
-  const auto* in = static_cast<const char*>(src);
-  auto* out = static_cast<char*>(dst);
-  if (v.lens.empty()) {
-    std::memcpy(out, in + ToSize(v.offset) * element_size, element_size);
-    return;
-  }
-  const int64_t inner = v.lens.back(), step = v.steps.back();
-  const Dims outer_lens(v.lens.begin(), v.lens.end() - 1);
-  const std::vector<int64_t> outer_steps(v.steps.begin(), v.steps.end() - 1);
-  if (step == 1) {  // contiguous rows
-    const std::size_t row_bytes = ToSize(inner) * element_size;
-    ForEachRow(outer_lens, outer_steps, v.offset, CopyCost(row_bytes), [&](int64_t row, int64_t offset) {
-      std::memcpy(out + ToSize(row) * row_bytes, in + ToSize(offset) * element_size, row_bytes);
-    });
-    return;
-  }
-  DispatchBySize(element_size, [&]<class W>() {
-    const W* s = reinterpret_cast<const W*>(in);
-    W* d = reinterpret_cast<W*>(out);
-    ForEachRow(outer_lens, outer_steps, v.offset, inner, [&](int64_t row, int64_t offset) {
-      W* o = d + row * inner;
-      const W* p = s + offset;
-      for (int64_t i = 0; i < inner; ++i) o[i] = p[i * step];
-    });
-  });
 }
 
 // --- DynamicSlice ----------------------------------------------------------------
@@ -159,8 +102,7 @@ class DynamicSliceKernel {
     const SliceSpec spec = ReadSliceSpec(ctx);
     const std::vector<int> axes = UniqueAxes(spec.axes, x.rank());
     const std::vector<int64_t> strides = Strides(x.dims);
-    View view{x.dims, strides, 0};
-    bool in_order = true;
+    StridedView view{x.dims, strides, 0};
     for (std::size_t k = 0; k < axes.size(); ++k) {
       const auto axis = ToSize(axes[k]);
       const int64_t step = spec.steps[k];
@@ -169,14 +111,8 @@ class DynamicSliceKernel {
       view.lens[axis] = r.length;
       // With two or more elements |step| is below the dimension, so this cannot overflow.
       view.steps[axis] = r.length > 1 ? step * strides[axis] : 0;
-      in_order = in_order && (r.length <= 1 || step == 1);
     }
-    if (view.lens == x.dims && (x.num_elements == 0 || (in_order && view.offset == 0))) {
-      ctx.forward(0, 0);
-      return;
-    }
-    Tensor out = ctx.allocate_output(0, view.lens);
-    CopyView(x.data, out.data, ElementSize(x.dtype), view);
+    WriteView(ctx, x, view.lens, view);
   }
 };
 
@@ -336,7 +272,7 @@ class DynamicTileKernel {
       Fail("repeats has ", repeats.size(), " entries for a tensor of rank ", x.rank());
     }
     const std::vector<int64_t> strides = Strides(x.dims);
-    View view;
+    StridedView view;
     Dims out_dims;
     for (int i = 0; i < x.rank(); ++i) {
       const int64_t m = repeats[ToSize(i)], d = x.dim(i);
@@ -349,12 +285,7 @@ class DynamicTileKernel {
       view.steps.insert(view.steps.end(), {0, strides[ToSize(i)]});
       out_dims.push_back(tiled);
     }
-    if (out_dims == x.dims) {
-      ctx.forward(0, 0);
-      return;
-    }
-    Tensor out = ctx.allocate_output(0, out_dims);
-    CopyView(x.data, out.data, ElementSize(x.dtype), view);
+    WriteView(ctx, x, out_dims, view);
   }
 };
 
