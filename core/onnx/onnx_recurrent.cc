@@ -47,27 +47,44 @@ Output StepSlice(NodeContext& c, const Output& t, int64_t i, const std::string& 
 }
 
 // Checks W [dirs, gates*hidden, input], R [dirs, gates*hidden, hidden] and
-// B [dirs, 2*gates*hidden] of LSTM (gates 4), GRU (3) or RNN (1): shapes,
-// one floating dtype.
-Status CheckRecurrentWeights(NodeContext& c, std::string_view what, const Tensor& w, const Tensor& r,
-                             const Tensor& bias, int64_t dirs, int64_t gates, int64_t hidden) {
-  if (!w.valid() || !r.valid() || (c.has_input(3) && !bias.valid())) {
-    return c.Unsupported(what, " weights that are not initializers");
-  }
-  if (w.dtype() != DType::kF32 && w.dtype() != DType::kF64) return c.Unsupported(what, " of ", DTypeName(w.dtype()));
+// B [dirs, 2*gates*hidden] of LSTM (gates 4), GRU (3) or RNN (1): shapes
+// (the initializers' or, for fed weights, the declared ones), one floating
+// dtype. Returns the input size.
+Expected<int64_t> CheckRecurrentWeights(NodeContext& c, std::string_view what, int64_t dirs, int64_t gates,
+                                        int64_t hidden) {
+  const Shape w = c.InShape(1), r = c.InShape(2),
+              bias = c.has_input(3) ? c.InShape(3) : Shape{dirs, 2 * gates * hidden};
+  const DType dt = c.InDType(1);
+  if (dt != DType::kF32 && dt != DType::kF64) return c.Unsupported(what, " of ", DTypeName(dt));
   const int64_t gh = gates * hidden;
-  if (hidden < 1 || w.rank() != 3 || w.dim(0) != dirs || w.dim(1) != gh || r.rank() != 3 || r.dim(0) != dirs ||
-      r.dim(1) != gh || r.dim(2) != hidden ||
-      (bias.valid() && (bias.rank() != 2 || bias.dim(0) != dirs || bias.dim(1) != 2 * gh))) {
-    return c.Error("W ", w.shape().ToString(), ", R ", r.shape().ToString(), " and B ",
-                   bias.valid() ? bias.shape().ToString() : std::string("(none)"), " do not fit hidden_size ", hidden,
-                   " and ", dirs, " direction(s)");
+  if (hidden < 1 || w.rank() != 3 || w.dim(0) != dirs || w.dim(1) != gh || w.dim(2) < 1 || r.rank() != 3 ||
+      r.dim(0) != dirs || r.dim(1) != gh || r.dim(2) != hidden || bias.rank() != 2 || bias.dim(0) != dirs ||
+      bias.dim(1) != 2 * gh) {
+    return c.Error("W ", w.ToString(), ", R ", r.ToString(), " and B ", c.has_input(3) ? bias.ToString() : "(none)",
+                   " do not fit hidden_size ", hidden, " and ", dirs, " direction(s)");
   }
-  if (r.dtype() != w.dtype() || (bias.valid() && bias.dtype() != w.dtype())) {
-    return c.Error("W is ", DTypeName(w.dtype()), ", R ", DTypeName(r.dtype()), " and B ",
-                   bias.valid() ? DTypeName(bias.dtype()) : "(none)", "; they must be one type");
+  if (c.InDType(2) != dt || (c.has_input(3) && c.InDType(3) != dt)) {
+    return c.Error("W is ", DTypeName(dt), ", R ", DTypeName(c.InDType(2)), " and B ",
+                   c.has_input(3) ? DTypeName(c.InDType(3)) : "(none)", "; they must be one type");
   }
-  return Status();
+  return w.dim(2);
+}
+
+// Whether W, R or B is fed (not an initializer): then the weights are
+// rearranged by graph ops at run time instead of at import.
+bool WeightsFed(NodeContext& c) {
+  return !c.Initial(1).valid() || !c.Initial(2).valid() || (c.has_input(3) && !c.Initial(3).valid());
+}
+
+// Direction |d| of fed weight input |i| ([dirs, rows, cols]): [rows, cols],
+// its rows taken in |order| when given, then transposed ([cols, rows]).
+Expected<Output> FedSlice(NodeContext& c, int i, int64_t d, const std::vector<int64_t>& order, bool transpose,
+                          const std::string& name) {
+  WEFT_ASSIGN_OR_RETURN(Output t, c.In(i));
+  Output v = Op(c, "Gather", {t, ConstOf(c, Tensor::Scalar<int64_t>(d), name + "_dir")}, {}, name + "_d");
+  if (!order.empty()) v = Op(c, "Gather", {v, ConstOf(c, Int64s(order), name + "_order")}, {}, name + "_ordered");
+  if (!transpose) return v;
+  return Op(c, "Transpose", {v}, {{"perm", AttrValue(std::vector<int64_t>{1, 0})}}, name);
 }
 
 // Initial state input |index| of LSTM, GRU or RNN as [dirs, batch, hidden]
@@ -76,6 +93,70 @@ Expected<Output> InitialState(NodeContext& c, int index) {
   WEFT_ASSIGN_OR_RETURN(Output s, c.In(index));
   if (c.Int("layout", 0) != 1) return s;
   return Op(c, "Transpose", {s}, {{"perm", AttrValue(std::vector<int64_t>{1, 0, 2})}}, StrCat("initial_", index));
+}
+
+// Direction |d|'s LSTMCell kernel [input + hidden, 4 hidden] = [W_d^T; R_d^T]
+// with the gate columns reordered, and bias Wb_d + Rb_d reordered: made at
+// import from initializers (parameters), or by graph ops from fed weights.
+Expected<std::pair<Output, Output>> LstmParams(NodeContext& c, int64_t d, const std::string& dname, int64_t input,
+                                               int64_t hidden, const int64_t (&gate_order)[4]) {
+  std::vector<int64_t> rows;  // the ONNX row of each Weft column
+  for (int64_t k = 0; k < 4; ++k) {
+    for (int64_t j = 0; j < hidden; ++j) rows.push_back(gate_order[k] * hidden + j);
+  }
+  const DType dtype = c.InDType(1);
+  if (WeightsFed(c)) {
+    WEFT_ASSIGN_OR_RETURN(Output wt, FedSlice(c, 1, d, rows, true, dname + "/Wt"));
+    WEFT_ASSIGN_OR_RETURN(Output rt, FedSlice(c, 2, d, rows, true, dname + "/Rt"));
+    Output kernel = Op(c, "Concat", {wt, rt}, {{"axis", AttrValue(int64_t{0})}}, dname + "/kernel");
+    Output bias;
+    if (c.has_input(3)) {
+      WEFT_ASSIGN_OR_RETURN(Output bd, FedSlice(c, 3, d, {}, false, dname + "/B"));
+      const AttrMap first = {{"begin", AttrValue(std::vector<int64_t>{0})},
+                             {"size", AttrValue(std::vector<int64_t>{4 * hidden})}};
+      const AttrMap second = {{"begin", AttrValue(std::vector<int64_t>{4 * hidden})},
+                              {"size", AttrValue(std::vector<int64_t>{4 * hidden})}};
+      Output sum =
+          Op(c, "Add", {Op(c, "Slice", {bd}, first, dname + "/Wb"), Op(c, "Slice", {bd}, second, dname + "/Rb")}, {},
+             dname + "/Wb_Rb");
+      bias = Op(c, "Gather", {sum, ConstOf(c, Int64s(rows), dname + "/bias_order")}, {}, dname + "/bias");
+    } else {
+      WEFT_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(dtype, Shape{4 * hidden}));
+      bias = ConstOf(c, zeros, dname + "/bias");
+    }
+    return std::make_pair(kernel, bias);
+  }
+  const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
+  const std::size_t es = DTypeSize(dtype);
+  WEFT_ASSIGN_OR_RETURN(Tensor kernel, Tensor::Allocate(dtype, Shape{input + hidden, 4 * hidden}));
+  WEFT_ASSIGN_OR_RETURN(Tensor b, Tensor::Zeros(dtype, Shape{4 * hidden}));
+  const char* wsrc = static_cast<const char*>(w.raw_data()) + static_cast<std::size_t>(d * 4 * hidden * input) * es;
+  const char* rsrc = static_cast<const char*>(r.raw_data()) + static_cast<std::size_t>(d * 4 * hidden * hidden) * es;
+  char* kdst = static_cast<char*>(kernel.raw_data());
+  for (int64_t col = 0; col < 4 * hidden; ++col) {
+    const int64_t src_row = rows[static_cast<std::size_t>(col)];
+    for (int64_t i = 0; i < input; ++i) {
+      std::memcpy(kdst + static_cast<std::size_t>(i * 4 * hidden + col) * es,
+                  wsrc + static_cast<std::size_t>(src_row * input + i) * es, es);
+    }
+    for (int64_t i = 0; i < hidden; ++i) {
+      std::memcpy(kdst + static_cast<std::size_t>((input + i) * 4 * hidden + col) * es,
+                  rsrc + static_cast<std::size_t>(src_row * hidden + i) * es, es);
+    }
+    if (bias.valid()) {
+      const std::size_t base = static_cast<std::size_t>(d * 8 * hidden);
+      if (dtype == DType::kF32) {
+        b.data<float>()[col] = bias.data<float>()[base + static_cast<std::size_t>(src_row)] +
+                               bias.data<float>()[base + static_cast<std::size_t>(4 * hidden + src_row)];
+      } else {
+        b.data<double>()[col] = bias.data<double>()[base + static_cast<std::size_t>(src_row)] +
+                                bias.data<double>()[base + static_cast<std::size_t>(4 * hidden + src_row)];
+      }
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(Output kw, c.Param(kernel, c.Name(dname + "/kernel")));
+  WEFT_ASSIGN_OR_RETURN(Output kb, c.Param(b, c.Name(dname + "/bias")));
+  return std::make_pair(kw, kb);
 }
 
 Status Lstm(NodeContext& c) {
@@ -95,51 +176,20 @@ Status Lstm(NodeContext& c) {
   const std::string direction = c.Str("direction", "forward");
   const int layout = static_cast<int>(c.Int("layout", 0));
   const int64_t hidden = c.Int("hidden_size", -1);
-  const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
     return c.Error("attr 'direction' is ", Quote(direction));
   }
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  WEFT_RETURN_IF_ERROR(CheckRecurrentWeights(c, "LSTM", w, r, bias, dirs, 4, hidden));
-  const int64_t input = w.dim(2);
+  WEFT_ASSIGN_OR_RETURN(const int64_t input, CheckRecurrentWeights(c, "LSTM", dirs, 4, hidden));
+  const DType dtype = c.InDType(1);
   WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, "LSTM", input));
   const int64_t steps = x.shape().dim(0);
-  const std::size_t es = DTypeSize(w.dtype());
   const int64_t gate_order[4] = {0, 2, 3, 1};  // Weft block k takes ONNX block gate_order[k]
   std::vector<Output> y_dirs, h_dirs, c_dirs;
   for (int64_t d = 0; d < dirs; ++d) {
-    // w_weft [input + hidden, 4 hidden] = [W_d^T; R_d^T], columns reordered.
-    WEFT_ASSIGN_OR_RETURN(Tensor kernel, Tensor::Allocate(w.dtype(), Shape{input + hidden, 4 * hidden}));
-    WEFT_ASSIGN_OR_RETURN(Tensor b, Tensor::Zeros(w.dtype(), Shape{4 * hidden}));
-    const char* wsrc = static_cast<const char*>(w.raw_data()) + static_cast<std::size_t>(d * 4 * hidden * input) * es;
-    const char* rsrc = static_cast<const char*>(r.raw_data()) + static_cast<std::size_t>(d * 4 * hidden * hidden) * es;
-    char* kdst = static_cast<char*>(kernel.raw_data());
-    for (int64_t k = 0; k < 4; ++k) {
-      for (int64_t j = 0; j < hidden; ++j) {
-        const int64_t src_row = gate_order[k] * hidden + j, col = k * hidden + j;
-        for (int64_t i = 0; i < input; ++i) {
-          std::memcpy(kdst + static_cast<std::size_t>(i * 4 * hidden + col) * es,
-                      wsrc + static_cast<std::size_t>(src_row * input + i) * es, es);
-        }
-        for (int64_t i = 0; i < hidden; ++i) {
-          std::memcpy(kdst + static_cast<std::size_t>((input + i) * 4 * hidden + col) * es,
-                      rsrc + static_cast<std::size_t>(src_row * hidden + i) * es, es);
-        }
-        if (bias.valid()) {
-          const std::size_t base = static_cast<std::size_t>(d * 8 * hidden);
-          if (w.dtype() == DType::kF32) {
-            b.data<float>()[col] = bias.data<float>()[base + static_cast<std::size_t>(src_row)] +
-                                   bias.data<float>()[base + static_cast<std::size_t>(4 * hidden + src_row)];
-          } else {
-            b.data<double>()[col] = bias.data<double>()[base + static_cast<std::size_t>(src_row)] +
-                                    bias.data<double>()[base + static_cast<std::size_t>(4 * hidden + src_row)];
-          }
-        }
-      }
-    }
     const std::string dname = dirs == 2 ? StrCat("dir_", d) : std::string("cell");
-    WEFT_ASSIGN_OR_RETURN(Output kw, c.Param(kernel, c.Name(dname + "/kernel")));
-    WEFT_ASSIGN_OR_RETURN(Output kb, c.Param(b, c.Name(dname + "/bias")));
+    WEFT_ASSIGN_OR_RETURN(auto params, LstmParams(c, d, dname, input, hidden, gate_order));
+    const Output kw = params.first, kb = params.second;
     // Initial states [dirs, batch, hidden] -> this direction's [batch, hidden].
     auto initial = [&](int index, const char* what) -> Expected<Output> {
       if (c.has_input(index)) {
@@ -148,7 +198,7 @@ Status Lstm(NodeContext& c) {
       }
       Output x0 = StepSlice(c, x, 0, StrCat(dname, "/", what, "_x0s"));
       // zeros [batch, hidden]: x0 [batch, input] @ zeros [input, hidden].
-      WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(w.dtype(), Shape{input, hidden}));
+      WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(dtype, Shape{input, hidden}));
       return Op(c, "MatMul", {x0, ConstOf(c, z, StrCat(dname, "/", what, "_zeros"))}, {}, StrCat(dname, "/", what));
     };
     WEFT_ASSIGN_OR_RETURN(Output h, initial(5, "h0"));
@@ -196,6 +246,70 @@ Status Lstm(NodeContext& c) {
 // state by R^T, Split into the gates, and the elementwise update. The
 // weights are parameters (trainable unless frozen), stored transposed.
 
+struct RecurrentParams {
+  Output w, r, wb, rb;  // W_d^T [input, G*H], R_d^T [hidden, G*H], their biases [G*H]
+};
+
+// Direction |d|'s GRU or RNN weights, stored transposed: parameters made at
+// import from initializers, or graph ops on fed weights.
+Expected<RecurrentParams> GruRnnParams(NodeContext& c, int64_t d, const std::string& dname, int64_t gh) {
+  const DType dtype = c.InDType(1);
+  RecurrentParams p;
+  if (WeightsFed(c)) {
+    WEFT_ASSIGN_OR_RETURN(p.w, FedSlice(c, 1, d, {}, true, dname + "/W"));
+    WEFT_ASSIGN_OR_RETURN(p.r, FedSlice(c, 2, d, {}, true, dname + "/R"));
+    if (c.has_input(3)) {
+      WEFT_ASSIGN_OR_RETURN(Output bd, FedSlice(c, 3, d, {}, false, dname + "/B"));
+      p.wb = Op(c, "Slice", {bd},
+                {{"begin", AttrValue(std::vector<int64_t>{0})}, {"size", AttrValue(std::vector<int64_t>{gh})}},
+                dname + "/Wb");
+      p.rb = Op(c, "Slice", {bd},
+                {{"begin", AttrValue(std::vector<int64_t>{gh})}, {"size", AttrValue(std::vector<int64_t>{gh})}},
+                dname + "/Rb");
+    } else {
+      WEFT_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(dtype, Shape{gh}));
+      p.wb = ConstOf(c, zeros, dname + "/Wb");
+      p.rb = ConstOf(c, zeros, dname + "/Rb");
+    }
+    return p;
+  }
+  const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
+  // Slice [d] of a [dirs, rows, cols] tensor, transposed: [cols, rows].
+  auto transposed = [&](const Tensor& t) -> Expected<Tensor> {
+    const int64_t rows = t.dim(1), cols = t.dim(2);
+    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype(), Shape{cols, rows}));
+    const std::size_t es = DTypeSize(t.dtype());
+    const char* src = static_cast<const char*>(t.raw_data()) + static_cast<std::size_t>(d * rows * cols) * es;
+    char* dst = static_cast<char*>(out.raw_data());
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        std::memcpy(dst + static_cast<std::size_t>(j * rows + i) * es,
+                    src + static_cast<std::size_t>(i * cols + j) * es, es);
+      }
+    }
+    return out;
+  };
+  auto bias_part = [&](int64_t half) -> Expected<Tensor> {
+    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(dtype, Shape{gh}));
+    if (bias.valid()) {
+      const std::size_t es = DTypeSize(dtype);
+      std::memcpy(out.raw_data(),
+                  static_cast<const char*>(bias.raw_data()) + static_cast<std::size_t>(d * 2 * gh + half * gh) * es,
+                  static_cast<std::size_t>(gh) * es);
+    }
+    return out;
+  };
+  WEFT_ASSIGN_OR_RETURN(Tensor wt, transposed(w));
+  WEFT_ASSIGN_OR_RETURN(Tensor rt, transposed(r));
+  WEFT_ASSIGN_OR_RETURN(Tensor wb, bias_part(0));
+  WEFT_ASSIGN_OR_RETURN(Tensor rb, bias_part(1));
+  WEFT_ASSIGN_OR_RETURN(p.w, c.Param(wt, c.Name(dname + "/W")));
+  WEFT_ASSIGN_OR_RETURN(p.r, c.Param(rt, c.Name(dname + "/R")));
+  WEFT_ASSIGN_OR_RETURN(p.wb, c.Param(wb, c.Name(dname + "/Wb")));
+  WEFT_ASSIGN_OR_RETURN(p.rb, c.Param(rb, c.Name(dname + "/Rb")));
+  return p;
+}
+
 // Recurrence |what| of ONNX GRU or RNN: |gates| blocks in W, R and B.
 Status Recurrent(NodeContext& c, std::string_view what, int64_t gates) {
   if (c.has_input(4)) {
@@ -214,53 +328,21 @@ Status Recurrent(NodeContext& c, std::string_view what, int64_t gates) {
   const int layout = static_cast<int>(c.Int("layout", 0));
   const int64_t hidden = c.Int("hidden_size", -1);
   const bool before_reset = c.Int("linear_before_reset", 0) != 0;
-  const Tensor w = c.Initial(1), r = c.Initial(2), bias = c.Initial(3);
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
     return c.Error("attr 'direction' is ", Quote(direction));
   }
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
   const int64_t gh = gates * hidden;
-  WEFT_RETURN_IF_ERROR(CheckRecurrentWeights(c, what, w, r, bias, dirs, gates, hidden));
-  const int64_t input = w.dim(2);
+  WEFT_ASSIGN_OR_RETURN(const int64_t input, CheckRecurrentWeights(c, what, dirs, gates, hidden));
+  const DType dtype = c.InDType(1);
   WEFT_ASSIGN_OR_RETURN(Output x, SequenceInput(c, what, input));
   const int64_t steps = x.shape().dim(0);
   GraphBuilder& b = c.b();
-  // Slice [d] of a [dirs, rows, cols] tensor, transposed: [cols, rows].
-  auto transposed = [&](const Tensor& t, int64_t d) -> Expected<Tensor> {
-    const int64_t rows = t.dim(1), cols = t.dim(2);
-    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype(), Shape{cols, rows}));
-    const std::size_t es = DTypeSize(t.dtype());
-    const char* src = static_cast<const char*>(t.raw_data()) + static_cast<std::size_t>(d * rows * cols) * es;
-    char* dst = static_cast<char*>(out.raw_data());
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < cols; ++j) {
-        std::memcpy(dst + static_cast<std::size_t>(j * rows + i) * es,
-                    src + static_cast<std::size_t>(i * cols + j) * es, es);
-      }
-    }
-    return out;
-  };
-  auto bias_part = [&](int64_t d, int64_t half) -> Expected<Tensor> {
-    WEFT_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(w.dtype(), Shape{gh}));
-    if (bias.valid()) {
-      const std::size_t es = DTypeSize(w.dtype());
-      std::memcpy(out.raw_data(),
-                  static_cast<const char*>(bias.raw_data()) + static_cast<std::size_t>(d * 2 * gh + half * gh) * es,
-                  static_cast<std::size_t>(gh) * es);
-    }
-    return out;
-  };
   std::vector<Output> y_dirs, h_dirs;
   for (int64_t d = 0; d < dirs; ++d) {
     const std::string dname = dirs == 2 ? StrCat("dir_", d) : std::string("cell");
-    WEFT_ASSIGN_OR_RETURN(Tensor wt, transposed(w, d));
-    WEFT_ASSIGN_OR_RETURN(Tensor rt, transposed(r, d));
-    WEFT_ASSIGN_OR_RETURN(Tensor wb, bias_part(d, 0));
-    WEFT_ASSIGN_OR_RETURN(Tensor rb, bias_part(d, 1));
-    WEFT_ASSIGN_OR_RETURN(Output kw, c.Param(wt, c.Name(dname + "/W")));
-    WEFT_ASSIGN_OR_RETURN(Output kr, c.Param(rt, c.Name(dname + "/R")));
-    WEFT_ASSIGN_OR_RETURN(Output kwb, c.Param(wb, c.Name(dname + "/Wb")));
-    WEFT_ASSIGN_OR_RETURN(Output krb, c.Param(rb, c.Name(dname + "/Rb")));
+    WEFT_ASSIGN_OR_RETURN(RecurrentParams p, GruRnnParams(c, d, dname, gh));
+    const Output kw = p.w, kr = p.r, kwb = p.wb, krb = p.rb;
     // Every step's input projection at once: [T, B, G*H].
     Output rows =
         Op(c, "Reshape", {x, ConstOf(c, Int64s({-1, input}), dname + "/x_rows_shape")}, {}, dname + "/x_rows");
@@ -272,7 +354,7 @@ Status Recurrent(NodeContext& c, std::string_view what, int64_t gates) {
       WEFT_ASSIGN_OR_RETURN(Output h0, InitialState(c, 5));
       h = StepSlice(c, h0, d, dname + "/h0");
     } else {
-      WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(w.dtype(), Shape{input, hidden}));
+      WEFT_ASSIGN_OR_RETURN(Tensor z, Tensor::Zeros(dtype, Shape{input, hidden}));
       h = Op(c, "MatMul", {StepSlice(c, x, 0, dname + "/x0"), ConstOf(c, z, dname + "/h0_zeros")}, {}, dname + "/h0");
     }
     // GRU without linear_before_reset multiplies the reset state by Rh,
