@@ -65,6 +65,8 @@ Status DynamicReduceSum(NodeContext& c);
 Status DynamicUnsqueeze(NodeContext& c);
 Status DynamicSqueezeOp(NodeContext& c);
 Status DynamicSplitOp(NodeContext& c, int64_t axis);
+// BatchNormalization with training_mode = 1 (onnx_training.cc).
+Status BatchNormTraining(NodeContext& c);
 
 // Helpers every family uses (onnx_ops.cc).
 

@@ -190,14 +190,15 @@ Expected<Window> ReadWindow(NodeContext& c, int spatial, std::vector<int64_t> ke
 
 // Pads |x| as |p| says (its pads in NCHW order), with |value|; |x| is NHWC
 // when |nhwc|.
-Output ApplyPadding(NodeContext& c, Output x, const Padding& p, double value, bool nhwc) {
+Output ApplyPadding(NodeContext& c, Output x, const Padding& p, double value, bool nhwc,
+                    std::string_view name = "pad") {
   if (p.explicit_pads.empty()) return x;
   std::vector<int64_t> pads = p.explicit_pads;
   if (nhwc) {
     const std::vector<int64_t>& q = p.explicit_pads;
     pads = {q[0], q[1], q[4], q[5], q[6], q[7], q[2], q[3]};
   }
-  return Op(c, "Pad", {x}, {{"paddings", AttrValue(pads)}, {"constant_value", AttrValue(value)}}, "pad");
+  return Op(c, "Pad", {x}, {{"paddings", AttrValue(pads)}, {"constant_value", AttrValue(value)}}, name);
 }
 
 // A 4-entry window attr (strides, ksize, dilations) from its (h, w) entries.
@@ -348,16 +349,25 @@ Status Pool(NodeContext& c, bool max) {
     }
   }
   WEFT_ASSIGN_OR_RETURN(Padding pad, ResolvePadding(c, w, xs));
-  if (!pad.explicit_pads.empty() && !max && c.Int("count_include_pad", 0) == 0) {
-    return c.Unsupported("AveragePool with pads ", ListString(w.pads),
-                         " that exclude the padding from the count (count_include_pad = 0) and differ from SAME");
-  }
+  // Integers pool as f32 (exact for 8- and 16-bit values).
+  const DType dtype = x.dtype();
+  if (dtype != DType::kF32 && dtype != DType::kF64)
+    x = Op(c, "Cast", {x}, {{"DstT", AttrValue(DType::kF32)}}, "as_f32");
+  // Average over the window's inputs only, with explicit pads: the padded
+  // window's sum over the count of real elements, the average of ones.
+  const bool exclude = !pad.explicit_pads.empty() && !max && c.Int("count_include_pad", 0) == 0;
+  Output ones = exclude ? ApplyPadding(c, Op(c, "OnesLike", {x}, {}, "ones"), pad, 0.0, nhwc, "ones_pad") : Output();
   x = ApplyPadding(c, x, pad, max ? -std::numeric_limits<double>::infinity() : 0.0, nhwc);
   AttrMap attrs = {{"ksize", AttrValue(Window4(w.kernel, nhwc))},
                    {"strides", AttrValue(Window4(w.strides, nhwc))},
                    {"padding", AttrValue(pad.mode)},
                    {"data_format", AttrValue(nhwc ? "NHWC" : "NCHW")}};
-  Output y = Op(c, max ? "MaxPool" : "AvgPool", {x}, attrs, one_d ? "pool" : "");
+  const bool cast_back = dtype != x.dtype();
+  Output y = Op(c, max ? "MaxPool" : "AvgPool", {x}, attrs, one_d || exclude || cast_back ? "pool" : "");
+  if (exclude) {
+    y = Op(c, "Div", {y, Op(c, "AvgPool", {ones}, attrs, "share")}, {}, one_d || cast_back ? "average" : "");
+  }
+  if (cast_back) y = Op(c, "Cast", {y}, {{"DstT", AttrValue(dtype)}}, one_d ? "cast_back" : "");
   if (one_d) {
     c.SetOut(0, Op(c, "Squeeze", {y}, {{"axis", AttrValue(std::vector<int64_t>{2})}}));
   } else {
@@ -383,9 +393,7 @@ Status GlobalPool(NodeContext& c, std::string_view reduce) {
 }
 
 Status BatchNorm(NodeContext& c) {
-  if (c.Int("training_mode", 0) != 0) {
-    return c.Unsupported("BatchNormalization in training mode (export the model in eval mode)");
-  }
+  if (c.Int("training_mode", 0) != 0) return BatchNormTraining(c);
   for (int i = 1; i < 5; ++i) {
     if (c.has_output(i)) return c.Unsupported("BatchNormalization's running statistics outputs");
   }

@@ -2,7 +2,8 @@
 // Momentum (standard and Nesterov) and Adam, composed of Weft ops: each is
 // a pure function of the learning rate R, the step count T and, per
 // tensor, X, its gradient G and its state, returning the new X and state
-// (the conventions are in core/onnx/converters.h).
+// (the conventions are in core/onnx/converters.h). BatchNormalization's
+// training mode is here too.
 #include "core/base/strings.h"
 #include "core/onnx/converters.h"
 
@@ -150,6 +151,51 @@ Status Adam(NodeContext& c) {
 }
 
 }  // namespace
+
+// BatchNormalization with training_mode (opset 14+): normalized by the
+// batch's own mean and (population) variance over every axis but 1, and
+// the running statistics moved toward them by 1 - momentum.
+Status BatchNormTraining(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  const int r = c.InShape(0).rank();
+  if (r < 2) return c.Unsupported("BatchNormalization in training mode of an input of rank ", r);
+  if (!IsFloating(x.dtype())) return c.Error("input must be floating-point, got ", DTypeName(x.dtype()));
+  std::vector<int64_t> axes = {0}, laid(static_cast<std::size_t>(r), 1);
+  for (int64_t a = 2; a < r; ++a) axes.push_back(a);
+  laid[1] = -1;
+  const AttrMap reduce = {{"axis", AttrValue(axes)}, {"keep_dims", AttrValue(true)}};
+  Output mean = Op(c, "Mean", {x}, reduce, "batch_mean");
+  Output centered = Op(c, "Sub", {x, mean}, {}, "centered");
+  Output var = Op(c, "Mean", {Op(c, "Square", {centered}, {}, "squared")}, reduce, "batch_variance");
+  WEFT_ASSIGN_OR_RETURN(Output eps, ScalarLike(c, x.dtype(), c.Float("epsilon", 1e-5), "epsilon"));
+  Output shape = ConstOf(c, Int64s(laid), "channel_shape");
+  WEFT_ASSIGN_OR_RETURN(Output scale, c.In(1));
+  WEFT_ASSIGN_OR_RETURN(Output bias, c.In(2));
+  Output norm = Op(c, "Mul", {centered, Op(c, "Rsqrt", {Op(c, "Add", {var, eps}, {}, "variance_eps")}, {}, "inv_std")},
+                   {}, "normalized");
+  Output y = Op(c, "Add",
+                {Op(c, "Mul", {norm, Op(c, "Reshape", {scale, shape}, {}, "scale_laid")}, {}, "scaled"),
+                 Op(c, "Reshape", {bias, shape}, {}, "bias_laid")});
+  c.SetOut(0, y);
+  const double m = c.Float("momentum", 0.9);
+  auto running = [&](int input, const Output& batch, const std::string& name) -> Expected<Output> {
+    WEFT_ASSIGN_OR_RETURN(Output old, c.In(input));
+    WEFT_ASSIGN_OR_RETURN(Output keep, ScalarLike(c, x.dtype(), m, name + "_momentum"));
+    WEFT_ASSIGN_OR_RETURN(Output take, ScalarLike(c, x.dtype(), 1 - m, name + "_rate"));
+    Output flat = Op(c, "Reshape", {batch, ConstOf(c, Int64s({-1}), name + "_flat_shape")}, {}, name + "_flat");
+    return Op(c, "Add", {Op(c, "Mul", {old, keep}, {}, name + "_kept"), Op(c, "Mul", {flat, take}, {}, name + "_in")},
+              {}, name);
+  };
+  if (c.has_output(1)) {
+    WEFT_ASSIGN_OR_RETURN(Output rm, running(3, mean, "running_mean"));
+    c.SetOut(1, rm);
+  }
+  if (c.has_output(2)) {
+    WEFT_ASSIGN_OR_RETURN(Output rv, running(4, var, "running_var"));
+    c.SetOut(2, rv);
+  }
+  return Status();
+}
 
 void AddTrainingConverters(ConverterTable& t) {
   t[StrCat(kTrainingDomain, "::Adagrad")] = Adagrad;
