@@ -288,7 +288,7 @@ void RegisterArrayGradients(GradRegistry& r) {
   }
   // The ONNX importer's forms with run-time shape inputs (imported models
   // with shape inputs fed at run time are run, not yet trained).
-  for (const char* op : {"DynamicSlice", "DynamicPad", "DynamicTile", "DynamicSum", "DynamicSplit"}) {
+  for (const char* op : {"DynamicSlice", "DynamicPad", "DynamicTile", "DynamicSum", "DynamicSplit", "Resize"}) {
     r.NotDifferentiable(op);
   }
 }

@@ -65,8 +65,11 @@ Status DynamicReduceSum(NodeContext& c);
 Status DynamicUnsqueeze(NodeContext& c);
 Status DynamicSqueezeOp(NodeContext& c);
 Status DynamicSplitOp(NodeContext& c, int64_t axis);
+Status RuntimeResize(NodeContext& c, bool upsample);
 // BatchNormalization with training_mode = 1 (onnx_training.cc).
 Status BatchNormTraining(NodeContext& c);
+// Dropout with training_mode true or fed (onnx_training.cc).
+Status DropoutTraining(NodeContext& c);
 
 // Helpers every family uses (onnx_ops.cc).
 

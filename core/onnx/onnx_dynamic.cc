@@ -1,7 +1,8 @@
 // ONNX operators whose shape-like inputs (axes, pads, repeats, split sizes,
 // slice bounds) are computed at run time: the Weft ops that take them as
 // tensors (DynamicSlice, DynamicPad, DynamicTile, DynamicSum,
-// DynamicExpandDims, DynamicSqueeze, DynamicSplit; core/ops/dynamic_shape_ops.cc).
+// DynamicExpandDims, DynamicSqueeze, DynamicSplit; core/ops/dynamic_shape_ops.cc),
+// and Resize with fed scales or sizes (Weft's Resize, core/ops/resize_ops.cc).
 // Where the inputs are known at import, the converters in onnx_shape.cc use
 // the attribute forms instead (the conventions are in
 // core/onnx/converters.h).
@@ -21,7 +22,8 @@ Expected<Output> Index(NodeContext& c, int i, std::string_view what) {
 
 }  // namespace
 
-bool Fed(NodeContext& c, int i) { return c.has_input(i) && !c.Known(i).valid(); }
+// An initializer is not fed, even a float one that becomes a variable.
+bool Fed(NodeContext& c, int i) { return c.has_input(i) && !c.Initial(i).valid(); }
 
 Status DynamicSliceOp(NodeContext& c) {
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
@@ -89,6 +91,38 @@ Status DynamicSqueezeOp(NodeContext& c) {
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   WEFT_ASSIGN_OR_RETURN(Output axes, Index(c, 1, "axes"));
   c.SetOut(0, Op(c, "DynamicSqueeze", {x, axes}));
+  return Status();
+}
+
+// Resize whose scales or sizes are fed (or with tf_crop_and_resize): Weft's
+// Resize op, which takes them at run time; Upsample (opsets 7 to 9) as its
+// asymmetric form (nearest rounding down). An absent roi, scales or sizes
+// is an empty tensor.
+Status RuntimeResize(NodeContext& c, bool upsample) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  auto input = [&](int i, DType dtype, const char* what) -> Expected<Output> {
+    if (i < 0 || !c.has_input(i)) {
+      WEFT_ASSIGN_OR_RETURN(Tensor empty, Tensor::Zeros(dtype, Shape{0}));
+      return ConstOf(c, empty, StrCat(what, "_absent"));
+    }
+    WEFT_ASSIGN_OR_RETURN(Output v, c.In(i));
+    return v.dtype() == dtype ? v : Op(c, "Cast", {v}, {{"DstT", AttrValue(dtype)}}, StrCat(what, "_cast"));
+  };
+  const std::string coords =
+      upsample ? std::string("asymmetric") : c.Str("coordinate_transformation_mode", "half_pixel");
+  WEFT_ASSIGN_OR_RETURN(Output roi, input(upsample ? -1 : 1, DType::kF32, "roi"));
+  WEFT_ASSIGN_OR_RETURN(Output scales, input(upsample ? 1 : 2, DType::kF32, "scales"));
+  WEFT_ASSIGN_OR_RETURN(Output sizes, input(upsample ? -1 : 3, DType::kI64, "sizes"));
+  std::string mode = c.Str("mode", "nearest");
+  if (mode == "bilinear") mode = "linear";  // Upsample-7's name
+  c.SetOut(
+      0, Op(c, "Resize", {x, roi, scales, sizes},
+            {{"mode", AttrValue(mode)},
+             {"coordinate_transformation_mode", AttrValue(coords)},
+             {"nearest_mode", AttrValue(upsample ? std::string("floor") : c.Str("nearest_mode", "round_prefer_floor"))},
+             {"cubic_coeff_a", AttrValue(c.Float("cubic_coeff_a", -0.75))},
+             {"exclude_outside", AttrValue(c.Int("exclude_outside", 0) != 0)},
+             {"extrapolation_value", AttrValue(c.Float("extrapolation_value", 0.0))}}));
   return Status();
 }
 

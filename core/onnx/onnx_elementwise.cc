@@ -250,6 +250,23 @@ Status Arith(NodeContext& c, std::string_view weft_op) {
   return Binary(c, weft_op);
 }
 
+// BitShift of unsigned integers (Weft has u8 of ONNX's four): x * 2^y
+// (LEFT, wrapping) or floor(x / 2^y) (RIGHT), computed in i64.
+Status BitShift(NodeContext& c) {
+  const std::string direction = c.Str("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") return c.Error("attr 'direction' is ", Quote(direction));
+  WEFT_ASSIGN_OR_RETURN(auto in, BroadcastIns(c, {0, 1}));
+  const DType dt = in.first[0].dtype();
+  if (dt != DType::kU8) return c.Unsupported("BitShift of ", DTypeName(dt), " (Weft's unsigned type is u8)");
+  Output x = Op(c, "Cast", {in.first[0]}, {{"DstT", AttrValue(DType::kI64)}}, "x_i64");
+  Output y = Op(c, "Cast", {in.first[1]}, {{"DstT", AttrValue(DType::kF64)}}, "y_f64");
+  Output power = Op(c, "Cast", {Op(c, "Pow", {ConstOf(c, Tensor::Scalar<double>(2.0), "two"), y}, {}, "power_f64")},
+                    {{"DstT", AttrValue(DType::kI64)}}, "power");
+  Output shifted = Op(c, direction == "LEFT" ? "Mul" : "FloorDiv", {x, power}, {}, "shifted");
+  SetOutAs(c, 0, Op(c, "Cast", {shifted}, {{"DstT", AttrValue(dt)}}), in.second);
+  return Status();
+}
+
 // Neg of a known integer vector (an axis negated in shape arithmetic),
 // folded; anything else is the Weft op.
 Status NegOp(NodeContext& c) {
@@ -284,6 +301,7 @@ void AddElementwiseConverters(ConverterTable& t) {
     t[onnx_op] = [w](NodeContext& c) { return Unary(c, w); };
   }
   t["Neg"] = NegOp;
+  t["BitShift"] = BitShift;
   const std::pair<const char*, const char*> binary[] = {
       {"Pow", ""},
       {"Equal", "Equal"},

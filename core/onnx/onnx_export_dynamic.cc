@@ -1,6 +1,6 @@
 // Export of the ops with run-time shape inputs (DynamicSlice, DynamicPad,
 // DynamicTile, DynamicSum, DynamicExpandDims, DynamicSqueeze,
-// DynamicSplit): each is the ONNX operator it was made from, its index
+// DynamicSplit, and Resize): each is the ONNX operator it was made from, its index
 // inputs as int64 (the conventions are in core/onnx/exporter.h).
 #include "core/onnx/exporter.h"
 
@@ -48,9 +48,29 @@ Status DynamicSplit(ExportContext& c) {
   return Status();
 }
 
+// Resize: ONNX's, with the same inputs (empty roi, scales or sizes stand
+// for absent ones there too) and attributes.
+Status Resize(ExportContext& c) {
+  // A constant empty input is written as absent ("", and sizes left off):
+  // ONNX 1.12's shape inference takes an empty sizes for a given one.
+  auto empty = [&](int i) {
+    const Tensor* t = c.ConstInput(i);
+    return t != nullptr && t->num_elements() == 0;
+  };
+  std::vector<std::string> ins = {c.In(0), empty(1) ? std::string() : c.In(1), empty(2) ? std::string() : c.In(2)};
+  if (!empty(3)) ins.push_back(I64In(c, 3));
+  onnx::NodeProto* p = c.Emit("Resize", ins, {c.out()}, c.name());
+  for (const char* attr : {"mode", "coordinate_transformation_mode", "nearest_mode"}) AttrStr(p, attr, c.Str(attr));
+  AttrFloat(p, "cubic_coeff_a", c.Float("cubic_coeff_a", -0.75));
+  AttrInt(p, "exclude_outside", c.Bool("exclude_outside", false) ? 1 : 0);
+  AttrFloat(p, "extrapolation_value", c.Float("extrapolation_value", 0.0));
+  return Status();
+}
+
 }  // namespace
 
 void AddDynamicExports(ExportTable& t) {
+  t["Resize"] = Resize;
   t["DynamicSlice"] = DynamicSlice;
   t["DynamicPad"] = DynamicPad;
   t["DynamicTile"] = [](ExportContext& c) {

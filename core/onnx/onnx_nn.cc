@@ -661,8 +661,9 @@ Status Resize(NodeContext& c) {
   if (c.opset() < 11) {
     return c.Unsupported("Resize of opset 10 (its coordinates differ); convert the model to opset 11 or later");
   }
-  if (c.Str("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") {
-    return c.Unsupported("Resize with coordinate_transformation_mode tf_crop_and_resize");
+  // Fed scales or sizes, and cropping, go to Weft's Resize op.
+  if (c.Str("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize" || Fed(c, 2) || Fed(c, 3)) {
+    return RuntimeResize(c, false);
   }
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   const Shape xs = x.shape();
@@ -769,6 +770,7 @@ void AddNnConverters(ConverterTable& t) {
   t["LogSoftmax"] = [](NodeContext& c) { return SoftmaxOp(c, "LogSoftmax"); };
   t["Flatten"] = Flatten;
   t["Resize"] = Resize;
+  t["Upsample"] = [](NodeContext& c) { return RuntimeResize(c, true); };
 }
 
 }  // namespace weft::onnx_io::convert

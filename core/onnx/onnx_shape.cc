@@ -673,16 +673,13 @@ Status Identity(NodeContext& c) {
   return Status();
 }
 
-// Dropout in inference (or with ratio 0): the input, and a mask of trues.
+// Dropout in inference: the input, and a mask of trues. In training mode
+// (training_mode true or fed): y = x * mask / (1 - ratio) with mask =
+// RandomUniform >= ratio (the attr seed, or Weft's default seeding).
 Status Dropout(NodeContext& c) {
-  if (c.opset() >= 12 && c.has_input(2)) {
-    const Tensor t = c.Known(2);
-    const Tensor ratio = c.has_input(1) ? c.Known(1) : Tensor();
-    const bool no_drop = ratio.valid() && ratio.num_elements() == 1 && *c.KnownScalar(1, "ratio") == 0;
-    if (!t.valid() || (ToInts(t)[0] != 0 && !no_drop)) {
-      return c.Unsupported("Dropout in training mode (a random mask; ratio 0 and inference are supported)");
-    }
-  }
+  const bool training_input = c.opset() >= 12 && c.has_input(2);
+  const Tensor t = training_input ? c.Known(2) : Tensor();
+  if (training_input && (!t.valid() || ToInts(t)[0] != 0)) return DropoutTraining(c);
   if (c.has_output(1)) {
     WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
     Output shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "shape");

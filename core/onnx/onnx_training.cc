@@ -197,6 +197,37 @@ Status BatchNormTraining(NodeContext& c) {
   return Status();
 }
 
+// Dropout whose training_mode is true or fed: y = x * mask / (1 - ratio)
+// in training (x with a mask of trues otherwise), mask = U[0, 1) >= ratio.
+Status DropoutTraining(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  if (!IsFloating(x.dtype())) return c.Error("input must be floating-point, got ", DTypeName(x.dtype()));
+  Output ratio;
+  if (c.has_input(1)) {
+    WEFT_ASSIGN_OR_RETURN(Output r, c.In(1));
+    ratio = AsScalar(c, r.dtype() == x.dtype() ? r : Op(c, "Cast", {r}, {{"DstT", AttrValue(x.dtype())}}, "ratio_cast"),
+                     "ratio");
+  } else {
+    WEFT_ASSIGN_OR_RETURN(ratio, ScalarLike(c, x.dtype(), 0.5, "ratio"));
+  }
+  WEFT_ASSIGN_OR_RETURN(Output training, c.In(2));
+  training = AsScalar(c, training, "training");
+  Output shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "shape");
+  Output u = Op(c, "RandomUniform", {shape}, {{"dtype", AttrValue(x.dtype())}, {"seed", AttrValue(c.Int("seed", 0))}},
+                "uniform");
+  Output kept = Op(c, "LogicalOr",
+                   {Op(c, "LogicalNot", {training}, {}, "inference"), Op(c, "GreaterEqual", {u, ratio}, {}, "drawn")},
+                   {}, "mask");
+  WEFT_ASSIGN_OR_RETURN(Output one, ScalarLike(c, x.dtype(), 1.0, "one"));
+  WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0.0, "zero"));
+  Output scale =
+      Op(c, "Select", {training, Op(c, "Div", {one, Op(c, "Sub", {one, ratio}, {}, "keep")}, {}, "inverse"), one}, {},
+         "scale");
+  c.SetOut(0, Op(c, "Select", {kept, Op(c, "Mul", {x, scale}, {}, "scaled"), zero}));
+  if (c.has_output(1)) c.SetOut(1, kept);
+  return Status();
+}
+
 void AddTrainingConverters(ConverterTable& t) {
   t[StrCat(kTrainingDomain, "::Adagrad")] = Adagrad;
   t[StrCat(kTrainingDomain, "::Momentum")] = Momentum;

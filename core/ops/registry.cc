@@ -22,6 +22,7 @@ Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterControlFlowOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterFusedOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterDynamicShapeOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterResizeOps(registry));
   return Status();
 }
 }  // namespace ops

@@ -187,10 +187,6 @@ def cases(workdir):
     c.append(("resize_crop", model([crop], [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 8, 8])],
                                    [roi, numpy_helper.from_array(np.float32([1, 1, 2, 2]), "scales")], opset=13),
               ["resize_crop.onnx", "node \"resize\" (Resize", "tf_crop_and_resize"]))
-    fed = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize")
-    c.append(("resize_fed_scales", model([fed], [vi("x", [1, 1, 4, 4]), vi("scales", [4])], [vi("y", [None] * 4)], [roi],
-                                         opset=13),
-              ["resize_fed_scales.onnx", "node \"resize\" (Resize", "scales (input 2) must be known"]))
     c.append(("resize_huge", model([helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize")],
                                    [vi("x", [1, 1, 4, 4])], [vi("y", [1, 1, 4, None])],
                                    [roi, numpy_helper.from_array(np.float32([1, 1, 1, 1e20]), "scales")], opset=13),

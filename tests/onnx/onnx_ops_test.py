@@ -508,6 +508,9 @@ def resize_cases():
                           attrs.get("nearest_mode", "round_prefer_floor"), attrs.get("cubic_coeff_a", -0.75),
                           bool(attrs.get("exclude_outside", 0)))
         c.append(Case(f"resize_{tag}", "Resize", inputs, want, attrs, opset=13, consts=consts, rtol=1e-5, atol=1e-5))
+        # The same with scales or sizes fed at run time: Weft's Resize op.
+        c.append(Case(f"resize_{tag}_fed", "Resize", inputs, want, attrs, opset=13, consts={1: None}, rtol=1e-5,
+                      atol=1e-5))
     return c
 
 

@@ -141,6 +141,7 @@ void RegisterTrainingKernels(KernelRegistry& r);
 void RegisterGradSupportKernels(KernelRegistry& r);
 void RegisterSparseKernels(KernelRegistry& r);
 void RegisterDynamicShapeKernels(KernelRegistry& r);  // ops with run-time shape inputs (ONNX)
+void RegisterResizeKernels(KernelRegistry& r);        // ONNX's Resize
 
 }  // namespace weft::cpu
 

@@ -11,6 +11,7 @@ the conformance suite's references in cases/.
   indexing.py     gathers, scatters, segments, TopK, NonZero, ...
   nn.py           matrix products, windows, softmax, losses, normalisation, cells
   dynamic_shape.py  the ops with run-time shape inputs (ONNX's Slice, Pad, Tile, ...)
+  resize.py       Resize (ONNX's, with run-time scales or sizes)
 """
 from .dynamic_shape import GEN as DYNAMIC_SHAPE, gen_dynamic_shape
 from .elementwise import BINARY, COMPARE, GRADS, LOGICAL, PREDICATES, UNARY, gen_binary, gen_grad, gen_unary
@@ -19,6 +20,7 @@ from .movement import gen_cast, gen_movement, gen_shape_helpers
 from .nn import gen_addn, gen_bias, gen_clip, gen_lstm, gen_matmul, gen_norm, gen_range, gen_softmax, gen_window, \
     gen_xent
 from .reductions import gen_arg, gen_logical_reduce, gen_reduce, gen_scan
+from .resize import gen_resize
 from .values import Edge, parse_binding
 
 __all__ = ["EXEMPT", "FAMILIES", "Edge", "parse_binding"]
@@ -50,6 +52,7 @@ for _op in ("Identity", "StopGradient", "ZerosLike", "OnesLike", "Shape", "Size"
     FAMILIES[_op] = gen_movement
 for _op in DYNAMIC_SHAPE:
     FAMILIES[_op] = gen_dynamic_shape
+FAMILIES["Resize"] = gen_resize
 for _op in ("Gather", "GatherNd", "ScatterNd", "UnsortedSegmentSum", "DynamicPartition", "DynamicStitch", "Unique",
             "OneHot", "InvertPermutation"):
     FAMILIES[_op] = gen_indexing
