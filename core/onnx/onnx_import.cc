@@ -427,8 +427,18 @@ Expected<std::vector<Output>> Importer::ConvertSubgraph(const onnx::GraphProto& 
       break;
     }
     // Through an Identity made here, so that an outer value or a constant
-    // returned by a branch or body belongs to it.
-    results.push_back(b_.Op("Identity", {*value}, {}, SanitiseName(name)));
+    // returned by a branch or body belongs to it; a value whose shape Weft
+    // only knows in part (a slice with fed bounds) takes the static shape
+    // the subgraph declares, checked at run time by a Reshape, so that a
+    // loop keeps its carried shapes.
+    auto declared = ValueInfoType(graph.output(k));
+    const bool narrow = declared.ok() && declared->first.IsFullyDefined() && !value->shape().IsFullyDefined() &&
+                        value->shape().IsCompatibleWith(declared->first);
+    results.push_back(
+        narrow ? b_.Op("Reshape",
+                       {*value, b_.Const(Int64s(declared->first.dims()), SanitiseName(name) + "/declared_shape")}, {},
+                       SanitiseName(name))
+               : b_.Op("Identity", {*value}, {}, SanitiseName(name)));
     status = b_.status();
     if (known != nullptr) {
       const Value* v = Find(name);

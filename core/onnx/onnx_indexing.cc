@@ -1,6 +1,6 @@
 // ONNX indexing operators composed of Weft ops: ScatterND (reduction none
-// and add), GatherND (batch_dims 0), ReverseSequence, and Det of 2x2 and
-// 3x3 matrices (the conventions are in core/onnx/converters.h).
+// and add), GatherND (batch_dims 0 and 1), ReverseSequence, MaxUnpool, and Det
+// of 2x2 and 3x3 matrices (the conventions are in core/onnx/converters.h).
 #include <map>
 #include <utility>
 
@@ -34,11 +34,74 @@ Status ScatterND(NodeContext& c) {
   return Status();
 }
 
+// GatherND; with batch_dims 1, each index tuple gets its batch's index in
+// front ([B, ..., k] -> [B, ..., 1 + k]) and GatherNd reads the whole data.
 Status GatherND(NodeContext& c) {
-  if (c.Int("batch_dims", 0) != 0) return c.Unsupported("GatherND with batch_dims ", c.Int("batch_dims", 0));
+  const int64_t batch_dims = c.Int("batch_dims", 0);
   WEFT_ASSIGN_OR_RETURN(Output data, c.In(0));
   WEFT_ASSIGN_OR_RETURN(Output indices, c.In(1));
+  if (batch_dims == 1) {
+    const Shape is = c.InShape(1);
+    if (!is.IsFullyDefined() || is.rank() < 2) {
+      return c.Unsupported("GatherND with batch_dims 1 and indices of shape ", is.ToString());
+    }
+    std::vector<int64_t> batch(static_cast<std::size_t>(is.num_elements() / is.dim(is.rank() - 1)));
+    const int64_t per_batch = static_cast<int64_t>(batch.size()) / is.dim(0);
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<int64_t>(i) / per_batch;
+    std::vector<int64_t> dims = is.dims();
+    dims.back() = 1;
+    Output b = ConstOf(c, Int64s(batch, Shape(dims)), "batch_index");
+    if (indices.dtype() != DType::kI64) {
+      indices = Op(c, "Cast", {indices}, {{"DstT", AttrValue(DType::kI64)}}, "indices_i64");
+    }
+    indices = Op(c, "Concat", {b, indices}, {{"axis", AttrValue(int64_t{-1})}}, "with_batch");
+  } else if (batch_dims != 0) {
+    return c.Unsupported("GatherND with batch_dims ", batch_dims, " (0 and 1 are supported)");
+  }
   c.SetOut(0, Op(c, "GatherNd", {data, indices}));
+  return Status();
+}
+
+// MaxUnpool: zeros of the unpooled shape ((in - 1) * stride + kernel -
+// pads) with X's values at the flat indices I; a larger output_shape (known
+// or fed) pads that with zeros at the end of each axis, as ONNX's data has it.
+Status MaxUnpool(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output index, c.In(1));
+  const Shape xs = c.InShape(0);
+  const std::vector<int64_t> kernel = c.Ints("kernel_shape");
+  const std::size_t n = kernel.size();
+  const std::vector<int64_t> strides = c.Ints("strides", std::vector<int64_t>(n, 1));
+  const std::vector<int64_t> pads = c.Ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (!xs.IsFullyDefined() || xs.rank() != static_cast<int>(n) + 2 || strides.size() != n || pads.size() != 2 * n) {
+    return c.Error("kernel_shape ", ListString(kernel), ", strides and pads do not fit X ", xs.ToString());
+  }
+  std::vector<int64_t> dims = {xs.dim(0), xs.dim(1)};
+  for (std::size_t i = 0; i < n; ++i) {
+    dims.push_back((xs.dim(static_cast<int>(i) + 2) - 1) * strides[i] + kernel[i] - pads[i] - pads[i + n]);
+  }
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  WEFT_ASSIGN_OR_RETURN(Tensor zeros, Tensor::Zeros(x.dtype(), Shape{total}));
+  Output flat = ConstOf(c, Int64s({-1}), "flat_shape");
+  Output placed = Op(c, "ScatterElements",
+                     {ConstOf(c, zeros, "zeros"), Op(c, "Reshape", {index, flat}, {}, "index_flat"),
+                      Op(c, "Reshape", {x, flat}, {}, "x_flat")},
+                     {{"axis", AttrValue(int64_t{0})}}, "placed");
+  Output y = Op(c, "Reshape", {placed, ConstOf(c, Int64s(dims), "shape")}, {}, c.has_input(2) ? "unpooled" : "");
+  if (c.has_input(2)) {
+    WEFT_ASSIGN_OR_RETURN(Output out_shape, c.In(2));
+    if (out_shape.dtype() != DType::kI64) {
+      out_shape = Op(c, "Cast", {out_shape}, {{"DstT", AttrValue(DType::kI64)}}, "output_shape_i64");
+    }
+    // pads: zeros before, output_shape - unpooled after.
+    Output after = Op(c, "Sub", {out_shape, ConstOf(c, Int64s(dims), "unpooled_shape")}, {}, "after");
+    Output before = ConstOf(c, Int64s(std::vector<int64_t>(dims.size(), 0)), "before");
+    Output pad = Op(c, "Concat", {before, after}, {{"axis", AttrValue(int64_t{0})}}, "pads");
+    WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, x.dtype(), 0, "zero"));
+    y = Op(c, "DynamicPad", {y, pad, zero});
+  }
+  c.SetOut(0, y);
   return Status();
 }
 
@@ -121,6 +184,7 @@ void AddIndexingConverters(ConverterTable& t) {
   t["GatherND"] = GatherND;
   t["ReverseSequence"] = ReverseSequence;
   t["Det"] = Det;
+  t["MaxUnpool"] = MaxUnpool;
 }
 
 }  // namespace weft::onnx_io::convert
