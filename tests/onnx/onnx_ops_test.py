@@ -122,6 +122,15 @@ def cases():
     np.add.at(want, ind[:, 0], upd)
     c.append(Case("scatternd_add_repeated", "ScatterND", [dn, ind, upd], want, {"reduction": "add"}, opset=16))
     c.append(Case("gathernd_pairs", "GatherND", [dn, np.array([[0, 2], [3, 1]], np.int64)], dn[[0, 3], [2, 1]]))
+    # DFT: onesided of a real signal, and a complex one along axis 2 (NumPy's FFTs).
+    sig = f32(2, 8, 3, 1)
+    c.append(Case("dft_onesided", "DFT", [sig], np.stack([np.fft.rfft(sig[..., 0], axis=1).real,
+                                                         np.fft.rfft(sig[..., 0], axis=1).imag], -1).astype(np.float32),
+                  {"onesided": 1}, rtol=1e-4, atol=1e-5))
+    zc = f32(2, 3, 5, 2)
+    spec = np.fft.fft(zc[..., 0] + 1j * zc[..., 1], axis=2)
+    c.append(Case("dft_complex_axis2", "DFT", [zc], np.stack([spec.real, spec.imag], -1).astype(np.float32),
+                  {"axis": 2}, rtol=1e-4, atol=1e-5))
     # Opsets before 7 through ONNX's version converter.
     c.append(Case("relu_opset6", "Relu", [x], np.maximum(x, 0), opset=6))
     c.append(Case("elu_opset6", "Elu", [x], np.where(x > 0, x, 0.5 * (np.exp(x) - 1)).astype(np.float32),
