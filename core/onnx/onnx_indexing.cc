@@ -1,6 +1,6 @@
 // ONNX indexing operators composed of Weft ops: ScatterND (reduction none
-// and add), GatherND (batch_dims 0 and 1), ReverseSequence, MaxUnpool, and Det
-// of 2x2 and 3x3 matrices (the conventions are in core/onnx/converters.h).
+// and add), GatherND (batch_dims 0 and 1), ReverseSequence, MaxUnpool,
+// GridSample (nearest and bilinear), and Det of 2x2 and 3x3 matrices (the conventions are in core/onnx/converters.h).
 #include <map>
 #include <utility>
 
@@ -177,9 +177,125 @@ Status Det(NodeContext& c) {
   return Status();
 }
 
+// GridSample's source coordinate along an axis of |size| from normalized
+// |g| in [-1, 1], with border or reflection padding applied (as PyTorch's
+// grid_sample, which ONNX's follows).
+Expected<Output> GridCoordinate(NodeContext& c, const Output& g, int64_t size, bool align, const std::string& padding,
+                                const std::string& name) {
+  auto k = [&](double v, const std::string& n) { return ScalarLike(c, g.dtype(), v, name + "_" + n); };
+  WEFT_ASSIGN_OR_RETURN(Output one, k(1, "one"));
+  WEFT_ASSIGN_OR_RETURN(Output half, k(0.5, "half"));
+  const double s = static_cast<double>(size);
+  // align_corners: (g + 1) / 2 * (size - 1); else ((g + 1) * size - 1) / 2.
+  WEFT_ASSIGN_OR_RETURN(Output scale, k(align ? (s - 1) / 2 : s / 2, "scale"));
+  Output x = Op(c, "Mul", {Op(c, "Add", {g, one}, {}, name + "_shifted"), scale}, {}, name + "_scaled");
+  if (!align) x = Op(c, "Sub", {x, half}, {}, name + "_unnormalized");
+  WEFT_ASSIGN_OR_RETURN(Output lo, k(0, "lo"));
+  WEFT_ASSIGN_OR_RETURN(Output hi, k(s - 1, "hi"));
+  if (padding == "reflection") {
+    // Reflected over [0, size - 1] (align) or [-0.5, size - 0.5], then clipped.
+    WEFT_ASSIGN_OR_RETURN(Output low, k(align ? 0 : -0.5, "reflect_low"));
+    WEFT_ASSIGN_OR_RETURN(Output span, k(align ? s - 1 : s, "reflect_span"));
+    WEFT_ASSIGN_OR_RETURN(Output span2, k(align ? 2 * (s - 1) : 2 * s, "reflect_period"));
+    if (!(align && size == 1)) {
+      Output d = Op(c, "Abs", {Op(c, "Sub", {x, low}, {}, name + "_from_low")}, {}, name + "_distance");
+      Output t = Op(c, "FloorMod", {d, span2}, {}, name + "_phase");
+      Output mirrored = Op(c, "Sub", {span2, t}, {}, name + "_mirrored");
+      x = Op(c, "Add",
+             {Op(c, "Select", {Op(c, "LessEqual", {t, span}, {}, name + "_first_half"), t, mirrored}, {},
+                 name + "_folded"),
+              low},
+             {}, name + "_reflected");
+    }
+  }
+  if (padding == "reflection" || padding == "border") x = Op(c, "ClipByValue", {x, lo, hi}, {}, name + "_clipped");
+  return x;
+}
+
+// GridSample (opset 16) of [N, C, H, W] at grid [N, Ho, Wo, 2] (x, y in
+// [-1, 1]): nearest (ties to even) or bilinear, zeros, border or reflection
+// padding, align_corners; GatherNd of channels-last X at (n, y, x).
+Status GridSample(NodeContext& c) {
+  const std::string mode = c.Str("mode", "bilinear"), padding = c.Str("padding_mode", "zeros");
+  if (mode != "bilinear" && mode != "nearest") return c.Unsupported("GridSample mode ", Quote(mode));
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    return c.Error("attr 'padding_mode' is ", Quote(padding));
+  }
+  const bool align = c.Int("align_corners", 0) != 0;
+  const Shape xs = c.InShape(0), gs = c.InShape(1);
+  if (xs.rank() != 4 || !xs.IsFullyDefined() || gs.rank() != 4 || !gs.IsFullyDefined() || gs.dim(3) != 2) {
+    return c.Unsupported("GridSample of X ", xs.ToString(), " at grid ", gs.ToString(), " (static 2-D)");
+  }
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  WEFT_ASSIGN_OR_RETURN(Output grid, c.In(1));
+  const int64_t n = gs.dim(0), ho = gs.dim(1), wo = gs.dim(2), h = xs.dim(2), w = xs.dim(3);
+  const AttrMap last = {{"axis", AttrValue(int64_t{3})}};
+  Output gx = Op(c, "Gather", {grid, ConstOf(c, Tensor::Scalar<int64_t>(0), "x_index")}, last, "gx");
+  Output gy = Op(c, "Gather", {grid, ConstOf(c, Tensor::Scalar<int64_t>(1), "y_index")}, last, "gy");
+  WEFT_ASSIGN_OR_RETURN(Output px, GridCoordinate(c, gx, w, align, padding, "px"));
+  WEFT_ASSIGN_OR_RETURN(Output py, GridCoordinate(c, gy, h, align, padding, "py"));
+  Output nhwc = Op(c, "Transpose", {x}, {{"perm", AttrValue(std::vector<int64_t>{0, 2, 3, 1})}}, "x_nhwc");
+  std::vector<int64_t> batch(static_cast<std::size_t>(n * ho * wo));
+  for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<int64_t>(i) / (ho * wo);
+  Output batch_index = ConstOf(c, Int64s(batch, Shape{n, ho, wo, 1}), "batch_index");
+  // X at integer (iy, ix) (floats), zero where outside: [N, Ho, Wo, C].
+  auto sample = [&](const Output& iy, const Output& ix, const std::string& name) -> Expected<Output> {
+    WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, iy.dtype(), 0, name + "_zero"));
+    WEFT_ASSIGN_OR_RETURN(Output hmax, ScalarLike(c, iy.dtype(), static_cast<double>(h - 1), name + "_hmax"));
+    WEFT_ASSIGN_OR_RETURN(Output wmax, ScalarLike(c, iy.dtype(), static_cast<double>(w - 1), name + "_wmax"));
+    Output inside =
+        Op(c, "LogicalAnd",
+           {Op(c, "LogicalAnd",
+               {Op(c, "GreaterEqual", {iy, zero}, {}, name + "_y0"), Op(c, "LessEqual", {iy, hmax}, {}, name + "_y1")},
+               {}, name + "_y_in"),
+            Op(c, "LogicalAnd",
+               {Op(c, "GreaterEqual", {ix, zero}, {}, name + "_x0"), Op(c, "LessEqual", {ix, wmax}, {}, name + "_x1")},
+               {}, name + "_x_in")},
+           {}, name + "_inside");
+    auto index = [&](const Output& v, const Output& vmax, const std::string& k) {
+      Output clipped = Op(c, "ClipByValue", {v, zero, vmax}, {}, name + "_" + k + "_clipped");
+      return Op(c, "ExpandDims",
+                {Op(c, "Cast", {clipped}, {{"DstT", AttrValue(DType::kI64)}}, name + "_" + k + "_i64")},
+                {{"axis", AttrValue(int64_t{-1})}}, name + "_" + k);
+    };
+    Output at = Op(c, "Concat", {batch_index, index(iy, hmax, "iy"), index(ix, wmax, "ix")},
+                   {{"axis", AttrValue(int64_t{-1})}}, name + "_at");
+    Output v = Op(c, "GatherNd", {nhwc, at}, {}, name + "_values");
+    WEFT_ASSIGN_OR_RETURN(Output vzero, ScalarLike(c, v.dtype(), 0, name + "_vzero"));
+    return Op(c, "Select",
+              {Op(c, "ExpandDims", {inside}, {{"axis", AttrValue(int64_t{-1})}}, name + "_mask"), v, vzero}, {}, name);
+  };
+  Output y;
+  if (mode == "nearest") {
+    WEFT_ASSIGN_OR_RETURN(y, sample(Op(c, "Round", {py}, {}, "ny"), Op(c, "Round", {px}, {}, "nx"), "nearest"));
+  } else {
+    Output x0 = Op(c, "Floor", {px}, {}, "x0"), y0 = Op(c, "Floor", {py}, {}, "y0");
+    WEFT_ASSIGN_OR_RETURN(Output one, ScalarLike(c, px.dtype(), 1, "one"));
+    Output x1 = Op(c, "Add", {x0, one}, {}, "x1"), y1 = Op(c, "Add", {y0, one}, {}, "y1");
+    Output wx1 = Op(c, "Sub", {px, x0}, {}, "wx1"), wy1 = Op(c, "Sub", {py, y0}, {}, "wy1");
+    Output wx0 = Op(c, "Sub", {one, wx1}, {}, "wx0"), wy0 = Op(c, "Sub", {one, wy1}, {}, "wy0");
+    auto weight = [&](const Output& a, const Output& b, const std::string& name) {
+      return Op(c, "ExpandDims", {Op(c, "Mul", {a, b}, {}, name + "_w")}, {{"axis", AttrValue(int64_t{-1})}}, name);
+    };
+    WEFT_ASSIGN_OR_RETURN(Output v00, sample(y0, x0, "v00"));
+    WEFT_ASSIGN_OR_RETURN(Output v01, sample(y0, x1, "v01"));
+    WEFT_ASSIGN_OR_RETURN(Output v10, sample(y1, x0, "v10"));
+    WEFT_ASSIGN_OR_RETURN(Output v11, sample(y1, x1, "v11"));
+    y = Op(c, "AddN",
+           {Op(c, "Mul", {v00, weight(wy0, wx0, "w00")}, {}, "t00"),
+            Op(c, "Mul", {v01, weight(wy0, wx1, "w01")}, {}, "t01"),
+            Op(c, "Mul", {v10, weight(wy1, wx0, "w10")}, {}, "t10"),
+            Op(c, "Mul", {v11, weight(wy1, wx1, "w11")}, {}, "t11")},
+           {}, "bilinear");
+  }
+  c.SetOut(0, Op(c, "Transpose", {y}, {{"perm", AttrValue(std::vector<int64_t>{0, 3, 1, 2})}}));
+  return Status();
+}
+
 }  // namespace
 
 void AddIndexingConverters(ConverterTable& t) {
+  t["GridSample"] = GridSample;
   t["ScatterND"] = ScatterND;
   t["GatherND"] = GatherND;
   t["ReverseSequence"] = ReverseSequence;
