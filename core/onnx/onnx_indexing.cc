@@ -1,5 +1,5 @@
-// ONNX indexing operators composed of Weft ops: ScatterND (reduction none
-// and add), GatherND (batch_dims 0 and 1), ReverseSequence, MaxUnpool,
+// ONNX indexing operators composed of Weft ops: ScatterND (reduction none,
+// add and mul), GatherND (batch_dims 0 and 1), ReverseSequence, MaxUnpool,
 // GridSample (nearest and bilinear), and Det of 2x2 and 3x3 matrices (the conventions are in core/onnx/converters.h).
 #include <map>
 #include <utility>
@@ -25,12 +25,33 @@ Status ScatterND(NodeContext& c) {
     c.SetOut(0, Op(c, "Add", {data, scattered}));
     return Status();
   }
-  if (reduction != "none") {
-    return c.Unsupported("ScatterND with reduction ", Quote(reduction), " (none and add are supported)");
+  if (reduction != "none" && reduction != "mul") {
+    return c.Unsupported("ScatterND with reduction ", Quote(reduction), " (none, add and mul are supported)");
   }
   Output hits = Op(c, "ScatterNd", {indices, Op(c, "OnesLike", {updates}, {}, "ones")}, shape, "hits");
   WEFT_ASSIGN_OR_RETURN(Output zero, ScalarLike(c, data.dtype(), 0, "zero"));
-  c.SetOut(0, Op(c, "Select", {Op(c, "Greater", {hits, zero}, {}, "written"), scattered, data}));
+  Output written = Op(c, "Greater", {hits, zero}, {}, "written");
+  if (reduction == "mul") {
+    // The product of every update at an index (repeated indices multiply):
+    // exp of the summed log magnitudes, negated for an odd count of
+    // negative factors.
+    if (!IsFloating(data.dtype())) return c.Unsupported("ScatterND mul of ", DTypeName(data.dtype()));
+    Output magnitude = Op(c, "Exp",
+                          {Op(c, "ScatterNd", {indices, Op(c, "Log", {Op(c, "Abs", {updates}, {}, "abs")}, {}, "log")},
+                              shape, "log_sum")},
+                          {}, "magnitude");
+    Output negative = Op(c, "Cast", {Op(c, "Less", {updates, zero}, {}, "negative")},
+                         {{"DstT", AttrValue(data.dtype())}}, "negative_count_in");
+    WEFT_ASSIGN_OR_RETURN(Output two, ScalarLike(c, data.dtype(), 2, "two"));
+    WEFT_ASSIGN_OR_RETURN(Output one, ScalarLike(c, data.dtype(), 1, "one"));
+    Output odd =
+        Op(c, "Equal",
+           {Op(c, "FloorMod", {Op(c, "ScatterNd", {indices, negative}, shape, "negatives"), two}, {}, "parity"), one},
+           {}, "odd");
+    Output product = Op(c, "Select", {odd, Op(c, "Neg", {magnitude}, {}, "negated"), magnitude}, {}, "product");
+    scattered = Op(c, "Mul", {data, product}, {}, "multiplied");
+  }
+  c.SetOut(0, Op(c, "Select", {written, scattered, data}));
   return Status();
 }
 

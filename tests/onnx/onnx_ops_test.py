@@ -121,6 +121,10 @@ def cases():
     want = dn.copy()
     np.add.at(want, ind[:, 0], upd)
     c.append(Case("scatternd_add_repeated", "ScatterND", [dn, ind, upd], want, {"reduction": "add"}, opset=16))
+    want_mul = dn.copy()
+    np.multiply.at(want_mul, ind[:, 0], upd)
+    c.append(Case("scatternd_mul_repeated", "ScatterND", [dn, ind, upd], want_mul, {"reduction": "mul"}, opset=16,
+                  rtol=1e-5, atol=1e-6))
     c.append(Case("gathernd_pairs", "GatherND", [dn, np.array([[0, 2], [3, 1]], np.int64)], dn[[0, 3], [2, 1]]))
     # DFT: onesided of a real signal, and a complex one along axis 2 (NumPy's FFTs).
     sig = f32(2, 8, 3, 1)
