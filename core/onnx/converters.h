@@ -70,6 +70,8 @@ Status RuntimeResize(NodeContext& c, bool upsample);
 Status BatchNormTraining(NodeContext& c);
 // Dropout with training_mode true or fed (onnx_training.cc).
 Status DropoutTraining(NodeContext& c);
+// MaxPool and AveragePool of [N, C, D, H, W] (onnx_pool3d.cc).
+Status Pool3d(NodeContext& c, bool max);
 
 // Helpers every family uses (onnx_ops.cc).
 

@@ -304,6 +304,7 @@ Status ConvOp(NodeContext& c) {
 Status Pool(NodeContext& c, bool max) {
   if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
   Shape xs = c.InShape(0);
+  if (xs.rank() == 5) return Pool3d(c, max);
   if (xs.rank() >= 0 && xs.rank() != 4 && xs.rank() != 3) {
     return c.Unsupported("pooling of a rank-", xs.rank(), " input (Weft pools 1-D and 2-D windows)");
   }
