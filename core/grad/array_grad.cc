@@ -291,6 +291,11 @@ void RegisterArrayGradients(GradRegistry& r) {
   for (const char* op : {"DynamicSlice", "DynamicPad", "DynamicTile", "DynamicSum", "DynamicSplit", "Resize"}) {
     r.NotDifferentiable(op);
   }
+  // ONNX's ops that select (their outputs are indices, or elements picked
+  // by comparisons).
+  for (const char* op : {"NonMaxSuppression", "OnnxUnique"}) {
+    r.NotDifferentiable(op);
+  }
 }
 
 }  // namespace weft::grad

@@ -72,6 +72,8 @@ Status BatchNormTraining(NodeContext& c);
 Status DropoutTraining(NodeContext& c);
 // MaxPool and AveragePool of [N, C, D, H, W] (onnx_pool3d.cc).
 Status Pool3d(NodeContext& c, bool max);
+// 2-D pooling with dilations (onnx_pool3d.cc).
+Status DilatedPool(NodeContext& c, bool max);
 
 // Helpers every family uses (onnx_ops.cc).
 

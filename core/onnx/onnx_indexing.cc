@@ -1,6 +1,7 @@
 // ONNX indexing operators composed of Weft ops: ScatterND (reduction none,
 // add and mul), GatherND (batch_dims 0 and 1), ReverseSequence, MaxUnpool,
-// GridSample (nearest and bilinear), and Det of 2x2 and 3x3 matrices (the conventions are in core/onnx/converters.h).
+// GridSample (nearest and bilinear), Det of 2x2 and 3x3 matrices, and
+// NonMaxSuppression and Unique as the Weft ops of their semantics (the conventions are in core/onnx/converters.h).
 #include <map>
 #include <utility>
 
@@ -313,9 +314,51 @@ Status GridSample(NodeContext& c) {
   return Status();
 }
 
+// NonMaxSuppression: Weft's op of the same semantics; absent inputs are
+// constants (no boxes per class, an IoU threshold of 0, and an empty score
+// threshold for none).
+Status NonMaxSuppression(NodeContext& c) {
+  std::vector<Output> in;
+  for (int i = 0; i < 2; ++i) {
+    WEFT_ASSIGN_OR_RETURN(Output v, c.In(i));
+    in.push_back(v);
+  }
+  auto optional = [&](int i, const Tensor& absent, DType dtype, const char* name) -> Expected<Output> {
+    if (!c.has_input(i)) return ConstOf(c, absent, name);
+    WEFT_ASSIGN_OR_RETURN(Output v, c.In(i));
+    return v.dtype() == dtype ? v : Op(c, "Cast", {v}, {{"DstT", AttrValue(dtype)}}, StrCat(name, "_cast"));
+  };
+  WEFT_ASSIGN_OR_RETURN(Output max_boxes, optional(2, Tensor::Scalar<int64_t>(0), DType::kI64, "max_boxes"));
+  WEFT_ASSIGN_OR_RETURN(Output iou, optional(3, Tensor::Scalar<float>(0.0f), DType::kF32, "iou_threshold"));
+  WEFT_ASSIGN_OR_RETURN(Tensor none, Tensor::Zeros(DType::kF32, Shape{0}));
+  WEFT_ASSIGN_OR_RETURN(Output score, optional(4, none, DType::kF32, "score_threshold"));
+  c.SetOut(0, Op(c, "NonMaxSuppression", {in[0], in[1], max_boxes, iou, score},
+                 {{"center_point_box", AttrValue(c.Int("center_point_box", 0))}}));
+  return Status();
+}
+
+// Unique: Weft's OnnxUnique (ONNX's outputs and order; TensorFlow's
+// Unique is another op).
+Status UniqueOp(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+  AttrMap attrs = {{"sorted", AttrValue(c.Int("sorted", 1) != 0)}, {"has_axis", AttrValue(c.HasAttr("axis"))}};
+  if (c.HasAttr("axis")) {
+    WEFT_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.Int("axis", 0), c.InShape(0).rank(), "attr 'axis'"));
+    attrs["axis"] = AttrValue(axis);
+  }
+  std::vector<Output> outs = c.b().AddNode("OnnxUnique", {x}, attrs, c.Name());
+  if (outs.size() != 4) return c.b().status();
+  for (int i = 0; i < 4; ++i) {
+    if (c.has_output(i)) c.SetOut(i, outs[static_cast<std::size_t>(i)]);
+  }
+  return Status();
+}
+
 }  // namespace
 
 void AddIndexingConverters(ConverterTable& t) {
+  t["NonMaxSuppression"] = NonMaxSuppression;
+  t["Unique"] = UniqueOp;
   t["GridSample"] = GridSample;
   t["ScatterND"] = ScatterND;
   t["GatherND"] = GatherND;

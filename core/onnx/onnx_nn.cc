@@ -328,7 +328,7 @@ Status Pool(NodeContext& c, bool max) {
   }
   if (w.kernel.size() != 2) return c.Unsupported(w.kernel.size(), "-D pooling");
   for (int64_t d : w.dilations) {
-    if (d != 1) return c.Unsupported("pooling with dilations ", ListString(w.dilations));
+    if (d != 1) return one_d ? c.Unsupported("1-D pooling with dilations") : DilatedPool(c, max);
   }
   if (c.Int("storage_order", 0) != 0) return c.Unsupported("MaxPool storage_order 1");
   // ceil_mode: extra padding at the end so that floor gives the ceiling.

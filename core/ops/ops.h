@@ -10,6 +10,7 @@ namespace weft::ops {
 Status RegisterArrayOps(OpRegistry& registry);         // array_ops.cc
 Status RegisterControlFlowOps(OpRegistry& registry);   // control_flow_ops.cc
 Status RegisterDataFlowOps(OpRegistry& registry);      // data_flow_ops.cc
+Status RegisterDetectionOps(OpRegistry& registry);     // detection_ops.cc
 Status RegisterDynamicShapeOps(OpRegistry& registry);  // dynamic_shape_ops.cc
 Status RegisterFusedOps(OpRegistry& registry);         // fused_ops.cc
 Status RegisterGradSupportOps(OpRegistry& registry);   // grad_support_ops.cc
@@ -23,6 +24,7 @@ Status RegisterResizeOps(OpRegistry& registry);        // resize_ops.cc
 Status RegisterSparseOps(OpRegistry& registry);        // sparse_ops.cc
 Status RegisterStateOps(OpRegistry& registry);         // state_ops.cc
 Status RegisterTrainingOps(OpRegistry& registry);      // training_ops.cc
+Status RegisterUniqueOps(OpRegistry& registry);        // unique_ops.cc
 
 // Registers every family into |registry|.
 Status RegisterAllOps(OpRegistry& registry);

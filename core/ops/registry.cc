@@ -23,6 +23,8 @@ Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterFusedOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterDynamicShapeOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterResizeOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterDetectionOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterUniqueOps(registry));
   return Status();
 }
 }  // namespace ops

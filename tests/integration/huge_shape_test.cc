@@ -298,6 +298,20 @@ std::vector<SizeCase> CountAndAxisCases() {
        [](Builder& g, int64_t v) {
          g.Op("AddN", {g.F32({2}), g.F32({2})}, {{"N", AttrValue(v)}});
        }},
+      // A bound, not a size: a huge max_output_boxes_per_class (exported
+      // models give INT64_MAX) selects what there is. Two boxes of no area
+      // suppress nothing; equal scores take the lower index first.
+      {"NonMaxSuppression", "max_output_boxes_per_class",
+       [](Builder& g, int64_t v) {
+         g.Op("NonMaxSuppression", {g.F32({1, 2, 4}), g.F32({1, 1, 2}), g.Scalar64(v), g.Scalar(0.5), g.Scalar(0)});
+       },
+       [] {
+         return Tensor::FromVector<int64_t>({0, 0, 0, 0, 0, 1}, Shape{2, 3});
+       }},
+      {"OnnxUnique", "axis",
+       [](Builder& g, int64_t v) {
+         g.Op("OnnxUnique", {g.F32({4})}, {{"axis", AttrValue(v)}, {"has_axis", AttrValue(true)}});
+       }},
       {"ExpandDims", "axis",
        [](Builder& g, int64_t v) {
          g.Op("ExpandDims", {g.F32({2})}, {{"axis", AttrValue(v)}});

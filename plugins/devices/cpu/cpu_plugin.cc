@@ -130,7 +130,7 @@ const weft_device_plugin_t& DeviceTable() {
       {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,
        RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterNnGradKernels, RegisterRandomKernels,
        RegisterStateKernels, RegisterTrainingKernels, RegisterGradSupportKernels, RegisterSparseKernels,
-       RegisterDynamicShapeKernels, RegisterResizeKernels});
+       RegisterDynamicShapeKernels, RegisterResizeKernels, RegisterDetectionKernels, RegisterUniqueKernels});
   static const weft_device_plugin_t table = sdk::DeviceTableOf<Entry>("CPU", kernels);
   return table;
 }

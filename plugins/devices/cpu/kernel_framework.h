@@ -142,6 +142,8 @@ void RegisterGradSupportKernels(KernelRegistry& r);
 void RegisterSparseKernels(KernelRegistry& r);
 void RegisterDynamicShapeKernels(KernelRegistry& r);  // ops with run-time shape inputs (ONNX)
 void RegisterResizeKernels(KernelRegistry& r);        // ONNX's Resize
+void RegisterDetectionKernels(KernelRegistry& r);     // ONNX's NonMaxSuppression
+void RegisterUniqueKernels(KernelRegistry& r);        // ONNX's Unique (OnnxUnique)
 
 }  // namespace weft::cpu
 

@@ -12,7 +12,10 @@ the conformance suite's references in cases/.
   nn.py           matrix products, windows, softmax, losses, normalisation, cells
   dynamic_shape.py  the ops with run-time shape inputs (ONNX's Slice, Pad, Tile, ...)
   resize.py       Resize (ONNX's, with run-time scales or sizes)
+  detection.py    NonMaxSuppression (ONNX's)
+  unique.py       OnnxUnique (ONNX's Unique)
 """
+from .detection import gen_detection
 from .dynamic_shape import GEN as DYNAMIC_SHAPE, gen_dynamic_shape
 from .elementwise import BINARY, COMPARE, GRADS, LOGICAL, PREDICATES, UNARY, gen_binary, gen_grad, gen_unary
 from .indexing import gen_elements, gen_indexing
@@ -21,6 +24,7 @@ from .nn import gen_addn, gen_bias, gen_clip, gen_lstm, gen_matmul, gen_norm, ge
     gen_xent
 from .reductions import gen_arg, gen_logical_reduce, gen_reduce, gen_scan
 from .resize import gen_resize
+from .unique import gen_unique
 from .values import Edge, parse_binding
 
 __all__ = ["EXEMPT", "FAMILIES", "Edge", "parse_binding"]
@@ -53,6 +57,8 @@ for _op in ("Identity", "StopGradient", "ZerosLike", "OnesLike", "Shape", "Size"
 for _op in DYNAMIC_SHAPE:
     FAMILIES[_op] = gen_dynamic_shape
 FAMILIES["Resize"] = gen_resize
+FAMILIES["NonMaxSuppression"] = gen_detection
+FAMILIES["OnnxUnique"] = gen_unique
 for _op in ("Gather", "GatherNd", "ScatterNd", "UnsortedSegmentSum", "DynamicPartition", "DynamicStitch", "Unique",
             "OneHot", "InvertPermutation"):
     FAMILIES[_op] = gen_indexing
