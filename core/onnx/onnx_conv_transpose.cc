@@ -173,6 +173,11 @@ Status ConvTranspose(NodeContext& c) {
     }
     y = Op(c, "Concat", parts, {{"axis", AttrValue(int64_t{3})}}, "full");
   }
+  if (xs.dim(0) < 0) {
+    // The sizes were computed (an open batch), so Weft's shape inference
+    // cannot see the spatial sizes; a Reshape states them.
+    y = Op(c, "Reshape", {y, ConstOf(c, Int64s({-1, w.full[0], w.full[1], cout}), "full_shape")}, {}, "full_static");
+  }
   y = CropToOutput(c, y, w);
   if (c.has_input(2)) {
     WEFT_ASSIGN_OR_RETURN(Output bias, c.In(2));

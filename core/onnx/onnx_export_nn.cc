@@ -125,6 +125,35 @@ Status Window(ExportContext& c) {
   return Status();
 }
 
+// Conv2DBackpropInput's input_sizes (-1 where unknown): a constant, or a
+// Concat of a computed batch and constant other sizes (the importer's form
+// for an open batch).
+Expected<std::vector<int64_t>> BackpropSizes(ExportContext& c) {
+  auto ints = [](const Tensor& t) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      v.push_back(t.dtype() == DType::kI32 ? t.data<int32_t>()[i] : t.data<int64_t>()[i]);
+    }
+    return v;
+  };
+  if (const Tensor* sizes = c.ConstInput(0); sizes != nullptr && sizes->num_elements() == 4) return ints(*sizes);
+  const Graph& g = c.exporter().graph();
+  const Graph::Node& src = g.node(c.node().inputs[0].node);
+  if (src.op_name() == "Concat" && src.inputs.size() == 2) {
+    const Graph::Node& tail = g.node(src.inputs[1].node);
+    if (tail.op_name() == "Const") {
+      std::vector<int64_t> v = ints(FindAttr(tail, "value")->get<Tensor>());
+      if (v.size() == 3) {
+        v.insert(v.begin(), -1);
+        return v;
+      }
+    }
+  }
+  return UnimplementedError(
+      "Conv2DBackpropInput whose input sizes are computed (not a constant, nor a batch and "
+      "constant sizes)");
+}
+
 // Conv2DBackpropInput (a transposed convolution, as the ONNX importer
 // makes ConvTranspose): ConvTranspose of out_backprop, with the pads of
 // the forward op's SAME or VALID and the output_padding that gives
@@ -132,17 +161,13 @@ Status Window(ExportContext& c) {
 Status ConvBackpropInput(ExportContext& c) {
   const bool nchw = c.Str("data_format", "NHWC") == "NCHW";
   const int h = nchw ? 2 : 1, w = nchw ? 3 : 2;
-  const Tensor* sizes = c.ConstInput(0);
   const Shape& fs = c.InShape(1);
   const Shape& dy = c.InShape(2);
-  if (sizes == nullptr || sizes->num_elements() != 4 || fs.rank() != 4 || !fs.IsFullyDefined() || dy.rank() != 4 ||
-      dy.dim(h) < 0 || dy.dim(w) < 0) {
-    return UnimplementedError("Conv2DBackpropInput with input sizes that are not constant, or a filter ", fs.ToString(),
-                              " and gradient ", dy.ToString(), " of unknown size");
-  }
-  std::vector<int64_t> in_sizes;
-  for (int64_t i = 0; i < 4; ++i) {
-    in_sizes.push_back(sizes->dtype() == DType::kI32 ? sizes->data<int32_t>()[i] : sizes->data<int64_t>()[i]);
+  WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> in_sizes, BackpropSizes(c));
+  if (fs.rank() != 4 || !fs.IsFullyDefined() || dy.rank() != 4 || dy.dim(h) < 0 || dy.dim(w) < 0 ||
+      in_sizes[static_cast<std::size_t>(h)] < 0 || in_sizes[static_cast<std::size_t>(w)] < 0) {
+    return UnimplementedError("Conv2DBackpropInput with input sizes of unknown height or width, or a filter ",
+                              fs.ToString(), " and gradient ", dy.ToString(), " of unknown size");
   }
   const std::vector<int64_t> strides = c.Ints("strides"), dilations = c.Ints("dilations");
   const bool same = c.Str("padding") == "SAME";

@@ -29,7 +29,8 @@ TOLERANCE = 1e-4
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cli")
-    parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet_v2,lstm,gru,upsample")
+    parser.add_argument("--models", default="mlp,cnn,resnet18,mobilenet_v2,lstm,gru,upsample,densenet121,"
+                        "efficientnet_b0_64,vit,transformer,conv1d,decoder")
     parser.add_argument("--keep")
     args = parser.parse_args()
     workdir = args.keep or tempfile.mkdtemp(prefix="onnx_models_")
@@ -67,7 +68,7 @@ def main():
     return 1 if failures else 0
 
 
-IMAGE_MODELS = {"cnn", "resnet18", "mobilenet_v2", "upsample"}
+IMAGE_MODELS = {"cnn", "resnet18", "mobilenet_v2", "upsample", "densenet121", "efficientnet_b0_64", "decoder"}
 
 
 def run_model(cli, workdir, model, input_name, out, extra):

@@ -18,6 +18,13 @@ Models (random weights, seeded):
   gru           a two-layer bidirectional GRU (16 -> 24, 8 steps) and a dense layer on its last step
   upsample      a small decoder: conv, bilinear and nearest 2x upsampling (Resize),
                 a 1x1 channel mix by torch.einsum (Einsum), 3x8x8 -> 4x32x32
+  densenet121   torchvision's DenseNet-121, 3x64x64
+  efficientnet_b0_64  torchvision's EfficientNet-B0 (SiLU, squeeze-excitation), 3x64x64
+  vit           torchvision's VisionTransformer, small: 32x32 images, 8x8 patches, 2 layers,
+                hidden 64, 4 heads
+  transformer   a 2-layer transformer encoder (hidden 64, 4 heads) over 12 tokens
+  conv1d        a 1-D CNN: two Conv1d (one dilated), max-pooling, batch norm, average pooling
+  decoder       a DCGAN-like decoder: dense, two ConvTranspose2d (strides 2, output_padding), 32 -> 3x16x16
 and, only when named (the benchmarks' larger models):
   efficientnet_b0  torchvision's EfficientNet-B0, 3x224x224
   bert_encoder     a 4-layer transformer encoder (hidden 256, 4 heads, GELU) over
@@ -99,10 +106,43 @@ def build(name):
                 y = self.up2(self.up1(torch.relu(self.conv(x))))
                 return torch.einsum("bchw,oc->bohw", y, self.mix)
         return Upsample(), (3, 8, 8)
+    if name == "densenet121":
+        import torchvision
+        return torchvision.models.densenet121(weights=None), (3, 64, 64)
+    if name == "efficientnet_b0_64":
+        import torchvision
+        return torchvision.models.efficientnet_b0(weights=None), (3, 64, 64)
+    if name == "vit":
+        from torchvision.models.vision_transformer import VisionTransformer
+        vit = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128,
+                                num_classes=10)
+        nn.init.normal_(vit.heads.head.weight, std=0.1)  # torchvision starts the head at zeros
+        return vit, (3, 32, 32)
+    if name == "transformer":
+        layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True)
+        return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), (12, 64)
+    if name == "conv1d":
+        return nn.Sequential(
+            nn.Conv1d(4, 16, 5, padding=2), nn.ReLU(), nn.MaxPool1d(2),
+            nn.Conv1d(16, 32, 3, dilation=2), nn.BatchNorm1d(32), nn.ReLU(),
+            nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(32, 6)), (4, 64)
+    if name == "decoder":
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dense = nn.Linear(32, 16 * 4 * 4)
+                self.up = nn.Sequential(
+                    nn.ReLU(), nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                    nn.ConvTranspose2d(8, 3, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())
+
+            def forward(self, z):
+                return self.up(self.dense(z).reshape(-1, 16, 4, 4))
+        return Decoder(), (32,)
     raise SystemExit(f"export_models.py: no model {name!r}; the models are {', '.join(MODELS + EXTRA_MODELS)}")
 
 
-MODELS = ["mlp", "cnn", "resnet18", "mobilenet_v2", "lstm", "gru", "upsample"]
+MODELS = ["mlp", "cnn", "resnet18", "mobilenet_v2", "lstm", "gru", "upsample", "densenet121", "efficientnet_b0_64", "vit",
+          "transformer", "conv1d", "decoder"]
 # Exported when named (the benchmarks' larger models), not by default.
 EXTRA_MODELS = ["efficientnet_b0", "bert_encoder"]
 
@@ -118,9 +158,9 @@ def export(name, outdir, opset, batch):
         expected = model(torch.from_numpy(x)).numpy()
     path = os.path.join(outdir, name + ".onnx")
     # The transformer's attention splits heads by shapes computed from the
-    # input's; with an open batch those reach Slice as run-time values,
-    # which Weft's importer does not take yet, so it is exported for the
-    # batch it is given.
+    # input's; with an open batch those reach Slice as run-time values
+    # (Weft's DynamicSlice). bert_encoder is exported for the batch it is
+    # given, as the benchmarks have always timed it.
     dynamic = None if name == "bert_encoder" else {"input": {0: "batch"}, "output": {0: "batch"}}
     torch.onnx.export(model, torch.from_numpy(x), path, opset_version=opset, input_names=["input"],
                       output_names=["output"], dynamic_axes=dynamic, do_constant_folding=True)
