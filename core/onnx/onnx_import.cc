@@ -491,6 +491,34 @@ Status PrecheckWindowAttrs(const onnx::GraphProto& graph, const std::string& sou
   return Status();
 }
 
+// ONNX's checker: onnx::checker::check_model, with the model's folder as
+// the one its external data files are in (the library's default is the
+// current directory).
+Status CheckWithOnnx(const onnx::ModelProto& model, const std::string& source, const std::string& base_dir) {
+  try {
+    if (!model.has_ir_version() || model.ir_version() <= 0) {
+      return InvalidArgumentError(source, ": the model has no ir_version; is it an ONNX ModelProto?");
+    }
+    if (model.ir_version() > onnx::Version::IR_VERSION) {
+      return UnimplementedError(source, ": the model's IR version ", model.ir_version(), " is newer than the ",
+                                static_cast<int64_t>(onnx::Version::IR_VERSION),
+                                " of the ONNX library Weft is built with");
+    }
+    onnx::checker::CheckerContext ctx;
+    ctx.set_ir_version(static_cast<int>(model.ir_version()));
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& op : model.opset_import()) opsets[op.domain()] = static_cast<int>(op.version());
+    ctx.set_opset_imports(opsets);
+    ctx.set_model_dir(base_dir.empty() ? std::string(".") : base_dir);
+    onnx::checker::LexicalScopeContext lex;
+    onnx::checker::check_model_local_functions(model, ctx, lex);
+    onnx::checker::check_graph(model.graph(), ctx, lex);
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(source, ": ONNX's checker refuses the model: ", e.what());
+  }
+  return Status();
+}
+
 }  // namespace
 
 Expected<ImportedModel> Importer::Run() {
@@ -512,32 +540,8 @@ Expected<ImportedModel> Importer::Run() {
       StrCat(model_.producer_name(), model_.producer_version().empty() ? "" : " ", model_.producer_version());
   const onnx::GraphProto& graph = model_.graph();
 
-  // ONNX's checker, then strict shape inference on a copy (contradicting
-  // shapes and types are errors).
-  try {
-    // onnx::checker::check_model, with the model's folder as the one its
-    // external data files are in (the library's default is the current
-    // directory).
-    if (!model_.has_ir_version() || model_.ir_version() <= 0) {
-      return InvalidArgumentError(source_, ": the model has no ir_version; is it an ONNX ModelProto?");
-    }
-    if (model_.ir_version() > onnx::Version::IR_VERSION) {
-      return UnimplementedError(source_, ": the model's IR version ", model_.ir_version(), " is newer than the ",
-                                static_cast<int64_t>(onnx::Version::IR_VERSION),
-                                " of the ONNX library Weft is built with");
-    }
-    onnx::checker::CheckerContext ctx;
-    ctx.set_ir_version(static_cast<int>(model_.ir_version()));
-    std::unordered_map<std::string, int> opsets;
-    for (const auto& op : model_.opset_import()) opsets[op.domain()] = static_cast<int>(op.version());
-    ctx.set_opset_imports(opsets);
-    ctx.set_model_dir(base_dir_.empty() ? std::string(".") : base_dir_);
-    onnx::checker::LexicalScopeContext lex;
-    onnx::checker::check_model_local_functions(model_, ctx, lex);
-    onnx::checker::check_graph(model_.graph(), ctx, lex);
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(source_, ": ONNX's checker refuses the model: ", e.what());
-  }
+  // ONNX's checker (strict shape inference comes after the conversion).
+  WEFT_RETURN_IF_ERROR(CheckWithOnnx(model_, source_, base_dir_));
   WEFT_RETURN_IF_ERROR(PrecheckWindowAttrs(graph, source_));
   WEFT_RETURN_IF_ERROR(CheckOpsSupported(graph));
 
@@ -613,15 +617,52 @@ Expected<ImportedModel> Importer::Run() {
 
 namespace {
 
+// Every name |graph| reads is defined before it is read (by a graph input,
+// an initializer, an earlier node, or the enclosing graphs' |outer|), and
+// every output is defined: ONNX's version converter dereferences them
+// unchecked (a graph output no node makes crashes it, as the importer's
+// fuzzer found), and ONNX's checker does not check them all.
+Status CheckNamesDefined(const onnx::GraphProto& graph, std::set<std::string> defined, const std::string& source) {
+  for (const auto& input : graph.input()) defined.insert(input.name());
+  for (const auto& init : graph.initializer()) defined.insert(init.name());
+  for (const auto& node : graph.node()) {
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && defined.count(in) == 0) {
+        return InvalidArgumentError(source, ": node ", Quote(node.name()), " (", node.op_type(), ") reads ", Quote(in),
+                                    ", which no graph input, initializer or earlier node defines");
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) WEFT_RETURN_IF_ERROR(CheckNamesDefined(attr.g(), defined, source));
+      for (const auto& sub : attr.graphs()) WEFT_RETURN_IF_ERROR(CheckNamesDefined(sub, defined, source));
+    }
+    for (const std::string& out : node.output()) {
+      if (!out.empty()) defined.insert(out);
+    }
+  }
+  for (const auto& output : graph.output()) {
+    if (defined.count(output.name()) == 0) {
+      return InvalidArgumentError(source, ": graph output ", Quote(output.name()), " is produced by no node");
+    }
+  }
+  return Status();
+}
+
 // A model of a default-domain opset before kConvertedMinOpset, converted
 // to that opset by ONNX's version converter (the converters know the
 // operators' forms from opset 7 on).
-Status UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
+Status UpgradeOldOpset(onnx::ModelProto& model, const std::string& source, const std::string& base_dir) {
   int64_t opset = 0;
   for (const auto& op : model.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
   }
   if (opset < kMinOpset || opset >= kConvertedMinOpset) return Status();
+  // ONNX's version converter trusts its input (a node without an op type
+  // crashes it, as the importer's fuzzer found): the checker and the window
+  // attributes' checks come first.
+  WEFT_RETURN_IF_ERROR(CheckWithOnnx(model, source, base_dir));
+  WEFT_RETURN_IF_ERROR(PrecheckWindowAttrs(model.graph(), source));
+  WEFT_RETURN_IF_ERROR(CheckNamesDefined(model.graph(), {}, source));
   try {
     model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kConvertedMinOpset));
   } catch (const std::exception& e) {
@@ -651,7 +692,7 @@ Expected<ImportedModel> ImportOnnxBytes(std::string_view bytes, const std::strin
         ")");
   }
   if (!model.has_graph()) return InvalidArgumentError(source, ": the ONNX model has no graph");
-  WEFT_RETURN_IF_ERROR(UpgradeOldOpset(model, source));
+  WEFT_RETURN_IF_ERROR(UpgradeOldOpset(model, source, base_dir));
   Importer importer(model, source, base_dir, options);
   return importer.Run();
 }

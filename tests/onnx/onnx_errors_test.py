@@ -43,10 +43,15 @@ def cases(workdir):
     c.append(("truncated", big[: len(big) // 2], ["truncated.onnx", "not an ONNX model", "truncated"]))
     c.append(("opset18", relu_model(18), ["opset18.onnx", "ONNX opset 18 is not supported", "opsets 1 to 17"]))
     # Opsets before 7 go through ONNX's version converter first (an opset-6
-    # model imports: onnx_ops_test.py); one it cannot convert is refused.
-    c.append(("opset1_unconvertible", model([helper.make_node("Upsample", ["x"], ["y"], name="up")],
-                                            [vi("x", [1, 1, 2, 2])], [vi("y", None)], opset=1),
-              ["opset1_unconvertible.onnx", "opset 1 is older than the 7", "version converter", "width_scale"]))
+    # model imports: onnx_ops_test.py).
+    # A malformed old model is refused by ONNX's checker before the version
+    # converter sees it (a node without an op type crashed the converter).
+    c.append(("opset2_undefined_output", model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2, 3])],
+                                               [vi("j", [2, 3])], opset=2),
+              ["opset2_undefined_output.onnx", "graph output \"j\" is produced by no node"]))
+    c.append(("opset1_no_op_type", model([helper.make_node("", ["x"], ["y"], name="blank")], [vi("x", [2, 3])],
+                                         [vi("y", [2, 3])], opset=1),
+              ["opset1_no_op_type.onnx", "ONNX's checker refuses the model", "op_type"]))
     gemm = helper.make_node("Gemm", ["x", "w"], ["y"], name="dense", alpha=2)  # an INT where a FLOAT belongs
     c.append(("attr_type", model([gemm], [vi("x", [2, 3]), vi("w", [3, 4])], [vi("y", [2, 4])]),
               ["attr_type.onnx", "checker", "alpha", "dense"]))
