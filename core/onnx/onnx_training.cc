@@ -3,7 +3,8 @@
 // a pure function of the learning rate R, the step count T and, per
 // tensor, X, its gradient G and its state, returning the new X and state
 // (the conventions are in core/onnx/converters.h). BatchNormalization's
-// training mode is here too.
+// and Dropout's training modes, Bernoulli and the random generators are
+// here too.
 #include "core/base/strings.h"
 #include "core/onnx/converters.h"
 
@@ -228,7 +229,62 @@ Status DropoutTraining(NodeContext& c) {
   return Status();
 }
 
+// Bernoulli: 1 where a uniform draw in [0, 1) is below the input's
+// probability, else 0, in attr 'dtype' (default the input's); the attr
+// seed seeds the draw.
+Status Bernoulli(NodeContext& c) {
+  WEFT_ASSIGN_OR_RETURN(Output p, c.In(0));
+  if (!IsFloating(p.dtype())) return c.Error("input must be floating-point probabilities, got ", DTypeName(p.dtype()));
+  DType to = p.dtype();
+  if (c.HasAttr("dtype")) {
+    auto d = DTypeFromOnnx(static_cast<int32_t>(c.Int("dtype", 0)));
+    if (!d.ok()) return d.status().WithContext("attr 'dtype'");
+    to = *d;
+  }
+  Output shape = Op(c, "Shape", {p}, {{"out_type", AttrValue(DType::kI64)}}, "shape");
+  Output u =
+      Op(c, "RandomUniform", {shape},
+         {{"dtype", AttrValue(p.dtype())}, {"seed", AttrValue(static_cast<int64_t>(c.Float("seed", 0.0)))}}, "uniform");
+  c.SetOut(0, Op(c, "Cast", {Op(c, "Less", {u, p}, {}, "drawn")}, {{"DstT", AttrValue(to)}}));
+  return Status();
+}
+
+// RandomUniform, RandomNormal and their *Like forms: Weft's RandomUniform
+// or RandomNormal of the attr 'shape' (or the input's shape), scaled to
+// [low, high) or by scale and mean, in attr 'dtype' (f32 by default, the
+// input's for *Like).
+Status RandomOp(NodeContext& c, bool normal, bool like) {
+  Output shape;
+  DType to = DType::kF32;
+  if (like) {
+    WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
+    shape = Op(c, "Shape", {x}, {{"out_type", AttrValue(DType::kI64)}}, "shape");
+    to = x.dtype();
+  } else {
+    shape = ConstOf(c, Int64s(c.Ints("shape")), "shape");
+  }
+  if (c.HasAttr("dtype")) {
+    auto d = DTypeFromOnnx(static_cast<int32_t>(c.Int("dtype", 1)));
+    if (!d.ok()) return d.status().WithContext("attr 'dtype'");
+    to = *d;
+  }
+  if (!IsFloating(to)) return c.Error("attr 'dtype' must be floating-point, got ", DTypeName(to));
+  Output r = Op(c, normal ? "RandomNormal" : "RandomUniform", {shape},
+                {{"dtype", AttrValue(to)}, {"seed", AttrValue(static_cast<int64_t>(c.Float("seed", 0.0)))}}, "draw");
+  const double scale = normal ? c.Float("scale", 1.0) : c.Float("high", 1.0) - c.Float("low", 0.0);
+  const double shift = normal ? c.Float("mean", 0.0) : c.Float("low", 0.0);
+  WEFT_ASSIGN_OR_RETURN(Output k, ScalarLike(c, to, scale, "scale"));
+  WEFT_ASSIGN_OR_RETURN(Output b, ScalarLike(c, to, shift, "shift"));
+  c.SetOut(0, Op(c, "Add", {Op(c, "Mul", {r, k}, {}, "scaled"), b}));
+  return Status();
+}
+
 void AddTrainingConverters(ConverterTable& t) {
+  t["Bernoulli"] = Bernoulli;
+  t["RandomUniform"] = [](NodeContext& c) { return RandomOp(c, false, false); };
+  t["RandomNormal"] = [](NodeContext& c) { return RandomOp(c, true, false); };
+  t["RandomUniformLike"] = [](NodeContext& c) { return RandomOp(c, false, true); };
+  t["RandomNormalLike"] = [](NodeContext& c) { return RandomOp(c, true, true); };
   t[StrCat(kTrainingDomain, "::Adagrad")] = Adagrad;
   t[StrCat(kTrainingDomain, "::Momentum")] = Momentum;
   t[StrCat(kTrainingDomain, "::Adam")] = Adam;

@@ -71,8 +71,8 @@ def cases(workdir):
     c.append(("conv_stride0", model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", strides=[0, 1])],
                                     [vi("x", [1, 3, 8, 8])], [vi("y", [1, 2, 6, 6])], [w4]),
               ["conv_stride0.onnx", "node \"conv\" (Conv): attr \"strides\" must be positive"]))
-    unsupported = [helper.make_node("Bernoulli", ["x"], ["d1"], name="coin_a"),
-                   helper.make_node("Bernoulli", ["x"], ["d2"], name="coin_b"),
+    unsupported = [helper.make_node("LpNormalization", ["x"], ["d1"], name="lp_a"),
+                   helper.make_node("LpNormalization", ["x"], ["d2"], name="lp_b"),
                    helper.make_node("Relu", ["x"], ["r"], name="fine"),
                    helper.make_node("StringNormalizer", ["s"], ["s2"], name="norm"),
                    helper.make_node("FusedThing", ["x"], ["f"], name="custom", domain="com.example")]
@@ -80,7 +80,7 @@ def cases(workdir):
               [vi("d1", [3, 3]), vi("d2", [3, 3]), vi("r", [3, 3]), vi("s2", [2], TensorProto.STRING), vi("f", [3, 3])])
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     c.append(("unsupported", m, ["unsupported.onnx", "3 op types (4 nodes) cannot be imported",
-                                 "Bernoulli x2 (first: node \"coin_a\")", "StringNormalizer x1 (first: node \"norm\")",
+                                 "LpNormalization x2 (first: node \"lp_a\")", "StringNormalizer x1 (first: node \"norm\")",
                                  "com.example::FusedThing x1 (first: node \"custom\")", "docs/onnx.md"]))
     w = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
     w.ClearField("raw_data")
