@@ -60,10 +60,10 @@ void AddIndexingConverters(ConverterTable& t);
 bool Fed(NodeContext& c, int i);
 Status DynamicSliceOp(NodeContext& c);
 Status DynamicPadOp(NodeContext& c);
-Status DynamicTileOp(NodeContext& c);
+// |weft_op| (DynamicTile, DynamicExpandDims, DynamicSqueeze) of input 0 and
+// the index input 1 named |what|.
+Status DynamicIndexOp(NodeContext& c, std::string_view weft_op, std::string_view what);
 Status DynamicReduceSum(NodeContext& c);
-Status DynamicUnsqueeze(NodeContext& c);
-Status DynamicSqueezeOp(NodeContext& c);
 Status DynamicSplitOp(NodeContext& c, int64_t axis);
 Status RuntimeResize(NodeContext& c, bool upsample);
 // BatchNormalization with training_mode = 1 (onnx_training.cc).

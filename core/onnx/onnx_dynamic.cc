@@ -64,10 +64,12 @@ Status DynamicPadOp(NodeContext& c) {
   return Status();
 }
 
-Status DynamicTileOp(NodeContext& c) {
+// |weft_op| of input 0 and the index input 1 (named |what|): Tile's
+// repeats, Unsqueeze's and Squeeze's axes.
+Status DynamicIndexOp(NodeContext& c, std::string_view weft_op, std::string_view what) {
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
-  WEFT_ASSIGN_OR_RETURN(Output repeats, Index(c, 1, "repeats"));
-  c.SetOut(0, Op(c, "DynamicTile", {x, repeats}));
+  WEFT_ASSIGN_OR_RETURN(Output index, Index(c, 1, what));
+  c.SetOut(0, Op(c, weft_op, {x, index}));
   return Status();
 }
 
@@ -77,20 +79,6 @@ Status DynamicReduceSum(NodeContext& c) {
   c.SetOut(0, Op(c, "DynamicSum", {x, axes},
                  {{"keep_dims", AttrValue(c.Int("keepdims", 1) != 0)},
                   {"noop_with_empty_axes", AttrValue(c.Int("noop_with_empty_axes", 0) != 0)}}));
-  return Status();
-}
-
-Status DynamicUnsqueeze(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
-  WEFT_ASSIGN_OR_RETURN(Output axes, Index(c, 1, "axes"));
-  c.SetOut(0, Op(c, "DynamicExpandDims", {x, axes}));
-  return Status();
-}
-
-Status DynamicSqueezeOp(NodeContext& c) {
-  WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
-  WEFT_ASSIGN_OR_RETURN(Output axes, Index(c, 1, "axes"));
-  c.SetOut(0, Op(c, "DynamicSqueeze", {x, axes}));
   return Status();
 }
 

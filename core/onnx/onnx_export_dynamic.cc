@@ -2,6 +2,8 @@
 // DynamicTile, DynamicSum, DynamicExpandDims, DynamicSqueeze,
 // DynamicSplit, and Resize): each is the ONNX operator it was made from, its index
 // inputs as int64 (the conventions are in core/onnx/exporter.h).
+#include <utility>
+
 #include "core/onnx/exporter.h"
 
 namespace weft::onnx_io::exports {
@@ -73,19 +75,17 @@ void AddDynamicExports(ExportTable& t) {
   t["Resize"] = Resize;
   t["DynamicSlice"] = DynamicSlice;
   t["DynamicPad"] = DynamicPad;
-  t["DynamicTile"] = [](ExportContext& c) {
-    WithIndices(c, "Tile", 1);
-    return Status();
-  };
   t["DynamicSum"] = DynamicSum;
-  t["DynamicExpandDims"] = [](ExportContext& c) {
-    WithIndices(c, "Unsqueeze", 1);
-    return Status();
-  };
-  t["DynamicSqueeze"] = [](ExportContext& c) {
-    WithIndices(c, "Squeeze", 1);
-    return Status();
-  };
+  // Input 0 and one index input: Tile's repeats, Unsqueeze's and Squeeze's axes.
+  for (const auto& [weft_op, onnx_op] : {std::pair<const char*, const char*>{"DynamicTile", "Tile"},
+                                         {"DynamicExpandDims", "Unsqueeze"},
+                                         {"DynamicSqueeze", "Squeeze"}}) {
+    const std::string op = onnx_op;
+    t[weft_op] = [op](ExportContext& c) {
+      WithIndices(c, op, 1);
+      return Status();
+    };
+  }
   t["DynamicSplit"] = DynamicSplit;
 }
 

@@ -136,7 +136,7 @@ Expected<std::optional<std::vector<int64_t>>> AxesArg(NodeContext& c, int input,
 }
 
 Status Unsqueeze(NodeContext& c) {
-  if (c.opset() >= 13 && Fed(c, 1)) return DynamicUnsqueeze(c);
+  if (c.opset() >= 13 && Fed(c, 1)) return DynamicIndexOp(c, "DynamicExpandDims", "axes");
   WEFT_ASSIGN_OR_RETURN(auto axes_opt, AxesArg(c, 1, 13));
   if (!axes_opt.has_value()) return c.Error("needs axes");
   std::vector<int64_t> axes = *axes_opt;
@@ -164,7 +164,7 @@ Status Unsqueeze(NodeContext& c) {
 }
 
 Status Squeeze(NodeContext& c) {
-  if (c.opset() >= 13 && Fed(c, 1)) return DynamicSqueezeOp(c);
+  if (c.opset() >= 13 && Fed(c, 1)) return DynamicIndexOp(c, "DynamicSqueeze", "axes");
   WEFT_ASSIGN_OR_RETURN(auto axes_opt, AxesArg(c, 1, 13));
   std::vector<int64_t> axes = axes_opt.value_or(std::vector<int64_t>{});
   const int r = c.InShape(0).rank();
@@ -516,7 +516,7 @@ Status Expand(NodeContext& c) {
 }
 
 Status Tile(NodeContext& c) {
-  if (Fed(c, 1)) return DynamicTileOp(c);
+  if (Fed(c, 1)) return DynamicIndexOp(c, "DynamicTile", "repeats");
   WEFT_ASSIGN_OR_RETURN(Output x, c.In(0));
   WEFT_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, c.KnownInts(1, "repeats"));
   c.SetOut(0, Op(c, "Tile", {x}, {{"multiples", AttrValue(repeats)}}));

@@ -39,7 +39,7 @@
 #include "core/onnx/onnx.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/session.h"
-#include "weft/sdk/half.h"
+#include "tools/conformance/case_io.h"
 
 namespace weft {
 namespace {
@@ -131,22 +131,6 @@ Expected<onnx::TensorProto> ReadTensorProto(const fs::path& path, const onnx::Va
   return proto;
 }
 
-// The value of element |i| of a numeric tensor as a double.
-double At(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kF32: return t.data<float>()[i];
-    case DType::kF64: return t.data<double>()[i];
-    case DType::kF16: return sdk::HalfToFloat(t.data<uint16_t>()[i]);
-    case DType::kBF16: return sdk::Bfloat16ToFloat(t.data<uint16_t>()[i]);
-    case DType::kI8: return t.data<int8_t>()[i];
-    case DType::kI16: return t.data<int16_t>()[i];
-    case DType::kI32: return t.data<int32_t>()[i];
-    case DType::kU8: return t.data<uint8_t>()[i];
-    case DType::kBool: return t.data<uint8_t>()[i];
-    default: return 0;
-  }
-}
-
 // OK when |got| matches |want| as ONNX's runner compares them.
 Status Compare(const std::string& name, const Tensor& got, const Tensor& want) {
   if (got.dtype() != want.dtype()) {
@@ -179,7 +163,7 @@ Status Compare(const std::string& name, const Tensor& got, const Tensor& want) {
   int64_t bad = 0, first = -1;
   double worst = 0;
   for (int64_t i = 0; i < got.num_elements(); ++i) {
-    const double g = At(got, i), w = At(want, i);
+    const double g = cases::AsDouble(got, i), w = cases::AsDouble(want, i);
     bool ok;
     if (std::isnan(w) || std::isnan(g)) {
       ok = std::isnan(w) && std::isnan(g);
@@ -197,7 +181,7 @@ Status Compare(const std::string& name, const Tensor& got, const Tensor& want) {
   if (bad == 0) return Status();
   return InvalidArgumentError("output ", Quote(name), ": ", bad, " of ", got.num_elements(),
                               " elements differ (largest difference ", worst, "); first [", first,
-                              "] = ", At(got, first), ", expected ", At(want, first));
+                              "] = ", cases::AsDouble(got, first), ", expected ", cases::AsDouble(want, first));
 }
 
 // One data set of a case: feeds the inputs, compares the outputs.
