@@ -44,6 +44,7 @@ packages=(
   openmpi-bin              # mpirun: the test of a cluster launched by Open MPI
   libtomlplusplus-dev      # TOML configuration
   nlohmann-json3-dev       # every JSON Weft writes (core/base/json.h)
+  libsimdjson-dev          # the model server reads request bodies with it (core/serving)
   libcli11-dev             # the weft command line
   libgtest-dev libgmock-dev
   capnproto libcapnp-dev   # graph files (.wg/.wgt)

@@ -6,28 +6,23 @@
 #include <sstream>
 
 #include "core/config/internal/cluster_parse.h"
+#include "core/config/internal/specs.h"
 #include "core/config/internal/toml_convert.h"
 
 namespace weft::config {
 namespace {
 
+using internal::Bool;
+using internal::Default;
+using internal::Float;
+using internal::Int;
+using internal::Spec;
+using internal::Str;
+
 constexpr const char* kEmbeddedSource = "<embedded configs/local.toml>";
 
 // The kinds of plugin section, in the order the docs list them.
 constexpr std::string_view kPluginKinds[] = {"devices", "transports", "optimizers", "collectives"};
-
-OptionSpec Spec(std::string key, OptionType type, std::string doc) {
-  OptionSpec spec;
-  spec.key = std::move(key);
-  spec.type = type;
-  spec.doc = std::move(doc);
-  return spec;
-}
-
-Value Default(std::string_view toml_text) {
-  auto value = ParseTomlValue(toml_text);
-  return value.ok() ? *value : Value{};
-}
 
 std::vector<OptionSpec> RuntimeSpecs() {
   OptionSpec inter = Spec("inter_op_threads", OptionType::kInt,
@@ -71,32 +66,6 @@ std::vector<OptionSpec> LoggingSpecs() {
       Spec("file", OptionType::kString, "Append to this file instead of writing to stderr. Empty: stderr.");
   file.default_value = Default("\"\"");
   return {level, format, file};
-}
-
-OptionSpec Str(std::string key, std::string default_text, std::string doc) {
-  OptionSpec spec = Spec(std::move(key), OptionType::kString, std::move(doc));
-  spec.default_value = Default(StrCat("\"", default_text, "\""));
-  return spec;
-}
-
-OptionSpec Int(std::string key, int64_t default_value, double min, std::string doc) {
-  OptionSpec spec = Spec(std::move(key), OptionType::kInt, std::move(doc));
-  spec.default_value = Default(std::to_string(default_value));
-  spec.min = min;
-  return spec;
-}
-
-OptionSpec Float(std::string key, std::string default_text, std::optional<double> min, std::string doc) {
-  OptionSpec spec = Spec(std::move(key), OptionType::kFloat, std::move(doc));
-  spec.default_value = Default(default_text);
-  spec.min = min;
-  return spec;
-}
-
-OptionSpec Bool(std::string key, bool default_value, std::string doc) {
-  OptionSpec spec = Spec(std::move(key), OptionType::kBool, std::move(doc));
-  spec.default_value = Default(default_value ? "true" : "false");
-  return spec;
 }
 
 std::vector<OptionSpec> ModelSpecs() {
@@ -229,6 +198,7 @@ constexpr CoreSection kCoreSections[] = {
     {"data", DataSpecs},           {"training", TrainingSpecs},
     {"schedule", ScheduleSpecs},   {"checkpoint", CheckpointSpecs},
     {"placement", PlacementSpecs}, {"graph_optimizer", GraphOptimizerSpecs},
+    {"serving", ServingSpecs},
 };
 
 // Reads the scalar keys of |table| into a Section.
@@ -581,6 +551,7 @@ Expected<Config> ParseConfig(std::string_view text, std::string_view source_name
     if (core.name == "schedule") ApplySchedule(values, config.schedule);
     if (core.name == "checkpoint") ApplyCheckpoint(values, base_dir, config.checkpoint);
     if (core.name == "graph_optimizer") ApplyGraphOptimizer(values, config.graph_optimizer);
+    if (core.name == "serving") ApplyServing(values, base_dir, config.serving);
     if (core.name == "placement") {
       ApplyPlacement(values, document[core.name].as_table(), source_name, config.placement);
     }

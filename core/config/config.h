@@ -30,6 +30,7 @@
 #include "core/base/status.h"
 #include "core/config/cluster_config.h"
 #include "core/config/options.h"
+#include "core/config/serving_config.h"
 #include "core/config/value.h"
 
 namespace weft::config {
@@ -161,6 +162,8 @@ struct Config {
   CheckpointConfig checkpoint;
   PlacementConfig placement;
   GraphOptimizerConfig graph_optimizer;
+  // [serving]: `weft model-server` (serving_config.h).
+  ServingConfig serving;
   // [cluster]; absent: a single process (see core/distributed/cluster.h).
   std::optional<ClusterConfig> cluster;
   // [optimizer] as written: its keys depend on the optimizer plugin it

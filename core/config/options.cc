@@ -11,6 +11,7 @@ std::string_view OptionTypeName(OptionType type) {
     case OptionType::kFloat: return "a number";
     case OptionType::kString: return "a string";
     case OptionType::kStringList: return "an array of strings";
+    case OptionType::kIntList: return "an array of integers";
   }
   return "a value";
 }
@@ -32,6 +33,12 @@ bool TypeMatches(const Value& value, OptionType type) {
       if (value.kind != Value::Kind::kArray) return false;
       for (const Value& element : value.elements) {
         if (element.kind != Value::Kind::kString) return false;
+      }
+      return true;
+    case OptionType::kIntList:
+      if (value.kind != Value::Kind::kArray) return false;
+      for (const Value& element : value.elements) {
+        if (element.kind != Value::Kind::kInt) return false;
       }
       return true;
   }
@@ -170,6 +177,13 @@ Expected<std::vector<std::string>> OptionValues::GetStringList(std::string_view 
   WEFT_ASSIGN_OR_RETURN(const Value* value, Find(key, OptionType::kStringList));
   std::vector<std::string> out;
   for (const Value& element : value->elements) out.push_back(element.s);
+  return out;
+}
+
+Expected<std::vector<int64_t>> OptionValues::GetIntList(std::string_view key) const {
+  WEFT_ASSIGN_OR_RETURN(const Value* value, Find(key, OptionType::kIntList));
+  std::vector<int64_t> out;
+  for (const Value& element : value->elements) out.push_back(element.i);
   return out;
 }
 

@@ -22,9 +22,10 @@
 
 namespace weft::config {
 
-// kStringList is for the core's own sections (plugins.paths); plugins
+// kStringList and kIntList are for the core's own sections (plugins.paths,
+// a served model's pinned versions); plugins
 // declare scalar options only.
-enum class OptionType { kBool, kInt, kFloat, kString, kStringList };
+enum class OptionType { kBool, kInt, kFloat, kString, kStringList, kIntList };
 
 std::string_view OptionTypeName(OptionType type);  // "a boolean", "an integer", ...
 
@@ -62,6 +63,7 @@ class OptionValues {
   // The string lives as long as this object.
   Expected<const std::string*> GetString(std::string_view key) const;
   Expected<std::vector<std::string>> GetStringList(std::string_view key) const;
+  Expected<std::vector<int64_t>> GetIntList(std::string_view key) const;
   // Where the user set |key|, or nullptr when it is a default.
   const SourcePos* PositionOf(std::string_view key) const;
 

@@ -52,10 +52,14 @@ struct ImportedModel {
   GraphDef def;
   std::vector<std::string> inputs;   // Placeholder node names, in the model's order
   std::vector<std::string> outputs;  // node names of the model's outputs, in order
-  std::string init;                  // the initialiser NoOp; "" when frozen or without initializers
-  int64_t opset = 0;                 // of the default domain
-  std::string producer;              // "pytorch 1.13.1", or ""
-  int64_t variables = 0;             // initializers made variables
+  // The model's own names of its inputs and outputs (ONNX allows names that
+  // are not node names: "input.1"), in the same order.
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+  std::string init;       // the initialiser NoOp; "" when frozen or without initializers
+  int64_t opset = 0;      // of the default domain
+  std::string producer;   // "pytorch 1.13.1", or ""
+  int64_t variables = 0;  // initializers made variables
 };
 
 // Reads and imports |path|; external data files are looked up next to it.

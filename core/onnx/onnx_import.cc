@@ -570,6 +570,7 @@ Expected<ImportedModel> Importer::Run() {
     v.dtype = type->second;
     values_.emplace(input.name(), std::move(v));
     result.inputs.push_back(p.node_name());
+    result.input_names.push_back(input.name());
   }
 
   const int count = graph.node_size();
@@ -601,6 +602,7 @@ Expected<ImportedModel> Importer::Run() {
     Output out = b_.Op("Identity", {*value}, {}, SanitiseName(output.name()));
     WEFT_RETURN_IF_ERROR(b_.status().WithContext(where));
     result.outputs.push_back(out.node_name());
+    result.output_names.push_back(output.name());
   }
   if (!inits_.empty()) {
     auto deps = b_.ControlDependencies(inits_);

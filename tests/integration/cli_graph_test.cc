@@ -291,11 +291,10 @@ TEST_F(Cli, EveryCommandHasHelp) {
 TEST_F(Cli, UnknownCommandIsAUserError) {
   ProcessResult r = Weft({"frobnicate"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(
-      r.err,
-      "weft: error: unknown command 'frobnicate'; the commands are version, plugins, "
-      "devices, config, run, train, place, serve, cluster, inspect, dot, convert, ops, ckpt, conformance, import, "
-      "export, optimize, bench\nRun `weft --help` for usage.\n");
+  EXPECT_EQ(r.err,
+            "weft: error: unknown command 'frobnicate'; the commands are version, plugins, devices, config, run, "
+            "train, place, serve, model-server, cluster, inspect, dot, convert, ops, ckpt, conformance, import, "
+            "export, optimize, bench\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {

@@ -12,7 +12,7 @@ all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain ex
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
      onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 onnx_efficientnet_b0 onnx_bert_encoder graph_prepare_1m startup_run
      tensor_send_64m tensor_send_64m_tls tensor_send_4k null_step null_step_auth null_step_tls remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw
-     startup_rss)
+     startup_rss serve_mobilenet serve_resnet18 serve_null)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 # The distributed runtime's benchmarks live in their own binary.
@@ -25,7 +25,7 @@ fi
 echo "# $(date -u +%FT%TZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" >&2
 # The ONNX benchmarks' second peer, ONNX Runtime: npm's onnxruntime-node
 # ships its CPU library inside the package (no install scripts needed).
-if [[ " ${names[*]} " == *" onnx_"* ]] && [ ! -f build/ort/node_modules/onnxruntime-node/package.json ]; then
+if [[ " ${names[*]} " == *" onnx_"* || " ${names[*]} " == *" serve_"* ]] && [ ! -f build/ort/node_modules/onnxruntime-node/package.json ]; then
   npm install --silent --ignore-scripts --no-audit --no-fund --prefix build/ort onnxruntime-node >&2 ||
     echo "run.sh: npm could not install onnxruntime-node; the ONNX benchmarks run without ONNX Runtime" >&2
 fi
@@ -38,6 +38,11 @@ for name in "${names[@]}"; do
     # `weft devices` with every plugin against the same without the GPU ones.
     cmake --build --preset release >/dev/null
     /usr/bin/python3 tools/bench/startup_rss.py build/bin/weft ${REPEATS:-7}
+  elif [[ "$name" == serve_* ]]; then
+    # The model server over HTTP, driven by weft_serve_load (tools/bench/serve_bench.py).
+    cmake --build --preset release >/dev/null
+    /usr/bin/python3 tools/bench/serve_bench.py --weft build/bin/weft --load build/bin/weft_serve_load \
+      --ort-prefix build/ort "$name"
   elif [[ "$dist_names" == *" $name "* ]]; then
     build/bin/weft_dist_bench "$name" ${REPEATS:+--repeats "$REPEATS"}
   else

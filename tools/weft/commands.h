@@ -22,6 +22,8 @@ void AddRunCommand(CLI::App& app, Runner& run);
 void AddTrainCommand(CLI::App& app, Runner& run);
 void AddPlaceCommand(CLI::App& app, Runner& run);
 void AddServeCommand(CLI::App& app, Runner& run);
+// model-server --models DIR (docs/serving.md)
+void AddModelServerCommand(CLI::App& app, Runner& run);
 // cluster status
 void AddClusterCommands(CLI::App& app, Runner& run);
 // inspect, dot, convert, ops

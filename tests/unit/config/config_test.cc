@@ -125,10 +125,9 @@ TEST(Config, UnknownSection) {
   EXPECT_EQ(ErrorOf("[runtim]\n"), "local.toml:1:2: runtim: unknown section; did you mean 'runtime'?");
   EXPECT_EQ(
       ErrorOf("[cluster_of_things]\n"),
-      "local.toml:1:2: cluster_of_things: unknown section; known sections: runtime, "
-      "plugins, logging, model, data, training, schedule, checkpoint, placement, graph_optimizer, cluster, devices, "
-      "transports, "
-      "optimizers, collectives, optimizer");
+      "local.toml:1:2: cluster_of_things: unknown section; known sections: runtime, plugins, logging, model, data, "
+      "training, schedule, checkpoint, placement, graph_optimizer, serving, cluster, devices, transports, optimizers, "
+      "collectives, optimizer");
 }
 
 TEST(Config, SectionThatIsNotATable) {
