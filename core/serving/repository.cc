@@ -1,10 +1,9 @@
 #include "core/serving/repository.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "core/base/file_util.h"
 #include "core/base/logging.h"
 #include "core/base/strings.h"
 
@@ -38,11 +37,8 @@ std::set<int64_t> Wanted(const config::ModelServingConfig& config, const std::se
 }
 
 Expected<config::ModelServingConfig> ReadModelConfig(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFoundError("cannot read ", Quote(file.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return config::ParseModelServingConfig(text.str(), file.string());
+  WEFT_ASSIGN_OR_RETURN(std::string text, ReadFile(file.string()));
+  return config::ParseModelServingConfig(text, file.string());
 }
 
 }  // namespace

@@ -4,10 +4,9 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
+#include "core/base/file_util.h"
 #include "core/base/logging.h"
 #include "core/base/strings.h"
 #include "core/runtime/session.h"
@@ -29,11 +28,9 @@ struct ModelServerArgs {
 };
 
 Expected<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("[serving] bearer_token_file ", Quote(path), ": cannot read it");
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string token = text.str();
+  auto read = ReadFile(path);
+  if (!read.ok()) return read.status().WithContext("[serving] bearer_token_file");
+  std::string token = std::move(*read);
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
   if (token.empty()) return InvalidArgumentError("[serving] bearer_token_file ", Quote(path), " is empty");
   return token;
