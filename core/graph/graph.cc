@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "core/graph/graph_walk.h"
 #include "core/graph/shape_inference.h"
 #include "core/tensor/size.h"
 
@@ -544,6 +545,21 @@ GraphDef Graph::ToGraphDef() const {
   for (const Node& node : nodes_) def.nodes.push_back(node.def);
   def.library = library_;
   return def;
+}
+
+std::vector<bool> AncestorsOf(const Graph& graph, const std::vector<int>& roots) {
+  std::vector<bool> seen(static_cast<std::size_t>(graph.num_nodes()), false);
+  std::vector<int> stack = roots;
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<std::size_t>(id)]) continue;
+    seen[static_cast<std::size_t>(id)] = true;
+    const Graph::Node& n = graph.node(id);
+    for (const Endpoint& e : n.inputs) stack.push_back(e.node);
+    for (int c : n.control_inputs) stack.push_back(c);
+  }
+  return seen;
 }
 
 }  // namespace weft

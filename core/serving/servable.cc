@@ -8,6 +8,7 @@
 #include "core/base/logging.h"
 #include "core/base/strings.h"
 #include "core/graph/graph.h"
+#include "core/graph/graph_walk.h"
 #include "core/onnx/onnx.h"
 
 namespace weft::serving {
@@ -34,18 +35,9 @@ NamedEnds DefaultOutputs(const Graph& graph) {
 
 // The Placeholders the |tensors| need, in graph order.
 NamedEnds PlaceholdersFor(const Graph& graph, const std::vector<Endpoint>& ends) {
-  std::vector<bool> seen(static_cast<std::size_t>(graph.num_nodes()), false);
-  std::vector<int> stack;
-  for (const Endpoint& e : ends) stack.push_back(e.node);
-  while (!stack.empty()) {
-    const int id = stack.back();
-    stack.pop_back();
-    if (seen[static_cast<std::size_t>(id)]) continue;
-    seen[static_cast<std::size_t>(id)] = true;
-    const Graph::Node& n = graph.node(id);
-    for (const Endpoint& e : n.inputs) stack.push_back(e.node);
-    for (int c : n.control_inputs) stack.push_back(c);
-  }
+  std::vector<int> roots;
+  for (const Endpoint& e : ends) roots.push_back(e.node);
+  const std::vector<bool> seen = AncestorsOf(graph, roots);
   NamedEnds out;
   for (const Graph::Node& n : graph.nodes()) {
     if (n.op_name() == "Placeholder" && seen[static_cast<std::size_t>(n.id)]) {

@@ -243,9 +243,10 @@ void ModelService::Infer(const Route& route, HttpRequest&& request, Reply reply)
   const char* protocol = ProtocolOf(route.kind);
   // Labels come from what is served, never from the URL as sent: names
   // nobody serves would otherwise add series without end.
+  // |version| is kUnknownLabel until the request has found its version.
   auto fail = [&](const Status& status, const std::string& version) {
     const int code = HttpStatusFor(status);
-    const bool known = repository_->Versions(route.model).ok();
+    const bool known = version != kUnknownLabel || repository_->Versions(route.model).ok();
     Count(known ? route.model : kUnknownLabel, version, protocol, code);
     reply(Error(code, status.message()));
   };

@@ -276,6 +276,7 @@ TEST_F(Cli, EveryCommandHasHelp) {
                                                                              {"config", "default", "--help"},
                                                                              {"config", "keys", "--help"},
                                                                              {"run", "--help"},
+                                                                             {"predict", "--help"},
                                                                              {"inspect", "--help"},
                                                                              {"dot", "--help"},
                                                                              {"convert", "--help"},
@@ -293,8 +294,8 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, devices, config, run, "
-            "train, place, serve, model-server, cluster, inspect, dot, convert, ops, ckpt, conformance, import, "
-            "export, optimize, bench\nRun `weft --help` for usage.\n");
+            "train, place, serve, model-server, predict, cluster, inspect, dot, convert, ops, ckpt, conformance, "
+            "import, export, optimize, bench\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {

@@ -891,8 +891,67 @@ def test_setup(env):
         server.kill()
 
 
+def test_cli_predict(env):
+    """`weft predict URL --feed NAME=FILE.npy`: binary and JSON, several inputs, integers, the token, its errors."""
+    port, d = env.main().port, tempfile.mkdtemp(dir=env.work)
+    url = f"http://127.0.0.1:{port}/v2/models"
+
+    def predict(target, feeds, *extra):
+        args = [env.cli, "predict", target, "--out-dir", d, *extra]
+        for name, value in feeds.items():
+            np.save(os.path.join(d, name + "_in.npy"), value)
+            args += ["--feed", f"{name}={os.path.join(d, name + '_in.npy')}"]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+    def outputs(run, *names):
+        assert run.returncode == 0, f"weft predict: {run.stderr}"
+        return [np.load(os.path.join(d, n + ".npy")) for n in names]
+    x = randn(61, 5, 4)
+    ref, scale = affine_ref(x, 1)
+    (y,) = outputs(predict(f"{url}/affine", {"x": x}), "y")
+    assert y.dtype == np.float32 and y.shape == (5, 3), y
+    assert_close(y, ref, scale, 1e-6, "weft predict")
+    for target, extra in ((f"{url}/affine/versions/1/infer", ()), (f"{url}/affine/", ("--json",))):
+        assert bits_equal(outputs(predict(target, {"x": x}, *extra), "y")[0], y), f"{target} {extra}"
+    a, b = randn(62, 2, 3), randn(63, 2, 3)
+    s_ref, p_ref, p_scale = multi_ref(a, b)
+    s, p = outputs(predict(f"{url}/multi", {"a": a, "b": b}), "s", "p")
+    assert_close(s, s_ref, np.abs(a) + np.abs(b), 1e-6, "multi s")
+    assert_close(p, p_ref, p_scale, 1e-6, "multi p")
+    xi = np.array([[2**50, -1]], np.int64)
+    for extra in ((), ("--json",)):
+        (yi,) = outputs(predict(f"{url}/counter", {"x": xi}, *extra), "y")
+        assert yi.dtype == np.int64 and yi.tolist() == (xi * 7 - 3).tolist(), yi
+    write_text(os.path.join(d, "token"), "s3cret-token\n")
+    aux = f"http://127.0.0.1:{env.aux().port}/v2/models/affine"
+    assert_close(outputs(predict(aux, {"x": x}, "--token-file", os.path.join(d, "token")), "y")[0], ref, scale, 1e-6,
+                 "with the token")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]  # nothing listens once the socket closes
+    for target, feeds, words in [
+            (f"{url}/nosuch", {"x": x}, ["404", '"nosuch"', "affine"]),
+            (f"{url}/multi", {"a": a}, ["400", 'missing input "b"']),
+            (f"{url}/affine", {"x": xi}, ["400", '"x"', "FP32", "INT64"]),
+            (aux, {"x": x}, ["401", "bearer token"]),
+            (f"https://127.0.0.1:{port}/v2/models/affine", {"x": x}, ["https is not supported"]),
+            (f"ftp://127.0.0.1:{port}/x", {"x": x}, ["is not a URL", "http://HOST:PORT/v2/models/NAME"]),
+            (f"http://127.0.0.1:{port}/v1/models/affine", {"x": x}, ["is not a model's address"]),
+            (f"http://127.0.0.1:{closed}/v2/models/affine", {"x": x}, ["cannot connect to", str(closed)])]:
+        run = predict(target, feeds)
+        assert run.returncode != 0 and all(w in run.stderr for w in words), f"{target}: {words} not in {run.stderr!r}"
+    with socket.socket() as silent:  # accepts (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        run = predict(f"http://127.0.0.1:{silent.getsockname()[1]}/v2/models/affine", {"x": x}, "--timeout", "0.5")
+        assert run.returncode != 0 and "did not answer within" in run.stderr, run.stderr
+    run = subprocess.run([env.cli, "predict", f"{url}/affine", "--feed", "x=/nonexistent.npy"], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode != 0 and "/nonexistent.npy" in run.stderr, run.stderr
+
+
 TESTS = [test_health, test_predict, test_v2_infer, test_batching, test_metrics, test_errors, test_hostile,
-         test_overload, test_bearer, test_hot_reload, test_sigterm, test_setup]
+         test_overload, test_bearer, test_hot_reload, test_sigterm, test_setup, test_cli_predict]
 
 
 def main():

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/base/strings.h"
+#include "core/graph/graph_walk.h"
 #include "core/runtime/session.h"
 #include "core/runtime/trace.h"
 #include "tools/weft/commands.h"
@@ -87,17 +88,9 @@ Expected<Tensor> Synthetic(DType dtype, const Shape& shape) {
 // The Placeholders |node| needs.
 std::set<std::string> PlaceholdersOf(const Graph& g, int node) {
   std::set<std::string> out;
-  std::vector<int> stack = {node};
-  std::vector<bool> seen(static_cast<std::size_t>(g.num_nodes()), false);
-  while (!stack.empty()) {
-    const int id = stack.back();
-    stack.pop_back();
-    if (seen[static_cast<std::size_t>(id)]) continue;
-    seen[static_cast<std::size_t>(id)] = true;
-    const Graph::Node& n = g.node(id);
-    if (n.op_name() == "Placeholder") out.insert(n.name());
-    for (const Endpoint& e : n.inputs) stack.push_back(e.node);
-    for (int c : n.control_inputs) stack.push_back(c);
+  const std::vector<bool> seen = AncestorsOf(g, {node});
+  for (const Graph::Node& n : g.nodes()) {
+    if (seen[static_cast<std::size_t>(n.id)] && n.op_name() == "Placeholder") out.insert(n.name());
   }
   return out;
 }

@@ -27,15 +27,6 @@ struct ModelServerArgs {
   int optimize = -1;
 };
 
-Expected<std::string> ReadToken(const std::string& path) {
-  auto read = ReadFile(path);
-  if (!read.ok()) return read.status().WithContext("[serving] bearer_token_file");
-  std::string token = std::move(*read);
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (token.empty()) return InvalidArgumentError("[serving] bearer_token_file ", Quote(path), " is empty");
-  return token;
-}
-
 // What the log says about each model once the first load is over.
 std::string Summary(const serving::ModelRepository& repository) {
   std::vector<std::string> parts;
@@ -59,6 +50,13 @@ int ModelServer(Context& ctx, const ModelServerArgs& args) {
   if (!args.host.empty()) serving.host = args.host;
   if (args.threads >= 0) serving.http_threads = args.threads;
   if (args.poll >= 0) serving.poll_interval_s = args.poll;
+  // The token first: a bad token file is found before the models load.
+  std::string bearer_token;
+  if (!serving.bearer_token_file.empty()) {
+    auto token = ReadBearerToken(serving.bearer_token_file, "[serving] bearer_token_file");
+    if (!token.ok()) return ReportError(token.status());
+    bearer_token = std::move(*token);
+  }
 
   // Every thread started from here on leaves SIGTERM and SIGINT to the
   // sigwait below.
@@ -93,11 +91,7 @@ int ModelServer(Context& ctx, const ModelServerArgs& args) {
   http.max_body_bytes = static_cast<uint64_t>(serving.max_body_mb) << 20;
   http.read_timeout_ms = serving.read_timeout_ms;
   http.max_connections = serving.max_connections;
-  if (!serving.bearer_token_file.empty()) {
-    auto token = ReadToken(serving.bearer_token_file);
-    if (!token.ok()) return ReportError(token.status());
-    http.bearer_token = *token;
-  }
+  http.bearer_token = bearer_token;
   serving::ModelService service(&repository, &metrics, serving.request_timeout_ms);
   auto server = serving::HttpServer::Start(http, [&service](serving::HttpRequest&& request, serving::Reply reply) {
     service.Handle(std::move(request), std::move(reply));
@@ -119,6 +113,15 @@ int ModelServer(Context& ctx, const ModelServerArgs& args) {
 }
 
 }  // namespace
+
+Expected<std::string> ReadBearerToken(const std::string& path, std::string_view what) {
+  auto read = ReadFile(path);
+  if (!read.ok()) return read.status().WithContext(what);
+  std::string token = std::move(*read);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) return InvalidArgumentError(what, " ", Quote(path), " is empty");
+  return token;
+}
 
 void AddModelServerCommand(CLI::App& app, Runner& run) {
   auto args = std::make_shared<ModelServerArgs>();

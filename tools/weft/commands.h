@@ -24,6 +24,11 @@ void AddPlaceCommand(CLI::App& app, Runner& run);
 void AddServeCommand(CLI::App& app, Runner& run);
 // model-server --models DIR (docs/serving.md)
 void AddModelServerCommand(CLI::App& app, Runner& run);
+// predict URL --feed NAME=FILE.npy: one KServe v2 request to a model server
+void AddPredictCommand(CLI::App& app, Runner& run);
+// The bearer token in the file at |path|, without its trailing newline;
+// errors name |what| (the key or flag that gave the path).
+Expected<std::string> ReadBearerToken(const std::string& path, std::string_view what);
 // cluster status
 void AddClusterCommands(CLI::App& app, Runner& run);
 // inspect, dot, convert, ops

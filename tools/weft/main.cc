@@ -57,6 +57,7 @@ int Main(int argc, char** argv) {
   weft::cli::AddPlaceCommand(app, run);
   weft::cli::AddServeCommand(app, run);
   weft::cli::AddModelServerCommand(app, run);
+  weft::cli::AddPredictCommand(app, run);
   weft::cli::AddClusterCommands(app, run);
   weft::cli::AddGraphCommands(app, run);
   weft::cli::AddCheckpointCommands(app, run);
