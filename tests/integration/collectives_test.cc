@@ -131,6 +131,18 @@ TEST(Collectives, AllReduceSumsEveryServedTypeAndSize) {
   }
 }
 
+// A group whose ranks join and leave at once: a rank that has linked to
+// every peer must not leave while a slower peer is still accepting its
+// link, or that peer's join fails with "Connection closed by peer".
+TEST(Collectives, RanksThatJoinAndLeaveAtOnceAllJoin) {
+  REQUIRE_GLOO();
+  for (int round = 0; round < 25; ++round) {
+    auto statuses = OnRanks(3, [](int, CollectiveGroup&) { return Status(); });
+    for (std::size_t r = 0; r < statuses.size(); ++r)
+      ASSERT_TRUE(statuses[r].ok()) << "round " << round << ", rank " << r << ": " << statuses[r].ToString();
+  }
+}
+
 TEST(Collectives, MinMaxAndOutOfPlace) {
   REQUIRE_GLOO();
   auto statuses = OnRanks(2, [](int r, CollectiveGroup& g) -> Status {

@@ -13,8 +13,16 @@
 // unusable, so the communicator is failed for good: every later operation
 // fails with the first error, and the links are closed so that the other
 // ranks fail at once too instead of waiting out their timeouts.
+//
+// Joining ends with a barrier. connectFullMesh returns on a rank once its
+// own links are up, which for the connecting side of a link is before the
+// listening side has accepted it; a rank that then left at once (a group
+// with nothing to do) closed a link its slower peer was still accepting,
+// and that peer's join failed with "Connection closed by peer". After the
+// barrier every rank has finished linking.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
@@ -285,6 +293,14 @@ weft_status_t CommCreate(const weft_comm_args_t* args, weft_communicator_t* out)
       comm->context->connectFullMesh(prefixed, comm->device);
     } catch (const gloo::Exception& e) {
       throw Error(WEFT_UNAVAILABLE, e.what());
+    }
+    try {
+      gloo::BarrierOptions linked(comm->context);
+      linked.setTimeout(comm->timeout);
+      gloo::barrier(linked);
+    } catch (const gloo::Exception& e) {
+      throw Error(WEFT_UNAVAILABLE,
+                  std::string("linked to every rank, then waiting for the others to link: ") + e.what());
     }
     Comm* raw = comm.get();
     comm->executor = std::thread([raw] { raw->Run(); });
