@@ -1,4 +1,5 @@
 #include "core/config/serving_config.h"
+#include "core/config/serving_tls.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -96,8 +97,28 @@ std::vector<OptionSpec> ServingSpecs() {
                 "How often the model directory is scanned for new and removed versions; 0: only at start."),
           Str("bearer_token_file", "",
               "A file holding a token every request must bring (Authorization: Bearer TOKEN); empty: none. "
-              "Relative to this file's directory.")};
+              "Relative to this file's directory."),
+          Str("tls_certificate", "",
+              "HTTPS: this server's certificate (chain), PEM; empty: plain HTTP. Relative to this file's directory."),
+          Str("tls_private_key", "", "HTTPS: the private key of tls_certificate, PEM; only its owner may read it."),
+          Str("tls_ca", "",
+              "HTTPS: the CA certificate(s), PEM, that a client's certificate must chain to; empty: clients need "
+              "no certificate.")};
 }
+
+namespace {
+
+// The path at |key|, relative ones against |base_dir| (the config file's
+// directory); empty when unset.
+std::string ResolvedPath(const OptionValues& v, const char* key, std::string_view base_dir) {
+  auto s = v.GetString(key);
+  if (!s.ok() || (*s)->empty()) return {};
+  std::filesystem::path p(**s);
+  if (p.is_absolute() || base_dir.empty()) return **s;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+}  // namespace
 
 void ApplyServing(const OptionValues& v, std::string_view base_dir, ServingConfig& out) {
   if (auto s = v.GetString("host"); s.ok()) out.host = **s;
@@ -108,11 +129,18 @@ void ApplyServing(const OptionValues& v, std::string_view base_dir, ServingConfi
   out.read_timeout_ms = v.GetInt("read_timeout_ms").value_or(out.read_timeout_ms);
   out.max_connections = v.GetInt("max_connections").value_or(out.max_connections);
   out.poll_interval_s = v.GetFloat("poll_interval_s").value_or(out.poll_interval_s);
-  if (auto s = v.GetString("bearer_token_file"); s.ok() && !(*s)->empty()) {
-    std::filesystem::path p(**s);
-    out.bearer_token_file =
-        p.is_absolute() || base_dir.empty() ? **s : (std::filesystem::path(base_dir) / p).lexically_normal().string();
-  }
+  out.bearer_token_file = ResolvedPath(v, "bearer_token_file", base_dir);
+}
+
+ServingTls ServingTlsOf(const Config& config) {
+  ServingTls tls;
+  auto values = config.values.find("serving");
+  if (values == config.values.end()) return tls;
+  const std::string base_dir = std::filesystem::path(config.source).parent_path().string();
+  tls.certificate = ResolvedPath(values->second, "tls_certificate", base_dir);
+  tls.private_key = ResolvedPath(values->second, "tls_private_key", base_dir);
+  tls.ca = ResolvedPath(values->second, "tls_ca", base_dir);
+  return tls;
 }
 
 Expected<ModelServingConfig> ParseModelServingConfig(std::string_view text, std::string_view file) {

@@ -1,7 +1,7 @@
 // The model server's HTTP/1.1 front (docs/serving.md): Boost.Beast on
 // Boost.Asio, keep-alive, a bounded body, a read deadline per request (a
 // slow or half-sent request is dropped without holding a thread), a cap on
-// connections, an optional bearer token, and a graceful stop: accept no
+// connections, an optional bearer token, optional TLS, and a graceful stop: accept no
 // more, answer what is in flight, then return.
 //
 // Handlers answer asynchronously: they get the request and a Reply they
@@ -49,12 +49,22 @@ struct HttpServerOptions {
   int64_t read_timeout_ms = 30000;
   int64_t max_connections = 4096;
   std::string bearer_token;  // empty: none asked
+  // TLS ([serving] tls_*, docs/serving.md): PEM files; an empty certificate
+  // serves plain HTTP. With a CA, every client must present a certificate
+  // it signed.
+  std::string tls_certificate;
+  std::string tls_private_key;
+  std::string tls_ca;
 };
 
 class HttpServer {
  public:
   // Binds and listens (an error names the address when it cannot).
   static Expected<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, HttpHandler handler);
+  // What Start checks before it binds: the TLS files (readable, the key the
+  // certificate's and its owner's only) and the host, so that a mistake is
+  // found before the models load.
+  static Status CheckOptions(const HttpServerOptions& options);
   ~HttpServer();
 
   int port() const;

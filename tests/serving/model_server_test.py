@@ -57,9 +57,10 @@ def bits_equal(a, b):
 
 
 class Server:
-    """One `weft model-server` process; its stdout and stderr go to files."""
+    """One `weft model-server` process; its stdout and stderr go to files. It must say it listens on
+    |scheme|://; self.summary is what that line says is loaded."""
 
-    def __init__(self, env, name, models, config=None):
+    def __init__(self, env, name, models, config=None, scheme="http"):
         self.name = name
         self.out_path = os.path.join(env.work, name + ".stdout")
         self.err_path = os.path.join(env.work, name + ".stderr")
@@ -71,11 +72,12 @@ class Server:
             self.proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         env.servers.append(self)
         deadline = time.time() + 120
-        while not (m := re.search(r"model-server: listening on http://([\d.]+):(\d+)", self.stdout())):
+        while not (m := re.search(r"model-server: listening on (\w+)://([\d.]+):(\d+) \((.*)\)", self.stdout())):
             assert self.proc.poll() is None, f"{name} exited {self.proc.returncode}:\n{self.stderr()[-2000:]}"
             assert time.time() < deadline, f"{name}: no 'listening' line within 120 s:\n{self.stderr()[-2000:]}"
             time.sleep(0.05)
-        self.port = int(m.group(2))
+        assert m.group(1) == scheme, f"{name}: expected 'listening on {scheme}://', got {m.group(0)!r}"
+        self.port, self.summary = int(m.group(3)), m.group(4)
 
     def stdout(self):
         return read_text(self.out_path)
@@ -960,12 +962,17 @@ def main():
     parser.add_argument("-k", default="", help="run the tests whose name contains this")
     parser.add_argument("--long", action="store_true", help="20 s of overload and a 5-minute soak")
     args = parser.parse_args()
-    env = Env(os.path.abspath(args.weft), args.long)
+    return run_tests(TESTS, Env(os.path.abspath(args.weft), args.long), args.k, "model-server tests")
+
+
+def run_tests(tests, env, only, what):
+    """Runs each of |tests| whose name contains |only| against |env|, printing ok/FAIL lines, then closes env
+    (keeping its files when one failed). Returns the exit code."""
     failures, ran, start = 0, 0, time.time()
     try:
-        for test in TESTS:
+        for test in tests:
             name = test.__name__[len("test_"):]
-            if args.k not in name:
+            if only not in name:
                 continue
             ran, t0 = ran + 1, time.time()
             try:
@@ -977,9 +984,8 @@ def main():
                 print(f"FAIL {name} ({time.time() - t0:.1f} s) at {where}: {type(e).__name__}: {e}", flush=True)
     finally:
         env.close(keep=failures > 0)
-    print(f"{ran} model-server tests in {time.time() - start:.0f} s: {failures} failed")
+    print(f"{ran} {what} in {time.time() - start:.0f} s: {failures} failed")
     return 1 if failures or not ran else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,6 +9,7 @@
 #include "core/base/file_util.h"
 #include "core/base/logging.h"
 #include "core/base/strings.h"
+#include "core/config/serving_tls.h"
 #include "core/runtime/session.h"
 #include "core/serving/http_server.h"
 #include "core/serving/repository.h"
@@ -58,6 +59,20 @@ int ModelServer(Context& ctx, const ModelServerArgs& args) {
     bearer_token = std::move(*token);
   }
 
+  // Then the address and the TLS files, for the same reason.
+  serving::HttpServerOptions http;
+  http.host = serving.host;
+  http.port = static_cast<int>(serving.http_port);
+  http.max_body_bytes = static_cast<uint64_t>(serving.max_body_mb) << 20;
+  http.read_timeout_ms = serving.read_timeout_ms;
+  http.max_connections = serving.max_connections;
+  http.bearer_token = bearer_token;
+  const config::ServingTls tls = config::ServingTlsOf(ctx.config());
+  http.tls_certificate = tls.certificate;
+  http.tls_private_key = tls.private_key;
+  http.tls_ca = tls.ca;
+  if (Status checked = serving::HttpServer::CheckOptions(http); !checked.ok()) return ReportError(checked);
+
   // Every thread started from here on leaves SIGTERM and SIGINT to the
   // sigwait below.
   sigset_t stop_signals;
@@ -83,23 +98,16 @@ int ModelServer(Context& ctx, const ModelServerArgs& args) {
   options.cores = runtime::ResolveThreads(runtime::SessionOptions{}).second;
   serving::ModelRepository repository(options);
   if (Status loaded = repository.LoadAll(); !loaded.ok()) return ReportError(loaded);
-
-  serving::HttpServerOptions http;
-  http.host = serving.host;
-  http.port = static_cast<int>(serving.http_port);
   http.threads = serving.http_threads > 0 ? static_cast<int>(serving.http_threads) : options.cores;
-  http.max_body_bytes = static_cast<uint64_t>(serving.max_body_mb) << 20;
-  http.read_timeout_ms = serving.read_timeout_ms;
-  http.max_connections = serving.max_connections;
-  http.bearer_token = bearer_token;
+
   serving::ModelService service(&repository, &metrics, serving.request_timeout_ms);
   auto server = serving::HttpServer::Start(http, [&service](serving::HttpRequest&& request, serving::Reply reply) {
     service.Handle(std::move(request), std::move(reply));
   });
   if (!server.ok()) return ReportError(server.status());
   repository.StartPolling();
-  std::cout << "model-server: listening on http://" << serving.host << ":" << (*server)->port() << " ("
-            << Summary(repository) << ")" << std::endl;
+  std::cout << "model-server: listening on " << (http.tls_certificate.empty() ? "http" : "https") << "://"
+            << serving.host << ":" << (*server)->port() << " (" << Summary(repository) << ")" << std::endl;
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
