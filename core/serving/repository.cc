@@ -259,7 +259,9 @@ void ModelRepository::LoadVersion(const std::string& name, int64_t version, cons
   Status status;
   auto servable = Servable::Load(name, version, path, config, options_.devices, session, narrow);
   if (servable.ok()) {
-    status = (*servable)->WarmUp(config.max_batch_size.value_or(64));
+    // Every size up to a max_batch_size the user set; up to 64 while a
+    // bigger batch still pays, when the server chooses.
+    status = (*servable)->WarmUp(config.max_batch_size.value_or(64), config.max_batch_size.has_value());
   } else {
     status = servable.status();
   }

@@ -164,7 +164,7 @@ Status Servable::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
   return (narrow && narrow_ != nullptr ? narrow_ : session_)->Run(feeds, fetch_names_, {}, outputs);
 }
 
-Status Servable::WarmUp(int64_t max_batch) {
+Status Servable::WarmUp(int64_t max_batch, bool all_sizes) {
   for (const TensorSpec& t : signature_.inputs) {
     if (t.shape.unknown_rank()) return Status();
     for (int d = signature_.batched ? 1 : 0; d < t.shape.rank(); ++d) {
@@ -172,7 +172,9 @@ Status Servable::WarmUp(int64_t max_batch) {
     }
   }
   const int64_t top = signature_.batched ? std::max<int64_t>(1, max_batch) : 1;
-  for (int64_t rows = 1; rows <= top; rows *= 2) {
+  double cheapest_per_row = 0;
+  int no_gain = 0;
+  for (int64_t rows = 1; rows <= top && (all_sizes || no_gain < 2); rows *= 2) {
     std::vector<Tensor> inputs;
     for (const TensorSpec& t : signature_.inputs) {
       Shape shape = t.shape;
@@ -181,12 +183,21 @@ Status Servable::WarmUp(int64_t max_batch) {
       inputs.push_back(std::move(zeros));
     }
     // The first run of a size builds its executor; time the next ones.
-    for (int run = 0; run < 3; ++run) {
+    double fastest = 0;
+    for (int run = 0; run < 4; ++run) {
       std::vector<Tensor> outputs;
       const auto start = std::chrono::steady_clock::now();
       WEFT_RETURN_IF_ERROR(Run(inputs, &outputs).WithContext(StrCat("warming up with a batch of ", rows)));
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (run > 0) RecordCost(rows, seconds);
+      if (run > 0 && (fastest == 0 || seconds < fastest)) fastest = seconds;
+    }
+    RecordCost(rows, fastest);
+    const double per_row = fastest / static_cast<double>(rows);
+    if (cheapest_per_row == 0 || per_row < cheapest_per_row) {
+      cheapest_per_row = per_row;
+      no_gain = 0;
+    } else {
+      ++no_gain;
     }
     if (narrow_ != nullptr) {
       std::vector<Tensor> outputs;

@@ -44,9 +44,14 @@ class Servable {
 
   // Runs zeros of batch size 1, 2, 4, ... up to |max_batch| (or 1 when not
   // batched) so that the first request finds its executor built, and
-  // records each size's cost. An input with an unknown dimension other
-  // than the batch cannot be made up: then nothing runs (and OK).
-  Status WarmUp(int64_t max_batch);
+  // records each size's cost: the fastest of three timed runs, the one
+  // least disturbed by whatever else the machine is doing. Unless
+  // |all_sizes|, it stops after two sizes in a row that cost no less per
+  // row than a smaller one (EfficientBatchSize would not pick them, and a
+  // large model takes seconds per size). An input with an unknown
+  // dimension other than the batch cannot be made up: then nothing runs
+  // (and OK).
+  Status WarmUp(int64_t max_batch, bool all_sizes = true);
   bool warmed_up() const { return warmed_up_; }
 
   // The measured cost of a batch of |rows|, in seconds (interpolated

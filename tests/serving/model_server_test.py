@@ -936,7 +936,7 @@ def test_cli_predict(env):
             (f"{url}/multi", {"a": a}, ["400", 'missing input "b"']),
             (f"{url}/affine", {"x": xi}, ["400", '"x"', "FP32", "INT64"]),
             (aux, {"x": x}, ["401", "bearer token"]),
-            (f"https://127.0.0.1:{port}/v2/models/affine", {"x": x}, ["https is not supported"]),
+            (f"https://127.0.0.1:{port}/v2/models/affine", {"x": x}, ["TLS handshake", f"127.0.0.1:{port}"]),
             (f"ftp://127.0.0.1:{port}/x", {"x": x}, ["is not a URL", "http://HOST:PORT/v2/models/NAME"]),
             (f"http://127.0.0.1:{port}/v1/models/affine", {"x": x}, ["is not a model's address"]),
             (f"http://127.0.0.1:{closed}/v2/models/affine", {"x": x}, ["cannot connect to", str(closed)])]:

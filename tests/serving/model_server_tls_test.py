@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 import model_server_test as ms
 from serving_models import affine_ref, randn, write_affine
 
@@ -437,7 +439,57 @@ def test_setup(env):
     return f"{len(cases)} refused, e.g. {said['other_key']}"
 
 
-TESTS = [test_certificates, test_https, test_plain_http, test_silent_client, test_untrusted, test_mtls, test_setup]
+def test_cli_predict(env):
+    """`weft predict https://...`: --cacert, the host name checked, --cert/--key for mutual TLS, and its refusals."""
+    pki, d = env.pki(), env.path("predict")
+    os.makedirs(d, exist_ok=True)
+    x = randn(71, 3, 4)
+    np.save(os.path.join(d, "x.npy"), x)
+    tls, mtls = env.tls().port, env.mtls().port
+
+    def predict(url, *extra):
+        args = [env.cli, "predict", url, "--feed", f"x={os.path.join(d, 'x.npy')}", "--out-dir", d, "-q", *extra]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    def answered(run, what):
+        assert run.returncode == 0, f"{what}: weft predict exit {run.returncode}: {run.stderr}"
+        y = np.load(os.path.join(d, "y.npy"))
+        os.remove(os.path.join(d, "y.npy"))
+        ms.assert_close(y, *affine_ref(x, 1), 1e-6, what)
+    ca, cert, key = ("--cacert", pki["ca.pem"]), ("--cert", pki["client.pem"]), ("--key", pki["client.key"])
+    answered(predict(f"https://127.0.0.1:{tls}/v2/models/affine", *ca), "https://127.0.0.1")
+    answered(predict(f"https://localhost:{tls}/v2/models/affine", *ca), "https://localhost (DNS name)")
+    answered(predict(f"https://127.0.0.1:{mtls}/v2/models/affine/infer", *ca, *cert, *key), "mutual TLS")
+    cases = [
+        ("untrusted", [f"https://127.0.0.1:{tls}/v2/models/affine"], ["TLS handshake", "certificate verify failed",
+                                                                       "--cacert"]),
+        # 127.1 is 127.0.0.1 to the resolver, but a name the certificate does not hold.
+        ("wrong name", [f"https://127.1:{tls}/v2/models/affine", *ca], ["certificate verify failed"]),
+        ("no client certificate", [f"https://127.0.0.1:{mtls}/v2/models/affine", *ca], ["certificate required"]),
+        ("foreign client certificate", [f"https://127.0.0.1:{mtls}/v2/models/affine", *ca, "--cert",
+                                        pki["other_client.pem"], "--key", pki["other_client.key"]], ["unknown ca"]),
+        ("http to https", [f"http://127.0.0.1:{tls}/v2/models/affine"], ["use an https:// URL"]),
+        ("cacert on http", [f"http://127.0.0.1:{tls}/v2/models/affine", *ca], ["are for https:// URLs"]),
+        ("cert without key", [f"https://127.0.0.1:{mtls}/v2/models/affine", *ca, *cert], ["--cert and --key go"]),
+        ("key of another", [f"https://127.0.0.1:{mtls}/v2/models/affine", *ca, *cert, "--key", pki["server.key"]],
+         ["is not the key of --cert"]),
+        ("missing cacert", [f"https://127.0.0.1:{tls}/v2/models/affine", "--cacert", os.path.join(d, "no.pem")],
+         ["--cacert", "no.pem", "No such file"]),
+        ("cacert not PEM", [f"https://127.0.0.1:{tls}/v2/models/affine", "--cacert", pki["server.der"]],
+         ["--cacert", "server.der"]),
+    ]
+    failures = []
+    for what, args, words in cases:
+        run = predict(*args)
+        missing = [w for w in words if w not in run.stderr]
+        if run.returncode != 1 or missing:
+            failures.append(f"{what}: exit {run.returncode}, stderr lacks {missing}: {run.stderr.strip()[-400:]}")
+    assert not failures, "\n".join(failures)
+    return f"3 answered, {len(cases)} refused"
+
+
+TESTS = [test_certificates, test_https, test_plain_http, test_silent_client, test_untrusted, test_mtls, test_setup,
+         test_cli_predict]
 
 
 def main():

@@ -6,14 +6,28 @@
 // The inputs go as binary tensors (the v2 binary data extension) unless
 // --json is given, and the outputs are asked for as binary tensors too, so
 // no number goes through JSON text and none is rounded on the way.
+//
+// An https:// URL is spoken over TLS (OpenSSL through Boost.Asio): the
+// server's certificate must chain to the system's CAs or to --cacert and
+// name the URL's host; --cert and --key present a client certificate to a
+// server that asks for one ([serving] tls_ca, docs/serving.md "HTTPS").
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <unistd.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <type_traits>
 
 #include "core/base/json.h"
 #include "core/base/strings.h"
@@ -26,6 +40,7 @@ namespace {
 
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
+namespace ssl = boost::asio::ssl;
 using tcp = boost::asio::ip::tcp;
 
 struct PredictArgs {
@@ -33,29 +48,35 @@ struct PredictArgs {
   std::vector<std::string> feeds;  // NAME=FILE.npy
   std::string out_dir = ".";
   std::string token_file;
+  std::string cacert;  // https: the CA(s) to trust instead of the system's
+  std::string cert;    // https: a client certificate, and its key
+  std::string key;
   double timeout_s = 60;
   bool json = false;
   bool quiet = false;
 };
 
-// Where a request goes: http://HOST[:PORT]/v2/models/NAME[/versions/V][/infer].
+// Where a request goes: http[s]://HOST[:PORT]/v2/models/NAME[/versions/V][/infer].
 struct PredictUrl {
+  bool tls = false;
   std::string host;
   std::string port = "80";
   std::string target;  // the path, ending in /infer
 };
 
 Expected<PredictUrl> ParsePredictUrl(const std::string& url) {
-  const std::string expected = "expected http://HOST:PORT/v2/models/NAME[/versions/V]";
+  const std::string expected = "expected http://HOST:PORT/v2/models/NAME[/versions/V] (or https://)";
+  PredictUrl out;
   if (url.starts_with("https://")) {
-    return InvalidArgumentError("predict: ", Quote(url), ": https is not supported by weft predict (", expected, ")");
+    out.tls = true;
+    out.port = "443";
+  } else if (!url.starts_with("http://")) {
+    return InvalidArgumentError("predict: ", Quote(url), " is not a URL: ", expected);
   }
-  if (!url.starts_with("http://")) return InvalidArgumentError("predict: ", Quote(url), " is not a URL: ", expected);
-  const std::string rest = url.substr(7);
+  const std::string rest = url.substr(out.tls ? 8 : 7);
   const std::size_t slash = rest.find('/');
   const std::string authority = rest.substr(0, slash);
   std::string path = slash == std::string::npos ? "" : rest.substr(slash);
-  PredictUrl out;
   std::size_t colon = authority.rfind(':');
   if (authority.starts_with('[')) {  // [::1]:8501
     const std::size_t close = authority.find(']');
@@ -193,7 +214,7 @@ Expected<Tensor> ReadOutput(const Json& out, std::string_view binary, std::size_
   return t;
 }
 
-// Sends |body| and returns the status, the answer and its JSON part's length.
+// What the server answered: the status, the body and its JSON part's length.
 struct PredictAnswer {
   unsigned status = 0;
   std::string reason;
@@ -201,72 +222,152 @@ struct PredictAnswer {
   std::size_t json_length = 0;
 };
 
-Expected<PredictAnswer> SendPredict(const PredictUrl& url, const std::string& body, std::size_t json_length,
-                                    const std::string& token, double timeout_s) {
+// OpenSSL's reason for a TLS failure, with what to do about the usual one.
+std::string TlsFailure(const beast::error_code& ec) {
+  std::string why = ec.message();
+  if (ec.category() == boost::asio::error::get_ssl_category() &&
+      ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+    why +=
+        " (the server's certificate does not chain to a CA this machine trusts, or does not name the URL's host; "
+        "--cacert FILE trusts a private CA)";
+  }
+  return why;
+}
+
+// The client side of TLS: whom to trust, and the client certificate.
+Expected<std::unique_ptr<ssl::context>> ClientTls(const PredictArgs& args, const std::string& host) {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--cacert", args.cacert},
+                                   {"--cert", args.cert},
+                                   {"--key", args.key}}) {
+    if (!path.empty() && access(path.c_str(), R_OK) != 0) {
+      return InvalidArgumentError("predict: ", flag, " ", Quote(path), ": ", std::strerror(errno));
+    }
+  }
+  beast::error_code ec;
+  if (args.cacert.empty()) {
+    ctx->set_default_verify_paths(ec);
+  } else {
+    ctx->load_verify_file(args.cacert, ec);
+  }
+  if (ec) return InvalidArgumentError("predict: --cacert ", Quote(args.cacert), ": ", ec.message());
+  if (args.cert.empty() != args.key.empty()) {
+    return InvalidArgumentError("predict: --cert and --key go together (a client certificate and its key)");
+  }
+  if (!args.cert.empty()) {
+    ctx->use_certificate_chain_file(args.cert, ec);
+    if (ec) return InvalidArgumentError("predict: --cert ", Quote(args.cert), ": ", ec.message());
+    ctx->use_private_key_file(args.key, ssl::context::pem, ec);
+    if (ec || SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+      return InvalidArgumentError("predict: --key ", Quote(args.key), " is not the key of --cert ", Quote(args.cert));
+    }
+  }
+  ctx->set_verify_mode(ssl::verify_peer);
+  ctx->set_verify_callback(ssl::host_name_verification(host));
+  return ctx;
+}
+
+// Sends |body| over |stream| (plain or TLS) and returns the status, the
+// answer and its JSON part's length.
+template <typename Stream>
+Expected<PredictAnswer> Exchange(boost::asio::io_context& io, Stream& stream, const tcp::resolver::results_type& to,
+                                 const PredictUrl& url, const std::string& body, std::size_t json_length,
+                                 const std::string& token, double timeout_s) {
+  const std::string where = StrCat(url.host, ":", url.port);
+  boost::system::error_code ec;
+  // Beast's deadline holds for asynchronous operations only: each step is
+  // started asynchronously, then the io_context runs it to its end. The
+  // deadline covers the whole exchange.
+  auto finish = [&io] {
+    io.restart();
+    io.run();
+  };
+  auto timed_out = [&] {
+    return Status(Code::kDeadlineExceeded,
+                  StrCat("predict: ", where, " did not answer within ", timeout_s, " s (--timeout)"));
+  };
+  beast::tcp_stream& lowest = beast::get_lowest_layer(stream);
+  lowest.expires_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+  lowest.async_connect(to, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
+  finish();
+  if (ec == beast::error::timeout) return timed_out();
+  if (ec) return UnavailableError("predict: cannot connect to ", where, ": ", ec.message());
+  if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+    stream.async_handshake(ssl::stream_base::client, [&ec](beast::error_code e) { ec = e; });
+    finish();
+    if (ec == beast::error::timeout) return timed_out();
+    if (ec) return UnavailableError("predict: the TLS handshake with ", where, " failed: ", TlsFailure(ec));
+  }
+  http::request<http::string_body> request{http::verb::post, url.target, 11};
+  request.set(http::field::host, url.host);
+  request.set(http::field::user_agent, "weft-predict");
+  request.set(http::field::content_type, json_length == body.size() ? "application/json" : "application/octet-stream");
+  if (json_length != body.size()) request.set("Inference-Header-Content-Length", std::to_string(json_length));
+  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+  request.body() = body;
+  request.prepare_payload();
+  http::async_write(stream, request, [&ec](beast::error_code e, std::size_t) { ec = e; });
+  finish();
+  if (ec == beast::error::timeout) return timed_out();
+  if (ec) return UnavailableError("predict: sending to ", where, " failed: ", TlsFailure(ec));
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(std::uint64_t{4} << 30);
+  http::async_read(stream, buffer, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
+  finish();
+  if (ec == beast::error::timeout) return timed_out();
+  if (ec) {
+    // A plain HTTP client that reached a TLS port reads nothing back.
+    const bool eof = ec == http::error::end_of_stream || ec == boost::asio::error::eof;
+    return UnavailableError("predict: reading the answer from ", where, " failed: ", TlsFailure(ec),
+                            eof && !url.tls ? " (if the server serves HTTPS, use an https:// URL)" : "");
+  }
+  auto response = parser.release();
+  PredictAnswer answer;
+  answer.status = response.result_int();
+  answer.reason = std::string(response.reason());
+  answer.body = std::move(response.body());
+  answer.json_length = answer.body.size();
+  const auto header = response.find("Inference-Header-Content-Length");
+  if (header != response.end()) {
+    const std::string value(header->value());
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || n > answer.body.size()) {
+      return InvalidArgumentError("predict: the answer's Inference-Header-Content-Length ", Quote(value),
+                                  " does not fit its ", answer.body.size(), "-byte body");
+    }
+    answer.json_length = n;
+  }
+  // The answer is complete: close without waiting for the peer's goodbye.
+  beast::error_code ignored;
+  lowest.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  return answer;
+}
+
+Expected<PredictAnswer> SendPredict(const PredictArgs& args, const PredictUrl& url, const std::string& body,
+                                    std::size_t json_length, const std::string& token) {
   const std::string where = StrCat(url.host, ":", url.port);
   try {
     boost::asio::io_context io;
     tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
     boost::system::error_code ec;
     auto addresses = resolver.resolve(url.host, url.port, ec);
     if (ec) return UnavailableError("predict: cannot resolve ", Quote(url.host), ": ", ec.message());
-    // Beast's deadline holds for asynchronous operations only: each step is
-    // started asynchronously, then the io_context runs it to its end. The
-    // deadline covers the whole exchange.
-    auto finish = [&io] {
-      io.restart();
-      io.run();
-    };
-    auto timed_out = [&] {
-      return Status(Code::kDeadlineExceeded,
-                    StrCat("predict: ", where, " did not answer within ", timeout_s, " s (--timeout)"));
-    };
-    stream.expires_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
-    stream.async_connect(addresses, [&ec](beast::error_code e, const tcp::endpoint&) { ec = e; });
-    finish();
-    if (ec == beast::error::timeout) return timed_out();
-    if (ec) return UnavailableError("predict: cannot connect to ", where, ": ", ec.message());
-    http::request<http::string_body> request{http::verb::post, url.target, 11};
-    request.set(http::field::host, url.host);
-    request.set(http::field::user_agent, "weft-predict");
-    request.set(http::field::content_type,
-                json_length == body.size() ? "application/json" : "application/octet-stream");
-    if (json_length != body.size()) request.set("Inference-Header-Content-Length", std::to_string(json_length));
-    if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-    request.body() = body;
-    request.prepare_payload();
-    http::async_write(stream, request, [&ec](beast::error_code e, std::size_t) { ec = e; });
-    finish();
-    if (ec == beast::error::timeout) return timed_out();
-    if (ec) return UnavailableError("predict: sending to ", where, " failed: ", ec.message());
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(std::uint64_t{4} << 30);
-    http::async_read(stream, buffer, parser, [&ec](beast::error_code e, std::size_t) { ec = e; });
-    finish();
-    if (ec == beast::error::timeout) return timed_out();
-    if (ec) return UnavailableError("predict: reading the answer from ", where, " failed: ", ec.message());
-    auto response = parser.release();
-    PredictAnswer answer;
-    answer.status = response.result_int();
-    answer.reason = std::string(response.reason());
-    answer.body = std::move(response.body());
-    answer.json_length = answer.body.size();
-    const auto header = response.find("Inference-Header-Content-Length");
-    if (header != response.end()) {
-      const std::string value(header->value());
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n > answer.body.size()) {
-        return InvalidArgumentError("predict: the answer's Inference-Header-Content-Length ", Quote(value),
-                                    " does not fit its ", answer.body.size(), "-byte body");
-      }
-      answer.json_length = n;
+    if (!url.tls) {
+      beast::tcp_stream stream(io);
+      return Exchange(io, stream, addresses, url, body, json_length, token, args.timeout_s);
     }
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return answer;
+    WEFT_ASSIGN_OR_RETURN(std::unique_ptr<ssl::context> ctx, ClientTls(args, url.host));
+    beast::ssl_stream<beast::tcp_stream> stream(io, *ctx);
+    boost::asio::ip::make_address(url.host, ec);
+    // SNI names a host, never an address.
+    if (ec && SSL_set_tlsext_host_name(stream.native_handle(), url.host.c_str()) != 1) {
+      return InvalidArgumentError("predict: ", Quote(url.host), " cannot be sent as a TLS server name");
+    }
+    return Exchange(io, stream, addresses, url, body, json_length, token, args.timeout_s);
   } catch (const std::exception& e) {
     return UnavailableError("predict: ", where, ": ", e.what());
   }
@@ -283,6 +384,10 @@ std::string PredictFileName(const std::string& output) {
 
 Status Predict(const PredictArgs& args) {
   WEFT_ASSIGN_OR_RETURN(PredictUrl url, ParsePredictUrl(args.url));
+  if (!url.tls && !(args.cacert.empty() && args.cert.empty() && args.key.empty())) {
+    return InvalidArgumentError("predict: --cacert, --cert and --key are for https:// URLs; ", Quote(args.url),
+                                " is plain HTTP");
+  }
   std::vector<std::pair<std::string, Tensor>> inputs;
   for (const std::string& feed : args.feeds) {
     WEFT_ASSIGN_OR_RETURN(auto input, ReadFeedFlag(feed));
@@ -293,7 +398,7 @@ Status Predict(const PredictArgs& args) {
     WEFT_ASSIGN_OR_RETURN(token, ReadBearerToken(args.token_file, "--token-file"));
   }
   WEFT_ASSIGN_OR_RETURN(auto request, PredictBody(inputs, args.json));
-  WEFT_ASSIGN_OR_RETURN(PredictAnswer answer, SendPredict(url, request.first, request.second, token, args.timeout_s));
+  WEFT_ASSIGN_OR_RETURN(PredictAnswer answer, SendPredict(args, url, request.first, request.second, token));
   const std::string_view json_text(answer.body.data(), answer.json_length);
   const Json parsed = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (answer.status != 200) {
@@ -335,17 +440,21 @@ void AddPredictCommand(CLI::App& app, Runner& run) {
   auto args = std::make_shared<PredictArgs>();
   CLI::App* cmd = app.add_subcommand(
       "predict", "Send one KServe v2 inference request with inputs from .npy files and write the outputs (.npy)");
-  cmd->add_option("url", args->url, "http://HOST:PORT/v2/models/NAME[/versions/V]")->required();
+  cmd->add_option("url", args->url, "http[s]://HOST:PORT/v2/models/NAME[/versions/V]")->required();
   cmd->add_option("--feed", args->feeds, "An input: NAME=FILE.npy (repeatable)")->required();
   cmd->add_option("--out-dir", args->out_dir, "Where each output goes, as NAME.npy (default: .)");
   cmd->add_option("--token-file", args->token_file, "A file holding the server's bearer token");
+  cmd->add_option("--cacert", args->cacert, "https: trust the CA certificate(s) in this PEM file, not the system's");
+  cmd->add_option("--cert", args->cert, "https: present this client certificate (PEM; with --key)");
+  cmd->add_option("--key", args->key, "https: the private key of --cert (PEM)");
   cmd->add_option("--timeout", args->timeout_s, "Seconds to wait for the answer (default 60)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Send the inputs as JSON numbers rather than binary tensors");
   cmd->add_flag("-q,--quiet", args->quiet, "Print nothing but errors");
   cmd->footer(
       "Example: weft model-server --models models/ &\n"
-      "         weft predict http://localhost:8501/v2/models/mnist --feed x=digit.npy");
+      "         weft predict http://localhost:8501/v2/models/mnist --feed x=digit.npy\n"
+      "         weft predict https://models.example:8501/v2/models/mnist --feed x=digit.npy --cacert ca.pem");
   cmd->callback([&run, args] {
     run = [args](Context&) {
       const Status status = Predict(*args);
