@@ -562,4 +562,26 @@ std::vector<bool> AncestorsOf(const Graph& graph, const std::vector<int>& roots)
   return seen;
 }
 
+std::vector<std::string> UnreadOutputs(const Graph& graph) {
+  std::vector<std::string> out;
+  for (const Graph::Node& n : graph.nodes()) {
+    if (n.op->stateful || n.num_outputs() == 0 || n.op_name() == "Placeholder" || n.op_name() == "Const") continue;
+    if (!graph.consumers()[static_cast<std::size_t>(n.id)].empty()) continue;
+    if (n.output_types[0] == DType::kResource) continue;
+    out.push_back(n.name());
+  }
+  return out;
+}
+
+std::vector<std::string> PlaceholdersFeeding(const Graph& graph, const std::vector<Endpoint>& ends) {
+  std::vector<int> roots;
+  for (const Endpoint& e : ends) roots.push_back(e.node);
+  const std::vector<bool> seen = AncestorsOf(graph, roots);
+  std::vector<std::string> out;
+  for (const Graph::Node& n : graph.nodes()) {
+    if (n.op_name() == "Placeholder" && seen[static_cast<std::size_t>(n.id)]) out.push_back(n.name());
+  }
+  return out;
+}
+
 }  // namespace weft

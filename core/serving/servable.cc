@@ -20,33 +20,8 @@ struct NamedEnds {
   std::vector<std::string> tensors;  // graph tensors
 };
 
-// The tensors nothing reads (what a model computes), by default.
-NamedEnds DefaultOutputs(const Graph& graph) {
-  NamedEnds out;
-  for (const Graph::Node& n : graph.nodes()) {
-    if (n.op->stateful || n.num_outputs() == 0 || n.op_name() == "Placeholder" || n.op_name() == "Const") continue;
-    if (!graph.consumers()[static_cast<std::size_t>(n.id)].empty()) continue;
-    if (n.output_types[0] == DType::kResource) continue;
-    out.names.push_back(n.name());
-    out.tensors.push_back(n.name());
-  }
-  return out;
-}
-
-// The Placeholders the |tensors| need, in graph order.
-NamedEnds PlaceholdersFor(const Graph& graph, const std::vector<Endpoint>& ends) {
-  std::vector<int> roots;
-  for (const Endpoint& e : ends) roots.push_back(e.node);
-  const std::vector<bool> seen = AncestorsOf(graph, roots);
-  NamedEnds out;
-  for (const Graph::Node& n : graph.nodes()) {
-    if (n.op_name() == "Placeholder" && seen[static_cast<std::size_t>(n.id)]) {
-      out.names.push_back(n.name());
-      out.tensors.push_back(n.name());
-    }
-  }
-  return out;
-}
+// The same names for clients and in the graph.
+NamedEnds SameNames(std::vector<std::string> names) { return {names, names}; }
 
 // |wanted| (from config.toml) resolved against the model's own names
 // (ONNX's) first, then the graph's tensors.
@@ -119,7 +94,7 @@ Expected<std::unique_ptr<Servable>> Servable::Load(const std::string& model, int
   }
   auto graph = Graph::FromGraphDef(std::move(def));
   if (!graph.ok()) return graph.status().WithContext(path);
-  if (model_outputs.names.empty()) model_outputs = DefaultOutputs(*graph);
+  if (model_outputs.names.empty()) model_outputs = SameNames(UnreadOutputs(*graph));
   NamedEnds outputs = model_outputs;
   if (!config.outputs.empty()) {
     WEFT_ASSIGN_OR_RETURN(outputs, Resolve(config.outputs, model_outputs, *graph, "outputs"));
@@ -128,7 +103,7 @@ Expected<std::unique_ptr<Servable>> Servable::Load(const std::string& model, int
   if (model_inputs.names.empty()) {
     std::vector<Endpoint> ends;
     for (const std::string& t : outputs.tensors) ends.push_back(*graph->ResolveTensor(t));
-    model_inputs = PlaceholdersFor(*graph, ends);
+    model_inputs = SameNames(PlaceholdersFeeding(*graph, ends));
   }
   NamedEnds inputs = model_inputs;
   if (!config.inputs.empty()) {

@@ -6,14 +6,7 @@
 # device and compare the logits with the CPU's.
 # Usage: out_of_tree_test.sh <source dir> <build dir> <make program> [python3 with numpy]
 set -euo pipefail
-src=$1
-build=$2
-make_program=$3
-python=${4:-python3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
+source "$(dirname "$0")/../support/install_prefix.sh"
 # The examples come with the install: build the installed copy.
 examples="$work/prefix/share/weft/sdk/examples"
 for f in example_device/example_device.cc example_device/CMakeLists.txt add_device/add_device.cc \
