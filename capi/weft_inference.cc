@@ -5,6 +5,7 @@
 #include "weft/weft_inference.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -113,6 +114,7 @@ struct weft_model {
 struct weft_session_options {
   weft::runtime::SessionOptions session;
   std::vector<std::string> plugin_paths;
+  std::string device;  // preferred device type; empty: the default order
 };
 
 struct weft_session {
@@ -250,6 +252,30 @@ Status Deliver(Tensor t, weft_fetch_t& fetch) {
   return Status();
 }
 
+// What `weft run` runs with when no config is given: the embedded
+// default's [runtime], [placement] and [graph_optimizer].
+Expected<weft_session_options_t> DefaultOptions() {
+  WEFT_ASSIGN_OR_RETURN(weft::config::Config config, weft::config::DefaultConfig());
+  weft_session_options_t options;
+  options.session = weft::runtime::SessionOptions::FromConfig(config);
+  return options;
+}
+
+// Whether a loaded plugin has a device of |type|.
+Status HasDevice(const weft::runtime::DeviceSet& devices, const std::string& type) {
+  const auto& types = devices.types();
+  if (std::find(types.begin(), types.end(), type) == types.end()) {
+    return weft::NotFoundError("device type ", Quote(type), ": no loaded plugin has it (loaded: ",
+                               types.empty() ? std::string("none") : weft::StrJoin(types, ", "), ")");
+  }
+  WEFT_ASSIGN_OR_RETURN(auto opened, devices.Devices({type}));
+  const bool any = std::any_of(opened.begin(), opened.end(), [&](const auto* d) { return d->type() == type; });
+  if (!any) {
+    return weft::UnavailableError("device type ", Quote(type), ": its plugin is loaded but finds no device here");
+  }
+  return Status();
+}
+
 weft_error_t* Info(const std::vector<Port>& ports, size_t index, weft_tensor_info_t* out, const char* what) {
   if (out == nullptr) return InvalidArgument("weft_session_", what, "_info: out is NULL");
   if (index >= ports.size()) {
@@ -324,7 +350,9 @@ void weft_model_free(weft_model_t* model) { delete model; }
 weft_error_t* weft_session_options_create(weft_session_options_t** out) {
   return Guard("weft_session_options_create", [&]() -> weft_error_t* {
     if (out == nullptr) return InvalidArgument("weft_session_options_create: out is NULL");
-    *out = new weft_session_options_t();
+    auto defaults = DefaultOptions();
+    if (!defaults.ok()) return ErrorOf(defaults.status());
+    *out = new weft_session_options_t(std::move(*defaults));
     return nullptr;
   });
 }
@@ -368,6 +396,20 @@ weft_error_t* weft_session_options_set_plugin_path(weft_session_options_t* optio
   });
 }
 
+weft_error_t* weft_session_options_set_device(weft_session_options_t* options, const char* device_type) {
+  return Guard("weft_session_options_set_device", [&]() -> weft_error_t* {
+    if (options == nullptr || device_type == nullptr) {
+      return InvalidArgument("weft_session_options_set_device: options and device_type must not be NULL");
+    }
+    std::string type = device_type;
+    if (type.starts_with("/device:")) type = type.substr(8);
+    if (type.empty()) return InvalidArgument("weft_session_options_set_device: the device type is empty");
+    for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    options->device = std::move(type);
+    return nullptr;
+  });
+}
+
 void weft_session_options_free(weft_session_options_t* options) { delete options; }
 
 weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_options_t* options,
@@ -376,8 +418,9 @@ weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_
     if (model == nullptr || out == nullptr)
       return InvalidArgument("weft_session_create: model and out must not be NULL");
     *out = nullptr;
-    const weft_session_options_t defaults;
-    const weft_session_options_t& o = options != nullptr ? *options : defaults;
+    auto defaults = DefaultOptions();
+    if (!defaults.ok()) return ErrorOf(defaults.status());
+    const weft_session_options_t& o = options != nullptr ? *options : *defaults;
     auto config = weft::config::DefaultConfig();
     if (!config.ok()) return ErrorOf(config.status());
     config->plugins.paths = o.plugin_paths;
@@ -390,9 +433,16 @@ weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_
     if (Status loaded = s->host->LoadAll(); !loaded.ok()) return ErrorOf(loaded);
     auto devices = weft::runtime::DeviceSet::Open(*s->host, weft::runtime::DeviceSet::Opening::kLazy);
     if (!devices.ok()) return ErrorOf(devices.status());
+    weft::runtime::SessionOptions session_options = o.session;
+    if (!o.device.empty()) {
+      if (Status found = HasDevice(**devices, o.device); !found.ok()) return ErrorOf(found);
+      auto& priority = session_options.placement.priority;
+      priority.erase(std::remove(priority.begin(), priority.end(), o.device), priority.end());
+      priority.insert(priority.begin(), o.device);
+    }
     auto graph = weft::Graph::FromGraphDef(model->def);
     if (!graph.ok()) return ErrorOf(graph.status().WithContext(model->source));
-    auto session = weft::runtime::Session::Create(std::move(*graph), std::move(*devices), o.session);
+    auto session = weft::runtime::Session::Create(std::move(*graph), std::move(*devices), session_options);
     if (!session.ok()) return ErrorOf(session.status().WithContext(model->source));
     s->session = std::move(*session);
     s->inputs = model->inputs;

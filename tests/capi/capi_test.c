@@ -158,6 +158,16 @@ static void CheckLoadRefusals(const char* model_path) {
     REFUSED(weft_session_options_set_threads(options, -1, 0), WEFT_INVALID_ARGUMENT, "intra_op -1");
     REFUSED(weft_session_options_set_optimizer_level(options, 9), WEFT_INVALID_ARGUMENT, "level 9", "0 to 3");
     REFUSED(weft_session_options_set_plugin_path(options, NULL), WEFT_INVALID_ARGUMENT, "must not be NULL");
+    REFUSED(weft_session_options_set_device(options, ""), WEFT_INVALID_ARGUMENT, "device type is empty");
+    REFUSED(weft_session_options_set_device(options, NULL), WEFT_INVALID_ARGUMENT, "must not be NULL");
+    weft_model_t* probe = NULL;
+    if (Ok(weft_session_options_set_device(options, "TPU"), "set_device TPU") &&
+        Ok(weft_model_load(model_path, &probe), "model_load")) {
+      REFUSED(weft_session_create(probe, options, &session), WEFT_NOT_FOUND, "device type \"TPU\"",
+              "no loaded plugin has it", "CPU");
+      Check(session == NULL, "a refused session leaves out NULL");
+    }
+    weft_model_free(probe);
     weft_session_options_free(options);
   }
   REFUSED(weft_session_options_set_threads(NULL, 1, 1), WEFT_INVALID_ARGUMENT, "options is NULL");
@@ -201,6 +211,7 @@ int main(int argc, char** argv) {
   weft_session_t* session = NULL;
   if (!Ok(weft_model_load(argv[1], &model), "model_load") || !Ok(weft_session_options_create(&options), "options") ||
       !Ok(weft_session_options_set_threads(options, 1, 1), "threads") ||
+      !Ok(weft_session_options_set_device(options, "/device:cpu"), "set_device CPU") ||
       !Ok(weft_session_create(model, options, &session), "session_create")) {
     printf("%d checks, %d failed\n", g_checks, g_failures);
     return 1;

@@ -3,7 +3,10 @@
 libweft_inference only, runs y = Relu(x @ W + b) on 5 rows and checks every refusal; this script makes the model,
 compares the C program's output with NumPy (1e-6 relative) and with `weft run` of the same input (bit for bit).
 
-    capi_test.py CAPI_TEST WEFT_CLI
+    capi_test.py CAPI_TEST CAPI_CPP_TEST WEFT_CLI
+
+CAPI_CPP_TEST (tests/capi/capi_cpp_test.cc) runs the same through weft_inference.hpp; its output must equal the C
+program's bit for bit.
 """
 import os
 import subprocess
@@ -17,7 +20,7 @@ from serving_models import affine_ref, randn, write_affine  # noqa: E402
 
 
 def main():
-    capi_test, cli = sys.argv[1], sys.argv[2]
+    capi_test, capi_cpp_test, cli = sys.argv[1], sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory() as d:
         model = os.path.join(d, "affine.onnx")
         write_affine(model)
@@ -28,6 +31,12 @@ def main():
         print(run.stdout + run.stderr, end="")
         assert run.returncode == 0, f"capi_test exit {run.returncode}"
         y = np.fromfile(os.path.join(d, "y.bin"), "<f4").reshape(5, 3)
+        run = subprocess.run([capi_cpp_test, model, os.path.join(d, "x.bin"), "5", os.path.join(d, "y_cpp.bin")],
+                             capture_output=True, text=True, timeout=300)
+        print(run.stdout + run.stderr, end="")
+        assert run.returncode == 0, f"capi_cpp_test exit {run.returncode}"
+        y_cpp = np.fromfile(os.path.join(d, "y_cpp.bin"), "<f4").reshape(5, 3)
+        assert np.array_equal(y_cpp.view(np.uint32), y.view(np.uint32)), f"C++ and C differ:\n{y_cpp}\n{y}"
         ref, scale = affine_ref(x, 1)
         err = np.abs(y - ref) / (np.asarray(scale) + 1e-30)
         assert np.all(err <= 1e-6), f"the C API's y differs from NumPy's by {err.max():.3g} relative"

@@ -85,6 +85,12 @@ WEFT_INFERENCE_EXPORT weft_error_t* weft_session_options_set_threads(weft_sessio
  * written; the default is the build's. */
 WEFT_INFERENCE_EXPORT weft_error_t* weft_session_options_set_optimizer_level(weft_session_options_t* options,
                                                                              int32_t level);
+/* The device type to run on first ("CPU", "CUDA", "HIP", "OPENCL"): nodes
+ * it cannot run fall back to the others. The session refuses a type no
+ * loaded plugin has a device of. Default: CUDA, HIP, CPU, OPENCL, the
+ * first that has a device. */
+WEFT_INFERENCE_EXPORT weft_error_t* weft_session_options_set_device(weft_session_options_t* options,
+                                                                    const char* device_type);
 /* Where device plugins are looked for, before $WEFT_PLUGIN_PATH and the
  * folder next to the library: directories or plugin files, separated by
  * ':'. */
