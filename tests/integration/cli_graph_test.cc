@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -484,6 +486,58 @@ TEST_F(Cli, OptimizeRefusesAnUnknownPassALevelOutOfRangeAndAnOnnxOutput) {
   ProcessResult onnx = Weft({"optimize", model, "-o", (dir_ / "m.onnx").string()});
   EXPECT_EQ(onnx.exit_code, 1) << onnx.err;
   EXPECT_NE(onnx.err.find("weft optimize writes a .wg or .wgt graph file"), std::string::npos) << onnx.err;
+}
+
+// --list-ops: at level 0 exactly the ops the files hold (read here from
+// the .wgt text itself), each with its dtype attributes; at level 3 the
+// fused ops in place of what they replaced; several models in one list.
+TEST_F(Cli, OptimizeListOpsNamesTheOpsAndDtypesOfSeveralModels) {
+  const std::string mlp = WEFT_SOURCE_DIR "/configs/models/mnist_mlp.wgt";
+  const std::string cnn = WEFT_SOURCE_DIR "/configs/models/fashion_cnn.wgt";
+  std::set<std::string> written;
+  for (const std::string& path : {mlp, cnn}) {
+    std::ifstream file(path);
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    for (std::size_t at = text.find("op = \""); at != std::string::npos; at = text.find("op = \"", at + 1)) {
+      const std::size_t begin = at + 6;
+      written.insert(text.substr(begin, text.find('"', begin) - begin));
+    }
+  }
+  ASSERT_GT(written.size(), 10u);
+  ProcessResult r = Weft({"optimize", mlp, cnn, "--list-ops", "--level", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(mlp + ": "), std::string::npos) << r.err;  // the summaries leave stdout to the list
+  std::set<std::string> listed;
+  std::istringstream lines(r.out);
+  std::string first_line;
+  std::getline(lines, first_line);
+  EXPECT_EQ(first_line, "# weft optimize --list-ops at level 0: " + mlp + " " + cnn);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    listed.insert(line.substr(0, line.find(' ')));
+  }
+  EXPECT_EQ(listed, written) << r.out;
+  for (const char* line : {"\nConv2D T=f32\n", "\nMatMul T=f32\n", "\nPlaceholder dtype=i64\n",
+                           "\nCast DstT=f32 SrcT=bool\n", "\nNoOp\n"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+  }
+  const std::string out = (dir_ / "ops.txt").string();
+  ProcessResult fused = Weft({"optimize", mlp, cnn, "--list-ops", "-o", out});
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  EXPECT_NE(fused.out.find("ops to " + out), std::string::npos) << fused.out;
+  std::ifstream file(out);
+  const std::string list((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(list.find("\n_FusedConv2D T=f32\n"), std::string::npos) << list;
+  EXPECT_NE(list.find("\n_FusedMatMul T=f32\n"), std::string::npos) << list;
+  EXPECT_EQ(list.find("\nBiasAdd "), std::string::npos) << list;
+  ProcessResult nowhere = Weft({"optimize", mlp, "--list-ops", "-o", "/nonexistent/dir/ops.txt"});
+  EXPECT_EQ(nowhere.exit_code, 1);
+  EXPECT_NE(nowhere.err.find("weft: error: -o \"/nonexistent/dir/ops.txt\": "), std::string::npos) << nowhere.err;
+  EXPECT_NE(nowhere.err.find("No such file or directory"), std::string::npos) << nowhere.err;
+  // Several models only with --list-ops.
+  ProcessResult two = Weft({"optimize", mlp, cnn});
+  EXPECT_EQ(two.exit_code, 1);
+  EXPECT_EQ(two.err, "weft: error: weft optimize takes one MODEL (2 given); several only with --list-ops\n");
 }
 
 // `weft bench`: the figures, the profile by op, and JSON.

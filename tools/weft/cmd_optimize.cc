@@ -1,12 +1,17 @@
 // `weft optimize MODEL -o OUT [--level L] [--explain]`: runs the graph
 // optimizer over a whole model once and writes the result (ONNX Runtime's
-// offline mode), and `--optimize LEVEL` for the commands that run graphs
+// offline mode); `--list-ops` lists the ops (with their dtypes) that one or
+// more optimized models run, the list a build with only those kernels
+// starts from; and `--optimize LEVEL` for the commands that run graphs
 // (docs/optimizer.md).
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
+#include "core/base/file_util.h"
 #include "core/graph/serialize.h"
 #include "core/passes/pass.h"
 #include "core/runtime/placement_support.h"
@@ -18,11 +23,36 @@ namespace weft::cli {
 namespace {
 
 struct OptimizeArgs {
-  std::string model;
+  std::vector<std::string> models;
   std::string out;
   int level = -1;
   bool explain = false;
+  bool list_ops = false;
 };
+
+// "Conv2D T=f32": an op and the dtype attributes that choose its kernel.
+std::string OpLine(const NodeDef& node) {
+  std::string line = node.op;
+  for (const auto& [name, value] : node.attrs) {
+    if (value.type() == AttrType::kType) {
+      line += StrCat(" ", name, "=", DTypeName(value.get<DType>()));
+    } else if (value.type() == AttrType::kTypeList) {
+      std::vector<std::string> names;
+      for (DType d : value.get<std::vector<DType>>()) names.emplace_back(DTypeName(d));
+      line += StrCat(" ", name, "=[", StrJoin(names, ","), "]");
+    }
+  }
+  return line;
+}
+
+// The op lines of |graph| and of the functions it calls (loop and branch
+// bodies), into |lines|.
+void AddOpLines(const Graph& graph, std::set<std::string>& lines) {
+  for (const Graph::Node& node : graph.nodes()) lines.insert(OpLine(node.def));
+  for (const FunctionDef& f : graph.library()) {
+    for (const NodeDef& node : f.nodes) lines.insert(OpLine(node));
+  }
+}
 
 std::string Milliseconds(double ms) {
   std::ostringstream s;
@@ -30,24 +60,12 @@ std::string Milliseconds(double ms) {
   return s.str();
 }
 
-int Optimize(Context& ctx, const OptimizeArgs& args) {
-  if (!args.out.empty()) {
-    auto format = FormatForPath(args.out);
-    if (!format.ok()) {
-      return ReportError(InvalidArgumentError("-o ", Quote(args.out),
-                                              ": weft optimize writes a .wg or .wgt graph file (an optimized graph may "
-                                              "hold ops ONNX does not have)"));
-    }
-  }
-  auto def = onnx_io::ReadModelFile(args.model, FrozenImport());
-  if (!def.ok()) return ReportError(def.status());
-  auto graph = Graph::FromGraphDef(std::move(*def));
-  if (!graph.ok()) return ReportError(graph.status().WithContext(args.model));
-
-  runtime::SessionOptions session_options = runtime::SessionOptions::FromConfig(ctx.config());
-  passes::OptimizeOptions options = session_options.optimizer;
-  if (args.level >= 0) options.level = args.level;
-  if (Status valid = passes::ValidateOptions(options); !valid.ok()) return ReportError(valid);
+// |model| read (an .onnx imported frozen) and optimized at |options|.
+Expected<passes::OptimizeResult> OptimizeModel(Context& ctx, const std::string& model,
+                                               const passes::OptimizeOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, onnx_io::ReadModelFile(model, FrozenImport()));
+  auto graph = Graph::FromGraphDef(std::move(def));
+  if (!graph.ok()) return graph.status().WithContext(model);
 
   // The model's interface stays: its inputs (Placeholders) and outputs
   // (what nothing reads), so that the file runs as the original did.
@@ -59,66 +77,105 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
   }
   ctx.DeferDeviceCounting();  // devices open when placement needs them
   ctx.LocalOnly();
-  auto host = ctx.Plugins();
-  if (!host.ok()) return ReportError(host.status());
-  auto devices = runtime::DeviceSet::Open(**host, runtime::DeviceSet::Opening::kLazy);
-  if (!devices.ok()) return ReportError(devices.status());
+  WEFT_ASSIGN_OR_RETURN(plugin::PluginHost * host, ctx.Plugins());
+  WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(*host, runtime::DeviceSet::Opening::kLazy));
   // A session of nothing but the host device, to evaluate constants.
+  runtime::SessionOptions session_options = runtime::SessionOptions::FromConfig(ctx.config());
   session_options.optimizer.level = 0;
-  auto evaluator = runtime::Session::Create(Graph(), std::move(*devices), session_options);
-  if (!evaluator.ok()) return ReportError(evaluator.status());
+  WEFT_ASSIGN_OR_RETURN(auto evaluator, runtime::Session::Create(Graph(), std::move(devices), session_options));
   context.evaluate = [&](GraphDef part, const std::vector<std::string>& fetches) {
-    return (*evaluator)->EvaluateOnHost(std::move(part), fetches);
+    return evaluator->EvaluateOnHost(std::move(part), fetches);
   };
   const placement::PlacementOptions placement = runtime::PlacementOptionsFromConfig(ctx.config());
   context.requested_device = [&](const NodeDef& node) { return runtime::RequestedDevice(placement, node); };
   context.has_fused_kernel = [&](const NodeDef& node, const NodeDef& fused) {
-    return runtime::FusedKernelEverywhere((*evaluator)->devices(), placement, node, fused);
+    return runtime::FusedKernelEverywhere(evaluator->devices(), placement, node, fused);
   };
   auto shared = std::make_shared<const Graph>(std::move(*graph));
   auto result = passes::Optimize(shared, options, context);
-  if (!result.ok()) return ReportError(result.status().WithContext(args.model));
+  if (!result.ok()) return result.status().WithContext(model);
+  return std::move(*result);
+}
 
-  int64_t changed = 0;
-  for (const passes::PassReport& r : result->reports) changed += r.changed;
-  std::cout << args.model << ": " << result->nodes_before << " nodes -> " << result->nodes_after << " at level "
-            << options.level << " (" << changed << " rewrite" << (changed == 1 ? "" : "s") << ")\n";
-  if (args.explain) {
-    std::cout << "\nPasses, in the order they run:\n";
-    Table table({"  pass", "level", "rewrites", "time", "first nodes"});
-    for (const passes::PassInfo& info : passes::ListPasses()) {
-      const passes::PassReport* report = nullptr;
-      for (const passes::PassReport& r : result->reports) {
-        if (r.pass == info.name) report = &r;
-      }
-      std::string why_not;
-      if (info.level > options.level) why_not = StrCat("not run: level ", info.level, " > ", options.level);
-      if (std::find(options.disable.begin(), options.disable.end(), info.name) != options.disable.end()) {
-        why_not = "not run: disabled";
-      }
-      if (report == nullptr) {
-        table.AddRow({"  " + info.name, std::to_string(info.level), "-", "-", why_not});
-        continue;
-      }
-      table.AddRow({"  " + info.name, std::to_string(info.level), std::to_string(report->changed),
-                    Milliseconds(report->milliseconds), StrJoin(report->examples, ", ")});
+// --explain: every pass, what it did or why it did not run, and what the
+// passes left alone.
+void PrintExplanation(const passes::OptimizeResult& result, const passes::OptimizeOptions& options) {
+  std::cout << "\nPasses, in the order they run:\n";
+  Table table({"  pass", "level", "rewrites", "time", "first nodes"});
+  for (const passes::PassInfo& info : passes::ListPasses()) {
+    const passes::PassReport* report = nullptr;
+    for (const passes::PassReport& r : result.reports) {
+      if (r.pass == info.name) report = &r;
     }
-    table.Print(std::cout);
-    bool any_note = false;
-    for (const passes::PassReport& r : result->reports) {
-      for (const std::string& note : r.notes) {
-        if (!any_note) std::cout << "\nLeft alone:\n";
-        any_note = true;
-        std::cout << "  " << r.pass << ": " << note << "\n";
-      }
+    std::string why_not;
+    if (info.level > options.level) why_not = StrCat("not run: level ", info.level, " > ", options.level);
+    if (std::find(options.disable.begin(), options.disable.end(), info.name) != options.disable.end()) {
+      why_not = "not run: disabled";
+    }
+    if (report == nullptr) {
+      table.AddRow({"  " + info.name, std::to_string(info.level), "-", "-", why_not});
+      continue;
+    }
+    table.AddRow({"  " + info.name, std::to_string(info.level), std::to_string(report->changed),
+                  Milliseconds(report->milliseconds), StrJoin(report->examples, ", ")});
+  }
+  table.Print(std::cout);
+  bool any_note = false;
+  for (const passes::PassReport& r : result.reports) {
+    for (const std::string& note : r.notes) {
+      if (!any_note) std::cout << "\nLeft alone:\n";
+      any_note = true;
+      std::cout << "  " << r.pass << ": " << note << "\n";
     }
   }
-  if (!args.out.empty()) {
-    if (Status written = WriteGraphFile(args.out, result->graph->ToGraphDef()); !written.ok()) {
-      return ReportError(written);
-    }
-    std::cout << "wrote " << args.out << "\n";
+}
+
+int Optimize(Context& ctx, const OptimizeArgs& args) {
+  if (args.models.size() > 1 && !args.list_ops) {
+    return ReportError(InvalidArgumentError("weft optimize takes one MODEL (", args.models.size(),
+                                            " given); several only with --list-ops"));
   }
+  if (!args.out.empty() && !args.list_ops && !FormatForPath(args.out).ok()) {
+    return ReportError(InvalidArgumentError("-o ", Quote(args.out),
+                                            ": weft optimize writes a .wg or .wgt graph file (an optimized graph may "
+                                            "hold ops ONNX does not have)"));
+  }
+  passes::OptimizeOptions options = runtime::SessionOptions::FromConfig(ctx.config()).optimizer;
+  if (args.level >= 0) options.level = args.level;
+  if (Status valid = passes::ValidateOptions(options); !valid.ok()) return ReportError(valid);
+  std::set<std::string> op_lines;
+  for (const std::string& model : args.models) {
+    auto result = OptimizeModel(ctx, model, options);
+    if (!result.ok()) return ReportError(result.status());
+    int64_t changed = 0;
+    for (const passes::PassReport& r : result->reports) changed += r.changed;
+    // The list goes to stdout alone when no -o takes it.
+    std::ostream& log = args.list_ops && args.out.empty() ? std::cerr : std::cout;
+    log << model << ": " << result->nodes_before << " nodes -> " << result->nodes_after << " at level " << options.level
+        << " (" << changed << " rewrite" << (changed == 1 ? "" : "s") << ")\n";
+    if (args.explain) PrintExplanation(*result, options);
+    if (args.list_ops) {
+      AddOpLines(*result->graph, op_lines);
+    } else if (!args.out.empty()) {
+      if (Status written = WriteGraphFile(args.out, result->graph->ToGraphDef()); !written.ok()) {
+        return ReportError(written);
+      }
+      std::cout << "wrote " << args.out << "\n";
+    }
+  }
+  if (!args.list_ops) return kExitOk;
+  std::ostringstream list;
+  list << "# weft optimize --list-ops at level " << options.level << ": " << StrJoin(args.models, " ") << "\n"
+       << "# one line per op and the dtypes that choose its kernel (" << op_lines.size() << ")\n";
+  for (const std::string& line : op_lines) list << line << "\n";
+  if (args.out.empty()) {
+    std::cout << list.str();
+    return kExitOk;
+  }
+  if (Status written = WriteFileAtomically(args.out, list.str()); !written.ok()) {
+    return ReportError(written.WithContext(StrCat("-o ", Quote(args.out))));
+  }
+  std::cout << "wrote " << op_lines.size() << " ops to " << args.out << "\n";
   return kExitOk;
 }
 
@@ -140,8 +197,11 @@ void AddOptimizeCommand(CLI::App& app, Runner& run) {
   auto args = std::make_shared<OptimizeArgs>();
   CLI::App* cmd = app.add_subcommand(
       "optimize", "Run the graph optimizer over a model and write the optimized graph (--explain: what each pass did)");
-  cmd->add_option("MODEL", args->model, "A .wg, .wgt or .onnx model (an .onnx model is imported frozen)")->required();
-  cmd->add_option("-o,--out", args->out, "Write the optimized graph to this .wg or .wgt file");
+  cmd->add_option("MODEL", args->models,
+                  "A .wg, .wgt or .onnx model (an .onnx model is imported frozen); several with --list-ops")
+      ->required();
+  cmd->add_option("-o,--out", args->out,
+                  "Write the optimized graph to this .wg or .wgt file (with --list-ops: the list, as text)");
   cmd->add_option("--level", args->level,
                   "0 to 3 (default: [graph_optimizer] level, else the build's default); same as --optimize")
       ->check(CLI::Range(0, passes::kMaxLevel));
@@ -149,8 +209,12 @@ void AddOptimizeCommand(CLI::App& app, Runner& run) {
   cmd->add_flag("--explain", args->explain,
                 "List every pass: its level, how many rewrites it made, its time and the first nodes it rewrote, "
                 "and what it left alone");
+  cmd->add_flag("--list-ops", args->list_ops,
+                "List the ops the optimized models run, each with the dtypes that choose its kernel (\"Conv2D "
+                "T=f32\"), one per line: the kernels a build for these models needs");
   cmd->footer(
       "Example: weft optimize model.onnx -o model.wg --explain\n"
+      "         weft optimize mobilenet.onnx resnet.onnx --list-ops -o ops.txt\n"
       "The model's inputs (Placeholders) and outputs (nodes nothing reads) keep their names; a folded or merged "
       "node keeps the name of the node it replaced.");
   cmd->callback([&run, args] { run = [args](Context& ctx) { return Optimize(ctx, *args); }; });
