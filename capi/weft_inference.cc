@@ -206,13 +206,25 @@ Expected<Tensor> FeedTensor(const weft_session_t& s, const weft_feed_t& feed, st
     return weft::InvalidArgumentError(what, ": rank ", feed.rank, " with dims ",
                                       feed.dims == nullptr ? "NULL" : "given", " (rank 0 to ", WEFT_MAX_RANK, ")");
   }
+  if (feed.dtype == WEFT_DTYPE_STRING || feed.dtype == WEFT_DTYPE_RESOURCE) {
+    return weft::UnimplementedError(what, ": ", weft::DTypeName(static_cast<DType>(feed.dtype)),
+                                    " tensors cannot be fed through the C API yet");
+  }
   std::vector<int64_t> dims(feed.dims, feed.dims + feed.rank);
+  for (int32_t i = 0; i < feed.rank; ++i) {
+    if (dims[static_cast<std::size_t>(i)] < 0) {
+      return weft::InvalidArgumentError(what, ": dimension ", i, " is ", dims[static_cast<std::size_t>(i)],
+                                        "; a value's dimensions are 0 or more");
+    }
+  }
   const weft::Shape shape(dims);
   if (port->rank >= 0 && !weft::Shape(port->dims).IsCompatibleWith(shape)) {
     return weft::InvalidArgumentError(what, ": shape ", shape.ToString(), " does not fit the model's ",
                                       weft::Shape(port->dims).ToString());
   }
-  WEFT_ASSIGN_OR_RETURN(uint64_t bytes, weft::TensorBytes(static_cast<DType>(feed.dtype), shape));
+  Expected<uint64_t> size = weft::TensorBytes(static_cast<DType>(feed.dtype), shape);
+  if (!size.ok()) return size.status().WithContext(what);
+  const uint64_t bytes = *size;
   if (feed.byte_size != bytes) {
     return weft::InvalidArgumentError(what, ": ", feed.byte_size, " bytes given; shape ", shape.ToString(), " of ",
                                       weft::DTypeName(static_cast<DType>(feed.dtype)), " takes ", bytes);
@@ -358,26 +370,30 @@ weft_error_t* weft_session_options_create(weft_session_options_t** out) {
 }
 
 weft_error_t* weft_session_options_set_threads(weft_session_options_t* options, int32_t intra_op, int32_t inter_op) {
-  if (options == nullptr) return InvalidArgument("weft_session_options_set_threads: options is NULL");
-  if (intra_op < 0 || inter_op < 0) {
-    return InvalidArgument(
-        "weft_session_options_set_threads: threads must be 0 (derived from the cores) or more, "
-        "not intra_op ",
-        intra_op, ", inter_op ", inter_op);
-  }
-  options->session.intra_op_threads = intra_op;
-  options->session.inter_op_threads = inter_op;
-  return nullptr;
+  return Guard("weft_session_options_set_threads", [&]() -> weft_error_t* {
+    if (options == nullptr) return InvalidArgument("weft_session_options_set_threads: options is NULL");
+    if (intra_op < 0 || inter_op < 0) {
+      return InvalidArgument(
+          "weft_session_options_set_threads: threads must be 0 (derived from the cores) or more, "
+          "not intra_op ",
+          intra_op, ", inter_op ", inter_op);
+    }
+    options->session.intra_op_threads = intra_op;
+    options->session.inter_op_threads = inter_op;
+    return nullptr;
+  });
 }
 
 weft_error_t* weft_session_options_set_optimizer_level(weft_session_options_t* options, int32_t level) {
-  if (options == nullptr) return InvalidArgument("weft_session_options_set_optimizer_level: options is NULL");
-  if (level < 0 || level > weft::passes::kMaxLevel) {
-    return InvalidArgument("weft_session_options_set_optimizer_level: level ", level, " is not 0 to ",
-                           weft::passes::kMaxLevel);
-  }
-  options->session.optimizer.level = level;
-  return nullptr;
+  return Guard("weft_session_options_set_optimizer_level", [&]() -> weft_error_t* {
+    if (options == nullptr) return InvalidArgument("weft_session_options_set_optimizer_level: options is NULL");
+    if (level < 0 || level > weft::passes::kMaxLevel) {
+      return InvalidArgument("weft_session_options_set_optimizer_level: level ", level, " is not 0 to ",
+                             weft::passes::kMaxLevel);
+    }
+    options->session.optimizer.level = level;
+    return nullptr;
+  });
 }
 
 weft_error_t* weft_session_options_set_plugin_path(weft_session_options_t* options, const char* paths) {
@@ -463,13 +479,17 @@ size_t weft_session_output_count(const weft_session_t* session) {
 }
 
 weft_error_t* weft_session_input_info(const weft_session_t* session, size_t index, weft_tensor_info_t* out) {
-  if (session == nullptr) return InvalidArgument("weft_session_input_info: session is NULL");
-  return Info(session->inputs, index, out, "input");
+  return Guard("weft_session_input_info", [&]() -> weft_error_t* {
+    if (session == nullptr) return InvalidArgument("weft_session_input_info: session is NULL");
+    return Info(session->inputs, index, out, "input");
+  });
 }
 
 weft_error_t* weft_session_output_info(const weft_session_t* session, size_t index, weft_tensor_info_t* out) {
-  if (session == nullptr) return InvalidArgument("weft_session_output_info: session is NULL");
-  return Info(session->outputs, index, out, "output");
+  return Guard("weft_session_output_info", [&]() -> weft_error_t* {
+    if (session == nullptr) return InvalidArgument("weft_session_output_info: session is NULL");
+    return Info(session->outputs, index, out, "output");
+  });
 }
 
 weft_error_t* weft_session_run(weft_session_t* session, const weft_feed_t* feeds, size_t num_feeds,
@@ -507,14 +527,23 @@ weft_error_t* weft_session_run(weft_session_t* session, const weft_feed_t* feeds
     if (Status run = session->session->Run(inputs, names, {}, &outputs); !run.ok()) {
       return ErrorOf(run.WithContext(session->source));
     }
-    for (std::size_t i = 0; i < num_fetches; ++i) {
-      if (Status given = Deliver(std::move(outputs[i]), fetches[i]); !given.ok()) {
-        for (std::size_t j = 0; j <= i; ++j) {
-          weft_array_free(fetches[j].array);
-          fetches[j].array = nullptr;
-        }
-        return ErrorOf(given);
+    // All or nothing: a fetch that fails frees the arrays given before it.
+    auto take_back = [&] {
+      for (std::size_t j = 0; j < num_fetches; ++j) {
+        weft_array_free(fetches[j].array);
+        fetches[j].array = nullptr;
       }
+    };
+    try {
+      for (std::size_t i = 0; i < num_fetches; ++i) {
+        if (Status given = Deliver(std::move(outputs[i]), fetches[i]); !given.ok()) {
+          take_back();
+          return ErrorOf(given);
+        }
+      }
+    } catch (...) {
+      take_back();
+      throw;
     }
     return nullptr;
   });

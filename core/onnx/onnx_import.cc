@@ -694,6 +694,17 @@ Expected<ImportedModel> ImportOnnxBytes(std::string_view bytes, const std::strin
         ")");
   }
   if (!model.has_graph()) return InvalidArgumentError(source, ": the ONNX model has no graph");
+  // An empty |base_dir| is a model that has no folder (read from memory):
+  // it cannot have external data files.
+  if (base_dir.empty()) {
+    for (const onnx::TensorProto& init : model.graph().initializer()) {
+      if (init.data_location() == onnx::TensorProto::EXTERNAL) {
+        return InvalidArgumentError(source, ": initializer ", Quote(init.name()),
+                                    " keeps its data in an external file, and a model read from memory has no "
+                                    "folder to find it in: load the .onnx file from its folder");
+      }
+    }
+  }
   WEFT_RETURN_IF_ERROR(UpgradeOldOpset(model, source, base_dir));
   Importer importer(model, source, base_dir, options);
   return importer.Run();
@@ -701,7 +712,8 @@ Expected<ImportedModel> ImportOnnxBytes(std::string_view bytes, const std::strin
 
 Expected<ImportedModel> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
   WEFT_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
-  return ImportOnnxBytes(bytes, path, std::filesystem::path(path).parent_path().string(), options);
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  return ImportOnnxBytes(bytes, path, folder.empty() ? "." : folder, options);
 }
 
 Expected<GraphDef> ReadModelFile(const std::string& path, const ImportOptions& options) {

@@ -80,6 +80,10 @@ Expected<std::unique_ptr<net::ssl::context>> MakeTlsContext(const HttpServerOpti
     ctx->load_verify_file(o.tls_ca, ec);
     if (ec) return InvalidArgumentError("[serving] tls_ca ", Quote(o.tls_ca), ": ", ec.message());
     ctx->set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert);
+    // OpenSSL refuses to resume a TLS 1.2 session of a verified client
+    // without a session id context.
+    static constexpr unsigned char kSessionContext[] = "weft-model-server";
+    SSL_CTX_set_session_id_context(ctx->native_handle(), kSessionContext, sizeof(kSessionContext) - 1);
   }
   return ctx;
 }

@@ -4,10 +4,12 @@
  * library-allocated array), and every refusal the API makes checked by
  * its code and message.
  *
- *   capi_test MODEL.onnx X.bin ROWS Y.bin
+ *   capi_test MODEL.onnx X.bin ROWS Y.bin [EXTERNAL.onnx]
  *
  * X.bin holds ROWS x 4 float32 values; the first run's output goes to
  * Y.bin (tests/capi/capi_test.py compares it with NumPy and `weft run`).
+ * EXTERNAL.onnx, the same model with its weights in an external data file,
+ * loads from its file and is refused from memory.
  * Prints one line per failed check and exits 1 when any failed. */
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +126,12 @@ static void CheckRefusals(weft_session_t* session, const float* x, int64_t rows)
   REFUSED(weft_session_run(session, &feed, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "the data is NULL");
   feed = Feed("x", WEFT_DTYPE_F32, NULL, 2, x, bytes);
   REFUSED(weft_session_run(session, &feed, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "rank 2 with dims NULL");
+  const int64_t negative[2] = {-5, 4};
+  feed = Feed("x", WEFT_DTYPE_F32, negative, 2, x, bytes);
+  REFUSED(weft_session_run(session, &feed, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "input \"x\": dimension 0 is -5");
+  const int64_t huge[2] = {INT64_MAX / 2, 4};
+  feed = Feed("x", WEFT_DTYPE_F32, huge, 2, x, bytes);
+  REFUSED(weft_session_run(session, &feed, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "input \"x\"");
   feed = Feed(NULL, WEFT_DTYPE_F32, dims, 2, x, bytes);
   REFUSED(weft_session_run(session, &feed, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "feeds[0]", "name is NULL");
   feed = Feed("x", WEFT_DTYPE_F32, dims, 2, x, bytes);
@@ -138,6 +146,31 @@ static void CheckRefusals(weft_session_t* session, const float* x, int64_t rows)
   REFUSED(weft_session_run(session, NULL, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "feeds or fetches is NULL");
   REFUSED(weft_session_run(NULL, &feed, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "session is NULL");
   REFUSED(weft_session_run(session, NULL, 0, &fetch, 1), WEFT_INVALID_ARGUMENT, "'x'", "was not fed");
+}
+
+/* A model of a string input: feeding strings is refused, never read. */
+static void CheckStringFeed(void) {
+  static const char kText[] =
+      "( producer = 1, minConsumer = 1, nodes = ["
+      " ( name = \"s\", op = \"Placeholder\", inputs = [], device = \"\", attrs = ["
+      "   (name = \"dtype\", value = (type = string)),"
+      "   (name = \"shape\", value = (shape = (unknownRank = false, dims = [-1]))) ] ),"
+      " ( name = \"y\", op = \"Identity\", inputs = [\"s\"], device = \"\", attrs = ["
+      "   (name = \"T\", value = (type = string)) ] ) ] )";
+  weft_model_t* model = NULL;
+  weft_session_t* session = NULL;
+  if (!Ok(weft_model_load_memory(kText, sizeof kText - 1, "wgt", &model), "load a string model") ||
+      !Ok(weft_session_create(model, NULL, &session), "a session of a string model")) {
+    weft_model_free(model);
+    return;
+  }
+  weft_model_free(model);
+  const int64_t dims[1] = {2};
+  char bytes[96] = {0};
+  weft_feed_t feed = Feed("s", WEFT_DTYPE_STRING, dims, 1, bytes + 1, sizeof bytes - 1);
+  weft_fetch_t fetch = Fetch("y", NULL, 0);
+  REFUSED(weft_session_run(session, &feed, 1, &fetch, 1), WEFT_UNIMPLEMENTED, "input \"s\"", "string", "cannot be fed");
+  weft_session_free(session);
 }
 
 static void CheckLoadRefusals(const char* model_path) {
@@ -192,9 +225,20 @@ static int RunInto(weft_session_t* session, const float* x, int64_t rows, float*
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: capi_test MODEL.onnx X.bin ROWS Y.bin\n");
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: capi_test MODEL.onnx X.bin ROWS Y.bin [EXTERNAL.onnx]\n");
     return 2;
+  }
+  if (argc == 6) {
+    weft_model_t* external = NULL;
+    if (Ok(weft_model_load(argv[5], &external), "load a model with external data from its file")) {
+      weft_model_free(external);
+    }
+    size_t size = 0;
+    char* bytes = ReadAll(argv[5], &size);
+    REFUSED(weft_model_load_memory(bytes, size, "onnx", &external), WEFT_INVALID_ARGUMENT, "<memory>", "external file",
+            "load the .onnx file from its folder");
+    free(bytes);
   }
   const int64_t rows = atoll(argv[3]);
   size_t x_size = 0;
@@ -205,6 +249,7 @@ int main(int argc, char** argv) {
   }
   Check(weft_inference_api_version() == WEFT_INFERENCE_API_VERSION, "the library's version is the header's");
   CheckLoadRefusals(argv[1]);
+  CheckStringFeed();
 
   weft_model_t* model = NULL;
   weft_session_options_t* options = NULL;

@@ -5,6 +5,9 @@ compares the C program's output with NumPy (1e-6 relative) and with `weft run` o
 
     capi_test.py CAPI_TEST CAPI_CPP_TEST WEFT_CLI
 
+The C program also gets the model saved with its weights in an external data file, which it must be refused to load
+from memory (and may load from its file).
+
 CAPI_CPP_TEST (tests/capi/capi_cpp_test.cc) runs the same through weft_inference.hpp; its output must equal the C
 program's bit for bit.
 """
@@ -24,9 +27,14 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         model = os.path.join(d, "affine.onnx")
         write_affine(model)
+        # The same model with its weights in an external file: from memory it has no folder to find them in.
+        import onnx
+        external = os.path.join(d, "external.onnx")
+        onnx.save_model(onnx.load(model), external, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="external.bin", size_threshold=0)
         x = randn(7, 5, 4)
         x.astype("<f4").tofile(os.path.join(d, "x.bin"))
-        run = subprocess.run([capi_test, model, os.path.join(d, "x.bin"), "5", os.path.join(d, "y.bin")],
+        run = subprocess.run([capi_test, model, os.path.join(d, "x.bin"), "5", os.path.join(d, "y.bin"), external],
                              capture_output=True, text=True, timeout=300)
         print(run.stdout + run.stderr, end="")
         assert run.returncode == 0, f"capi_test exit {run.returncode}"

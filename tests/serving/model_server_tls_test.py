@@ -457,6 +457,8 @@ def test_cli_predict(env):
         os.remove(os.path.join(d, "y.npy"))
         ms.assert_close(y, *affine_ref(x, 1), 1e-6, what)
     ca, cert, key = ("--cacert", pki["ca.pem"]), ("--cert", pki["client.pem"]), ("--key", pki["client.key"])
+    encrypted = os.path.join(d, "client_encrypted.key")
+    openssl(d, "pkey", "-in", pki["client.key"], "-aes256", "-passout", "pass:secret", "-out", encrypted)
     answered(predict(f"https://127.0.0.1:{tls}/v2/models/affine", *ca), "https://127.0.0.1")
     answered(predict(f"https://localhost:{tls}/v2/models/affine", *ca), "https://localhost (DNS name)")
     answered(predict(f"https://127.0.0.1:{mtls}/v2/models/affine/infer", *ca, *cert, *key), "mutual TLS")
@@ -473,6 +475,8 @@ def test_cli_predict(env):
         ("cert without key", [f"https://127.0.0.1:{mtls}/v2/models/affine", *ca, *cert], ["--cert and --key go"]),
         ("key of another", [f"https://127.0.0.1:{mtls}/v2/models/affine", *ca, *cert, "--key", pki["server.key"]],
          ["is not the key of --cert"]),
+        ("encrypted key", [f"https://127.0.0.1:{mtls}/v2/models/affine", *ca, *cert, "--key", encrypted],
+         ["--key", "client_encrypted.key", "without a pass phrase"]),
         ("missing cacert", [f"https://127.0.0.1:{tls}/v2/models/affine", "--cacert", os.path.join(d, "no.pem")],
          ["--cacert", "no.pem", "No such file"]),
         ("cacert not PEM", [f"https://127.0.0.1:{tls}/v2/models/affine", "--cacert", pki["server.der"]],

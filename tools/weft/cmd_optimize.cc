@@ -99,8 +99,8 @@ Expected<passes::OptimizeResult> OptimizeModel(Context& ctx, const std::string& 
 
 // --explain: every pass, what it did or why it did not run, and what the
 // passes left alone.
-void PrintExplanation(const passes::OptimizeResult& result, const passes::OptimizeOptions& options) {
-  std::cout << "\nPasses, in the order they run:\n";
+void PrintExplanation(const passes::OptimizeResult& result, const passes::OptimizeOptions& options, std::ostream& out) {
+  out << "\nPasses, in the order they run:\n";
   Table table({"  pass", "level", "rewrites", "time", "first nodes"});
   for (const passes::PassInfo& info : passes::ListPasses()) {
     const passes::PassReport* report = nullptr;
@@ -119,13 +119,13 @@ void PrintExplanation(const passes::OptimizeResult& result, const passes::Optimi
     table.AddRow({"  " + info.name, std::to_string(info.level), std::to_string(report->changed),
                   Milliseconds(report->milliseconds), StrJoin(report->examples, ", ")});
   }
-  table.Print(std::cout);
+  table.Print(out);
   bool any_note = false;
   for (const passes::PassReport& r : result.reports) {
     for (const std::string& note : r.notes) {
-      if (!any_note) std::cout << "\nLeft alone:\n";
+      if (!any_note) out << "\nLeft alone:\n";
       any_note = true;
-      std::cout << "  " << r.pass << ": " << note << "\n";
+      out << "  " << r.pass << ": " << note << "\n";
     }
   }
 }
@@ -149,11 +149,11 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
     if (!result.ok()) return ReportError(result.status());
     int64_t changed = 0;
     for (const passes::PassReport& r : result->reports) changed += r.changed;
-    // The list goes to stdout alone when no -o takes it.
+    // The list goes to stdout alone when no -o takes it: the rest to stderr.
     std::ostream& log = args.list_ops && args.out.empty() ? std::cerr : std::cout;
     log << model << ": " << result->nodes_before << " nodes -> " << result->nodes_after << " at level " << options.level
         << " (" << changed << " rewrite" << (changed == 1 ? "" : "s") << ")\n";
-    if (args.explain) PrintExplanation(*result, options);
+    if (args.explain) PrintExplanation(*result, options, log);
     if (args.list_ops) {
       AddOpLines(*result->graph, op_lines);
     } else if (!args.out.empty()) {

@@ -13,6 +13,7 @@
 // server that asks for one ([serving] tls_ca, docs/serving.md "HTTPS").
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -249,18 +250,28 @@ Expected<std::unique_ptr<ssl::context>> ClientTls(const PredictArgs& args, const
   beast::error_code ec;
   if (args.cacert.empty()) {
     ctx->set_default_verify_paths(ec);
+    if (ec) return UnavailableError("predict: this machine's CA certificates cannot be read (", ec.message(), ")");
   } else {
     ctx->load_verify_file(args.cacert, ec);
+    if (ec) return InvalidArgumentError("predict: --cacert ", Quote(args.cacert), ": ", ec.message());
   }
-  if (ec) return InvalidArgumentError("predict: --cacert ", Quote(args.cacert), ": ", ec.message());
   if (args.cert.empty() != args.key.empty()) {
     return InvalidArgumentError("predict: --cert and --key go together (a client certificate and its key)");
   }
   if (!args.cert.empty()) {
     ctx->use_certificate_chain_file(args.cert, ec);
     if (ec) return InvalidArgumentError("predict: --cert ", Quote(args.cert), ": ", ec.message());
+    // An encrypted key fails here rather than asking for a pass phrase on
+    // the terminal.
+    ctx->set_password_callback([](std::size_t, ssl::context::password_purpose) { return std::string(); });
     ctx->use_private_key_file(args.key, ssl::context::pem, ec);
-    if (ec || SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    const bool mismatch = ec && ec.category() == boost::asio::error::get_ssl_category() &&
+                          ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH;
+    if (ec && !mismatch) {
+      return InvalidArgumentError("predict: --key ", Quote(args.key), ": ", ec.message(),
+                                  " (a PEM private key without a pass phrase)");
+    }
+    if (mismatch || SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
       return InvalidArgumentError("predict: --key ", Quote(args.key), " is not the key of --cert ", Quote(args.cert));
     }
   }

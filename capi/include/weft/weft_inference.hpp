@@ -181,7 +181,13 @@ class Session {
     for (std::size_t i = 0; i < fetches.size(); ++i) c_fetches[i].name = fetches[i].c_str();
     Check(weft_session_run(session_.get(), c_feeds.data(), c_feeds.size(), c_fetches.data(), c_fetches.size()));
     std::vector<Array> out;
-    for (const weft_fetch_t& f : c_fetches) out.push_back(Array(f));
+    try {
+      out.reserve(c_fetches.size());
+    } catch (...) {
+      for (const weft_fetch_t& f : c_fetches) weft_array_free(f.array);
+      throw;
+    }
+    for (const weft_fetch_t& f : c_fetches) out.push_back(Array(f));  // no throw: the room is reserved
     return out;
   }
 

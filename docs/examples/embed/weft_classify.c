@@ -34,7 +34,13 @@ int main(int argc, char** argv) {
   if ((error = weft_session_input_info(session, 0, &input)) != NULL) return Fail(error);
   if ((error = weft_session_output_info(session, 0, &output)) != NULL) return Fail(error);
   long row = 1;
-  for (int i = 1; i < input.rank; ++i) row *= input.dims[i];
+  for (int i = 1; i < input.rank; ++i) row = input.dims[i] > 0 ? row * input.dims[i] : -1;
+  if (input.rank < 1 || row <= 0 || input.dtype != WEFT_DTYPE_F32 || output.dtype != WEFT_DTYPE_F32) {
+    fprintf(stderr,
+            "weft_classify: the model's first input must be float32 [batch, known sizes...] and its first "
+            "output float32\n");
+    return 1;
+  }
 
   FILE* in = fopen(argv[2], "rb");
   if (in == NULL) {
@@ -44,12 +50,17 @@ int main(int argc, char** argv) {
   float* data = NULL;
   size_t count = 0, read = 0;
   do {
-    data = realloc(data, (count + 4096) * sizeof(float));
+    float* more = realloc(data, (count + 4096) * sizeof(float));
+    if (more == NULL) {
+      fprintf(stderr, "weft_classify: out of memory\n");
+      return 1;
+    }
+    data = more;
     read = fread(data + count, sizeof(float), 4096, in);
     count += read;
   } while (read == 4096);
   fclose(in);
-  if (input.rank < 1 || row <= 0 || count == 0 || count % (size_t)row != 0) {
+  if (count == 0 || count % (size_t)row != 0) {
     fprintf(stderr, "weft_classify: %s holds %zu floats, not rows of %ld\n", argv[2], count, row);
     return 1;
   }
