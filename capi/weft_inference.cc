@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -114,7 +115,8 @@ struct weft_model {
 struct weft_session_options {
   weft::runtime::SessionOptions session;
   std::vector<std::string> plugin_paths;
-  std::string device;  // preferred device type; empty: the default order
+  std::string device;                          // preferred device type; empty: the default order
+  std::optional<weft::config::Config> config;  // weft_session_options_set_config's file
 };
 
 struct weft_session {
@@ -412,6 +414,19 @@ weft_error_t* weft_session_options_set_plugin_path(weft_session_options_t* optio
   });
 }
 
+weft_error_t* weft_session_options_set_config(weft_session_options_t* options, const char* path) {
+  return Guard("weft_session_options_set_config", [&]() -> weft_error_t* {
+    if (options == nullptr || path == nullptr) {
+      return InvalidArgument("weft_session_options_set_config: options and path must not be NULL");
+    }
+    auto config = weft::config::LoadConfigFile(path);
+    if (!config.ok()) return ErrorOf(config.status());
+    options->session = weft::runtime::SessionOptions::FromConfig(*config);
+    options->config = std::move(*config);
+    return nullptr;
+  });
+}
+
 weft_error_t* weft_session_options_set_device(weft_session_options_t* options, const char* device_type) {
   return Guard("weft_session_options_set_device", [&]() -> weft_error_t* {
     if (options == nullptr || device_type == nullptr) {
@@ -437,9 +452,13 @@ weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_
     auto defaults = DefaultOptions();
     if (!defaults.ok()) return ErrorOf(defaults.status());
     const weft_session_options_t& o = options != nullptr ? *options : *defaults;
-    auto config = weft::config::DefaultConfig();
+    Expected<weft::config::Config> config =
+        o.config.has_value() ? Expected<weft::config::Config>(*o.config) : weft::config::DefaultConfig();
     if (!config.ok()) return ErrorOf(config.status());
-    config->plugins.paths = o.plugin_paths;
+    // The options' paths first, then the file's [plugins] paths.
+    std::vector<std::string> paths = o.plugin_paths;
+    paths.insert(paths.end(), config->plugins.paths.begin(), config->plugins.paths.end());
+    config->plugins.paths = std::move(paths);
     weft::plugin::PluginHostOptions host_options;
     host_options.defer_device_count = true;
     host_options.skip_kinds = {weft::plugin::PluginKind::kTransport, weft::plugin::PluginKind::kCollectives};

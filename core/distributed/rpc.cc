@@ -240,7 +240,8 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     return;
   }
   Status last;
-  Status busy;  // the last attempt a task turned away (BusyFrame)
+  Status busy;     // the last attempt a task turned away (BusyFrame)
+  Status telling;  // the last attempt that failed for a reason, not for the deadline
   int attempts = 0;
   std::shared_ptr<Connection> connection;
   auto backoff = std::chrono::milliseconds(20);
@@ -290,6 +291,7 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     } else {
       last = c.status();
     }
+    if (last.code() != Code::kDeadlineExceeded) telling = last;
     // A malformed address, or credentials refused: retrying cannot help.
     if (last.code() == Code::kInvalidArgument || last.code() == Code::kUnauthenticated ||
         last.code() == Code::kPermissionDenied) {
@@ -304,7 +306,10 @@ void RpcNode::Connect(std::shared_ptr<Channel> channel) {
     return;
   }
   // A task that turned attempts away is up, under a flood: that is the
-  // news, not a last attempt cut short by the deadline.
+  // news, not a last attempt cut short by the deadline. Nor is a last
+  // attempt that had a millisecond left when earlier ones said why they
+  // failed (a host that does not resolve, a refused connection).
+  if (connection == nullptr && last.code() == Code::kDeadlineExceeded && !telling.ok()) last = telling;
   if (connection == nullptr && !busy.ok()) last = busy;
   if (connection == nullptr) {
     const bool up = last.code() == Code::kInvalidArgument || last.code() == Code::kResourceExhausted;

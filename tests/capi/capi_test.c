@@ -11,6 +11,7 @@
  * EXTERNAL.onnx, the same model with its weights in an external data file,
  * loads from its file and is refused from memory.
  * Prints one line per failed check and exits 1 when any failed. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,54 @@ static void CheckRefusals(weft_session_t* session, const float* x, int64_t rows)
   REFUSED(weft_session_run(session, NULL, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "feeds or fetches is NULL");
   REFUSED(weft_session_run(NULL, &feed, 1, &fetch, 1), WEFT_INVALID_ARGUMENT, "session is NULL");
   REFUSED(weft_session_run(session, NULL, 0, &fetch, 1), WEFT_INVALID_ARGUMENT, "'x'", "was not fed");
+}
+
+/* A TOML config for the session: |good| runs (at level 0, so the matrix
+ * product, bias and Relu are not fused: the same values within 1e-6),
+ * a bad key and a missing file are refused naming them. */
+static void CheckConfig(const char* model_path, const char* scratch, const float* x, int64_t rows, const float* y) {
+  char good[4096], bad[4096];
+  snprintf(good, sizeof good, "%s.good.toml", scratch);
+  snprintf(bad, sizeof bad, "%s.bad.toml", scratch);
+  FILE* f = fopen(good, "w");
+  FILE* g = fopen(bad, "w");
+  if (f == NULL || g == NULL) {
+    Check(0, "writing the config files");
+    if (f != NULL) fclose(f);
+    if (g != NULL) fclose(g);
+    return;
+  }
+  fputs("[runtime]\nintra_op_threads = 1\ninter_op_threads = 1\n[graph_optimizer]\nlevel = 0\n", f);
+  fputs("[graph_optimizer]\nlevel = 9\n", g);
+  fclose(f);
+  fclose(g);
+  weft_session_options_t* options = NULL;
+  weft_model_t* model = NULL;
+  weft_session_t* session = NULL;
+  if (!Ok(weft_session_options_create(&options), "options") || !Ok(weft_model_load(model_path, &model), "load")) {
+    weft_session_options_free(options);
+    weft_model_free(model);
+    return;
+  }
+  REFUSED(weft_session_options_set_config(options, bad), WEFT_INVALID_ARGUMENT,
+          ".bad.toml:2:", "graph_optimizer.level");
+  REFUSED(weft_session_options_set_config(options, "/nonexistent/weft.toml"), WEFT_NOT_FOUND, "/nonexistent/weft.toml");
+  REFUSED(weft_session_options_set_config(options, NULL), WEFT_INVALID_ARGUMENT, "must not be NULL");
+  if (Ok(weft_session_options_set_config(options, good), "set_config") &&
+      Ok(weft_session_create(model, options, &session), "a session from a config")) {
+    const int64_t dims[2] = {rows, 4};
+    float y2[64 * 3];
+    weft_feed_t feed = Feed("x", WEFT_DTYPE_F32, dims, 2, x, (size_t)rows * 4 * sizeof(float));
+    weft_fetch_t fetch = Fetch("y", y2, sizeof y2);
+    if (Ok(weft_session_run(session, &feed, 1, &fetch, 1), "run with the config")) {
+      int close = 1;
+      for (int64_t i = 0; i < rows * 3; ++i) close = close && fabsf(y[i] - y2[i]) <= 1e-6f * (fabsf(y[i]) + 1e-6f);
+      Check(close, "the config's session (level 0, unfused) gives the fused answers within 1e-6");
+    }
+    weft_session_free(session);
+  }
+  weft_model_free(model);
+  weft_session_options_free(options);
 }
 
 /* A model of a string input: feeding strings is refused, never read. */
@@ -310,6 +359,7 @@ int main(int argc, char** argv) {
     }
     free(bytes);
   }
+  CheckConfig(argv[1], argv[4], x, rows, y);
   CheckRefusals(session, x, rows);
   weft_session_free(session);
   weft_session_options_free(options);

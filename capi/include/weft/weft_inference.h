@@ -77,6 +77,13 @@ WEFT_INFERENCE_EXPORT void weft_model_free(weft_model_t* model);
 /* --- Session options --------------------------------------------------- */
 
 WEFT_INFERENCE_EXPORT weft_error_t* weft_session_options_create(weft_session_options_t** out);
+/* Reads a Weft TOML config file (docs/config.md): its [runtime] threads,
+ * [placement], [graph_optimizer] and [plugins] apply to the sessions
+ * opened with these options ([logging] and the training and cluster
+ * sections do not). It sets every option the file holds: call it first,
+ * and the calls below override it. A missing or malformed file is an error
+ * naming the file, line and key. */
+WEFT_INFERENCE_EXPORT weft_error_t* weft_session_options_set_config(weft_session_options_t* options, const char* path);
 /* Threads one kernel may use (intra-op) and independent nodes that run at
  * once (inter-op); 0 derives either from the cores (the default). */
 WEFT_INFERENCE_EXPORT weft_error_t* weft_session_options_set_threads(weft_session_options_t* options, int32_t intra_op,

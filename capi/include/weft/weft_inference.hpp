@@ -90,6 +90,11 @@ class SessionOptions {
     Check(weft_session_options_create(&options));
     options_.reset(options);
   }
+  // A Weft TOML config file; call it before the setters that override it.
+  SessionOptions& Config(const std::string& path) {
+    Check(weft_session_options_set_config(options_.get(), path.c_str()));
+    return *this;
+  }
   SessionOptions& Threads(int32_t intra_op, int32_t inter_op) {
     Check(weft_session_options_set_threads(options_.get(), intra_op, inter_op));
     return *this;
