@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,8 +114,8 @@ struct weft_model {
 struct weft_session_options {
   weft::runtime::SessionOptions session;
   std::vector<std::string> plugin_paths;
-  std::string device;                          // preferred device type; empty: the default order
-  std::optional<weft::config::Config> config;  // weft_session_options_set_config's file
+  std::string device;           // preferred device type; empty: the default order
+  weft::config::Config config;  // set_config's file, else the embedded default
 };
 
 struct weft_session {
@@ -267,11 +266,11 @@ Status Deliver(Tensor t, weft_fetch_t& fetch) {
 }
 
 // What `weft run` runs with when no config is given: the embedded
-// default's [runtime], [placement] and [graph_optimizer].
+// default's [runtime], [placement], [graph_optimizer] and [plugins].
 Expected<weft_session_options_t> DefaultOptions() {
-  WEFT_ASSIGN_OR_RETURN(weft::config::Config config, weft::config::DefaultConfig());
   weft_session_options_t options;
-  options.session = weft::runtime::SessionOptions::FromConfig(config);
+  WEFT_ASSIGN_OR_RETURN(options.config, weft::config::DefaultConfig());
+  options.session = weft::runtime::SessionOptions::FromConfig(options.config);
   return options;
 }
 
@@ -449,22 +448,21 @@ weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_
     if (model == nullptr || out == nullptr)
       return InvalidArgument("weft_session_create: model and out must not be NULL");
     *out = nullptr;
-    auto defaults = DefaultOptions();
+    Expected<weft_session_options_t> defaults = weft_session_options_t();
+    if (options == nullptr) defaults = DefaultOptions();
     if (!defaults.ok()) return ErrorOf(defaults.status());
     const weft_session_options_t& o = options != nullptr ? *options : *defaults;
-    Expected<weft::config::Config> config =
-        o.config.has_value() ? Expected<weft::config::Config>(*o.config) : weft::config::DefaultConfig();
-    if (!config.ok()) return ErrorOf(config.status());
-    // The options' paths first, then the file's [plugins] paths.
+    weft::config::Config config = o.config;
+    // The options' paths first, then the config's [plugins] paths.
     std::vector<std::string> paths = o.plugin_paths;
-    paths.insert(paths.end(), config->plugins.paths.begin(), config->plugins.paths.end());
-    config->plugins.paths = std::move(paths);
+    paths.insert(paths.end(), config.plugins.paths.begin(), config.plugins.paths.end());
+    config.plugins.paths = std::move(paths);
     weft::plugin::PluginHostOptions host_options;
     host_options.defer_device_count = true;
     host_options.skip_kinds = {weft::plugin::PluginKind::kTransport, weft::plugin::PluginKind::kCollectives};
     auto s = std::make_unique<weft_session_t>();
     s->source = model->source;
-    s->host = std::make_unique<weft::plugin::PluginHost>(std::move(*config), host_options);
+    s->host = std::make_unique<weft::plugin::PluginHost>(std::move(config), host_options);
     if (Status loaded = s->host->LoadAll(); !loaded.ok()) return ErrorOf(loaded);
     auto devices = weft::runtime::DeviceSet::Open(*s->host, weft::runtime::DeviceSet::Opening::kLazy);
     if (!devices.ok()) return ErrorOf(devices.status());

@@ -213,12 +213,7 @@ Section ToSection(const toml::table& table, std::string path, const SourcePos& p
   return section;
 }
 
-std::string ResolvePath(const std::string& path, std::string_view base_dir) {
-  if (path.empty() || base_dir.empty()) return path;
-  std::filesystem::path p(path);
-  if (p.is_absolute()) return path;
-  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
-}
+using internal::ResolvePath;
 
 // Fills the typed sections from validated values. Only called once
 // validation passed, so the getters cannot fail.

@@ -112,10 +112,7 @@ namespace {
 // directory); empty when unset.
 std::string ResolvedPath(const OptionValues& v, const char* key, std::string_view base_dir) {
   auto s = v.GetString(key);
-  if (!s.ok() || (*s)->empty()) return {};
-  std::filesystem::path p(**s);
-  if (p.is_absolute() || base_dir.empty()) return **s;
-  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+  return s.ok() ? internal::ResolvePath(**s, base_dir) : std::string();
 }
 
 }  // namespace

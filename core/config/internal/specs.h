@@ -1,8 +1,9 @@
-// Not API: short constructors of OptionSpec for the core's sections
-// (config.cc, serving_config.cc).
+// Not API: short constructors of OptionSpec for the core's sections, and
+// how their file paths are resolved (config.cc, serving_config.cc).
 #ifndef WEFT_CORE_CONFIG_INTERNAL_SPECS_H_
 #define WEFT_CORE_CONFIG_INTERNAL_SPECS_H_
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,15 @@
 #include "core/config/value.h"
 
 namespace weft::config::internal {
+
+// |path| as written in a config file, relative ones taken against
+// |base_dir| (the file's directory); empty stays empty.
+inline std::string ResolvePath(const std::string& path, std::string_view base_dir) {
+  if (path.empty() || base_dir.empty()) return path;
+  std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
 
 inline OptionSpec Spec(std::string key, OptionType type, std::string doc) {
   OptionSpec spec;
