@@ -18,8 +18,11 @@
 #include "core/graph/graph.h"
 #include "core/graph/graph_walk.h"
 #include "core/graph/serialize.h"
+#if !defined(WEFT_LITE)
 #include "core/onnx/onnx.h"
+#endif
 #include "core/passes/pass.h"
+#include "core/plugin/linked_plugins.h"
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/session.h"
@@ -30,6 +33,11 @@ struct weft_error {
   int32_t code;
   std::string message;
 };
+
+#if defined(WEFT_LITE)
+// The CPU plugin, linked in (plugins/devices/cpu, WEFT_SDK_LINKED_PLUGIN).
+extern "C" weft_status_t weft_linked_plugin_init_cpu(const weft_host_t* host, const weft_plugin_t** out_plugin);
+#endif
 
 namespace {
 
@@ -165,10 +173,18 @@ Expected<std::unique_ptr<weft_model_t>> MakeModel(std::string source, weft::Grap
   return model;
 }
 
+#if defined(WEFT_LITE)
+// The lite build (docs/lite.md) reads .wg graphs only, which the full
+// build's `weft optimize` writes.
+constexpr const char* kLiteOnly =
+    "this is a lite build, which reads .wg graphs only; convert and optimize the model with the full build's "
+    "`weft optimize MODEL -o MODEL.wg` (docs/lite.md)";
+#else
 Expected<std::unique_ptr<weft_model_t>> FromOnnx(weft::onnx_io::ImportedModel m, std::string source) {
   return MakeModel(std::move(source), std::move(m.def), std::move(m.input_names), std::move(m.inputs),
                    std::move(m.output_names), std::move(m.outputs));
 }
+#endif
 
 weft_error_t* Store(Expected<std::unique_ptr<weft_model_t>> model, weft_model_t** out) {
   if (!model.ok()) return ErrorOf(model.status());
@@ -269,8 +285,15 @@ Status Deliver(Tensor t, weft_fetch_t& fetch) {
 // default's [runtime], [placement], [graph_optimizer] and [plugins].
 Expected<weft_session_options_t> DefaultOptions() {
   weft_session_options_t options;
+#if defined(WEFT_LITE)
+  // The lite build has no TOML, so its defaults are Config's own, and no
+  // graph optimizer (docs/lite.md).
+  options.session = weft::runtime::SessionOptions::FromConfig(options.config);
+  options.session.optimizer.level = 0;
+#else
   WEFT_ASSIGN_OR_RETURN(options.config, weft::config::DefaultConfig());
   options.session = weft::runtime::SessionOptions::FromConfig(options.config);
+#endif
   return options;
 }
 
@@ -320,6 +343,10 @@ weft_error_t* weft_model_load(const char* path, weft_model_t** out) {
   return Guard("weft_model_load", [&]() -> weft_error_t* {
     if (path == nullptr || out == nullptr) return InvalidArgument("weft_model_load: path and out must not be NULL");
     *out = nullptr;
+#if defined(WEFT_LITE)
+    const std::string_view p = path;
+    if (!p.ends_with(".wg")) return ErrorOf(weft::UnimplementedError(Quote(p), ": ", kLiteOnly));
+#else
     if (weft::onnx_io::IsOnnxPath(path)) {
       weft::onnx_io::ImportOptions import;
       import.freeze = true;
@@ -327,6 +354,7 @@ weft_error_t* weft_model_load(const char* path, weft_model_t** out) {
       if (!m.ok()) return ErrorOf(m.status());
       return Store(FromOnnx(std::move(*m), path), out);
     }
+#endif
     auto def = weft::ReadGraphFile(path);
     if (!def.ok()) return ErrorOf(def.status());
     return Store(MakeModel(path, std::move(*def), {}, {}, {}, {}), out);
@@ -341,6 +369,9 @@ weft_error_t* weft_model_load_memory(const void* data, size_t size, const char* 
     *out = nullptr;
     const std::string_view bytes(static_cast<const char*>(data), size);
     const std::string_view f = format;
+#if defined(WEFT_LITE)
+    if (f != "wg") return ErrorOf(weft::UnimplementedError("format ", Quote(f), ": ", kLiteOnly));
+#else
     if (f == "onnx") {
       weft::onnx_io::ImportOptions import;
       import.freeze = true;
@@ -351,6 +382,7 @@ weft_error_t* weft_model_load_memory(const void* data, size_t size, const char* 
     if (f != "wg" && f != "wgt") {
       return InvalidArgument("weft_model_load_memory: format ", Quote(f), " is not \"onnx\", \"wg\" or \"wgt\"");
     }
+#endif
     auto def =
         weft::ParseGraphDef(bytes, f == "wg" ? weft::GraphFormat::kBinary : weft::GraphFormat::kText, "<memory>");
     if (!def.ok()) return ErrorOf(def.status());
@@ -388,6 +420,13 @@ weft_error_t* weft_session_options_set_threads(weft_session_options_t* options, 
 weft_error_t* weft_session_options_set_optimizer_level(weft_session_options_t* options, int32_t level) {
   return Guard("weft_session_options_set_optimizer_level", [&]() -> weft_error_t* {
     if (options == nullptr) return InvalidArgument("weft_session_options_set_optimizer_level: options is NULL");
+#if defined(WEFT_LITE)
+    if (level != 0) {
+      return InvalidArgument("weft_session_options_set_optimizer_level: the lite build has no graph optimizer, so ",
+                             "the level is 0, not ", level,
+                             "; optimize the model beforehand with the full build's `weft optimize` (docs/lite.md)");
+    }
+#endif
     if (level < 0 || level > weft::passes::kMaxLevel) {
       return InvalidArgument("weft_session_options_set_optimizer_level: level ", level, " is not 0 to ",
                              weft::passes::kMaxLevel);
@@ -402,6 +441,10 @@ weft_error_t* weft_session_options_set_plugin_path(weft_session_options_t* optio
     if (options == nullptr || paths == nullptr) {
       return InvalidArgument("weft_session_options_set_plugin_path: options and paths must not be NULL");
     }
+#if defined(WEFT_LITE)
+    return ErrorOf(weft::UnimplementedError(
+        "weft_session_options_set_plugin_path: the lite build loads no plugins; its CPU kernels are linked in"));
+#endif
     options->plugin_paths.clear();
     for (std::string_view rest = paths; !rest.empty();) {
       const std::size_t colon = rest.find(':');
@@ -418,11 +461,17 @@ weft_error_t* weft_session_options_set_config(weft_session_options_t* options, c
     if (options == nullptr || path == nullptr) {
       return InvalidArgument("weft_session_options_set_config: options and path must not be NULL");
     }
+#if defined(WEFT_LITE)
+    return ErrorOf(weft::UnimplementedError(
+        "weft_session_options_set_config: the lite build reads no TOML; set threads, optimizer level and device with "
+        "the other weft_session_options_set_* functions"));
+#else
     auto config = weft::config::LoadConfigFile(path);
     if (!config.ok()) return ErrorOf(config.status());
     options->session = weft::runtime::SessionOptions::FromConfig(*config);
     options->config = std::move(*config);
     return nullptr;
+#endif
   });
 }
 
@@ -463,7 +512,12 @@ weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_
     auto s = std::make_unique<weft_session_t>();
     s->source = model->source;
     s->host = std::make_unique<weft::plugin::PluginHost>(std::move(config), host_options);
+#if defined(WEFT_LITE)
+    weft::plugin::RegisterLinkedPlugin("cpu", weft_linked_plugin_init_cpu);
+    if (Status loaded = s->host->Load("linked:cpu"); !loaded.ok()) return ErrorOf(loaded);
+#else
     if (Status loaded = s->host->LoadAll(); !loaded.ok()) return ErrorOf(loaded);
+#endif
     auto devices = weft::runtime::DeviceSet::Open(*s->host, weft::runtime::DeviceSet::Opening::kLazy);
     if (!devices.ok()) return ErrorOf(devices.status());
     weft::runtime::SessionOptions session_options = o.session;

@@ -3,7 +3,7 @@
 # configures and builds it with CMake and Ninja.
 #
 #   tools/setup.sh                  release build in build/
-#   tools/setup.sh --preset asan    another preset (debug, asan, tsan)
+#   tools/setup.sh --preset asan    another preset (debug, asan, tsan, lite, lite-arm64)
 #   tools/setup.sh --packages-only  install packages, do not build
 #   tools/setup.sh --with-hip       also install hipcc and libamdhip64-dev
 #                                   (the hip plugin; or WEFT_SETUP_HIP=1)
@@ -49,6 +49,7 @@ packages=(
   libgtest-dev libgmock-dev
   capnproto libcapnp-dev   # graph files (.wg/.wgt)
   libdnnl-dev              # oneDNN: the CPU plugin's matmul, convolution, ...
+  libxnnpack-dev libpthreadpool-dev  # XNNPACK: the lite build's convolutions and products (docs/lite.md)
   libopenblas-dev          # the matmul benchmark's peer
   python3-numpy            # independent reference values in the tests
   python3-matplotlib       # tools/bench/scale_model.py: the scaling plot in docs/distributed-internals.md
@@ -63,6 +64,13 @@ packages=(
   # conformance suite run on it), clinfo to see what the loader finds.
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 )
+
+# The lite build cross-compiled for aarch64 (docs/lite.md): Debian's cross
+# toolchain and qemu-user to run what it builds; its arm64 libraries are
+# unpacked into build-sysroot-arm64/ below (tools/arm64_sysroot.sh).
+if [ "$preset" = lite-arm64 ]; then
+  packages+=(g++-aarch64-linux-gnu qemu-user)
+fi
 
 # ROCm's HIP compiler and runtime (Debian packages), only on request:
 # they are large and useful only with an AMD GPU.
@@ -103,6 +111,8 @@ else
   echo "==> CUDA not found: the cuda plugin is skipped (install the CUDA toolkit yourself to build it)"
 fi
 
+[ "$preset" != lite-arm64 ] || tools/arm64_sysroot.sh
+
 [ "$build" -eq 1 ] || exit 0
 
 echo "==> Configuring (preset $preset)"
@@ -111,4 +121,8 @@ echo "==> Building (preset $preset)"
 cmake --build --preset "$preset"
 dir=build
 [ "$preset" = release ] || dir=build-$preset
-echo "==> Built $dir/bin/weft, with plugins in $dir/lib/weft/plugins/"
+if [[ "$preset" == lite* ]]; then
+  echo "==> Built $dir/bin/weft-lite and $dir/lib/libweft_lite.a (docs/lite.md)"
+else
+  echo "==> Built $dir/bin/weft, with plugins in $dir/lib/weft/plugins/"
+fi

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <utility>
 
+#include "core/config/literal.h"
 #include "core/config/value.h"
 
 namespace weft {
@@ -67,7 +68,7 @@ std::optional<AttrType> ParseAttrType(std::string_view text) {
 Expected<AttrValue> ParseDefault(std::string_view text, AttrType type) {
   std::string literal(text);
   std::replace(literal.begin(), literal.end(), '\'', '"');
-  WEFT_ASSIGN_OR_RETURN(config::Value v, config::ParseTomlValue(literal));
+  WEFT_ASSIGN_OR_RETURN(config::Value v, config::ParseLiteral(literal));
   using K = config::Value::Kind;
   switch (type) {
     case AttrType::kInt:

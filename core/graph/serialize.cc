@@ -4,7 +4,10 @@
 #include <capnp/message.h>
 #include <capnp/serialize-text.h>
 #include <capnp/serialize.h>
+#include <fcntl.h>
 #include <kj/exception.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -367,12 +370,17 @@ Expected<GraphDef> ParseWords(kj::ArrayPtr<const capnp::word> words, std::string
 std::string SerializeGraphDef(const GraphDef& def, GraphFormat format) {
   capnp::MallocMessageBuilder message;
   WriteGraph(def, message.initRoot<wire::Graph>());
+#if defined(WEFT_LITE)
+  // The lite build (docs/lite.md) has no text codec: .wg only.
+  if (format == GraphFormat::kText) return "";
+#else
   if (format == GraphFormat::kText) {
     capnp::TextCodec codec;
     codec.setPrettyPrint(true);
     kj::String text = codec.encode(message.getRoot<wire::Graph>().asReader());
     return std::string(text.cStr(), text.size()) + "\n";
   }
+#endif
   kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
   kj::ArrayPtr<const char> bytes = words.asChars();
   return std::string(bytes.begin(), bytes.size());
@@ -381,6 +389,11 @@ std::string SerializeGraphDef(const GraphDef& def, GraphFormat format) {
 Expected<GraphDef> ParseGraphDef(std::string_view bytes, GraphFormat format, std::string_view name) {
   try {
     if (format == GraphFormat::kText) {
+#if defined(WEFT_LITE)
+      return UnimplementedError(name,
+                                ": the lite build reads binary .wg graphs only; convert the .wgt with "
+                                "`weft optimize MODEL.wgt -o MODEL.wg` (docs/lite.md)");
+#else
       capnp::MallocMessageBuilder message;
       auto root = message.initRoot<wire::Graph>();
       const std::string text(bytes);  // NUL-terminated for kj
@@ -389,6 +402,7 @@ Expected<GraphDef> ParseGraphDef(std::string_view bytes, GraphFormat format, std
       auto def = ReadGraph(root.asReader());
       if (!def.ok()) return def.status().WithContext(std::string(name));
       return def;
+#endif
     }
     WEFT_RETURN_IF_ERROR(CheckWordSize(bytes.size(), name));
     kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
@@ -406,6 +420,44 @@ Expected<GraphFormat> FormatForPath(const std::string& path) {
   return InvalidArgumentError(Quote(path), ": graph files end in .wg (binary) or .wgt (text)");
 }
 
+namespace {
+
+constexpr std::string_view kMappingFailure = "cannot map the file";
+
+bool IsMappingFailure(const Status& status) { return status.message().find(kMappingFailure) != std::string::npos; }
+
+// A .wg file read from a read-only private mapping (page-aligned, so
+// word-aligned as Cap'n Proto needs), prefaulted in one call; unmapped once
+// the GraphDef holds copies of what it needs. A file that cannot be mapped
+// (a pipe, a file system without mmap) fails with kMappingFailure, and the
+// caller reads it instead.
+Expected<GraphDef> ReadMappedGraphFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFoundError("cannot read graph file ", Quote(path), ": ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    ::close(fd);
+    return UnavailableError(kMappingFailure);
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (data == MAP_FAILED) return UnavailableError(kMappingFailure);
+  Expected<GraphDef> def = [&]() -> Expected<GraphDef> {
+    WEFT_RETURN_IF_ERROR(CheckWordSize(size, path));
+    try {
+      return ParseWords(
+          kj::ArrayPtr<const capnp::word>(static_cast<const capnp::word*>(data), size / sizeof(capnp::word)), path);
+    } catch (const kj::Exception& e) {
+      return InvalidArgumentError(path, ": not a valid .wg graph file: ", Describe(e));
+    }
+  }();
+  ::munmap(data, size);
+  return def;
+}
+
+}  // namespace
+
 Expected<GraphDef> ReadGraphFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("cannot read graph file ", Quote(path), ": ", std::strerror(errno));
@@ -413,6 +465,10 @@ Expected<GraphDef> ReadGraphFile(const std::string& path) {
     return InvalidArgumentError("cannot read graph file ", Quote(path), ": it is a directory");
   }
   if (path.ends_with(".wg")) {
+    // Read in place from a mapping of the file: no copy but the tensors'.
+    if (Expected<GraphDef> mapped = ReadMappedGraphFile(path); mapped.ok() || !IsMappingFailure(mapped.status())) {
+      return mapped;
+    }
     // Straight into the words Cap'n Proto reads: one copy of the file.
     in.seekg(0, std::ios::end);
     const std::streamoff size = in.tellg();

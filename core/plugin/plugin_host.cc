@@ -11,7 +11,9 @@
 #include <mutex>
 
 #include "core/base/logging.h"
+#include "core/config/literal.h"
 #include "core/plugin/host_services.h"
+#include "core/plugin/linked_plugins.h"
 
 namespace weft::plugin {
 namespace fs = std::filesystem;
@@ -64,6 +66,8 @@ struct LibraryCache {
   // Libraries are never unloaded: a plugin's code and static data must
   // outlive every pointer the host holds into it.
   std::vector<boost::dll::shared_library> keep_loaded;
+  // Plugins linked into the program, by name (linked_plugins.h).
+  std::map<std::string, LinkedPluginInit> linked;
 };
 
 LibraryCache& Cache() {
@@ -278,7 +282,7 @@ Expected<std::vector<config::OptionSpec>> ConvertOptionDefs(const weft_option_de
       }
     }
     if (d->default_value != nullptr) {
-      auto value = config::ParseTomlValue(d->default_value);
+      auto value = config::ParseLiteral(d->default_value);
       if (!value.ok() || !config::ValueFits(*value, spec)) {
         return InvalidArgumentError("option '", spec.key, "': default ", Quote(d->default_value), " is not ",
                                     config::DescribeExpected(spec));
@@ -393,74 +397,125 @@ PluginHost::Outcome PluginHost::Refuse(PluginInfo&& info, std::string reason) {
   return Outcome{status, false};
 }
 
+namespace {
+
+// A refusal's reason, as an error InitLibrary and InitLinked return.
+Status Refusal(std::string reason) { return Status(Code::kFailedPrecondition, std::move(reason)); }
+
+// Runs |init| once for the library cached as |key|, and records what it
+// gave (the caller holds the cache's lock).
+Expected<LibraryEntry> RunInit(LibraryCache& cache, const std::string& key, LinkedPluginInit init) {
+  LibraryEntry entry;
+  const weft_plugin_t* plugin = nullptr;
+  try {
+    entry.init_status = TakeStatus(init(HostTable(), &plugin));
+  } catch (const std::exception& e) {
+    return Refusal(StrCat("init let a C++ exception escape (", e.what(),
+                          "); plugins must run entry points inside weft::sdk::Guard"));
+  } catch (...) {
+    return Refusal("init let a C++ exception escape; plugins must run entry points inside weft::sdk::Guard");
+  }
+  entry.plugin = entry.init_status.ok() ? plugin : nullptr;
+  return cache.entries.emplace(key, std::move(entry)).first->second;
+}
+
+// The plugin library at |canonical|: loaded and its init run once per
+// process, or why it is refused.
+Expected<LibraryEntry> InitLibrary(const std::string& canonical) {
+  LibraryCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (auto cached = cache.entries.find(canonical); cached != cache.entries.end()) return cached->second;
+  boost::dll::shared_library library;
+  std::error_code load_error;
+  library.load(canonical, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, load_error);
+  if (load_error) return Refusal(StrCat("not a loadable shared library: ", DlopenReason(canonical)));
+  if (!library.has(WEFT_PLUGIN_ENTRY_SYMBOL)) {
+    for (int major = 0; major < 100; ++major) {
+      if (major == WEFT_ABI_VERSION_MAJOR) continue;
+      if (library.has(StrCat("weft_plugin_init_v", major))) {
+        return Refusal(StrCat("built for plugin ABI v", major, " (it exports weft_plugin_init_v", major,
+                              "), but this weft speaks ABI v", WEFT_ABI_VERSION_MAJOR, ".", WEFT_ABI_VERSION_MINOR,
+                              "; rebuild the plugin against a matching Weft SDK"));
+      }
+    }
+    return Refusal(StrCat("no entry symbol ", WEFT_PLUGIN_ENTRY_SYMBOL,
+                          "; it is not a Weft plugin, or was built without WEFT_PLUGIN_EXPORT"));
+  }
+  auto init = library.get<weft_status_t(const weft_host_t*, const weft_plugin_t**)>(WEFT_PLUGIN_ENTRY_SYMBOL);
+  cache.keep_loaded.push_back(library);
+  return RunInit(cache, canonical, init);
+}
+
+// The plugin linked in as |path| ("linked:cpu"), its init run once per
+// process (linked_plugins.h).
+Expected<LibraryEntry> InitLinked(const std::string& path) {
+  LibraryCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (auto cached = cache.entries.find(path); cached != cache.entries.end()) return cached->second;
+  const std::string name = path.substr(kLinkedPrefix.size());
+  auto linked = cache.linked.find(name);
+  if (linked == cache.linked.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, init] : cache.linked) names.push_back(n);
+    return Refusal(StrCat("no plugin '", name, "' is linked into this program (linked in: ",
+                          names.empty() ? std::string("none") : StrJoin(names, ", "), ")"));
+  }
+  return RunInit(cache, path, linked->second);
+}
+
+}  // namespace
+
+void RegisterLinkedPlugin(const std::string& name, LinkedPluginInit init) {
+  LibraryCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.linked[name] = init;
+}
+
+LinkedPluginInit FindLinkedPlugin(std::string_view name) {
+  LibraryCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto it = cache.linked.find(std::string(name));
+  return it == cache.linked.end() ? nullptr : it->second;
+}
+
 PluginHost::Outcome PluginHost::LoadOne(const std::string& path) {
   PluginInfo info;
-  info.path = fs::absolute(path).lexically_normal().string();
+  FileNameInfo from_file;
+  Expected<LibraryEntry> loaded = LibraryEntry();
+  if (path.starts_with(kLinkedPrefix)) {
+    info.path = path;
+    if (!seen_paths_.insert(path).second) return Outcome{};
+    loaded = InitLinked(path);
+  } else {
+    info.path = fs::absolute(path).lexically_normal().string();
+#if defined(WEFT_LITE)
+    // The lite build (docs/lite.md) links its plugins in and opens no file.
+    return Refuse(std::move(info), "the lite build loads no plugin files, only the plugins linked into it");
+#endif
+    std::error_code ec;
+    const fs::path canonical = fs::canonical(path, ec);
+    if (ec) return Refuse(std::move(info), StrCat("cannot open it: ", ec.message()));
+    if (!seen_paths_.insert(canonical.string()).second) return Outcome{};
+    if (!fs::is_regular_file(canonical, ec)) return Refuse(std::move(info), "not a regular file");
 
-  std::error_code ec;
-  const fs::path canonical = fs::canonical(path, ec);
-  if (ec) return Refuse(std::move(info), StrCat("cannot open it: ", ec.message()));
-  if (!seen_paths_.insert(canonical.string()).second) return Outcome{};
-  if (!fs::is_regular_file(canonical, ec)) return Refuse(std::move(info), "not a regular file");
-
-  const FileNameInfo from_file = InfoFromFileName(info.path);
-  const auto& disabled = config_.plugins.disable;
-  if (!from_file.name.empty() && std::find(disabled.begin(), disabled.end(), from_file.name) != disabled.end()) {
-    info.name = from_file.name;
-    info.kind = from_file.kind;
-    info.state = PluginState::kDisabled;
-    info.reason = StrCat("disabled by plugins.disable in ", config_.source);
-    plugins_.push_back(std::move(info));
-    return Outcome{};
-  }
-  if (from_file.kind &&
-      std::find(options_.skip_kinds.begin(), options_.skip_kinds.end(), *from_file.kind) != options_.skip_kinds.end()) {
-    return Outcome{};
-  }
-
-  LibraryCache& cache = Cache();
-  std::unique_lock<std::mutex> lock(cache.mutex);
-  auto cached = cache.entries.find(canonical.string());
-  if (cached == cache.entries.end()) {
-    boost::dll::shared_library library;
-    std::error_code load_error;
-    library.load(canonical.string(), boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, load_error);
-    if (load_error) {
-      return Refuse(std::move(info), StrCat("not a loadable shared library: ", DlopenReason(canonical.string())));
+    from_file = InfoFromFileName(info.path);
+    const auto& disabled = config_.plugins.disable;
+    if (!from_file.name.empty() && std::find(disabled.begin(), disabled.end(), from_file.name) != disabled.end()) {
+      info.name = from_file.name;
+      info.kind = from_file.kind;
+      info.state = PluginState::kDisabled;
+      info.reason = StrCat("disabled by plugins.disable in ", config_.source);
+      plugins_.push_back(std::move(info));
+      return Outcome{};
     }
-    if (!library.has(WEFT_PLUGIN_ENTRY_SYMBOL)) {
-      for (int major = 0; major < 100; ++major) {
-        if (major == WEFT_ABI_VERSION_MAJOR) continue;
-        if (library.has(StrCat("weft_plugin_init_v", major))) {
-          return Refuse(std::move(info),
-                        StrCat("built for plugin ABI v", major, " (it exports weft_plugin_init_v", major,
-                               "), but this weft speaks ABI v", WEFT_ABI_VERSION_MAJOR, ".", WEFT_ABI_VERSION_MINOR,
-                               "; rebuild the plugin against a matching Weft SDK"));
-        }
-      }
-      return Refuse(std::move(info), StrCat("no entry symbol ", WEFT_PLUGIN_ENTRY_SYMBOL,
-                                            "; it is not a Weft plugin, or was built without WEFT_PLUGIN_EXPORT"));
+    if (from_file.kind && std::find(options_.skip_kinds.begin(), options_.skip_kinds.end(), *from_file.kind) !=
+                              options_.skip_kinds.end()) {
+      return Outcome{};
     }
-    auto init = library.get<weft_status_t(const weft_host_t*, const weft_plugin_t**)>(WEFT_PLUGIN_ENTRY_SYMBOL);
-    cache.keep_loaded.push_back(library);
-
-    LibraryEntry entry;
-    const weft_plugin_t* plugin = nullptr;
-    try {
-      entry.init_status = TakeStatus(init(HostTable(), &plugin));
-    } catch (const std::exception& e) {
-      return Refuse(std::move(info), StrCat("init let a C++ exception escape (", e.what(),
-                                            "); plugins must run entry points inside weft::sdk::Guard"));
-    } catch (...) {
-      return Refuse(std::move(info),
-                    "init let a C++ exception escape; plugins must run entry points inside "
-                    "weft::sdk::Guard");
-    }
-    entry.plugin = entry.init_status.ok() ? plugin : nullptr;
-    cached = cache.entries.emplace(canonical.string(), std::move(entry)).first;
+    loaded = InitLibrary(canonical.string());
   }
-  const LibraryEntry entry = cached->second;
-  lock.unlock();
+  if (!loaded.ok()) return Refuse(std::move(info), loaded.status().message());
+  const LibraryEntry entry = *loaded;
 
   if (entry.init_status.code() == Code::kUnavailable) {
     info.state = PluginState::kUnavailable;
@@ -588,7 +643,10 @@ PluginHost::Outcome PluginHost::Register(PluginInfo& info, const weft_plugin_t* 
   {
     LibraryCache& cache = Cache();
     std::lock_guard<std::mutex> lock(cache.mutex);
-    const std::string canonical = fs::canonical(info.path).string();
+    // A linked plugin's cache key is its label (it has no file).
+    std::error_code ec;
+    std::string canonical = fs::canonical(info.path, ec).string();
+    if (ec) canonical = info.path;
     auto entry = cache.entries.find(canonical);
     if (entry != cache.entries.end()) {
       ++entry->second.users;

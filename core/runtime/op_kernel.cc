@@ -423,10 +423,18 @@ Expected<const weft_kernel_def_t*> ChooseKernel(const Graph::Node& node, const R
     for (const auto& [name, value] : node.def.attrs) {
       if (value.holds<DType>()) binding += StrCat(binding.empty() ? "" : ",", name, "=", DTypeName(value.get<DType>()));
     }
+    std::string hint;
+#if defined(WEFT_LITE_SELECTED_FOR)
+    // A lite build made for some models (docs/lite.md) has their kernels only.
+    hint = StrCat("; this lite build has the kernels of ", WEFT_LITE_SELECTED_FOR,
+                  " only: rebuild it for this model too (cmake --preset lite -DWEFT_LITE_MODELS=\"...;MODEL.wg\", "
+                  "docs/lite.md)");
+#endif
     return UnimplementedError("no ", device.type(), " kernel for ", node.op_name(),
                               binding.empty() ? "" : StrCat(" with ", binding),
                               defs.empty() ? StrCat("; the ", device.type(), " plugin has no kernel for this op")
-                                           : StrCat("; it has kernels for ", StrJoin(bindings, "; ")));
+                                           : StrCat("; it has kernels for ", StrJoin(bindings, "; ")),
+                              hint);
   }
   return chosen;
 }

@@ -63,7 +63,18 @@ std::pair<int, int> ResolveThreads(const SessionOptions& options) {
 Expected<std::unique_ptr<Session>> Session::Create(Graph graph, std::shared_ptr<DeviceSet> devices,
                                                    const SessionOptions& options) {
   if (devices == nullptr || devices->types().empty()) return FailedPreconditionError("a session needs devices");
+#if defined(WEFT_LITE)
+  // The lite build (docs/lite.md) runs graphs as given, optimized
+  // beforehand by the full build's `weft optimize`.
+  if (options.optimizer.level != 0) {
+    return InvalidArgumentError(
+        "the lite build has no graph optimizer: run at level 0 a graph that the full build's "
+        "`weft optimize MODEL -o MODEL.wg` optimized (level ",
+        options.optimizer.level, " asked)");
+  }
+#else
   WEFT_RETURN_IF_ERROR(passes::ValidateOptions(options.optimizer).WithContext("[graph_optimizer]"));
+#endif
   std::unique_ptr<Session> session(new Session(std::move(graph), std::move(devices)));
   const auto [inter, intra] = ResolveThreads(options);
   session->inter_op_threads_ = inter;
@@ -165,6 +176,7 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
   const std::vector<std::string>& roots = rewritten.roots;
 
   // The graph optimizer (docs/optimizer.md), on what this signature runs.
+#if !defined(WEFT_LITE)
   if (optimizer_.level > 0) {
     passes::PassContext context;
     context.keep.insert(roots.begin(), roots.end());
@@ -181,6 +193,7 @@ Expected<std::shared_ptr<Session::Prepared>> Session::Prepare(const std::vector<
     std::lock_guard<std::mutex> lock(mutex_);
     last_optimization_ = std::move(optimized.reports);
   }
+#endif
 
   // Place every node, and cut the graph where devices meet.
   WEFT_ASSIGN_OR_RETURN(PlacedGraph placed, PlaceAndPartition(*shared, *devices_, placement_));

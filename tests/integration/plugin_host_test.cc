@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 #include "core/base/logging.h"
+#include "core/plugin/linked_plugins.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/plugin_config.h"
 
@@ -317,6 +319,51 @@ TEST(PluginHost, LoadsACollectivesPlugin) {
   EXPECT_FALSE(coll->Serves("CUDA"));
   EXPECT_EQ(host.FindPlugin("nullcoll")->kind, PluginKind::kCollectives);
   EXPECT_EQ(KindName(PluginKind::kCollectives), "collectives");
+}
+
+// --- Plugins linked into the program (linked_plugins.h, the lite build) ---------------
+
+namespace linked {
+weft_status_t Unavailable(const weft_host_t* host, const weft_plugin_t** out) {
+  *out = nullptr;
+  return host->status_new(WEFT_UNAVAILABLE, "no frobnicator here");
+}
+weft_status_t NoDescription(const weft_host_t*, const weft_plugin_t** out) {
+  *out = nullptr;
+  return nullptr;
+}
+weft_status_t Throws(const weft_host_t*, const weft_plugin_t**) { throw std::runtime_error("boom"); }
+}  // namespace linked
+
+TEST(PluginHost, LoadsLinkedPluginsByName) {
+  RegisterLinkedPlugin("test_unavailable", linked::Unavailable);
+  EXPECT_EQ(FindLinkedPlugin("test_unavailable"), &linked::Unavailable);
+  EXPECT_EQ(FindLinkedPlugin("test_never_registered"), nullptr);
+  PluginHost host(MakeConfig(), Isolated());
+  ASSERT_TRUE(host.Load("linked:test_unavailable").ok());
+  ASSERT_EQ(host.plugins().size(), 1u);
+  EXPECT_EQ(host.plugins()[0].path, "linked:test_unavailable");
+  EXPECT_EQ(host.plugins()[0].state, PluginState::kUnavailable);
+  EXPECT_EQ(host.plugins()[0].reason, "no frobnicator here");
+  // Loaded once per host, as a file is.
+  EXPECT_TRUE(host.Load("linked:test_unavailable").ok());
+  EXPECT_EQ(host.plugins().size(), 1u);
+}
+
+TEST(PluginHost, RefusesLinkedPluginsThatAreNotThereOrFailInit) {
+  RegisterLinkedPlugin("test_no_description", linked::NoDescription);
+  RegisterLinkedPlugin("test_throws", linked::Throws);
+  EXPECT_EQ(RefusalOf("linked:test_no_description"),
+            "plugin linked:test_no_description refused: init returned OK but no plugin description");
+  EXPECT_EQ(RefusalOf("linked:test_throws"),
+            "plugin linked:test_throws refused: init let a C++ exception escape (boom); plugins must run entry "
+            "points inside weft::sdk::Guard");
+  const std::string missing = RefusalOf("linked:nope");
+  EXPECT_TRUE(
+      missing.starts_with("plugin linked:nope refused: no plugin 'nope' is linked into this program "
+                          "(linked in: "))
+      << missing;
+  EXPECT_NE(missing.find("test_throws"), std::string::npos) << missing;
 }
 
 }  // namespace

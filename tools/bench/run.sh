@@ -12,7 +12,7 @@ all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain ex
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
      onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 onnx_efficientnet_b0 onnx_bert_encoder graph_prepare_1m startup_run
      tensor_send_64m tensor_send_64m_tls tensor_send_4k null_step null_step_auth null_step_tls remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw
-     startup_rss serve_mobilenet serve_resnet18 serve_null)
+     startup_rss serve_mobilenet serve_resnet18 serve_null lite)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 # The distributed runtime's benchmarks live in their own binary.
@@ -43,6 +43,19 @@ for name in "${names[@]}"; do
     cmake --build --preset release >/dev/null
     /usr/bin/python3 tools/bench/serve_bench.py --weft build/bin/weft --load build/bin/weft_serve_load \
       --ort-prefix build/ort "$name"
+  elif [ "$name" = lite ]; then
+    # lite_size, lite_first_inference and lite_inference: the lite build for
+    # each sample model alone against the full build (tools/bench/lite_bench.py).
+    cmake --build --preset release >/dev/null
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' EXIT
+    /usr/bin/python3 tools/onnx/export_models.py "$dir" --models mlp,cnn,mobilenet_v2 --batch 2 >/dev/null 2>&1
+    for m in mlp cnn mobilenet_v2; do
+      WEFT_PLUGIN_PATH= build/bin/weft optimize "$dir/$m.onnx" -o "$dir/$m.wg" >/dev/null
+    done
+    /usr/bin/python3 tools/bench/lite_bench.py --rounds "${REPEATS:-5}" "mlp=$dir/mlp.wg:$dir/mlp.input.npy" \
+      "cnn=$dir/cnn.wg:$dir/cnn.input.npy" "mobilenet_v2=$dir/mobilenet_v2.wg:$dir/mobilenet_v2.input.npy"
+    rm -rf "$dir"
   elif [[ "$dist_names" == *" $name "* ]]; then
     build/bin/weft_dist_bench "$name" ${REPEATS:+--repeats "$REPEATS"}
   else

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/base/file_util.h"
+#include "core/graph/op_list.h"
 #include "core/graph/serialize.h"
 #include "core/passes/pass.h"
 #include "core/runtime/placement_support.h"
@@ -29,30 +30,6 @@ struct OptimizeArgs {
   bool explain = false;
   bool list_ops = false;
 };
-
-// "Conv2D T=f32": an op and the dtype attributes that choose its kernel.
-std::string OpLine(const NodeDef& node) {
-  std::string line = node.op;
-  for (const auto& [name, value] : node.attrs) {
-    if (value.type() == AttrType::kType) {
-      line += StrCat(" ", name, "=", DTypeName(value.get<DType>()));
-    } else if (value.type() == AttrType::kTypeList) {
-      std::vector<std::string> names;
-      for (DType d : value.get<std::vector<DType>>()) names.emplace_back(DTypeName(d));
-      line += StrCat(" ", name, "=[", StrJoin(names, ","), "]");
-    }
-  }
-  return line;
-}
-
-// The op lines of |graph| and of the functions it calls (loop and branch
-// bodies), into |lines|.
-void AddOpLines(const Graph& graph, std::set<std::string>& lines) {
-  for (const Graph::Node& node : graph.nodes()) lines.insert(OpLine(node.def));
-  for (const FunctionDef& f : graph.library()) {
-    for (const NodeDef& node : f.nodes) lines.insert(OpLine(node));
-  }
-}
 
 std::string Milliseconds(double ms) {
   std::ostringstream s;
@@ -155,7 +132,7 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
         << " (" << changed << " rewrite" << (changed == 1 ? "" : "s") << ")\n";
     if (args.explain) PrintExplanation(*result, options, log);
     if (args.list_ops) {
-      AddOpLines(*result->graph, op_lines);
+      AddKernelLines(result->graph->ToGraphDef(), op_lines);
     } else if (!args.out.empty()) {
       if (Status written = WriteGraphFile(args.out, result->graph->ToGraphDef()); !written.ok()) {
         return ReportError(written);

@@ -126,6 +126,9 @@ struct Feed {
     for (int64_t d : dims) count *= static_cast<std::size_t>(d < 0 ? 0 : d);
     byte_size = count * sizeof(T);
   }
+  // Any dtype: |size| bytes at |bytes|, checked against the shape by Run.
+  Feed(std::string input, weft_dtype_t type, std::vector<int64_t> shape, const void* bytes, std::size_t size)
+      : name(std::move(input)), dtype(type), dims(std::move(shape)), data(bytes), byte_size(size) {}
   std::string name;
   weft_dtype_t dtype;
   std::vector<int64_t> dims;

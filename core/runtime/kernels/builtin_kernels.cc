@@ -271,6 +271,9 @@ template <class K>
 KernelPtr Make(const Graph::Node&, const RuntimeDevice&) {
   return std::unique_ptr<OpKernel>(new K());
 }
+#if !defined(WEFT_LITE)
+// The lite build (docs/lite.md) runs inference graphs: no queues,
+// accumulators, collectives, stacks (loop gradients) or checkpoints.
 KernelPtr MakeQueue(const Graph::Node& node, const RuntimeDevice& device) { return CreateQueueKernel(node, device); }
 KernelPtr MakeAccumulator(const Graph::Node& node, const RuntimeDevice& device) {
   return CreateAccumulatorKernel(node, device);
@@ -280,6 +283,7 @@ KernelPtr MakeCollective(const Graph::Node& node, const RuntimeDevice& device) {
 }
 KernelPtr MakeStack(const Graph::Node& node, const RuntimeDevice&) { return CreateStackKernel(node); }
 KernelPtr MakeCheckpoint(const Graph::Node& node, const RuntimeDevice&) { return CreateCheckpointKernel(node); }
+#endif
 KernelPtr MakeSendRecv(const Graph::Node& node, const RuntimeDevice& device) {
   return CreateSendRecvKernel(node, device);
 }
@@ -298,89 +302,93 @@ KernelPtr MakeShapeInfo(const Graph::Node& node, const RuntimeDevice&) {
 // with kernel creation).
 const std::map<std::string, RuntimeFactory, std::less<>>& RuntimeKernels() {
   static const std::map<std::string, RuntimeFactory, std::less<>> table = {
-      {"Const",
-       [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
-         WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
-         return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(value)));
-       }},
-      {"Placeholder", Make<PlaceholderKernel>},
-      {"_Arg",
-       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
-         return std::unique_ptr<OpKernel>(new ArgKernel(Attr(node, "index").get<int64_t>()));
-       }},
-      {"_Retval",
-       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
-         return std::unique_ptr<OpKernel>(new RetvalKernel(Attr(node, "index").get<int64_t>()));
-       }},
-      {"Identity", Make<ForwardKernel>},
-      {"StopGradient", Make<ForwardKernel>},
-      {"NoOp", Make<NoOpKernel>},
-      {"Reshape", Make<ReshapeKernel>},
-      {"ExpandDims",
-       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
-         return std::unique_ptr<OpKernel>(new ExpandDimsKernel(Attr(node, "axis").get<int64_t>()));
-       }},
-      {"Squeeze",
-       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
-         return std::unique_ptr<OpKernel>(new SqueezeKernel(Attr(node, "axis").get<std::vector<int64_t>>()));
-       }},
-      {"Shape", MakeShapeInfo},
-      {"Size", MakeShapeInfo},
-      {"Rank", MakeShapeInfo},
-      {"VarHandle",
-       [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
-         std::string name = Attr(node, "shared_name").get<std::string>();
-         if (name.empty()) name = node.name();
-         WEFT_ASSIGN_OR_RETURN(auto variable, device.resources().LookupOrCreate(
-                                                  Attr(node, "container").get<std::string>(), name,
-                                                  Attr(node, "dtype").get<DType>(), Attr(node, "shape").get<Shape>()));
-         return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(variable))));
-       }},
-      {"ReadVariable",
-       [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
-         return std::unique_ptr<OpKernel>(new ReadVariableKernel(Attr(node, "dtype").get<DType>()));
-       }},
-      {"Assign", Make<AssignKernel>},
-      {"VarIsInitialized", Make<VarIsInitializedKernel>},
-      // checkpoint_kernels.cc
-      {"Save", MakeCheckpoint},
-      {"SaveShard", MakeCheckpoint},
-      {"Restore", MakeCheckpoint},
-      // send_recv: the edges a partition cut
-      {"_Send", MakeSendRecv},
-      {"_Recv", MakeSendRecv},
-      // the control-flow primitives, run by the executor itself
-      {"Enter", Make<ControlFlowKernel>},
-      {"Exit", Make<ControlFlowKernel>},
-      {"LoopCond", Make<ControlFlowKernel>},
-      {"Merge", Make<ControlFlowKernel>},
-      {"NextIteration", Make<ControlFlowKernel>},
-      {"Switch", Make<ControlFlowKernel>},
-      // queue_kernels.cc
-      {"FIFOQueue", MakeQueue},
-      {"RandomShuffleQueue", MakeQueue},
-      {"QueueClose", MakeQueue},
-      {"QueueDequeueMany", MakeQueue},
-      {"QueueEnqueueMany", MakeQueue},
-      {"QueueSize", MakeQueue},
-      // accumulator_kernels.cc
-      {"GradientAccumulator", MakeAccumulator},
-      {"AccumulatorApplyGradient", MakeAccumulator},
-      {"AccumulatorTakeGradient", MakeAccumulator},
-      {"AccumulatorSetGlobalStep", MakeAccumulator},
-      {"StepTokenQueue", MakeAccumulator},
-      {"StepTokenPut", MakeAccumulator},
-      {"StepTokenTake", MakeAccumulator},
-      {"StepTokenClose", MakeAccumulator},
-      {"_TestDelay", MakeAccumulator},
-      // collective_kernels.cc
-      {"CollectiveAllReduce", MakeCollective},
-      {"CollectiveBroadcast", MakeCollective},
-      {"CollectiveAllGather", MakeCollective},
-      // stack_kernels.cc
-      {"Stack", MakeStack},
-      {"StackPop", MakeStack},
-      {"StackPush", MakeStack},
+    {"Const",
+     [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
+       WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
+       return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(value)));
+     }},
+    {"Placeholder", Make<PlaceholderKernel>},
+    {"_Arg",
+     [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+       return std::unique_ptr<OpKernel>(new ArgKernel(Attr(node, "index").get<int64_t>()));
+     }},
+    {"_Retval",
+     [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+       return std::unique_ptr<OpKernel>(new RetvalKernel(Attr(node, "index").get<int64_t>()));
+     }},
+    {"Identity", Make<ForwardKernel>},
+    {"StopGradient", Make<ForwardKernel>},
+    {"NoOp", Make<NoOpKernel>},
+    {"Reshape", Make<ReshapeKernel>},
+    {"ExpandDims",
+     [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+       return std::unique_ptr<OpKernel>(new ExpandDimsKernel(Attr(node, "axis").get<int64_t>()));
+     }},
+    {"Squeeze",
+     [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+       return std::unique_ptr<OpKernel>(new SqueezeKernel(Attr(node, "axis").get<std::vector<int64_t>>()));
+     }},
+    {"Shape", MakeShapeInfo},
+    {"Size", MakeShapeInfo},
+    {"Rank", MakeShapeInfo},
+    {"VarHandle",
+     [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
+       std::string name = Attr(node, "shared_name").get<std::string>();
+       if (name.empty()) name = node.name();
+       WEFT_ASSIGN_OR_RETURN(auto variable, device.resources().LookupOrCreate(
+                                                Attr(node, "container").get<std::string>(), name,
+                                                Attr(node, "dtype").get<DType>(), Attr(node, "shape").get<Shape>()));
+       return std::unique_ptr<OpKernel>(new ConstantKernel(MakeResourceHandle(std::move(variable))));
+     }},
+    {"ReadVariable",
+     [](const Graph::Node& node, const RuntimeDevice&) -> KernelPtr {
+       return std::unique_ptr<OpKernel>(new ReadVariableKernel(Attr(node, "dtype").get<DType>()));
+     }},
+    {"Assign", Make<AssignKernel>},
+    {"VarIsInitialized", Make<VarIsInitializedKernel>},
+#if !defined(WEFT_LITE)
+    // checkpoint_kernels.cc
+    {"Save", MakeCheckpoint},
+    {"SaveShard", MakeCheckpoint},
+    {"Restore", MakeCheckpoint},
+#endif
+    // send_recv: the edges a partition cut
+    {"_Send", MakeSendRecv},
+    {"_Recv", MakeSendRecv},
+    // the control-flow primitives, run by the executor itself
+    {"Enter", Make<ControlFlowKernel>},
+    {"Exit", Make<ControlFlowKernel>},
+    {"LoopCond", Make<ControlFlowKernel>},
+    {"Merge", Make<ControlFlowKernel>},
+    {"NextIteration", Make<ControlFlowKernel>},
+    {"Switch", Make<ControlFlowKernel>},
+#if !defined(WEFT_LITE)
+    // queue_kernels.cc
+    {"FIFOQueue", MakeQueue},
+    {"RandomShuffleQueue", MakeQueue},
+    {"QueueClose", MakeQueue},
+    {"QueueDequeueMany", MakeQueue},
+    {"QueueEnqueueMany", MakeQueue},
+    {"QueueSize", MakeQueue},
+    // accumulator_kernels.cc
+    {"GradientAccumulator", MakeAccumulator},
+    {"AccumulatorApplyGradient", MakeAccumulator},
+    {"AccumulatorTakeGradient", MakeAccumulator},
+    {"AccumulatorSetGlobalStep", MakeAccumulator},
+    {"StepTokenQueue", MakeAccumulator},
+    {"StepTokenPut", MakeAccumulator},
+    {"StepTokenTake", MakeAccumulator},
+    {"StepTokenClose", MakeAccumulator},
+    {"_TestDelay", MakeAccumulator},
+    // collective_kernels.cc
+    {"CollectiveAllReduce", MakeCollective},
+    {"CollectiveBroadcast", MakeCollective},
+    {"CollectiveAllGather", MakeCollective},
+    // stack_kernels.cc
+    {"Stack", MakeStack},
+    {"StackPop", MakeStack},
+    {"StackPush", MakeStack},
+#endif
   };
   return table;
 }

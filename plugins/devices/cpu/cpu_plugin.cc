@@ -126,11 +126,20 @@ struct Entry : sdk::DeviceObjects<CpuDevice> {
 // The device's table, with every kernel of the plugin, registered family
 // by family when the plugin is first described.
 const weft_device_plugin_t& DeviceTable() {
+#if defined(WEFT_CPU_LITE)
+  // The lite build (docs/lite.md) runs inference: no gradients, variables,
+  // optimizers or random ops.
+  static const KernelRegistry kernels = sdk::MakeRegistry<KernelRegistry>(
+      {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,
+       RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterDynamicShapeKernels,
+       RegisterResizeKernels, RegisterDetectionKernels, RegisterUniqueKernels});
+#else
   static const KernelRegistry kernels = sdk::MakeRegistry<KernelRegistry>(
       {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,
        RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterNnGradKernels, RegisterRandomKernels,
        RegisterStateKernels, RegisterTrainingKernels, RegisterGradSupportKernels, RegisterSparseKernels,
        RegisterDynamicShapeKernels, RegisterResizeKernels, RegisterDetectionKernels, RegisterUniqueKernels});
+#endif
   static const weft_device_plugin_t table = sdk::DeviceTableOf<Entry>("CPU", kernels);
   return table;
 }

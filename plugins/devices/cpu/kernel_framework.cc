@@ -18,23 +18,14 @@ thread_local bool t_in_parallel = false;
 
 struct HostLoop {
   const std::function<void(int64_t, int64_t)>* fn;
-  std::atomic<bool> failed{false};
-  std::mutex mutex;
-  std::exception_ptr error;
+  FirstError error;
 };
 
 void RunHostBlock(void* user, int64_t begin, int64_t end) {
   auto* loop = static_cast<HostLoop*>(user);
-  if (loop->failed.load(std::memory_order_relaxed)) return;
   const bool outer = t_in_parallel;
   t_in_parallel = true;
-  try {
-    (*loop->fn)(begin, end);
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(loop->mutex);
-    if (loop->error == nullptr) loop->error = std::current_exception();
-    loop->failed.store(true, std::memory_order_relaxed);
-  }
+  loop->error.Run([&] { (*loop->fn)(begin, end); });
   t_in_parallel = outer;
 }
 
@@ -63,7 +54,7 @@ void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int6
   HostLoop loop;
   loop.fn = &fn;
   sdk::host()->parallel_for(n, std::max<int64_t>(cost_per_unit, 1), RunHostBlock, &loop);
-  if (loop.error != nullptr) std::rethrow_exception(loop.error);
+  loop.error.Rethrow();
   return;
 #endif
   // The loops run on the calling thread's OpenMP team, the one oneDNN uses,
@@ -76,25 +67,16 @@ void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int6
   const int64_t blocks = std::min(n, shards * 4);
   const int64_t block = (n + blocks - 1) / blocks;
   std::atomic<int64_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
+  FirstError error;  // none may leave the OpenMP region
 #pragma omp parallel num_threads(static_cast <int>(shards))
   {
-    while (true) {
+    while (!error.failed()) {
       const int64_t begin = next.fetch_add(block, std::memory_order_relaxed);
       if (begin >= n) break;
-      try {
-        fn(begin, std::min(n, begin + block));
-      } catch (...) {
-        // An exception may not leave an OpenMP region: the first one is
-        // rethrown on the calling thread, and the other blocks are skipped.
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (error == nullptr) error = std::current_exception();
-        next.store(n, std::memory_order_relaxed);
-      }
+      error.Run([&] { fn(begin, std::min(n, begin + block)); });
     }
   }
-  if (error != nullptr) std::rethrow_exception(error);
+  error.Rethrow();
 }
 
 }  // namespace weft::cpu

@@ -21,9 +21,13 @@
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <initializer_list>
+#include <mutex>
 #include <tuple>
 #include <type_traits>
 
@@ -55,6 +59,34 @@ using sdk::Tensor;
 constexpr int64_t kMinShardCost = 20000;
 constexpr int64_t kInlineCost = 2 * kMinShardCost;
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
+
+// The first exception a parallel loop's blocks throw, kept for the calling
+// thread to rethrow (none may leave an OpenMP region or a pool's task);
+// once one is kept, the blocks still to run are skipped. Thread-safe.
+class FirstError {
+ public:
+  // Runs fn() unless a block already failed, keeping what it throws.
+  template <class Fn>
+  void Run(Fn&& fn) {
+    if (failed_.load(std::memory_order_relaxed)) return;
+    try {
+      fn();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error_ == nullptr) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
+    }
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  void Rethrow() const {
+    if (error_ != nullptr) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  std::exception_ptr error_;
+};
 
 // Element types: C++ type <-> dtype, and f16/bf16 through float.
 struct Half {
@@ -126,6 +158,73 @@ inline BFloat16 StoreAs<BFloat16>(float v) {
 // Byte size of one element of |dtype|.
 inline std::size_t ElementSize(weft_dtype_t dtype) { return weft_dtype_size(dtype); }
 
+// --- Selective registration (docs/lite.md) ---------------------------------------------
+//
+// A lite build made for given models compiles only the kernels their ops
+// need, as TensorFlow Lite's and ONNX Runtime's reduced builds do: lite/
+// generates weft_lite_kernels.h (WEFT_LITE_KERNELS defined) listing each
+// op with every dtype its attrs take in those models, and each
+// registration asks KeepsKernel at compile time, so a kernel no model
+// needs is never instantiated. Every other build keeps them all.
+//
+//   AddKernel<"Softmax", SoftmaxKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
+//   if constexpr (KeepsKernel(Op::kOp, DtypeOf<T>())) r.Add<...>(Op::kOp, ...);
+//
+// The dtype is the one the kernel's code depends on (any of its type
+// attrs); WEFT_DTYPE_INVALID (the default) selects on the op alone, for a
+// kernel class shared by all dtypes.
+struct LiteKernel {
+  const char* op;
+  weft_dtype_t dtype;  // WEFT_DTYPE_INVALID: the op takes no dtype attr
+};
+
+}  // namespace weft::cpu
+
+#if defined(WEFT_LITE_KERNELS)
+#include "weft_lite_kernels.h"  // kLiteKernels, generated (lite/CMakeLists.txt)
+#endif
+
+namespace weft::cpu {
+
+constexpr bool SameText(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+constexpr bool KeepsKernel(const char* op, weft_dtype_t dtype = WEFT_DTYPE_INVALID) {
+#if defined(WEFT_LITE_KERNELS)
+  for (const LiteKernel& k : kLiteKernels) {
+    if (SameText(k.op, op) && (dtype == WEFT_DTYPE_INVALID || k.dtype == WEFT_DTYPE_INVALID || k.dtype == dtype)) {
+      return true;
+    }
+  }
+  return false;
+#else
+  (void)op;
+  (void)dtype;
+  return true;
+#endif
+}
+
+// An op name as a template argument.
+template <std::size_t N>
+struct OpName {
+  constexpr OpName(const char (&name)[N]) {  // NOLINT: implicit, for AddKernel<"Op", ...>
+    for (std::size_t i = 0; i < N; ++i) text[i] = name[i];
+  }
+  char text[N];
+};
+
+// r.Add<K>(kOp, ...) when the build keeps kOp's kernel for |kDtype|.
+template <OpName kOp, class K, weft_dtype_t kDtype = WEFT_DTYPE_INVALID>
+void AddKernel(KernelRegistry& r, KernelRegistry::Constraints constraints, uint32_t flags = 0,
+               std::initializer_list<const char*> host_memory_args = {}) {
+  if constexpr (KeepsKernel(kOp.text, kDtype)) r.Add<K>(kOp.text, constraints, flags, host_memory_args);
+}
+
 // The kernel families, each in kernels/<family>.cc.
 void RegisterElementwiseKernels(KernelRegistry& r);
 void RegisterMatMulKernels(KernelRegistry& r);
@@ -144,6 +243,7 @@ void RegisterDynamicShapeKernels(KernelRegistry& r);  // ops with run-time shape
 void RegisterResizeKernels(KernelRegistry& r);        // ONNX's Resize
 void RegisterDetectionKernels(KernelRegistry& r);     // ONNX's NonMaxSuppression
 void RegisterUniqueKernels(KernelRegistry& r);        // ONNX's Unique (OnnxUnique)
+void RegisterBiasAddKernels(KernelRegistry& r);       // bias_add.cc, from RegisterNnConvKernels
 
 }  // namespace weft::cpu
 

@@ -670,39 +670,39 @@ class RangeKernel {
 void RegisterArrayKernels(KernelRegistry& r) {
   constexpr weft_dtype_t kI32 = WEFT_DTYPE_I32, kI64 = WEFT_DTYPE_I64;
   for (weft_dtype_t t : kFixedSizeTypes) {
-    r.Add<TransposeKernel>("Transpose", {{"T", t}});
-    r.Add<ConcatKernel>("Concat", {{"T", t}});
-    r.Add<SplitKernel>("Split", {{"T", t}});
-    r.Add<SliceKernel>("Slice", {{"T", t}});
-    r.Add<StridedSliceKernel>("StridedSlice", {{"T", t}});
-    r.Add<TileKernel>("Tile", {{"T", t}});
-    r.Add<ReverseKernel>("Reverse", {{"T", t}});
-    r.Add<GatherKernel<int32_t>>("Gather", {{"T", t}, {"Tindices", kI32}});
-    r.Add<GatherKernel<int64_t>>("Gather", {{"T", t}, {"Tindices", kI64}});
-    r.Add<GatherNdKernel<int32_t>>("GatherNd", {{"T", t}, {"Tindices", kI32}});
-    r.Add<GatherNdKernel<int64_t>>("GatherNd", {{"T", t}, {"Tindices", kI64}});
-    r.Add<FillKernel<int32_t>>("Fill", {{"T", t}, {"index_type", kI32}}, 0, {"dims"});
-    r.Add<FillKernel<int64_t>>("Fill", {{"T", t}, {"index_type", kI64}}, 0, {"dims"});
+    AddKernel<"Transpose", TransposeKernel>(r, {{"T", t}});
+    AddKernel<"Concat", ConcatKernel>(r, {{"T", t}});
+    AddKernel<"Split", SplitKernel>(r, {{"T", t}});
+    AddKernel<"Slice", SliceKernel>(r, {{"T", t}});
+    AddKernel<"StridedSlice", StridedSliceKernel>(r, {{"T", t}});
+    AddKernel<"Tile", TileKernel>(r, {{"T", t}});
+    AddKernel<"Reverse", ReverseKernel>(r, {{"T", t}});
+    AddKernel<"Gather", GatherKernel<int32_t>, kI32>(r, {{"T", t}, {"Tindices", kI32}});
+    AddKernel<"Gather", GatherKernel<int64_t>, kI64>(r, {{"T", t}, {"Tindices", kI64}});
+    AddKernel<"GatherNd", GatherNdKernel<int32_t>, kI32>(r, {{"T", t}, {"Tindices", kI32}});
+    AddKernel<"GatherNd", GatherNdKernel<int64_t>, kI64>(r, {{"T", t}, {"Tindices", kI64}});
+    AddKernel<"Fill", FillKernel<int32_t>, kI32>(r, {{"T", t}, {"index_type", kI32}}, 0, {"dims"});
+    AddKernel<"Fill", FillKernel<int64_t>, kI64>(r, {{"T", t}, {"index_type", kI64}}, 0, {"dims"});
   }
   auto numeric_and_bool = [&r]<class T>() {
-    r.Add<PadKernel<T>>("Pad", {{"T", DtypeOf<T>()}});
-    r.Add<FillLikeKernel<T, false>>("ZerosLike", {{"T", DtypeOf<T>()}});
-    r.Add<FillLikeKernel<T, true>>("OnesLike", {{"T", DtypeOf<T>()}});
+    AddKernel<"Pad", PadKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
+    AddKernel<"ZerosLike", FillLikeKernel<T, false>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
+    AddKernel<"OnesLike", FillLikeKernel<T, true>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
   };
   auto numeric = [&]<class T>() {
     numeric_and_bool.template operator()<T>();
-    r.Add<ScatterNdKernel<T, int32_t>>("ScatterNd", {{"T", DtypeOf<T>()}, {"Tindices", kI32}});
-    r.Add<ScatterNdKernel<T, int64_t>>("ScatterNd", {{"T", DtypeOf<T>()}, {"Tindices", kI64}});
-    r.Add<OneHotKernel<T, uint8_t>>("OneHot", {{"T", DtypeOf<T>()}, {"TI", WEFT_DTYPE_U8}});
-    r.Add<OneHotKernel<T, int32_t>>("OneHot", {{"T", DtypeOf<T>()}, {"TI", kI32}});
-    r.Add<OneHotKernel<T, int64_t>>("OneHot", {{"T", DtypeOf<T>()}, {"TI", kI64}});
+    AddKernel<"ScatterNd", ScatterNdKernel<T, int32_t>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}, {"Tindices", kI32}});
+    AddKernel<"ScatterNd", ScatterNdKernel<T, int64_t>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}, {"Tindices", kI64}});
+    AddKernel<"OneHot", OneHotKernel<T, uint8_t>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}, {"TI", WEFT_DTYPE_U8}});
+    AddKernel<"OneHot", OneHotKernel<T, int32_t>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}, {"TI", kI32}});
+    AddKernel<"OneHot", OneHotKernel<T, int64_t>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}, {"TI", kI64}});
   };
   ForEachNumericType(numeric);
   numeric_and_bool.template operator()<bool>();
-  r.Add<RangeKernel<float>>("Range", {{"Tidx", WEFT_DTYPE_F32}});
-  r.Add<RangeKernel<double>>("Range", {{"Tidx", WEFT_DTYPE_F64}});
-  r.Add<RangeKernel<int32_t>>("Range", {{"Tidx", kI32}});
-  r.Add<RangeKernel<int64_t>>("Range", {{"Tidx", kI64}});
+  AddKernel<"Range", RangeKernel<float>, WEFT_DTYPE_F32>(r, {{"Tidx", WEFT_DTYPE_F32}});
+  AddKernel<"Range", RangeKernel<double>, WEFT_DTYPE_F64>(r, {{"Tidx", WEFT_DTYPE_F64}});
+  AddKernel<"Range", RangeKernel<int32_t>, kI32>(r, {{"Tidx", kI32}});
+  AddKernel<"Range", RangeKernel<int64_t>, kI64>(r, {{"Tidx", kI64}});
 }
 
 }  // namespace weft::cpu

@@ -1,7 +1,6 @@
 // What the convolution kernels (nn_conv.cc) and the optimizer's fused ops
-// (nn_fused.cc) share: the epilogue a fused op applies after its product
-// (bias, residual, activation), the f32 oneDNN convolution with that
-// epilogue as post-ops, and the direct loops for what oneDNN declines.
+// (nn_fused.cc) share in the full build: the epilogue (epilogue.h) as
+// oneDNN post-ops, and the f32 oneDNN convolution with them.
 //
 //   Epilogue e = Epilogue::Read(init);            // or Epilogue{} for none
 //   DnnlConvolution* conv = cache.Get(key, g, nchw, depthwise, e);
@@ -24,167 +23,34 @@
 
 #include "../kernel_framework.h"
 #include "dnnl_util.h"
+#include "epilogue.h"
 #include "vector_math.h"
 #include "window.h"
 
 namespace weft::cpu {
 
-// Whether |test| holds for some block of |t|'s f32 values, the blocks
-// scanned in parallel (vectorised loops, vector_math.h).
-template <class Test>
-bool Any(const Tensor& t, Test test) {
-  const float* x = t.as<float>();
-  std::atomic<bool> found{false};
-  ParallelFor(t.num_elements, 1, [&](int64_t begin, int64_t end) {
-    if (!found.load(std::memory_order_relaxed) && test(x + begin, end - begin)) {
-      found.store(true, std::memory_order_relaxed);
-    }
-  });
-  return found.load();
+// oneDNN post-ops doing what Epilogue::Apply does after the bias (which oneDNN adds
+// itself): the residual, then the activation when ActivationInDnnl().
+// With |residual_md| the residual is a binary add of a tensor of that
+// desc (post-op 0, read where it is); without, a sum with what dst holds
+// (the residual, copied there first). Either adds in f32, as Add does.
+inline dnnl::post_ops PostOps(const Epilogue& e, const dnnl::memory::desc* residual_md = nullptr) {
+  dnnl::post_ops ops;
+  if (e.residual && residual_md != nullptr) {
+    ops.append_binary(dnnl::algorithm::binary_add, *residual_md);
+  } else if (e.residual) {
+    ops.append_sum(1.0f);
+  }
+  using A = dnnl::algorithm;
+  switch (e.ActivationInDnnl() ? e.act : Epilogue::Act::kNone) {
+    case Epilogue::Act::kTanh: ops.append_eltwise(1.0f, A::eltwise_tanh, 0.0f, 0.0f); break;
+    case Epilogue::Act::kElu: ops.append_eltwise(1.0f, A::eltwise_elu, 1.0f, 0.0f); break;
+    case Epilogue::Act::kSwish: ops.append_eltwise(1.0f, A::eltwise_swish, 1.0f, 0.0f); break;
+    case Epilogue::Act::kLeakyRelu: ops.append_eltwise(1.0f, A::eltwise_relu, e.alpha, 0.0f); break;
+    default: break;
+  }
+  return ops;
 }
-
-// What a fused op does to each element after its product, in this order:
-// + bias (per channel), + residual (an input of the output's shape), then
-// the activation. Each step rounds to f32, as the ops it replaces do.
-struct Epilogue {
-  enum class Act { kNone, kRelu, kRelu6, kClip, kLeakyRelu, kElu, kSigmoid, kTanh, kSwish, kGelu, kGeluTanh };
-  bool bias = false;
-  bool residual = false;
-  Act act = Act::kNone;
-  float alpha = 0, beta = 0;
-
-  // The fused op's bias, residual, activation, alpha and beta attrs.
-  static Epilogue Read(const InitContext& init) {
-    Epilogue e;
-    e.bias = init.Bool("bias");
-    e.residual = init.Bool("residual");
-    e.alpha = static_cast<float>(init.Float("alpha"));
-    e.beta = static_cast<float>(init.Float("beta"));
-    const std::string a = init.String("activation");
-    static const std::pair<const char*, Act> kNames[] = {
-        {"None", Act::kNone},           {"Relu", Act::kRelu}, {"Relu6", Act::kRelu6},      {"Clip", Act::kClip},
-        {"LeakyRelu", Act::kLeakyRelu}, {"Elu", Act::kElu},   {"Sigmoid", Act::kSigmoid},  {"Tanh", Act::kTanh},
-        {"Swish", Act::kSwish},         {"Gelu", Act::kGelu}, {"GeluTanh", Act::kGeluTanh}};
-    bool known = false;
-    for (const auto& [name, act] : kNames) {
-      if (a == name) {
-        e.act = act;
-        known = true;
-      }
-    }
-    if (!known) Fail("unknown activation '", a, "'");
-    if (e.act == Act::kClip && !(e.alpha <= e.beta)) Fail("Clip's bounds are reversed: ", e.alpha, " > ", e.beta);
-    return e;
-  }
-
-  bool empty() const { return !bias && !residual && act == Act::kNone; }
-
-  // Whether oneDNN's post-op computes the activation as the op it replaces
-  // does for every input, infinities and NaN included. Its clip, bounded
-  // Relu and logistic turn NaN into a number, hiding it, and its Relu and
-  // Gelu give NaN for -inf (max(x, 0 * x)); those run in ActivateAfter
-  // instead, over the output oneDNN just wrote (docs/optimizer.md).
-  bool ActivationInDnnl() const {
-    return act == Act::kNone || act == Act::kTanh || act == Act::kElu || act == Act::kSwish ||
-           (act == Act::kLeakyRelu && alpha > 0 && std::isfinite(alpha));
-  }
-
-  // oneDNN post-ops doing what Apply does after the bias (which oneDNN adds
-  // itself): the residual, then the activation when ActivationInDnnl().
-  // With |residual_md| the residual is a binary add of a tensor of that
-  // desc (post-op 0, read where it is); without, a sum with what dst holds
-  // (the residual, copied there first). Either adds in f32, as Add does.
-  dnnl::post_ops PostOps(const dnnl::memory::desc* residual_md = nullptr) const {
-    dnnl::post_ops ops;
-    if (residual && residual_md != nullptr) {
-      ops.append_binary(dnnl::algorithm::binary_add, *residual_md);
-    } else if (residual) {
-      ops.append_sum(1.0f);
-    }
-    using A = dnnl::algorithm;
-    switch (ActivationInDnnl() ? act : Act::kNone) {
-      case Act::kTanh: ops.append_eltwise(1.0f, A::eltwise_tanh, 0.0f, 0.0f); break;
-      case Act::kElu: ops.append_eltwise(1.0f, A::eltwise_elu, 1.0f, 0.0f); break;
-      case Act::kSwish: ops.append_eltwise(1.0f, A::eltwise_swish, 1.0f, 0.0f); break;
-      case Act::kLeakyRelu: ops.append_eltwise(1.0f, A::eltwise_relu, alpha, 0.0f); break;
-      default: break;
-    }
-    return ops;
-  }
-
-  // The activation oneDNN's post-ops left out (ActivationInDnnl), over the
-  // |n| values at |data|, in place.
-  void ActivateAfter(float* data, int64_t n) const {
-    if (ActivationInDnnl()) return;
-    // Relu, Relu6, Clip and Gelu run loops compiled per instruction set
-    // (vector_math.h); NaN fails every comparison and stays.
-    auto each = [&](int64_t cost, auto fn) {
-      ParallelFor(n, cost, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) data[i] = fn(data[i]);
-      });
-    };
-    auto clamp = [&](float low, float high) {
-      ParallelFor(n, 1, [&](int64_t begin, int64_t end) { ClampInPlace(data + begin, end - begin, low, high); });
-    };
-    switch (act) {
-      case Act::kRelu: clamp(0.0f, std::numeric_limits<float>::infinity()); break;
-      case Act::kRelu6: clamp(0.0f, 6.0f); break;
-      case Act::kClip: clamp(alpha, beta); break;
-      case Act::kGelu:
-        ParallelFor(n, 2, [&](int64_t begin, int64_t end) { GeluErf(data + begin, data + begin, end - begin); });
-        break;
-      default: each(10, [this](float x) { return Activate(x); }); break;
-    }
-  }
-
-  // The activation of one value, as the op it replaces computes it
-  // (elementwise.cc): NaN stays NaN through Relu, Relu6 and Clip.
-  float Activate(float x) const {
-    switch (act) {
-      case Act::kNone: return x;
-      case Act::kRelu: return x < 0 ? 0.0f : x;
-      case Act::kRelu6: return x < 0 ? 0.0f : (x > 6 ? 6.0f : x);
-      case Act::kClip: return x < alpha ? alpha : (x > beta ? beta : x);
-      case Act::kLeakyRelu: return x < 0 ? x * alpha : x;
-      case Act::kElu: return x > 0 ? x : std::expm1(x);
-      case Act::kSigmoid: return Sigmoid(x);
-      case Act::kTanh: return std::tanh(x);
-      case Act::kSwish: return x * Sigmoid(x);
-      case Act::kGelu:
-      case Act::kGeluTanh:
-        if (std::isinf(x)) return x > 0 ? x : 0.0f;
-        if (act == Act::kGeluTanh) {
-          return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-        }
-        return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
-    }
-    return x;
-  }
-
-  // out = act(out + bias + residual) over [outer, channels, inner] data,
-  // in place; |bias| has |channels| values, |residual| out's shape.
-  void Apply(float* out, const float* bias_values, const float* residual_values, int64_t outer, int64_t channels,
-             int64_t inner) const {
-    if (empty()) return;
-    const int64_t rows = outer * channels;
-    ParallelFor(rows, inner * 4, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const float b = bias && bias_values != nullptr ? bias_values[row % channels] : 0.0f;
-        float* o = out + row * inner;
-        const float* r = residual ? residual_values + row * inner : nullptr;
-        for (int64_t i = 0; i < inner; ++i) {
-          float v = o[i];
-          if (bias) v = v + b;
-          if (r != nullptr) v = v + r[i];
-          o[i] = Activate(v);
-        }
-      }
-    });
-  }
-
- private:
-  static float Sigmoid(float x) { return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x)); }
-};
 
 // The primitive desc |make_pd(binary)| gives with the epilogue's residual
 // as a binary post-op (|binary| true: no copy of the residual into dst
@@ -275,7 +141,7 @@ class DnnlConvolution {
     }
     auto make_pd = [&](bool binary) {
       dnnl::primitive_attr attr;
-      attr.set_post_ops(epilogue.PostOps(binary ? &dst_md_ : nullptr));
+      attr.set_post_ops(PostOps(epilogue, binary ? &dst_md_ : nullptr));
       return dnnl::convolution_forward::primitive_desc(make_desc(any_weights), attr, Engine());
     };
     const dnnl::convolution_forward::primitive_desc pd = WithResidual(epilogue, make_pd, residual_binary_);
@@ -331,7 +197,7 @@ class DnnlConvolution {
     const auto prop = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_winograd;
     dnnl::primitive_attr attr;
-    attr.set_post_ops(epilogue_.PostOps());
+    attr.set_post_ops(PostOps(epilogue_));
     try {
       // Everything made first, and kept only when all of it exists.
       const dnnl::convolution_forward::primitive_desc pd(
@@ -370,55 +236,6 @@ class DnnlConvolution {
   dnnl::convolution_forward primitive_;
   std::unique_ptr<ReorderedWeights> weights_;
 };
-
-// out[n, oh, ow, o] = sum over (kh, kw, c) of in[n, ih, iw, c] * filter[kh, kw, c, o]
-// with ih = oh * stride - pad + kh * dilation (likewise iw), for NHWC data and
-// an HWIO filter; depthwise with multiplier M, out[n, oh, ow, c * M + m] =
-// sum over (kh, kw) of in[n, ih, iw, c] * filter[kh, kw, c, m]. One output
-// row per task; the innermost loop runs along the contiguous output
-// channels.
-template <class T, bool kDepthwise>
-void DirectConv(const Geometry& g, const T* input, const T* filter, T* output) {
-  const int64_t row_size = g.out_w * g.out_channels;
-  const int64_t multiplier = kDepthwise ? g.out_channels / std::max<int64_t>(g.channels, 1) : 0;
-  const int64_t tap_size = kDepthwise ? g.out_channels : g.channels * g.out_channels;  // filter elements per tap
-  const int64_t cost = std::max<int64_t>(row_size * g.window_h * g.window_w * (kDepthwise ? 1 : g.channels) / 4, 1);
-  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t n = row / g.out_h, oh = row % g.out_h;
-      T* out_row = output + row * row_size;
-      std::fill(out_row, out_row + row_size, T(0));
-      for (int64_t kh = 0; kh < g.window_h; ++kh) {
-        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
-        if (ih < 0 || ih >= g.in_h) continue;
-        const T* in_row = input + (n * g.in_h + ih) * g.in_w * g.channels;
-        for (int64_t ow = 0; ow < g.out_w; ++ow) {
-          T* acc = out_row + ow * g.out_channels;
-          for (int64_t kw = 0; kw < g.window_w; ++kw) {
-            const int64_t iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
-            if (iw < 0 || iw >= g.in_w) continue;
-            const T* pixel = in_row + iw * g.channels;
-            const T* taps = filter + (kh * g.window_w + kw) * tap_size;
-            if constexpr (!kDepthwise) {
-              for (int64_t c = 0; c < g.channels; ++c) {
-                const T x = pixel[c];
-                const T* f = taps + c * g.out_channels;
-                for (int64_t o = 0; o < g.out_channels; ++o) acc[o] += x * f[o];
-              }
-            } else if (multiplier == 1) {
-              for (int64_t c = 0; c < g.channels; ++c) acc[c] += pixel[c] * taps[c];
-            } else {
-              for (int64_t c = 0; c < g.channels; ++c) {
-                const T x = pixel[c];
-                for (int64_t m = 0; m < multiplier; ++m) acc[c * multiplier + m] += x * taps[c * multiplier + m];
-              }
-            }
-          }
-        }
-      }
-    }
-  });
-}
 
 }  // namespace weft::cpu
 

@@ -221,8 +221,8 @@ class NonMaxSuppressionKernel {
 // --- Registration -----------------------------------------------------------------------
 
 void RegisterDetectionKernels(KernelRegistry& r) {
-  r.Add<NonMaxSuppressionKernel>("NonMaxSuppression", {}, 0,
-                                 {"max_output_boxes_per_class", "iou_threshold", "score_threshold"});
+  AddKernel<"NonMaxSuppression", NonMaxSuppressionKernel>(
+      r, {}, 0, {"max_output_boxes_per_class", "iou_threshold", "score_threshold"});
 }
 
 }  // namespace weft::cpu

@@ -503,15 +503,18 @@ class DynamicSplitKernel {
 void RegisterDynamicShapeKernels(KernelRegistry& r) {
   for (weft_dtype_t index : kIndexTypes) {
     for (weft_dtype_t t : kFixedSizeTypes) {  // {all} but strings; {numeric, bool}
-      r.Add<DynamicSliceKernel>("DynamicSlice", {{"T", t}, {"Tidx", index}}, 0, {"starts", "ends", "axes", "steps"});
-      r.Add<DynamicPadKernel>("DynamicPad", {{"T", t}, {"Tidx", index}}, 0, {"pads", "constant_value"});
-      r.Add<DynamicTileKernel>("DynamicTile", {{"T", t}, {"Tidx", index}}, 0, {"repeats"});
-      r.Add<DynamicExpandDimsKernel>("DynamicExpandDims", {{"T", t}, {"Tidx", index}}, WEFT_KERNEL_INLINE, {"axes"});
-      r.Add<DynamicSqueezeKernel>("DynamicSqueeze", {{"T", t}, {"Tidx", index}}, WEFT_KERNEL_INLINE, {"axes"});
-      r.Add<DynamicSplitKernel>("DynamicSplit", {{"T", t}, {"Tidx", index}}, 0, {"split"});
+      AddKernel<"DynamicSlice", DynamicSliceKernel>(r, {{"T", t}, {"Tidx", index}}, 0,
+                                                    {"starts", "ends", "axes", "steps"});
+      AddKernel<"DynamicPad", DynamicPadKernel>(r, {{"T", t}, {"Tidx", index}}, 0, {"pads", "constant_value"});
+      AddKernel<"DynamicTile", DynamicTileKernel>(r, {{"T", t}, {"Tidx", index}}, 0, {"repeats"});
+      AddKernel<"DynamicExpandDims", DynamicExpandDimsKernel>(r, {{"T", t}, {"Tidx", index}}, WEFT_KERNEL_INLINE,
+                                                              {"axes"});
+      AddKernel<"DynamicSqueeze", DynamicSqueezeKernel>(r, {{"T", t}, {"Tidx", index}}, WEFT_KERNEL_INLINE, {"axes"});
+      AddKernel<"DynamicSplit", DynamicSplitKernel>(r, {{"T", t}, {"Tidx", index}}, 0, {"split"});
     }
     ForEachNumericType([&]<class T>() {
-      r.Add<DynamicSumKernel<T>>("DynamicSum", {{"T", DtypeOf<T>()}, {"Tidx", index}}, 0, {"axes"});
+      AddKernel<"DynamicSum", DynamicSumKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}, {"Tidx", index}}, 0,
+                                                                 {"axes"});
     });
   }
 }

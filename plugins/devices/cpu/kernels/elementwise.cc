@@ -507,30 +507,36 @@ struct CastOp : OpTraits<2, To> {
 #define WEFT_SIGNED int8_t, int16_t, int32_t, int64_t
 #define WEFT_NUMERIC WEFT_FLOATS, WEFT_SIGNED, uint8_t
 
+template <class Op, class T>
+void AddUnaryOf(KernelRegistry& r) {
+  if constexpr (KeepsKernel(Op::kOp, DtypeOf<T>())) r.Add<UnaryKernel<T, Op>>(Op::kOp, {{"T", DtypeOf<T>()}});
+}
 template <class Op, class... Ts>
-void AddUnary(KernelRegistry& r, const char* op) {
-  (r.Add<UnaryKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
+void AddUnary(KernelRegistry& r) {
+  (AddUnaryOf<Op, Ts>(r), ...);
 }
 
 // Unary ops of floats only, and of floats and signed integers, each for
 // its op (kOp).
 template <class... Ops>
 void AddFloatUnary(KernelRegistry& r) {
-  (AddUnary<Ops, WEFT_FLOATS>(r, Ops::kOp), ...);
+  (AddUnary<Ops, WEFT_FLOATS>(r), ...);
 }
 template <class... Ops>
 void AddSignedUnary(KernelRegistry& r) {
-  (AddUnary<Ops, WEFT_FLOATS, WEFT_SIGNED>(r, Ops::kOp), ...);
+  (AddUnary<Ops, WEFT_FLOATS, WEFT_SIGNED>(r), ...);
 }
 
-template <class Op, class... Ts>
-void AddBinary(KernelRegistry& r, const char* op) {
-  (r.Add<BinaryKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
+template <OpName kOp, class Op, class... Ts>
+void AddBinary(KernelRegistry& r) {
+  (AddKernel<kOp, BinaryKernel<Ts, Op>, DtypeOf<Ts>()>(r, {{"T", DtypeOf<Ts>()}}), ...);
 }
 
 template <class From, class... Tos>
 void AddCastsFrom(KernelRegistry& r) {
-  (r.Add<UnaryKernel<From, CastOp<Tos>>>("Cast", {{"SrcT", DtypeOf<From>()}, {"DstT", DtypeOf<Tos>()}}), ...);
+  (AddKernel<"Cast", UnaryKernel<From, CastOp<Tos>>, DtypeOf<From>()>(
+       r, {{"SrcT", DtypeOf<From>()}, {"DstT", DtypeOf<Tos>()}}),
+   ...);
 }
 
 }  // namespace
@@ -541,33 +547,33 @@ void RegisterElementwiseKernels(KernelRegistry& r) {
                 AtanOp, SinhOp, CoshOp, TanhOp, AsinhOp, AcoshOp, AtanhOp, SigmoidOp, EluOp, SeluOp, GeluOp, SoftplusOp,
                 ErfOp, FloorOp, CeilOp, RoundOp, IsNanOp, IsInfOp>(r);
 
-  AddBinary<AddOp, WEFT_NUMERIC>(r, "Add");
-  AddBinary<SubOp, WEFT_NUMERIC>(r, "Sub");
-  AddBinary<MulOp, WEFT_NUMERIC>(r, "Mul");
-  AddBinary<DivOp, WEFT_NUMERIC>(r, "Div");
-  AddBinary<RealDivOp, WEFT_FLOATS>(r, "RealDiv");
-  AddBinary<FloorDivOp, WEFT_NUMERIC>(r, "FloorDiv");
-  AddBinary<FloorModOp, WEFT_NUMERIC>(r, "FloorMod");
-  AddBinary<PowOp, WEFT_FLOATS, int32_t, int64_t>(r, "Pow");
-  AddBinary<MaximumOp, WEFT_NUMERIC>(r, "Maximum");
-  AddBinary<MinimumOp, WEFT_NUMERIC>(r, "Minimum");
-  AddBinary<SquaredDifferenceOp, WEFT_FLOATS, int32_t, int64_t>(r, "SquaredDifference");
-  AddBinary<CompareOp<std::equal_to<>>, WEFT_NUMERIC, bool>(r, "Equal");
-  AddBinary<CompareOp<std::not_equal_to<>>, WEFT_NUMERIC, bool>(r, "NotEqual");
-  AddBinary<CompareOp<std::less<>>, WEFT_NUMERIC>(r, "Less");
-  AddBinary<CompareOp<std::less_equal<>>, WEFT_NUMERIC>(r, "LessEqual");
-  AddBinary<CompareOp<std::greater<>>, WEFT_NUMERIC>(r, "Greater");
-  AddBinary<CompareOp<std::greater_equal<>>, WEFT_NUMERIC>(r, "GreaterEqual");
-  r.Add<BinaryKernel<bool, CompareOp<std::logical_and<>>>>("LogicalAnd", {});
-  r.Add<BinaryKernel<bool, CompareOp<std::logical_or<>>>>("LogicalOr", {});
-  r.Add<UnaryKernel<bool, LogicalNotOp>>(LogicalNotOp::kOp, {});
+  AddBinary<"Add", AddOp, WEFT_NUMERIC>(r);
+  AddBinary<"Sub", SubOp, WEFT_NUMERIC>(r);
+  AddBinary<"Mul", MulOp, WEFT_NUMERIC>(r);
+  AddBinary<"Div", DivOp, WEFT_NUMERIC>(r);
+  AddBinary<"RealDiv", RealDivOp, WEFT_FLOATS>(r);
+  AddBinary<"FloorDiv", FloorDivOp, WEFT_NUMERIC>(r);
+  AddBinary<"FloorMod", FloorModOp, WEFT_NUMERIC>(r);
+  AddBinary<"Pow", PowOp, WEFT_FLOATS, int32_t, int64_t>(r);
+  AddBinary<"Maximum", MaximumOp, WEFT_NUMERIC>(r);
+  AddBinary<"Minimum", MinimumOp, WEFT_NUMERIC>(r);
+  AddBinary<"SquaredDifference", SquaredDifferenceOp, WEFT_FLOATS, int32_t, int64_t>(r);
+  AddBinary<"Equal", CompareOp<std::equal_to<>>, WEFT_NUMERIC, bool>(r);
+  AddBinary<"NotEqual", CompareOp<std::not_equal_to<>>, WEFT_NUMERIC, bool>(r);
+  AddBinary<"Less", CompareOp<std::less<>>, WEFT_NUMERIC>(r);
+  AddBinary<"LessEqual", CompareOp<std::less_equal<>>, WEFT_NUMERIC>(r);
+  AddBinary<"Greater", CompareOp<std::greater<>>, WEFT_NUMERIC>(r);
+  AddBinary<"GreaterEqual", CompareOp<std::greater_equal<>>, WEFT_NUMERIC>(r);
+  AddKernel<"LogicalAnd", BinaryKernel<bool, CompareOp<std::logical_and<>>>>(r, {});
+  AddKernel<"LogicalOr", BinaryKernel<bool, CompareOp<std::logical_or<>>>>(r, {});
+  if constexpr (KeepsKernel(LogicalNotOp::kOp)) r.Add<UnaryKernel<bool, LogicalNotOp>>(LogicalNotOp::kOp, {});
 
-  auto select = [&r]<class T>() { r.Add<SelectKernel<T>>("Select", {{"T", DtypeOf<T>()}}); };
+  auto select = [&r]<class T>() { AddKernel<"Select", SelectKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}}); };
   ForEachNumericType(select);
   select.template operator()<bool>();
   ForEachNumericType([&r]<class T>() {
-    r.Add<ClipKernel<T>>("ClipByValue", {{"T", DtypeOf<T>()}});
-    r.Add<AddNKernel<T>>("AddN", {{"T", DtypeOf<T>()}});
+    AddKernel<"ClipByValue", ClipKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
+    AddKernel<"AddN", AddNKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
   });
   auto casts = [&r]<class From>() { AddCastsFrom<From, WEFT_NUMERIC, bool>(r); };
   ForEachNumericType(casts);

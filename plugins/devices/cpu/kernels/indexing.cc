@@ -317,18 +317,18 @@ class NonZeroKernel {
 void RegisterIndexingKernels(KernelRegistry& r) {
   constexpr weft_dtype_t kI32 = WEFT_DTYPE_I32, kI64 = WEFT_DTYPE_I64;
   for (weft_dtype_t t : kFixedSizeTypes) {
-    r.Add<GatherElementsKernel<int32_t>>("GatherElements", {{"T", t}, {"Tindices", kI32}});
-    r.Add<GatherElementsKernel<int64_t>>("GatherElements", {{"T", t}, {"Tindices", kI64}});
+    AddKernel<"GatherElements", GatherElementsKernel<int32_t>, kI32>(r, {{"T", t}, {"Tindices", kI32}});
+    AddKernel<"GatherElements", GatherElementsKernel<int64_t>, kI64>(r, {{"T", t}, {"Tindices", kI64}});
   }
   auto numeric_and_bool = [&]<class T>() {
     constexpr weft_dtype_t t = DtypeOf<T>();
-    r.Add<ScatterElementsKernel<T, int32_t>>("ScatterElements", {{"T", t}, {"Tindices", kI32}});
-    r.Add<ScatterElementsKernel<T, int64_t>>("ScatterElements", {{"T", t}, {"Tindices", kI64}});
-    r.Add<NonZeroKernel<T>>("NonZero", {{"T", t}});
+    AddKernel<"ScatterElements", ScatterElementsKernel<T, int32_t>, t>(r, {{"T", t}, {"Tindices", kI32}});
+    AddKernel<"ScatterElements", ScatterElementsKernel<T, int64_t>, t>(r, {{"T", t}, {"Tindices", kI64}});
+    AddKernel<"NonZero", NonZeroKernel<T>, t>(r, {{"T", t}});
   };
   ForEachNumericType([&]<class T>() {
     numeric_and_bool.template operator()<T>();
-    r.Add<TopKKernel<T>>("TopK", {{"T", DtypeOf<T>()}}, 0, {"k"});
+    AddKernel<"TopK", TopKKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}}, 0, {"k"});
   });
   numeric_and_bool.template operator()<bool>();
 }

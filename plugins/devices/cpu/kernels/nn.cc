@@ -409,16 +409,16 @@ class SparseSoftmaxXentKernel {
 
 void RegisterNnKernels(KernelRegistry& r) {
   auto add = [&r]<class T>() {
-    const weft_dtype_t t = DtypeOf<T>();
-    r.Add<FusedBatchNormKernel<T>>("FusedBatchNorm", {{"T", t}});
-    r.Add<LayerNormKernel<T>>("LayerNorm", {{"T", t}});
-    r.Add<SoftmaxKernel<T, false>>("Softmax", {{"T", t}});
-    r.Add<SoftmaxKernel<T, true>>("LogSoftmax", {{"T", t}});
-    r.Add<SoftmaxXentKernel<T>>("SoftmaxCrossEntropyWithLogits", {{"T", t}});
-    r.Add<SparseSoftmaxXentKernel<T, int32_t>>("SparseSoftmaxCrossEntropyWithLogits",
-                                               {{"T", t}, {"Tlabels", WEFT_DTYPE_I32}});
-    r.Add<SparseSoftmaxXentKernel<T, int64_t>>("SparseSoftmaxCrossEntropyWithLogits",
-                                               {{"T", t}, {"Tlabels", WEFT_DTYPE_I64}});
+    constexpr weft_dtype_t t = DtypeOf<T>();
+    AddKernel<"FusedBatchNorm", FusedBatchNormKernel<T>, t>(r, {{"T", t}});
+    AddKernel<"LayerNorm", LayerNormKernel<T>, t>(r, {{"T", t}});
+    AddKernel<"Softmax", SoftmaxKernel<T, false>, t>(r, {{"T", t}});
+    AddKernel<"LogSoftmax", SoftmaxKernel<T, true>, t>(r, {{"T", t}});
+    AddKernel<"SoftmaxCrossEntropyWithLogits", SoftmaxXentKernel<T>, t>(r, {{"T", t}});
+    AddKernel<"SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentKernel<T, int32_t>, t>(
+        r, {{"T", t}, {"Tlabels", WEFT_DTYPE_I32}});
+    AddKernel<"SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentKernel<T, int64_t>, t>(
+        r, {{"T", t}, {"Tlabels", WEFT_DTYPE_I64}});
   };
   add.template operator()<float>();
   add.template operator()<double>();

@@ -1,4 +1,4 @@
-// Convolution, pooling and BiasAdd kernels, with TensorFlow's semantics:
+// Convolution and pooling kernels, with TensorFlow's semantics:
 // NHWC or NCHW data, strides/dilations/ksize in data_format order, SAME
 // padding split with the odd element after, AvgPool over the in-bounds
 // elements only.
@@ -22,6 +22,7 @@
 
 #include "../kernel_framework.h"
 #include "conv_util.h"
+#include "direct_pool.h"
 #include "dnnl_util.h"
 #include "kernel_util.h"
 #include "vector_math.h"
@@ -124,50 +125,6 @@ class DnnlPool {
   dnnl::pooling_forward primitive_;
 };
 
-// Max or average over each window of NHWC data; the average is over the
-// window's in-bounds elements (SAME windows always hold at least one).
-template <class T, bool kMax>
-void DirectPool(const Geometry& g, const T* input, T* output) {
-  const int64_t row_size = g.out_w * g.channels;
-  // Windows are clipped to the input, so a window never costs more than it.
-  const int64_t cost = std::max<int64_t>(row_size * std::min(g.window_h, g.in_h) * std::min(g.window_w, g.in_w) / 4, 1);
-  // The end of a window starting at |start|, clipped to |in| (a window may
-  // be far larger than the input; start + window could overflow).
-  auto clipped_end = [](int64_t start, int64_t window, int64_t in) {
-    return window >= in - start ? in : start + window;
-  };
-  ParallelFor(g.batch * g.out_h, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t n = row / g.out_h, oh = row % g.out_h;
-      const int64_t h0 = oh * g.stride_h - g.pad_top;
-      const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = clipped_end(h0, g.window_h, g.in_h);
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t w0 = ow * g.stride_w - g.pad_left;
-        const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = clipped_end(w0, g.window_w, g.in_w);
-        T* acc = output + row * row_size + ow * g.channels;
-        std::fill(acc, acc + g.channels, kMax ? -std::numeric_limits<T>::infinity() : T(0));
-        for (int64_t ih = h_begin; ih < h_end; ++ih) {
-          for (int64_t iw = w_begin; iw < w_end; ++iw) {
-            const T* pixel = input + ((n * g.in_h + ih) * g.in_w + iw) * g.channels;
-            for (int64_t c = 0; c < g.channels; ++c) {
-              if constexpr (kMax) {
-                // NaN wins, as NumPy's max: once acc is NaN no comparison replaces it.
-                if (pixel[c] > acc[c] || pixel[c] != pixel[c]) acc[c] = pixel[c];
-              } else {
-                acc[c] += pixel[c];
-              }
-            }
-          }
-        }
-        if constexpr (!kMax) {
-          const T count = static_cast<T>((h_end - h_begin) * (w_end - w_begin));
-          for (int64_t c = 0; c < g.channels; ++c) acc[c] /= count;
-        }
-      }
-    }
-  });
-}
-
 template <class T, bool kMax>
 class PoolKernel {
  public:
@@ -205,53 +162,6 @@ class PoolKernel {
   PrimitiveCache<DnnlPool<kMax>> cache_;
 };
 
-// --- BiasAdd ---------------------------------------------------------------------------
-
-// a + b; integers wrap (through the unsigned type), 16-bit floats add in float.
-template <class T>
-T AddBias(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return StoreAs<T>(Load(a) + Load(b));
-  }
-}
-
-template <class T>
-class BiasAddKernel {
- public:
-  explicit BiasAddKernel(const InitContext& init) : nchw_(sdk::IsNchw(init)) {}
-
-  void Compute(Context& ctx) {
-    const Tensor value = ctx.input(0), bias = ctx.input(1);
-    // value is [outer, channels, inner].
-    const sdk::ChannelLayout layout = sdk::CheckBiasAdd(value, bias, nchw_);
-    const int64_t outer = layout.outer, channels = layout.channels, inner = layout.inner;
-    Tensor output = ctx.allocate_output(0, value.dims);
-    const T* in = value.as<T>();
-    const T* b = bias.as<T>();
-    T* out = output.as<T>();
-    if (inner == 1) {
-      ParallelFor(outer, channels, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          for (int64_t c = 0; c < channels; ++c) out[i * channels + c] = AddBias(in[i * channels + c], b[c]);
-        }
-      });
-    } else {
-      ParallelFor(outer * channels, inner, [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          const T bc = b[row % channels];
-          for (int64_t i = row * inner; i < (row + 1) * inner; ++i) out[i] = AddBias(in[i], bc);
-        }
-      });
-    }
-  }
-
- private:
-  bool nchw_;
-};
-
 }  // namespace
 
 void RegisterNnConvKernels(KernelRegistry& r) {
@@ -263,7 +173,7 @@ void RegisterNnConvKernels(KernelRegistry& r) {
   };
   add_float.template operator()<float>();
   add_float.template operator()<double>();
-  ForEachNumericType([&r]<class T>() { r.Add<BiasAddKernel<T>>("BiasAdd", {{"T", DtypeOf<T>()}}); });
+  RegisterBiasAddKernels(r);
 }
 
 }  // namespace weft::cpu

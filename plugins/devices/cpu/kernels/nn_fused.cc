@@ -18,65 +18,6 @@
 namespace weft::cpu {
 namespace {
 
-// out (of |out_dims|) = in (of |in_dims|, the same rank, each dim equal or
-// 1) broadcast.
-void BroadcastCopy(const float* in, const Dims& in_dims, float* out, const Dims& out_dims) {
-  const std::size_t rank = out_dims.size();
-  std::vector<int64_t> in_strides(rank, 0);
-  int64_t stride = 1;
-  for (std::size_t i = rank; i-- > 0;) {
-    in_strides[i] = in_dims[i] == 1 ? 0 : stride;
-    stride *= in_dims[i];
-  }
-  int64_t total = 1;
-  for (int64_t d : out_dims) total *= d;
-  for (int64_t flat = 0; flat < total; ++flat) {
-    int64_t rest = flat, offset = 0;
-    for (std::size_t i = rank; i-- > 0;) {
-      offset += (rest % out_dims[i]) * in_strides[i];
-      rest /= out_dims[i];
-    }
-    out[flat] = in[offset];
-  }
-}
-
-// The inputs after the two operands: the bias and the residual, as the
-// epilogue asks for them.
-struct FusedArgs {
-  Tensor bias, residual;
-};
-
-FusedArgs ReadFusedArgs(Context& ctx, const Epilogue& e, int64_t channels, const Dims& output) {
-  FusedArgs args;
-  int next = 2;
-  if (e.bias) {
-    args.bias = ctx.input(next++);
-    if (args.bias.rank() != 1 || args.bias.dim(0) != channels) {
-      Fail("the bias has shape ", DimsString(args.bias.dims), " but the output has ", channels, " channels");
-    }
-  }
-  if (e.residual) {
-    args.residual = ctx.input(next++);
-    const Dims& r = args.residual.dims;
-    bool fits = r.size() == output.size();
-    for (std::size_t i = 0; fits && i < r.size(); ++i) fits = r[i] == output[i] || r[i] == 1;
-    if (!fits) {
-      Fail("the residual added after the product has shape ", DimsString(r), " and the product ", DimsString(output),
-           ": the Add this node replaced would have broadcast the product to a larger shape, which the fused op "
-           "does not; run with --optimize 1 (or [graph_optimizer] disable = [\"conv_fusion\", \"matmul_fusion\"]) "
-           "(docs/optimizer.md)");
-    }
-    if (r != output) {
-      // A residual of 1 where the output is wider (a batch left open in
-      // the graph): broadcast it, as Add did.
-      Tensor wide = ctx.allocate_temp(WEFT_DTYPE_F32, output);
-      BroadcastCopy(args.residual.as<float>(), r, wide.as<float>(), output);
-      args.residual = wide;
-    }
-  }
-  return args;
-}
-
 class FusedConv2DKernel {
  public:
   explicit FusedConv2DKernel(const InitContext& init)
@@ -84,14 +25,12 @@ class FusedConv2DKernel {
         depthwise_(init.Bool("depthwise")),
         constant_filter_(init.Bool("constant_filter")),
         winograd_(init.Bool("winograd")),
-        pads_(init.Ints("explicit_paddings")),
-        epilogue_(Epilogue::Read(init)) {
-    if (!pads_.empty() && pads_.size() != 4) Fail("explicit_paddings must have 4 entries, got ", pads_.size());
-  }
+        pads_(ReadExplicitPaddings(init)),
+        epilogue_(Epilogue::Read(init)) {}
 
   void Compute(Context& ctx) {
     const Tensor input = ctx.input(0), filter = ctx.input(1);
-    const Geometry g = MakeConvGeometry(input.dims, filter.dims);
+    const Geometry g = FusedConvGeometry(attrs_, pads_, input.dims, filter.dims, depthwise_);
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     const FusedArgs args = ReadFusedArgs(ctx, epilogue_, g.out_channels, output.dims);
     if (output.num_elements == 0) return;
@@ -138,25 +77,6 @@ class FusedConv2DKernel {
   }
 
  private:
-  // The geometry, with the explicit pads when the op has them: VALID over
-  // the padded input, with the pads as the window's own.
-  Geometry MakeConvGeometry(const Dims& input, const Dims& filter) const {
-    if (pads_.empty()) return ConvGeometry(attrs_, input, filter, depthwise_);
-    if (input.size() != 4) Fail("the input must have rank 4, got ", DimsString(input));
-    const std::size_t h = attrs_.nchw ? 2 : 1, w = attrs_.nchw ? 3 : 2;
-    Dims padded = input;
-    padded[h] += pads_[0] + pads_[1];
-    padded[w] += pads_[2] + pads_[3];
-    Geometry g = ConvGeometry(attrs_, padded, filter, depthwise_);
-    g.in_h = input[h];
-    g.in_w = input[w];
-    g.pad_top = pads_[0];
-    g.pad_bottom = pads_[1];
-    g.pad_left = pads_[2];
-    g.pad_right = pads_[3];
-    return g;
-  }
-
   static bool AnyNonFiniteIn(const Tensor& t) {
     return Any(t, [](const float* x, int64_t n) { return AnyNonFinite(x, n); });
   }
@@ -203,7 +123,7 @@ class DnnlFusedMatMul {
     if (bias_) bias_md_ = dnnl::memory::desc({1, n}, dt::f32, tag::ab);
     auto make_pd = [&](bool binary) {
       dnnl::primitive_attr attr;
-      attr.set_post_ops(epilogue.PostOps(binary ? &c_md_ : nullptr));
+      attr.set_post_ops(PostOps(epilogue, binary ? &c_md_ : nullptr));
       return dnnl::matmul::primitive_desc(
           bias_ ? dnnl::matmul::desc(a_md_, weights, bias_md_, c_md_) : dnnl::matmul::desc(a_md_, weights, c_md_), attr,
           Engine());
@@ -241,37 +161,25 @@ class DnnlFusedMatMul {
 
 class FusedMatMulKernel {
  public:
-  explicit FusedMatMulKernel(const InitContext& init)
-      : ta_(init.Bool("transpose_a")),
-        tb_(init.Bool("transpose_b")),
-        constant_b_(init.Bool("constant_b")),
-        epilogue_(Epilogue::Read(init)) {}
+  explicit FusedMatMulKernel(const InitContext& init) : attrs_(init) {}
 
   void Compute(Context& ctx) {
-    const Tensor a = ctx.input(0), b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2) {
-      Fail("a and b must be matrices, got ", DimsString(a.dims), " and ", DimsString(b.dims));
-    }
-    const auto [m, k, n] = MatMulDims(a.dims, b.dims, ta_, tb_);
-    Tensor c = ctx.allocate_output(0, {m, n});
-    const FusedArgs args = ReadFusedArgs(ctx, epilogue_, n, c.dims);
-    if (c.num_elements == 0) return;
-    const auto* bias = epilogue_.bias ? args.bias.as<float>() : nullptr;
-    const auto* residual = epilogue_.residual ? args.residual.as<float>() : nullptr;
+    const FusedMatMulCall call(ctx, attrs_);
+    if (call.c.num_elements == 0) return;
+    const int64_t m = call.m, k = call.k, n = call.n;
     if (k > 0) {
       if (const DnnlFusedMatMul* prim =
-              cache_.Get(Dims{m, n, k}, m, n, k, ta_, tb_, constant_b_, epilogue_, weights_)) {
-        prim->Run(a.data, b.data, bias, residual, c.data);
+              cache_.Get(Dims{m, n, k}, m, n, k, attrs_.ta, attrs_.tb, attrs_.constant_b, attrs_.epilogue, weights_)) {
+        prim->Run(call.a.data, call.b.data, call.bias, call.residual, call.c.data);
         return;
       }
     }
-    Gemm<float>(gemm_, a.as<float>(), b.as<float>(), c.as<float>(), m, n, k, ta_, tb_);
-    epilogue_.Apply(c.as<float>(), bias, residual, m, n, 1);
+    Gemm<float>(gemm_, call.a.as<float>(), call.b.as<float>(), call.c.as<float>(), m, n, k, attrs_.ta, attrs_.tb);
+    attrs_.epilogue.Apply(call.c.as<float>(), call.bias, call.residual, m, n, 1);
   }
 
  private:
-  bool ta_, tb_, constant_b_;
-  Epilogue epilogue_;
+  FusedMatMulAttrs attrs_;
   WeightsPool weights_;  // b reordered, shared by the cache's primitives
   PrimitiveCache<DnnlFusedMatMul> cache_;
   GemmCache gemm_;

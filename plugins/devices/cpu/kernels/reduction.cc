@@ -541,16 +541,16 @@ class ArgReduceKernel {
 
 void RegisterReductionKernels(KernelRegistry& r) {
   auto add = [&r]<class T>() {
-    const weft_dtype_t t = DtypeOf<T>();
-    r.Add<ReduceKernel<SumReducer<T>>>("Sum", {{"T", t}});
-    r.Add<ReduceKernel<MeanReducer<T>>>("Mean", {{"T", t}});
-    r.Add<ReduceKernel<ExtremumReducer<T, true>>>("Max", {{"T", t}});
-    r.Add<ReduceKernel<ExtremumReducer<T, false>>>("Min", {{"T", t}});
-    r.Add<ReduceKernel<ProdReducer<T>>>("Prod", {{"T", t}});
-    r.Add<ArgReduceKernel<T, int32_t, true>>("ArgMax", {{"T", t}, {"output_type", WEFT_DTYPE_I32}});
-    r.Add<ArgReduceKernel<T, int64_t, true>>("ArgMax", {{"T", t}, {"output_type", WEFT_DTYPE_I64}});
-    r.Add<ArgReduceKernel<T, int32_t, false>>("ArgMin", {{"T", t}, {"output_type", WEFT_DTYPE_I32}});
-    r.Add<ArgReduceKernel<T, int64_t, false>>("ArgMin", {{"T", t}, {"output_type", WEFT_DTYPE_I64}});
+    constexpr weft_dtype_t t = DtypeOf<T>();
+    AddKernel<"Sum", ReduceKernel<SumReducer<T>>, t>(r, {{"T", t}});
+    AddKernel<"Mean", ReduceKernel<MeanReducer<T>>, t>(r, {{"T", t}});
+    AddKernel<"Max", ReduceKernel<ExtremumReducer<T, true>>, t>(r, {{"T", t}});
+    AddKernel<"Min", ReduceKernel<ExtremumReducer<T, false>>, t>(r, {{"T", t}});
+    AddKernel<"Prod", ReduceKernel<ProdReducer<T>>, t>(r, {{"T", t}});
+    AddKernel<"ArgMax", ArgReduceKernel<T, int32_t, true>, t>(r, {{"T", t}, {"output_type", WEFT_DTYPE_I32}});
+    AddKernel<"ArgMax", ArgReduceKernel<T, int64_t, true>, t>(r, {{"T", t}, {"output_type", WEFT_DTYPE_I64}});
+    AddKernel<"ArgMin", ArgReduceKernel<T, int32_t, false>, t>(r, {{"T", t}, {"output_type", WEFT_DTYPE_I32}});
+    AddKernel<"ArgMin", ArgReduceKernel<T, int64_t, false>, t>(r, {{"T", t}, {"output_type", WEFT_DTYPE_I64}});
   };
   add.template operator()<float>();
   add.template operator()<double>();
@@ -561,8 +561,8 @@ void RegisterReductionKernels(KernelRegistry& r) {
   add.template operator()<int32_t>();
   add.template operator()<int64_t>();
   add.template operator()<uint8_t>();
-  r.Add<ReduceKernel<LogicalReducer<true>>>("All", {});
-  r.Add<ReduceKernel<LogicalReducer<false>>>("Any", {});
+  AddKernel<"All", ReduceKernel<LogicalReducer<true>>>(r, {});
+  AddKernel<"Any", ReduceKernel<LogicalReducer<false>>>(r, {});
 }
 
 }  // namespace weft::cpu

@@ -410,10 +410,11 @@ class ResizeKernel {
 // --- Registration --------------------------------------------------------------------------
 
 void RegisterResizeKernels(KernelRegistry& r) {
-  r.Add<ResizeKernel<float>>("Resize", {{"T", WEFT_DTYPE_F32}}, 0, {"roi", "scales", "sizes"});
-  r.Add<ResizeKernel<double>>("Resize", {{"T", WEFT_DTYPE_F64}}, 0, {"roi", "scales", "sizes"});
-  r.Add<ResizeKernel<Half>>("Resize", {{"T", WEFT_DTYPE_F16}}, 0, {"roi", "scales", "sizes"});
-  r.Add<ResizeKernel<BFloat16>>("Resize", {{"T", WEFT_DTYPE_BF16}}, 0, {"roi", "scales", "sizes"});
+  AddKernel<"Resize", ResizeKernel<float>, WEFT_DTYPE_F32>(r, {{"T", WEFT_DTYPE_F32}}, 0, {"roi", "scales", "sizes"});
+  AddKernel<"Resize", ResizeKernel<double>, WEFT_DTYPE_F64>(r, {{"T", WEFT_DTYPE_F64}}, 0, {"roi", "scales", "sizes"});
+  AddKernel<"Resize", ResizeKernel<Half>, WEFT_DTYPE_F16>(r, {{"T", WEFT_DTYPE_F16}}, 0, {"roi", "scales", "sizes"});
+  AddKernel<"Resize", ResizeKernel<BFloat16>, WEFT_DTYPE_BF16>(r, {{"T", WEFT_DTYPE_BF16}}, 0,
+                                                               {"roi", "scales", "sizes"});
 }
 
 }  // namespace weft::cpu

@@ -183,8 +183,8 @@ class LstmCellGradKernel {
 
 void RegisterRnnKernels(KernelRegistry& r) {
   auto add = [&r]<class T>() {
-    r.Add<LstmCellKernel<T>>("LSTMCell", {{"T", DtypeOf<T>()}});
-    r.Add<LstmCellGradKernel<T>>("LSTMCellGrad", {{"T", DtypeOf<T>()}});
+    AddKernel<"LSTMCell", LstmCellKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
+    AddKernel<"LSTMCellGrad", LstmCellGradKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
   };
   add.template operator()<float>();
   add.template operator()<double>();

@@ -182,7 +182,9 @@ class OnnxUniqueKernel {
 // --- Registration -----------------------------------------------------------------------
 
 void RegisterUniqueKernels(KernelRegistry& r) {
-  ForEachNumericType([&r]<class T>() { r.Add<OnnxUniqueKernel<T>>("OnnxUnique", {{"T", DtypeOf<T>()}}); });
+  ForEachNumericType([&r]<class T>() {
+    AddKernel<"OnnxUnique", OnnxUniqueKernel<T>, DtypeOf<T>()>(r, {{"T", DtypeOf<T>()}});
+  });
 }
 
 }  // namespace weft::cpu

@@ -129,10 +129,24 @@ weft_plugin_t DescribePlugin(const char* name, const char* version, const char* 
 
 }  // namespace weft::sdk
 
+// A plugin compiled with WEFT_SDK_LINKED_PLUGIN=<name> is linked into the
+// program instead of loaded (the lite build, docs/lite.md): its entry point
+// is weft_linked_plugin_init_<name>, not exported, which the host registers
+// by address (PluginHost::LoadLinked).
+#if defined(WEFT_SDK_LINKED_PLUGIN)
+#define WEFT_SDK_LINKED_ENTRY_(name) weft_linked_plugin_init_##name
+#define WEFT_SDK_LINKED_ENTRY(name) WEFT_SDK_LINKED_ENTRY_(name)
+#define WEFT_SDK_DEFINE_PLUGIN(describe_fn)                                                                  \
+  extern "C" weft_status_t WEFT_SDK_LINKED_ENTRY(WEFT_SDK_LINKED_PLUGIN)(const weft_host_t* host,            \
+                                                                         const weft_plugin_t** out_plugin) { \
+    return ::weft::sdk::internal::RunInit(host, out_plugin, describe_fn);                                    \
+  }
+#else
 #define WEFT_SDK_DEFINE_PLUGIN(describe_fn)                                                           \
   extern "C" WEFT_PLUGIN_EXPORT weft_status_t weft_plugin_init_v1(const weft_host_t* host,            \
                                                                   const weft_plugin_t** out_plugin) { \
     return ::weft::sdk::internal::RunInit(host, out_plugin, describe_fn);                             \
   }
+#endif
 
 #endif  // WEFT_SDK_PLUGIN_H_
