@@ -127,12 +127,14 @@ struct Entry : sdk::DeviceObjects<CpuDevice> {
 // by family when the plugin is first described.
 const weft_device_plugin_t& DeviceTable() {
 #if defined(WEFT_CPU_LITE)
-  // The lite build (docs/lite.md) runs inference: no gradients, variables,
-  // optimizers or random ops.
+  // The lite build (docs/lite.md) runs inference: no gradients of nn ops,
+  // variable updates or optimizers. grad_support.cc stays: it also holds
+  // ops inference graphs run (Pack, BroadcastTo, Cumsum, ...).
   static const KernelRegistry kernels = sdk::MakeRegistry<KernelRegistry>(
       {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,
-       RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterDynamicShapeKernels,
-       RegisterResizeKernels, RegisterDetectionKernels, RegisterUniqueKernels});
+       RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterRandomKernels,
+       RegisterGradSupportKernels, RegisterSparseKernels, RegisterDynamicShapeKernels, RegisterResizeKernels,
+       RegisterDetectionKernels, RegisterUniqueKernels});
 #else
   static const KernelRegistry kernels = sdk::MakeRegistry<KernelRegistry>(
       {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,

@@ -742,9 +742,9 @@ class ScanKernel {
 
 // --- Registration ----------------------------------------------------------------
 
-template <class Op, class... Ts>
-void AddGrad(KernelRegistry& r, const char* op) {
-  (r.Add<GradKernel<Ts, Op>>(op, {{"T", DtypeOf<Ts>()}}), ...);
+template <OpName kOp, class Op, class... Ts>
+void AddGrad(KernelRegistry& r) {
+  (AddKernel<kOp, GradKernel<Ts, Op>, DtypeOf<Ts>()>(r, {{"T", DtypeOf<Ts>()}}), ...);
 }
 
 #define WEFT_FLOATS float, double, Half, BFloat16
@@ -753,39 +753,39 @@ void AddGrad(KernelRegistry& r, const char* op) {
 }  // namespace
 
 void RegisterGradSupportKernels(KernelRegistry& r) {
-  AddGrad<ReluGradOp, WEFT_FLOATS, WEFT_SIGNED>(r, "ReluGrad");
-  AddGrad<Relu6GradOp, WEFT_FLOATS, WEFT_SIGNED>(r, "Relu6Grad");
-  AddGrad<EluGradOp, WEFT_FLOATS>(r, "EluGrad");
-  AddGrad<SeluGradOp, WEFT_FLOATS>(r, "SeluGrad");
-  AddGrad<SoftplusGradOp, WEFT_FLOATS>(r, "SoftplusGrad");
-  AddGrad<GeluGradOp, WEFT_FLOATS>(r, "GeluGrad");
-  AddGrad<SigmoidGradOp, WEFT_FLOATS>(r, "SigmoidGrad");
-  AddGrad<TanhGradOp, WEFT_FLOATS>(r, "TanhGrad");
-  AddGrad<SqrtGradOp, WEFT_FLOATS>(r, "SqrtGrad");
-  AddGrad<RsqrtGradOp, WEFT_FLOATS>(r, "RsqrtGrad");
-  AddGrad<ReciprocalGradOp, WEFT_FLOATS>(r, "ReciprocalGrad");
+  AddGrad<"ReluGrad", ReluGradOp, WEFT_FLOATS, WEFT_SIGNED>(r);
+  AddGrad<"Relu6Grad", Relu6GradOp, WEFT_FLOATS, WEFT_SIGNED>(r);
+  AddGrad<"EluGrad", EluGradOp, WEFT_FLOATS>(r);
+  AddGrad<"SeluGrad", SeluGradOp, WEFT_FLOATS>(r);
+  AddGrad<"SoftplusGrad", SoftplusGradOp, WEFT_FLOATS>(r);
+  AddGrad<"GeluGrad", GeluGradOp, WEFT_FLOATS>(r);
+  AddGrad<"SigmoidGrad", SigmoidGradOp, WEFT_FLOATS>(r);
+  AddGrad<"TanhGrad", TanhGradOp, WEFT_FLOATS>(r);
+  AddGrad<"SqrtGrad", SqrtGradOp, WEFT_FLOATS>(r);
+  AddGrad<"RsqrtGrad", RsqrtGradOp, WEFT_FLOATS>(r);
+  AddGrad<"ReciprocalGrad", ReciprocalGradOp, WEFT_FLOATS>(r);
 
   for (weft_dtype_t t : kFixedSizeTypes) {
-    r.Add<BroadcastToKernel>("BroadcastTo", {{"T", t}}, 0, {"shape"});
-    r.Add<PackKernel>("Pack", {{"T", t}});
-    r.Add<StridedSliceGradKernel>("StridedSliceGrad", {{"T", t}}, 0, {"shape", "begin", "end", "strides"});
+    AddKernel<"BroadcastTo", BroadcastToKernel>(r, {{"T", t}}, 0, {"shape"});
+    AddKernel<"Pack", PackKernel>(r, {{"T", t}});
+    AddKernel<"StridedSliceGrad", StridedSliceGradKernel>(r, {{"T", t}}, 0, {"shape", "begin", "end", "strides"});
   }
   ForEachNumericType([&r]<class T>() {
     constexpr weft_dtype_t t = DtypeOf<T>();
-    r.Add<SumToShapeKernel<T>>("SumToShape", {{"T", t}}, 0, {"shape"});
-    r.Add<UnsortedSegmentSumKernel<T, int32_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I32}}, 0,
-                                                {"num_segments"});
-    r.Add<UnsortedSegmentSumKernel<T, int64_t>>("UnsortedSegmentSum", {{"T", t}, {"Tindices", WEFT_DTYPE_I64}}, 0,
-                                                {"num_segments"});
-    r.Add<ScanKernel<T, false>>("Cumsum", {{"T", t}}, 0, {"axis"});
-    r.Add<ScanKernel<T, true>>("Cumprod", {{"T", t}}, 0, {"axis"});
+    AddKernel<"SumToShape", SumToShapeKernel<T>, t>(r, {{"T", t}}, 0, {"shape"});
+    AddKernel<"UnsortedSegmentSum", UnsortedSegmentSumKernel<T, int32_t>, t>(
+        r, {{"T", t}, {"Tindices", WEFT_DTYPE_I32}}, 0, {"num_segments"});
+    AddKernel<"UnsortedSegmentSum", UnsortedSegmentSumKernel<T, int64_t>, t>(
+        r, {{"T", t}, {"Tindices", WEFT_DTYPE_I64}}, 0, {"num_segments"});
+    AddKernel<"Cumsum", ScanKernel<T, false>, t>(r, {{"T", t}}, 0, {"axis"});
+    AddKernel<"Cumprod", ScanKernel<T, true>, t>(r, {{"T", t}}, 0, {"axis"});
   });
-  r.Add<InvertPermutationKernel<int32_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I32}});
-  r.Add<InvertPermutationKernel<int64_t>>("InvertPermutation", {{"T", WEFT_DTYPE_I64}});
-  r.Add<ConcatOffsetKernel<int32_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I32}}, 0,
-                                     {"concat_dim", "shape", "offset"});
-  r.Add<ConcatOffsetKernel<int64_t>>("ConcatOffset", {{"Tshape", WEFT_DTYPE_I64}}, 0,
-                                     {"concat_dim", "shape", "offset"});
+  AddKernel<"InvertPermutation", InvertPermutationKernel<int32_t>, WEFT_DTYPE_I32>(r, {{"T", WEFT_DTYPE_I32}});
+  AddKernel<"InvertPermutation", InvertPermutationKernel<int64_t>, WEFT_DTYPE_I64>(r, {{"T", WEFT_DTYPE_I64}});
+  AddKernel<"ConcatOffset", ConcatOffsetKernel<int32_t>, WEFT_DTYPE_I32>(r, {{"Tshape", WEFT_DTYPE_I32}}, 0,
+                                                                         {"concat_dim", "shape", "offset"});
+  AddKernel<"ConcatOffset", ConcatOffsetKernel<int64_t>, WEFT_DTYPE_I64>(r, {{"Tshape", WEFT_DTYPE_I64}}, 0,
+                                                                         {"concat_dim", "shape", "offset"});
 }
 
 }  // namespace weft::cpu

@@ -339,9 +339,12 @@ class RandomShuffleKernel {
 void RegisterRandomKernels(KernelRegistry& r) {
   auto generators = [&r]<class T>() {
     for (weft_dtype_t index : {WEFT_DTYPE_I32, WEFT_DTYPE_I64}) {
-      r.Add<RandomKernel<Uniform, T>>("RandomUniform", {{"dtype", DtypeOf<T>()}, {"T", index}}, 0, {"shape"});
-      r.Add<RandomKernel<Normal, T>>("RandomNormal", {{"dtype", DtypeOf<T>()}, {"T", index}}, 0, {"shape"});
-      r.Add<RandomKernel<TruncatedNormal, T>>("TruncatedNormal", {{"dtype", DtypeOf<T>()}, {"T", index}}, 0, {"shape"});
+      AddKernel<"RandomUniform", RandomKernel<Uniform, T>, DtypeOf<T>()>(r, {{"dtype", DtypeOf<T>()}, {"T", index}}, 0,
+                                                                         {"shape"});
+      AddKernel<"RandomNormal", RandomKernel<Normal, T>, DtypeOf<T>()>(r, {{"dtype", DtypeOf<T>()}, {"T", index}}, 0,
+                                                                       {"shape"});
+      AddKernel<"TruncatedNormal", RandomKernel<TruncatedNormal, T>, DtypeOf<T>()>(
+          r, {{"dtype", DtypeOf<T>()}, {"T", index}}, 0, {"shape"});
     }
   };
   generators.template operator()<float>();
@@ -351,7 +354,7 @@ void RegisterRandomKernels(KernelRegistry& r) {
   // Strings are not fixed-size (their elements point into their owner).
   for (weft_dtype_t dtype : {WEFT_DTYPE_F16, WEFT_DTYPE_BF16, WEFT_DTYPE_F32, WEFT_DTYPE_F64, WEFT_DTYPE_I8,
                              WEFT_DTYPE_I16, WEFT_DTYPE_I32, WEFT_DTYPE_I64, WEFT_DTYPE_U8, WEFT_DTYPE_BOOL}) {
-    r.Add<RandomShuffleKernel>("RandomShuffle", {{"T", dtype}});
+    AddKernel<"RandomShuffle", RandomShuffleKernel>(r, {{"T", dtype}});
   }
 }
 

@@ -193,12 +193,12 @@ class DynamicStitchKernel {
 void RegisterSparseKernels(KernelRegistry& r) {
   ForEachNumericType([&r]<class T>() {
     constexpr weft_dtype_t t = DtypeOf<T>();
-    r.Add<UniqueKernel<T, int32_t>>("Unique", {{"T", t}, {"out_idx", WEFT_DTYPE_I32}});
-    r.Add<UniqueKernel<T, int64_t>>("Unique", {{"T", t}, {"out_idx", WEFT_DTYPE_I64}});
+    AddKernel<"Unique", UniqueKernel<T, int32_t>, t>(r, {{"T", t}, {"out_idx", WEFT_DTYPE_I32}});
+    AddKernel<"Unique", UniqueKernel<T, int64_t>, t>(r, {{"T", t}, {"out_idx", WEFT_DTYPE_I64}});
   });
   for (weft_dtype_t t : kFixedSizeTypes) {
-    r.Add<DynamicPartitionKernel>("DynamicPartition", {{"T", t}});
-    r.Add<DynamicStitchKernel>("DynamicStitch", {{"T", t}});
+    AddKernel<"DynamicPartition", DynamicPartitionKernel>(r, {{"T", t}});
+    AddKernel<"DynamicStitch", DynamicStitchKernel>(r, {{"T", t}});
   }
 }
 
