@@ -171,12 +171,37 @@ def test_errors(tmp):
                   "cmake --preset lite -DWEFT_LITE_MODELS="], "a model with an op the build left out")
 
 
+def test_ops_tool(tmp):
+    """weft-lite-ops, which lists a build's kernels: from an op list as
+    `weft optimize --list-ops` writes it, and its refusals."""
+    tool = os.path.join(LITE, "bin", "weft-lite-ops")
+    ops = os.path.join(tmp, "ops.txt")
+    r = run([WEFT, "optimize", model("mlp"), "--list-ops", "--level", "0", "-o", ops],
+            env=dict(os.environ, WEFT_PLUGIN_PATH=""))
+    check(r.returncode == 0, "weft optimize --list-ops writes the MLP's op list")
+    header = os.path.join(tmp, "kernels.h")
+    r = run_lite([tool, "--header", header, ops])
+    text = open(header).read() if r.returncode == 0 else ""
+    check(r.returncode == 0 and '{"_FusedMatMul", static_cast<weft_dtype_t>(1)},  // f32' in text,
+          "weft-lite-ops reads an op list: " + (r.stdout.strip() or r.stderr.strip()))
+    bad = os.path.join(tmp, "bad.txt")
+    with open(bad, "w") as f:
+        f.write("# a comment\nConv2D T=q9\n")
+    r = run_lite([tool, "--header", header, bad])
+    check(r.returncode == 1 and 'bad.txt:2: "q9" is not a dtype' in r.stderr, "weft-lite-ops: a bad dtype, by line")
+    r = run_lite([tool, "--header", header, os.path.join(tmp, "none.wg")])
+    check(r.returncode == 1 and "none.wg" in r.stderr, "weft-lite-ops: a missing model")
+    r = run_lite([tool])
+    check(r.returncode == 2 and "give --header OUT.h and at least one INPUT" in r.stderr, "weft-lite-ops: no input")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_models(tmp)
         test_capi(tmp)
         test_size()
         test_errors(tmp)
+        test_ops_tool(tmp)
     if failures:
         print(f"{len(failures)} FAILED")
         sys.exit(1)
