@@ -459,16 +459,20 @@ Expected<GraphDef> ReadMappedGraphFile(const std::string& path) {
 }  // namespace
 
 Expected<GraphDef> ReadGraphFile(const std::string& path) {
+  if (path.ends_with(".wg")) {
+    // Read in place from a mapping of the file: no copy but the tensors'.
+    // What cannot be mapped (a directory, an empty file, a pipe) is opened
+    // below, which says why it cannot be read.
+    if (Expected<GraphDef> mapped = ReadMappedGraphFile(path); mapped.ok() || !IsMappingFailure(mapped.status())) {
+      return mapped;
+    }
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("cannot read graph file ", Quote(path), ": ", std::strerror(errno));
   if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
     return InvalidArgumentError("cannot read graph file ", Quote(path), ": it is a directory");
   }
   if (path.ends_with(".wg")) {
-    // Read in place from a mapping of the file: no copy but the tensors'.
-    if (Expected<GraphDef> mapped = ReadMappedGraphFile(path); mapped.ok() || !IsMappingFailure(mapped.status())) {
-      return mapped;
-    }
     // Straight into the words Cap'n Proto reads: one copy of the file.
     in.seekg(0, std::ios::end);
     const std::streamoff size = in.tellg();

@@ -38,14 +38,7 @@ bool InParallel() { return omp_in_parallel() != 0; }
 
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  const int64_t total = n * std::max<int64_t>(cost_per_unit, 1);
-  // Small loops (a scalar's) are the common case in loops: decided here,
-  // without asking the host for its thread count.
-  if (n <= 1 || total < kInlineCost) {
-    fn(0, n);
-    return;
-  }
-  const int64_t shards = std::min<int64_t>({sdk::host()->intra_op_threads(), n, total / kMinShardCost});
+  const int64_t shards = ShardsFor(n, cost_per_unit);
   if (shards <= 1 || InParallel()) {
     fn(0, n);
     return;

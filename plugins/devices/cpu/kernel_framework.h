@@ -21,6 +21,7 @@
 #ifndef WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 #define WEFT_PLUGINS_DEVICES_CPU_KERNEL_FRAMEWORK_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,7 @@
 #include <type_traits>
 
 #include "weft/sdk/half.h"
+#include "weft/sdk/host.h"
 #include "weft/sdk/kernel.h"
 
 namespace weft::cpu {
@@ -59,6 +61,16 @@ using sdk::Tensor;
 constexpr int64_t kMinShardCost = 20000;
 constexpr int64_t kInlineCost = 2 * kMinShardCost;
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn);
+
+// How many threads ParallelFor spreads a loop of |n| units of
+// |cost_per_unit| over (its implementations share it): 1 or less runs it
+// inline. Small loops (a scalar's) are the common case: decided without
+// asking the host for its thread count.
+inline int64_t ShardsFor(int64_t n, int64_t cost_per_unit) {
+  const int64_t total = n * std::max<int64_t>(cost_per_unit, 1);
+  if (n <= 1 || total < kInlineCost) return 1;
+  return std::min<int64_t>({sdk::host()->intra_op_threads(), n, total / kMinShardCost});
+}
 
 // The first exception a parallel loop's blocks throw, kept for the calling
 // thread to rethrow (none may leave an OpenMP region or a pool's task);

@@ -43,12 +43,7 @@ pthreadpool_t LitePool() {
 
 void ParallelFor(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  const int64_t total = n * std::max<int64_t>(cost_per_unit, 1);
-  if (n <= 1 || total < kInlineCost) {
-    fn(0, n);
-    return;
-  }
-  const int64_t shards = std::min<int64_t>({sdk::host()->intra_op_threads(), n, total / kMinShardCost});
+  const int64_t shards = ShardsFor(n, cost_per_unit);
   if (shards <= 1 || t_in_parallel) {
     fn(0, n);
     return;

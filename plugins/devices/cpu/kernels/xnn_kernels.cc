@@ -129,9 +129,11 @@ class XnnFullyConnected {
       n_ = n;
       k_ = k;
       tb_ = tb;
+      // What the operator packed; an operator that fits was made from the
+      // same, so there is nothing to copy again.
+      b_.Remember(b, k * n, constant_b);
+      bias_.Remember(bias, bias == nullptr ? 0 : n, false);
     }
-    b_.Remember(b, k * n, constant_b);
-    bias_.Remember(bias, bias == nullptr ? 0 : n, false);
     return xnn_setup_fully_connected_nc_f32(op_.get(), m, a, c, Pool()) == xnn_status_success &&
            xnn_run_operator(op_.get(), Pool()) == xnn_status_success;
   }
@@ -162,11 +164,12 @@ class XnnConvolution {
                             constant_filter, output);
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!Fits(g, depthwise, filter, filter_size, bias, constant_filter) && !Make(g, depthwise, filter, bias)) {
-      return false;
+    if (!Fits(g, depthwise, filter, filter_size, bias, constant_filter)) {
+      if (!Make(g, depthwise, filter, bias)) return false;
+      // What the operator packed (an operator that fits was made from the same).
+      filter_.Remember(filter, filter_size, constant_filter);
+      bias_.Remember(bias, bias == nullptr ? 0 : g.out_channels, false);
     }
-    filter_.Remember(filter, filter_size, constant_filter);
-    bias_.Remember(bias, bias == nullptr ? 0 : g.out_channels, false);
     return xnn_setup_convolution2d_nhwc_f32(op_.get(), g.batch, g.in_h, g.in_w, input, output, Pool()) ==
                xnn_status_success &&
            xnn_run_operator(op_.get(), Pool()) == xnn_status_success;
