@@ -169,9 +169,11 @@ void RegisterMathGradients(GradRegistry& r) {
     for (Output& d : dx) d = c.grad(0);
     return Status();
   });
-  for (const char* op : {"StopGradient", "Floor",    "Ceil",      "Round",   "IsNan",        "IsInf",      "Equal",
-                         "NotEqual",     "Less",     "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr",
-                         "LogicalNot",   "FloorDiv", "ArgMax",    "ArgMin",  "All",          "Any"}) {
+  for (const char* op :
+       {"StopGradient", "Floor", "Ceil", "Round", "IsNan", "IsInf", "Equal", "NotEqual", "Less", "LessEqual", "Greater",
+        "GreaterEqual", "LogicalAnd", "LogicalOr", "LogicalNot", "FloorDiv", "ArgMax", "ArgMin", "All", "Any",
+        // int8 quantization is for inference (docs/quantization.md)
+        "QuantizeLinear", "DequantizeLinear"}) {
     r.NotDifferentiable(op);
   }
 

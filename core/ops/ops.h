@@ -19,6 +19,7 @@ Status RegisterIoOps(OpRegistry& registry);            // io_ops.cc
 Status RegisterMathOps(OpRegistry& registry);          // math_ops.cc
 Status RegisterNnOps(OpRegistry& registry);            // nn_ops.cc
 Status RegisterNnGradOps(OpRegistry& registry);        // nn_grad_ops.cc
+Status RegisterQuantizeOps(OpRegistry& registry);      // quantize_ops.cc
 Status RegisterRandomOps(OpRegistry& registry);        // random_ops.cc
 Status RegisterResizeOps(OpRegistry& registry);        // resize_ops.cc
 Status RegisterSparseOps(OpRegistry& registry);        // sparse_ops.cc

@@ -21,6 +21,7 @@ Status RegisterAllOps(OpRegistry& registry) {
   WEFT_RETURN_IF_ERROR(RegisterSparseOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterControlFlowOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterFusedOps(registry));
+  WEFT_RETURN_IF_ERROR(RegisterQuantizeOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterDynamicShapeOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterResizeOps(registry));
   WEFT_RETURN_IF_ERROR(RegisterDetectionOps(registry));

@@ -183,6 +183,55 @@ Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<
   return Status();
 }
 
+Expected<Shape> PaddedConvOutput(InferenceContext& c, bool depthwise) {
+  const Shape& in = c.input_shape(0);
+  const Shape& filter = c.input_shape(1);
+  const Layout l = LayoutOf(c.String("data_format"));
+  WEFT_RETURN_IF_ERROR(CheckWindowAttr(c, "strides", c.Ints("strides"), l));
+  WEFT_RETURN_IF_ERROR(CheckWindowAttr(c, "dilations", c.Ints("dilations"), l));
+  const bool explicit_pads = c.String("padding") == "EXPLICIT";
+  const std::vector<int64_t>& pads = c.Ints("explicit_paddings");
+  if (explicit_pads != !pads.empty() || (explicit_pads && pads.size() != 4)) {
+    return c.Error(
+        "explicit_paddings must have 4 entries (top, bottom, left, right) with padding EXPLICIT, and "
+        "none otherwise; got ",
+        pads.size(), " with padding ", c.String("padding"));
+  }
+  for (int64_t p : pads) {
+    if (p < 0 || p > (int64_t{1} << 30)) return c.Error("explicit_paddings entries must be in [0, 2^30], got ", p);
+  }
+  if ((!in.unknown_rank() && in.rank() != 4) || (!filter.unknown_rank() && filter.rank() != 4)) {
+    return c.Error("input and filter must have rank 4, got ", in.ToString(), " and ", filter.ToString());
+  }
+  if (in.unknown_rank() || filter.unknown_rank()) return Shape::UnknownDims(4);
+  Shape padded = in;
+  if (explicit_pads) {
+    std::vector<int64_t> dims = in.dims();
+    auto grow = [](int64_t d, int64_t a, int64_t b) { return d < 0 ? d : d + a + b; };
+    dims[static_cast<std::size_t>(l.h)] = grow(dims[static_cast<std::size_t>(l.h)], pads[0], pads[1]);
+    dims[static_cast<std::size_t>(l.w)] = grow(dims[static_cast<std::size_t>(l.w)], pads[2], pads[3]);
+    padded = Shape(std::move(dims));
+  }
+  return ConvOutput(c, padded, filter, depthwise);
+}
+
+Expected<Shape> MatrixProductOutput(InferenceContext& c, bool ta, bool tb) {
+  const Shape& a = c.input_shape(0);
+  const Shape& b = c.input_shape(1);
+  if ((!a.unknown_rank() && a.rank() != 2) || (!b.unknown_rank() && b.rank() != 2)) {
+    return c.Error("a and b must be matrices, got ", a.ToString(), " and ", b.ToString());
+  }
+  const int64_t m = a.unknown_rank() ? -1 : a.dim(ta ? 1 : 0);
+  const int64_t ka = a.unknown_rank() ? -1 : a.dim(ta ? 0 : 1);
+  const int64_t kb = b.unknown_rank() ? -1 : b.dim(tb ? 1 : 0);
+  const int64_t n = b.unknown_rank() ? -1 : b.dim(tb ? 0 : 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    return c.Error("a ", a.ToString(), " and b ", b.ToString(), " do not agree on the inner dimension (", ka, " vs ",
+                   kb, ")");
+  }
+  return Shape{m, n};
+}
+
 // The forward output shape of a (depthwise) convolution of |in| with the
 // HWIO |filter| (both rank 4, dims possibly unknown), or an error saying
 // why the forward op would reject them.

@@ -66,6 +66,16 @@ Layout LayoutOf(const std::string& format);
 // the op rejects them. Conv2D's shape function and the backprops' share it.
 Expected<Shape> ConvOutput(InferenceContext& c, const Shape& in, const Shape& filter, bool depthwise);
 
+// The output shape of a convolution op with padding SAME, VALID or
+// EXPLICIT (explicit_paddings: top, bottom, left, right, added before a
+// VALID convolution), as _FusedConv2D and _QConv2D take them: its attrs
+// and the ranks of input 0 and filter 1 checked.
+Expected<Shape> PaddedConvOutput(InferenceContext& c, bool depthwise);
+
+// The [m, n] product of matrices a (input 0) and b (input 1), either
+// transposed, as _FusedMatMul and _QMatMul take them.
+Expected<Shape> MatrixProductOutput(InferenceContext& c, bool ta, bool tb);
+
 // Checks a 4-entry window attr (strides, ksize, dilations): entries >= 1,
 // and 1 in the batch and channel dimensions.
 Status CheckWindowAttr(InferenceContext& c, const char* name, const std::vector<int64_t>& v, const Layout& l);

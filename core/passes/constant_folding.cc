@@ -27,6 +27,8 @@ std::string Bytes(uint64_t n) {
 // when it may; "-" for reasons not worth telling.
 std::string Unfoldable(const Graph::Node& node, const OptimizeOptions& options, const PassContext& context) {
   if (!IsRewritable(node) || node.op_name() == "Placeholder" || node.num_outputs() == 0) return "-";
+  // Dequantized weights stay int8 (quantize_fusion reads them).
+  if (node.op_name() == "DequantizeLinear") return "-";
   // A node asked to run on another kind of device (by the graph or a pin)
   // stays there.
   const std::string device = context.requested_device ? context.requested_device(node.def) : node.def.device;

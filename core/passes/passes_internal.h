@@ -34,6 +34,8 @@ Expected<int64_t> FuseConvolutions(GraphEditor& edit, const PassContext& context
                                    PassReport& report);
 Expected<int64_t> FuseMatMuls(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
                               PassReport& report);
+Expected<int64_t> FuseQuantized(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
+                                PassReport& report);
 Expected<int64_t> AllowWinograd(GraphEditor& edit, const PassContext& context, const OptimizeOptions& options,
                                 PassReport& report);
 

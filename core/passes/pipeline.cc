@@ -61,6 +61,12 @@ constexpr PassEntry kPasses[] = {
     {"matmul_fusion", 2, internal::FuseMatMuls,
      "An f32 MatMul with a BiasAdd (or Add of a [n] vector), a residual Add and an activation after it, as "
      "conv_fusion, becomes one _FusedMatMul."},
+    {"quantize_fusion", 2, internal::FuseQuantized,
+     "A Conv2D, DepthwiseConv2D or MatMul (or their fused ops, with a Relu, Relu6 or Clip) whose input is a "
+     "DequantizeLinear of int8 values and whose weights a DequantizeLinear of constant symmetric int8 weights, as "
+     "weft quantize and ONNX's QDQ models write them, becomes a _QConv2D or _QMatMul, with the QuantizeLinear "
+     "after it when one alone reads it and a dequantized int8 residual: int8 products with 32-bit sums "
+     "(docs/quantization.md)."},
     {"winograd", 3, internal::AllowWinograd,
      "A _FusedConv2D with a constant 3x3 filter, strides and dilations 1 (not depthwise) is allowed Winograd's "
      "minimal filtering: the CPU runs it as oneDNN's Winograd convolution in oneDNN's blocked layout, reordering "

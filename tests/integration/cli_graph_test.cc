@@ -297,7 +297,7 @@ TEST_F(Cli, UnknownCommandIsAUserError) {
   EXPECT_EQ(r.err,
             "weft: error: unknown command 'frobnicate'; the commands are version, plugins, devices, config, run, "
             "train, place, serve, model-server, predict, cluster, inspect, dot, convert, ops, ckpt, conformance, "
-            "import, export, optimize, bench\nRun `weft --help` for usage.\n");
+            "import, export, optimize, quantize, bench\nRun `weft --help` for usage.\n");
 }
 
 TEST_F(Cli, UnknownFlagIsAUserError) {
@@ -471,7 +471,7 @@ TEST_F(Cli, OptimizeRefusesAnUnknownPassALevelOutOfRangeAndAnOnnxOutput) {
   EXPECT_EQ(r.err,
             "weft: error: no graph optimizer pass is called \"cse2\"; did you mean \"cse\"? (the passes: "
             "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
-            "reshape_sinking, conv_fusion, matmul_fusion, winograd)\n");
+            "reshape_sinking, conv_fusion, matmul_fusion, quantize_fusion, winograd)\n");
   // The same config stops `weft run` before anything runs.
   ProcessResult ran = Weft({"run", model, "--config", config, "--fetch", "probabilities", "--feed",
                             "images=" WEFT_SOURCE_DIR "/configs/models/sample_digits_784.npy", "-q"});

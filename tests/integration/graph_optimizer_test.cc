@@ -457,7 +457,7 @@ TEST_F(GraphOptimizer, NodesPinnedToDifferentDevicesNeverMerge) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   ASSERT_TRUE((*session)->Run({}, {}, {"init"}, nullptr).ok());
   const std::vector<PassReport> reports = (*session)->last_optimization();
-  ASSERT_EQ(reports.size(), 11u);  // level 3: five passes of level 1, five of level 2, one of its own
+  ASSERT_EQ(reports.size(), 12u);  // level 3: five passes of level 1, six of level 2, one of its own
   EXPECT_EQ(reports[5].pass, "cse");
   EXPECT_EQ(reports[5].changed, 0) << "merged: " << StrJoin(reports[5].examples, ", ");
   std::vector<Tensor> out;
@@ -511,7 +511,7 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   EXPECT_EQ(s.message(),
             "no graph optimizer pass is called \"constant_foldin\"; did you mean \"constant_folding\"? (the passes: "
             "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
-            "reshape_sinking, conv_fusion, matmul_fusion, winograd)");
+            "reshape_sinking, conv_fusion, matmul_fusion, quantize_fusion, winograd)");
   options.disable = {};
   options.level = 4;
   s = passes::ValidateOptions(options);
@@ -526,7 +526,7 @@ TEST_F(GraphOptimizer, OptionsAreCheckedWithAHint) {
   EXPECT_EQ(session.status().message(),
             "[graph_optimizer]: no graph optimizer pass is called \"css\"; did you mean \"cse\"? (the passes: "
             "identity_removal, arithmetic, shape_folding, weight_folding, constant_folding, cse, gelu_fusion, "
-            "reshape_sinking, conv_fusion, matmul_fusion, winograd)");
+            "reshape_sinking, conv_fusion, matmul_fusion, quantize_fusion, winograd)");
 }
 
 TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
@@ -539,7 +539,7 @@ TEST_F(GraphOptimizer, TheSessionReportsWhatItDid) {
   ASSERT_TRUE(session->Run({{"x", F32({10, 20}, Shape{2})}}, {"y"}, {}, &out).ok());
   EXPECT_EQ(Values(out[0]), (std::vector<float>{9, 18}));
   const std::vector<PassReport> reports = session->last_optimization();
-  ASSERT_EQ(reports.size(), 11u);  // level 3: five passes of level 1, five of level 2, one of its own
+  ASSERT_EQ(reports.size(), 12u);  // level 3: five passes of level 1, six of level 2, one of its own
   EXPECT_EQ(reports[0].pass, "identity_removal");
   EXPECT_EQ(reports[0].changed, 1);
   EXPECT_EQ(reports[4].pass, "constant_folding");

@@ -37,43 +37,6 @@ std::string Milliseconds(double ms) {
   return s.str();
 }
 
-// |model| read (an .onnx imported frozen) and optimized at |options|.
-Expected<passes::OptimizeResult> OptimizeModel(Context& ctx, const std::string& model,
-                                               const passes::OptimizeOptions& options) {
-  WEFT_ASSIGN_OR_RETURN(GraphDef def, onnx_io::ReadModelFile(model, FrozenImport()));
-  auto graph = Graph::FromGraphDef(std::move(def));
-  if (!graph.ok()) return graph.status().WithContext(model);
-
-  // The model's interface stays: its inputs (Placeholders) and outputs
-  // (what nothing reads), so that the file runs as the original did.
-  passes::PassContext context;
-  for (const Graph::Node& node : graph->nodes()) {
-    if (graph->consumers()[static_cast<std::size_t>(node.id)].empty() || node.op_name() == "Placeholder") {
-      context.keep.insert(node.name());
-    }
-  }
-  ctx.DeferDeviceCounting();  // devices open when placement needs them
-  ctx.LocalOnly();
-  WEFT_ASSIGN_OR_RETURN(plugin::PluginHost * host, ctx.Plugins());
-  WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(*host, runtime::DeviceSet::Opening::kLazy));
-  // A session of nothing but the host device, to evaluate constants.
-  runtime::SessionOptions session_options = runtime::SessionOptions::FromConfig(ctx.config());
-  session_options.optimizer.level = 0;
-  WEFT_ASSIGN_OR_RETURN(auto evaluator, runtime::Session::Create(Graph(), std::move(devices), session_options));
-  context.evaluate = [&](GraphDef part, const std::vector<std::string>& fetches) {
-    return evaluator->EvaluateOnHost(std::move(part), fetches);
-  };
-  const placement::PlacementOptions placement = runtime::PlacementOptionsFromConfig(ctx.config());
-  context.requested_device = [&](const NodeDef& node) { return runtime::RequestedDevice(placement, node); };
-  context.has_fused_kernel = [&](const NodeDef& node, const NodeDef& fused) {
-    return runtime::FusedKernelEverywhere(evaluator->devices(), placement, node, fused);
-  };
-  auto shared = std::make_shared<const Graph>(std::move(*graph));
-  auto result = passes::Optimize(shared, options, context);
-  if (!result.ok()) return result.status().WithContext(model);
-  return std::move(*result);
-}
-
 // --explain: every pass, what it did or why it did not run, and what the
 // passes left alone.
 void PrintExplanation(const passes::OptimizeResult& result, const passes::OptimizeOptions& options, std::ostream& out) {
@@ -157,6 +120,42 @@ int Optimize(Context& ctx, const OptimizeArgs& args) {
 }
 
 }  // namespace
+
+Expected<passes::OptimizeResult> OptimizeModel(Context& ctx, const std::string& model,
+                                               const passes::OptimizeOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, onnx_io::ReadModelFile(model, FrozenImport()));
+  auto graph = Graph::FromGraphDef(std::move(def));
+  if (!graph.ok()) return graph.status().WithContext(model);
+
+  // The model's interface stays: its inputs (Placeholders) and outputs
+  // (what nothing reads), so that the file runs as the original did.
+  passes::PassContext context;
+  for (const Graph::Node& node : graph->nodes()) {
+    if (graph->consumers()[static_cast<std::size_t>(node.id)].empty() || node.op_name() == "Placeholder") {
+      context.keep.insert(node.name());
+    }
+  }
+  ctx.DeferDeviceCounting();  // devices open when placement needs them
+  ctx.LocalOnly();
+  WEFT_ASSIGN_OR_RETURN(plugin::PluginHost * host, ctx.Plugins());
+  WEFT_ASSIGN_OR_RETURN(auto devices, runtime::DeviceSet::Open(*host, runtime::DeviceSet::Opening::kLazy));
+  // A session of nothing but the host device, to evaluate constants.
+  runtime::SessionOptions session_options = runtime::SessionOptions::FromConfig(ctx.config());
+  session_options.optimizer.level = 0;
+  WEFT_ASSIGN_OR_RETURN(auto evaluator, runtime::Session::Create(Graph(), std::move(devices), session_options));
+  context.evaluate = [&](GraphDef part, const std::vector<std::string>& fetches) {
+    return evaluator->EvaluateOnHost(std::move(part), fetches);
+  };
+  const placement::PlacementOptions placement = runtime::PlacementOptionsFromConfig(ctx.config());
+  context.requested_device = [&](const NodeDef& node) { return runtime::RequestedDevice(placement, node); };
+  context.has_fused_kernel = [&](const NodeDef& node, const NodeDef& fused) {
+    return runtime::FusedKernelEverywhere(evaluator->devices(), placement, node, fused);
+  };
+  auto shared = std::make_shared<const Graph>(std::move(*graph));
+  auto result = passes::Optimize(shared, options, context);
+  if (!result.ok()) return result.status().WithContext(model);
+  return std::move(*result);
+}
 
 void AddOptimizeOption(CLI::App* cmd, int* level) {
   cmd->add_option("--optimize", *level,

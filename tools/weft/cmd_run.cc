@@ -209,13 +209,13 @@ int Run(Context& ctx, const RunArgs& args) {
 
 }  // namespace
 
-Expected<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& feed) {
+Expected<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& feed, std::string_view flag) {
   const auto eq = feed.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
-    return InvalidArgumentError("--feed ", Quote(feed), ": expected NAME=FILE.npy");
+    return InvalidArgumentError(flag, " ", Quote(feed), ": expected NAME=FILE.npy");
   }
   auto value = ReadNpy(feed.substr(eq + 1));
-  if (!value.ok()) return value.status().WithContext(StrCat("--feed ", feed.substr(0, eq)));
+  if (!value.ok()) return value.status().WithContext(StrCat(flag, " ", feed.substr(0, eq)));
   return std::make_pair(feed.substr(0, eq), std::move(*value));
 }
 

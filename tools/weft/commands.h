@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "core/onnx/onnx.h"
+#include "core/passes/pass.h"
 #include "tools/weft/context.h"
 
 namespace weft::cli {
@@ -42,12 +43,18 @@ void AddConformanceCommand(CLI::App& app, Runner& run);
 void AddOnnxCommands(CLI::App& app, Runner& run);
 // optimize MODEL -o OUT [--explain]
 void AddOptimizeCommand(CLI::App& app, Runner& run);
+// quantize MODEL --calibrate NAME=FILE.npy -o OUT (docs/quantization.md)
+void AddQuantizeCommand(CLI::App& app, Runner& run);
+// |model| read (an .onnx imported frozen) and optimized at |options| for
+// this machine's devices, its inputs and outputs kept (weft optimize).
+Expected<passes::OptimizeResult> OptimizeModel(Context& ctx, const std::string& model,
+                                               const passes::OptimizeOptions& options);
 // bench MODEL [--shape NAME=DIMS] [--profile] [--json]
 void AddBenchCommand(CLI::App& app, Runner& run);
 
-// A `--feed NAME=FILE.npy` flag: the name and the array, or an error
-// naming the flag.
-Expected<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& feed);
+// A `--feed NAME=FILE.npy` flag (or |flag|'s): the name and the array, or
+// an error naming the flag.
+Expected<std::pair<std::string, Tensor>> ReadFeedFlag(const std::string& feed, std::string_view flag = "--feed");
 
 // Adds `--optimize LEVEL` to |cmd|: the graph optimizer's level, over
 // [graph_optimizer] level (docs/optimizer.md); |level| stays -1 when it is

@@ -64,6 +64,7 @@ int Main(int argc, char** argv) {
   weft::cli::AddConformanceCommand(app, run);
   weft::cli::AddOnnxCommands(app, run);
   weft::cli::AddOptimizeCommand(app, run);
+  weft::cli::AddQuantizeCommand(app, run);
   weft::cli::AddBenchCommand(app, run);
 
   try {

@@ -14,6 +14,9 @@
 #include "weft/sdk/tables.h"
 
 namespace weft::cpu {
+
+void RegisterQuantizeKernels(KernelRegistry& r);  // kernels/quantize.cc: int8
+
 namespace {
 
 int g_device_count = 1;
@@ -134,13 +137,14 @@ const weft_device_plugin_t& DeviceTable() {
       {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,
        RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterRandomKernels,
        RegisterGradSupportKernels, RegisterSparseKernels, RegisterDynamicShapeKernels, RegisterResizeKernels,
-       RegisterDetectionKernels, RegisterUniqueKernels});
+       RegisterDetectionKernels, RegisterUniqueKernels, RegisterQuantizeKernels});
 #else
   static const KernelRegistry kernels = sdk::MakeRegistry<KernelRegistry>(
       {RegisterElementwiseKernels, RegisterMatMulKernels, RegisterReductionKernels, RegisterArrayKernels,
        RegisterIndexingKernels, RegisterNnKernels, RegisterFusedKernels, RegisterNnGradKernels, RegisterRandomKernels,
        RegisterStateKernels, RegisterTrainingKernels, RegisterGradSupportKernels, RegisterSparseKernels,
-       RegisterDynamicShapeKernels, RegisterResizeKernels, RegisterDetectionKernels, RegisterUniqueKernels});
+       RegisterDynamicShapeKernels, RegisterResizeKernels, RegisterDetectionKernels, RegisterUniqueKernels,
+       RegisterQuantizeKernels});
 #endif
   static const weft_device_plugin_t table = sdk::DeviceTableOf<Entry>("CPU", kernels);
   return table;

@@ -14,6 +14,7 @@ the conformance suite's references in cases/.
   resize.py       Resize (ONNX's, with run-time scales or sizes)
   detection.py    NonMaxSuppression (ONNX's)
   unique.py       OnnxUnique (ONNX's Unique)
+  quantize.py     QuantizeLinear, DequantizeLinear
 """
 from .detection import gen_detection
 from .dynamic_shape import GEN as DYNAMIC_SHAPE, gen_dynamic_shape
@@ -22,6 +23,7 @@ from .indexing import gen_elements, gen_indexing
 from .movement import gen_cast, gen_movement, gen_shape_helpers
 from .nn import gen_addn, gen_bias, gen_clip, gen_lstm, gen_matmul, gen_norm, gen_range, gen_softmax, gen_window, \
     gen_xent
+from .quantize import gen_quantize
 from .reductions import gen_arg, gen_logical_reduce, gen_reduce, gen_scan
 from .resize import gen_resize
 from .unique import gen_unique
@@ -59,6 +61,8 @@ for _op in DYNAMIC_SHAPE:
 FAMILIES["Resize"] = gen_resize
 FAMILIES["NonMaxSuppression"] = gen_detection
 FAMILIES["OnnxUnique"] = gen_unique
+FAMILIES["QuantizeLinear"] = gen_quantize
+FAMILIES["DequantizeLinear"] = gen_quantize
 for _op in ("Gather", "GatherNd", "ScatterNd", "UnsortedSegmentSum", "DynamicPartition", "DynamicStitch", "Unique",
             "OneHot", "InvertPermutation"):
     FAMILIES[_op] = gen_indexing

@@ -87,6 +87,24 @@ inline void PassResidual(const Epilogue& epilogue, bool binary, const dnnl::memo
   }
 }
 
+// A convolution's filter as Weft holds it, HWIO, or HWCM for a depthwise
+// one (C groups of M outputs each, (kh, kw, c, m) at ((kh * W + kw) * C +
+// c) * M + m), in oneDNN's terms: [O, I, H, W] or [C, M, 1, H, W].
+inline dnnl::memory::desc FilterDesc(const Geometry& g, bool depthwise, dnnl::memory::data_type dt) {
+  if (!depthwise) {
+    return dnnl::memory::desc({g.out_channels, g.channels, g.window_h, g.window_w}, dt, dnnl::memory::format_tag::hwio);
+  }
+  const int64_t multiplier = g.out_channels / std::max<int64_t>(g.channels, 1);
+  const int64_t cm = g.channels * multiplier;
+  return dnnl::memory::desc({g.channels, multiplier, 1, g.window_h, g.window_w}, dt,
+                            dnnl::memory::dims{multiplier, 1, cm * g.window_h * g.window_w, g.window_w * cm, cm});
+}
+
+// |desc|'s dims and type in the layout the primitive chooses.
+inline dnnl::memory::desc AnyLayout(const dnnl::memory::desc& desc) {
+  return dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::any);
+}
+
 // An f32 oneDNN (depthwise) convolution for one geometry and epilogue,
 // created once. oneDNN picks the weights' layout (plain HWIO weights would
 // send it to a gemm-based implementation two to three times slower); the
@@ -106,23 +124,11 @@ class DnnlConvolution {
  public:
   DnnlConvolution(const Geometry& g, bool nchw, bool depthwise, const Epilogue& epilogue, bool winograd = false)
       : epilogue_(epilogue) {
-    using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
-    const int64_t multiplier = depthwise ? g.out_channels / std::max<int64_t>(g.channels, 1) : 0;
-    const dnnl::memory::dims weights_dims =
-        depthwise ? dnnl::memory::dims{g.channels, multiplier, 1, g.window_h, g.window_w}
-                  : dnnl::memory::dims{g.out_channels, g.channels, g.window_h, g.window_w};
     src_md_ = DataDesc(g.batch, g.channels, g.in_h, g.in_w, nchw);
     dst_md_ = DataDesc(g.batch, g.out_channels, g.out_h, g.out_w, nchw);
-    if (depthwise) {
-      // HWCM: (kh, kw, c, m) at ((kh * W + kw) * C + c) * M + m.
-      const int64_t cm = g.channels * multiplier;
-      filter_md_ = dnnl::memory::desc(
-          weights_dims, dt::f32, dnnl::memory::dims{multiplier, 1, cm * g.window_h * g.window_w, g.window_w * cm, cm});
-    } else {
-      filter_md_ = dnnl::memory::desc(weights_dims, dt::f32, tag::hwio);
-    }
-    const dnnl::memory::desc any_weights(weights_dims, dt::f32, tag::any);
+    filter_md_ = FilterDesc(g, depthwise, dt::f32);
+    const dnnl::memory::desc any_weights = AnyLayout(filter_md_);
     const dnnl::memory::dims strides = {g.stride_h, g.stride_w};
     const dnnl::memory::dims dilations = {g.dilation_h - 1, g.dilation_w - 1};
     const dnnl::memory::dims pad_before = {g.pad_top, g.pad_left}, pad_after = {g.pad_bottom, g.pad_right};
@@ -134,7 +140,7 @@ class DnnlConvolution {
                  : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_md_, weights, dst_md_,
                                                    strides, dilations, pad_before, pad_after);
     };
-    if (epilogue.bias) bias_md_ = dnnl::memory::desc({g.out_channels}, dt::f32, tag::x);
+    if (epilogue.bias) bias_md_ = dnnl::memory::desc({g.out_channels}, dt::f32, dnnl::memory::format_tag::x);
     if (winograd && !depthwise && !nchw && g.window_h == 3 && g.window_w == 3 && g.stride_h == 1 && g.stride_w == 1 &&
         g.dilation_h == 1 && g.dilation_w == 1 && TryWinograd(g, any_weights, pad_before, pad_after)) {
       return;
