@@ -12,7 +12,7 @@ all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain ex
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
      onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 onnx_efficientnet_b0 onnx_bert_encoder graph_prepare_1m startup_run
      tensor_send_64m tensor_send_64m_tls tensor_send_4k null_step null_step_auth null_step_tls remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw
-     startup_rss serve_mobilenet serve_resnet18 serve_null lite)
+     startup_rss serve_mobilenet serve_resnet18 serve_null lite int8)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 # The distributed runtime's benchmarks live in their own binary.
@@ -56,6 +56,11 @@ for name in "${names[@]}"; do
     /usr/bin/python3 tools/bench/lite_bench.py --rounds "${REPEATS:-5}" "mlp=$dir/mlp.wg:$dir/mlp.input.npy" \
       "cnn=$dir/cnn.wg:$dir/cnn.input.npy" "mobilenet_v2=$dir/mobilenet_v2.wg:$dir/mobilenet_v2.input.npy"
     rm -rf "$dir"
+  elif [ "$name" = int8 ]; then
+    # int8_resnet18_b32 (against f32), int8_resnet18_b32_torch (against
+    # PyTorch's int8) and int8_w8_resnet18_b32 (tools/bench/int8_bench.py).
+    cmake --build --preset release >/dev/null
+    /usr/bin/python3 tools/bench/int8_bench.py build/bin/weft --rounds "${REPEATS:-5}"
   elif [[ "$dist_names" == *" $name "* ]]; then
     build/bin/weft_dist_bench "$name" ${REPEATS:+--repeats "$REPEATS"}
   else

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -46,6 +47,20 @@ std::string Size(int64_t bytes) {
     s << static_cast<double>(bytes) / 1024 << " KiB";
   }
   return s.str();
+}
+
+// Whether this is an x86 CPU without VNNI, where 8-bit weights run the
+// quantized ops on direct loops (docs/quantization.md).
+bool X86WithoutVnni() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (!line.starts_with("flags")) continue;
+    line += ' ';
+    return line.find(" avx2 ") != std::string::npos && line.find(" avx512_vnni ") == std::string::npos &&
+           line.find(" avx_vnni ") == std::string::npos;
+  }
+  return false;
 }
 
 // The first few of |names|, and how many more.
@@ -190,6 +205,10 @@ int Quantize(Context& ctx, const QuantizeArgs& args) {
               << 100.0 * static_cast<double>(out_size) / static_cast<double>(in_size) << "%)\n";
   }
   std::cout << "wrote " << args.out << "\n";
+  if (args.weight_bits == 8 && X86WithoutVnni()) {
+    std::cerr << "note: this CPU has no VNNI: it runs 8-bit weights on direct loops, an order of magnitude slower "
+                 "than with --weight-bits 7, which oneDNN's int8 kernels compute exactly here (docs/quantization.md)\n";
+  }
   return kExitOk;
 }
 

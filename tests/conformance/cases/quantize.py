@@ -11,6 +11,7 @@ import numpy as np
 from cases.conv import conv_ref, depthwise_ref, attr4, to_nhwc, from_nhwc
 
 RANGES = {"i8": (-128, 127), "u8": (0, 255)}
+RESIDUAL_TYPE = {"residual_i8_into_u8": "i8", "residual_u8_into_f32": "u8"}
 NP = {"i8": np.int8, "u8": np.uint8, "i32": np.int32}
 
 
@@ -84,6 +85,10 @@ def cases(g):
              False, "None", "NHWC"),
             ("residual_relu", (1, 5, 5, 8), (3, 3, 8, 8), (1, 1), "SAME", [], False, "u8", 0, "i8", -2, True, True,
              "Relu", "NHWC"),
+            ("residual_i8_into_u8", (2, 5, 5, 8), (3, 3, 8, 16), (1, 1), "SAME", [], False, "u8", 0, "u8", 0, True,
+             True, "Relu", "NHWC"),
+            ("residual_u8_into_f32", (2, 5, 5, 8), (3, 3, 8, 8), (1, 1), "SAME", [], False, "u8", 0, "f32", 0, True,
+             True, "Relu", "NHWC"),
             ("explicit_pads_relu6", (1, 6, 6, 4), (3, 3, 4, 8), (1, 1), "EXPLICIT", [1, 0, 2, 1], False, "u8", 0,
              "u8", 0, True, False, "Relu6", "NHWC"),
             ("clip", (1, 5, 5, 4), (3, 3, 4, 4), (1, 1), "VALID", [], False, "i8", 0, "i8", 0, True, False, "Clip",
@@ -125,11 +130,14 @@ def cases(g):
               inputs.append(b)
               y = y + (b if fmt == "NHWC" else b[:, None, None])
           if residual:
-              res_zp = -1 if tout == "i8" else 2
-              rq = r.randint(*(np.array(RANGES[tout]) + [0, 1]), y.shape).astype(NP[tout])
+              # The residual's own type: the output's, or (ResNet's
+              # blocks) i8 into a u8 output and u8 into an f32 one.
+              tres = RESIDUAL_TYPE.get(name, tout)
+              res_zp = -1 if tres == "i8" else 2
+              rq = r.randint(*(np.array(RANGES[tres]) + [0, 1]), y.shape).astype(NP[tres])
               inputs.append(rq)
               y = y + (rq.astype(np.float64) - res_zp) * res_scale
-              attrs.update({"residual_scale": res_scale, "residual_zero_point": res_zp, "Tres": tout})
+              attrs.update({"residual_scale": res_scale, "residual_zero_point": res_zp, "Tres": tres})
           want = requantize(activate(y, activation, -0.3, 0.4), tout, out_scale, out_zp)
           tol = {"rtol": 1e-5, "atol": 1e-5} if tout == "f32" else {"atol": 1}
           g.add(f"_QConv2D/{name}_w{bits}", "_QConv2D", inputs, attrs, [want], **tol)

@@ -16,6 +16,7 @@
 
 #include "../kernel_framework.h"
 #include "epilogue.h"
+#include "weft/sdk/log.h"
 #include "window.h"
 #if !defined(WEFT_CPU_LITE)
 #include "conv_util.h"
@@ -264,8 +265,9 @@ struct DnnlRequant {
     dnnl::post_ops ops;
     if (q.residual) {
       // The residual is copied into dst and read back as its own type,
-      // which must have dst's size.
-      if ((q.tres == WEFT_DTYPE_F32) != (q.tout == WEFT_DTYPE_F32)) throw dnnl::error(dnnl_unimplemented, "residual");
+      // which must have dst's size; an int8 residual of an f32 output is
+      // written there dequantized (PutResidual).
+      if (q.tres == WEFT_DTYPE_F32 && q.tout != WEFT_DTYPE_F32) throw dnnl::error(dnnl_unimplemented, "residual");
       if (q.tout == WEFT_DTYPE_F32) {
         ops.append_sum(1.0f);
       } else {
@@ -280,6 +282,25 @@ struct DnnlRequant {
     if (q.tout != WEFT_DTYPE_F32 && q.output_zero_point != 0) {
       attr.set_zero_points(DNNL_ARG_DST, 0, {q.output_zero_point});
     }
+  }
+
+  // The residual where the sum post-op reads it: in |dst|, |n| elements
+  // of the residual's type, or dequantized for an f32 output.
+  static void PutResidual(const QuantAttrs& q, const void* residual, void* dst, int64_t n) {
+    if (!q.residual) return;
+    if (q.tout != WEFT_DTYPE_F32 || q.tres == WEFT_DTYPE_F32) {
+      std::memcpy(dst, residual, static_cast<std::size_t>(n) * ElementSize(q.tres));
+      return;
+    }
+    auto* out = static_cast<float*>(dst);
+    const float zp = static_cast<float>(q.residual_zero_point), scale = q.residual_scale;
+    WithOutType(q.tres, [&](auto zero) {
+      using Res = decltype(zero);
+      const auto* r = static_cast<const Res*>(residual);
+      ParallelFor(n, 2, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = scale * (static_cast<float>(r[i]) - zp);
+      });
+    });
   }
 
   // The bias in oneDNN's units, in a temp of the kernel.
@@ -341,6 +362,14 @@ class ExactInDnnl {
       for (int64_t i = 0; i < weights.num_elements; ++i) widest = std::max(widest, std::abs(static_cast<int>(w[i])));
       exact_ = widest <= 63;
       scanned_ = weights.data;
+      static std::once_flag warned;
+      if (!exact_) {
+        std::call_once(warned, [] {
+          WEFT_SDK_LOG(WARNING) << "int8 weights use 8 bits and this CPU has no VNNI: the quantized products run on "
+                                   "direct loops, an order of magnitude slower than oneDNN's int8 kernels; quantize "
+                                   "with `weft quantize --weight-bits 7` for those (docs/quantization.md)";
+        });
+      }
     }
     return exact_;
   }
@@ -387,7 +416,7 @@ class DnnlQConv {
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, dnnl::memory(src_md_, Engine(), const_cast<void*>(input))},
         {DNNL_ARG_DST, dnnl::memory(dst_md_, Engine(), output)}};
-    if (q_.residual) std::memcpy(output, residual, dst_md_.get_size());
+    DnnlRequant::PutResidual(q_, residual, output, static_cast<int64_t>(dst_md_.get_size() / ElementSize(q_.tout)));
     if (q_.bias)
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<float*>(requant_.Bias(ctx, bias))));
     args.emplace(DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(filter_md_, Engine(), const_cast<void*>(filter))
@@ -432,7 +461,7 @@ class DnnlQMatMul {
         {DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(b_md_, Engine(), const_cast<void*>(b))
                                                 : weights_->Get(b, stream, /*constant=*/true)},
         {DNNL_ARG_DST, dnnl::memory(c_md_, Engine(), c)}};
-    if (q_.residual) std::memcpy(c, residual, c_md_.get_size());
+    DnnlRequant::PutResidual(q_, residual, c, static_cast<int64_t>(c_md_.get_size() / ElementSize(q_.tout)));
     if (q_.bias)
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<float*>(requant_.Bias(ctx, bias))));
     primitive_.execute(stream, args);
