@@ -10,6 +10,7 @@
 // onnx_export_elementwise.cc, onnx_export_nn.cc and onnx_export_shape.cc.
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
+#include <unordered_set>
 
 #include <map>
 #include <set>
@@ -292,6 +293,58 @@ Status Exporter::Convert(int id) {
   return it->second(c);
 }
 
+namespace {
+
+// Adds every name the nodes of |graph| (and of their subgraphs) read to
+// |read|: a branch or loop body reads names of the graph around it.
+void AddReads(const onnx::GraphProto& graph, std::unordered_set<std::string>& read) {
+  for (const onnx::NodeProto& n : graph.node()) {
+    for (const std::string& in : n.input()) read.insert(in);
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) AddReads(a.g(), read);
+      for (const onnx::GraphProto& g : a.graphs()) AddReads(g, read);
+    }
+  }
+}
+
+// Drops the nodes whose outputs nothing reads, and then the initializers
+// nothing reads: an export function that reads an input's producer in its
+// own way (a quantized filter, QuantizedConvWeights) leaves the producer
+// unread. Nodes are in topological order. Returns the initializers dropped.
+int RemoveUnread(onnx::GraphProto* graph) {
+  std::unordered_set<std::string> read;
+  for (const onnx::ValueInfoProto& o : graph->output()) read.insert(o.name());
+  std::vector<bool> keep(static_cast<std::size_t>(graph->node_size()), false);
+  for (int i = graph->node_size() - 1; i >= 0; --i) {
+    const onnx::NodeProto& n = graph->node(i);
+    bool used = false;
+    for (const std::string& out : n.output()) used = used || read.contains(out);
+    if (!used) continue;
+    keep[static_cast<std::size_t>(i)] = true;
+    onnx::GraphProto one;
+    *one.add_node() = n;
+    AddReads(one, read);
+  }
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int i = 0; i < graph->node_size(); ++i) {
+    if (keep[static_cast<std::size_t>(i)]) *nodes.Add() = std::move(*graph->mutable_node(i));
+  }
+  graph->mutable_node()->Swap(&nodes);
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
+  int dropped = 0;
+  for (int i = 0; i < graph->initializer_size(); ++i) {
+    if (read.contains(graph->initializer(i).name())) {
+      *initializers.Add() = std::move(*graph->mutable_initializer(i));
+    } else {
+      ++dropped;
+    }
+  }
+  graph->mutable_initializer()->Swap(&initializers);
+  return dropped;
+}
+
+}  // namespace
+
 Expected<ExportedModel> Exporter::Run() {
   WEFT_RETURN_IF_ERROR(Collect());
   WEFT_RETURN_IF_ERROR(ResolveVariables());
@@ -365,6 +418,7 @@ Expected<ExportedModel> Exporter::Run() {
     }
     result.outputs.push_back(name);
   }
+  initializers_ -= RemoveUnread(graph_);
   try {
     onnx::checker::check_model(model_);
     onnx::ModelProto inferred = model_;

@@ -55,26 +55,83 @@ Status BiasAdd(ExportContext& c) {
 // The ONNX weights of a Conv2D or DepthwiseConv2D of filter |fs| (HWIO
 // [kh, kw, I, O], or HWCM [kh, kw, C, M]): OIHW, or [C*M, 1, kh, kw]. A
 // constant filter is stored rearranged, any other is transposed.
-Expected<std::string> ConvWeights(ExportContext& c, const Shape& fs, bool depthwise) {
+// Weft's HWIO (or HWCM) |filter| rearranged as ONNX's OIHW (or [C*M, 1,
+// kh, kw]).
+Expected<Tensor> ToOihw(const Tensor& filter, bool depthwise) {
+  const Shape& fs = filter.shape();
   const int64_t kh = fs.dim(0), kw = fs.dim(1), ci = fs.dim(2), co = fs.dim(3);
-  const Tensor* filter = c.ConstInput(1);
-  if (filter != nullptr) {
-    const Shape oihw = depthwise ? Shape{ci * co, 1, kh, kw} : Shape{co, ci, kh, kw};
-    WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(filter->dtype(), oihw));
-    const std::size_t es = DTypeSize(filter->dtype());
-    const char* src = static_cast<const char*>(filter->raw_data());
-    char* dst = static_cast<char*>(t.raw_data());
-    for (int64_t y0 = 0; y0 < kh; ++y0) {
-      for (int64_t x0 = 0; x0 < kw; ++x0) {
-        for (int64_t i = 0; i < ci; ++i) {
-          for (int64_t o = 0; o < co; ++o) {
-            const int64_t s = ((y0 * kw + x0) * ci + i) * co + o;
-            const int64_t d = depthwise ? (((i * co + o) * kh + y0) * kw + x0) : (((o * ci + i) * kh + y0) * kw + x0);
-            std::memcpy(dst + static_cast<std::size_t>(d) * es, src + static_cast<std::size_t>(s) * es, es);
-          }
+  const Shape oihw = depthwise ? Shape{ci * co, 1, kh, kw} : Shape{co, ci, kh, kw};
+  WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(filter.dtype(), oihw));
+  const std::size_t es = DTypeSize(filter.dtype());
+  const char* src = static_cast<const char*>(filter.raw_data());
+  char* dst = static_cast<char*>(t.raw_data());
+  for (int64_t y0 = 0; y0 < kh; ++y0) {
+    for (int64_t x0 = 0; x0 < kw; ++x0) {
+      for (int64_t i = 0; i < ci; ++i) {
+        for (int64_t o = 0; o < co; ++o) {
+          const int64_t s = ((y0 * kw + x0) * ci + i) * co + o;
+          const int64_t d = depthwise ? (((i * co + o) * kh + y0) * kw + x0) : (((o * ci + i) * kh + y0) * kw + x0);
+          std::memcpy(dst + static_cast<std::size_t>(d) * es, src + static_cast<std::size_t>(s) * es, es);
         }
       }
     }
+  }
+  return t;
+}
+
+// Quantized weights, as `weft quantize` writes them: a DequantizeLinear of
+// a constant int8 HWIO (HWCM) filter with its scales along the output
+// channels. Exported as a DequantizeLinear of the OIHW int8 constant along
+// axis 0, which ONNX Runtime fuses with the Conv into an int8 convolution
+// (a Transpose between them would keep it in f32); empty when the filter
+// is not that.
+Expected<std::string> QuantizedConvWeights(ExportContext& c, bool depthwise) {
+  const Graph& g = c.exporter().graph();
+  const Graph::Node& dq = g.node(c.node().inputs[1].node);
+  if (dq.op_name() != "DequantizeLinear") return std::string();
+  const Tensor* q = c.exporter().ConstInput(dq, 0);
+  const Tensor* scale = c.exporter().ConstInput(dq, 1);
+  const Tensor* zp = c.exporter().ConstInput(dq, 2);
+  if (q == nullptr || scale == nullptr || zp == nullptr || q->shape().rank() != 4 || scale->dtype() != DType::kF32) {
+    return std::string();
+  }
+  const int rank = 4;
+  int64_t axis = dq.def.attrs.at("axis").get<int64_t>();
+  if (axis < 0) axis += rank;
+  const int64_t n = scale->num_elements();
+  const int64_t m = q->shape().dim(3);  // a depthwise filter's multiplier
+  // Per tensor, or per output channel: O of HWIO, C of HWCM (each scale then
+  // covers the M outputs of its channel).
+  if (n != 1 && axis != (depthwise ? 2 : 3)) return std::string();
+  WEFT_ASSIGN_OR_RETURN(Tensor oihw, ToOihw(*q, depthwise));
+  WEFT_ASSIGN_OR_RETURN(std::string weights, c.Initializer(dq.name() + "/oihw", oihw));
+  Tensor s = *scale, z = *zp;
+  if (n != 1 && depthwise && m > 1) {
+    WEFT_ASSIGN_OR_RETURN(s, Tensor::Allocate(DType::kF32, Shape{n * m}));
+    WEFT_ASSIGN_OR_RETURN(z, Tensor::Allocate(zp->dtype(), Shape{n * m}));
+    for (int64_t i = 0; i < n * m; ++i) {
+      s.data<float>()[i] = scale->data<float>()[i / m];
+      std::memcpy(static_cast<char*>(z.raw_data()) + i * static_cast<int64_t>(DTypeSize(zp->dtype())),
+                  static_cast<const char*>(zp->raw_data()) + (i / m) * static_cast<int64_t>(DTypeSize(zp->dtype())),
+                  DTypeSize(zp->dtype()));
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(std::string s_name, c.Initializer(dq.name() + "/oihw_scales", s));
+  WEFT_ASSIGN_OR_RETURN(std::string z_name, c.Initializer(dq.name() + "/oihw_zero_points", z));
+  const bool per_axis = n != 1;
+  return c.Emit1("DequantizeLinear", {weights, s_name, z_name}, dq.name() + "/oihw_dequantize",
+                 [per_axis](onnx::NodeProto* p) {
+                   if (per_axis) AttrInt(p, "axis", 0);
+                 });
+}
+
+Expected<std::string> ConvWeights(ExportContext& c, const Shape& fs, bool depthwise) {
+  const int64_t kh = fs.dim(0), kw = fs.dim(1), ci = fs.dim(2), co = fs.dim(3);
+  WEFT_ASSIGN_OR_RETURN(std::string quantized, QuantizedConvWeights(c, depthwise));
+  if (!quantized.empty()) return quantized;
+  const Tensor* filter = c.ConstInput(1);
+  if (filter != nullptr) {
+    WEFT_ASSIGN_OR_RETURN(Tensor t, ToOihw(*filter, depthwise));
     return c.Initializer(c.exporter().graph().node(c.node().inputs[1].node).name(), t);
   }
   if (!depthwise) return c.Transpose(c.In(1), {3, 2, 0, 1}, c.name() + "/oihw");
@@ -83,7 +140,67 @@ Expected<std::string> ConvWeights(ExportContext& c, const Shape& fs, bool depthw
   return c.Emit1("Reshape", {t, c.I64s(c.name() + "/oihw_shape", {ci * co, 1, kh, kw})}, c.name() + "/oihw");
 }
 
-// Conv2D, DepthwiseConv2D, MaxPool, AvgPool: ONNX's are NCHW.
+// The activation of a fused op (its 'activation', 'alpha', 'beta') of |x|
+// into |out|.
+Status Activation(ExportContext& c, const std::string& x, const std::string& out) {
+  const std::string act = c.Str("activation", "None");
+  const std::string& base = c.name();
+  const DType dt = c.dtype();
+  if (act == "None") {
+    c.Emit("Identity", {x}, {out}, base + "/identity");
+  } else if (act == "Relu" || act == "Sigmoid" || act == "Tanh" || act == "Elu") {
+    c.Emit(act, {x}, {out}, base + "/" + act);
+  } else if (act == "Relu6" || act == "Clip") {
+    const double lo = act == "Relu6" ? 0 : c.Float("alpha"), hi = act == "Relu6" ? 6 : c.Float("beta");
+    c.Emit("Clip", {x, c.ScalarConst(base + "/min", dt, lo), c.ScalarConst(base + "/max", dt, hi)}, {out},
+           base + "/clip");
+  } else if (act == "LeakyRelu") {
+    const auto alpha = static_cast<float>(c.Float("alpha"));
+    c.Emit("LeakyRelu", {x}, {out}, base + "/leaky_relu",
+           [alpha](onnx::NodeProto* p) { AttrFloat(p, "alpha", alpha); });
+  } else if (act == "Swish") {
+    c.Emit("Mul", {x, c.Emit1("Sigmoid", {x}, base + "/sigmoid")}, {out}, base + "/swish");
+  } else {
+    return UnimplementedError("the fused activation ", act,
+                              " (export the model before `weft optimize`, which fused it)");
+  }
+  return Status();
+}
+
+// The epilogue of _FusedConv2D and _FusedMatMul after the product (and its
+// bias): the residual (the node's last input) and the activation, into the
+// node's output.
+Status Epilogue(ExportContext& c, const std::string& product) {
+  std::string y = product;
+  if (c.Bool("residual")) y = c.Emit1("Add", {y, c.In(c.num_inputs() - 1)}, c.name() + "/residual");
+  return Activation(c, y, c.out());
+}
+
+// _FusedMatMul: Gemm with the bias, then the epilogue.
+Status FusedMatMul(ExportContext& c) {
+  std::vector<std::string> in = {c.In(0), c.In(1)};
+  if (c.Bool("bias")) in.push_back(c.In(2));
+  const bool ta = c.Bool("transpose_a"), tb = c.Bool("transpose_b");
+  const std::string product = c.Emit1("Gemm", in, c.name() + "/gemm", [ta, tb](onnx::NodeProto* p) {
+    if (ta) AttrInt(p, "transA", 1);
+    if (tb) AttrInt(p, "transB", 1);
+  });
+  return Epilogue(c, product);
+}
+
+// QuantizeLinear, DequantizeLinear: ONNX's, the axis where the scale is a
+// vector.
+Status QuantizeOrDequantize(ExportContext& c) {
+  const bool per_axis = c.InShape(1).rank() == 1 && c.InShape(1).dim(0) != 1;
+  const int64_t axis = c.Int("axis", -1);
+  onnx::NodeProto* p = c.Simple(c.op(), 3);
+  if (per_axis) AttrInt(p, "axis", axis);
+  return Status();
+}
+
+// Conv2D, DepthwiseConv2D, MaxPool, AvgPool, and the optimizer's
+// _FusedConv2D (its bias as Conv's B, explicit pads as 'pads', the rest
+// after it): ONNX's are NCHW.
 Status Window(ExportContext& c) {
   const std::string& op = c.op();
   const bool nchw = c.Str("data_format", "NHWC") == "NCHW";
@@ -97,17 +214,23 @@ Status Window(ExportContext& c) {
   };
   std::string x = c.In(0);
   if (!nchw) x = c.Transpose(x, {0, 3, 1, 2}, c.name() + "/nchw_in");
-  const bool conv = op == "Conv2D" || op == "DepthwiseConv2D";
-  std::string y = nchw ? c.out() : c.Fresh(c.name() + "/nchw_out");
+  const bool fused = op == "_FusedConv2D";
+  const bool conv = op == "Conv2D" || op == "DepthwiseConv2D" || fused;
+  // A fused op's output is its epilogue's: the convolution goes to a name
+  // of its own.
+  const std::string result = fused ? c.Fresh(c.name() + "/conv") : c.out();
+  std::string y = nchw ? result : c.Fresh(c.name() + "/nchw_out");
   onnx::NodeProto* node = nullptr;
   if (conv) {
     const Shape& fs = c.InShape(1);
     if (fs.rank() != 4 || !fs.IsFullyDefined()) {
       return UnimplementedError(op, " with a filter of shape ", fs.ToString());
     }
-    const bool depthwise = op == "DepthwiseConv2D";
+    const bool depthwise = op == "DepthwiseConv2D" || (fused && c.Bool("depthwise"));
     WEFT_ASSIGN_OR_RETURN(std::string weights, ConvWeights(c, fs, depthwise));
-    node = c.Emit("Conv", {x, weights}, {y}, c.name());
+    std::vector<std::string> in = {x, weights};
+    if (fused && c.Bool("bias")) in.push_back(c.In(2));
+    node = c.Emit("Conv", in, {y}, c.name());
     AttrInts(node, "kernel_shape", {fs.dim(0), fs.dim(1)});
     AttrInts(node, "dilations", spatial("dilations"));
     if (depthwise) AttrInt(node, "group", fs.dim(2));
@@ -116,13 +239,19 @@ Status Window(ExportContext& c) {
     AttrInts(node, "kernel_shape", spatial("ksize"));
   }
   AttrInts(node, "strides", spatial("strides"));
-  AttrStr(node, "auto_pad", c.Str("padding") == "SAME" ? "SAME_UPPER" : "VALID");
+  if (c.Str("padding") == "EXPLICIT") {
+    const std::vector<int64_t> p = c.Ints("explicit_paddings");  // top, bottom, left, right
+    if (p.size() != 4) return InvalidArgumentError("explicit_paddings has ", p.size(), " entries, not 4");
+    AttrInts(node, "pads", {p[0], p[2], p[1], p[3]});
+  } else {
+    AttrStr(node, "auto_pad", c.Str("padding") == "SAME" ? "SAME_UPPER" : "VALID");
+  }
   if (!nchw) {
-    c.Emit("Transpose", {y}, {c.out()}, c.name() + "/nhwc_out", [](onnx::NodeProto* p) {
+    c.Emit("Transpose", {y}, {result}, c.name() + "/nhwc_out", [](onnx::NodeProto* p) {
       AttrInts(p, "perm", {0, 2, 3, 1});
     });
   }
-  return Status();
+  return fused ? Epilogue(c, result) : Status();
 }
 
 // Conv2DBackpropInput's input_sizes (-1 where unknown): a constant, or a
@@ -267,7 +396,10 @@ void AddNnExports(ExportTable& t) {
   t["MatMul"] = MatMul;
   t["BatchMatMul"] = BatchMatMul;
   t["BiasAdd"] = BiasAdd;
-  for (const char* op : {"Conv2D", "DepthwiseConv2D", "MaxPool", "AvgPool"}) t[op] = Window;
+  for (const char* op : {"Conv2D", "DepthwiseConv2D", "MaxPool", "AvgPool", "_FusedConv2D"}) t[op] = Window;
+  t["_FusedMatMul"] = FusedMatMul;
+  t["QuantizeLinear"] = QuantizeOrDequantize;
+  t["DequantizeLinear"] = QuantizeOrDequantize;
   t["Conv2DBackpropInput"] = ConvBackpropInput;
   t["FusedBatchNorm"] = FusedBatchNorm;
   t["Softmax"] = Softmax;

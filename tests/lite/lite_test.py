@@ -79,6 +79,16 @@ def test_models(tmp):
         lite, full = outputs(tmp, name)
         close(lite, np.load(os.path.join(MODELS, name + ".expected.npy")), f"{name}: weft-lite against PyTorch")
         close(lite, full, f"{name}: weft-lite against the full build's weft run")
+    # The int8 CNN (_QConv2D, _QMatMul on the direct loops): the full
+    # build's values (the same integer sums; where the full build runs
+    # oneDNN a requantized value may land one step away, hence 1e-5), and
+    # PyTorch's f32 values within the quantization's error.
+    lite, full = outputs(tmp, "cnn_int8")
+    close(lite, full, "cnn_int8: weft-lite against the full build's weft run")
+    want = np.load(os.path.join(MODELS, "cnn.expected.npy"))
+    err = float(np.abs(lite.astype(np.float64) - want).max() / np.abs(want).max())
+    check(lite.shape == want.shape and err <= 0.05, f"cnn_int8: weft-lite against PyTorch's f32 CNN: max error "
+                                                     f"{err:.2e} of the largest (quantization), <= 5e-2")
 
 
 def test_capi(tmp):

@@ -28,7 +28,16 @@ mkdir -p "$work"
 for m in mlp cnn mobilenet_v2 lstm; do
   WEFT_PLUGIN_PATH= "$full/bin/weft" optimize "$work/$m.onnx" -o "$work/$m.wg" >/dev/null
 done
-cmake --preset "$preset" -DWEFT_LITE_MODELS="$work/mlp.wg;$work/cnn.wg;$work/mobilenet_v2.wg" >/dev/null
+# The CNN quantized to int8 (docs/quantization.md) on 64 seeded normal
+# samples (as its inputs are),
+# then fused by the optimizer (_QConv2D, _QMatMul): the lite build runs
+# optimized graphs.
+"$python" -c "import numpy as np; np.save('$work/calib.npy', np.random.RandomState(0).randn(64, 1, 28, 28).astype(np.float32))"
+WEFT_PLUGIN_PATH= "$full/bin/weft" quantize "$work/cnn.onnx" --calibrate "input=$work/calib.npy" \
+  -o "$work/cnn_int8_qdq.wg" >/dev/null 2>&1
+WEFT_PLUGIN_PATH= "$full/bin/weft" optimize "$work/cnn_int8_qdq.wg" -o "$work/cnn_int8.wg" >/dev/null
+cp "$work/cnn.input.npy" "$work/cnn_int8.input.npy"
+cmake --preset "$preset" -DWEFT_LITE_MODELS="$work/mlp.wg;$work/cnn.wg;$work/mobilenet_v2.wg;$work/cnn_int8.wg" >/dev/null
 cmake --build --preset "$preset"
 if [ "$preset" = lite-arm64 ]; then
   # Cross-built: run under qemu-user with the cross toolchain's runtimes and

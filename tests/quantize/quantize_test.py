@@ -131,6 +131,30 @@ def main():
               f"{name}: int8 kernels vs the QDQ graph in f32: {100 * agree:.2f}% same class, largest logit "
               f"difference {err:.2e} of the largest logit (level 0 accuracy {qdq_acc:.2f}%)")
 
+    # Export (weft export): ONNX's QDQ form, each Conv reading a
+    # DequantizeLinear of its int8 weights directly (what ONNX Runtime fuses
+    # into an int8 convolution); imported again, it gives the QDQ graph's
+    # values.
+    import onnx
+    exported = f"{work}/cnn_w8_minmax.onnx"
+    run([cli, "export", f"{work}/cnn_w8_minmax.wg", "--output", "logits", "-o", exported])
+    model = onnx.load(exported)
+    producers = {o: n for n in model.graph.node for o in n.output}
+    convs = [n for n in model.graph.node if n.op_type == "Conv"]
+    check(len(convs) == 2 and all(producers[n.input[1]].op_type == "DequantizeLinear" for n in convs),
+          "export: both Convs read a DequantizeLinear of int8 weights")
+    int8 = {t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.INT8}
+    weights = [n.input[0] for n in model.graph.node if n.op_type == "DequantizeLinear" and n.input[0] in int8]
+    check(len(weights) == 4, f"export: the 4 weight tensors are int8 initializers, dequantized ({len(weights)})")
+    f32_onnx = os.path.getsize(f"{work}/cnn.onnx")
+    check(os.path.getsize(exported) <= MAX_SIZE * f32_onnx,
+          f"export: {os.path.getsize(exported)} bytes, {100.0 * os.path.getsize(exported) / f32_onnx:.1f}% of the "
+          f"f32 ONNX model")
+    reimported, _ = accuracy(cli, exported, f"{work}/test.npy", labels, work, "reimported")
+    qdq, _ = accuracy(cli, f"{work}/cnn_w8_minmax.wg", f"{work}/test.npy", labels, work, "qdq_again", level=0)
+    err = float(np.abs(reimported - qdq).max() / np.abs(qdq).max())
+    check(err <= 1e-5, f"export: the ONNX model imported again gives the QDQ graph's logits (max error {err:.2e})")
+
     # Bad input.
     calib = f"images={work}/calib.npy"
     np.save(f"{work}/calib_short.npy", np.load(f"{work}/calib.npy")[:10])
