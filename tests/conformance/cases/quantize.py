@@ -172,6 +172,10 @@ def cases(g):
           want = requantize(activate(y, activation), tout, out_scale, out_zp)
           tol = {"rtol": 1e-5, "atol": 1e-5} if tout == "f32" else {"atol": 1}
           g.add(f"_QMatMul/{name}_w{bits}", "_QMatMul", inputs, attrs, [want], **tol)
+    # More terms than a 32-bit sum of int8 products holds.
+    k = 65794
+    g.add("_QMatMul/too_many_terms", "_QMatMul", [np.zeros((1, k), np.uint8), np.zeros((k, 1), np.int8)],
+          {"Tin": "u8", "Tout": "f32", "b_scales": [0.1]}, error="sums 65794 int8 products, more than the 65793")
     g.add("_QMatMul/too_few_scales", "_QMatMul",
           [np.zeros((2, 3), np.uint8), np.zeros((3, 4), np.int8)],
           {"Tin": "u8", "Tout": "u8", "b_scales": [0.1, 0.2]}, error="b_scales has 2 entries")

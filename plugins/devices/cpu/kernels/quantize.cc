@@ -34,9 +34,10 @@ constexpr float kQMax = static_cast<float>(std::numeric_limits<Q>::max());
 // round(v) + zero_point saturated to Q, rounding half to even (the default
 // rounding mode: adding and subtracting 1.5 * 2^23 rounds a float below
 // 2^22 in magnitude, which the clamp first makes it), NaN to zero_point.
+// Branch-free, so that the loops over it vectorize.
 template <class Q>
 inline Q Requantize(float v, float zero_point) {
-  if (!(v == v)) return static_cast<Q>(zero_point);
+  v = v == v ? v : 0.0f;  // NaN: 0, the zero point once shifted
   v = std::min(std::max(v, kQMin<Q> - zero_point - 1.0f), kQMax<Q> - zero_point + 1.0f);
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
   const float rounded = (v + kMagic) - kMagic;
@@ -219,6 +220,18 @@ void WithOutType(weft_dtype_t dtype, Fn&& fn) {
     case WEFT_DTYPE_I8: fn(int8_t{}); break;
     case WEFT_DTYPE_U8: fn(uint8_t{}); break;
     default: fn(float{}); break;
+  }
+}
+
+// The products are summed in 32 bits, oneDNN's as the direct loops': each
+// term is at most 255 x 128 in magnitude, so a sum of more terms than this
+// could overflow.
+constexpr int64_t kMaxTerms = (int64_t{1} << 31) / (255 * 128);
+
+void CheckTerms(int64_t terms) {
+  if (terms > kMaxTerms) {
+    Fail("each output sums ", terms, " int8 products, more than the ", kMaxTerms,
+         " a 32-bit sum holds without overflow; keep this product in f32 (weft quantize --exclude)");
   }
 }
 
@@ -515,6 +528,7 @@ class QConv2DKernel {
     const Tensor input = ctx.input(0), filter = ctx.input(1);
     const Geometry g = FusedConvGeometry(attrs_, pads_, input.dims, filter.dims, depthwise_);
     q_.CheckScales(g.out_channels);
+    CheckTerms(g.window_h * g.window_w * (depthwise_ ? 1 : g.channels));
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     const QuantArgs args = ReadQuantArgs(ctx, q_, g.out_channels, output.dims);
     if (output.num_elements == 0) return;
@@ -579,6 +593,7 @@ class QMatMulKernel {
       Fail("a ", DimsString(a.dims), " and b ", DimsString(b.dims), " do not agree on the inner dimension");
     }
     q_.CheckScales(n);
+    CheckTerms(k);
     Tensor c = ctx.allocate_output(0, {m, n});
     const QuantArgs args = ReadQuantArgs(ctx, q_, n, c.dims);
     if (c.num_elements == 0) return;
