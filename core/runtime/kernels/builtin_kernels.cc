@@ -304,8 +304,16 @@ const std::map<std::string, RuntimeFactory, std::less<>>& RuntimeKernels() {
   static const std::map<std::string, RuntimeFactory, std::less<>> table = {
     {"Const",
      [](const Graph::Node& node, const RuntimeDevice& device) -> KernelPtr {
-       WEFT_ASSIGN_OR_RETURN(Tensor value, device.CopyFromHost(Attr(node, "value").get<Tensor>()));
-       return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(value)));
+       const Tensor& value = Attr(node, "value").get<Tensor>();
+       // A device that reads host memory (the CPU) reads the graph's own
+       // buffer, as it reads a feed: no second copy of every weight when a
+       // session is made. The kernel keeps a reference, so no kernel ever
+       // takes the buffer over to write it.
+       if (device.host_visible() && value.host_visible()) {
+         return std::unique_ptr<OpKernel>(new ConstantKernel(value));
+       }
+       WEFT_ASSIGN_OR_RETURN(Tensor copy, device.CopyFromHost(value));
+       return std::unique_ptr<OpKernel>(new ConstantKernel(std::move(copy)));
      }},
     {"Placeholder", Make<PlaceholderKernel>},
     {"_Arg",
