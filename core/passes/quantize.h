@@ -25,8 +25,8 @@
 namespace weft::passes {
 
 struct QuantizeOptions {
-  // Weights to [-127, 127] (8) or [-63, 63] (7: exact in oneDNN's int8
-  // kernels on x86 CPUs without VNNI, which otherwise run direct loops).
+  // Weights to [-127, 127] (8) or [-63, 63] (7: exact in one oneDNN int8
+  // product on x86 CPUs without VNNI, where 8-bit ones take two).
   int weight_bits = 8;
   std::set<std::string> exclude;  // products kept in f32, by node name
 };

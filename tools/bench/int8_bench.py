@@ -10,8 +10,9 @@ int8, in the same invocation:
                            ResNet-18 (FX graph mode post-training
                            quantization, the engine oneDNN), batch 32
   int8_w8_resnet18_b32     8-bit weights against 7-bit: on an x86 CPU
-                           without VNNI, 8-bit weights run the direct loops
-                           (docs/quantization.md), on one with VNNI oneDNN
+                           without VNNI a convolution with 8-bit weights is
+                           two oneDNN products (docs/quantization.md), on
+                           one with VNNI one
 
     tools/bench/int8_bench.py WEFT_CLI [--rounds 5] [--threads 2]
 
@@ -91,7 +92,7 @@ def main():
         f32.append(weft_bench(args.cli, f"{work}/f32.wg", 5, args.threads))
         w7.append(weft_bench(args.cli, f"{work}/w7.wg", 5, args.threads))
         torch_int8.append(torch_time(tmodel, example, 5))
-    w8 = weft_bench(args.cli, f"{work}/w8.wg", 1, args.threads)
+    w8 = weft_bench(args.cli, f"{work}/w8.wg", 3, args.threads)
     m_f32, m_w7, m_torch = statistics.median(f32), statistics.median(w7), statistics.median(torch_int8)
     sizes = {k: os.path.getsize(f"{work}/{k}.wg") for k in ("f32", "w7")}
     print(f"# batch {BATCH}, {args.threads} threads, {args.rounds} rounds; int8 file {sizes['w7']} bytes = "
@@ -99,6 +100,7 @@ def main():
     print(f"BENCH int8_resnet18_b32 weft={m_w7:.1f} peer={m_f32:.1f} unit=ms speedup={m_f32 / m_w7:.2f}")
     print(f"BENCH int8_resnet18_b32_torch weft={m_w7:.1f} peer={m_torch:.1f} unit=ms speedup={m_torch / m_w7:.2f}")
     print(f"BENCH int8_w8_resnet18_b32 weft={w8:.1f} peer={m_w7:.1f} unit=ms speedup={m_w7 / w8:.2f}")
+    print(f"BENCH int8_w8_vs_f32_resnet18_b32 weft={w8:.1f} peer={m_f32:.1f} unit=ms speedup={m_f32 / w8:.2f}")
     return 0
 
 

@@ -375,16 +375,19 @@ class ExactInDnnl {
       for (int64_t i = 0; i < weights.num_elements; ++i) widest = std::max(widest, std::abs(static_cast<int>(w[i])));
       exact_ = widest <= 63;
       scanned_ = weights.data;
-      static std::once_flag warned;
-      if (!exact_) {
-        std::call_once(warned, [] {
-          WEFT_SDK_LOG(WARNING) << "int8 weights use 8 bits and this CPU has no VNNI: the quantized products run on "
-                                   "direct loops, an order of magnitude slower than oneDNN's int8 kernels; quantize "
-                                   "with `weft quantize --weight-bits 7` for those (docs/quantization.md)";
-        });
-      }
     }
     return exact_;
+  }
+
+  // Says once that 8-bit weights run the direct loops for lack of VNNI.
+  static void WarnLoops() {
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      WEFT_SDK_LOG(WARNING) << "int8 weights use 8 bits and this CPU has no VNNI: quantized products and NCHW "
+                               "convolutions with them run on direct loops, an order of magnitude slower than "
+                               "oneDNN's int8 kernels; quantize with `weft quantize --weight-bits 7` for those "
+                               "(docs/quantization.md)";
+    });
   }
 
  private:
@@ -488,6 +491,82 @@ class DnnlQMatMul {
   dnnl::matmul primitive_;
   std::shared_ptr<ReorderedWeights> weights_;
 };
+// 8-bit weights without VNNI, exactly: w = 2a + b with a = w >> 1 in
+// [-64, 63] and b = w - 2a in {0, 1}, two products oneDNN sums exactly in
+// int32 (pairs of u8 x a stay within 16 bits), added, then requantized by
+// the direct loops' code. About twice the time of 7-bit weights, where
+// the loops take an order of magnitude more (BENCHMARKS.md).
+class SplitWeights {
+ public:
+  // The halves of |filter| (int8), made again when its buffer changes.
+  std::pair<const int8_t*, const int8_t*> For(const Tensor& filter) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (source_ != filter.data || halves_ == nullptr) {
+      auto halves = std::make_shared<std::vector<int8_t>>(static_cast<std::size_t>(2 * filter.num_elements));
+      const auto* w = filter.as<int8_t>();
+      for (int64_t i = 0; i < filter.num_elements; ++i) {
+        const auto a = static_cast<int8_t>(w[i] >> 1);
+        (*halves)[static_cast<std::size_t>(i)] = a;
+        (*halves)[static_cast<std::size_t>(filter.num_elements + i)] = static_cast<int8_t>(w[i] - 2 * a);
+      }
+      halves_ = std::move(halves);
+      source_ = filter.data;
+    }
+    return {halves_->data(), halves_->data() + filter.num_elements};
+  }
+
+ private:
+  std::mutex mutex_;
+  const void* source_ = nullptr;
+  std::shared_ptr<std::vector<int8_t>> halves_;
+};
+
+// An int8 oneDNN (depthwise) convolution giving the int32 sums of the
+// centered input and a filter (no scales, bias or post-ops), NHWC, for one
+// geometry: run once per half of split weights. The halves' reordered
+// copies are kept while their bytes are unchanged.
+class DnnlConvSums {
+ public:
+  DnnlConvSums(const Geometry& g, bool depthwise, const QuantAttrs& q) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    src_md_ = dnnl::memory::desc({g.batch, g.channels, g.in_h, g.in_w}, DnnlType(q.tin), tag::nhwc);
+    dst_md_ = dnnl::memory::desc({g.batch, g.out_channels, g.out_h, g.out_w}, dt::s32, tag::nhwc);
+    filter_md_ = FilterDesc(g, depthwise, dt::s8);
+    dnnl::primitive_attr attr;
+    if (q.input_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {q.input_zero_point});
+    const dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                        src_md_, AnyLayout(filter_md_), dst_md_, {g.stride_h, g.stride_w},
+                                        {g.dilation_h - 1, g.dilation_w - 1}, {g.pad_top, g.pad_left},
+                                        {g.pad_bottom, g.pad_right}),
+        attr, Engine());
+    if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) throw dnnl::error(dnnl_unimplemented, "ref");
+    primitive_ = dnnl::convolution_forward(pd);
+    for (auto& half : halves_) half = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
+  }
+
+  // sums[k] = conv(input - zero point, half k) for the halves a and b.
+  void Run(const void* input, const int8_t* a, const int8_t* b, int32_t* sum_a, int32_t* sum_b) {
+    UseIntraOpThreads();
+    dnnl::stream& stream = Stream();
+    const std::pair<const int8_t*, int32_t*> runs[] = {{a, sum_a}, {b, sum_b}};
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto [half, sum] = runs[k];
+      primitive_.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(src_md_, Engine(), const_cast<void*>(input))},
+                                  {DNNL_ARG_WEIGHTS, halves_[k]->as_given()
+                                                         ? dnnl::memory(filter_md_, Engine(), const_cast<int8_t*>(half))
+                                                         : halves_[k]->Get(half, stream, /*constant=*/false)},
+                                  {DNNL_ARG_DST, dnnl::memory(dst_md_, Engine(), sum)}});
+    }
+    stream.wait();
+  }
+
+ private:
+  dnnl::memory::desc src_md_, dst_md_, filter_md_;
+  dnnl::convolution_forward primitive_;
+  std::unique_ptr<ReorderedWeights> halves_[2];
+};
 #endif  // !WEFT_CPU_LITE
 
 // The bias (f32, one per channel) and residual (the output's dtype and
@@ -532,14 +611,31 @@ class QConv2DKernel {
     Tensor output = ctx.allocate_output(0, g.OutputDims(attrs_.nchw));
     const QuantArgs args = ReadQuantArgs(ctx, q_, g.out_channels, output.dims);
     if (output.num_elements == 0) return;
+    Tensor acc = ctx.allocate_temp(WEFT_DTYPE_I32, {g.batch, g.out_h, g.out_w, g.out_channels});
 #if !defined(WEFT_CPU_LITE)
-    if (g.channels > 0 && exact_(filter)) {
+    if (g.channels > 0) {
       Dims key = input.dims;
       key.insert(key.end(), filter.dims.begin(), filter.dims.end());
-      if (DnnlQConv* conv = cache_.Get(key, g, attrs_.nchw, depthwise_, dnnl_q_)) {
-        conv->Run(ctx, DnnlInput(ctx, input, dnnl_q_), filter.data, args.bias, args.residual, output.data);
-        return;
+      if (exact_(filter)) {
+        if (DnnlQConv* conv = cache_.Get(key, g, attrs_.nchw, depthwise_, dnnl_q_)) {
+          conv->Run(ctx, DnnlInput(ctx, input, dnnl_q_), filter.data, args.bias, args.residual, output.data);
+          return;
+        }
+      } else if (!attrs_.nchw) {
+        if (DnnlConvSums* sums = sums_cache_.Get(key, g, depthwise_, dnnl_q_)) {
+          const auto [a, b] = split_.For(filter);
+          Tensor sum_b = ctx.allocate_temp(WEFT_DTYPE_I32, acc.dims);
+          int32_t* sum = acc.as<int32_t>();
+          const int32_t* low = sum_b.as<int32_t>();
+          sums->Run(DnnlInput(ctx, input, dnnl_q_), a, b, sum, sum_b.as<int32_t>());
+          ParallelFor(acc.num_elements, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) sum[i] = 2 * sum[i] + low[i];
+          });
+          Requantize(ctx, acc, g, args, output);
+          return;
+        }
       }
+      if (!HasVnni()) ExactInDnnl::WarnLoops();
     }
 #endif
     // The direct loops: centered int32 copies, the convolution of
@@ -547,13 +643,18 @@ class QConv2DKernel {
     // the requantization.
     const Tensor x = Centered(ctx, input, q_.input_zero_point);
     const Tensor w = Centered(ctx, filter, 0);
-    Tensor acc = ctx.allocate_temp(WEFT_DTYPE_I32, {g.batch, g.out_h, g.out_w, g.out_channels});
     const int32_t* in = ReadNhwc<int32_t>(ctx, x, attrs_.nchw);
     if (depthwise_) {
       DirectConv<int32_t, true>(g, in, w.as<int32_t>(), acc.as<int32_t>());
     } else {
       DirectConv<int32_t, false>(g, in, w.as<int32_t>(), acc.as<int32_t>());
     }
+    Requantize(ctx, acc, g, args, output);
+  }
+
+ private:
+  // |acc| (NHWC int32 sums) requantized into |output|.
+  void Requantize(Context& ctx, const Tensor& acc, const Geometry& g, const QuantArgs& args, Tensor& output) {
     WithOutType(q_.tout, [&](auto out_zero) {
       WithOutType(q_.tres, [&](auto res_zero) {
         using Out = decltype(out_zero);
@@ -568,7 +669,6 @@ class QConv2DKernel {
     });
   }
 
- private:
   WindowAttrs attrs_;
   bool depthwise_;
   std::vector<int64_t> pads_;
@@ -577,6 +677,8 @@ class QConv2DKernel {
   QuantAttrs dnnl_q_ = ForDnnl(q_);
   PrimitiveCache<DnnlQConv> cache_;
   ExactInDnnl exact_;
+  PrimitiveCache<DnnlConvSums> sums_cache_;
+  SplitWeights split_;
 #endif
 };
 
@@ -598,6 +700,7 @@ class QMatMulKernel {
     const QuantArgs args = ReadQuantArgs(ctx, q_, n, c.dims);
     if (c.num_elements == 0) return;
 #if !defined(WEFT_CPU_LITE)
+    if (k > 0 && !exact_(b)) ExactInDnnl::WarnLoops();
     if (k > 0 && exact_(b)) {
       if (DnnlQMatMul* prim = cache_.Get(Dims{m, n, k}, m, n, k, tb_, dnnl_q_, weights_)) {
         prim->Run(ctx, DnnlInput(ctx, a, dnnl_q_), b.data, args.bias, args.residual, c.data);
