@@ -52,6 +52,11 @@ void AddNnExports(ExportTable& t);
 void AddShapeExports(ExportTable& t);
 void AddDynamicExports(ExportTable& t);  // onnx_export_dynamic.cc
 
+// 0.5 x (1 + erf(x / sqrt 2)) of |x| into |out| (the tanh form when
+// |approximate|), named under the node: Gelu's export and the fused ops'
+// activation.
+void EmitGelu(ExportContext& c, const std::string& x, bool approximate, const std::string& out);
+
 // An export function emitting ONNX op |onnx_op| of the node's first
 // |inputs| inputs (ExportContext::Simple).
 ExportFn Same(std::string onnx_op, int inputs);

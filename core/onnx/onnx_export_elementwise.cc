@@ -60,26 +60,9 @@ Status ClipByValue(ExportContext& c) {
   return Status();
 }
 
-// x * Phi(x): 0.5 x (1 + erf(x / sqrt 2)); the tanh form when approximate.
+// x * Phi(x) (EmitGelu, the tanh form when approximate).
 Status Gelu(ExportContext& c) {
-  const std::string& base = c.name();
-  const DType dt = c.dtype();
-  const std::string x = c.In(0);
-  std::string inner;
-  if (c.Bool("approximate")) {
-    const std::string x3 = c.Emit1("Mul", {x, c.Emit1("Mul", {x, x}, base + "/x2")}, base + "/x3");
-    const std::string poly = c.Emit1(
-        "Add", {x, c.Emit1("Mul", {x3, c.ScalarConst(base + "/c", dt, 0.044715)}, base + "/cx3")}, base + "/poly");
-    inner = c.Emit1("Tanh",
-                    {c.Emit1("Mul", {poly, c.ScalarConst(base + "/k", dt, std::sqrt(2.0 / M_PI))}, base + "/scaled")},
-                    base + "/tanh");
-  } else {
-    inner = c.Emit1("Erf", {c.Emit1("Mul", {x, c.ScalarConst(base + "/rsqrt2", dt, M_SQRT1_2)}, base + "/scaled")},
-                    base + "/erf");
-  }
-  const std::string one_plus = c.Emit1("Add", {inner, c.ScalarConst(base + "/one", dt, 1)}, base + "/one_plus");
-  c.Emit("Mul", {c.Emit1("Mul", {x, c.ScalarConst(base + "/half", dt, 0.5)}, base + "/half_x"), one_plus}, {c.out()},
-         base);
+  EmitGelu(c, c.In(0), c.Bool("approximate"), c.out());
   return Status();
 }
 
@@ -114,6 +97,26 @@ Status FloorMod(ExportContext& c) {
 }
 
 }  // namespace
+
+void EmitGelu(ExportContext& c, const std::string& x, bool approximate, const std::string& out) {
+  const std::string& base = c.name();
+  const DType dt = c.dtype();
+  std::string inner;
+  if (approximate) {
+    const std::string x3 = c.Emit1("Mul", {x, c.Emit1("Mul", {x, x}, base + "/x2")}, base + "/x3");
+    const std::string poly = c.Emit1(
+        "Add", {x, c.Emit1("Mul", {x3, c.ScalarConst(base + "/c", dt, 0.044715)}, base + "/cx3")}, base + "/poly");
+    inner = c.Emit1("Tanh",
+                    {c.Emit1("Mul", {poly, c.ScalarConst(base + "/k", dt, std::sqrt(2.0 / M_PI))}, base + "/scaled")},
+                    base + "/tanh");
+  } else {
+    inner = c.Emit1("Erf", {c.Emit1("Mul", {x, c.ScalarConst(base + "/rsqrt2", dt, M_SQRT1_2)}, base + "/scaled")},
+                    base + "/erf");
+  }
+  const std::string one_plus = c.Emit1("Add", {inner, c.ScalarConst(base + "/one", dt, 1)}, base + "/one_plus");
+  c.Emit("Mul", {c.Emit1("Mul", {x, c.ScalarConst(base + "/half", dt, 0.5)}, base + "/half_x"), one_plus}, {out},
+         base + "/gelu");
+}
 
 void AddElementwiseExports(ExportTable& t) {
   // Weft op -> the ONNX op of the same inputs.

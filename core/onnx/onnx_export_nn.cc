@@ -160,9 +160,10 @@ Status Activation(ExportContext& c, const std::string& x, const std::string& out
            [alpha](onnx::NodeProto* p) { AttrFloat(p, "alpha", alpha); });
   } else if (act == "Swish") {
     c.Emit("Mul", {x, c.Emit1("Sigmoid", {x}, base + "/sigmoid")}, {out}, base + "/swish");
+  } else if (act == "Gelu" || act == "GeluTanh") {
+    EmitGelu(c, x, act == "GeluTanh", out);
   } else {
-    return UnimplementedError("the fused activation ", act,
-                              " (export the model before `weft optimize`, which fused it)");
+    return InvalidArgumentError("unknown fused activation ", Quote(act));
   }
   return Status();
 }

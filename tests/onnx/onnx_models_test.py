@@ -9,6 +9,10 @@ the fly, initializers frozen) must give the same output within a relative
 error of 1e-4: max |weft - torch| / max |torch| over the output (an
 element-wise ratio means nothing where torch's value is near 0).
 
+Each model also goes through `weft import` and `weft export` (a round
+trip), and through `weft optimize --level 2` and `weft export` (the fused
+ops exported as what they fuse), each result run again against PyTorch.
+
 Each .onnx model also runs at `--optimize 0`: the graph optimizer
 (docs/optimizer.md) must not change its output, bitwise at level 1 (whose
 passes change no arithmetic), within 1e-5 relative above it.
@@ -44,17 +48,17 @@ def main():
     for name in args.models.split(","):
         failures += check(args.cli, workdir, name, name + ".onnx", "weft run")
         failures += check_levels(args.cli, workdir, name)
+        onnx = os.path.join(workdir, name + ".onnx")
         wg = os.path.join(workdir, name + ".wg")
-        rt = os.path.join(workdir, name + ".roundtrip.onnx")
-        for step in (["import", os.path.join(workdir, name + ".onnx"), "-o", wg, "--freeze"],
-                     ["export", wg, "--output", "output", "-o", rt]):
-            proc = subprocess.run([args.cli] + step, capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0:
-                print(f"FAIL {name}: weft {step[0]} exited {proc.returncode}: {proc.stderr.strip()}")
-                failures += 1
-                break
-        else:
-            failures += check(args.cli, workdir, name, name + ".roundtrip.onnx", "round trip")
+        failures += through(args.cli, workdir, name, "round trip", [
+            ["import", onnx, "-o", wg, "--freeze"],
+            ["export", wg, "--output", "output", "-o", os.path.join(workdir, name + ".roundtrip.onnx")]])
+        # Optimized first (level 2: the fused ops, which export as what they
+        # fuse), then exported and run again.
+        opt = os.path.join(workdir, name + ".opt.wg")
+        failures += through(args.cli, workdir, name, "optimized, exported", [
+            ["optimize", onnx, "--level", "2", "-o", opt],
+            ["export", opt, "--output", "output", "-o", os.path.join(workdir, name + ".opt.onnx")]])
         if name in IMAGE_MODELS:
             # The channels-first path (weft import --nchw): convolutions as ONNX lays them out.
             nchw = os.path.join(workdir, name + ".nchw.wg")
@@ -66,6 +70,17 @@ def main():
             else:
                 failures += check(args.cli, workdir, name, name + ".nchw.wg", "nchw")
     return 1 if failures else 0
+
+
+def through(cli, workdir, name, label, steps):
+    """Runs the weft commands |steps|, then checks the .onnx the last one
+    wrote; the failures (0 or 1)."""
+    for step in steps:
+        proc = subprocess.run([cli] + step, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            print(f"FAIL {name}: weft {step[0]} exited {proc.returncode}: {proc.stderr.strip()}")
+            return 1
+    return check(cli, workdir, name, os.path.basename(steps[-1][-1]), label)
 
 
 IMAGE_MODELS = {"cnn", "resnet18", "mobilenet_v2", "upsample", "densenet121", "efficientnet_b0_64", "decoder"}
