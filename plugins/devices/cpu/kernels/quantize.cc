@@ -325,6 +325,13 @@ struct DnnlRequant {
   }
 };
 
+// Declines (as PrimitiveCache takes a dnnl::error) a primitive oneDNN made
+// from its reference implementation: slower than the direct loops here.
+template <class Pd>
+void RefuseReference(const Pd& pd) {
+  if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) throw dnnl::error(dnnl_unimplemented, "ref");
+}
+
 // Whether oneDNN's int8 products are exact for these weights. Without
 // VNNI, oneDNN's x86 kernels add pairs of u8 x s8 products in 16 bits
 // (vpmaddubsw), which saturates once weights exceed 7 bits (255 * 127 * 2
@@ -420,8 +427,7 @@ class DnnlQConv {
                : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_md_, any_weights,
                                                  dst_md_, strides, dilations, before, after);
     const dnnl::convolution_forward::primitive_desc pd(desc, requant_.attr, Engine());
-    // oneDNN's reference int8 convolution is slower than the loops here.
-    if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) throw dnnl::error(dnnl_unimplemented, "ref");
+    RefuseReference(pd);
     primitive_ = dnnl::convolution_forward(pd);
     weights_ = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
   }
@@ -464,7 +470,7 @@ class DnnlQMatMul {
     const dnnl::matmul::primitive_desc pd(
         q.bias ? dnnl::matmul::desc(a_md_, any_b, bias_md_, c_md_) : dnnl::matmul::desc(a_md_, any_b, c_md_),
         requant_.attr, Engine());
-    if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) throw dnnl::error(dnnl_unimplemented, "ref");
+    RefuseReference(pd);
     primitive_ = dnnl::matmul(pd);
     weights_ = pool.For(b_md_, pd.weights_desc());
   }
@@ -491,6 +497,7 @@ class DnnlQMatMul {
   dnnl::matmul primitive_;
   std::shared_ptr<ReorderedWeights> weights_;
 };
+
 // 8-bit weights without VNNI, exactly: w = 2a + b with a = w >> 1 in
 // [-64, 63] and b = w - 2a in {0, 1}, two products oneDNN sums exactly in
 // int32 (pairs of u8 x a stay within 16 bits), added, then requantized by
@@ -541,7 +548,7 @@ class DnnlConvSums {
                                         {g.dilation_h - 1, g.dilation_w - 1}, {g.pad_top, g.pad_left},
                                         {g.pad_bottom, g.pad_right}),
         attr, Engine());
-    if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) throw dnnl::error(dnnl_unimplemented, "ref");
+    RefuseReference(pd);
     primitive_ = dnnl::convolution_forward(pd);
     for (auto& half : halves_) half = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
   }
@@ -700,8 +707,9 @@ class QMatMulKernel {
     const QuantArgs args = ReadQuantArgs(ctx, q_, n, c.dims);
     if (c.num_elements == 0) return;
 #if !defined(WEFT_CPU_LITE)
-    if (k > 0 && !exact_(b)) ExactInDnnl::WarnLoops();
-    if (k > 0 && exact_(b)) {
+    const bool exact = k > 0 && exact_(b);
+    if (k > 0 && !exact) ExactInDnnl::WarnLoops();
+    if (exact) {
       if (DnnlQMatMul* prim = cache_.Get(Dims{m, n, k}, m, n, k, tb_, dnnl_q_, weights_)) {
         prim->Run(ctx, DnnlInput(ctx, a, dnnl_q_), b.data, args.bias, args.residual, c.data);
         return;
