@@ -1,10 +1,9 @@
 // The C inference API (capi/include/weft/weft_inference.h,
-// docs/embedding.md) over the core: a model is a checked GraphDef with the
-// names of its inputs and outputs, a session a PluginHost, its devices and
-// a runtime::Session. No C++ exception crosses the C boundary.
+// docs/embedding.md): C arguments checked and converted, then the
+// inference path that `weft run` takes too (capi/inference.h). No C++
+// exception crosses the C boundary.
 #include "weft/weft_inference.h"
 
-#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <memory>
@@ -12,20 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "capi/inference.h"
 #include "core/base/status.h"
 #include "core/base/strings.h"
-#include "core/config/config.h"
-#include "core/graph/graph.h"
-#include "core/graph/graph_walk.h"
-#include "core/graph/serialize.h"
-#if !defined(WEFT_LITE)
-#include "core/onnx/onnx.h"
-#endif
 #include "core/passes/pass.h"
-#include "core/plugin/linked_plugins.h"
-#include "core/plugin/plugin_host.h"
-#include "core/runtime/device_set.h"
-#include "core/runtime/session.h"
 #include "core/tensor/size.h"
 #include "core/tensor/tensor.h"
 
@@ -33,11 +22,6 @@ struct weft_error {
   int32_t code;
   std::string message;
 };
-
-#if defined(WEFT_LITE)
-// The CPU plugin, linked in (plugins/devices/cpu, WEFT_SDK_LINKED_PLUGIN).
-extern "C" weft_status_t weft_linked_plugin_init_cpu(const weft_host_t* host, const weft_plugin_t** out_plugin);
-#endif
 
 namespace {
 
@@ -48,15 +32,7 @@ using weft::Status;
 using weft::StrCat;
 using weft::Tensor;
 
-// One input or output: the name callers use, the graph tensor behind it,
-// and what it holds.
-struct Port {
-  std::string name;
-  std::string tensor;
-  weft_dtype_t dtype = WEFT_DTYPE_INVALID;
-  int32_t rank = -1;
-  std::vector<int64_t> dims;
-};
+using weft::inference::Port;
 
 // Host memory the caller lent for one run: tensors over it copy nothing.
 class LentBuffer : public weft::Buffer {
@@ -95,43 +71,18 @@ weft_error_t* Guard(const char* function, Body&& body) {
   }
 }
 
-Expected<Port> PortOf(const weft::Graph& graph, const std::string& name, const std::string& tensor) {
-  WEFT_ASSIGN_OR_RETURN(weft::Endpoint end, graph.ResolveTensor(tensor));
-  const weft::Graph::Node& node = graph.node(end.node);
-  const weft::Shape& shape = node.output_shapes[static_cast<std::size_t>(end.index)];
-  Port port;
-  port.name = name;
-  port.tensor = tensor;
-  port.dtype = static_cast<weft_dtype_t>(node.output_types[static_cast<std::size_t>(end.index)]);
-  if (!shape.unknown_rank()) {
-    port.rank = static_cast<int32_t>(shape.rank());
-    port.dims = shape.dims();
-  }
-  return port;
-}
-
 }  // namespace
 
 struct weft_model {
-  std::string source;  // the file, or "<memory>"
-  weft::GraphDef def;
-  std::vector<Port> inputs;
-  std::vector<Port> outputs;
+  weft::inference::Model model;
 };
 
 struct weft_session_options {
-  weft::runtime::SessionOptions session;
-  std::vector<std::string> plugin_paths;
-  std::string device;           // preferred device type; empty: the default order
-  weft::config::Config config;  // set_config's file, else the embedded default
+  weft::inference::SessionSettings settings;
 };
 
 struct weft_session {
-  std::string source;
-  std::unique_ptr<weft::plugin::PluginHost> host;
-  std::unique_ptr<weft::runtime::Session> session;
-  std::vector<Port> inputs;
-  std::vector<Port> outputs;
+  std::unique_ptr<weft::inference::Session> session;
 };
 
 struct weft_array {
@@ -140,92 +91,29 @@ struct weft_array {
 
 namespace {
 
-// The model's ports: ONNX's own names when it has them, else the
-// Placeholders its outputs need and the nodes nothing reads.
-Expected<std::unique_ptr<weft_model_t>> MakeModel(std::string source, weft::GraphDef def,
-                                                  std::vector<std::string> input_names,
-                                                  std::vector<std::string> input_tensors,
-                                                  std::vector<std::string> output_names,
-                                                  std::vector<std::string> output_tensors) {
-  auto graph = weft::Graph::FromGraphDef(def);
-  if (!graph.ok()) return graph.status().WithContext(source);
-  if (output_names.empty()) output_names = output_tensors = weft::UnreadOutputs(*graph);
-  if (output_names.empty()) return weft::InvalidArgumentError(source, ": the model computes nothing to fetch");
-  if (input_names.empty()) {
-    std::vector<weft::Endpoint> ends;
-    for (const std::string& t : output_tensors) {
-      WEFT_ASSIGN_OR_RETURN(weft::Endpoint end, graph->ResolveTensor(t));
-      ends.push_back(end);
-    }
-    input_names = input_tensors = weft::PlaceholdersFeeding(*graph, ends);
-  }
-  auto model = std::make_unique<weft_model_t>();
-  model->source = std::move(source);
-  for (std::size_t i = 0; i < input_names.size(); ++i) {
-    WEFT_ASSIGN_OR_RETURN(Port port, PortOf(*graph, input_names[i], input_tensors[i]));
-    model->inputs.push_back(std::move(port));
-  }
-  for (std::size_t i = 0; i < output_names.size(); ++i) {
-    WEFT_ASSIGN_OR_RETURN(Port port, PortOf(*graph, output_names[i], output_tensors[i]));
-    model->outputs.push_back(std::move(port));
-  }
-  model->def = std::move(def);
-  return model;
-}
-
-#if defined(WEFT_LITE)
-// The lite build (docs/lite.md) reads .wg graphs only, which the full
-// build's `weft optimize` writes.
-constexpr const char* kLiteOnly =
-    "this is a lite build, which reads .wg graphs only; convert and optimize the model with the full build's "
-    "`weft optimize MODEL -o MODEL.wg` (docs/lite.md)";
-#else
-Expected<std::unique_ptr<weft_model_t>> FromOnnx(weft::onnx_io::ImportedModel m, std::string source) {
-  return MakeModel(std::move(source), std::move(m.def), std::move(m.input_names), std::move(m.inputs),
-                   std::move(m.output_names), std::move(m.outputs));
-}
-#endif
-
-weft_error_t* Store(Expected<std::unique_ptr<weft_model_t>> model, weft_model_t** out) {
+// A model the C API can run: one with something to fetch.
+weft_error_t* Store(Expected<weft::inference::Model> model, weft_model_t** out) {
   if (!model.ok()) return ErrorOf(model.status());
-  *out = model->release();
-  return nullptr;
-}
-
-const Port* FindPort(const std::vector<Port>& ports, std::string_view name) {
-  for (const Port& p : ports) {
-    if (p.name == name) return &p;
+  if (model->outputs().empty()) {
+    return ErrorOf(weft::InvalidArgumentError(model->source(), ": the model computes nothing to fetch"));
   }
+  *out = new weft_model_t{std::move(*model)};
   return nullptr;
-}
-
-std::string PortNames(const std::vector<Port>& ports) {
-  std::vector<std::string> names;
-  for (const Port& p : ports) names.push_back(Quote(p.name));
-  return names.empty() ? std::string("none") : weft::StrJoin(names, ", ");
 }
 
 // The tensor a feed describes, over the caller's memory when it is
 // aligned as kernels expect, else copied.
-Expected<Tensor> FeedTensor(const weft_session_t& s, const weft_feed_t& feed, std::size_t index) {
+Expected<Tensor> FeedTensor(const weft::inference::Session& s, const weft_feed_t& feed, std::size_t index) {
   if (feed.name == nullptr) return weft::InvalidArgumentError("feeds[", index, "]: the name is NULL");
-  const Port* port = FindPort(s.inputs, feed.name);
+  const Port* port = s.FindInput(feed.name);
   if (port == nullptr) {
     return weft::InvalidArgumentError("feeds[", index, "]: the model has no input ", Quote(feed.name),
-                                      " (its inputs: ", PortNames(s.inputs), ")");
+                                      " (its inputs: ", weft::inference::PortNames(s.inputs()), ")");
   }
   const std::string what = StrCat("input ", Quote(feed.name));
-  if (feed.dtype != port->dtype) {
-    return weft::InvalidArgumentError(what, " is ", weft::DTypeName(static_cast<DType>(port->dtype)), ", not ",
-                                      weft::DTypeName(static_cast<DType>(feed.dtype)));
-  }
   if (feed.rank < 0 || feed.rank > WEFT_MAX_RANK || (feed.rank > 0 && feed.dims == nullptr)) {
     return weft::InvalidArgumentError(what, ": rank ", feed.rank, " with dims ",
                                       feed.dims == nullptr ? "NULL" : "given", " (rank 0 to ", WEFT_MAX_RANK, ")");
-  }
-  if (feed.dtype == WEFT_DTYPE_STRING || feed.dtype == WEFT_DTYPE_RESOURCE) {
-    return weft::UnimplementedError(what, ": ", weft::DTypeName(static_cast<DType>(feed.dtype)),
-                                    " tensors cannot be fed through the C API yet");
   }
   std::vector<int64_t> dims(feed.dims, feed.dims + feed.rank);
   for (int32_t i = 0; i < feed.rank; ++i) {
@@ -235,9 +123,10 @@ Expected<Tensor> FeedTensor(const weft_session_t& s, const weft_feed_t& feed, st
     }
   }
   const weft::Shape shape(dims);
-  if (port->rank >= 0 && !weft::Shape(port->dims).IsCompatibleWith(shape)) {
-    return weft::InvalidArgumentError(what, ": shape ", shape.ToString(), " does not fit the model's ",
-                                      weft::Shape(port->dims).ToString());
+  WEFT_RETURN_IF_ERROR(weft::inference::CheckFeed(*port, static_cast<DType>(feed.dtype), shape));
+  if (feed.dtype == WEFT_DTYPE_STRING || feed.dtype == WEFT_DTYPE_RESOURCE) {
+    return weft::UnimplementedError(what, ": ", weft::DTypeName(static_cast<DType>(feed.dtype)),
+                                    " tensors cannot be fed through the C API yet");
   }
   Expected<uint64_t> size = weft::TensorBytes(static_cast<DType>(feed.dtype), shape);
   if (!size.ok()) return size.status().WithContext(what);
@@ -281,37 +170,6 @@ Status Deliver(Tensor t, weft_fetch_t& fetch) {
   return Status();
 }
 
-// What `weft run` runs with when no config is given: the embedded
-// default's [runtime], [placement], [graph_optimizer] and [plugins].
-Expected<weft_session_options_t> DefaultOptions() {
-  weft_session_options_t options;
-#if defined(WEFT_LITE)
-  // The lite build has no TOML, so its defaults are Config's own, and no
-  // graph optimizer (docs/lite.md).
-  options.session = weft::runtime::SessionOptions::FromConfig(options.config);
-  options.session.optimizer.level = 0;
-#else
-  WEFT_ASSIGN_OR_RETURN(options.config, weft::config::DefaultConfig());
-  options.session = weft::runtime::SessionOptions::FromConfig(options.config);
-#endif
-  return options;
-}
-
-// Whether a loaded plugin has a device of |type|.
-Status HasDevice(const weft::runtime::DeviceSet& devices, const std::string& type) {
-  const auto& types = devices.types();
-  if (std::find(types.begin(), types.end(), type) == types.end()) {
-    return weft::NotFoundError("device type ", Quote(type), ": no loaded plugin has it (loaded: ",
-                               types.empty() ? std::string("none") : weft::StrJoin(types, ", "), ")");
-  }
-  WEFT_ASSIGN_OR_RETURN(auto opened, devices.Devices({type}));
-  const bool any = std::any_of(opened.begin(), opened.end(), [&](const auto* d) { return d->type() == type; });
-  if (!any) {
-    return weft::UnavailableError("device type ", Quote(type), ": its plugin is loaded but finds no device here");
-  }
-  return Status();
-}
-
 weft_error_t* Info(const std::vector<Port>& ports, size_t index, weft_tensor_info_t* out, const char* what) {
   if (out == nullptr) return InvalidArgument("weft_session_", what, "_info: out is NULL");
   if (index >= ports.size()) {
@@ -319,7 +177,7 @@ weft_error_t* Info(const std::vector<Port>& ports, size_t index, weft_tensor_inf
   }
   const Port& p = ports[index];
   out->name = p.name.c_str();
-  out->dtype = p.dtype;
+  out->dtype = static_cast<weft_dtype_t>(p.dtype);
   out->rank = p.rank;
   out->dims = p.dims.data();
   return nullptr;
@@ -343,21 +201,7 @@ weft_error_t* weft_model_load(const char* path, weft_model_t** out) {
   return Guard("weft_model_load", [&]() -> weft_error_t* {
     if (path == nullptr || out == nullptr) return InvalidArgument("weft_model_load: path and out must not be NULL");
     *out = nullptr;
-#if defined(WEFT_LITE)
-    const std::string_view p = path;
-    if (!p.ends_with(".wg")) return ErrorOf(weft::UnimplementedError(Quote(p), ": ", kLiteOnly));
-#else
-    if (weft::onnx_io::IsOnnxPath(path)) {
-      weft::onnx_io::ImportOptions import;
-      import.freeze = true;
-      auto m = weft::onnx_io::ImportOnnxFile(path, import);
-      if (!m.ok()) return ErrorOf(m.status());
-      return Store(FromOnnx(std::move(*m), path), out);
-    }
-#endif
-    auto def = weft::ReadGraphFile(path);
-    if (!def.ok()) return ErrorOf(def.status());
-    return Store(MakeModel(path, std::move(*def), {}, {}, {}, {}), out);
+    return Store(weft::inference::Model::Load(path), out);
   });
 }
 
@@ -367,26 +211,9 @@ weft_error_t* weft_model_load_memory(const void* data, size_t size, const char* 
       return InvalidArgument("weft_model_load_memory: data, format and out must not be NULL");
     }
     *out = nullptr;
-    const std::string_view bytes(static_cast<const char*>(data), size);
-    const std::string_view f = format;
-#if defined(WEFT_LITE)
-    if (f != "wg") return ErrorOf(weft::UnimplementedError("format ", Quote(f), ": ", kLiteOnly));
-#else
-    if (f == "onnx") {
-      weft::onnx_io::ImportOptions import;
-      import.freeze = true;
-      auto m = weft::onnx_io::ImportOnnxBytes(bytes, "<memory>", "", import);
-      if (!m.ok()) return ErrorOf(m.status());
-      return Store(FromOnnx(std::move(*m), "<memory>"), out);
-    }
-    if (f != "wg" && f != "wgt") {
-      return InvalidArgument("weft_model_load_memory: format ", Quote(f), " is not \"onnx\", \"wg\" or \"wgt\"");
-    }
-#endif
-    auto def =
-        weft::ParseGraphDef(bytes, f == "wg" ? weft::GraphFormat::kBinary : weft::GraphFormat::kText, "<memory>");
-    if (!def.ok()) return ErrorOf(def.status());
-    return Store(MakeModel("<memory>", std::move(*def), {}, {}, {}, {}), out);
+    auto model = weft::inference::Model::FromMemory(std::string_view(static_cast<const char*>(data), size), format);
+    if (!model.ok()) return ErrorOf(model.status().WithContext("weft_model_load_memory"));
+    return Store(std::move(model), out);
   });
 }
 
@@ -395,9 +222,9 @@ void weft_model_free(weft_model_t* model) { delete model; }
 weft_error_t* weft_session_options_create(weft_session_options_t** out) {
   return Guard("weft_session_options_create", [&]() -> weft_error_t* {
     if (out == nullptr) return InvalidArgument("weft_session_options_create: out is NULL");
-    auto defaults = DefaultOptions();
+    auto defaults = weft::inference::SessionSettings::Defaults();
     if (!defaults.ok()) return ErrorOf(defaults.status());
-    *out = new weft_session_options_t(std::move(*defaults));
+    *out = new weft_session_options_t{std::move(*defaults)};
     return nullptr;
   });
 }
@@ -411,8 +238,8 @@ weft_error_t* weft_session_options_set_threads(weft_session_options_t* options, 
           "not intra_op ",
           intra_op, ", inter_op ", inter_op);
     }
-    options->session.intra_op_threads = intra_op;
-    options->session.inter_op_threads = inter_op;
+    options->settings.session.intra_op_threads = intra_op;
+    options->settings.session.inter_op_threads = inter_op;
     return nullptr;
   });
 }
@@ -431,7 +258,7 @@ weft_error_t* weft_session_options_set_optimizer_level(weft_session_options_t* o
       return InvalidArgument("weft_session_options_set_optimizer_level: level ", level, " is not 0 to ",
                              weft::passes::kMaxLevel);
     }
-    options->session.optimizer.level = level;
+    options->settings.session.optimizer.level = level;
     return nullptr;
   });
 }
@@ -445,11 +272,11 @@ weft_error_t* weft_session_options_set_plugin_path(weft_session_options_t* optio
     return ErrorOf(weft::UnimplementedError(
         "weft_session_options_set_plugin_path: the lite build loads no plugins; its CPU kernels are linked in"));
 #endif
-    options->plugin_paths.clear();
+    options->settings.plugin_paths.clear();
     for (std::string_view rest = paths; !rest.empty();) {
       const std::size_t colon = rest.find(':');
       const std::string_view entry = rest.substr(0, colon);
-      if (!entry.empty()) options->plugin_paths.emplace_back(entry);
+      if (!entry.empty()) options->settings.plugin_paths.emplace_back(entry);
       rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
     }
     return nullptr;
@@ -468,8 +295,8 @@ weft_error_t* weft_session_options_set_config(weft_session_options_t* options, c
 #else
     auto config = weft::config::LoadConfigFile(path);
     if (!config.ok()) return ErrorOf(config.status());
-    options->session = weft::runtime::SessionOptions::FromConfig(*config);
-    options->config = std::move(*config);
+    options->settings.session = weft::runtime::SessionOptions::FromConfig(*config);
+    options->settings.config = std::move(*config);
     return nullptr;
 #endif
   });
@@ -484,7 +311,7 @@ weft_error_t* weft_session_options_set_device(weft_session_options_t* options, c
     if (type.starts_with("/device:")) type = type.substr(8);
     if (type.empty()) return InvalidArgument("weft_session_options_set_device: the device type is empty");
     for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    options->device = std::move(type);
+    options->settings.device = std::move(type);
     return nullptr;
   });
 }
@@ -497,44 +324,12 @@ weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_
     if (model == nullptr || out == nullptr)
       return InvalidArgument("weft_session_create: model and out must not be NULL");
     *out = nullptr;
-    Expected<weft_session_options_t> defaults = weft_session_options_t();
-    if (options == nullptr) defaults = DefaultOptions();
+    Expected<weft::inference::SessionSettings> defaults = weft::inference::SessionSettings();
+    if (options == nullptr) defaults = weft::inference::SessionSettings::Defaults();
     if (!defaults.ok()) return ErrorOf(defaults.status());
-    const weft_session_options_t& o = options != nullptr ? *options : *defaults;
-    weft::config::Config config = o.config;
-    // The options' paths first, then the config's [plugins] paths.
-    std::vector<std::string> paths = o.plugin_paths;
-    paths.insert(paths.end(), config.plugins.paths.begin(), config.plugins.paths.end());
-    config.plugins.paths = std::move(paths);
-    weft::plugin::PluginHostOptions host_options;
-    host_options.defer_device_count = true;
-    host_options.skip_kinds = {weft::plugin::PluginKind::kTransport, weft::plugin::PluginKind::kCollectives};
-    auto s = std::make_unique<weft_session_t>();
-    s->source = model->source;
-    s->host = std::make_unique<weft::plugin::PluginHost>(std::move(config), host_options);
-#if defined(WEFT_LITE)
-    weft::plugin::RegisterLinkedPlugin("cpu", weft_linked_plugin_init_cpu);
-    if (Status loaded = s->host->Load("linked:cpu"); !loaded.ok()) return ErrorOf(loaded);
-#else
-    if (Status loaded = s->host->LoadAll(); !loaded.ok()) return ErrorOf(loaded);
-#endif
-    auto devices = weft::runtime::DeviceSet::Open(*s->host, weft::runtime::DeviceSet::Opening::kLazy);
-    if (!devices.ok()) return ErrorOf(devices.status());
-    weft::runtime::SessionOptions session_options = o.session;
-    if (!o.device.empty()) {
-      if (Status found = HasDevice(**devices, o.device); !found.ok()) return ErrorOf(found);
-      auto& priority = session_options.placement.priority;
-      priority.erase(std::remove(priority.begin(), priority.end(), o.device), priority.end());
-      priority.insert(priority.begin(), o.device);
-    }
-    auto graph = weft::Graph::FromGraphDef(model->def);
-    if (!graph.ok()) return ErrorOf(graph.status().WithContext(model->source));
-    auto session = weft::runtime::Session::Create(std::move(*graph), std::move(*devices), session_options);
-    if (!session.ok()) return ErrorOf(session.status().WithContext(model->source));
-    s->session = std::move(*session);
-    s->inputs = model->inputs;
-    s->outputs = model->outputs;
-    *out = s.release();
+    auto session = weft::inference::Session::Create(model->model, options != nullptr ? options->settings : *defaults);
+    if (!session.ok()) return ErrorOf(session.status());
+    *out = new weft_session_t{std::move(*session)};
     return nullptr;
   });
 }
@@ -542,24 +337,24 @@ weft_error_t* weft_session_create(const weft_model_t* model, const weft_session_
 void weft_session_free(weft_session_t* session) { delete session; }
 
 size_t weft_session_input_count(const weft_session_t* session) {
-  return session == nullptr ? 0 : session->inputs.size();
+  return session == nullptr ? 0 : session->session->inputs().size();
 }
 
 size_t weft_session_output_count(const weft_session_t* session) {
-  return session == nullptr ? 0 : session->outputs.size();
+  return session == nullptr ? 0 : session->session->outputs().size();
 }
 
 weft_error_t* weft_session_input_info(const weft_session_t* session, size_t index, weft_tensor_info_t* out) {
   return Guard("weft_session_input_info", [&]() -> weft_error_t* {
     if (session == nullptr) return InvalidArgument("weft_session_input_info: session is NULL");
-    return Info(session->inputs, index, out, "input");
+    return Info(session->session->inputs(), index, out, "input");
   });
 }
 
 weft_error_t* weft_session_output_info(const weft_session_t* session, size_t index, weft_tensor_info_t* out) {
   return Guard("weft_session_output_info", [&]() -> weft_error_t* {
     if (session == nullptr) return InvalidArgument("weft_session_output_info: session is NULL");
-    return Info(session->outputs, index, out, "output");
+    return Info(session->session->outputs(), index, out, "output");
   });
 }
 
@@ -571,15 +366,12 @@ weft_error_t* weft_session_run(weft_session_t* session, const weft_feed_t* feeds
       return InvalidArgument("weft_session_run: feeds or fetches is NULL with a count above 0");
     }
     if (num_fetches == 0) return InvalidArgument("weft_session_run: nothing to fetch");
+    const weft::inference::Session& s = *session->session;
     std::vector<std::pair<std::string, Tensor>> inputs;
     for (std::size_t i = 0; i < num_feeds; ++i) {
-      auto t = FeedTensor(*session, feeds[i], i);
+      auto t = FeedTensor(s, feeds[i], i);
       if (!t.ok()) return ErrorOf(t.status());
-      const std::string& tensor = FindPort(session->inputs, feeds[i].name)->tensor;
-      for (const auto& [name, _] : inputs) {
-        if (name == tensor) return InvalidArgument("input ", Quote(feeds[i].name), " is fed twice");
-      }
-      inputs.emplace_back(tensor, std::move(*t));
+      inputs.emplace_back(feeds[i].name, std::move(*t));
     }
     std::vector<std::string> names;
     for (std::size_t i = 0; i < num_fetches; ++i) {
@@ -587,16 +379,15 @@ weft_error_t* weft_session_run(weft_session_t* session, const weft_feed_t* feeds
       f.array = nullptr;
       f.byte_size = 0;
       if (f.name == nullptr) return InvalidArgument("fetches[", i, "]: the name is NULL");
-      const Port* port = FindPort(session->outputs, f.name);
-      if (port == nullptr) {
+      if (s.FindOutput(f.name) == nullptr) {
         return InvalidArgument("fetches[", i, "]: the model has no output ", Quote(f.name),
-                               " (its outputs: ", PortNames(session->outputs), ")");
+                               " (its outputs: ", weft::inference::PortNames(s.outputs()), ")");
       }
-      names.push_back(port->tensor);
+      names.emplace_back(f.name);
     }
     std::vector<Tensor> outputs;
     if (Status run = session->session->Run(inputs, names, {}, &outputs); !run.ok()) {
-      return ErrorOf(run.WithContext(session->source));
+      return ErrorOf(run.WithContext(s.source()));
     }
     // All or nothing: a fetch that fails frees the arrays given before it.
     auto take_back = [&] {

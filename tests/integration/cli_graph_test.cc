@@ -76,10 +76,9 @@ TEST_F(Cli, RunBadInputsAreOneClearError) {
            ": not a valid .npy file: it does not start with the magic \"\\x93NUMPY\"\n"},
       {{"run", graph, "--feed", "x=" + x, "--fetch", "scope/nge"},
        "weft: error: fetch \"scope/nge\": the graph has no node \"scope/nge\"; did you mean \"scope/neg\"?\n"},
-      {{"run", graph, "--feed", "x=" + x64, "--fetch", "scope/sum"},
-       "weft: error: feed \"x\" has dtype f64; the graph expects f32\n"},
+      {{"run", graph, "--feed", "x=" + x64, "--fetch", "scope/sum"}, "weft: error: input \"x\" is f32, not f64\n"},
       {{"run", graph, "--feed", "x=" + x4, "--fetch", "scope/sum"},
-       "weft: error: feed \"x\" has shape [1,4]; the graph expects [?,3]\n"},
+       "weft: error: input \"x\": shape [1,4] does not fit the model's [?,3]\n"},
       {{"run", graph, "--feed", "x=" + x, "--fetch", "scope/sum"},
        "weft: error: node 'y' (Placeholder) on /device:CPU:0: Placeholder 'y' was not fed; give it a value (weft run "
        "--feed y=FILE.npy, or a feed in Session::Run)\n"},

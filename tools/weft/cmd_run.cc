@@ -8,14 +8,13 @@
 #include <memory>
 #include <optional>
 
+#include "capi/inference.h"
 #include "core/base/logging.h"
 #include "core/checkpoint/manager.h"
 #include "core/distributed/cluster_runtime.h"
 #include "core/distributed/dist_session.h"
 #include "core/graph/builder.h"
 #include "core/graph/graph.h"
-#include "core/graph/serialize.h"
-#include "core/onnx/onnx.h"
 #include "core/runtime/session.h"
 #include "core/runtime/trace.h"
 #include "core/tensor/npy.h"
@@ -110,20 +109,19 @@ int Run(Context& ctx, const RunArgs& args) {
     last = now;
     return ms;
   };
-  // With a checkpoint, an .onnx model keeps its variables, to be restored.
-  auto def =
-      args.checkpoint.empty() ? onnx_io::ReadModelFile(args.graph, FrozenImport()) : onnx_io::ReadModelFile(args.graph);
-  if (!def.ok()) return ReportError(def.status());
-  WEFT_LOG(DEBUG) << "run: read " << args.graph << " in " << lap() << " ms";
-  auto graph = Graph::FromGraphDef(std::move(*def));
-  if (!graph.ok()) return ReportError(graph.status().WithContext(args.graph));
-  WEFT_LOG(DEBUG) << "run: checked the graph (" << graph->num_nodes() << " nodes) in " << lap() << " ms";
+  // The model as the C API reads it (capi/inference.h). With a checkpoint,
+  // an .onnx model keeps its variables, to be restored.
+  auto model = inference::Model::Load(args.graph, /*freeze=*/args.checkpoint.empty());
+  if (!model.ok()) return ReportError(model.status());
+  WEFT_LOG(DEBUG) << "run: read and checked " << args.graph << " (" << model->graph().num_nodes() << " nodes) in "
+                  << lap() << " ms";
   std::optional<Restore> restore;
   if (!args.checkpoint.empty()) {
-    auto added = AddRestore(*graph, args.checkpoint);
+    auto added = AddRestore(model->graph(), args.checkpoint);
     if (!added.ok()) return ReportError(added.status().WithContext(StrCat("--checkpoint ", args.checkpoint)));
     restore = std::move(*added);
-    graph = std::move(restore->graph);
+    model = inference::Model::FromGraph(args.graph, std::move(restore->graph));
+    if (!model.ok()) return ReportError(model.status());
   }
 
   std::vector<std::pair<std::string, Tensor>> feeds;
@@ -144,19 +142,20 @@ int Run(Context& ctx, const RunArgs& args) {
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
   WEFT_LOG(DEBUG) << "run: loaded the plugins in " << lap() << " ms";
-  // In this process, or across the tasks of the config's [cluster].
-  std::unique_ptr<runtime::Session> session;
+  // In this process, through the inference path the C API takes, or
+  // across the tasks of the config's [cluster].
+  std::unique_ptr<inference::Session> session;
   std::unique_ptr<dist::DistSession> dist_session;
   if (cluster != nullptr) {
-    auto created =
-        dist::DistSession::Create(std::move(*graph), dist::SessionOptionsFor(*cluster, ctx.config()), **host);
+    auto created = dist::DistSession::Create(model->graph(), dist::SessionOptionsFor(*cluster, ctx.config()), **host);
     if (!created.ok()) return ReportError(created.status());
     dist_session = std::move(*created);
   } else {
-    auto devices = runtime::DeviceSet::Open(**host, runtime::DeviceSet::Opening::kLazy);
-    if (!devices.ok()) return ReportError(devices.status());
-    auto created = runtime::Session::Create(std::move(*graph), std::move(*devices),
-                                            runtime::SessionOptions::FromConfig(ctx.config()));
+    inference::SessionSettings settings;
+    settings.config = ctx.config();
+    settings.session = runtime::SessionOptions::FromConfig(ctx.config());
+    settings.any_tensor = true;  // any tensor of the graph, not only the model's inputs and outputs
+    auto created = inference::Session::Create(*model, settings, *host);
     if (!created.ok()) return ReportError(created.status());
     session = std::move(*created);
   }
