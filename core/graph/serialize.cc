@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -41,7 +42,26 @@ void WriteShape(const Shape& shape, wire::Shape::Builder out) {
   for (int i = 0; i < shape.rank(); ++i) dims.set(static_cast<unsigned>(i), shape.dim(i));
 }
 
-void WriteTensor(const Tensor& t, wire::Tensor::Builder out) {
+// Places tensor contents at multiples of 64 bytes into the file a
+// one-segment message becomes (8 bytes of segment table, then the
+// segment), so that a reader that maps the file can use them where they
+// are (ReadTensor). Padding is a discarded orphan, zeroed where it lies.
+class Aligner {
+ public:
+  explicit Aligner(capnp::MallocMessageBuilder& message) : message_(message) {}
+  void Pad() {
+    auto segments = message_.getSegmentsForOutput();
+    if (segments.size() != 1) return;  // the offsets below hold in one segment only
+    const std::size_t words = segments[0].size();
+    const std::size_t pad = 7 - (words % 8);  // (1 + words + pad) % 8 == 0
+    if (pad > 0) message_.getOrphanage().newOrphan<capnp::Data>(pad * sizeof(capnp::word));
+  }
+
+ private:
+  capnp::MallocMessageBuilder& message_;
+};
+
+void WriteTensor(const Tensor& t, wire::Tensor::Builder out, Aligner* align) {
   out.setDtype(ToWire(t.dtype()));
   WriteShape(t.shape(), out.initShape());
   if (t.dtype() == DType::kString) {
@@ -51,6 +71,7 @@ void WriteTensor(const Tensor& t, wire::Tensor::Builder out) {
       strings.set(static_cast<unsigned>(i), capnp::Text::Reader(s.data(), s.size()));
     }
   } else if (t.byte_size() > 0) {
+    if (align != nullptr) align->Pad();
     out.setContent(capnp::Data::Reader(static_cast<const kj::byte*>(t.raw_data()), t.byte_size()));
   }
 }
@@ -60,7 +81,7 @@ void FillList(List list, const Values& values, Fn set) {
   for (unsigned i = 0; i < values.size(); ++i) set(list, i, values[i]);
 }
 
-void WriteAttr(const AttrValue& value, wire::AttrValue::Builder out) {
+void WriteAttr(const AttrValue& value, wire::AttrValue::Builder out, Aligner* align) {
   switch (value.type()) {
     case AttrType::kInt: out.setInt(value.get<int64_t>()); break;
     case AttrType::kFloat: out.setFloat(value.get<double>()); break;
@@ -68,7 +89,7 @@ void WriteAttr(const AttrValue& value, wire::AttrValue::Builder out) {
     case AttrType::kString: out.setString(value.get<std::string>()); break;
     case AttrType::kType: out.setType(ToWire(value.get<DType>())); break;
     case AttrType::kShape: WriteShape(value.get<Shape>(), out.initShape()); break;
-    case AttrType::kTensor: WriteTensor(value.get<Tensor>(), out.initTensor()); break;
+    case AttrType::kTensor: WriteTensor(value.get<Tensor>(), out.initTensor(), align); break;
     case AttrType::kFunc: out.setFunc(value.get<FuncName>().name); break;
     case AttrType::kIntList: {
       const auto& v = value.get<std::vector<int64_t>>();
@@ -107,7 +128,7 @@ void WriteAttr(const AttrValue& value, wire::AttrValue::Builder out) {
     case AttrType::kTensorList: {
       const auto& v = value.get<std::vector<Tensor>>();
       auto l = out.initTensors(static_cast<unsigned>(v.size()));
-      for (unsigned i = 0; i < v.size(); ++i) WriteTensor(v[i], l[i]);
+      for (unsigned i = 0; i < v.size(); ++i) WriteTensor(v[i], l[i], align);
       break;
     }
     case AttrType::kFuncList: {
@@ -119,7 +140,7 @@ void WriteAttr(const AttrValue& value, wire::AttrValue::Builder out) {
   }
 }
 
-void WriteNode(const NodeDef& node, wire::Node::Builder out) {
+void WriteNode(const NodeDef& node, wire::Node::Builder out, Aligner* align) {
   out.setName(node.name);
   out.setOp(node.op);
   auto inputs = out.initInputs(static_cast<unsigned>(node.inputs.size()));
@@ -129,16 +150,16 @@ void WriteNode(const NodeDef& node, wire::Node::Builder out) {
   unsigned i = 0;
   for (const auto& [name, value] : node.attrs) {
     attrs[i].setName(name);
-    WriteAttr(value, attrs[i].initValue());
+    WriteAttr(value, attrs[i].initValue(), align);
     ++i;
   }
 }
 
-void WriteGraph(const GraphDef& def, wire::Graph::Builder out) {
+void WriteGraph(const GraphDef& def, wire::Graph::Builder out, Aligner* align = nullptr) {
   out.setProducer(def.producer);
   out.setMinConsumer(def.min_consumer);
   auto nodes = out.initNodes(static_cast<unsigned>(def.nodes.size()));
-  for (unsigned i = 0; i < def.nodes.size(); ++i) WriteNode(def.nodes[i], nodes[i]);
+  for (unsigned i = 0; i < def.nodes.size(); ++i) WriteNode(def.nodes[i], nodes[i], align);
   auto library = out.initLibrary(static_cast<unsigned>(def.library.size()));
   for (unsigned f = 0; f < def.library.size(); ++f) {
     const FunctionDef& fn = def.library[f];
@@ -154,7 +175,7 @@ void WriteGraph(const GraphDef& def, wire::Graph::Builder out) {
       outs[i].setDtype(ToWire(fn.outputs[i].dtype));
     }
     auto nodes_out = library[f].initNodes(static_cast<unsigned>(fn.nodes.size()));
-    for (unsigned i = 0; i < fn.nodes.size(); ++i) WriteNode(fn.nodes[i], nodes_out[i]);
+    for (unsigned i = 0; i < fn.nodes.size(); ++i) WriteNode(fn.nodes[i], nodes_out[i], align);
     auto results = library[f].initResults(static_cast<unsigned>(fn.results.size()));
     for (unsigned i = 0; i < fn.results.size(); ++i) results.set(i, fn.results[i]);
   }
@@ -177,7 +198,21 @@ Expected<Shape> ReadShape(wire::Shape::Reader in) {
   return Shape(std::move(dims));
 }
 
-Expected<Tensor> ReadTensor(wire::Tensor::Reader in) {
+// A mapped .wg file, kept while tensors read from it in place use it.
+class MappedFile : public Buffer {
+ public:
+  MappedFile(void* data, uint64_t size) : Buffer(data, size, nullptr, nullptr) {}
+  ~MappedFile() override { ::munmap(data(), size()); }
+};
+
+// Where tensor contents may be used in place: a mapped file, and its
+// first byte.
+struct Backing {
+  std::shared_ptr<MappedFile> file;
+  const kj::byte* base = nullptr;
+};
+
+Expected<Tensor> ReadTensor(wire::Tensor::Reader in, const Backing* backing) {
   WEFT_ASSIGN_OR_RETURN(DType dtype, FromWire(in.getDtype()));
   WEFT_ASSIGN_OR_RETURN(Shape shape, ReadShape(in.getShape()));
   if (!shape.IsFullyDefined()) return InvalidArgumentError("a tensor has partial shape ", shape.ToString());
@@ -200,12 +235,21 @@ Expected<Tensor> ReadTensor(wire::Tensor::Reader in) {
     return InvalidArgumentError("a ", DTypeName(dtype), shape.ToString(), " tensor needs ", want,
                                 " bytes of content, it has ", content.size());
   }
+  if (backing != nullptr && want > 0) {
+    // Contents the writer aligned (WriteGraphFile) are used where they lie
+    // in the mapping: no copy of the weights, and their pages stay the
+    // file's, shared with the page cache.
+    const auto offset = static_cast<uint64_t>(content.begin() - backing->base);
+    if (offset % HostBuffer::kAlignment == 0 && offset + want <= backing->file->size()) {
+      return Tensor(dtype, shape, backing->file, offset);
+    }
+  }
   WEFT_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, shape));
   if (want > 0) std::memcpy(t.raw_data(), content.begin(), want);
   return t;
 }
 
-Expected<AttrValue> ReadAttr(wire::AttrValue::Reader in) {
+Expected<AttrValue> ReadAttr(wire::AttrValue::Reader in, const Backing* backing) {
   using W = wire::AttrValue;
   switch (in.which()) {
     case W::INT: return AttrValue(in.getInt());
@@ -221,7 +265,7 @@ Expected<AttrValue> ReadAttr(wire::AttrValue::Reader in) {
       return AttrValue(s);
     }
     case W::TENSOR: {
-      WEFT_ASSIGN_OR_RETURN(Tensor t, ReadTensor(in.getTensor()));
+      WEFT_ASSIGN_OR_RETURN(Tensor t, ReadTensor(in.getTensor(), backing));
       return AttrValue(t);
     }
     case W::FUNC: return AttrValue(FuncName{Str(in.getFunc())});
@@ -264,7 +308,7 @@ Expected<AttrValue> ReadAttr(wire::AttrValue::Reader in) {
     case W::TENSORS: {
       std::vector<Tensor> v;
       for (auto t : in.getTensors()) {
-        WEFT_ASSIGN_OR_RETURN(Tensor tensor, ReadTensor(t));
+        WEFT_ASSIGN_OR_RETURN(Tensor tensor, ReadTensor(t, backing));
         v.push_back(tensor);
       }
       return AttrValue(v);
@@ -278,14 +322,14 @@ Expected<AttrValue> ReadAttr(wire::AttrValue::Reader in) {
   return InvalidArgumentError("an attr value of unknown kind ", static_cast<int>(in.which()));
 }
 
-Expected<NodeDef> ReadNode(wire::Node::Reader in, std::size_t index) {
+Expected<NodeDef> ReadNode(wire::Node::Reader in, std::size_t index, const Backing* backing) {
   NodeDef node;
   node.name = Str(in.getName());
   node.op = Str(in.getOp());
   node.device = Str(in.getDevice());
   for (auto input : in.getInputs()) node.inputs.push_back(Str(input));
   for (auto attr : in.getAttrs()) {
-    auto value = ReadAttr(attr.getValue());
+    auto value = ReadAttr(attr.getValue(), backing);
     if (!value.ok()) {
       return value.status().WithContext(
           StrCat("node #", index, " ", Quote(node.name), ": attr ", Quote(Str(attr.getName()))));
@@ -298,14 +342,14 @@ Expected<NodeDef> ReadNode(wire::Node::Reader in, std::size_t index) {
   return node;
 }
 
-Expected<GraphDef> ReadGraph(wire::Graph::Reader in) {
+Expected<GraphDef> ReadGraph(wire::Graph::Reader in, const Backing* backing = nullptr) {
   GraphDef def;
   def.producer = in.getProducer();
   def.min_consumer = in.getMinConsumer();
   std::size_t index = 0;
   def.nodes.reserve(in.getNodes().size());
   for (auto node : in.getNodes()) {
-    WEFT_ASSIGN_OR_RETURN(NodeDef n, ReadNode(node, index++));
+    WEFT_ASSIGN_OR_RETURN(NodeDef n, ReadNode(node, index++, backing));
     def.nodes.push_back(std::move(n));
   }
   for (auto fn : in.getLibrary()) {
@@ -321,7 +365,7 @@ Expected<GraphDef> ReadGraph(wire::Graph::Reader in) {
     }
     std::size_t node_index = 0;
     for (auto node : fn.getNodes()) {
-      auto n = ReadNode(node, node_index++);
+      auto n = ReadNode(node, node_index++, backing);
       if (!n.ok()) return n.status().WithContext(StrCat("function ", Quote(f.name)));
       f.nodes.push_back(std::move(*n));
     }
@@ -349,7 +393,8 @@ Status CheckWordSize(std::size_t size, std::string_view name) {
 }
 
 // A binary graph from its words; kj exceptions are the caller's.
-Expected<GraphDef> ParseWords(kj::ArrayPtr<const capnp::word> words, std::string_view name) {
+Expected<GraphDef> ParseWords(kj::ArrayPtr<const capnp::word> words, std::string_view name,
+                              const Backing* backing = nullptr) {
   capnp::ReaderOptions options;
   // Reading can never visit more than a few times the file.
   options.traversalLimitInWords = words.size() * 4 + 1024;
@@ -360,9 +405,29 @@ Expected<GraphDef> ParseWords(kj::ArrayPtr<const capnp::word> words, std::string
                                 ": not a valid .wg graph file: ", (words.end() - reader.getEnd()) * sizeof(capnp::word),
                                 " bytes of trailing data");
   }
-  auto def = ReadGraph(reader.getRoot<wire::Graph>());
+  auto def = ReadGraph(reader.getRoot<wire::Graph>(), backing);
   if (!def.ok()) return def.status().WithContext(std::string(name));
   return def;
+}
+
+// The bytes of a .wg file: one segment whose tensor contents are 64-byte
+// aligned in the file (Aligner), for readers that map it.
+std::string SerializeAligned(const GraphDef& def) {
+  // A first pass sizes the segment; padding at most doubles it (a tensor
+  // takes more words than the at most 7 of its padding).
+  std::size_t words = 0;
+  {
+    capnp::MallocMessageBuilder sizing;
+    WriteGraph(def, sizing.initRoot<wire::Graph>());
+    words = capnp::computeSerializedSizeInWords(sizing);
+  }
+  capnp::MallocMessageBuilder message(static_cast<unsigned>(std::min<std::size_t>(2 * words + 64, 1u << 29)),
+                                      capnp::AllocationStrategy::FIXED_SIZE);
+  Aligner align(message);
+  WriteGraph(def, message.initRoot<wire::Graph>(), &align);
+  kj::Array<capnp::word> flat = capnp::messageToFlatArray(message);
+  kj::ArrayPtr<const char> bytes = flat.asChars();
+  return std::string(bytes.begin(), bytes.size());
 }
 
 }  // namespace
@@ -426,12 +491,15 @@ constexpr std::string_view kMappingFailure = "cannot map the file";
 
 bool IsMappingFailure(const Status& status) { return status.message().find(kMappingFailure) != std::string::npos; }
 
-// A .wg file read from a read-only private mapping (page-aligned, so
-// word-aligned as Cap'n Proto needs), prefaulted in one call; unmapped once
-// the GraphDef holds copies of what it needs. A file that cannot be mapped
-// (a pipe, a file system without mmap) fails with kMappingFailure, and the
+// A .wg file read from a private mapping (page-aligned, so word-aligned as
+// Cap'n Proto needs), prefaulted in one call. In place, tensor contents
+// that WriteGraphFile aligned stay in the mapping (ReadTensor), which
+// lives as long as they do; it is writable copy-on-write, so a kernel that
+// writes a constant's buffer changes its own copy of the page, never the
+// file. Else the mapping goes when the GraphDef holds its copies. A file that cannot be mapped (a
+// pipe, a file system without mmap) fails with kMappingFailure, and the
 // caller reads it instead.
-Expected<GraphDef> ReadMappedGraphFile(const std::string& path) {
+Expected<GraphDef> ReadMappedGraphFile(const std::string& path, TensorReading reading) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NotFoundError("cannot read graph file ", Quote(path), ": ", std::strerror(errno));
   struct stat st {};
@@ -440,30 +508,35 @@ Expected<GraphDef> ReadMappedGraphFile(const std::string& path) {
     return UnavailableError(kMappingFailure);
   }
   const auto size = static_cast<std::size_t>(st.st_size);
+  // Prefaulted read-only (a writable private mapping would be copied page
+  // by page by MAP_POPULATE), then made copy-on-write.
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) return UnavailableError(kMappingFailure);
-  Expected<GraphDef> def = [&]() -> Expected<GraphDef> {
-    WEFT_RETURN_IF_ERROR(CheckWordSize(size, path));
-    try {
-      return ParseWords(
-          kj::ArrayPtr<const capnp::word>(static_cast<const capnp::word*>(data), size / sizeof(capnp::word)), path);
-    } catch (const kj::Exception& e) {
-      return InvalidArgumentError(path, ": not a valid .wg graph file: ", Describe(e));
-    }
-  }();
-  ::munmap(data, size);
-  return def;
+  Backing backing;  // unmaps the file when the last tensor over it goes
+  backing.file = std::make_shared<MappedFile>(data, size);
+  backing.base = static_cast<const kj::byte*>(data);
+  // Where it cannot be made copy-on-write, every tensor is copied.
+  const bool in_place = reading == TensorReading::kInPlace && ::mprotect(data, size, PROT_READ | PROT_WRITE) == 0;
+  WEFT_RETURN_IF_ERROR(CheckWordSize(size, path));
+  try {
+    return ParseWords(
+        kj::ArrayPtr<const capnp::word>(static_cast<const capnp::word*>(data), size / sizeof(capnp::word)), path,
+        in_place ? &backing : nullptr);
+  } catch (const kj::Exception& e) {
+    return InvalidArgumentError(path, ": not a valid .wg graph file: ", Describe(e));
+  }
 }
 
 }  // namespace
 
-Expected<GraphDef> ReadGraphFile(const std::string& path) {
+Expected<GraphDef> ReadGraphFile(const std::string& path, TensorReading reading) {
   if (path.ends_with(".wg")) {
     // Read in place from a mapping of the file: no copy but the tensors'.
     // What cannot be mapped (a directory, an empty file, a pipe) is opened
     // below, which says why it cannot be read.
-    if (Expected<GraphDef> mapped = ReadMappedGraphFile(path); mapped.ok() || !IsMappingFailure(mapped.status())) {
+    if (Expected<GraphDef> mapped = ReadMappedGraphFile(path, reading);
+        mapped.ok() || !IsMappingFailure(mapped.status())) {
       return mapped;
     }
   }
@@ -503,7 +576,7 @@ Expected<GraphDef> ReadGraphFile(const std::string& path) {
 
 Status WriteGraphFile(const std::string& path, const GraphDef& def) {
   WEFT_ASSIGN_OR_RETURN(GraphFormat format, FormatForPath(path));
-  const std::string bytes = SerializeGraphDef(def, format);
+  const std::string bytes = format == GraphFormat::kBinary ? SerializeAligned(def) : SerializeGraphDef(def, format);
   // Atomically (temporary file, fsync, rename, directory fsync): a reader
   // never sees half a file, and a crash leaves the old one.
   return WriteFileAtomically(path, bytes).WithContext(StrCat("writing ", path));
