@@ -79,20 +79,39 @@ class WeightsSeen {
 };
 
 // dst[c * dst_stride + r] = src[r * cols + c] for a |rows| x |cols| matrix,
-// by tiles that stay in cache: XNNPACK's own packing of transposed weights
-// (XNN_FLAG_TRANSPOSE_WEIGHTS) reads them with a stride and took three
-// times as long as this copy and a plain packing (MobileNet-v2's first run).
+// by tiles that stay in cache, the column tiles shared among the threads:
+// XNNPACK's own packing of transposed weights (XNN_FLAG_TRANSPOSE_WEIGHTS)
+// reads them with a stride and took three times as long as this copy and a
+// plain packing (MobileNet-v2's first run).
 void TransposeInto(const float* src, int64_t rows, int64_t cols, float* dst, int64_t dst_stride) {
   constexpr int64_t kTile = 32;
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-    const int64_t r1 = std::min(rows, r0 + kTile);
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+  const int64_t tiles = (cols + kTile - 1) / kTile;
+  ParallelFor(tiles, rows * kTile, [&](int64_t begin, int64_t end) {
+    for (int64_t c0 = begin * kTile; c0 < std::min(cols, end * kTile); c0 += kTile) {
       const int64_t c1 = std::min(cols, c0 + kTile);
-      for (int64_t c = c0; c < c1; ++c) {
-        for (int64_t r = r0; r < r1; ++r) dst[c * dst_stride + r] = src[r * cols + c];
+      for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+        const int64_t r1 = std::min(rows, r0 + kTile);
+        for (int64_t c = c0; c < c1; ++c) {
+          for (int64_t r = r0; r < r1; ++r) dst[c * dst_stride + r] = src[r * cols + c];
+        }
       }
     }
+  });
+}
+
+// Scratch for weights on their way to XNNPACK's packing, one buffer per
+// thread that grows to the largest layer's weights and is kept for the
+// next operator: a fresh buffer per layer had its pages faulted in again
+// each time, a third of the page faults of MobileNet-v2's first run.
+// Uninitialised, as every element is written before it is read.
+float* Scratch(int64_t n) {
+  thread_local std::unique_ptr<float[]> buffer;
+  thread_local int64_t capacity = 0;
+  if (n > capacity) {
+    buffer.reset(new float[static_cast<std::size_t>(n)]);
+    capacity = n;
   }
+  return buffer.get();
 }
 
 // An XNNPACK operator, deleted with its owner.
@@ -116,13 +135,13 @@ class XnnFullyConnected {
       xnn_operator_t op = nullptr;
       // XNNPACK takes the weights as [n, k]: b itself when transposed, else
       // a transposed copy, which the packing reads and then lets go.
-      std::vector<float> nk;
+      const float* nk = b;
       if (!tb) {
-        nk.resize(static_cast<std::size_t>(n * k));
-        TransposeInto(b, k, n, nk.data(), k);
+        float* transposed = Scratch(n * k);
+        TransposeInto(b, k, n, transposed, k);
+        nk = transposed;
       }
-      if (xnn_create_fully_connected_nc_f32(k, n, k, n, tb ? b : nk.data(), bias, -kInf, kInf, 0, &op) !=
-          xnn_status_success) {
+      if (xnn_create_fully_connected_nc_f32(k, n, k, n, nk, bias, -kInf, kInf, 0, &op) != xnn_status_success) {
         return false;
       }
       op_.reset(op);
@@ -206,15 +225,15 @@ class XnnConvolution {
       // HWIO to XNNPACK's OHWI: each tap's [I, O] block transposed into
       // place, O rows of taps * I apart.
       const int64_t taps = g.window_h * g.window_w;
-      std::vector<float> ohwi(static_cast<std::size_t>(taps * g.channels * g.out_channels));
+      float* ohwi = Scratch(taps * g.channels * g.out_channels);
       for (int64_t t = 0; t < taps; ++t) {
-        TransposeInto(filter + t * g.channels * g.out_channels, g.channels, g.out_channels,
-                      ohwi.data() + t * g.channels, taps * g.channels);
+        TransposeInto(filter + t * g.channels * g.out_channels, g.channels, g.out_channels, ohwi + t * g.channels,
+                      taps * g.channels);
       }
       status = xnn_create_convolution2d_nhwc_f32(u32(g.pad_top), u32(g.pad_right), u32(g.pad_bottom), u32(g.pad_left),
                                                  u32(g.window_h), u32(g.window_w), u32(g.stride_h), u32(g.stride_w),
                                                  u32(g.dilation_h), u32(g.dilation_w), 1, g.channels, g.out_channels,
-                                                 g.channels, g.out_channels, ohwi.data(), bias, -kInf, kInf, 0, &op);
+                                                 g.channels, g.out_channels, ohwi, bias, -kInf, kInf, 0, &op);
     }
     if (status != xnn_status_success) return false;
     op_.reset(op);
