@@ -492,7 +492,7 @@ constexpr std::string_view kMappingFailure = "cannot map the file";
 bool IsMappingFailure(const Status& status) { return status.message().find(kMappingFailure) != std::string::npos; }
 
 // A .wg file read from a private mapping (page-aligned, so word-aligned as
-// Cap'n Proto needs), prefaulted in one call. In place, tensor contents
+// Cap'n Proto needs). In place, tensor contents
 // that WriteGraphFile aligned stay in the mapping (ReadTensor), which
 // lives as long as they do; it is writable copy-on-write, so a kernel that
 // writes a constant's buffer changes its own copy of the page, never the
@@ -508,16 +508,19 @@ Expected<GraphDef> ReadMappedGraphFile(const std::string& path, TensorReading re
     return UnavailableError(kMappingFailure);
   }
   const auto size = static_cast<std::size_t>(st.st_size);
-  // Prefaulted read-only (a writable private mapping would be copied page
-  // by page by MAP_POPULATE), then made copy-on-write.
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  // In place: writable copy-on-write, its pages mapped as they are first
+  // read (a writable private mapping would be copied page by page by
+  // MAP_POPULATE, and prefaulting then mprotect took longer than the reads'
+  // faults). Copied: prefaulted read-only in one call.
+  const bool in_place = reading == TensorReading::kInPlace;
+  void* data = in_place ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)
+                        : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) return UnavailableError(kMappingFailure);
-  Backing backing;  // unmaps the file when the last tensor over it goes
+  if (in_place) ::madvise(data, size, MADV_WILLNEED);  // read ahead: every page will be read
+  Backing backing;                                     // unmaps the file when the last tensor over it goes
   backing.file = std::make_shared<MappedFile>(data, size);
   backing.base = static_cast<const kj::byte*>(data);
-  // Where it cannot be made copy-on-write, every tensor is copied.
-  const bool in_place = reading == TensorReading::kInPlace && ::mprotect(data, size, PROT_READ | PROT_WRITE) == 0;
   WEFT_RETURN_IF_ERROR(CheckWordSize(size, path));
   try {
     return ParseWords(

@@ -20,6 +20,8 @@ namespace weft::cpu {
 // Every buffer is aligned for the widest vector loads (AVX-512) and cache
 // lines.
 inline constexpr uint64_t kAlignment = 64;
+// Transparent huge pages (the lite build's large blocks, cpu_device.cc).
+inline constexpr uint64_t kHugePage = uint64_t{2} << 20;
 
 // What the machine is, read once per device from /proc and the scheduler.
 struct MachineInfo {

@@ -36,6 +36,7 @@
 #include "lite_threads.h"
 #include "loop_gemm.h"
 #include "window.h"
+#include "xnn_memory.h"
 
 namespace weft::cpu {
 namespace {
@@ -45,7 +46,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // XNNPACK, initialised once; false where it cannot run (a CPU without the
 // instructions it needs), and the kernels take the loops.
 bool XnnReady() {
-  static const bool ready = xnn_initialize(nullptr) == xnn_status_success;
+  static const bool ready = xnn_initialize(XnnAllocator()) == xnn_status_success;
   return ready;
 }
 

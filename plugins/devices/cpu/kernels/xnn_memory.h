@@ -1,0 +1,16 @@
+// The memory XNNPACK's operators take in the lite build (docs/lite.md):
+// the weights they pack and their indirection buffers, from regions that
+// ask the kernel for transparent huge pages (xnn_memory.cc).
+#ifndef WEFT_PLUGINS_DEVICES_CPU_KERNELS_XNN_MEMORY_H_
+#define WEFT_PLUGINS_DEVICES_CPU_KERNELS_XNN_MEMORY_H_
+
+#include <xnnpack.h>
+
+namespace weft::cpu {
+
+// The allocator to give xnn_initialize.
+const xnn_allocator* XnnAllocator();
+
+}  // namespace weft::cpu
+
+#endif  // WEFT_PLUGINS_DEVICES_CPU_KERNELS_XNN_MEMORY_H_
