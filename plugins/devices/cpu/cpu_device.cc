@@ -85,14 +85,17 @@ BlockCache::~BlockCache() {
   }
 }
 
-void* BlockCache::Take(uint64_t capacity) {
+void* BlockCache::Take(uint64_t& capacity, uint64_t most) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = free_.find(capacity);
-  if (it == free_.end() || it->second.empty()) return nullptr;
-  void* block = it->second.back();
-  it->second.pop_back();
-  cached_ -= capacity;
-  return block;
+  for (auto it = free_.lower_bound(capacity); it != free_.end() && it->first <= most; ++it) {
+    if (it->second.empty()) continue;
+    void* block = it->second.back();
+    it->second.pop_back();
+    capacity = it->first;
+    cached_ -= capacity;
+    return block;
+  }
+  return nullptr;
 }
 
 bool BlockCache::Give(void* data, uint64_t capacity) {
@@ -210,7 +213,15 @@ CpuBuffer* CpuDevice::Allocate(uint64_t size) {
 #endif
   if (bytes >= BlockCache::kMinCached) {
     bytes = (bytes + BlockCache::kGranule - 1) / BlockCache::kGranule * BlockCache::kGranule;
-    data = cache_.Take(bytes);
+    uint64_t most = bytes;
+#if defined(WEFT_CPU_LITE)
+    // A cached block up to twice the size rather than fresh memory: a
+    // model's first run frees each layer's input as the next layer needs
+    // an output of another size, and fresh memory is zeroed by the kernel
+    // on first touch (the lite build's start-to-first-result).
+    most = 2 * bytes;
+#endif
+    data = cache_.Take(bytes, most);
     if (data != nullptr) {
       bytes_in_use_.fetch_add(size, std::memory_order_relaxed);
       return new CpuBuffer{data, size, bytes, false};

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -77,8 +78,9 @@ class BlockCache {
   static constexpr uint64_t kGranule = 4096;
   explicit BlockCache(uint64_t limit) : limit_(limit) {}
   ~BlockCache();
-  // A block of |capacity| bytes (a multiple of kGranule), or nullptr.
-  void* Take(uint64_t capacity);
+  // The smallest cached block of |capacity| to |most| bytes (multiples of
+  // kGranule), or nullptr; |capacity| becomes the block's.
+  void* Take(uint64_t& capacity, uint64_t most);
   // Keeps |data| for reuse; false when the cache is full (the caller frees).
   bool Give(void* data, uint64_t capacity);
   uint64_t cached_bytes() const;
@@ -87,7 +89,7 @@ class BlockCache {
   mutable std::mutex mutex_;
   uint64_t limit_;
   uint64_t cached_ = 0;
-  std::unordered_map<uint64_t, std::vector<void*>> free_;
+  std::map<uint64_t, std::vector<void*>> free_;  // by capacity
 };
 
 class CpuDevice {

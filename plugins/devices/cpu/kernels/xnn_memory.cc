@@ -101,17 +101,10 @@ class HugeArena {
     return posix_memalign(&p, std::max(alignment, sizeof(void*)), std::max<std::size_t>(size, 1)) == 0 ? p : nullptr;
   }
 
-  // A new region of |size| bytes at a 2 MiB boundary, last in regions_.
+  // A new region of |size| bytes, last in regions_.
   Region* Map(std::size_t size) {
-    void* raw =
-        ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED) return nullptr;
-    char* start = static_cast<char*>(raw);
-    char* base = reinterpret_cast<char*>(RoundUp(reinterpret_cast<std::uintptr_t>(start), kHugePage));
-    if (base > start) ::munmap(start, static_cast<std::size_t>(base - start));
-    const std::size_t tail = static_cast<std::size_t>(start + size + kHugePage - (base + size));
-    if (tail > 0) ::munmap(base + size, tail);
-    ::madvise(base, size, MADV_HUGEPAGE);  // advice: without it, 4 KiB pages
+    char* base = static_cast<char*>(MapHugePages(size));
+    if (base == nullptr) return nullptr;
     regions_.push_back(Region{base, size, 0, 0});
     return &regions_.back();
   }
@@ -125,6 +118,23 @@ class HugeArena {
   std::mutex mutex_;
   std::vector<Region> regions_;  // new blocks go into the last
 };
+
+}  // namespace
+
+void* MapHugePages(std::size_t size) {
+  void* raw =
+      ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  char* start = static_cast<char*>(raw);
+  char* base = reinterpret_cast<char*>(RoundUp(reinterpret_cast<std::uintptr_t>(start), kHugePage));
+  if (base > start) ::munmap(start, static_cast<std::size_t>(base - start));
+  const std::size_t tail = static_cast<std::size_t>(start + size + kHugePage - (base + size));
+  if (tail > 0) ::munmap(base + size, tail);
+  ::madvise(base, size, MADV_HUGEPAGE);  // advice: without it, 4 KiB pages
+  return base;
+}
+
+namespace {
 
 HugeArena& Arena() {
   static HugeArena* arena = new HugeArena();  // never destroyed: operators may outlive static destructors

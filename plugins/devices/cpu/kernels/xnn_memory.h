@@ -6,7 +6,14 @@
 
 #include <xnnpack.h>
 
+#include <cstddef>
+
 namespace weft::cpu {
+
+// |size| bytes (a multiple of 2 MiB) of zeroed anonymous memory at a 2 MiB
+// boundary, advised MADV_HUGEPAGE; nullptr when it cannot be mapped.
+// munmap(p, size) returns it.
+void* MapHugePages(std::size_t size);
 
 // The allocator to give xnn_initialize.
 const xnn_allocator* XnnAllocator();
