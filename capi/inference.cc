@@ -130,7 +130,20 @@ Expected<Model> Model::FromOnnx(onnx_io::ImportedModel m, std::string source) {
 }
 #endif
 
-Expected<Model> Model::Load(const std::string& path, bool freeze) {
+Expected<Model> Model::WithGraph(Graph graph) const {
+  Model model = *this;
+  for (const std::vector<Port>* ports : {&inputs_, &outputs_}) {
+    for (const Port& p : *ports) {
+      if (!graph.ResolveTensor(p.tensor).ok()) {
+        return InvalidArgumentError(source_, ": the new graph has no ", Quote(p.tensor), " for ", Quote(p.name));
+      }
+    }
+  }
+  model.graph_ = std::move(graph);
+  return model;
+}
+
+Expected<Model> Model::Load(const std::string& path, bool freeze, TensorReading reading) {
 #if defined(WEFT_LITE)
   (void)freeze;
   if (!std::string_view(path).ends_with(".wg")) return UnimplementedError(Quote(path), ": ", kLiteOnly);
@@ -142,8 +155,7 @@ Expected<Model> Model::Load(const std::string& path, bool freeze) {
     return FromOnnx(std::move(m), path);
   }
 #endif
-  // The weights stay in the mapped file (core/graph/serialize.h).
-  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(path, TensorReading::kInPlace));
+  WEFT_ASSIGN_OR_RETURN(GraphDef def, ReadGraphFile(path, reading));
   auto graph = Graph::FromGraphDef(std::move(def));
   if (!graph.ok()) return graph.status().WithContext(path);
   return FromGraph(path, std::move(*graph));

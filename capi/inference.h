@@ -16,6 +16,7 @@
 #include "core/base/status.h"
 #include "core/config/config.h"
 #include "core/graph/graph.h"
+#include "core/graph/serialize.h"
 #include "core/runtime/session.h"
 #include "core/tensor/tensor.h"
 
@@ -41,8 +42,14 @@ struct Port {
 class Model {
  public:
   // A .wg, .wgt or .onnx file (an .onnx model imported frozen unless
-  // |freeze| is false, when its trained weights stay variables).
-  static Expected<Model> Load(const std::string& path, bool freeze = true);
+  // |freeze| is false, when its trained weights stay variables). |reading|
+  // says whether a .wg file's weights are copied or used in place in a
+  // mapping of the file (core/graph/serialize.h).
+  static Expected<Model> Load(const std::string& path, bool freeze = true,
+                              TensorReading reading = TensorReading::kCopy);
+  // The same inputs and outputs over |graph|, which has the model's nodes
+  // and more (weft run's restore ops).
+  Expected<Model> WithGraph(Graph graph) const;
   // The bytes of a model in |format|: "wg", "wgt" or "onnx".
   static Expected<Model> FromMemory(std::string_view bytes, std::string_view format);
   // A graph already checked; |source| names it in messages.

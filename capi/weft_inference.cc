@@ -111,9 +111,15 @@ Expected<Tensor> FeedTensor(const weft::inference::Session& s, const weft_feed_t
                                       " (its inputs: ", weft::inference::PortNames(s.inputs()), ")");
   }
   const std::string what = StrCat("input ", Quote(feed.name));
+  // The dtype first (the shape may not be readable yet), the shape below.
+  WEFT_RETURN_IF_ERROR(weft::inference::CheckFeed(*port, static_cast<DType>(feed.dtype), weft::Shape::UnknownRank()));
   if (feed.rank < 0 || feed.rank > WEFT_MAX_RANK || (feed.rank > 0 && feed.dims == nullptr)) {
     return weft::InvalidArgumentError(what, ": rank ", feed.rank, " with dims ",
                                       feed.dims == nullptr ? "NULL" : "given", " (rank 0 to ", WEFT_MAX_RANK, ")");
+  }
+  if (feed.dtype == WEFT_DTYPE_STRING || feed.dtype == WEFT_DTYPE_RESOURCE) {
+    return weft::UnimplementedError(what, ": ", weft::DTypeName(static_cast<DType>(feed.dtype)),
+                                    " tensors cannot be fed through the C API yet");
   }
   std::vector<int64_t> dims(feed.dims, feed.dims + feed.rank);
   for (int32_t i = 0; i < feed.rank; ++i) {
@@ -124,10 +130,6 @@ Expected<Tensor> FeedTensor(const weft::inference::Session& s, const weft_feed_t
   }
   const weft::Shape shape(dims);
   WEFT_RETURN_IF_ERROR(weft::inference::CheckFeed(*port, static_cast<DType>(feed.dtype), shape));
-  if (feed.dtype == WEFT_DTYPE_STRING || feed.dtype == WEFT_DTYPE_RESOURCE) {
-    return weft::UnimplementedError(what, ": ", weft::DTypeName(static_cast<DType>(feed.dtype)),
-                                    " tensors cannot be fed through the C API yet");
-  }
   Expected<uint64_t> size = weft::TensorBytes(static_cast<DType>(feed.dtype), shape);
   if (!size.ok()) return size.status().WithContext(what);
   const uint64_t bytes = *size;
@@ -201,7 +203,16 @@ weft_error_t* weft_model_load(const char* path, weft_model_t** out) {
   return Guard("weft_model_load", [&]() -> weft_error_t* {
     if (path == nullptr || out == nullptr) return InvalidArgument("weft_model_load: path and out must not be NULL");
     *out = nullptr;
-    return Store(weft::inference::Model::Load(path), out);
+#if defined(WEFT_LITE)
+    // The lite build uses the weights where they lie in the mapped file
+    // (docs/lite.md: replace a model file by renaming, never by writing
+    // into it); the full build copies them, as a server that outlives the
+    // file's next version must.
+    constexpr weft::TensorReading kReading = weft::TensorReading::kInPlace;
+#else
+    constexpr weft::TensorReading kReading = weft::TensorReading::kCopy;
+#endif
+    return Store(weft::inference::Model::Load(path, /*freeze=*/true, kReading), out);
   });
 }
 
@@ -211,9 +222,14 @@ weft_error_t* weft_model_load_memory(const void* data, size_t size, const char* 
       return InvalidArgument("weft_model_load_memory: data, format and out must not be NULL");
     }
     *out = nullptr;
-    auto model = weft::inference::Model::FromMemory(std::string_view(static_cast<const char*>(data), size), format);
-    if (!model.ok()) return ErrorOf(model.status().WithContext("weft_model_load_memory"));
-    return Store(std::move(model), out);
+#if !defined(WEFT_LITE)
+    const std::string_view f = format;
+    if (f != "onnx" && f != "wg" && f != "wgt") {
+      return InvalidArgument("weft_model_load_memory: format ", Quote(f), " is not \"onnx\", \"wg\" or \"wgt\"");
+    }
+#endif
+    return Store(weft::inference::Model::FromMemory(std::string_view(static_cast<const char*>(data), size), format),
+                 out);
   });
 }
 
@@ -371,6 +387,9 @@ weft_error_t* weft_session_run(weft_session_t* session, const weft_feed_t* feeds
     for (std::size_t i = 0; i < num_feeds; ++i) {
       auto t = FeedTensor(s, feeds[i], i);
       if (!t.ok()) return ErrorOf(t.status());
+      for (const auto& [name, _] : inputs) {
+        if (name == feeds[i].name) return InvalidArgument("input ", Quote(feeds[i].name), " is fed twice");
+      }
       inputs.emplace_back(feeds[i].name, std::move(*t));
     }
     std::vector<std::string> names;

@@ -239,8 +239,11 @@ Expected<Tensor> ReadTensor(wire::Tensor::Reader in, const Backing* backing) {
     // Contents the writer aligned (WriteGraphFile) are used where they lie
     // in the mapping: no copy of the weights, and their pages stay the
     // file's, shared with the page cache.
+    // 64 bytes of the file after it (the writer's end padding in a file
+    // it aligned), so that a kernel's read past an input's end (XNNPACK's
+    // 16 bytes) stays inside the mapping.
     const auto offset = static_cast<uint64_t>(content.begin() - backing->base);
-    if (offset % HostBuffer::kAlignment == 0 && offset + want <= backing->file->size()) {
+    if (offset % HostBuffer::kAlignment == 0 && offset + want + 64 <= backing->file->size()) {
       return Tensor(dtype, shape, backing->file, offset);
     }
   }
@@ -421,8 +424,11 @@ std::string SerializeAligned(const GraphDef& def) {
     WriteGraph(def, sizing.initRoot<wire::Graph>());
     words = capnp::computeSerializedSizeInWords(sizing);
   }
-  capnp::MallocMessageBuilder message(static_cast<unsigned>(std::min<std::size_t>(2 * words + 64, 1u << 29)),
-                                      capnp::AllocationStrategy::FIXED_SIZE);
+  // A segment holds at most 2^29 - 1 words (4 GiB): a larger model is
+  // written in several segments, unaligned, and read by copying.
+  const std::size_t segment = 2 * words + 64;
+  if (segment >= (std::size_t{1} << 29) - 1) return SerializeGraphDef(def, GraphFormat::kBinary);
+  capnp::MallocMessageBuilder message(static_cast<unsigned>(segment), capnp::AllocationStrategy::FIXED_SIZE);
   Aligner align(message);
   WriteGraph(def, message.initRoot<wire::Graph>(), &align);
   // 64 bytes after everything, so that no tensor ends the file: XNNPACK

@@ -111,7 +111,8 @@ int Run(Context& ctx, const RunArgs& args) {
   };
   // The model as the C API reads it (capi/inference.h). With a checkpoint,
   // an .onnx model keeps its variables, to be restored.
-  auto model = inference::Model::Load(args.graph, /*freeze=*/args.checkpoint.empty());
+  // A .wg file's weights stay in its mapping: the command ends with the run.
+  auto model = inference::Model::Load(args.graph, /*freeze=*/args.checkpoint.empty(), TensorReading::kInPlace);
   if (!model.ok()) return ReportError(model.status());
   WEFT_LOG(DEBUG) << "run: read and checked " << args.graph << " (" << model->graph().num_nodes() << " nodes) in "
                   << lap() << " ms";
@@ -120,7 +121,7 @@ int Run(Context& ctx, const RunArgs& args) {
     auto added = AddRestore(model->graph(), args.checkpoint);
     if (!added.ok()) return ReportError(added.status().WithContext(StrCat("--checkpoint ", args.checkpoint)));
     restore = std::move(*added);
-    model = inference::Model::FromGraph(args.graph, std::move(restore->graph));
+    model = model->WithGraph(std::move(restore->graph));
     if (!model.ok()) return ReportError(model.status());
   }
 

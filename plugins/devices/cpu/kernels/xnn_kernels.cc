@@ -103,35 +103,46 @@ void TransposeInto(const float* src, int64_t rows, int64_t cols, float* dst, int
 }
 
 // Scratch for weights on their way to XNNPACK's packing, one mapping per
-// thread, in huge pages (xnn_memory.h), that grows to the largest layer's
-// weights and is kept for the next operator: a fresh buffer per layer had
-// its pages faulted in again each time, and growing a malloc'd one in 4
-// KiB pages still made a quarter of MobileNet-v2's first-run page faults.
+// thread, in huge pages (xnn_memory.h), kept for the next operator up to
+// kKeep bytes: a fresh buffer per layer had its pages faulted in again
+// each time, and growing a malloc'd one in 4 KiB pages still made a
+// quarter of MobileNet-v2's first-run page faults. A larger one (a big
+// fully connected layer's) goes once the operator is made, so no thread
+// holds more than kKeep.
 class Scratch {
  public:
-  ~Scratch() {
-    if (data_ != nullptr) ::munmap(data_, size_);
-  }
+  static constexpr std::size_t kHuge = std::size_t{2} << 20;
+  static constexpr std::size_t kKeep = 2 * kHuge;
+
+  ~Scratch() { Release(); }
   float* Get(int64_t n) {
-    constexpr std::size_t kHuge = std::size_t{2} << 20;
     const std::size_t bytes = (static_cast<std::size_t>(n) * sizeof(float) + kHuge - 1) / kHuge * kHuge;
     if (bytes > size_) {
-      if (data_ != nullptr) ::munmap(data_, size_);
+      Release();
       data_ = MapHugePages(bytes);
-      size_ = data_ == nullptr ? 0 : bytes;
       if (data_ == nullptr) throw std::bad_alloc();
+      size_ = bytes;
     }
     return static_cast<float*>(data_);
   }
+  void Trim() {
+    if (size_ > kKeep) Release();
+  }
 
  private:
+  void Release() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
   void* data_ = nullptr;
   std::size_t size_ = 0;
 };
 
-float* ScratchFor(int64_t n) {
+Scratch& ThreadScratch() {
   thread_local Scratch scratch;
-  return scratch.Get(n);
+  return scratch;
 }
 
 // An XNNPACK operator, deleted with its owner.
@@ -157,13 +168,13 @@ class XnnFullyConnected {
       // a transposed copy, which the packing reads and then lets go.
       const float* nk = b;
       if (!tb) {
-        float* transposed = ScratchFor(n * k);
+        float* transposed = ThreadScratch().Get(n * k);
         TransposeInto(b, k, n, transposed, k);
         nk = transposed;
       }
-      if (xnn_create_fully_connected_nc_f32(k, n, k, n, nk, bias, -kInf, kInf, 0, &op) != xnn_status_success) {
-        return false;
-      }
+      const xnn_status made = xnn_create_fully_connected_nc_f32(k, n, k, n, nk, bias, -kInf, kInf, 0, &op);
+      ThreadScratch().Trim();
+      if (made != xnn_status_success) return false;
       op_.reset(op);
       n_ = n;
       k_ = k;
@@ -245,7 +256,7 @@ class XnnConvolution {
       // HWIO to XNNPACK's OHWI: each tap's [I, O] block transposed into
       // place, O rows of taps * I apart.
       const int64_t taps = g.window_h * g.window_w;
-      float* ohwi = ScratchFor(taps * g.channels * g.out_channels);
+      float* ohwi = ThreadScratch().Get(taps * g.channels * g.out_channels);
       for (int64_t t = 0; t < taps; ++t) {
         TransposeInto(filter + t * g.channels * g.out_channels, g.channels, g.out_channels, ohwi + t * g.channels,
                       taps * g.channels);
@@ -254,6 +265,7 @@ class XnnConvolution {
                                                  u32(g.window_h), u32(g.window_w), u32(g.stride_h), u32(g.stride_w),
                                                  u32(g.dilation_h), u32(g.dilation_w), 1, g.channels, g.out_channels,
                                                  g.channels, g.out_channels, ohwi, bias, -kInf, kInf, 0, &op);
+      ThreadScratch().Trim();
     }
     if (status != xnn_status_success) return false;
     op_.reset(op);
