@@ -111,12 +111,11 @@ void TransposeInto(const float* src, int64_t rows, int64_t cols, float* dst, int
 // holds more than kKeep.
 class Scratch {
  public:
-  static constexpr std::size_t kHuge = std::size_t{2} << 20;
-  static constexpr std::size_t kKeep = 2 * kHuge;
+  static constexpr std::size_t kKeep = std::size_t{4} << 20;
 
   ~Scratch() { Release(); }
   float* Get(int64_t n) {
-    const std::size_t bytes = (static_cast<std::size_t>(n) * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+    std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
     if (bytes > size_) {
       Release();
       data_ = MapHugePages(bytes);

@@ -51,7 +51,7 @@ class HugeArena {
     std::lock_guard<std::mutex> lock(mutex_);
     Region* r = regions_.empty() ? nullptr : &regions_.back();
     if (r == nullptr || r->size - r->used < need) {
-      r = Map(std::max(kRegionSize, RoundUp(need, kHugePage)));
+      r = Map(std::max(kRegionSize, need));
       if (r == nullptr) return System(alignment, size);
     }
     char* header = r->base + r->used;
@@ -121,7 +121,8 @@ class HugeArena {
 
 }  // namespace
 
-void* MapHugePages(std::size_t size) {
+void* MapHugePages(std::size_t& size) {
+  size = RoundUp(size, kHugePage);
   void* raw =
       ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) return nullptr;

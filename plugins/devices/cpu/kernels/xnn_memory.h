@@ -10,10 +10,11 @@
 
 namespace weft::cpu {
 
-// |size| bytes (a multiple of 2 MiB) of zeroed anonymous memory at a 2 MiB
-// boundary, advised MADV_HUGEPAGE; nullptr when it cannot be mapped.
-// munmap(p, size) returns it.
-void* MapHugePages(std::size_t size);
+// At least |size| bytes of zeroed anonymous memory at a 2 MiB boundary,
+// advised MADV_HUGEPAGE, or nullptr when it cannot be mapped; |size|
+// becomes the mapping's, a multiple of 2 MiB, and munmap(p, size) returns
+// it.
+void* MapHugePages(std::size_t& size);
 
 // The allocator to give xnn_initialize.
 const xnn_allocator* XnnAllocator();
