@@ -13,7 +13,9 @@
 //   node->Call(peer, request, 5000, [](Status s, Response r) { ... });
 //
 // Callbacks (responses and the server's handler) run on the node's own
-// thread pool, never on a transport thread, and may block briefly.
+// thread pool and may block briefly; the one exception is the handler of
+// RecvTensor, which runs on the transport's thread and must not block (it
+// answers from a rendezvous, core/distributed/task_service.cc).
 #ifndef WEFT_CORE_DIST_RPC_H_
 #define WEFT_CORE_DIST_RPC_H_
 

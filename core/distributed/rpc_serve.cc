@@ -213,6 +213,14 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
     Finish(envelope->call_id, envelope->status, std::move(envelope->response));
     return;
   }
+  if (envelope->request.method == Method::kRecvTensor) {
+    // A tensor pull is served here, on the transport's thread: it looks the
+    // tensor up and answers at once, or later from the thread of the _Send
+    // that produces it, which costs less than waking a pool thread for it
+    // (docs/distributed-internals.md, "A tensor's trip").
+    ServeRequest(connection, std::move(*envelope));
+    return;
+  }
   pool_->Schedule([this, connection, e = std::move(*envelope)]() mutable { ServeRequest(connection, std::move(e)); });
 }
 

@@ -613,29 +613,36 @@ void TaskService::RecvTensor(const Request& request, RpcNode::Reply reply) {
     return;
   }
   std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true);
-  // The base class's receive: the key's sender is on this task.
-  step->rendezvous->runtime::Rendezvous::RecvAsync(
-      key, [step, reply, key, name = options_.name](const Status& status, runtime::Rendezvous::Item item) {
-        if (!status.ok()) {
-          reply(Status(status.code(), StrCat(name, ": ", key.ToString(), ": ", status.message())), Response());
+  // The base class's receive: the key's sender is on this task. This runs on
+  // the transport's thread (RpcNode serves pulls there), and so may the
+  // answer: a tensor that must first be copied off its device is answered
+  // from the inter-op pool instead, so that no copy holds that thread up.
+  step->rendezvous->runtime::Rendezvous::RecvAsync(key, [step, reply, key, name = options_.name, pool = pool_.get()](
+                                                            const Status& status, runtime::Rendezvous::Item item) {
+    if (!status.ok()) {
+      reply(Status(status.code(), StrCat(name, ": ", key.ToString(), ": ", status.message())), Response());
+      return;
+    }
+    if (!item.is_dead && item.device != nullptr && !item.value.host_visible()) {
+      pool->Schedule([reply, key, name, item = std::move(item)] {
+        auto host = item.device->CopyToHost(item.value);
+        if (!host.ok()) {
+          reply(host.status().WithContext(StrCat(name, ": copying ", key.ToString(), " to the host")), Response());
           return;
         }
-        Response r;
-        r.method = Method::kRecvTensor;
-        if (item.is_dead) {
-          r.is_dead = true;
-        } else if (item.device != nullptr && !item.value.host_visible()) {
-          auto host = item.device->CopyToHost(item.value);
-          if (!host.ok()) {
-            reply(host.status().WithContext(StrCat(name, ": copying ", key.ToString(), " to the host")), Response());
-            return;
-          }
-          r.tensor = std::move(*host);
-        } else {
-          r.tensor = std::move(item.value);
-        }
-        reply(Status(), std::move(r));
+        Response copied;
+        copied.method = Method::kRecvTensor;
+        copied.tensor = std::move(*host);
+        reply(Status(), std::move(copied));
       });
+      return;
+    }
+    Response r;
+    r.method = Method::kRecvTensor;
+    r.is_dead = item.is_dead;
+    if (!item.is_dead) r.tensor = std::move(item.value);
+    reply(Status(), std::move(r));
+  });
 }
 
 }  // namespace weft::dist

@@ -436,6 +436,65 @@ TEST_P(TransportConformance, MalformedAndOversizedFramesAreRefusedWithoutHarm) {
   EXPECT_TRUE(server.WaitUntil([&] { return server.messages.size() == 1; }, 10s));
 }
 
+// The tcp transport reads what the socket has into a staging buffer and
+// cuts messages from it: several frames in one segment, a frame dribbled a
+// few bytes at a time (its preamble split across reads), and a frame larger
+// than the stage must each arrive whole and in order; a frame cut short by
+// the peer's close is an error naming the bytes that were missing.
+TEST_P(TransportConformance, TcpCutsMessagesFromWhateverTheSocketReturns) {
+  if (GetParam() != "tcp") GTEST_SKIP() << "tcp's own framing";
+  EndpointHarness server(table_, Listen());
+  ASSERT_TRUE(server.open_status().ok());
+  auto frame = [](const std::string& header, const std::string& payload) {
+    std::string out = "WFT1";
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(header.size() >> (8 * i)));
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(payload.size() >> (8 * i)));
+    return out + header + payload;
+  };
+  std::vector<std::pair<std::string, std::string>> sent;
+  std::string together;
+  for (uint64_t i = 0; i < 3; ++i) {
+    sent.emplace_back(U64(i), Pattern(i * 100, i));
+    together += frame(sent.back().first, sent.back().second);
+  }
+  sent.emplace_back(U64(3), Pattern(5000, 3));
+  const std::string dribbled = frame(sent.back().first, sent.back().second);
+  sent.emplace_back(U64(4), Pattern(200000, 4));  // past the 64 KiB stage
+  const std::string large = frame(sent.back().first, sent.back().second);
+  sent.emplace_back("", "");  // an empty message between others
+  const std::string empty = frame("", "");
+  const int fd = RawConnect(PortOf(server.Address()));
+  ASSERT_GE(fd, 0);
+  auto write_all = [fd](const std::string& bytes) {
+    for (std::size_t at = 0; at < bytes.size();) {
+      const ssize_t n = write(fd, bytes.data() + at, bytes.size() - at);
+      ASSERT_GT(n, 0);
+      at += static_cast<std::size_t>(n);
+    }
+  };
+  write_all(together);
+  for (std::size_t at = 0; at < dribbled.size(); at += 7) {
+    write_all(dribbled.substr(at, 7));
+    if (at < 64) std::this_thread::sleep_for(2ms);  // the preamble and header, a few bytes per read
+  }
+  write_all(large.substr(0, 9));  // part of a preamble
+  std::this_thread::sleep_for(20ms);
+  write_all(large.substr(9) + empty);
+  ASSERT_TRUE(server.WaitUntil([&] { return server.messages.size() == sent.size(); }, 10s))
+      << server.messages.size() << " of " << sent.size() << " arrived";
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_EQ(server.messages[i].header, sent[i].first) << "message " << i;
+    EXPECT_EQ(server.messages[i].payload, sent[i].second) << "message " << i;
+  }
+  const std::string cut = frame(U64(9), Pattern(1000, 9));
+  write_all(cut.substr(0, 600));
+  close(fd);
+  ASSERT_TRUE(server.WaitUntil([&] { return !server.closed.empty(); }, 10s));
+  EXPECT_NE(server.closed[0].second.message.find("in the middle of a message (584 of 1008 bytes)"), std::string::npos)
+      << server.closed[0].second.message;
+  EXPECT_EQ(server.messages.size(), sent.size());
+}
+
 TEST_P(TransportConformance, ClosingDuringASendFinishesItExactlyOnce) {
   Pair p = Connected();
   const ZeroPages big(uint64_t{1} << 30);

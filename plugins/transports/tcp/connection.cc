@@ -1,10 +1,17 @@
 // A connection's work on its endpoint's I/O thread: reading each message
 // into its buffers and handing it to the host, writing the queued sends,
 // and closing.
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tcp_internal.h"
 #include "weft/sdk/struct.h"
@@ -55,14 +62,18 @@ void Conn::Close(weft_status_t status, bool notify) {
     return;
   }
   closed = true;
-  dead = true;
-  boost::system::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_both, ignored);
-  socket.close(ignored);
+  dead = true;  // before send_mu: a Submit that takes it after this sees it
   // The socket is closed, so the kernel no longer reads any send's
   // memory: every pending send can be finished now.
   std::deque<std::unique_ptr<SendOp>> pending;
-  pending.swap(queue);
+  {
+    std::lock_guard<std::mutex> lock(send_mu);
+    boost::system::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+    pending.swap(queue);
+    writing = false;
+  }
   for (auto& op : pending) {
     const std::string why =
         status != nullptr ? std::string("connection to ") + peer + " failed: " + sdk::host()->status_message(status)
@@ -85,12 +96,17 @@ void Conn::Fail(boost::system::error_code ec, const char* during, uint64_t got, 
   if (ec == asio::ssl::error::stream_truncated) ec = asio::error::eof;
   if (ec == asio::error::operation_aborted) return;
   if (ec == asio::error::eof && during == nullptr) {
-    if (queue.empty()) {
+    std::size_t unsent;
+    {
+      std::lock_guard<std::mutex> lock(send_mu);
+      unsent = queue.size();
+    }
+    if (unsent == 0) {
       Close(nullptr, true);  // orderly: the peer closed between messages, and nothing was lost
       return;
     }
     Close(NewStatus(WEFT_UNAVAILABLE, "connection with " + peer + " closed by the peer while " +
-                                          std::to_string(queue.size()) + " message(s) to it were not yet sent"),
+                                          std::to_string(unsent) + " message(s) to it were not yet sent"),
           true);
     return;
   }
@@ -108,33 +124,74 @@ void Conn::Fail(boost::system::error_code ec, const char* during, uint64_t got, 
 }
 
 void Conn::StartRead() {
+  while (!closed) {
+    if (incoming != nullptr) {
+      if (!FillFromStage()) break;  // the rest comes straight from the socket
+      Deliver();
+      continue;
+    }
+    if (stage_end - stage_begin < kPreambleSize) break;
+    if (!BeginMessage()) return;
+  }
   if (closed) return;
   auto self = shared_from_this();
-  Read(asio::buffer(preamble, kPreambleSize), asio::transfer_all(),
-       [self](const boost::system::error_code& ec, std::size_t n) {
-         if (ec) {
-           if (ec == asio::error::eof && n == 0) {
-             self->Fail(ec, nullptr, 0, 0);
-           } else {
-             self->Fail(ec, "in the middle of a message", n, kPreambleSize);
-           }
-           return;
-         }
-         self->OnPreamble();
-       });
+  if (incoming != nullptr) {
+    // The message's remaining bytes, read into their final buffers.
+    const uint64_t have = incoming_have;
+    const uint64_t header_size = incoming->header.size();
+    std::vector<asio::mutable_buffer> buffers;  // copied into the read
+    if (have < header_size) buffers.push_back(asio::buffer(incoming->header.data() + have, header_size - have));
+    const uint64_t payload_have = have > header_size ? have - header_size : 0;
+    if (incoming->payload_size > payload_have) {
+      buffers.push_back(asio::buffer(static_cast<unsigned char*>(incoming->payload) + payload_have,
+                                     incoming->payload_size - payload_have));
+    }
+    Read(buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t n) {
+      if (ec) {
+        self->Fail(ec, "in the middle of a message", self->incoming_have + n, self->incoming_size);
+        return;
+      }
+      self->incoming_have = self->incoming_size;
+      self->Deliver();
+      self->StartRead();
+    });
+    return;
+  }
+  // Fewer bytes than a preamble are staged: keep them, read more after them.
+  if (stage_begin > 0) {
+    std::memmove(stage.get(), stage.get() + stage_begin, stage_end - stage_begin);
+    stage_end -= stage_begin;
+    stage_begin = 0;
+  }
+  ReadSome(asio::buffer(stage.get() + stage_end, kStageBytes - stage_end),
+           [self](const boost::system::error_code& ec, std::size_t n) {
+             if (ec) {
+               const std::size_t staged = self->stage_end - self->stage_begin;
+               if (ec == asio::error::eof && staged == 0) {
+                 self->Fail(ec, nullptr, 0, 0);
+               } else {
+                 self->Fail(ec, "in the middle of a message", staged, kPreambleSize);
+               }
+               return;
+             }
+             self->stage_end += n;
+             self->StartRead();
+           });
 }
 
-void Conn::OnPreamble() {
+bool Conn::BeginMessage() {
   Preamble p;
   const uint64_t plugin_limit = g_options.max_message_bytes.load(std::memory_order_relaxed);
   const uint64_t own = max_message.load(std::memory_order_relaxed);
+  const unsigned char* at = stage.get() + stage_begin;
   const std::string bad = own != 0 && own < plugin_limit
-                              ? DecodePreamble(preamble, own, &p, "this connection's limit, set by the host")
-                              : DecodePreamble(preamble, plugin_limit, &p);
+                              ? DecodePreamble(at, own, &p, "this connection's limit, set by the host")
+                              : DecodePreamble(at, plugin_limit, &p);
   if (!bad.empty()) {
     Close(NewStatus(WEFT_DATA_LOSS, "malformed message from " + peer + ": " + bad), true);
-    return;
+    return false;
   }
+  stage_begin += kPreambleSize;
   incoming = std::make_shared<RecvBuffer>();
   incoming->header.resize(p.header_size);
   incoming->payload_size = p.payload_size;
@@ -144,24 +201,33 @@ void Conn::OnPreamble() {
       Close(NewStatus(WEFT_RESOURCE_EXHAUSTED,
                       "out of memory for a message of " + std::to_string(p.payload_size) + " bytes from " + peer),
             true);
-      return;
+      return false;
     }
   }
   incoming_size = uint64_t{p.header_size} + p.payload_size;
-  if (incoming_size == 0) {
-    Deliver();
-    return;
+  incoming_have = 0;
+  return true;
+}
+
+bool Conn::FillFromStage() {
+  const uint64_t header_size = incoming->header.size();
+  const uint64_t take = std::min<uint64_t>(stage_end - stage_begin, incoming_size - incoming_have);
+  const unsigned char* from = stage.get() + stage_begin;
+  uint64_t left = take;
+  if (incoming_have < header_size) {
+    const uint64_t n = std::min(left, header_size - incoming_have);
+    std::memcpy(incoming->header.data() + incoming_have, from, n);
+    from += n;
+    left -= n;
+    incoming_have += n;
   }
-  std::array<asio::mutable_buffer, 2> buffers = {asio::buffer(incoming->header.data(), incoming->header.size()),
-                                                 asio::buffer(incoming->payload, p.payload_size)};
-  auto self = shared_from_this();
-  Read(buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t n) {
-    if (ec) {
-      self->Fail(ec, "in the middle of a message", n, self->incoming_size);
-      return;
-    }
-    self->Deliver();
-  });
+  if (left > 0) {
+    std::memcpy(static_cast<unsigned char*>(incoming->payload) + (incoming_have - header_size), from, left);
+    incoming_have += left;
+  }
+  stage_begin += take;
+  if (stage_begin == stage_end) stage_begin = stage_end = 0;
+  return incoming_have == incoming_size;
 }
 
 void Conn::Deliver() {
@@ -179,35 +245,93 @@ void Conn::Deliver() {
     delivery.buffer = std::move(buffer);
     ep->callbacks.on_message(ep->callbacks.user, &delivery.message);
   }
-  StartRead();
 }
 
-void Conn::Enqueue(std::unique_ptr<SendOp> op) {
-  if (closed) {
+void Conn::Submit(std::unique_ptr<SendOp> op) {
+  std::unique_lock<std::mutex> lock(send_mu);
+  if (dead.load()) {
+    lock.unlock();
     op->Finish(NewStatus(WEFT_UNAVAILABLE, "connection to " + peer + " is closed"));
     return;
   }
+  if (writing) {
+    queue.push_back(std::move(op));  // the write loop takes it in its turn
+    return;
+  }
+  // Nothing is queued or in flight, so this message is next on the wire.
+  if (!tls && WriteNow(*op)) {
+    lock.unlock();
+    op->Finish(nullptr);
+    return;
+  }
   queue.push_back(std::move(op));
-  if (!writing) WriteNext();
+  writing = true;
+  lock.unlock();
+  if (ep->OnIoThread()) {
+    WriteNext();
+    return;
+  }
+  std::lock_guard<std::mutex> post_lock(ep->post_mu);
+  // A stopped endpoint closed this connection, which failed the queue.
+  if (!ep->stopped.load()) asio::post(ep->io, [self = shared_from_this()] { self->WriteNext(); });
+}
+
+bool Conn::WriteNow(SendOp& op) {
+  constexpr std::size_t kMaxSlices = 64;
+  if (op.buffers.size() > kMaxSlices) return false;
+  std::array<iovec, kMaxSlices> iov;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < op.buffers.size(); ++i) {
+    iov[i].iov_base = const_cast<void*>(op.buffers[i].data());
+    iov[i].iov_len = op.buffers[i].size();
+    total += op.buffers[i].size();
+  }
+  msghdr header{};
+  header.msg_iov = iov.data();
+  header.msg_iovlen = op.buffers.size();
+  ssize_t sent;
+  do {
+    sent = ::sendmsg(socket.native_handle(), &header, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  // EAGAIN: the socket's buffer is full. Any other error: the I/O thread's
+  // write meets it again and closes the connection, saying why.
+  if (sent <= 0) return false;
+  if (static_cast<std::size_t>(sent) == total) return true;
+  auto first = op.buffers.begin();
+  auto left = static_cast<std::size_t>(sent);
+  while (left >= first->size()) {
+    left -= first->size();
+    ++first;
+  }
+  op.buffers.erase(op.buffers.begin(), first);
+  op.buffers.front() += left;
+  return false;
 }
 
 void Conn::WriteNext() {
-  if (closed || queue.empty()) {
-    writing = false;
-    return;
+  SendOp* op;
+  {
+    std::lock_guard<std::mutex> lock(send_mu);
+    if (closed || queue.empty()) {
+      writing = false;
+      return;
+    }
+    op = queue.front().get();  // popped only here, on this thread
   }
-  writing = true;
   auto self = shared_from_this();
-  Write(queue.front()->buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t) {
+  Write(op->buffers, TransferAllLarge(), [self](const boost::system::error_code& ec, std::size_t) {
     if (self->closed) return;  // Close finished the op already
     if (ec) {
-      self->writing = false;
       self->Fail(ec, "while sending a message", 0, 0);
       return;
     }
-    std::unique_ptr<SendOp> op = std::move(self->queue.front());
-    self->queue.pop_front();
-    op->Finish(nullptr);
+    std::unique_ptr<SendOp> sent;
+    {
+      std::lock_guard<std::mutex> lock(self->send_mu);
+      sent = std::move(self->queue.front());
+      self->queue.pop_front();
+    }
+    sent->Finish(nullptr);
     self->WriteNext();
   });
 }

@@ -1,5 +1,5 @@
-// What the host does with a connection from any thread: send, posted to
-// the endpoint's I/O thread; connection_set_max_message; connection_close.
+// What the host does with a connection from any thread: send (written at
+// once when the connection is idle, else queued for the I/O thread); connection_set_max_message; connection_close.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -75,16 +75,7 @@ weft_status_t Entry::Send(weft_connection_t connection, const weft_message_t* me
     }
     op->done = done;
     op->user = user;
-    EndpointState* state = conn->ep.get();
-    if (state->OnIoThread()) {
-      conn->Enqueue(std::move(op));
-    } else {
-      std::lock_guard<std::mutex> lock(state->post_mu);
-      if (state->stopped.load()) {
-        Fail(WEFT_UNAVAILABLE, "connection to " + conn->peer + " is closed (its endpoint was closed)");
-      }
-      asio::post(state->io, [conn, raw = op.release()] { conn->Enqueue(std::unique_ptr<SendOp>(raw)); });
-    }
+    conn->Submit(std::move(op));
   });
 }
 

@@ -10,11 +10,19 @@
 // threads (send, connection_close, endpoint_close) are posted to it.
 //
 // Sending: the preamble, the header and every payload slice go out in one
-// scatter/gather async_write (writev), with no copy of the payload.
-// Receiving: the 16-byte preamble is read first and checked (framing.h);
-// then the header and the payload are read straight into their final
-// buffers, the payload 64-byte aligned from the host's allocator, so the
-// host can retain it and use it as a tensor's memory without a copy.
+// scatter/gather write (writev), with no copy of the payload. When nothing
+// else is queued or being written on the connection (and it has no TLS),
+// the sending thread writes the message itself, without waiting: a small
+// message then costs one sendmsg and no hand-off to the I/O thread. What
+// the socket does not take at once goes to the I/O thread's queue, which
+// writes it and everything sent after it, in order (Conn::Submit).
+// Receiving: each read takes what the socket has, up to 64 KiB, into the
+// connection's staging buffer; messages are cut from it, each preamble
+// checked (framing.h) before anything is allocated for its message, so a
+// small message costs one recv and several that arrive together one for
+// all. What a message has beyond the staged bytes is read straight into its
+// final buffers, the payload 64-byte aligned from the host's allocator, so
+// the host can retain it and use it as a tensor's memory without a copy.
 //
 // TLS ([transports.tcp] tls = true): every connection runs a mutual TLS
 // handshake (Boost.Asio's ssl::stream over OpenSSL, TLS 1.3 at least, both
@@ -243,13 +251,23 @@ struct Conn : std::enable_shared_from_this<Conn> {
   // I/O thread only (or under ep->closed_mu once the thread is gone).
   weft_connection_s* handle = nullptr;  // null once the host released it
   bool closed = false;
+  // The sends not yet written, and whether the I/O thread's write loop
+  // owns them (|writing|: a write is in flight or posted). Under send_mu,
+  // which is also held while the socket is closed, so that a thread
+  // writing directly never writes to a descriptor closed under it.
+  std::mutex send_mu;
   std::deque<std::unique_ptr<SendOp>> queue;
   bool writing = false;
-  unsigned char preamble[kPreambleSize];
+  // Bytes read but not yet taken by a message: stage[stage_begin,
+  // stage_end).
+  static constexpr std::size_t kStageBytes = std::size_t{64} << 10;
+  std::unique_ptr<unsigned char[]> stage{new unsigned char[kStageBytes]};
+  std::size_t stage_begin = 0, stage_end = 0;
   // With TLS, every read and write goes through this stream over |socket|.
   std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
   std::shared_ptr<RecvBuffer> incoming;
-  uint64_t incoming_size = 0;
+  uint64_t incoming_size = 0;  // its header and payload bytes
+  uint64_t incoming_have = 0;  // how many of them arrived
   // connection_set_max_message's limit; 0: the plugin's max_message_mb.
   std::atomic<uint64_t> max_message{0};
 
@@ -270,6 +288,14 @@ struct Conn : std::enable_shared_from_this<Conn> {
       asio::async_read(socket, buffers, condition, std::forward<Handler>(handler));
     }
   }
+  template <class Handler>
+  void ReadSome(asio::mutable_buffer buffer, Handler&& handler) {
+    if (tls) {
+      tls->async_read_some(buffer, std::forward<Handler>(handler));
+    } else {
+      socket.async_read_some(buffer, std::forward<Handler>(handler));
+    }
+  }
   template <class Buffers, class Condition, class Handler>
   void Write(const Buffers& buffers, Condition condition, Handler&& handler) {
     if (tls) {
@@ -279,11 +305,26 @@ struct Conn : std::enable_shared_from_this<Conn> {
     }
   }
 
+  // Cuts every whole message from the staged bytes and delivers it, then
+  // reads more: into the stage, or straight into the buffers of a message
+  // whose beginning is staged.
   void StartRead();
-  void OnPreamble();
+  // Begins the message whose preamble starts the staged bytes; false when
+  // the connection was closed (a bad preamble, no memory).
+  bool BeginMessage();
+  // Copies staged bytes into the incoming message; true when it is whole.
+  bool FillFromStage();
   void Deliver();
-  void Enqueue(std::unique_ptr<SendOp> op);
+  // Sends |op| from any thread: written at once by this thread when the
+  // connection is idle and the socket takes it whole, else queued for the
+  // I/O thread. Messages leave in the order of Submit calls.
+  void Submit(std::unique_ptr<SendOp> op);
+  // The I/O thread's write loop: writes the queue's first message, then
+  // the next, until the queue is empty.
   void WriteNext();
+  // One non-blocking sendmsg of what is left of |op|; what was written is
+  // dropped from its buffers. True when all of it went.
+  bool WriteNow(SendOp& op);
 };
 
 // In connection.cc.
