@@ -26,6 +26,26 @@ struct TaskService::Step {
   // Who ran it (RunGraph's caller): its steps go when it restarts.
   std::string caller;
   std::chrono::steady_clock::time_point touched = std::chrono::steady_clock::now();
+  // Why it was cancelled from outside (the client's AbortStep, the
+  // caller's restart, shutdown): the first reason is kept, and a partition
+  // that ended CANCELLED ends with it, so the step's status names its
+  // source rather than the nodes it stopped.
+  std::mutex cancel_mutex;
+  Status cancel_reason;
+
+  void Cancel(const Status& why) {
+    {
+      std::lock_guard<std::mutex> lock(cancel_mutex);
+      if (cancel_reason.ok()) cancel_reason = why;
+    }
+    info.cancelled.store(true);
+    rendezvous->Abort(why);
+    info.cancellation.StartCancel();
+  }
+  Status CancelReason() {
+    std::lock_guard<std::mutex> lock(cancel_mutex);
+    return cancel_reason;
+  }
 };
 
 namespace {
@@ -116,11 +136,7 @@ TaskService::~TaskService() {
     std::lock_guard<std::mutex> lock(mutex_);
     steps = steps_;
   }
-  for (auto& [id, step] : steps) {
-    step->info.cancelled.store(true);
-    step->info.cancellation.StartCancel();
-    step->rendezvous->Abort(CancelledError(options_.name, " is shutting down"));
-  }
+  for (auto& [id, step] : steps) step->Cancel(CancelledError(options_.name, " is shutting down"));
   monitor_.reset();
   // No request is served after this; replies still in flight go nowhere.
   rpc_.reset();
@@ -147,9 +163,7 @@ void TaskService::AbortStepsOf(const std::string& caller, uint64_t incarnation) 
     const Status why =
         Status(Code::kAborted, StrCat(caller, " was restarted, so its step ", step->id, " (of incarnation ",
                                       FormatIncarnation(incarnation), ") was aborted"));
-    step->info.cancelled.store(true);
-    step->rendezvous->Abort(why);
-    step->info.cancellation.StartCancel();
+    step->Cancel(why);
   }
   if (!steps.empty()) {
     WEFT_LOG(INFO) << options_.name << ": aborted " << steps.size() << " step" << (steps.size() == 1 ? "" : "s")
@@ -253,10 +267,7 @@ void TaskService::Handle(const std::string& caller, Request request, RpcNode::Re
     case Method::kRecvTensor: RecvTensor(request, std::move(reply)); return;
     case Method::kAbortStep: {
       if (std::shared_ptr<Step> step = GetStep(request.step_id, /*create=*/true)) {
-        step->info.cancelled.store(true);
-        step->rendezvous->Abort(request.abort_status.ok() ? CancelledError("the client aborted the step")
-                                                          : request.abort_status);
-        step->info.cancellation.StartCancel();
+        step->Cancel(request.abort_status.ok() ? CancelledError("the client aborted the step") : request.abort_status);
       }
       reply(Status(), Response());
       return;
@@ -538,6 +549,10 @@ void TaskService::RunGraph(const std::string& caller, Request request, RpcNode::
       r.trace_origin_ns = trace->origin_ns();
     }
     Status status = join->status;
+    if (status.code() == Code::kCancelled) {
+      // Cancelled from outside: said with the reason it was given.
+      if (Status reason = step->CancelReason(); !reason.ok()) status = std::move(reason);
+    }
     if (status.ok()) {
       for (const Part& part : registered->parts) {
         for (const Graph::Node& node : part.graph->nodes()) {

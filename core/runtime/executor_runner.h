@@ -42,6 +42,10 @@ struct Executor::StepBase {
   // Guards |status|; the frame propagator's bookkeeping too.
   std::mutex mutex;
   Status status;
+  // A node was retired without running because the step was cancelled:
+  // the step then ends CANCELLED even if none of its own nodes failed, so
+  // that its outputs are never taken as made.
+  std::atomic<bool> skipped{false};
   std::function<void(Status)> done;
 };
 
@@ -81,6 +85,7 @@ struct Executor::Runner {
       const NodeItem& item = Item(t);
       if (step->info->cancelled.load(std::memory_order_relaxed)) {
         // Retired without running, so that frames still account for it.
+        step->skipped.store(true, std::memory_order_relaxed);
         lock.Hold();
         P::Retire(*exec, step, t);
         continue;
@@ -270,6 +275,9 @@ struct Executor::Runner {
   void Finish() const {
     std::function<void(Status)> done = std::move(step->done);
     Status status = std::move(step->status);
+    if (status.ok() && step->skipped.load()) {
+      status = CancelledError("the step was cancelled before all of its nodes here ran");
+    }
     delete step;
     done(std::move(status));
   }

@@ -561,5 +561,48 @@ TEST_F(TwoTasks, AnEarlierStartOfACallerIsRefusedAndItsStepsAborted) {
   EXPECT_TRUE(new_rpc->CallSync(ps, heartbeat, 5000).ok());
 }
 
+// A step the client aborted before its RunGraph arrived runs none of its
+// nodes there, and answers with the client's reason, not "output 0 was not
+// produced" (what the chaos runs found: a cancelled partition ended OK).
+TEST_F(TwoTasks, AStepAbortedBeforeItRunsAnswersWithTheAbortsReason) {
+  auto rpc = RawClient("client", NewIncarnation(), kFingerprint);
+  ASSERT_NE(rpc, nullptr);
+  const Peer ps{testing::kPsTask, peers_.at(testing::kPsTask)};
+  const std::string cpu = StrCat(testing::kPsTask, "/device:CPU:0");
+  GraphBuilder b;
+  b.Op("_Retval", {b.Scalar<float>(3)}, {{"T", DType::kF32}, {"index", 0}}, "out");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  GraphDef def = g->ToGraphDef();
+  for (NodeDef& n : def.nodes) n.device = cpu;
+  Request reg;
+  reg.method = Method::kRegisterGraph;
+  reg.partitions.push_back({cpu, SerializeGraphDef(def, GraphFormat::kBinary)});
+  auto handle = rpc->CallSync(ps, std::move(reg), 5000);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  auto run = [&](int64_t step_id) {
+    Request r;
+    r.method = Method::kRunGraph;
+    r.handle = handle->handle;
+    r.target_incarnation = handle->responder_incarnation;
+    r.step_id = step_id;
+    return rpc->CallSync(ps, std::move(r), 5000);
+  };
+  Request abort;
+  abort.method = Method::kAbortStep;
+  abort.step_id = 31;
+  abort.abort_status = Status(Code::kCancelled, "step 31 was aborted: the test stopped it");
+  ASSERT_TRUE(rpc->CallSync(ps, std::move(abort), 5000).ok());
+  auto aborted = run(31);
+  ASSERT_FALSE(aborted.ok());
+  EXPECT_EQ(aborted.status().code(), Code::kCancelled) << aborted.status().ToString();
+  EXPECT_EQ(aborted.status().message(), "/job:ps/task:0, step 31: step 31 was aborted: the test stopped it");
+  // Another step of the same graph runs and answers its output.
+  auto ran = run(32);
+  ASSERT_TRUE(ran.ok()) << ran.status().ToString();
+  ASSERT_EQ(ran->retvals.size(), 1u);
+  EXPECT_EQ(ran->retvals[0].tensor.scalar<float>(), 3.0f);
+}
+
 }  // namespace
 }  // namespace weft::dist

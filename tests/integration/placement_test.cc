@@ -672,7 +672,7 @@ class DeadValues : public ::testing::Test {
   }
 
   // Runs |def| once, every node on CPU:0, meeting others in |rendezvous|.
-  Status Run(GraphDef def, runtime::Rendezvous& rendezvous) {
+  Status Run(GraphDef def, runtime::Rendezvous& rendezvous, bool cancelled = false) {
     auto graph = Graph::FromGraphDef(std::move(def));
     if (!graph.ok()) return graph.status();
     auto shared = std::make_shared<const Graph>(std::move(*graph));
@@ -690,12 +690,16 @@ class DeadValues : public ::testing::Test {
     step.args = &args;
     step.retvals = &retvals;
     step.rendezvous = &rendezvous;
-    return (*executor)->Run(step, nullptr);
+    step.cancelled.store(cancelled);
+    Status status = (*executor)->Run(step, nullptr);
+    produced_ = retvals[0].valid();
+    return status;
   }
 
   RuntimeEnv env_;
   std::unique_ptr<runtime::Session> session_;
   const runtime::RuntimeDevice* device_ = nullptr;
+  bool produced_ = false;  // the last Run's output 0
 };
 
 TEST_F(DeadValues, ASendOfADeadValueSendsADeadMarker) {
@@ -773,6 +777,28 @@ TEST_F(DeadValues, ARecvNotMarkedMayBeDeadRefusesADeadMarker) {
                              "may receive one needs may_be_dead = true"),
             std::string::npos)
       << s.ToString();
+}
+
+// A step cancelled from outside (a task's AbortStep, its caller's restart)
+// before its nodes ran ends CANCELLED, not OK with its outputs missing (what
+// the chaos runs found: the client was told "output 0 was not produced").
+using CancelledStep = DeadValues;
+
+TEST_F(CancelledStep, EndsCancelledRatherThanOkWithoutItsOutputs) {
+  GraphDef def;
+  def.nodes.push_back(MakeNodeDef("x", "Const", {},
+                                  {{"dtype", AttrValue(DType::kF32)}, {"value", AttrValue(Tensor::Scalar<float>(2))}}));
+  def.nodes.push_back(
+      MakeNodeDef("r", "_Retval", {"x"}, {{"T", AttrValue(DType::kF32)}, {"index", AttrValue(int64_t{0})}}));
+  runtime::Rendezvous rendezvous;
+  Status s = Run(def, rendezvous, /*cancelled=*/true);
+  EXPECT_EQ(s.code(), Code::kCancelled) << s.ToString();
+  EXPECT_EQ(s.message(), "the step was cancelled before all of its nodes here ran");
+  EXPECT_FALSE(produced_);
+  // Not cancelled, the same graph runs and makes its output.
+  s = Run(def, rendezvous);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(produced_);
 }
 
 }  // namespace
