@@ -13,10 +13,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -293,6 +295,57 @@ TEST_F(TlsLink, ACaptureOfACurveLinkHoldsNoPlaintextTensorBytes) {
     if (info.name == "zmq") reason = info.reason;
   }
   EXPECT_NE(reason.find("may be read by others (mode 0644)"), std::string::npos) << reason;
+}
+
+// A TLS peer that closes between messages closes without close_notify
+// (Weft closes the socket): the other end sees an orderly close, not a
+// message cut off.
+TEST_F(TlsLink, AClosedTlsLinkIsAnOrderlyCloseBetweenMessages) {
+  const Pki pki = MakePki(dir_.path(), "ca_close");
+  auto host = HostWith(TlsSection(pki));
+  const plugin::TransportPlugin* tcp = host->transports().Find("tcp");
+  ASSERT_NE(tcp, nullptr);
+  std::mutex mutex;
+  std::condition_variable cv;
+  int messages = 0;
+  std::optional<Status> closed;
+  std::shared_ptr<Connection> accepted;
+  Endpoint::Handlers server_handlers;
+  server_handlers.on_accept = [&](const std::shared_ptr<Connection>& c) {
+    std::lock_guard<std::mutex> lock(mutex);
+    accepted = c;
+  };
+  server_handlers.on_message = [&](const std::shared_ptr<Connection>&, ReceivedMessage) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++messages;
+    cv.notify_all();
+  };
+  server_handlers.on_closed = [&](const std::shared_ptr<Connection>&, const Status& s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    closed = s;
+    cv.notify_all();
+  };
+  auto server = Endpoint::Open(tcp->table, "tcp://127.0.0.1:0", server_handlers);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  Endpoint::Handlers client_handlers;
+  client_handlers.on_message = [](const std::shared_ptr<Connection>&, ReceivedMessage) {};
+  client_handlers.on_closed = [](const std::shared_ptr<Connection>&, const Status&) {};
+  auto client = Endpoint::Open(tcp->table, "", client_handlers);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto address = (*server)->Address();
+  ASSERT_TRUE(address.ok()) << address.status().ToString();
+  auto connection = (*client)->Connect(*address, 10000);
+  ASSERT_TRUE(connection.ok()) << connection.status().ToString();
+  Status sent = (*connection)->Send("hello", {}, nullptr);
+  ASSERT_TRUE(sent.ok()) << sent.ToString();
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return messages == 1; }));
+  }
+  (*connection)->Close();
+  std::unique_lock<std::mutex> lock(mutex);
+  ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return closed.has_value(); }));
+  EXPECT_TRUE(closed->ok()) << closed->ToString();
 }
 
 TEST_F(TlsLink, APeerWithoutTlsOrWithAnotherCaIsRefused) {

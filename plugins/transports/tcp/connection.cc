@@ -151,6 +151,7 @@ void Conn::StartRead() {
         self->Fail(ec, "in the middle of a message", self->incoming_have + n, self->incoming_size);
         return;
       }
+      if (self->closed) return;  // a failed write closed it meanwhile
       self->incoming_have = self->incoming_size;
       self->Deliver();
       self->StartRead();
@@ -167,7 +168,9 @@ void Conn::StartRead() {
            [self](const boost::system::error_code& ec, std::size_t n) {
              if (ec) {
                const std::size_t staged = self->stage_end - self->stage_begin;
-               if (ec == asio::error::eof && staged == 0) {
+               if (staged == 0) {
+                 // Between messages: an end of stream (a TLS peer's too,
+                 // which Fail takes as one) is orderly.
                  self->Fail(ec, nullptr, 0, 0);
                } else {
                  self->Fail(ec, "in the middle of a message", staged, kPreambleSize);

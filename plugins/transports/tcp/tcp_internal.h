@@ -4,10 +4,12 @@
 //
 // The tcp transport: weft_transport.h over TCP with Boost.Asio.
 //
-// One I/O thread per endpoint owns every socket of the endpoint; all
-// connection state is touched on that thread only, so callbacks for one
-// connection never run concurrently and need no locks. Calls from other
-// threads (send, connection_close, endpoint_close) are posted to it.
+// One I/O thread per endpoint owns every socket of the endpoint; a
+// connection's state is touched on that thread only, so callbacks for one
+// connection never run concurrently, apart from its send queue, which is
+// under Conn::send_mu because any thread may write a message directly.
+// connection_close and endpoint_close run on the I/O thread (posted to it
+// and waited for).
 //
 // Sending: the preamble, the header and every payload slice go out in one
 // scatter/gather write (writev), with no copy of the payload. When nothing
