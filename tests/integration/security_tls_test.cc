@@ -13,12 +13,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -28,6 +26,7 @@
 #include "core/distributed/dist_session.h"
 #include "core/distributed/task_service.h"
 #include "core/graph/builder.h"
+#include "tests/integration/transport_harness.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/loopback.h"
 #include "tests/support/test_dir.h"
@@ -305,47 +304,18 @@ TEST_F(TlsLink, AClosedTlsLinkIsAnOrderlyCloseBetweenMessages) {
   auto host = HostWith(TlsSection(pki));
   const plugin::TransportPlugin* tcp = host->transports().Find("tcp");
   ASSERT_NE(tcp, nullptr);
-  std::mutex mutex;
-  std::condition_variable cv;
-  int messages = 0;
-  std::optional<Status> closed;
-  std::shared_ptr<Connection> accepted;
-  Endpoint::Handlers server_handlers;
-  server_handlers.on_accept = [&](const std::shared_ptr<Connection>& c) {
-    std::lock_guard<std::mutex> lock(mutex);
-    accepted = c;
-  };
-  server_handlers.on_message = [&](const std::shared_ptr<Connection>&, ReceivedMessage) {
-    std::lock_guard<std::mutex> lock(mutex);
-    ++messages;
-    cv.notify_all();
-  };
-  server_handlers.on_closed = [&](const std::shared_ptr<Connection>&, const Status& s) {
-    std::lock_guard<std::mutex> lock(mutex);
-    closed = s;
-    cv.notify_all();
-  };
-  auto server = Endpoint::Open(tcp->table, "tcp://127.0.0.1:0", server_handlers);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
-  Endpoint::Handlers client_handlers;
-  client_handlers.on_message = [](const std::shared_ptr<Connection>&, ReceivedMessage) {};
-  client_handlers.on_closed = [](const std::shared_ptr<Connection>&, const Status&) {};
-  auto client = Endpoint::Open(tcp->table, "", client_handlers);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  auto address = (*server)->Address();
-  ASSERT_TRUE(address.ok()) << address.status().ToString();
-  auto connection = (*client)->Connect(*address, 10000);
-  ASSERT_TRUE(connection.ok()) << connection.status().ToString();
-  Status sent = (*connection)->Send("hello", {}, nullptr);
-  ASSERT_TRUE(sent.ok()) << sent.ToString();
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return messages == 1; }));
-  }
-  (*connection)->Close();
-  std::unique_lock<std::mutex> lock(mutex);
-  ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return closed.has_value(); }));
-  EXPECT_TRUE(closed->ok()) << closed->ToString();
+  testing::EndpointHarness server(tcp->table, "tcp://127.0.0.1:0");
+  ASSERT_TRUE(server.open_status().ok()) << server.open_status().message;
+  testing::EndpointHarness client(tcp->table, "");
+  testing::CStatus connected;
+  weft_connection_t connection = client.Connect(server.Address(), 10000, &connected);
+  ASSERT_TRUE(connected.ok()) << connected.message;
+  const testing::CStatus sent = client.Send(connection, "hello", {});
+  ASSERT_TRUE(sent.ok()) << sent.message;
+  ASSERT_TRUE(server.WaitUntil([&] { return server.messages.size() == 1; }, 10s));
+  client.Release(connection);
+  ASSERT_TRUE(server.WaitUntil([&] { return !server.closed.empty(); }, 10s));
+  EXPECT_TRUE(server.closed[0].second.ok()) << server.closed[0].second.message;
 }
 
 TEST_F(TlsLink, APeerWithoutTlsOrWithAnotherCaIsRefused) {
