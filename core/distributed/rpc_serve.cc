@@ -129,6 +129,7 @@ bool RpcNode::Authenticate(const std::shared_ptr<Connection>& connection, const 
 }
 
 void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedMessage message) {
+  const int64_t arrived_ns = SteadyNowNs();
   std::string from = StrCat("peer ", connection->peer());
   std::shared_ptr<Channel> channel;
   std::shared_ptr<std::promise<std::pair<Status, std::string>>> auth_reply;
@@ -221,7 +222,11 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
     ServeRequest(connection, std::move(*envelope));
     return;
   }
-  pool_->Schedule([this, connection, e = std::move(*envelope)]() mutable { ServeRequest(connection, std::move(e)); });
+  envelope->request.received_ns = arrived_ns;
+  pool_->Schedule([this, connection, e = std::move(*envelope)]() mutable {
+    CountQueued(SteadyNowNs() - e.request.received_ns);
+    ServeRequest(connection, std::move(e));
+  });
 }
 
 void RpcNode::ServeRequest(const std::shared_ptr<Connection>& connection, Envelope envelope) {

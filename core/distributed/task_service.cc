@@ -1,6 +1,7 @@
 #include "core/distributed/task_service.h"
 
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include "core/base/logging.h"
@@ -535,18 +536,47 @@ void TaskService::RunGraph(const std::string& caller, Request request, RpcNode::
   std::shared_ptr<StatusBoard> board = options_.board;
   // The client asked for a trace of this step: its nodes, with the clock
   // the client puts them on its own by.
-  std::shared_ptr<runtime::TraceRecorder> trace = request.trace ? std::make_shared<runtime::TraceRecorder>() : nullptr;
+  // A profiled step is traced too, its events summed up here.
+  std::shared_ptr<runtime::TraceRecorder> trace =
+      request.trace || request.profile ? std::make_shared<runtime::TraceRecorder>() : nullptr;
+  struct Profiled {
+    bool send_trace;
+    int64_t received_ns;  // the request read
+    int64_t started_ns;   // this handler started (decoded, off the queue)
+    RpcTimes before;
+  };
+  std::optional<Profiled> profiled;
+  if (request.profile) {
+    const int64_t now = SteadyNowNs();
+    profiled = Profiled{request.trace, request.received_ns != 0 ? request.received_ns : now, now, ReadRpcTimes()};
+  }
   auto forget = [this](int64_t id) {
     std::lock_guard<std::mutex> lock(mutex_);
     steps_.erase(id);
   };
-  auto finish = [step, registered, reply, join, name, last_use, forget, started, board, trace]() {
+  auto finish = [step, registered, reply, join, name, last_use, forget, started, board, trace, profiled]() {
     board->RunGraphDone(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     Response r;
     r.method = Method::kRunGraph;
     if (trace != nullptr) {
       r.trace = trace->events();
       r.trace_origin_ns = trace->origin_ns();
+    }
+    if (profiled) {
+      const RpcTimes after = ReadRpcTimes();
+      const runtime::BusyTime busy = runtime::SummarizeBusy(r.trace);
+      r.has_step_time = true;
+      r.step_time.run_ms = static_cast<double>(SteadyNowNs() - profiled->received_ns) / 1e6;
+      r.step_time.compute_ms = static_cast<double>(busy.compute_us) / 1000.0;
+      r.step_time.wait_ms = static_cast<double>(busy.wait_us) / 1000.0;
+      r.step_time.serialization_ms = static_cast<double>(after.encode_ns - profiled->before.encode_ns +
+                                                         after.decode_ns - profiled->before.decode_ns) /
+                                     1e6;
+      // The other requests' waits meanwhile, and this one's own.
+      r.step_time.queued_ms = static_cast<double>(after.queued_ns - profiled->before.queued_ns + profiled->started_ns -
+                                                  profiled->received_ns) /
+                              1e6;
+      if (!profiled->send_trace) r.trace.clear();
     }
     Status status = join->status;
     if (status.code() == Code::kCancelled) {

@@ -164,6 +164,18 @@ struct RunGraph {
   lastUse @3 :Bool;
   # Record a trace of the partitions' nodes; the answer carries it.
   trace @4 :Bool;
+  # Time the task's part of the step; the answer carries stepTime.
+  profile @5 :Bool;
+}
+
+# Where a task's part of a profiled step went, in ns
+# (core/runtime/step_profile.h).
+struct StepTime {
+  runNs @0 :Int64;
+  computeNs @1 :Int64;
+  waitNs @2 :Int64;
+  serializationNs @3 :Int64;
+  queuedNs @4 :Int64;
 }
 
 # One node's execution on a task (core/runtime/trace.h).
@@ -207,6 +219,8 @@ struct Response {
   # (ns) at the trace's origin.
   trace @11 :List(TraceEvent);
   traceOriginNs @12 :Int64;
+  # RunGraph with `profile`.
+  stepTime @13 :StepTime;
 }
 
 struct Envelope {

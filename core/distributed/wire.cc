@@ -4,6 +4,8 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <limits>
 
@@ -140,6 +142,7 @@ Status EncodeRequest(Writer& writer, const Request& r, w::Request::Builder out) 
       run.setStepId(r.step_id);
       run.setLastUse(r.last_use);
       run.setTrace(r.trace);
+      run.setProfile(r.profile);
       return SetArgs(writer, r.feeds, run.initFeeds(static_cast<unsigned>(r.feeds.size())));
     }
     case Method::kRecvTensor: {
@@ -231,6 +234,15 @@ Status EncodeResponse(Writer& writer, const Response& r, w::Response::Builder ou
           e.setDurationUs(r.trace[i].duration_us);
         }
         out.setTraceOriginNs(r.trace_origin_ns);
+      }
+      if (r.has_step_time) {
+        auto t = out.initStepTime();
+        auto ns = [](double ms) { return static_cast<int64_t>(ms * 1e6); };
+        t.setRunNs(ns(r.step_time.run_ms));
+        t.setComputeNs(ns(r.step_time.compute_ms));
+        t.setWaitNs(ns(r.step_time.wait_ms));
+        t.setSerializationNs(ns(r.step_time.serialization_ms));
+        t.setQueuedNs(ns(r.step_time.queued_ms));
       }
       return SetArgs(writer, r.retvals, out.initRetvals(static_cast<unsigned>(r.retvals.size())));
     }
@@ -409,6 +421,7 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
       r.step_id = run.getStepId();
       r.last_use = run.getLastUse();
       r.trace = run.getTrace();
+      r.profile = run.getProfile();
       WEFT_ASSIGN_OR_RETURN(r.feeds, reader.ReadArgs(run.getFeeds()));
       return Status();
     }
@@ -517,6 +530,16 @@ Status DecodeResponse(const Reader& reader, w::Response::Reader in, Response& r)
         r.trace.push_back(std::move(event));
       }
       r.trace_origin_ns = in.getTraceOriginNs();
+      if (in.hasStepTime()) {
+        auto t = in.getStepTime();
+        auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
+        r.has_step_time = true;
+        r.step_time.run_ms = ms(t.getRunNs());
+        r.step_time.compute_ms = ms(t.getComputeNs());
+        r.step_time.wait_ms = ms(t.getWaitNs());
+        r.step_time.serialization_ms = ms(t.getSerializationNs());
+        r.step_time.queued_ms = ms(t.getQueuedNs());
+      }
       return Status();
     }
     case w::Response::TENSOR: {
@@ -611,7 +634,39 @@ std::string_view MethodName(Method method) {
   return "(unknown)";
 }
 
+namespace {
+
+std::atomic<int64_t> g_encode_ns{0}, g_decode_ns{0}, g_queued_ns{0};
+
+// Adds the time from its creation to its end to a counter.
+class Timed {
+ public:
+  explicit Timed(std::atomic<int64_t>& counter) : counter_(counter), start_(SteadyNowNs()) {}
+  ~Timed() { counter_.fetch_add(SteadyNowNs() - start_, std::memory_order_relaxed); }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  std::atomic<int64_t>& counter_;
+  int64_t start_;
+};
+
+}  // namespace
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+RpcTimes ReadRpcTimes() {
+  return {g_encode_ns.load(std::memory_order_relaxed), g_decode_ns.load(std::memory_order_relaxed),
+          g_queued_ns.load(std::memory_order_relaxed)};
+}
+
+void CountQueued(int64_t ns) { g_queued_ns.fetch_add(ns, std::memory_order_relaxed); }
+
 Expected<Encoded> Encode(const Envelope& envelope) {
+  Timed timed(g_encode_ns);
   try {
     capnp::MallocMessageBuilder message;
     auto root = message.initRoot<w::Envelope>();
@@ -650,6 +705,7 @@ Expected<Encoded> Encode(const Envelope& envelope) {
 
 Expected<Envelope> DecodeBytes(std::string_view header, const void* payload, uint64_t payload_size,
                                std::shared_ptr<void> owner, std::string_view from) {
+  Timed timed(g_decode_ns);
   auto bad = [&](const auto&... what) { return InvalidArgumentError("malformed message from ", from, ": ", what...); };
   if (header.size() > kMaxHeaderBytes) return bad("its header of ", header.size(), " bytes exceeds ", kMaxHeaderBytes);
   if (header.size() < sizeof(capnp::word) || header.size() % sizeof(capnp::word) != 0) {

@@ -16,6 +16,7 @@
 #include "core/base/status.h"
 #include "core/distributed/transport.h"
 #include "core/runtime/rendezvous.h"
+#include "core/runtime/step_profile.h"
 #include "core/runtime/trace.h"
 #include "core/tensor/tensor.h"
 
@@ -131,6 +132,11 @@ struct Request {
   bool last_use = false;
   // RunGraph: record a trace of the step's nodes.
   bool trace = false;
+  // RunGraph: time the task's part of the step (Response::step_time).
+  bool profile = false;
+  // Not on the wire: when the receiving process started reading the
+  // request (steady clock, ns; 0 when not stamped).
+  int64_t received_ns = 0;
   runtime::RendezvousKey key;
   Status abort_status;
   // Shutdown: why.
@@ -160,6 +166,10 @@ struct Response {
   // steady clock at their origin.
   std::vector<runtime::TraceRecorder::Event> trace;
   int64_t trace_origin_ns = 0;
+  // RunGraph with `profile`: where the task's part of the step went
+  // (core/runtime/step_profile.h; round_trip_ms and task are the caller's).
+  bool has_step_time = false;
+  runtime::TaskStepTime step_time;
   // RecvTensor
   Tensor tensor;
   bool is_dead = false;  // then |tensor| is empty
@@ -202,6 +212,19 @@ Expected<Envelope> Decode(const ReceivedMessage& message, std::string_view from)
 // The same, from raw bytes (the fuzz target; tests).
 Expected<Envelope> DecodeBytes(std::string_view header, const void* payload, uint64_t payload_size,
                                std::shared_ptr<void> owner, std::string_view from);
+
+// What this process spent encoding and decoding messages, and what
+// requests waited for an RPC thread, since it started (ns): how a profiled
+// step's serialization and queueing are measured (step_profile.h).
+struct RpcTimes {
+  int64_t encode_ns = 0;
+  int64_t decode_ns = 0;
+  int64_t queued_ns = 0;
+};
+RpcTimes ReadRpcTimes();
+void CountQueued(int64_t ns);
+// The steady clock in ns since its epoch.
+int64_t SteadyNowNs();
 
 }  // namespace weft::dist
 

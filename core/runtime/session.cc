@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -303,7 +304,25 @@ Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, co
   if (options.timeout_ms > 0) {
     step.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
   }
-  WEFT_RETURN_IF_ERROR(RunParts(*prepared, step, options.trace));
+  // A profiled step is traced (into a recorder of its own when the caller
+  // wants no trace) and its events summed up.
+  std::optional<TraceRecorder> profile_trace;
+  TraceRecorder* trace = options.trace;
+  if (options.profile != nullptr && trace == nullptr) trace = &profile_trace.emplace();
+  const int64_t started_us = trace != nullptr ? trace->NowMicros() : 0;
+  WEFT_RETURN_IF_ERROR(RunParts(*prepared, step, trace));
+  if (options.profile != nullptr) {
+    std::vector<TraceRecorder::Event> events;
+    for (TraceRecorder::Event& e : trace->events()) {
+      if (e.step_id == step.step_id && e.process.empty()) events.push_back(std::move(e));
+    }
+    const BusyTime busy = SummarizeBusy(events);
+    TaskStepTime part;
+    part.run_ms = static_cast<double>(trace->NowMicros() - started_us) / 1000.0;
+    part.compute_ms = static_cast<double>(busy.compute_us) / 1000.0;
+    part.wait_ms = static_cast<double>(busy.wait_us) / 1000.0;
+    options.profile->Add({step.step_id, part.run_ms, {part}});
+  }
 
   if (outputs != nullptr) {
     outputs->clear();

@@ -27,6 +27,7 @@
 #include "core/runtime/device_set.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/placement_support.h"
+#include "core/runtime/step_profile.h"
 #include "core/runtime/trace.h"
 
 namespace weft::runtime {
@@ -50,6 +51,8 @@ struct SessionOptions {
 struct RunOptions {
   // Record a trace of the step (see trace.h).
   TraceRecorder* trace = nullptr;
+  // Add where the step's time went, per task, to this (step_profile.h).
+  StepProfile* profile = nullptr;
   // Cancel the step and return DEADLINE_EXCEEDED when it runs longer than
   // this (a dequeue from a queue nobody fills); 0 = no limit.
   int64_t timeout_ms = 0;

@@ -289,11 +289,14 @@ class Run {
   std::optional<Evaluation> final_evaluation_;
 
   // The options of training step |step| (from 1): traced when it is one of
-  // --trace-steps.
+  // --trace-steps, profiled when one of --profile-steps.
   runtime::RunOptions TraceStep(int64_t step) const {
     runtime::RunOptions o;
     if (options_.trace != nullptr && step >= options_.trace_first && step <= options_.trace_last) {
       o.trace = options_.trace;
+    }
+    if (options_.profile != nullptr && step >= options_.profile_first && step <= options_.profile_last) {
+      o.profile = options_.profile;
     }
     return o;
   }

@@ -334,9 +334,11 @@ Expected<bool> Run::SyncStrategy::Step() {
   const bool pause = eval_due || save_due || end_due;
   const double lr = LearningRateAt(run_.config_.schedule, run_.optimizer_choice_.learning_rate, run_.step_, total);
   std::vector<Tensor> out;
-  Status applied =
-      run_.session_->Run({{run_.tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}}, counts_,
-                         {pause ? sn_.apply : sn_.apply_and_release}, &out, run_.TraceStep(run_.step_ + 1));
+  // Traced with the step; the profile is of the workers' steps only.
+  runtime::RunOptions options = run_.TraceStep(run_.step_ + 1);
+  options.profile = nullptr;
+  Status applied = run_.session_->Run({{run_.tg_.learning_rate, Tensor::Scalar<float>(static_cast<float>(lr))}},
+                                      counts_, {pause ? sn_.apply : sn_.apply_and_release}, &out, options);
   if (!applied.ok()) {
     WEFT_RETURN_IF_ERROR(Recover(applied.WithContext(
         StrCat("update ", next, " (the averaged gradients of the workers' step at global step ", run_.step_, ")"))));

@@ -19,6 +19,7 @@
 #include "core/graph/graph.h"
 #include "core/placement/placer.h"
 #include "core/plugin/plugin_host.h"
+#include "core/runtime/step_profile.h"
 #include "core/runtime/trace.h"
 
 namespace weft::dist {
@@ -55,6 +56,12 @@ struct TrainerOptions {
   runtime::TraceRecorder* trace = nullptr;
   int64_t trace_first = 10;
   int64_t trace_last = 10;
+  // Add where the time of steps profile_first..profile_last went, per
+  // task, here (`weft train --profile-steps`; runtime/step_profile.h).
+  // Null: no profile.
+  runtime::StepProfile* profile = nullptr;
+  int64_t profile_first = 0;
+  int64_t profile_last = 0;
   // When it holds a signal number (SIGTERM, SIGINT), the run stops before
   // its next step: the chief saves a checkpoint there first (when
   // [checkpoint] dir is set), and Train returns CANCELLED saying at which

@@ -604,5 +604,54 @@ TEST_F(TwoTasks, AStepAbortedBeforeItRunsAnswersWithTheAbortsReason) {
   EXPECT_EQ(ran->retvals[0].tensor.scalar<float>(), 3.0f);
 }
 
+// A profiled step across two tasks: each task's part, named, with the
+// call to it enclosing its own time; the worker waits for the ps's
+// product, which the ps computes.
+TEST_F(TwoTasks, AProfiledStepHasEachTasksPartAndTheCallsAroundThem) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{192, 192}, "x");
+  Output h;
+  {
+    auto on_ps = b.DeviceScope("/job:ps/task:0");
+    h = b.Op("MatMul", {b.Op("MatMul", {x, x}, {}, "m1"), x}, {}, "m2");
+  }
+  {
+    auto on_worker = b.DeviceScope("/job:worker/task:0");
+    b.Op("Relu", {h}, {}, "y");
+  }
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto session = DistSession::Create(std::move(*g), Options(), Plugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const Tensor x_value = Tensor::FromVector<float>(std::vector<float>(192 * 192, 0.25f), Shape{192, 192});
+  runtime::StepProfile profile;
+  runtime::RunOptions options;
+  options.profile = &profile;
+  std::vector<Tensor> out;
+  for (int i = 0; i < 3; ++i) {
+    Status s = (*session)->Run({{"x", x_value}}, {"y"}, {}, &out, i == 0 ? runtime::RunOptions() : options);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  const std::vector<runtime::StepTime> steps = profile.steps();
+  ASSERT_EQ(steps.size(), 2u);
+  for (const runtime::StepTime& step : steps) {
+    ASSERT_EQ(step.tasks.size(), 2u);
+    for (const runtime::TaskStepTime& t : step.tasks) {
+      SCOPED_TRACE(t.task);
+      EXPECT_TRUE(t.task == testing::kPsTask || t.task == testing::kWorkerTask);
+      // One clock (both tasks are in this process): the call encloses the
+      // task's part, and the step encloses the call.
+      EXPECT_GE(t.round_trip_ms, t.run_ms);
+      EXPECT_GE(step.step_ms, t.round_trip_ms);
+      EXPECT_LE(t.compute_ms + t.wait_ms, t.run_ms + 0.002);  // µs events in a ns window
+      if (t.task == testing::kPsTask) EXPECT_GT(t.compute_ms, 0.0);
+      if (t.task == testing::kWorkerTask) EXPECT_GT(t.wait_ms, 0.0);
+    }
+  }
+  EXPECT_NE(profile.Format().find("/job:ps/task:0 computed longest"), std::string::npos) << profile.Format();
+  // The step's outputs are the same as unprofiled.
+  EXPECT_EQ(out[0].shape(), (Shape{192, 192}));
+}
+
 }  // namespace
 }  // namespace weft::dist

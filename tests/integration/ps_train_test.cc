@@ -278,8 +278,14 @@ TEST_F(PsTraining, TrainTraceOnAClusterHasATrackPerTaskAndFlowsBetweenThem) {
   layout.workers = 1;
   const std::string config = WriteConfig("trace.toml", layout, "batch_size = 32\nsteps = 8\nlog_every = 4\n");
   const std::string trace_path = (dir_ / "train.json").string();
-  const std::string out = TrainOnCluster(config, 1, {"--trace", trace_path, "--trace-steps", "5:6"});
+  const std::string out =
+      TrainOnCluster(config, 1, {"--trace", trace_path, "--trace-steps", "5:6", "--profile-steps", "4:8"});
   EXPECT_NE(out.find("trace of steps 5 to 6 ("), std::string::npos) << out;
+  // --profile-steps: a row for each task, and what computed longest.
+  EXPECT_NE(out.find("where the time of 5 steps went (means, ms per step"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n  /job:worker/task:0 "), std::string::npos) << out;
+  EXPECT_NE(out.find("\n  /job:ps/task:0 "), std::string::npos) << out;
+  EXPECT_NE(out.find(" computed longest: "), std::string::npos) << out;
   std::ifstream in(trace_path);
   ASSERT_TRUE(in.good()) << out;
   const Json trace = Json::parse(in);
@@ -295,6 +301,17 @@ TEST_F(PsTraining, TrainTraceOnAClusterHasATrackPerTaskAndFlowsBetweenThem) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("--trace-steps \"6:5\": expected FIRST:LAST or STEP, steps from 1"), std::string::npos)
       << bad.err;
+  ProcessResult bad_profile =
+      Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--local", "--profile-steps", "0:x"});
+  EXPECT_EQ(bad_profile.exit_code, 1);
+  EXPECT_NE(bad_profile.err.find("--profile-steps \"0:x\": expected FIRST:LAST or STEP, steps from 1"),
+            std::string::npos)
+      << bad_profile.err;
+  // Steps past the run's end: said so.
+  ProcessResult none = Weft({"train", kModels + "fashion_mlp.wgt", "--config", config, "--local", "--steps", "2",
+                             "--profile-steps", "50:60"});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("--profile-steps 50:60: none of those steps ran"), std::string::npos) << none.out;
 }
 
 TEST_F(PsTraining, AnUnknownVariablePlacementIsRefusedWithItsPosition) {

@@ -393,6 +393,33 @@ TEST(Session, TraceRecordsEveryNode) {
   EXPECT_NE(json.find("\"name\":\"e\",\"cat\":\"Exp\""), std::string::npos) << json;
 }
 
+// A profiled step in one process is one row: this process, its kernels'
+// time, and no waiting (nothing is received from elsewhere).
+TEST(Session, AProfiledStepIsTimedWithoutATraceOfTheCallers) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{256, 256}, "x");
+  b.Op("MatMul", {b.Op("MatMul", {x, x}, {}, "m1"), x}, {}, "m2");
+  auto session = env.Session(b);
+  runtime::StepProfile profile;
+  runtime::RunOptions options;
+  options.profile = &profile;
+  std::vector<Tensor> out;
+  const Tensor x_value = Tensor::FromVector<float>(std::vector<float>(256 * 256, 0.5f), Shape{256, 256});
+  ASSERT_TRUE(session->Run({{"x", x_value}}, {"m2"}, {}, &out).ok());  // not profiled
+  ASSERT_TRUE(session->Run({{"x", x_value}}, {"m2"}, {}, &out, options).ok());
+  const std::vector<runtime::StepTime> steps = profile.steps();
+  ASSERT_EQ(steps.size(), 1u);
+  ASSERT_EQ(steps[0].tasks.size(), 1u);
+  const runtime::TaskStepTime& t = steps[0].tasks[0];
+  EXPECT_EQ(t.task, "");
+  EXPECT_GT(t.compute_ms, 0.0);
+  EXPECT_LE(t.compute_ms, t.run_ms);
+  EXPECT_EQ(t.wait_ms, 0.0);
+  EXPECT_EQ(t.round_trip_ms, 0.0);
+  EXPECT_EQ(steps[0].step_ms, t.run_ms);
+}
+
 }  // namespace
 // The runtime's own kernels are one table: every op in it is a registered
 // op, and every op the executor runs itself (control flow) or that needs

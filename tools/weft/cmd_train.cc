@@ -25,13 +25,15 @@ struct TrainArgs {
   bool local = false;
   std::string trace;
   std::string trace_steps = "10:10";
+  std::string profile_steps;
   int optimize = -1;
 };
 
-// "A:B" or "A" (steps from 1, B >= A) for --trace-steps.
-Expected<std::pair<int64_t, int64_t>> ParseTraceSteps(const std::string& text) {
+// "A:B" or "A" (steps from 1, B >= A) for --trace-steps and
+// --profile-steps (|flag|).
+Expected<std::pair<int64_t, int64_t>> ParseSteps(const std::string& flag, const std::string& text) {
   auto bad = [&] {
-    return InvalidArgumentError("--trace-steps ", Quote(text),
+    return InvalidArgumentError(flag, " ", Quote(text),
                                 ": expected FIRST:LAST or STEP, steps from 1 (for example 10:12)");
   };
   const std::size_t colon = text.find(':');
@@ -131,10 +133,17 @@ int Train(Context& ctx, const TrainArgs& args) {
   options.interactive = isatty(STDOUT_FILENO) != 0;
   runtime::TraceRecorder trace;
   if (!args.trace.empty()) {
-    auto steps = ParseTraceSteps(args.trace_steps);
+    auto steps = ParseSteps("--trace-steps", args.trace_steps);
     if (!steps.ok()) return ReportError(steps.status());
     options.trace = &trace;
     std::tie(options.trace_first, options.trace_last) = *steps;
+  }
+  runtime::StepProfile profile;
+  if (!args.profile_steps.empty()) {
+    auto steps = ParseSteps("--profile-steps", args.profile_steps);
+    if (!steps.ok()) return ReportError(steps.status());
+    options.profile = &profile;
+    std::tie(options.profile_first, options.profile_last) = *steps;
   }
   options.stop_signal = &g_stop_signal;
   std::optional<StopWatchdog> watchdog;
@@ -146,6 +155,13 @@ int Train(Context& ctx, const TrainArgs& args) {
     if (Status written = trace.WriteJson(args.trace); !written.ok()) return ReportError(written);
     std::cout << "trace of steps " << options.trace_first << " to " << options.trace_last << " ("
               << trace.events().size() << " events) in " << args.trace << " (open it in ui.perfetto.dev)" << std::endl;
+  }
+  if (options.profile != nullptr) {
+    if (profile.empty()) {
+      std::cout << "--profile-steps " << args.profile_steps << ": none of those steps ran" << std::endl;
+    } else {
+      std::cout << profile.Format() << std::flush;
+    }
   }
   if (!result.ok() && result.status().code() == Code::kCancelled && g_stop_signal.load() != 0) {
     std::cout << "weft train: " << result.status().message() << std::endl;
@@ -183,6 +199,10 @@ void AddTrainCommand(CLI::App& app, Runner& run) {
                   "track per task and device and the tensors sent between them");
   cmd->add_option("--trace-steps", args->trace_steps,
                   "Which steps to trace: FIRST:LAST or STEP, from 1 (default 10:10)");
+  cmd->add_option("--profile-steps", args->profile_steps,
+                  "Time these steps (FIRST:LAST or STEP, from 1) and print, per task, where their time went: "
+                  "compute, waiting for other tasks' tensors, serialization, queueing (docs/distributed.md, "
+                  "\"Where a step's time goes\")");
   AddOptimizeOption(cmd, &args->optimize);
   cmd->footer(
       "Example: weft --config configs/fashion_cnn.toml train "

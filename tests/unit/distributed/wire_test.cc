@@ -415,6 +415,57 @@ TEST(Wire, ResponsesRoundTripAndErrorsCarryNoBody) {
   EXPECT_FALSE(out->response.tensor.valid());
 }
 
+// A profiled RunGraph: the request asks for the task's timing, and the
+// answer carries it (to the nanosecond), beside the outputs; an answer
+// without it says so.
+TEST(Wire, AProfiledRunGraphCarriesTheTasksStepTime) {
+  Envelope e;
+  e.request.method = Method::kRunGraph;
+  e.request.profile = true;
+  e.request.received_ns = 12345;  // not on the wire
+  auto in = RoundTrip(e);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_TRUE(in->request.profile);
+  EXPECT_FALSE(in->request.trace);
+  EXPECT_EQ(in->request.received_ns, 0);
+
+  Envelope r;
+  r.is_response = true;
+  r.response.method = Method::kRunGraph;
+  r.response.retvals.push_back({0, Tensor::Scalar<float>(2.5f)});
+  auto plain = RoundTrip(r);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->response.has_step_time);
+  r.response.has_step_time = true;
+  r.response.step_time = {"ignored", 99, 8.125, 6.5, 1.25, 0.031, 0.002};
+  auto out = RoundTrip(r);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE(out->response.has_step_time);
+  const runtime::TaskStepTime& t = out->response.step_time;
+  EXPECT_EQ(t.task, "");            // the caller names it
+  EXPECT_EQ(t.round_trip_ms, 0.0);  // and times the call
+  EXPECT_DOUBLE_EQ(t.run_ms, 8.125);
+  EXPECT_DOUBLE_EQ(t.compute_ms, 6.5);
+  EXPECT_DOUBLE_EQ(t.wait_ms, 1.25);
+  EXPECT_DOUBLE_EQ(t.serialization_ms, 0.031);
+  EXPECT_DOUBLE_EQ(t.queued_ms, 0.002);
+  ASSERT_EQ(out->response.retvals.size(), 1u);
+  EXPECT_EQ(out->response.retvals[0].tensor.scalar<float>(), 2.5f);
+}
+
+TEST(Wire, EncodingAndDecodingAreTimed) {
+  const RpcTimes before = ReadRpcTimes();
+  Envelope e;
+  e.request.method = Method::kRunGraph;
+  e.request.feeds.push_back({0, Tensor::FromVector<float>(std::vector<float>(4096, 1.0f), Shape{4096})});
+  ASSERT_TRUE(RoundTrip(e).ok());
+  const RpcTimes after = ReadRpcTimes();
+  EXPECT_GT(after.encode_ns, before.encode_ns);
+  EXPECT_GT(after.decode_ns, before.decode_ns);
+  CountQueued(250);
+  EXPECT_EQ(ReadRpcTimes().queued_ns, after.queued_ns + 250);
+}
+
 // A raw envelope, for messages Encode would never write.
 std::string Raw(const std::function<void(wire::Envelope::Builder)>& fill) {
   capnp::MallocMessageBuilder message;
