@@ -4,7 +4,7 @@
 //                    client ("worker") whose step reads one scalar variable
 //                    from each parameter server task (`weft serve`
 //                    processes), for 1, 2, 4 and 8 concurrent workers and
-//                    1 and 2 ps tasks. Its peer is one raw TCP round trip
+//                    1 and 2 ps tasks, and for 1 worker and 8 ps tasks. Its peer is one raw TCP round trip
 //                    per ps task (a 8-byte request and answer), the least
 //                    such a step could cost over the same network.
 //   null_step_auth, null_step_tls  the same with a [cluster]
@@ -184,8 +184,11 @@ void NullStep() {
   const int steps = g_repeats > 0 ? g_repeats : 200;
   const std::string dir = std::filesystem::temp_directory_path() / ("weft_null_step_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  for (int num_ps : {1, 2}) {
+  for (int num_ps : {1, 2, 8}) {
     for (int workers : {1, 2, 4, 8}) {
+      // Eight ps tasks: one worker, whose RunGraph requests go to all of
+      // them at once (null_step_ps8_w1 against null_step_ps1_w1).
+      if (num_ps == 8 && workers > 1) continue;
       Tasks tasks = StartPs(num_ps, dir);
       std::vector<int> fds;
       std::vector<pid_t> pids;
