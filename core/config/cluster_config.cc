@@ -225,6 +225,12 @@ std::vector<OptionSpec> ClusterSpecs() {
                                            "the fewest bytes, then the fewest "
                                            "reading ops) or \"round_robin\" (in name order).");
   variable_placement.choices = {"greedy_bytes", "round_robin"};
+  OptionSpec transfer_dtype =
+      MakeSpec("transfer_dtype", OptionType::kString, "\"f32\"",
+               "The type f32 tensors travel in between the CPUs of two tasks: \"f32\", or \"bf16\" (half the "
+               "bytes: each value rounded to 8 bits of mantissa before it leaves and widened again on arrival; "
+               "parameters, gradients and activations alike).");
+  transfer_dtype.choices = {"f32", "bf16"};
   OptionSpec init_timeout = MakeSpec("init_timeout_s", OptionType::kInt, "300",
                                      "weft train: how long a worker other than the chief (worker 0) "
                                      "waits for the "
@@ -289,6 +295,7 @@ std::vector<OptionSpec> ClusterSpecs() {
           mpi_host,
           hosts,
           variable_placement,
+          transfer_dtype,
           init_timeout,
           partition_mb,
           collectives,
@@ -666,6 +673,7 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
   if (auto it = written_.find("task"); it != written_.end()) out_.task = it->second.i;
   if (auto it = written_.find("base_port"); it != written_.end()) out_.base_port = it->second.i;
   if (auto it = written_.find("variable_placement"); it != written_.end()) out_.variable_placement = it->second.s;
+  if (auto it = written_.find("transfer_dtype"); it != written_.end()) out_.transfer_dtype = it->second.s;
   if (auto it = written_.find("init_timeout_s"); it != written_.end()) out_.init_timeout_s = it->second.i;
   if (auto it = written_.find("collectives"); it != written_.end()) out_.collectives = it->second.s;
   if (auto it = written_.find("collective_timeout_ms"); it != written_.end()) {

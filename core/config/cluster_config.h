@@ -114,6 +114,10 @@ struct ClusterConfig {
   // weft train: "greedy_bytes" or "round_robin"
   // (core/placement/variable_placement.h).
   std::string variable_placement = "greedy_bytes";
+  // "f32" or "bf16": the type f32 tensors travel in between the CPUs of
+  // two tasks (bf16: narrowed before the _Send, widened after the _Recv;
+  // docs/distributed.md, "Smaller transfers: transfer_dtype").
+  std::string transfer_dtype = "f32";
   // weft train: how long a non-chief worker waits for the variables.
   int64_t init_timeout_s = 300;
   // weft train: variables above this many MiB are split across the ps

@@ -44,6 +44,7 @@ DistSessionOptions SessionOptionsFor(const ClusterSpec& cluster, const config::C
   o.heartbeat_timeout_ms = cluster.heartbeat_timeout_ms;
   o.placement = runtime::PlacementOptionsFromConfig(config);
   o.optimizer = runtime::SessionOptions::FromConfig(config).optimizer;
+  if (config.cluster && config.cluster->transfer_dtype == "bf16") o.transfer_f32_as = DType::kBF16;
   if (cluster.self) o.identity = cluster.self->ToString();
   return o;
 }

@@ -399,7 +399,8 @@ Expected<std::shared_ptr<DistSession::Prepared>> DistSession::Prepare(const std:
     for (NodeDef& n : def.nodes) n.device = name;
     partitions[placed.placement.device.front()] = std::move(def);
   } else {
-    WEFT_ASSIGN_OR_RETURN(placement::Partitions cut, placement::Partition(graph, placed.placement.device, parts));
+    WEFT_ASSIGN_OR_RETURN(placement::Partitions cut,
+                          placement::Partition(graph, placed.placement.device, parts, {options_.transfer_f32_as}));
     partitions = std::move(cut.graphs);
   }
   // Each task's partitions, registered with it.

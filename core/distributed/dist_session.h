@@ -51,6 +51,9 @@ struct DistSessionOptions {
   // device to evaluate on, which a client does not have: it is left to the
   // tasks' own level.
   passes::OptimizeOptions optimizer;
+  // [cluster] transfer_dtype: kBF16 narrows the f32 tensors that cross
+  // between tasks (placement::PartitionOptions).
+  DType transfer_f32_as = DType::kF32;
   // Who the client is, for the tasks' messages.
   std::string identity = "client";
   // Its incarnation (core/distributed/incarnation.h); 0: a new one. A worker

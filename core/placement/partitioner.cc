@@ -68,6 +68,24 @@ NodeDef RecvNode(const std::string& name, DType dtype, const Shape& shape, const
   return recv;
 }
 
+// "/job:ps/task:0/device:CPU:0" -> "/job:ps/task:0" ("" for a local device).
+std::string TaskOfDevice(const std::string& device) {
+  const auto at = device.find("/device:");
+  return at == std::string::npos ? device : device.substr(0, at);
+}
+
+bool IsCpu(const std::string& device) { return device.find("/device:CPU:") != std::string::npos; }
+
+NodeDef CastNode(const std::string& name, const std::string& input, DType from, DType to, const std::string& device) {
+  NodeDef cast;
+  cast.name = name;
+  cast.op = "Cast";
+  cast.inputs = {input};
+  cast.device = device;
+  cast.attrs = {{"SrcT", AttrValue(from)}, {"DstT", AttrValue(to)}};
+  return cast;
+}
+
 // A loop of the graph, as the executor finds it (frame 0 is the root).
 struct FrameInfo {
   std::string name;
@@ -145,8 +163,14 @@ bool HasControlFlow(const Graph& graph) {
 // Cuts a placed graph; see Partition.
 class Cutter {
  public:
-  Cutter(const Graph& graph, const std::vector<int>& device_of, const std::vector<PartitionDevice>& devices)
-      : graph_(graph), device_of_(device_of), devices_(devices), namer_(graph), control_flow_(HasControlFlow(graph)) {
+  Cutter(const Graph& graph, const std::vector<int>& device_of, const std::vector<PartitionDevice>& devices,
+         const PartitionOptions& options)
+      : graph_(graph),
+        device_of_(device_of),
+        devices_(devices),
+        options_(options),
+        namer_(graph),
+        control_flow_(HasControlFlow(graph)) {
     if (control_flow_) cf_ = BuildControlFlowInfo(graph);
   }
 
@@ -217,7 +241,16 @@ class Cutter {
       t.shape = node.output_shapes[static_cast<std::size_t>(index)];
       t.send_node = namer_.Unique(StrCat(node.name(), "/_send_", index, "_to_", Short(to.name)));
       t.recv_node = namer_.Unique(StrCat(node.name(), "/_recv_", index, "_from_", Short(from.name)));
-      src_graph.nodes.push_back(SendNode(t.send_node, t.tensor, t.dtype, t.tensor, from, to));
+      std::string sent = t.tensor;
+      if (options_.transfer_f32_as == DType::kBF16 && t.dtype == DType::kF32 && IsCpu(from.name) && IsCpu(to.name) &&
+          TaskOfDevice(from.name) != TaskOfDevice(to.name)) {
+        // Narrowed here, widened on arrival ([cluster] transfer_dtype).
+        t.wire_dtype = DType::kBF16;
+        sent = namer_.Unique(StrCat(node.name(), "/_to_bf16_", index, "_for_", Short(to.name)));
+        src_graph.nodes.push_back(CastNode(sent, t.tensor, DType::kF32, DType::kBF16, from.name));
+      }
+      src_graph.nodes.push_back(
+          SendNode(t.send_node, sent, t.wire_dtype == DType::kInvalid ? t.dtype : t.wire_dtype, t.tensor, from, to));
     } else {
       // A control edge: send a one-element tensor made after the source ran.
       t.tensor = StrCat("^", node.name());
@@ -237,7 +270,14 @@ class Cutter {
     if (control_flow_) {
       recv_sites_.push_back(RecvSite{cf_.output_frame[static_cast<std::size_t>(src)], src, dst_graph.nodes.size()});
     }
-    dst_graph.nodes.push_back(RecvNode(t.recv_node, t.dtype, t.shape, t.tensor, from, to, control_flow_));
+    if (t.wire_dtype == DType::kInvalid) {
+      dst_graph.nodes.push_back(RecvNode(t.recv_node, t.dtype, t.shape, t.tensor, from, to, control_flow_));
+    } else {
+      // The consumers read the widening Cast, under the _Recv's name.
+      const std::string wire = namer_.Unique(StrCat(t.recv_node, "/bf16"));
+      dst_graph.nodes.push_back(RecvNode(wire, t.wire_dtype, t.shape, t.tensor, from, to, control_flow_));
+      dst_graph.nodes.push_back(CastNode(t.recv_node, wire, t.wire_dtype, t.dtype, to.name));
+    }
     out_.transfers.push_back(std::move(t));
     cut_.emplace(key, out_.transfers.size() - 1);
     return out_.transfers.back();
@@ -380,6 +420,7 @@ class Cutter {
   const Graph& graph_;
   const std::vector<int>& device_of_;
   const std::vector<PartitionDevice>& devices_;
+  const PartitionOptions options_;
   Namer namer_;
   const bool control_flow_;
   ControlFlowInfo cf_;
@@ -392,11 +433,11 @@ class Cutter {
 }  // namespace
 
 Expected<Partitions> Partition(const Graph& graph, const std::vector<int>& device_of,
-                               const std::vector<PartitionDevice>& devices) {
+                               const std::vector<PartitionDevice>& devices, const PartitionOptions& options) {
   if (device_of.size() != static_cast<std::size_t>(graph.num_nodes())) {
     return InternalError("partition: ", device_of.size(), " placements for ", graph.num_nodes(), " nodes");
   }
-  return Cutter(graph, device_of, devices).Run();
+  return Cutter(graph, device_of, devices, options).Run();
 }
 
 }  // namespace weft::placement

@@ -41,6 +41,8 @@ struct Transfer {
   DType dtype = DType::kInvalid;
   Shape shape;
   std::vector<std::string> consumers;  // on the receiving device
+  // The type it travels in, when not |dtype| (PartitionOptions).
+  DType wire_dtype = DType::kInvalid;
 };
 
 struct Partitions {
@@ -49,10 +51,20 @@ struct Partitions {
   std::vector<Transfer> transfers;
 };
 
+struct PartitionOptions {
+  // kBF16: an f32 tensor cut between the CPUs of two tasks ("/job:ps/task:0"
+  // and "/job:worker/task:0") travels as bf16: a Cast to bf16 (round to
+  // nearest even) feeds its _Send, and its consumers read a Cast back to
+  // f32 of its _Recv, named as the _Recv would be ([cluster]
+  // transfer_dtype). Transfers within a task, to or from another device
+  // than a CPU, and of other types are left as they are. kF32: none is.
+  DType transfer_f32_as = DType::kF32;
+};
+
 // |device_of[node id]| indexes |devices|. Node device fields in the result
 // are the exact device names.
 Expected<Partitions> Partition(const Graph& graph, const std::vector<int>& device_of,
-                               const std::vector<PartitionDevice>& devices);
+                               const std::vector<PartitionDevice>& devices, const PartitionOptions& options = {});
 
 }  // namespace weft::placement
 

@@ -18,6 +18,7 @@
 #include "core/graph/serialize.h"
 #include "tests/support/loopback.h"
 #include "tests/support/runtime_env.h"
+#include "tests/support/tensor_values.h"
 #include "tests/support/two_tasks.h"
 
 namespace weft::dist {
@@ -602,6 +603,57 @@ TEST_F(TwoTasks, AStepAbortedBeforeItRunsAnswersWithTheAbortsReason) {
   ASSERT_TRUE(ran.ok()) << ran.status().ToString();
   ASSERT_EQ(ran->retvals.size(), 1u);
   EXPECT_EQ(ran->retvals[0].tensor.scalar<float>(), 3.0f);
+}
+
+// [cluster] transfer_dtype = "bf16": a tensor that crosses between the
+// tasks arrives rounded to bf16, to nearest even (values worked out by
+// hand), and its bytes on the wire halve.
+TEST_F(TwoTasks, Bf16TransfersRoundToNearestEvenAndHalveTheBytes) {
+  auto graph = [] {
+    GraphBuilder b;
+    Output a, z;
+    {
+      auto on_ps = b.DeviceScope("/job:ps/task:0");
+      a = b.Op("Identity", {b.Placeholder(DType::kF32, Shape{4}, "x")}, {}, "a");
+      z = b.Const(Tensor::FromVector<float>(std::vector<float>(65536, 0.75f), Shape{65536}), "z");
+    }
+    {
+      auto on_worker = b.DeviceScope("/job:worker/task:0");
+      b.Op("Identity", {a}, {}, "y");
+      b.Op("Identity", {z}, {}, "zr");
+    }
+    auto g = b.Build();
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    return std::move(*g);
+  };
+  // 1 + 2^-8 is half a bf16 step above 1: a tie, to the even 1. 1 + 3 * 2^-8
+  // is a tie between 1 + 2^-7 (odd) and 1 + 2^-6 (even). pi in [2, 4),
+  // where a step is 2^-6: 201 steps, 3.140625. -2.5 is exact.
+  const Tensor x = Tensor::FromVector<float>({1.00390625f, 1.01171875f, 3.14159274f, -2.5f}, Shape{4});
+  DistSessionOptions narrow = Options();
+  narrow.transfer_f32_as = DType::kBF16;
+  auto session = DistSession::Create(graph(), narrow, Plugins());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<Tensor> out;
+  Status s = (*session)->Run({{"x", x}}, {"y"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0].dtype(), DType::kF32);
+  EXPECT_EQ(testing::Floats(out[0]), (std::vector<float>{1.0f, 1.015625f, 3.140625f, -2.5f}));
+
+  // 256 KiB of f32 from the ps to the worker, each way of transfer.
+  auto bytes_per_step = [&](DistSession& session) {
+    EXPECT_TRUE(session.Run({}, {}, {"zr"}, nullptr).ok());  // registered
+    const WireCounters before = ReadWireCounters();
+    EXPECT_TRUE(session.Run({}, {}, {"zr"}, nullptr).ok());
+    const WireCounters after = ReadWireCounters();
+    return static_cast<double>(after.sent_bytes - before.sent_bytes);
+  };
+  auto plain = DistSession::Create(graph(), Options(), Plugins());
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  const double f32_bytes = bytes_per_step(**plain);
+  const double bf16_bytes = bytes_per_step(**session);
+  EXPECT_GT(f32_bytes, 262144.0);
+  EXPECT_LT(bf16_bytes, 0.55 * f32_bytes) << bf16_bytes << " vs " << f32_bytes;
 }
 
 // A profiled step across two tasks: each task's part, named, with the

@@ -177,6 +177,78 @@ TEST(Placement, OneTransferPerTensorPerReceivingDevice) {
   EXPECT_EQ(placed->partitions.size(), 2u);
 }
 
+// [cluster] transfer_dtype = "bf16": an f32 tensor cut between the CPUs of
+// two tasks is narrowed before its _Send and widened after its _Recv, under
+// the _Recv's name; other types, and transfers within a task, are not.
+TEST(Partition, NarrowsF32BetweenTasksToBf16AndWidensItOnArrival) {
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{4}, "x");
+  Output n = b.Placeholder(DType::kI64, Shape{}, "n");
+  b.Op("Relu", {x}, {}, "remote_f32");
+  b.Op("Neg", {n}, {}, "remote_i64");
+  b.Op("Abs", {x}, {}, "same_task");
+  auto graph = b.Build();
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  const std::vector<placement::PartitionDevice> devices = {
+      {"/job:ps/task:0/device:CPU:0", 1}, {"/job:worker/task:0/device:CPU:0", 2}, {"/job:ps/task:0/device:CPU:1", 3}};
+  std::vector<int> device_of(static_cast<std::size_t>(graph->num_nodes()), 0);
+  device_of[static_cast<std::size_t>(graph->Find("remote_f32")->id)] = 1;
+  device_of[static_cast<std::size_t>(graph->Find("remote_i64")->id)] = 1;
+  device_of[static_cast<std::size_t>(graph->Find("same_task")->id)] = 2;
+  auto find = [](const GraphDef& def, const std::string& name) -> const NodeDef* {
+    for (const NodeDef& node : def.nodes) {
+      if (node.name == name) return &node;
+    }
+    return nullptr;
+  };
+  auto cut = placement::Partition(*graph, device_of, devices, {DType::kBF16});
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  ASSERT_EQ(cut->transfers.size(), 3u);
+  for (const placement::Transfer& t : cut->transfers) {
+    SCOPED_TRACE(t.tensor);
+    const GraphDef& src = cut->graphs.at(t.src_device);
+    const GraphDef& dst = cut->graphs.at(t.dst_device);
+    const NodeDef* send = find(src, t.send_node);
+    const NodeDef* recv = find(dst, t.recv_node);
+    ASSERT_NE(send, nullptr);
+    ASSERT_NE(recv, nullptr);
+    if (t.tensor == "x" && t.dst_device == 1) {
+      EXPECT_EQ(t.wire_dtype, DType::kBF16);
+      // ps: x -> Cast to bf16 -> _Send of bf16, under the tensor's key.
+      EXPECT_EQ(send->attrs.at("T").get<DType>(), DType::kBF16);
+      EXPECT_EQ(send->attrs.at("tensor_name").get<std::string>(), "x");
+      ASSERT_EQ(send->inputs.size(), 1u);
+      const NodeDef* narrow = find(src, send->inputs[0]);
+      ASSERT_NE(narrow, nullptr) << send->inputs[0];
+      EXPECT_EQ(narrow->op, "Cast");
+      EXPECT_EQ(narrow->inputs, (std::vector<std::string>{"x"}));
+      EXPECT_EQ(narrow->attrs.at("DstT").get<DType>(), DType::kBF16);
+      // worker: a _Recv of bf16, and the consumers' input is its widening.
+      EXPECT_EQ(recv->op, "Cast");
+      EXPECT_EQ(recv->attrs.at("DstT").get<DType>(), DType::kF32);
+      ASSERT_EQ(recv->inputs.size(), 1u);
+      const NodeDef* wire = find(dst, recv->inputs[0]);
+      ASSERT_NE(wire, nullptr);
+      EXPECT_EQ(wire->op, "_Recv");
+      EXPECT_EQ(wire->attrs.at("tensor_type").get<DType>(), DType::kBF16);
+      EXPECT_EQ(find(dst, "remote_f32")->inputs, (std::vector<std::string>{t.recv_node}));
+    } else {
+      // n (i64) to the worker, and x to the ps's other CPU: as they were.
+      EXPECT_EQ(t.wire_dtype, DType::kInvalid);
+      EXPECT_EQ(send->inputs, (std::vector<std::string>{t.tensor}));
+      EXPECT_EQ(recv->op, "_Recv");
+      EXPECT_EQ(recv->attrs.at("tensor_type").get<DType>(), t.dtype);
+    }
+  }
+  // Without the option, no transfer is narrowed.
+  auto plain = placement::Partition(*graph, device_of, devices);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  for (const placement::Transfer& t : plain->transfers) EXPECT_EQ(t.wire_dtype, DType::kInvalid) << t.tensor;
+  for (const auto& [d, def] : plain->graphs) {
+    for (const NodeDef& node : def.nodes) EXPECT_NE(node.op, "Cast") << node.name;
+  }
+}
+
 TEST(Placement, ControlEdgesBetweenDevicesBecomeTinyTransfers) {
   RuntimeEnv env(kTwoCpus);
   GraphBuilder b;

@@ -64,7 +64,8 @@ Expected<Placed> PlaceOnCluster(Context& ctx, const dist::ClusterSpec& cluster, 
   bool one = true;
   for (int d : out.placement.device) one = one && d == out.placement.device.front();
   if (!one) {
-    WEFT_ASSIGN_OR_RETURN(placement::Partitions cut, placement::Partition(graph, out.placement.device, parts));
+    WEFT_ASSIGN_OR_RETURN(placement::Partitions cut,
+                          placement::Partition(graph, out.placement.device, parts, {options.transfer_f32_as}));
     out.transfers = std::move(cut.transfers);
   }
   return out;
@@ -128,6 +129,7 @@ int Run(Context& ctx, const PlaceArgs& args) {
       j.String("send", t.send_node);
       j.String("recv", t.recv_node);
       j.String("type", StrCat(DTypeName(t.dtype), t.shape.ToString()));
+      if (t.wire_dtype != DType::kInvalid) j.String("travels_as", DTypeName(t.wire_dtype));
       j.EndObject();
     }
     j.EndArray();
@@ -156,9 +158,10 @@ int Run(Context& ctx, const PlaceArgs& args) {
     std::cout << "\nSend/Recv pairs (" << placed->transfers.size() << "):\n";
     Table table({"  tensor", "type", "from", "to", "send", "recv", "read by"});
     for (const auto& t : placed->transfers) {
-      table.AddRow({"  " + t.tensor, t.tensor[0] == '^' ? "control" : StrCat(DTypeName(t.dtype), t.shape.ToString()),
-                    device_name(t.src_device), device_name(t.dst_device), t.send_node, t.recv_node,
-                    StrJoin(t.consumers, ", ")});
+      const std::string as = t.wire_dtype != DType::kInvalid ? StrCat(" as ", DTypeName(t.wire_dtype)) : "";
+      table.AddRow(
+          {"  " + t.tensor, t.tensor[0] == '^' ? "control" : StrCat(DTypeName(t.dtype), t.shape.ToString(), as),
+           device_name(t.src_device), device_name(t.dst_device), t.send_node, t.recv_node, StrJoin(t.consumers, ", ")});
     }
     table.Print(std::cout);
   }

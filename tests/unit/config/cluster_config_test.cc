@@ -388,6 +388,17 @@ ParamServer = ["[::1]:7073"]
             "c.toml:2:14: cluster.membership: expected one of \"static\", \"mpi\", \"slurm\", got \"mpirun\"");
 }
 
+TEST(ClusterConfig, TransferDtypeIsF32UnlessBf16IsAskedFor) {
+  auto plain = Parse("[cluster]\n[cluster.jobs]\nps = [\"127.0.0.1:7070\"]\n");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->cluster->transfer_dtype, "f32");
+  auto narrow = Parse("[cluster]\ntransfer_dtype = \"bf16\"\n[cluster.jobs]\nps = [\"127.0.0.1:7070\"]\n");
+  ASSERT_TRUE(narrow.ok()) << narrow.status().ToString();
+  EXPECT_EQ(narrow->cluster->transfer_dtype, "bf16");
+  EXPECT_EQ(ErrorOf("[cluster]\ntransfer_dtype = \"f16\"\n[cluster.jobs]\nps = [\"127.0.0.1:7070\"]\n"),
+            "c.toml:2:18: cluster.transfer_dtype: expected one of \"f32\", \"bf16\", got \"f16\"");
+}
+
 TEST(ClusterConfig, KeysAreListedForWeftConfigKeys) {
   std::set<std::string> names;
   for (const auto& [key, spec] : CoreKeys()) {
