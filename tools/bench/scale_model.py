@@ -45,32 +45,35 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-# The fallback figures: BENCHMARKS.md as of 2026-11-26, one line per BENCH
+# The fallback figures: BENCHMARKS.md as of 2026-11-30, one line per BENCH
 # name: (weft, peer, unit). Sources:
-#   null_step_*, tensor_send_*: "Distributed runtime (issue 13)", measured
-#     2026-11-26 06:01-06:06 UTC, 1 or 2 `weft serve` ps tasks and 1..8
-#     worker processes on the same 2 cores.
-#   ps_train_mlp_*: "Parameter servers (issue 14)", 2026-11-26 10:23 UTC,
+#   null_step_*: "The distributed step, second part (issue 39)", measured
+#     2026-11-30 14:12 UTC, 1, 2 or 8 `weft serve` ps tasks and 1..8 worker
+#     processes on the same 2 cores.
+#   tensor_send_64m_tcp: "The distributed step, first part (issue 39)",
+#     2026-11-30 11:47 UTC.
+#   ps_train_mlp_*: "The distributed step, second part", 14:33 UTC,
 #     weft = 1 ps + 1 worker (ms/step) or 1 ps + 2 workers (examples/s),
 #     peer = the same training in one process.
 #   train_mlp_sgd/adam: "Training (issue 4)", 2026-11-22 07:43 UTC, on a
 #     loaded machine (load average 5.5): only their ratio is used.
 DEFAULT_BENCH = {
-    "null_step_ps1_w1": (0.127, 0.035, "ms"),
-    "null_step_ps1_w2": (0.303, 0.028, "ms"),
-    "null_step_ps1_w4": (0.509, 0.064, "ms"),
-    "null_step_ps1_w8": (0.846, 0.143, "ms"),
-    "null_step_ps2_w1": (0.256, 0.048, "ms"),
-    "null_step_ps2_w2": (0.474, 0.061, "ms"),
-    "null_step_ps2_w4": (0.667, 0.156, "ms"),
-    "null_step_ps2_w8": (1.205, 0.232, "ms"),
-    "tensor_send_64m_tcp": (3.058, 3.134, "GB/s"),
-    "ps_train_mlp_1ps_1worker": (10.67, 4.667, "ms/step"),
-    "ps_train_mlp_1ps_2workers": (14770.0, 27430.0, "examples/s"),
+    "null_step_ps1_w1": (0.111, 0.029, "ms"),
+    "null_step_ps1_w2": (0.163, 0.020, "ms"),
+    "null_step_ps1_w4": (0.259, 0.055, "ms"),
+    "null_step_ps1_w8": (0.467, 0.087, "ms"),
+    "null_step_ps2_w1": (0.144, 0.037, "ms"),
+    "null_step_ps2_w2": (0.314, 0.057, "ms"),
+    "null_step_ps2_w4": (0.404, 0.096, "ms"),
+    "null_step_ps2_w8": (1.124, 0.241, "ms"),
+    "null_step_ps8_w1": (0.792, 0.135, "ms"),
+    "tensor_send_64m_tcp": (2.60, 1.35, "GB/s"),
+    "ps_train_mlp_1ps_1worker": (13.0, 7.333, "ms/step"),
+    "ps_train_mlp_1ps_2workers": (11640.0, 17450.0, "examples/s"),
     "train_mlp_sgd": (3.38, 17.73, "ms"),
     "train_mlp_adam": (5.15, 18.85, "ms"),
 }
-DEFAULT_SOURCE = "BENCHMARKS.md (2026-11-26), built into this script"
+DEFAULT_SOURCE = "BENCHMARKS.md (2026-11-30), built into this script"
 
 # The sample MLP, configs/models/fashion_mlp.wgt: its variables, in
 # elements (f32), largest first.
@@ -450,7 +453,7 @@ def describe(params, beta_send, beta_mlp):
     for name, value, what, src in rows:
         print(f"  {name:<8} {value:<16} {what}\n  {'':<8} {'':<16} from: {src}")
     mode = "overlap (only the slowest ps task counts)" if params.overlap_ps else \
-        "one after another (as null_step with 2 ps tasks measured: 2.0x one)"
+        "one after another (null_step here: 1.3x one with 2 ps tasks, 7.1x with 8)"
     print(f"  a worker's messages to different ps tasks: {mode}")
     if params.link_bytes_per_ms:
         print(f"  each task's link: {params.link_bytes_per_ms * 8e3 / 1e9:g} Gb/s each way")
@@ -508,7 +511,7 @@ def plot(path, params, measured, unique_rows):
     for p in (1, 2, 8, 64):
         pr = predict(null_workload(p), params, n_max)
         ax.plot(ws, pr.times, color=colors[p], label=f"model, {p} ps")
-    for p, marker in ((1, "o"), (2, "s")):
+    for p, marker in ((1, "o"), (2, "s"), (8, "^")):
         pts = sorted((w, t) for (q, w), t in params.null_points.items() if q == p)
         if pts:
             ax.plot([w for w, _ in pts], [t for _, t in pts], marker, color=colors[p], mfc="none", ms=8,
