@@ -641,10 +641,10 @@ TEST_F(TwoTasks, Bf16TransfersRoundToNearestEvenAndHalveTheBytes) {
   EXPECT_EQ(testing::Floats(out[0]), (std::vector<float>{1.0f, 1.015625f, 3.140625f, -2.5f}));
 
   // 256 KiB of f32 from the ps to the worker, each way of transfer.
-  auto bytes_per_step = [&](DistSession& session) {
-    EXPECT_TRUE(session.Run({}, {}, {"zr"}, nullptr).ok());  // registered
+  auto bytes_per_step = [&](DistSession& target) {
+    EXPECT_TRUE(target.Run({}, {}, {"zr"}, nullptr).ok());  // registered
     const WireCounters before = ReadWireCounters();
-    EXPECT_TRUE(session.Run({}, {}, {"zr"}, nullptr).ok());
+    EXPECT_TRUE(target.Run({}, {}, {"zr"}, nullptr).ok());
     const WireCounters after = ReadWireCounters();
     return static_cast<double>(after.sent_bytes - before.sent_bytes);
   };
@@ -696,8 +696,11 @@ TEST_F(TwoTasks, AProfiledStepHasEachTasksPartAndTheCallsAroundThem) {
       EXPECT_GE(t.round_trip_ms, t.run_ms);
       EXPECT_GE(step.step_ms, t.round_trip_ms);
       EXPECT_LE(t.compute_ms + t.wait_ms, t.run_ms + 0.002);  // µs events in a ns window
-      if (t.task == testing::kPsTask) EXPECT_GT(t.compute_ms, 0.0);
-      if (t.task == testing::kWorkerTask) EXPECT_GT(t.wait_ms, 0.0);
+      if (t.task == testing::kPsTask) {
+        EXPECT_GT(t.compute_ms, 0.0);
+      } else {
+        EXPECT_GT(t.wait_ms, 0.0);
+      }
     }
   }
   EXPECT_NE(profile.Format().find("/job:ps/task:0 computed longest"), std::string::npos) << profile.Format();
