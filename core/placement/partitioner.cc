@@ -171,6 +171,15 @@ class Cutter {
         options_(options),
         namer_(graph),
         control_flow_(HasControlFlow(graph)) {
+    if (options_.transfer_f32_as != DType::kF32) {
+      // Values stored into a variable as they are (an initializer, a
+      // restored checkpoint, the chief's state) must arrive exact.
+      for (const Graph::Node& node : graph_.nodes()) {
+        const std::string& op = node.op_name();
+        if (op != "Assign" && op != "AssignAdd" && op != "AssignSub") continue;
+        for (const Endpoint& e : node.inputs) stored_.insert({e.node, e.index});
+      }
+    }
     if (control_flow_) cf_ = BuildControlFlowInfo(graph);
   }
 
@@ -242,8 +251,7 @@ class Cutter {
       t.send_node = namer_.Unique(StrCat(node.name(), "/_send_", index, "_to_", Short(to.name)));
       t.recv_node = namer_.Unique(StrCat(node.name(), "/_recv_", index, "_from_", Short(from.name)));
       std::string sent = t.tensor;
-      if (options_.transfer_f32_as == DType::kBF16 && t.dtype == DType::kF32 && IsCpu(from.name) && IsCpu(to.name) &&
-          TaskOfDevice(from.name) != TaskOfDevice(to.name)) {
+      if (Narrowed(src, index, t, from, to)) {
         // Narrowed here, widened on arrival ([cluster] transfer_dtype).
         t.wire_dtype = DType::kBF16;
         sent = namer_.Unique(StrCat(node.name(), "/_to_bf16_", index, "_for_", Short(to.name)));
@@ -281,6 +289,23 @@ class Cutter {
     out_.transfers.push_back(std::move(t));
     cut_.emplace(key, out_.transfers.size() - 1);
     return out_.transfers.back();
+  }
+
+  // Whether the transfer of output |index| of node |src| travels as bf16
+  // (PartitionOptions::transfer_f32_as): an f32 between the CPUs of two
+  // tasks, not stored verbatim into a variable, and not a small tensor of
+  // known shape (a learning rate: its bytes do not matter, its digits do).
+  bool Narrowed(int src, int index, const Transfer& t, const PartitionDevice& from, const PartitionDevice& to) const {
+    if (options_.transfer_f32_as != DType::kBF16 || t.dtype != DType::kF32) return false;
+    if (!IsCpu(from.name) || !IsCpu(to.name) || TaskOfDevice(from.name) == TaskOfDevice(to.name)) return false;
+    if (stored_.count({src, index}) != 0) return false;
+    if (t.shape.unknown_rank()) return true;
+    int64_t elements = 1;
+    for (int64_t d : t.shape.dims()) {
+      if (d < 0) return true;  // a batch dimension: as large as the batch
+      elements *= d;
+    }
+    return elements >= kMinNarrowedElements;
   }
 
   // Keeps the frames of the partitions in step (docs/distributed-internals.md, "How a
@@ -421,6 +446,7 @@ class Cutter {
   const std::vector<int>& device_of_;
   const std::vector<PartitionDevice>& devices_;
   const PartitionOptions options_;
+  std::set<std::pair<int, int>> stored_;  // (node, output) an Assign stores
   Namer namer_;
   const bool control_flow_;
   ControlFlowInfo cf_;

@@ -56,10 +56,14 @@ struct PartitionOptions {
   // and "/job:worker/task:0") travels as bf16: a Cast to bf16 (round to
   // nearest even) feeds its _Send, and its consumers read a Cast back to
   // f32 of its _Recv, named as the _Recv would be ([cluster]
-  // transfer_dtype). Transfers within a task, to or from another device
-  // than a CPU, and of other types are left as they are. kF32: none is.
+  // transfer_dtype). Left as they are: transfers within a task, to or from
+  // another device than a CPU, of other types, of a value some Assign,
+  // AssignAdd or AssignSub stores (initializers, restored checkpoints), and
+  // of fewer than kMinNarrowedElements elements of known shape. kF32: none
+  // is narrowed.
   DType transfer_f32_as = DType::kF32;
 };
+inline constexpr int64_t kMinNarrowedElements = 1024;
 
 // |device_of[node id]| indexes |devices|. Node device fields in the result
 // are the exact device names.

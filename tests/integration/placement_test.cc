@@ -182,18 +182,26 @@ TEST(Placement, OneTransferPerTensorPerReceivingDevice) {
 // the _Recv's name; other types, and transfers within a task, are not.
 TEST(Partition, NarrowsF32BetweenTasksToBf16AndWidensItOnArrival) {
   GraphBuilder b;
-  Output x = b.Placeholder(DType::kF32, Shape{4}, "x");
+  Output x = b.Placeholder(DType::kF32, Shape{Shape::kUnknownDim, 4}, "x");
   Output n = b.Placeholder(DType::kI64, Shape{}, "n");
   b.Op("Relu", {x}, {}, "remote_f32");
   b.Op("Neg", {n}, {}, "remote_i64");
   b.Op("Abs", {x}, {}, "same_task");
+  // Left exact: a value a variable stores, and a small tensor (a rate).
+  Output stored = b.Placeholder(DType::kF32, Shape{64, 64}, "stored");
+  Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{64, 64})}}, "v");
+  b.Op("Assign", {v, stored}, {}, "restore");
+  b.Op("Neg", {stored}, {}, "reads_stored");
+  Output rate = b.Placeholder(DType::kF32, Shape{}, "rate");
+  b.Op("Neg", {rate}, {}, "reads_rate");
   auto graph = b.Build();
   ASSERT_TRUE(graph.ok()) << graph.status().ToString();
   const std::vector<placement::PartitionDevice> devices = {
       {"/job:ps/task:0/device:CPU:0", 1}, {"/job:worker/task:0/device:CPU:0", 2}, {"/job:ps/task:0/device:CPU:1", 3}};
   std::vector<int> device_of(static_cast<std::size_t>(graph->num_nodes()), 0);
-  device_of[static_cast<std::size_t>(graph->Find("remote_f32")->id)] = 1;
-  device_of[static_cast<std::size_t>(graph->Find("remote_i64")->id)] = 1;
+  for (const char* on_worker : {"remote_f32", "remote_i64", "v", "restore", "reads_stored", "reads_rate"}) {
+    device_of[static_cast<std::size_t>(graph->Find(on_worker)->id)] = 1;
+  }
   device_of[static_cast<std::size_t>(graph->Find("same_task")->id)] = 2;
   auto find = [](const GraphDef& def, const std::string& name) -> const NodeDef* {
     for (const NodeDef& node : def.nodes) {
@@ -203,7 +211,7 @@ TEST(Partition, NarrowsF32BetweenTasksToBf16AndWidensItOnArrival) {
   };
   auto cut = placement::Partition(*graph, device_of, devices, {DType::kBF16});
   ASSERT_TRUE(cut.ok()) << cut.status().ToString();
-  ASSERT_EQ(cut->transfers.size(), 3u);
+  ASSERT_EQ(cut->transfers.size(), 5u);
   for (const placement::Transfer& t : cut->transfers) {
     SCOPED_TRACE(t.tensor);
     const GraphDef& src = cut->graphs.at(t.src_device);
@@ -233,7 +241,8 @@ TEST(Partition, NarrowsF32BetweenTasksToBf16AndWidensItOnArrival) {
       EXPECT_EQ(wire->attrs.at("tensor_type").get<DType>(), DType::kBF16);
       EXPECT_EQ(find(dst, "remote_f32")->inputs, (std::vector<std::string>{t.recv_node}));
     } else {
-      // n (i64) to the worker, and x to the ps's other CPU: as they were.
+      // n (i64) to the worker, x to the ps's other CPU, the value the
+      // Assign stores and the scalar: as they were.
       EXPECT_EQ(t.wire_dtype, DType::kInvalid);
       EXPECT_EQ(send->inputs, (std::vector<std::string>{t.tensor}));
       EXPECT_EQ(recv->op, "_Recv");
