@@ -705,7 +705,12 @@ TEST_F(TwoTasks, AProfiledStepHasEachTasksPartAndTheCallsAroundThem) {
       }
     }
   }
-  EXPECT_NE(profile.Format().find("/job:ps/task:0 computed longest"), std::string::npos) << profile.Format();
+  // Which task computed longest depends on the machine (under TSan the
+  // worker's ReLU can take as long as the ps's products): only the form.
+  const std::string table = profile.Format();
+  EXPECT_NE(table.find("\n  /job:ps/task:0 "), std::string::npos) << table;
+  EXPECT_NE(table.find("\n  /job:worker/task:0 "), std::string::npos) << table;
+  EXPECT_NE(table.find(" computed longest: "), std::string::npos) << table;
   // The step's outputs are the same as unprofiled.
   EXPECT_EQ(out[0].shape(), (Shape{192, 192}));
 }
