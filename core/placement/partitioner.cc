@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/ops/control_flow_ops.h"
+#include "core/placement/placer.h"
 
 namespace weft::placement {
 namespace {
@@ -67,14 +68,6 @@ NodeDef RecvNode(const std::string& name, DType dtype, const Shape& shape, const
   if (may_be_dead) recv.attrs.emplace("may_be_dead", AttrValue(true));
   return recv;
 }
-
-// "/job:ps/task:0/device:CPU:0" -> "/job:ps/task:0" ("" for a local device).
-std::string TaskOfDevice(const std::string& device) {
-  const auto at = device.find("/device:");
-  return at == std::string::npos ? device : device.substr(0, at);
-}
-
-bool IsCpu(const std::string& device) { return device.find("/device:CPU:") != std::string::npos; }
 
 NodeDef CastNode(const std::string& name, const std::string& input, DType from, DType to, const std::string& device) {
   NodeDef cast;
@@ -297,7 +290,10 @@ class Cutter {
   // known shape (a learning rate: its bytes do not matter, its digits do).
   bool Narrowed(int src, int index, const Transfer& t, const PartitionDevice& from, const PartitionDevice& to) const {
     if (options_.transfer_f32_as != DType::kBF16 || t.dtype != DType::kF32) return false;
-    if (!IsCpu(from.name) || !IsCpu(to.name) || TaskOfDevice(from.name) == TaskOfDevice(to.name)) return false;
+    auto src_spec = ParseDeviceSpec(from.name);
+    auto dst_spec = ParseDeviceSpec(to.name);
+    if (!src_spec.ok() || !dst_spec.ok() || src_spec->type != "CPU" || dst_spec->type != "CPU") return false;
+    if (src_spec->job == dst_spec->job && src_spec->task == dst_spec->task) return false;
     if (stored_.count({src, index}) != 0) return false;
     if (t.shape.unknown_rank()) return true;
     int64_t elements = 1;
