@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "core/runtime/executor.h"
+
 namespace weft::dist {
 
 std::string TaskOfDevice(std::string_view device) {
@@ -52,30 +54,45 @@ void RemoteRendezvous::RecvAsync(const runtime::RendezvousKey& key, DoneFn done)
   request.key = key;
   std::weak_ptr<bool> alive = alive_;
   auto mutex = pulls_mutex_;
-  rpc_->Call(*peer, std::move(request), timeout_ms_,
-             [this, id, alive, mutex, key, peer = *peer](Status status, Response response) {
-               std::lock_guard<std::mutex> guard(*mutex);
-               auto live = alive.lock();
-               if (live == nullptr || !*live) return;
-               // Still alive: finish under the pulls lock's protection of
-               // |this| (the destructor takes it before it goes).
-               Item item;
-               if (status.ok()) {
-                 item.value = std::move(response.tensor);
-                 item.is_dead = response.is_dead;
-               } else {
-                 status = Status(status.code(),
-                                 StrCat("pulling ", key.ToString(), " from ", peer.name, ": ", status.message()));
-               }
-               auto it = pulls_.find(id);
-               if (it == pulls_.end()) return;  // aborted meanwhile
-               DoneFn waiter = std::move(it->second.done);
-               pulls_.erase(it);
-               // The receiver's continuation runs kernels: not under the lock.
-               mutex->unlock();
-               waiter(status, std::move(item));
-               mutex->lock();
-             });
+  rpc_->Call(
+      *peer, std::move(request), timeout_ms_,
+      [this, id, alive, mutex, key, peer = *peer](Status status, Response response) {
+        std::lock_guard<std::mutex> guard(*mutex);
+        auto live = alive.lock();
+        if (live == nullptr || !*live) return;
+        // Still alive: finish under the pulls lock's protection of
+        // |this| (the destructor takes it before it goes).
+        Item item;
+        if (status.ok()) {
+          item.value = std::move(response.tensor);
+          item.is_dead = response.is_dead;
+        } else {
+          status =
+              Status(status.code(), StrCat("pulling ", key.ToString(), " from ", peer.name, ": ", status.message()));
+        }
+        auto it = pulls_.find(id);
+        if (it == pulls_.end()) return;  // aborted meanwhile
+        DoneFn waiter = std::move(it->second.done);
+        pulls_.erase(it);
+        // The receiver's continuation runs kernels: not under the lock.
+        // A small answer runs here on the transport's thread
+        // (AnswerOn::kTransportThreadIfSmall), which goes on with the
+        // step's cheap nodes only and gives the next expensive one to
+        // the RPC pool, where it ran before; a large one and an error
+        // come on a pool thread.
+        // (|this| may go once the lock is let go: the pool is read before.)
+        const bool on_transport_thread = status.ok() && item.value.byte_size() <= RpcNode::kSmallAnswerBytes;
+        ThreadPool* const rpc_pool = rpc_->pool();
+        mutex->unlock();
+        if (on_transport_thread) {
+          runtime::Executor::OnlyCheapNodesHere cheap(rpc_pool);
+          waiter(status, std::move(item));
+        } else {
+          waiter(status, std::move(item));
+        }
+        mutex->lock();
+      },
+      RpcNode::AnswerOn::kTransportThreadIfSmall);
 }
 
 void RemoteRendezvous::Abort(const Status& status) {

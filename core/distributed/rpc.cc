@@ -130,7 +130,8 @@ std::shared_ptr<RpcNode::Channel> RpcNode::ChannelFor(const Peer& peer) {
   return channel;
 }
 
-void RpcNode::Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done) {
+void RpcNode::Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done,
+                   AnswerOn answer_on) {
   std::shared_ptr<Channel> channel;
   uint64_t id = 0;
   bool connect = false, send = false;
@@ -145,6 +146,7 @@ void RpcNode::Call(const Peer& peer, Request request, int64_t timeout_ms, std::f
     PendingCall call;
     call.channel = channel;
     call.method = request.method;
+    call.answer_on = answer_on;
     call.done = std::move(done);
     if (timeout_ms > 0) {
       call.has_deadline = true;
@@ -501,11 +503,13 @@ void RpcNode::SendCall(const std::shared_ptr<Channel>& channel, uint64_t call_id
 
 void RpcNode::Finish(uint64_t call_id, Status status, Response response) {
   std::function<void(Status, Response)> done;
+  AnswerOn answer_on = AnswerOn::kPool;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pending_.find(call_id);
     if (it == pending_.end()) return;
     done = std::move(it->second.done);
+    answer_on = it->second.answer_on;
     if (it->second.has_deadline) {
       auto range = deadlines_.equal_range(it->second.deadline);
       for (auto d = range.first; d != range.second; ++d) {
@@ -519,6 +523,13 @@ void RpcNode::Finish(uint64_t call_id, Status status, Response response) {
     pending_.erase(it);
   }
   if (!done) return;
+  // Only an answer comes with an OK status, and only on the transport's
+  // thread, which holds no lock of this node here.
+  if (answer_on == AnswerOn::kTransportThreadIfSmall && status.ok() &&
+      response.tensor.byte_size() <= kSmallAnswerBytes) {
+    done(std::move(status), std::move(response));
+    return;
+  }
   pool_->Schedule([done = std::move(done), status = std::move(status), response = std::move(response)]() mutable {
     done(std::move(status), std::move(response));
   });

@@ -13,9 +13,12 @@
 //   node->Call(peer, request, 5000, [](Status s, Response r) { ... });
 //
 // Callbacks (responses and the server's handler) run on the node's own
-// thread pool and may block briefly; the one exception is the handler of
-// RecvTensor, which runs on the transport's thread and must not block (it
-// answers from a rendezvous, core/distributed/task_service.cc).
+// thread pool and may block briefly. Two exceptions run on the transport's
+// thread and must not block: the handler of RecvTensor (it answers from a
+// rendezvous, core/distributed/task_service.cc), and a small successful
+// answer of a call made with AnswerOn::kTransportThreadIfSmall (a tensor
+// pull, whose answer continues the step:
+// core/distributed/remote_rendezvous.cc).
 #ifndef WEFT_CORE_DIST_RPC_H_
 #define WEFT_CORE_DIST_RPC_H_
 
@@ -99,10 +102,22 @@ class RpcNode {
   // The address it listens on, with the port chosen for ":0".
   const std::string& address() const { return address_; }
   const Options& options() const { return options_; }
+  // The pool that runs callbacks (and, from a pulled tensor's answer, the
+  // expensive nodes after it: core/distributed/remote_rendezvous.cc).
+  ThreadPool* pool() const { return pool_.get(); }
 
+  // Where a call's |done| runs: on the node's pool, or, for a successful
+  // answer whose tensor (if any) has at most kSmallAnswerBytes, on the
+  // transport's thread that received it (saving the wake-up of a pool
+  // thread; |done| must then not block). A larger answer, whose bytes took
+  // longer to come than a wake-up, and an error, which may come from a
+  // thread that holds locks, go through the pool.
+  enum class AnswerOn { kPool, kTransportThreadIfSmall };
+  static constexpr uint64_t kSmallAnswerBytes = 16 << 10;
   // Calls |peer|; |done| runs once with the response or why there is
   // none. |timeout_ms| <= 0 means no deadline (avoid).
-  void Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done);
+  void Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done,
+            AnswerOn answer_on = AnswerOn::kPool);
   // Call, waiting for the answer.
   Expected<Response> CallSync(const Peer& peer, Request request, int64_t timeout_ms);
   // Sends |request| to |peer| without waiting for an answer (best effort).
@@ -131,6 +146,7 @@ class RpcNode {
     Method method;
     std::chrono::steady_clock::time_point deadline;
     bool has_deadline = false;
+    AnswerOn answer_on = AnswerOn::kPool;
     std::function<void(Status, Response)> done;
   };
 

@@ -126,6 +126,23 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
   return exec;
 }
 
+namespace {
+thread_local bool only_cheap_nodes_here = false;
+thread_local ThreadPool* expensive_nodes_elsewhere = nullptr;
+}  // namespace
+
+Executor::OnlyCheapNodesHere::OnlyCheapNodesHere(ThreadPool* elsewhere)
+    : previous_active_(only_cheap_nodes_here), previous_elsewhere_(expensive_nodes_elsewhere) {
+  only_cheap_nodes_here = true;
+  expensive_nodes_elsewhere = elsewhere;
+}
+Executor::OnlyCheapNodesHere::~OnlyCheapNodesHere() {
+  only_cheap_nodes_here = previous_active_;
+  expensive_nodes_elsewhere = previous_elsewhere_;
+}
+bool Executor::OnlyCheapNodesHere::Active() { return only_cheap_nodes_here; }
+ThreadPool* Executor::OnlyCheapNodesHere::Elsewhere() { return expensive_nodes_elsewhere; }
+
 void Executor::RunAsync(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const {
   if (roots_.empty()) {
     done(Status());

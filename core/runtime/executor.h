@@ -61,6 +61,32 @@ class Executor {
   // run this way side by side.
   void RunAsync(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const;
 
+  // While one lives on a thread, the executors run only cheap (inline)
+  // nodes on that thread. Of the expensive nodes made ready there, all but
+  // one go to the executor's pool as always, and the one the thread would
+  // have kept goes to |elsewhere| (the executor's pool when null). A
+  // transport's thread that delivers a pulled tensor sets one with the RPC
+  // pool, whose thread it used to wake first
+  // (core/distributed/remote_rendezvous.cc): cheap nodes go on at once,
+  // expensive ones run where they ran before, and the connection's next
+  // message never waits behind a kernel (docs/distributed-internals.md,
+  // "A tensor's trip"). An executor without pool threads runs everything
+  // on the calling thread regardless.
+  class OnlyCheapNodesHere {
+   public:
+    explicit OnlyCheapNodesHere(ThreadPool* elsewhere);
+    ~OnlyCheapNodesHere();
+    OnlyCheapNodesHere(const OnlyCheapNodesHere&) = delete;
+    OnlyCheapNodesHere& operator=(const OnlyCheapNodesHere&) = delete;
+    static bool Active();
+    // Where the node this thread would have kept goes (null: the executor's pool).
+    static ThreadPool* Elsewhere();
+
+   private:
+    bool previous_active_;
+    ThreadPool* previous_elsewhere_;
+  };
+
   const Graph& graph() const { return *graph_; }
 
  private:

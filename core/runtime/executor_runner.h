@@ -112,29 +112,38 @@ struct Executor::Runner {
   }
 
   // Cheap nodes run here; of the expensive ones, all but the last go to the
-  // pool and the last runs here too, so a chain stays on one thread. With
-  // no pool threads, everything runs here. True when it gave the pool work.
+  // pool and the last runs here too, so a chain stays on one thread (under
+  // OnlyCheapNodesHere, the last goes to the pool it names). With no pool
+  // threads, everything runs here. True when it gave the pool work.
   bool Dispatch(std::vector<Task>& ready, std::vector<Task>* stack) const {
     const bool have_pool = exec->pool_ != nullptr && exec->pool_->num_threads() > 0;
+    const bool keep_one = !OnlyCheapNodesHere::Active();
     bool kept = false;
     bool scheduled = false;
     Task keep{};
+    auto to_pool = [&](const Task& t, ThreadPool* pool) {
+      step->outstanding.fetch_add(1);
+      const Runner runner = *this;
+      pool->Schedule([runner, t] { runner.Process({t}); });
+      scheduled = true;
+    };
     for (const Task& t : ready) {
       if (!have_pool || P::RunsHere(Item(t), t)) {
         stack->push_back(t);
         continue;
       }
-      if (kept) {
-        step->outstanding.fetch_add(1);
-        const Runner runner = *this;
-        const Task other = keep;
-        exec->pool_->Schedule([runner, other] { runner.Process({other}); });
-        scheduled = true;
-      }
+      if (kept) to_pool(keep, exec->pool_);
       keep = t;
       kept = true;
     }
-    if (kept) stack->push_back(keep);
+    if (kept) {
+      if (keep_one) {
+        stack->push_back(keep);
+      } else {
+        ThreadPool* elsewhere = OnlyCheapNodesHere::Elsewhere();
+        to_pool(keep, elsewhere != nullptr ? elsewhere : exec->pool_);
+      }
+    }
     ready.clear();
     return scheduled;
   }

@@ -449,6 +449,62 @@ TEST_F(TwoTasks, ARequestMeantForAnotherIncarnationRunsNothing) {
   EXPECT_EQ(rpc->PeerIncarnation(testing::kPsTask), services_[0]->incarnation());
 }
 
+// A call made with AnswerOn::kTransportThreadIfSmall gets a small answer
+// (a heartbeat's) on the transport's thread even while every pool thread
+// is busy (a tensor pull
+// goes on with its step there, core/distributed/remote_rendezvous.cc); an
+// ordinary call's answer, and an error of either kind, wait for the pool.
+TEST_F(TwoTasks, AnAnswerOnTheTransportThreadNeedsNoPoolThread) {
+  RpcNode::Options o;
+  o.plugins = &Plugins();
+  o.identity = "client";
+  o.incarnation = NewIncarnation();
+  o.cluster_fingerprint = kFingerprint;
+  o.connect_timeout_ms = 5000;
+  o.handler_threads = 1;
+  auto rpc = RpcNode::Create(o, nullptr);
+  ASSERT_TRUE(rpc.ok()) << rpc.status().ToString();
+  const Peer ps{testing::kPsTask, peers_.at(testing::kPsTask)};
+  auto heartbeat = [] {
+    Request r;
+    r.method = Method::kHeartbeat;
+    return r;
+  };
+  ASSERT_TRUE((*rpc)->CallSync(ps, heartbeat(), 5000).ok());  // connected
+  // The pool's one thread waits in the answer of this call.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  (*rpc)->Call(ps, heartbeat(), 5000, [&holding, released](Status, Response) {
+    holding.set_value();
+    released.wait();
+  });
+  holding.get_future().wait();
+  std::promise<Status> on_transport, on_pool, failed;
+  (*rpc)->Call(
+      ps, heartbeat(), 5000, [&](Status s, Response) { on_transport.set_value(s); },
+      RpcNode::AnswerOn::kTransportThreadIfSmall);
+  (*rpc)->Call(ps, heartbeat(), 5000, [&](Status s, Response) { on_pool.set_value(s); });
+  const Peer nobody{"/job:ps/task:9", StrCat("tcp://127.0.0.1:", FreePort())};
+  (*rpc)->Call(
+      nobody, heartbeat(), 300, [&](Status s, Response) { failed.set_value(s); },
+      RpcNode::AnswerOn::kTransportThreadIfSmall);
+  std::future<Status> transport_answer = on_transport.get_future();
+  ASSERT_EQ(transport_answer.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(transport_answer.get().ok());
+  std::future<Status> pool_answer = on_pool.get_future(), failure = failed.get_future();
+  // Well past the failing call's 300 ms deadline: both still wait.
+  EXPECT_EQ(pool_answer.wait_for(std::chrono::milliseconds(1500)), std::future_status::timeout);
+  EXPECT_EQ(failure.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  release.set_value();
+  ASSERT_EQ(pool_answer.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(pool_answer.get().ok());
+  ASSERT_EQ(failure.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Status why = failure.get();
+  EXPECT_FALSE(why.ok());
+  EXPECT_NE(why.message().find("/job:ps/task:9"), std::string::npos) << why.ToString();
+}
+
 // A transfer that names a device of an earlier start of the task (a stale
 // placement) is refused: a pull before it makes any step state, a graph
 // before it is registered.

@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <future>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "core/base/thread_pool.h"
 #include "core/ops/control_flow_ops.h"
 #include "core/plugin/host_services.h"
+#include "core/runtime/executor.h"
 #include "core/runtime/kernels/queue_kernels.h"
 #include "core/runtime/kernels/stack_kernels.h"
 #include "core/runtime/op_kernel.h"
@@ -391,6 +395,54 @@ TEST(Session, TraceRecordsEveryNode) {
   const std::string json = trace.ToJson();
   EXPECT_NE(json.find("\"ph\":\"X\""), std::string::npos);
   EXPECT_NE(json.find("\"name\":\"e\",\"cat\":\"Exp\""), std::string::npos) << json;
+}
+
+// A chain of expensive nodes stays on the thread that starts the step;
+// under Executor::OnlyCheapNodesHere (a transport's thread delivering a
+// pulled tensor) that thread runs only the cheap ones and the pool the rest
+// (with a pool: a session's default of one inter-op thread has none, and
+// runs everything on the caller).
+TEST(Session, OnlyCheapNodesRunOnAThreadThatAsksForThat) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output x = b.Placeholder(DType::kF32, Shape{}, "x");
+  Output e = b.Op("Exp", {b.Op("Neg", {x}, {}, "n")}, {}, "e");
+  b.Op("Identity", {e}, {}, "out");
+  runtime::SessionOptions two_threads;  // the caller and one pool thread
+  two_threads.inter_op_threads = 2;
+  auto session = env.Session(b, two_threads);
+  ThreadPool elsewhere(1, "elsewhere");
+  auto threads_of = [&](bool cheap_only) {
+    std::optional<runtime::Executor::OnlyCheapNodesHere> guard;
+    if (cheap_only) guard.emplace(&elsewhere);
+    EXPECT_EQ(runtime::Executor::OnlyCheapNodesHere::Active(), cheap_only);
+    runtime::TraceRecorder trace;
+    runtime::RunOptions options;
+    options.trace = &trace;
+    std::vector<Tensor> out;
+    Status s = session->Run({{"x", Tensor::Scalar<float>(0)}}, {"out"}, {}, &out, options);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(Floats(out[0]), (std::vector<float>{1}));
+    std::map<std::string, uint64_t> thread;
+    for (const auto& event : trace.events()) thread[event.name] = event.thread;
+    return thread;
+  };
+  const uint64_t here = runtime::TraceThreadId();
+  std::map<std::string, uint64_t> plain = threads_of(false);
+  EXPECT_EQ(plain["n"], here);
+  EXPECT_EQ(plain["e"], here);
+  std::map<std::string, uint64_t> cheap = threads_of(true);
+  ASSERT_TRUE(cheap.count("n") && cheap.count("e"));
+  // The expensive chain ran on the thread of the pool the guard named.
+  std::promise<uint64_t> elsewhere_thread;
+  elsewhere.Schedule([&] { elsewhere_thread.set_value(runtime::TraceThreadId()); });
+  const uint64_t there = elsewhere_thread.get_future().get();
+  EXPECT_NE(there, here);
+  EXPECT_EQ(cheap["n"], there);
+  EXPECT_EQ(cheap["e"], there);
+  // The fed argument is cheap: it runs here.
+  EXPECT_EQ(cheap["_arg_0"], here);
+  EXPECT_FALSE(runtime::Executor::OnlyCheapNodesHere::Active());
 }
 
 // A profiled step in one process is one row: this process, its kernels'
