@@ -1,5 +1,6 @@
 #include "core/distributed/remote_rendezvous.h"
 
+#include <optional>
 #include <vector>
 
 #include "core/runtime/executor.h"
@@ -62,6 +63,7 @@ void RemoteRendezvous::RecvAsync(const runtime::RendezvousKey& key, DoneFn done)
         if (live == nullptr || !*live) return;
         // Still alive: finish under the pulls lock's protection of
         // |this| (the destructor takes it before it goes).
+        const bool on_transport_thread = RpcNode::IsSmallAnswer(status, response);
         Item item;
         if (status.ok()) {
           item.value = std::move(response.tensor);
@@ -81,15 +83,11 @@ void RemoteRendezvous::RecvAsync(const runtime::RendezvousKey& key, DoneFn done)
         // the RPC pool, where it ran before; a large one and an error
         // come on a pool thread.
         // (|this| may go once the lock is let go: the pool is read before.)
-        const bool on_transport_thread = status.ok() && item.value.byte_size() <= RpcNode::kSmallAnswerBytes;
-        ThreadPool* const rpc_pool = rpc_->pool();
+        std::optional<runtime::Executor::OnlyCheapNodesHere> cheap;
+        if (on_transport_thread) cheap.emplace(rpc_->pool());
         mutex->unlock();
-        if (on_transport_thread) {
-          runtime::Executor::OnlyCheapNodesHere cheap(rpc_pool);
-          waiter(status, std::move(item));
-        } else {
-          waiter(status, std::move(item));
-        }
+        waiter(status, std::move(item));
+        cheap.reset();
         mutex->lock();
       },
       RpcNode::AnswerOn::kTransportThreadIfSmall);

@@ -525,8 +525,7 @@ void RpcNode::Finish(uint64_t call_id, Status status, Response response) {
   if (!done) return;
   // Only an answer comes with an OK status, and only on the transport's
   // thread, which holds no lock of this node here.
-  if (answer_on == AnswerOn::kTransportThreadIfSmall && status.ok() &&
-      response.tensor.byte_size() <= kSmallAnswerBytes) {
+  if (answer_on == AnswerOn::kTransportThreadIfSmall && IsSmallAnswer(status, response)) {
     done(std::move(status), std::move(response));
     return;
   }

@@ -114,6 +114,11 @@ class RpcNode {
   // thread that holds locks, go through the pool.
   enum class AnswerOn { kPool, kTransportThreadIfSmall };
   static constexpr uint64_t kSmallAnswerBytes = 16 << 10;
+  // Whether an answer is one that kTransportThreadIfSmall completes on the
+  // transport's thread.
+  static bool IsSmallAnswer(const Status& status, const Response& response) {
+    return status.ok() && response.tensor.byte_size() <= kSmallAnswerBytes;
+  }
   // Calls |peer|; |done| runs once with the response or why there is
   // none. |timeout_ms| <= 0 means no deadline (avoid).
   void Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done,

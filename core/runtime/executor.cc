@@ -127,21 +127,19 @@ Expected<std::unique_ptr<Executor>> Executor::Create(std::shared_ptr<const Graph
 }
 
 namespace {
-thread_local bool only_cheap_nodes_here = false;
-thread_local ThreadPool* expensive_nodes_elsewhere = nullptr;
+thread_local const Executor::OnlyCheapNodesHere* only_cheap_nodes_here = nullptr;
 }  // namespace
 
 Executor::OnlyCheapNodesHere::OnlyCheapNodesHere(ThreadPool* elsewhere)
-    : previous_active_(only_cheap_nodes_here), previous_elsewhere_(expensive_nodes_elsewhere) {
-  only_cheap_nodes_here = true;
-  expensive_nodes_elsewhere = elsewhere;
+    : elsewhere_(elsewhere), previous_(only_cheap_nodes_here) {
+  only_cheap_nodes_here = this;
 }
-Executor::OnlyCheapNodesHere::~OnlyCheapNodesHere() {
-  only_cheap_nodes_here = previous_active_;
-  expensive_nodes_elsewhere = previous_elsewhere_;
+Executor::OnlyCheapNodesHere::~OnlyCheapNodesHere() { only_cheap_nodes_here = previous_; }
+bool Executor::OnlyCheapNodesHere::Active() { return only_cheap_nodes_here != nullptr; }
+ThreadPool* Executor::OnlyCheapNodesHere::Elsewhere(ThreadPool* otherwise) {
+  ThreadPool* pool = only_cheap_nodes_here != nullptr ? only_cheap_nodes_here->elsewhere_ : nullptr;
+  return pool != nullptr ? pool : otherwise;
 }
-bool Executor::OnlyCheapNodesHere::Active() { return only_cheap_nodes_here; }
-ThreadPool* Executor::OnlyCheapNodesHere::Elsewhere() { return expensive_nodes_elsewhere; }
 
 void Executor::RunAsync(StepInfo& step, TraceRecorder* trace, std::function<void(Status)> done) const {
   if (roots_.empty()) {

@@ -79,12 +79,13 @@ class Executor {
     OnlyCheapNodesHere(const OnlyCheapNodesHere&) = delete;
     OnlyCheapNodesHere& operator=(const OnlyCheapNodesHere&) = delete;
     static bool Active();
-    // Where the node this thread would have kept goes (null: the executor's pool).
-    static ThreadPool* Elsewhere();
+    // Where the node this thread would have kept goes: the guard's pool, or
+    // |otherwise| (the executor's) when it named none.
+    static ThreadPool* Elsewhere(ThreadPool* otherwise);
 
    private:
-    bool previous_active_;
-    ThreadPool* previous_elsewhere_;
+    ThreadPool* const elsewhere_;
+    const OnlyCheapNodesHere* const previous_;  // the guard it hides, if any
   };
 
   const Graph& graph() const { return *graph_; }

@@ -140,8 +140,7 @@ struct Executor::Runner {
       if (keep_one) {
         stack->push_back(keep);
       } else {
-        ThreadPool* elsewhere = OnlyCheapNodesHere::Elsewhere();
-        to_pool(keep, elsewhere != nullptr ? elsewhere : exec->pool_);
+        to_pool(keep, OnlyCheapNodesHere::Elsewhere(exec->pool_));
       }
     }
     ready.clear();
