@@ -8,6 +8,7 @@
 #include "core/ops/shape_fns.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/kernels/builtin_kernels.h"
+#include "core/tensor/borrowed_buffer.h"
 #include "weft/sdk/struct.h"
 
 // The ABI's opaque kernel handles are the runtime's own objects.
@@ -355,6 +356,24 @@ Expected<const Tensor*> OpKernelContext::AllocateTemp(DType dtype, const Shape& 
   return &temps_.front();
 }
 
+namespace {
+
+// Whether a variable's value must be copied before an in-place update: a
+// reader (a tensor of an earlier ReadVariable, a fetch, a _Send) still holds
+// its buffer, or the buffer is memory a caller lent (a fed NumPy array,
+// core/tensor/borrowed_buffer.h). The count is read through a copy of the
+// pointer: the copy's increment is an acquire-release operation, which
+// orders the update after every reader's release of the buffer, where
+// use_count() alone is a relaxed load that orders nothing (ThreadSanitizer
+// reported a reader's BiasAdd racing with the next step's Adam update on a
+// ps task serving three workers).
+bool MustCopyBeforeUpdate(const Tensor& value) {
+  std::shared_ptr<Buffer> probe = value.buffer();
+  return probe.use_count() > 2 || BorrowedBuffer::Is(probe.get());
+}
+
+}  // namespace
+
 Expected<Tensor*> OpKernelContext::LockVariable(int i, bool exclusive) {
   if (i < 0 || i >= num_inputs_) return InvalidArgumentError("variable_lock: no input ", i);
   Variable* v = HandleVariable(inputs_[i]);
@@ -376,8 +395,7 @@ Expected<Tensor*> OpKernelContext::LockVariable(int i, bool exclusive) {
                                    ") is read before it was assigned a value; run its "
                                    "initializer first");
   }
-  if (exclusive && v->value().buffer().use_count() > 1) {
-    // A reader still holds the current buffer: update a copy instead.
+  if (exclusive && MustCopyBeforeUpdate(v->value())) {
     WEFT_ASSIGN_OR_RETURN(Tensor copy, device_->Duplicate(v->value()));
     v->set_value(std::move(copy));
   }
