@@ -52,6 +52,7 @@ packages=(
   libxnnpack-dev libpthreadpool-dev  # XNNPACK: the lite build's convolutions and products (docs/lite.md)
   libopenblas-dev          # the matmul benchmark's peer
   python3-numpy            # independent reference values in the tests
+  python3-dev pybind11-dev python3-pytest  # the Python package weft (python/, docs/python.md) and its tests
   python3-matplotlib       # tools/bench/scale_model.py: the scaling plot in docs/distributed-internals.md
   zlib1g-dev               # reading .gz datasets (IDX files)
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import and export (core/onnx, docs/onnx.md)

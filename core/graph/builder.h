@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/graph/graph.h"
@@ -151,6 +152,10 @@ class GraphBuilder {
 
   // The first error, or OK.
   const Status& status() const { return status_; }
+  // Returns the first error and forgets it, so that building goes on: for
+  // interactive builders (the Python API, docs/python.md) that report each
+  // node's error as it happens. The node that failed was not added.
+  Status TakeError() { return std::exchange(status_, Status()); }
   // The graph, validated as a whole.
   Expected<Graph> Build() const;
   // What was built so far (attrs with defaults filled in).

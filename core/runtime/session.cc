@@ -280,6 +280,39 @@ Status Session::RunParts(const Prepared& prepared, StepInfo& step, TraceRecorder
   return Status();
 }
 
+Status Session::RunCancellable(const Prepared& prepared, StepInfo& step, TraceRecorder* trace,
+                               CancellationManager* cancel) {
+  if (cancel == nullptr) return RunParts(prepared, step, trace);
+  // The callback may be running on another thread when the step ends: it
+  // reaches the step through |link|, which is cleared under its lock
+  // before the step goes.
+  struct Link {
+    std::mutex mutex;
+    StepInfo* step = nullptr;
+  };
+  auto link = std::make_shared<Link>();
+  link->step = &step;
+  const CancellationManager::Token token = cancel->Register([link] {
+    std::lock_guard<std::mutex> lock(link->mutex);
+    if (link->step == nullptr) return;
+    link->step->cancelled.store(true);
+    link->step->cancellation.StartCancel();
+  });
+  Status status;
+  if (token != CancellationManager::kInvalidToken) {
+    status = RunParts(prepared, step, trace);
+    cancel->Deregister(token);
+  }
+  {
+    std::lock_guard<std::mutex> lock(link->mutex);
+    link->step = nullptr;
+  }
+  if (cancel->IsCancelled()) {
+    return CancelledError("step ", step.step_id, " was cancelled by its caller (RunOptions::cancel)");
+  }
+  return status;
+}
+
 Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, const std::vector<std::string>& fetches,
                     const std::vector<std::string>& targets, std::vector<Tensor>* outputs, const RunOptions& options) {
   WEFT_ASSIGN_OR_RETURN(RunSignature signature, RunSignature::Make(feeds, fetches, targets));
@@ -310,7 +343,7 @@ Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds, co
   TraceRecorder* trace = options.trace;
   if (options.profile != nullptr && trace == nullptr) trace = &profile_trace.emplace();
   const int64_t started_us = trace != nullptr ? trace->NowMicros() : 0;
-  WEFT_RETURN_IF_ERROR(RunParts(*prepared, step, trace));
+  WEFT_RETURN_IF_ERROR(RunCancellable(*prepared, step, trace, options.cancel));
   if (options.profile != nullptr) {
     std::vector<TraceRecorder::Event> events;
     for (TraceRecorder::Event& e : trace->events()) {

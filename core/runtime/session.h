@@ -24,6 +24,7 @@
 #include "core/graph/graph.h"
 #include "core/passes/pass.h"
 #include "core/placement/placer.h"
+#include "core/runtime/cancellation.h"
 #include "core/runtime/device_set.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/placement_support.h"
@@ -56,6 +57,10 @@ struct RunOptions {
   // Cancel the step and return DEADLINE_EXCEEDED when it runs longer than
   // this (a dequeue from a queue nobody fills); 0 = no limit.
   int64_t timeout_ms = 0;
+  // Cancel the step (CANCELLED) when this is cancelled, from any thread:
+  // how a caller interrupts a running step (Ctrl-C in Python,
+  // docs/python.md). The session keeps working for later runs.
+  CancellationManager* cancel = nullptr;
 };
 
 class Session {
@@ -91,6 +96,8 @@ class Session {
                                               const std::vector<std::string>& targets);
 
   Status RunParts(const Prepared& prepared, StepInfo& step, TraceRecorder* trace);
+  // RunParts, cancelled with |cancel| (RunOptions::cancel) when it is set.
+  Status RunCancellable(const Prepared& prepared, StepInfo& step, TraceRecorder* trace, CancellationManager* cancel);
   Expected<std::shared_ptr<OpKernel>> KernelFor(const Graph& graph, const Graph::Node& node,
                                                 const RuntimeDevice& device);
 

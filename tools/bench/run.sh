@@ -12,7 +12,7 @@ all=(matmul_256 matmul_1024 matmul_2048 conv_lenet conv_resnet executor_chain ex
      transfer_h2d transfer_d2h train_mlp_sgd train_mlp_adam train_cnn_sgd lstm_cell
      onnx_resnet18_b1 onnx_resnet18_b32 onnx_mobilenet_b1 onnx_efficientnet_b0 onnx_bert_encoder graph_prepare_1m startup_run
      tensor_send_64m tensor_send_64m_tls tensor_send_4k null_step null_step_auth null_step_tls remote_loop ps_train_mlp sparse_step sync_train_mlp sync_straggler allreduce_busbw
-     startup_rss serve_mobilenet serve_resnet18 serve_null lite int8)
+     startup_rss serve_mobilenet serve_resnet18 serve_null lite int8 python_run_overhead)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 # The distributed runtime's benchmarks live in their own binary.
@@ -38,6 +38,10 @@ for name in "${names[@]}"; do
     # `weft devices` with every plugin against the same without the GPU ones.
     cmake --build --preset release >/dev/null
     /usr/bin/python3 tools/bench/startup_rss.py build/bin/weft ${REPEATS:-7}
+  elif [ "$name" = python_run_overhead ]; then
+    # weft.Session.run from Python against the same session's C++ run.
+    cmake --build --preset release --target weft_python >/dev/null
+    PYTHONPATH=build/python /usr/bin/python3 tools/bench/python_run_overhead.py
   elif [[ "$name" == serve_* ]]; then
     # The model server over HTTP, driven by weft_serve_load (tools/bench/serve_bench.py).
     cmake --build --preset release >/dev/null

@@ -1,0 +1,406 @@
+// weft.Session and weft.InferenceSession: runs with NumPy arrays in and out,
+// the GIL released while a step runs, and Ctrl-C cancelling the step
+// (docs/python.md).
+#include "python/src/session.h"
+
+#include <pybind11/stl.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "capi/inference.h"
+#include "core/base/strings.h"
+#include "core/plugin/plugin_host.h"
+#include "core/runtime/cancellation.h"
+#include "core/runtime/device_set.h"
+
+namespace weft::python {
+namespace {
+
+// --- Ctrl-C -----------------------------------------------------------------
+//
+// While a step runs, Python's own SIGINT handler only notes the signal, to
+// raise KeyboardInterrupt when the main thread runs Python again: after the
+// step. So the module puts a handler of its own in front of Python's: it
+// tells a watcher thread (through an eventfd, which a signal handler may
+// write), which cancels the steps running, then calls Python's handler as
+// before. The run then returns CANCELLED and raises KeyboardInterrupt.
+
+std::atomic<int> g_running{0};
+int g_wake_fd = -1;
+struct sigaction g_python_handler {};
+
+void OnSigint(int sig, siginfo_t* info, void* context) {
+  const int saved = errno;
+  if (g_running.load() > 0 && g_wake_fd >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(g_wake_fd, &one, sizeof one);
+  }
+  if ((g_python_handler.sa_flags & SA_SIGINFO) != 0) {
+    g_python_handler.sa_sigaction(sig, info, context);
+  } else if (g_python_handler.sa_handler != SIG_DFL && g_python_handler.sa_handler != SIG_IGN) {
+    g_python_handler.sa_handler(sig);
+  } else if (g_python_handler.sa_handler == SIG_DFL) {
+    sigaction(SIGINT, &g_python_handler, nullptr);
+    raise(SIGINT);
+  }
+  errno = saved;
+}
+
+class RunningSteps {
+ public:
+  static RunningSteps& Get() {
+    static auto* steps = new RunningSteps();  // lives to the end of the process
+    return *steps;
+  }
+  void Add(runtime::CancellationManager* cancel) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.insert(cancel);
+  }
+  void Remove(runtime::CancellationManager* cancel) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.erase(cancel);
+  }
+
+ private:
+  RunningSteps() {
+    g_wake_fd = eventfd(0, EFD_CLOEXEC);
+    if (g_wake_fd < 0) return;
+    std::thread([this] { Watch(); }).detach();
+    struct sigaction ours {};
+    ours.sa_sigaction = OnSigint;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    sigaction(SIGINT, &ours, &g_python_handler);
+  }
+  void Watch() {
+    for (;;) {
+      uint64_t count;
+      if (read(g_wake_fd, &count, sizeof count) < 0 && errno != EINTR) return;
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (runtime::CancellationManager* cancel : running_) cancel->StartCancel();
+    }
+  }
+
+  std::mutex mutex_;
+  std::set<runtime::CancellationManager*> running_;
+};
+
+}  // namespace
+
+std::thread::id MainThread() {
+  static const std::thread::id main = [] {
+    // The interpreter's main thread is the one that imported the module.
+    return std::this_thread::get_id();
+  }();
+  return main;
+}
+
+void InstallInterruptHandler() { RunningSteps::Get(); }
+
+namespace {
+
+// One run's registration with the watcher.
+class Interruptible {
+ public:
+  explicit Interruptible(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    RunningSteps::Get().Add(&cancel_);
+    g_running.fetch_add(1);
+  }
+  ~Interruptible() {
+    if (!enabled_) return;
+    g_running.fetch_sub(1);
+    RunningSteps::Get().Remove(&cancel_);
+  }
+  runtime::CancellationManager* cancel() { return enabled_ ? &cancel_ : nullptr; }
+  bool interrupted() const { return enabled_ && cancel_.IsCancelled(); }
+
+ private:
+  bool enabled_;
+  runtime::CancellationManager cancel_;
+};
+
+// Runs |run| with the GIL released and Ctrl-C cancelling it; on an
+// interrupt, raises KeyboardInterrupt (Python's handler has noted it).
+Status RunInterruptibly(const std::function<Status(const runtime::RunOptions&)>& run) {
+  const bool main_thread = PyGILState_Check() != 0 && std::this_thread::get_id() == MainThread();
+  Interruptible interruptible(main_thread);
+  runtime::RunOptions options;
+  options.cancel = interruptible.cancel();
+  Status status;
+  {
+    py::gil_scoped_release release;
+    status = run(options);
+  }
+  if (interruptible.interrupted()) {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  return status;
+}
+
+// --- Feeds and fetches -------------------------------------------------------
+
+bool IsPlaceholder(const std::string& op) { return op == "Placeholder" || op == "PlaceholderWithDefault"; }
+
+// "x" -> "x:0"-style endpoint of the session's graph, or NOT_FOUND saying
+// why (absent, or added to the Python graph after the session was made).
+Endpoint Resolve(const Graph& graph, const std::string& name, const char* what, const PyGraph* source) {
+  Expected<Endpoint> end = graph.ResolveTensor(name);
+  if (end.ok()) return *end;
+  if (source != nullptr && source->builder().Resolve(name).ok()) {
+    Raise(NotFoundError(what, " ", Quote(name),
+                        ": the node was added to the graph after this session was made; "
+                        "make the session once the graph is built"));
+  }
+  Raise(end.status().WithContext(StrCat(what, " ", Quote(name))));
+}
+
+}  // namespace
+
+// --- weft.Session -------------------------------------------------------------
+
+PySession::PySession(std::shared_ptr<PyGraph> graph, const config::Config& config) : source_(std::move(graph)) {
+  Graph snapshot = source_->Snapshot();
+  plugin::PluginHostOptions host_options;
+  host_options.defer_device_count = true;
+  host_options.skip_kinds = {plugin::PluginKind::kTransport, plugin::PluginKind::kCollectives};
+  host_ = std::make_shared<plugin::PluginHost>(config, host_options);
+  Check(host_->LoadAll());
+  auto devices = Check(runtime::DeviceSet::Open(*host_, runtime::DeviceSet::Opening::kLazy));
+  session_ = Check(
+      runtime::Session::Create(std::move(snapshot), std::move(devices), runtime::SessionOptions::FromConfig(config)));
+  InstallInterruptHandler();
+}
+
+PySession::~PySession() { Close(); }
+
+void PySession::Close() {
+  std::shared_ptr<runtime::Session> session;
+  std::shared_ptr<plugin::PluginHost> host;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    session.swap(session_);
+    host.swap(host_);
+  }
+  // Variables may hold fed arrays, whose release takes the GIL.
+  py::gil_scoped_release release;
+  session.reset();
+  host.reset();
+}
+
+py::list PySession::Run(const std::vector<std::string>& names, const std::vector<std::string>& feed_names,
+                        const py::list& feed_values) {
+  std::shared_ptr<runtime::Session> session;
+  std::shared_ptr<plugin::PluginHost> host;  // the session's plugins stay loaded while it runs
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    session = session_;
+    host = host_;
+  }
+  if (session == nullptr) Raise(FailedPreconditionError("this weft.Session was closed"));
+  const Graph& graph = session->graph();
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (std::size_t i = 0; i < feed_names.size(); ++i) {
+    const std::string& name = feed_names[i];
+    const Endpoint end = Resolve(graph, name, "feed", source_.get());
+    const Graph::Node& node = graph.node(end.node);
+    const std::string what = StrCat("feed ", Quote(name));
+    if (!IsPlaceholder(node.op_name())) {
+      Raise(InvalidArgumentError(what, ": node ", Quote(node.name()), " is a ", node.op_name(),
+                                 ", not a Placeholder; only placeholders are fed"));
+    }
+    const DType want = node.output_types[static_cast<std::size_t>(end.index)];
+    const Shape& shape = node.output_shapes[static_cast<std::size_t>(end.index)];
+    Tensor value = ToTensor(feed_values[i], what, want);
+    if (value.dtype() != want) {
+      Raise(InvalidArgumentError(what, ": the array is ", DTypeName(value.dtype()), " and the placeholder ",
+                                 DTypeName(want), "; convert it (array.astype(\"", DTypeName(want), "\"))"));
+    }
+    if (!shape.IsCompatibleWith(value.shape())) {
+      Raise(InvalidArgumentError(what, ": shape ", value.shape().ToString(), " does not fit the placeholder's ",
+                                 shape.ToString()));
+    }
+    feeds.emplace_back(name, std::move(value));
+  }
+  // A name of a node without outputs is a target (None in the results).
+  std::vector<std::string> fetches, targets;
+  std::vector<int> slot;  // each name's index in fetches, -1 for a target
+  for (const std::string& n : names) {
+    const Graph::Node* node = n.find(':') == std::string::npos ? graph.Find(n) : nullptr;
+    if (node != nullptr && node->output_types.empty()) {
+      if (std::find(targets.begin(), targets.end(), n) == targets.end()) targets.push_back(n);
+      slot.push_back(-1);
+      continue;
+    }
+    Resolve(graph, n, "fetch", source_.get());
+    // A tensor fetched twice is computed once.
+    auto seen = std::find(fetches.begin(), fetches.end(), n);
+    slot.push_back(static_cast<int>(seen - fetches.begin()));
+    if (seen == fetches.end()) fetches.push_back(n);
+  }
+  std::vector<Tensor> outputs;
+  Status status = RunInterruptibly(
+      [&](const runtime::RunOptions& options) { return session->Run(feeds, fetches, targets, &outputs, options); });
+  {
+    py::gil_scoped_release release;
+    feeds.clear();  // may drop the last reference to a fed array (takes the GIL)
+  }
+  Check(status);
+  // The arrays keep the session and its plugins alive: their buffers are
+  // the device's memory.
+  auto keepalive = std::make_shared<std::pair<std::shared_ptr<plugin::PluginHost>, std::shared_ptr<runtime::Session>>>(
+      std::move(host), std::move(session));
+  py::list result;
+  for (int s : slot) {
+    if (s < 0) {
+      result.append(py::none());
+      continue;
+    }
+    // A tensor fetched twice gives one array, twice.
+    result.append(ToNumpy(outputs[static_cast<std::size_t>(s)], keepalive));
+  }
+  return result;
+}
+
+double PySession::TimeCppRuns(const std::string& fetch, const std::string& feed, const py::handle& value,
+                              int iterations) {
+  std::shared_ptr<runtime::Session> session;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    session = session_;
+  }
+  if (session == nullptr) Raise(FailedPreconditionError("this weft.Session was closed"));
+  if (iterations < 1) Raise(InvalidArgumentError("iterations must be at least 1"));
+  std::vector<std::pair<std::string, Tensor>> feeds = {{feed, Check(ToTensor(value, "feed").DeepCopy())}};
+  std::vector<double> blocks;
+  Status status;
+  {
+    py::gil_scoped_release release;
+    std::vector<Tensor> outputs;
+    for (int block = 0; block < 6 && status.ok(); ++block) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < iterations && status.ok(); ++i) status = session->Run(feeds, {fetch}, {}, &outputs);
+      const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+      if (block > 0) blocks.push_back(took.count() / iterations);  // the first warms up
+    }
+  }
+  Check(status);
+  std::sort(blocks.begin(), blocks.end());
+  return blocks[blocks.size() / 2];
+}
+
+// --- weft.InferenceSession ---------------------------------------------------------
+
+PyInferenceSession::PyInferenceSession(const std::string& path, const config::Config& config) {
+  inference::Model model = Check(inference::Model::Load(path));
+  inference::SessionSettings settings;
+  settings.config = config;
+  settings.session = runtime::SessionOptions::FromConfig(config);
+  session_ = std::shared_ptr<inference::Session>(Check(inference::Session::Create(model, settings)));
+  InstallInterruptHandler();
+}
+
+PyInferenceSession::~PyInferenceSession() = default;
+
+py::list PyInferenceSession::Run(const std::optional<std::vector<std::string>>& output_names, const py::dict& feeds) {
+  std::vector<std::string> fetches;
+  if (output_names) {
+    fetches = *output_names;
+  } else {
+    for (const inference::Port& p : session_->outputs()) fetches.push_back(p.name);
+  }
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  for (const auto& [key, value] : feeds) {
+    const std::string name = key.cast<std::string>();
+    const inference::Port* port = session_->FindInput(name);
+    if (port == nullptr) {
+      Raise(InvalidArgumentError("the model has no input ", Quote(name),
+                                 " (its inputs: ", inference::PortNames(session_->inputs()), ")"));
+    }
+    Tensor t = ToTensor(value, StrCat("input ", Quote(name)), port->dtype);
+    inputs.emplace_back(name, std::move(t));
+  }
+  std::vector<Tensor> outputs;
+  Status status = RunInterruptibly(
+      [&](const runtime::RunOptions& options) { return session_->Run(inputs, fetches, {}, &outputs, options); });
+  {
+    py::gil_scoped_release release;
+    inputs.clear();
+  }
+  Check(status);
+  py::list result;
+  for (const Tensor& t : outputs) result.append(ToNumpy(t, session_));
+  return result;
+}
+
+namespace {
+
+// ONNX Runtime's names of element types, for NodeArg.type.
+std::string OrtType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "tensor(float)";
+    case DType::kF64: return "tensor(double)";
+    case DType::kF16: return "tensor(float16)";
+    case DType::kBF16: return "tensor(bfloat16)";
+    case DType::kI8: return "tensor(int8)";
+    case DType::kI16: return "tensor(int16)";
+    case DType::kI32: return "tensor(int32)";
+    case DType::kI64: return "tensor(int64)";
+    case DType::kU8: return "tensor(uint8)";
+    case DType::kBool: return "tensor(bool)";
+    case DType::kString: return "tensor(string)";
+    default: return StrCat("tensor(", DTypeName(dtype), ")");
+  }
+}
+
+py::list Ports(const std::vector<inference::Port>& ports) {
+  py::list out;
+  for (const inference::Port& p : ports) {
+    py::dict arg;
+    arg["name"] = p.name;
+    arg["type"] = OrtType(p.dtype);
+    arg["dtype"] = std::string(DTypeName(p.dtype));
+    if (p.rank < 0) {
+      arg["shape"] = py::none();
+    } else {
+      py::list dims;
+      for (int64_t d : p.dims) dims.append(d < 0 ? py::object(py::none()) : py::object(py::int_(d)));
+      arg["shape"] = dims;
+    }
+    out.append(arg);
+  }
+  return out;
+}
+
+}  // namespace
+
+void BindSession(py::module_& m) {
+  py::class_<PySession>(m, "_Session")
+      .def(py::init<std::shared_ptr<PyGraph>, const config::Config&>())
+      .def("_run", &PySession::Run)
+      .def("close", &PySession::Close)
+      .def("_time_cpp_runs", &PySession::TimeCppRuns)
+      .def_property_readonly("closed", &PySession::closed);
+  py::class_<PyInferenceSession>(m, "_InferenceSession")
+      .def(py::init<const std::string&, const config::Config&>())
+      .def("_run", &PyInferenceSession::Run)
+      .def("_inputs", [](const PyInferenceSession& s) { return Ports(s.session().inputs()); })
+      .def("_outputs", [](const PyInferenceSession& s) { return Ports(s.session().outputs()); });
+}
+
+}  // namespace weft::python

@@ -1,0 +1,82 @@
+// weft.Session and weft.InferenceSession of the Python module
+// (docs/python.md).
+#ifndef WEFT_PYTHON_SRC_SESSION_H_
+#define WEFT_PYTHON_SRC_SESSION_H_
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capi/inference.h"
+#include "core/config/config.h"
+#include "core/runtime/session.h"
+#include "python/src/convert.h"
+#include "python/src/graph.h"
+
+namespace weft::plugin {
+class PluginHost;
+}
+
+namespace weft::python {
+
+// The thread that imported the module: the only one Python delivers
+// signals to, so the only one whose runs Ctrl-C cancels.
+std::thread::id MainThread();
+// Puts the module's SIGINT handler in front of Python's (once).
+void InstallInterruptHandler();
+
+class PySession {
+ public:
+  PySession(std::shared_ptr<PyGraph> graph, const config::Config& config);
+  ~PySession();
+  PySession(const PySession&) = delete;
+  PySession& operator=(const PySession&) = delete;
+
+  // Runs one step: |fetches| are tensor names (or names of nodes without
+  // outputs, run as targets: None in their place), feeds placeholders'
+  // names with their values.
+  py::list Run(const std::vector<std::string>& fetches, const std::vector<std::string>& feed_names,
+               const py::list& feed_values);
+  void Close();
+  // For the python_run_overhead benchmark: microseconds per C++ Session::Run
+  // of |fetch| with one feed, |iterations| runs in each of 5 blocks (the
+  // median block), with no Python in the loop.
+  double TimeCppRuns(const std::string& fetch, const std::string& feed, const py::handle& value, int iterations);
+  bool closed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return session_ == nullptr;
+  }
+
+ private:
+  std::shared_ptr<PyGraph> source_;
+  mutable std::mutex mutex_;  // guards the pointers, not the steps
+  std::shared_ptr<plugin::PluginHost> host_;
+  std::shared_ptr<runtime::Session> session_;
+};
+
+class PyInferenceSession {
+ public:
+  PyInferenceSession(const std::string& path, const config::Config& config);
+  ~PyInferenceSession();
+  PyInferenceSession(const PyInferenceSession&) = delete;
+  PyInferenceSession& operator=(const PyInferenceSession&) = delete;
+
+  // ONNX Runtime's InferenceSession.run: |output_names| (None: all), feeds
+  // by input name.
+  py::list Run(const std::optional<std::vector<std::string>>& output_names, const py::dict& feeds);
+  const inference::Session& session() const { return *session_; }
+
+ private:
+  std::shared_ptr<inference::Session> session_;  // output arrays hold it too
+};
+
+void BindSession(py::module_& m);
+
+}  // namespace weft::python
+
+#endif  // WEFT_PYTHON_SRC_SESSION_H_

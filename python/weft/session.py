@@ -1,0 +1,148 @@
+"""Sessions: weft.Session runs a graph built in Python, weft.InferenceSession
+a model file with ONNX Runtime's API (docs/python.md, "Sessions")."""
+
+import os
+
+from . import _weft
+from .errors import InvalidArgumentError
+from .graph import Graph, Tensor, Variable, get_default_graph
+
+
+def _toml_value(value, where):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v, where) for v in value) + "]"
+    raise InvalidArgumentError("config: %s is a %s; a config holds str, int, float, bool, lists and tables"
+                               % (where, type(value).__name__))
+
+
+def _toml(table, prefix=""):
+    lines, tables = [], []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            tables.append((key, value))
+        else:
+            lines.append("%s = %s" % (key, _toml_value(value, (prefix + "." if prefix else "") + key)))
+    for key, value in tables:
+        name = prefix + "." + key if prefix else key
+        lines.append("[%s]" % name)
+        lines.append(_toml(value, name))
+    return "\n".join(lines)
+
+
+def config_from(config):
+    """A config from None (the built-in default), a path to a TOML file, or
+    a dict of its sections ({"runtime": {"inter_op_threads": 2}})."""
+    if config is None:
+        return _weft._default_config()
+    if isinstance(config, _weft._Config):
+        return config
+    if isinstance(config, dict):
+        return _weft._parse_config(_toml(config), "<config dict>", os.getcwd())
+    if isinstance(config, (str, os.PathLike)):
+        return _weft._load_config(os.fspath(config))
+    raise InvalidArgumentError("config: give None, a path to a TOML file or a dict, not a %s"
+                               % type(config).__name__)
+
+
+def _name_of(value, what):
+    if isinstance(value, Tensor):
+        return value.name
+    if isinstance(value, Variable):
+        return value.value().name
+    if isinstance(value, str):
+        return value
+    raise InvalidArgumentError("%s: %r is not a weft.Tensor or a tensor's name" % (what, value))
+
+
+class Session:
+    """Runs a graph: ``Session(graph=None, config=None)``; the graph as it is
+    now (make the session once the graph is built), the default graph
+    without one. ``config`` is None, a TOML file's path or a dict
+    (docs/configuration.md). Use it with ``with``, or call close()."""
+
+    def __init__(self, graph=None, config=None):
+        self.graph = graph if graph is not None else get_default_graph()
+        if not isinstance(self.graph, _weft.Graph):
+            raise InvalidArgumentError("Session: graph is a %s, not a weft.Graph" % type(self.graph).__name__)
+        self._session = _weft._Session(self.graph, config_from(config))
+
+    def run(self, fetches, feed_dict=None):
+        """Runs one step and returns the fetches' values as NumPy arrays, in
+        the fetches' structure: a tensor (or a name) gives an array, a
+        list or tuple a list, a dict a dict. A node without outputs (an
+        initializer, an update) runs and gives None. ``feed_dict`` maps
+        placeholders (tensors or names) to arrays, which must have the
+        placeholder's dtype and fit its shape."""
+        names, rebuild = _flatten(fetches)
+        feed_names, feed_values = [], []
+        for key, value in (feed_dict or {}).items():
+            feed_names.append(_name_of(key, "feed_dict key"))
+            feed_values.append(value)
+        return rebuild(self._session._run(names, feed_names, feed_values))
+
+    def close(self):
+        """Frees the session (its variables too); later runs raise."""
+        self._session.close()
+
+    @property
+    def closed(self):
+        return self._session.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _flatten(fetches):
+    if isinstance(fetches, dict):
+        keys = list(fetches)
+        names = [_name_of(fetches[k], "fetch") for k in keys]
+        return names, lambda values: dict(zip(keys, values))
+    if isinstance(fetches, (list, tuple)):
+        return [_name_of(f, "fetch") for f in fetches], list
+    return [_name_of(fetches, "fetch")], lambda values: values[0]
+
+
+class NodeArg:
+    """An input or output of an InferenceSession's model, as ONNX Runtime
+    describes it: ``name``, ``type`` ("tensor(float)"), ``shape`` (None for
+    an unknown dimension) and Weft's ``dtype`` ("f32")."""
+
+    def __init__(self, d):
+        self.name, self.type, self.shape, self.dtype = d["name"], d["type"], d["shape"], d["dtype"]
+
+    def __repr__(self):
+        return "NodeArg(name=%r, type=%r, shape=%r)" % (self.name, self.type, self.shape)
+
+
+class InferenceSession:
+    """A model file (.onnx, .wg, .wgt) ready to run, with ONNX Runtime's
+    API: ``sess.run(None, {"input": array})`` returns every output;
+    ``get_inputs()`` and ``get_outputs()`` describe them. ``providers`` is
+    accepted for code written for ONNX Runtime and ignored: devices come
+    from the config."""
+
+    def __init__(self, path, config=None, providers=None, sess_options=None):
+        del providers, sess_options
+        self._path = os.fspath(path)
+        self._session = _weft._InferenceSession(self._path, config_from(config))
+
+    def run(self, output_names, input_feed, run_options=None):
+        del run_options
+        if output_names is not None:
+            output_names = list(output_names)
+        return self._session._run(output_names, dict(input_feed))
+
+    def get_inputs(self):
+        return [NodeArg(d) for d in self._session._inputs()]
+
+    def get_outputs(self):
+        return [NodeArg(d) for d in self._session._outputs()]
