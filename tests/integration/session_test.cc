@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "core/base/thread_pool.h"
+#include "core/graph/control_flow.h"
 #include "core/ops/control_flow_ops.h"
 #include "core/plugin/host_services.h"
 #include "core/runtime/executor.h"
@@ -476,6 +478,50 @@ TEST(Session, AProfiledStepIsTimedWithoutATraceOfTheCallers) {
 // The runtime's own kernels are one table: every op in it is a registered
 // op, and every op the executor runs itself (control flow) or that needs
 // the runtime's state (queues, stacks, the partition edges) is in it.
+// RunOptions::cancel, how a caller interrupts a step (Ctrl-C in Python,
+// docs/python.md): a loop of 10^12 iterations is cancelled from another
+// thread and the step ends CANCELLED, saying so; the session then runs
+// again; a manager already cancelled stops a step before it starts.
+TEST(Session, ACallerCancelsARunningStep) {
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output n = b.Placeholder(DType::kI64, Shape{}, "n");
+  auto loop = WhileLoop(
+      b,
+      [&](const std::vector<Output>& v) -> Expected<Output> {
+        return b.Op("Less", {v[0], n});
+      },
+      [&](const std::vector<Output>& v) -> Expected<std::vector<Output>> {
+        return std::vector<Output>{b.Op("Add", {v[0], b.Scalar<int64_t>(1)})};
+      },
+      {b.Scalar<int64_t>(0)});
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  b.Op("Identity", {(*loop)[0]}, {}, "count");
+  auto session = env.Session(b);
+  std::vector<Tensor> out;
+
+  runtime::CancellationManager cancel;
+  runtime::RunOptions options;
+  options.cancel = &cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel.StartCancel();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Status s = session->Run({{"n", Tensor::Scalar<int64_t>(1'000'000'000'000)}}, {"count"}, {}, &out, options);
+  canceller.join();
+  EXPECT_EQ(s.code(), Code::kCancelled) << s.ToString();
+  EXPECT_NE(s.message().find("cancelled by its caller (RunOptions::cancel)"), std::string::npos) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+
+  ASSERT_TRUE(session->Run({{"n", Tensor::Scalar<int64_t>(7)}}, {"count"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int64_t>(), 7);
+
+  // Already cancelled: the step does not start.
+  s = session->Run({{"n", Tensor::Scalar<int64_t>(7)}}, {"count"}, {}, &out, options);
+  EXPECT_EQ(s.code(), Code::kCancelled) << s.ToString();
+}
+
 TEST(RuntimeOps, TheTableAndTheRegistryAgree) {
   const std::vector<std::string> ops = runtime::RuntimeOps();
   for (const std::string& op : ops) EXPECT_NE(OpRegistry::Global().Find(op), nullptr) << op;
