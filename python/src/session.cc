@@ -136,7 +136,7 @@ class Interruptible {
 // Runs |run| with the GIL released and Ctrl-C cancelling it; on an
 // interrupt, raises KeyboardInterrupt (Python's handler has noted it).
 Status RunInterruptibly(const std::function<Status(const runtime::RunOptions&)>& run) {
-  const bool main_thread = PyGILState_Check() != 0 && std::this_thread::get_id() == MainThread();
+  const bool main_thread = std::this_thread::get_id() == MainThread();
   Interruptible interruptible(main_thread);
   runtime::RunOptions options;
   options.cancel = interruptible.cancel();
@@ -247,7 +247,6 @@ py::list PySession::Run(const std::vector<std::string>& names, const std::vector
       slot.push_back(-1);
       continue;
     }
-    Resolve(graph, n, "fetch", source_.get());
     // A tensor fetched twice is computed once.
     auto seen = std::find(fetches.begin(), fetches.end(), n);
     slot.push_back(static_cast<int>(seen - fetches.begin()));
@@ -259,6 +258,12 @@ py::list PySession::Run(const std::vector<std::string>& names, const std::vector
   {
     py::gil_scoped_release release;
     feeds.clear();  // may drop the last reference to a fed array (takes the GIL)
+  }
+  // A fetch the step could not find is named here in the session's terms
+  // (absent, or added to the graph after the session was made); looked up
+  // only when the step failed, to keep it off the path of every run.
+  if (!status.ok()) {
+    for (const std::string& f : fetches) Resolve(graph, f, "fetch", source_.get());
   }
   Check(status);
   // The arrays keep the session and its plugins alive: their buffers are

@@ -58,7 +58,7 @@ def _bind(d, args, kwargs):
 
 def _dtype_hints(d, values, attrs):
     """The dtype each input should have where it is not yet a tensor."""
-    bound = dict((k, v) for k, v in attrs.items())
+    bound = dict(attrs)
     for spec, v in zip(d["inputs"], values):
         attr = spec["type_attr"]
         if not attr or attr in bound:
