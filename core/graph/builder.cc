@@ -170,6 +170,13 @@ GraphBuilder::Scope GraphBuilder::NameScope(std::string_view scope) {
   return Scope([this] { scopes_.pop_back(); });
 }
 
+GraphBuilder::Scope GraphBuilder::AbsoluteNameScope(std::string_view scope) {
+  std::vector<std::string> saved = std::move(scopes_);
+  scopes_.clear();
+  if (!scope.empty()) scopes_.emplace_back(scope);
+  return Scope([this, saved = std::move(saved)]() mutable { scopes_ = std::move(saved); });
+}
+
 std::string GraphBuilder::CurrentScope() const {
   std::string scope;
   for (const std::string& s : scopes_) scope += (scope.empty() ? "" : "/") + s;

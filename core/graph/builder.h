@@ -145,6 +145,11 @@ class GraphBuilder {
   };
   // Names of nodes added in the scope get the prefix "<scope>/".
   [[nodiscard]] Scope NameScope(std::string_view scope);
+  // Names of nodes added in the scope get the prefix "<scope>/", |scope|
+  // being the whole prefix ("dense1/kernel/init"), neither under the
+  // current scope nor made unique: to add nodes beside ones made earlier,
+  // as TensorFlow's name_scope("a/b/") does. "" is the top level.
+  [[nodiscard]] Scope AbsoluteNameScope(std::string_view scope);
   // Nodes added in the scope request |device| ("/device:CPU:1").
   [[nodiscard]] Scope DeviceScope(std::string_view device);
   // Nodes added in the scope run after every node of |deps|.

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "core/base/json.h"
 #include "core/base/logging.h"
@@ -37,8 +39,9 @@ inline std::string Fixed(double v, int digits) {
 
 class Reporter {
  public:
-  Reporter(std::ostream* out, bool interactive, const std::string& metrics_path)
-      : out_(out), interactive_(interactive) {
+  Reporter(std::ostream* out, bool interactive, const std::string& metrics_path,
+           std::function<void(const Json&)> on_record = {})
+      : out_(out), interactive_(interactive), on_record_(std::move(on_record)) {
     if (!metrics_path.empty()) {
       std::error_code ec;
       fs::create_directories(fs::path(metrics_path).parent_path(), ec);
@@ -96,7 +99,10 @@ class Reporter {
     Metric({{"step", step}, {"test_loss", loss}, {"test_accuracy", accuracy}});
   }
 
-  void Note(const std::string& text) { Line(text, false); }
+  void Note(const std::string& text) {
+    Line(text, false);
+    if (on_record_) on_record_(Json{{"note", text}});
+  }
 
   void Final(const TrainResult& r) {
     std::string sync;
@@ -141,6 +147,7 @@ class Reporter {
   }
   // One JSON object per line (NaN and infinities as null).
   void Metric(const Json& json) {
+    if (on_record_) on_record_(json);
     if (!metrics_ok_) return;
     metrics_ << DumpJson(json) << "\n";
     metrics_.flush();
@@ -155,6 +162,7 @@ class Reporter {
   std::ostream* out_;
   bool interactive_;
   bool pending_ = false;
+  std::function<void(const Json&)> on_record_;
   std::ofstream metrics_;
   bool metrics_ok_ = false;
 };

@@ -84,7 +84,7 @@ class Run {
       : config_(config),
         host_(host),
         options_(options),
-        reporter_(options.out, options.interactive, config.training.metrics) {}
+        reporter_(options.out, options.interactive, config.training.metrics, options.on_record) {}
 
   // Allreduce mode: a worker that stops on an error closes its links, so
   // that the others fail at once rather than at their collective timeout.

@@ -15,6 +15,7 @@
 #include <ostream>
 #include <string>
 
+#include "core/base/json.h"
 #include "core/config/config.h"
 #include "core/graph/graph.h"
 #include "core/placement/placer.h"
@@ -67,6 +68,12 @@ struct TrainerOptions {
   // [checkpoint] dir is set), and Train returns CANCELLED saying at which
   // step and what --resume continues from. Null: only the end stops it.
   const std::atomic<int>* stop_signal = nullptr;
+  // Called with each record of training.metrics as it is made (progress,
+  // evaluation, the final summary; docs/training.md) and with each note
+  // the run prints ({"note": text}), on the training thread, whether or
+  // not training.metrics is set: how weft.train streams its progress
+  // (docs/python.md). Empty: none.
+  std::function<void(const Json&)> on_record;
 };
 
 struct TrainResult {

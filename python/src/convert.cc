@@ -1,5 +1,7 @@
 #include "python/src/convert.h"
 
+#include <array>
+
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -114,12 +116,42 @@ DType ToDType(const py::handle& value, std::string_view what) {
 }
 
 py::dtype NumpyDType(DType dtype) {
-  if (dtype == DType::kBF16) return py::dtype("uint16");
-  if (dtype == DType::kString) return py::dtype("O");
-  for (const NumpyType& t : kNumpyTypes) {
-    if (t.dtype == dtype) return py::dtype(std::string(1, t.kind) + std::to_string(t.size));
+  // Made once per dtype (NumPy parses a dtype from its name each time
+  // otherwise, on every run's outputs); kept to the end of the process.
+  static std::array<PyObject*, 64> made{};
+  const auto index = static_cast<std::size_t>(dtype);
+  if (index < made.size() && made[index] != nullptr) return py::reinterpret_borrow<py::dtype>(made[index]);
+  py::dtype dt;
+  if (dtype == DType::kBF16) {
+    dt = py::dtype("uint16");
+  } else if (dtype == DType::kString) {
+    dt = py::dtype("O");
+  } else {
+    bool found = false;
+    for (const NumpyType& t : kNumpyTypes) {
+      if (t.dtype != dtype) continue;
+      dt = py::dtype(std::string(1, t.kind) + std::to_string(t.size));
+      found = true;
+      break;
+    }
+    if (!found) Raise(InvalidArgumentError("dtype ", DTypeName(dtype), " has no NumPy dtype"));
   }
-  Raise(InvalidArgumentError("dtype ", DTypeName(dtype), " has no NumPy dtype"));
+  if (index < made.size()) made[index] = dt.inc_ref().ptr();
+  return dt;
+}
+
+Tensor BorrowArray(const py::handle& value, DType want) {
+  if (!py::isinstance<py::array>(value)) return Tensor();
+  auto array = py::reinterpret_borrow<py::array>(value);
+  if (want == DType::kBF16 || FromNumpy(array.dtype()) != want) return Tensor();
+  if ((array.flags() & py::array::c_style) == 0 || array.nbytes() == 0 ||
+      reinterpret_cast<uintptr_t>(array.data()) % HostBuffer::kAlignment != 0) {
+    return Tensor();
+  }
+  std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
+  void* data = const_cast<void*>(array.data());
+  const auto bytes = static_cast<uint64_t>(array.nbytes());
+  return Tensor(want, Shape(std::move(dims)), std::make_shared<ArrayBuffer>(std::move(array), data, bytes));
 }
 
 Tensor ToTensor(const py::handle& value, std::string_view what, DType want) {
@@ -195,6 +227,11 @@ py::object ToNumpy(const Tensor& tensor, std::shared_ptr<const void> keepalive) 
     }
     return out;
   }
+  if (tensor.dtype() == DType::kResource) {
+    Raise(
+        InvalidArgumentError("a resource (the handle of a variable or a queue) has no value to fetch; fetch "
+                             "what reads it (a weft.Variable's value())"));
+  }
   if (!tensor.host_visible()) Raise(InternalError("an output is not in host memory"));
   if (tensor.num_elements() == 0 || tensor.buffer() == nullptr) return py::array(NumpyDType(tensor.dtype()), shape);
   // The capsule owns a reference to the buffer for as long as the array
@@ -208,10 +245,13 @@ py::object ToNumpy(const Tensor& tensor, std::shared_ptr<const void> keepalive) 
   };
   auto* hold = new Hold{std::move(keepalive), tensor.buffer()};
   py::capsule owner(hold, [](void* p) {
-    // A session's last reference may go here: its threads end without the GIL.
     std::unique_ptr<Hold> h(static_cast<Hold*>(p));
-    py::gil_scoped_release release;
-    h.reset();
+    // When this is the last array of its run, the session's last reference
+    // may go with it: its threads end without the GIL.
+    if (h->keepalive.use_count() == 1) {
+      py::gil_scoped_release release;
+      h.reset();
+    }
   });
   py::array out(NumpyDType(tensor.dtype()), shape, tensor.raw_data(), owner);
   if (shared) py::detail::array_proxy(out.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;

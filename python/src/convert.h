@@ -45,6 +45,10 @@ py::dtype NumpyDType(DType dtype);
 // to |want| when given (a Python list, a scalar). |what| names the value in
 // errors ("feed 'x'").
 Tensor ToTensor(const py::handle& value, std::string_view what, DType want = DType::kInvalid);
+// The fast path of ToTensor: |value| lent as a tensor when it is a
+// C-contiguous, aligned, non-empty array of exactly |want|'s dtype; an
+// invalid Tensor otherwise (ToTensor then converts it or says why).
+Tensor BorrowArray(const py::handle& value, DType want);
 // |tensor| as a NumPy array over its buffer (no copy); read-only when the
 // buffer is shared (a variable's value), so that writing to the array
 // cannot change the variable. Strings become an object array of bytes.

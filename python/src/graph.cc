@@ -71,7 +71,15 @@ std::vector<PyTensor> PyGraph::AddNode(const std::string& op, const py::list& in
   return result;
 }
 
-void PyGraph::PushNameScope(const std::string& scope) { scopes_.push_back(builder_.NameScope(scope)); }
+void PyGraph::PushNameScope(const std::string& scope) {
+  // "a/b/" names the whole prefix, as in TensorFlow: to add nodes beside
+  // ones made earlier ("" after stripping: the top level).
+  if (!scope.empty() && scope.back() == '/') {
+    scopes_.push_back(builder_.AbsoluteNameScope(std::string_view(scope).substr(0, scope.size() - 1)));
+    return;
+  }
+  scopes_.push_back(builder_.NameScope(scope));
+}
 void PyGraph::PushDeviceScope(const std::string& device) { scopes_.push_back(builder_.DeviceScope(device)); }
 void PyGraph::PushControlDependencies(const std::vector<PyTensor>& deps) {
   std::vector<Output> outs;
@@ -223,18 +231,25 @@ void BindGraph(py::module_& m) {
           "op", [](const PyTensor& t) { return t.output.node_name(); }, "the node's name")
       .def_property_readonly(
           "type", [](const PyTensor& t) { return t.graph->builder().node_def(t.output.node()).op; }, "the node's op")
-      .def_property_readonly("index", [](const PyTensor& t) { return t.output.index(); })
-      .def_property_readonly("graph", [](const PyTensor& t) { return t.graph; })
-      .def_property_readonly("dtype",
-                             [](const PyTensor& t) -> py::object {
-                               if (t.output.index() < 0) return py::none();
-                               return py::str(std::string(DTypeName(t.output.dtype())));
-                             })
-      .def_property_readonly("shape",
-                             [](const PyTensor& t) -> py::object {
-                               if (t.output.index() < 0) return py::none();
-                               return FromShape(t.output.shape());
-                             })
+      .def_property_readonly(
+          "index", [](const PyTensor& t) { return t.output.index(); }, "which output of the node (-1: the node)")
+      .def_property_readonly(
+          "graph", [](const PyTensor& t) { return t.graph; }, "the weft.Graph it belongs to")
+      .def_property_readonly(
+          "dtype",
+          [](const PyTensor& t) -> py::object {
+            if (t.output.index() < 0) return py::none();
+            return py::str(std::string(DTypeName(t.output.dtype())));
+          },
+          "its dtype (\"f32\"), known when it is made; None for a node")
+      .def_property_readonly(
+          "shape",
+          [](const PyTensor& t) -> py::object {
+            if (t.output.index() < 0) return py::none();
+            return FromShape(t.output.shape());
+          },
+          "its shape as far as it is known when it is made: a tuple with None for an unknown dimension, or None "
+          "for an unknown rank")
       .def("__repr__",
            [](const PyTensor& t) {
              if (t.output.index() < 0) {
@@ -285,13 +300,16 @@ void BindGraph(py::module_& m) {
            "The tensor 'node:k' or 'node' (output 0), or a node without outputs; NotFoundError with a guess "
            "otherwise.")
       .def("save", &PyGraph::Save, py::arg("path"), "Writes the graph to a .wg (binary) or .wgt (text) file.")
-      .def_property_readonly("num_nodes", [](const PyGraph& g) { return g.builder().num_nodes(); })
-      .def("node_names",
-           [](const PyGraph& g) {
-             std::vector<std::string> names;
-             for (const NodeDef& n : g.builder().def().nodes) names.push_back(n.name);
-             return names;
-           })
+      .def_property_readonly(
+          "num_nodes", [](const PyGraph& g) { return g.builder().num_nodes(); }, "How many nodes the graph has.")
+      .def(
+          "node_names",
+          [](const PyGraph& g) {
+            std::vector<std::string> names;
+            for (const NodeDef& n : g.builder().def().nodes) names.push_back(n.name);
+            return names;
+          },
+          "The names of the graph's nodes, in the order they were added.")
       .def(
           "as_text", [](const PyGraph& g) { return SerializeGraphDef(g.builder().def(), GraphFormat::kText); },
           "The graph in the .wgt text format.");

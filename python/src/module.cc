@@ -79,6 +79,7 @@ PYBIND11_MODULE(_weft, m) {
 
   BindGraph(m);
   BindSession(m);
+  BindTrain(m);
 }
 
 }  // namespace weft::python

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,6 +25,7 @@
 #include "core/plugin/plugin_host.h"
 #include "core/runtime/cancellation.h"
 #include "core/runtime/device_set.h"
+#include "core/runtime/trace.h"
 
 namespace weft::python {
 namespace {
@@ -65,17 +66,19 @@ class RunningSteps {
     static auto* steps = new RunningSteps();  // lives to the end of the process
     return *steps;
   }
+  // No allocation on a run's path: a few slots, kept.
   void Add(runtime::CancellationManager* cancel) {
     std::lock_guard<std::mutex> lock(mutex_);
-    running_.insert(cancel);
+    running_.push_back(cancel);
   }
   void Remove(runtime::CancellationManager* cancel) {
     std::lock_guard<std::mutex> lock(mutex_);
-    running_.erase(cancel);
+    running_.erase(std::find(running_.begin(), running_.end(), cancel));
   }
 
  private:
   RunningSteps() {
+    running_.reserve(16);
     g_wake_fd = eventfd(0, EFD_CLOEXEC);
     if (g_wake_fd < 0) return;
     std::thread([this] { Watch(); }).detach();
@@ -95,7 +98,7 @@ class RunningSteps {
   }
 
   std::mutex mutex_;
-  std::set<runtime::CancellationManager*> running_;
+  std::vector<runtime::CancellationManager*> running_;
 };
 
 }  // namespace
@@ -110,34 +113,31 @@ std::thread::id MainThread() {
 
 void InstallInterruptHandler() { RunningSteps::Get(); }
 
+Interruptible::Interruptible() : enabled_(std::this_thread::get_id() == MainThread()) {
+  if (!enabled_) return;
+  RunningSteps::Get().Add(&cancel_);
+  g_running.fetch_add(1);
+}
+
+Interruptible::~Interruptible() {
+  if (!enabled_) return;
+  g_running.fetch_sub(1);
+  RunningSteps::Get().Remove(&cancel_);
+}
+
+void Interruptible::RaiseIfInterrupted() {
+  if (!interrupted()) return;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  PyErr_SetNone(PyExc_KeyboardInterrupt);
+  throw py::error_already_set();
+}
+
 namespace {
-
-// One run's registration with the watcher.
-class Interruptible {
- public:
-  explicit Interruptible(bool enabled) : enabled_(enabled) {
-    if (!enabled_) return;
-    RunningSteps::Get().Add(&cancel_);
-    g_running.fetch_add(1);
-  }
-  ~Interruptible() {
-    if (!enabled_) return;
-    g_running.fetch_sub(1);
-    RunningSteps::Get().Remove(&cancel_);
-  }
-  runtime::CancellationManager* cancel() { return enabled_ ? &cancel_ : nullptr; }
-  bool interrupted() const { return enabled_ && cancel_.IsCancelled(); }
-
- private:
-  bool enabled_;
-  runtime::CancellationManager cancel_;
-};
 
 // Runs |run| with the GIL released and Ctrl-C cancelling it; on an
 // interrupt, raises KeyboardInterrupt (Python's handler has noted it).
-Status RunInterruptibly(const std::function<Status(const runtime::RunOptions&)>& run) {
-  const bool main_thread = std::this_thread::get_id() == MainThread();
-  Interruptible interruptible(main_thread);
+Status RunInterruptibly(const std::function<Status(runtime::RunOptions)>& run) {
+  Interruptible interruptible;
   runtime::RunOptions options;
   options.cancel = interruptible.cancel();
   Status status;
@@ -145,11 +145,7 @@ Status RunInterruptibly(const std::function<Status(const runtime::RunOptions&)>&
     py::gil_scoped_release release;
     status = run(options);
   }
-  if (interruptible.interrupted()) {
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    PyErr_SetNone(PyExc_KeyboardInterrupt);
-    throw py::error_already_set();
-  }
+  interruptible.RaiseIfInterrupted();
   return status;
 }
 
@@ -203,40 +199,68 @@ void PySession::Close() {
   host.reset();
 }
 
-py::list PySession::Run(const std::vector<std::string>& names, const std::vector<std::string>& feed_names,
-                        const py::list& feed_values) {
-  std::shared_ptr<runtime::Session> session;
-  std::shared_ptr<plugin::PluginHost> host;  // the session's plugins stay loaded while it runs
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    session = session_;
-    host = host_;
+std::pair<std::shared_ptr<runtime::Session>, std::shared_ptr<plugin::PluginHost>> PySession::Open() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (session_ == nullptr) Raise(FailedPreconditionError("this weft.Session was closed"));
+  return {session_, host_};
+}
+
+namespace {
+
+// A fetch or feed key's tensor name: a weft.Tensor's, or a string.
+std::string NameOf(const py::handle& item, const char* what) {
+  if (PyUnicode_Check(item.ptr())) {
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
+    if (text == nullptr) throw py::error_already_set();
+    return std::string(text, static_cast<std::size_t>(size));
   }
-  if (session == nullptr) Raise(FailedPreconditionError("this weft.Session was closed"));
+  py::detail::make_caster<PyTensor> tensor;
+  if (tensor.load(item, false)) return py::detail::cast_op<const PyTensor&>(tensor).name();
+  Raise(
+      InvalidArgumentError(what, ": ", py::repr(item).cast<std::string>(), " is not a weft.Tensor or a tensor's name"));
+}
+
+}  // namespace
+
+py::list PySession::Run(const py::list& fetch_list, const py::object& feed_dict, const std::string& trace_path) {
+  // The session's plugins stay loaded while it runs.
+  auto [session, host] = Open();
   const Graph& graph = session->graph();
   std::vector<std::pair<std::string, Tensor>> feeds;
-  for (std::size_t i = 0; i < feed_names.size(); ++i) {
-    const std::string& name = feed_names[i];
-    const Endpoint end = Resolve(graph, name, "feed", source_.get());
-    const Graph::Node& node = graph.node(end.node);
-    const std::string what = StrCat("feed ", Quote(name));
-    if (!IsPlaceholder(node.op_name())) {
-      Raise(InvalidArgumentError(what, ": node ", Quote(node.name()), " is a ", node.op_name(),
-                                 ", not a Placeholder; only placeholders are fed"));
+  if (!feed_dict.is_none()) {
+    if (!py::isinstance<py::dict>(feed_dict)) {
+      Raise(InvalidArgumentError("feed_dict is a ", py::type::of(feed_dict).attr("__name__").cast<std::string>(),
+                                 "; give a dict of placeholders (or their names) to arrays"));
     }
-    const DType want = node.output_types[static_cast<std::size_t>(end.index)];
-    const Shape& shape = node.output_shapes[static_cast<std::size_t>(end.index)];
-    Tensor value = ToTensor(feed_values[i], what, want);
-    if (value.dtype() != want) {
-      Raise(InvalidArgumentError(what, ": the array is ", DTypeName(value.dtype()), " and the placeholder ",
-                                 DTypeName(want), "; convert it (array.astype(\"", DTypeName(want), "\"))"));
+    for (const auto& [key, item] : py::reinterpret_borrow<py::dict>(feed_dict)) {
+      std::string name = NameOf(key, "feed_dict key");
+      const Endpoint end = Resolve(graph, name, "feed", source_.get());
+      const Graph::Node& node = graph.node(end.node);
+      auto what = [&name] { return StrCat("feed ", Quote(name)); };
+      if (!IsPlaceholder(node.op_name())) {
+        Raise(InvalidArgumentError(what(), ": node ", Quote(node.name()), " is a ", node.op_name(),
+                                   ", not a Placeholder; only placeholders are fed"));
+      }
+      const DType want = node.output_types[static_cast<std::size_t>(end.index)];
+      const Shape& shape = node.output_shapes[static_cast<std::size_t>(end.index)];
+      // An array of the right dtype is lent without building a message.
+      Tensor value = BorrowArray(item, want);
+      if (!value.valid()) value = ToTensor(item, what(), want);
+      if (value.dtype() != want) {
+        Raise(InvalidArgumentError(what(), ": the array is ", DTypeName(value.dtype()), " and the placeholder ",
+                                   DTypeName(want), "; convert it (array.astype(\"", DTypeName(want), "\"))"));
+      }
+      if (!shape.IsCompatibleWith(value.shape())) {
+        Raise(InvalidArgumentError(what(), ": shape ", value.shape().ToString(), " does not fit the placeholder's ",
+                                   shape.ToString()));
+      }
+      feeds.emplace_back(std::move(name), std::move(value));
     }
-    if (!shape.IsCompatibleWith(value.shape())) {
-      Raise(InvalidArgumentError(what, ": shape ", value.shape().ToString(), " does not fit the placeholder's ",
-                                 shape.ToString()));
-    }
-    feeds.emplace_back(name, std::move(value));
   }
+  std::vector<std::string> names;
+  names.reserve(fetch_list.size());
+  for (const py::handle& item : fetch_list) names.push_back(NameOf(item, "fetch"));
   // A name of a node without outputs is a target (None in the results).
   std::vector<std::string> fetches, targets;
   std::vector<int> slot;  // each name's index in fetches, -1 for a target
@@ -253,12 +277,16 @@ py::list PySession::Run(const std::vector<std::string>& names, const std::vector
     if (seen == fetches.end()) fetches.push_back(n);
   }
   std::vector<Tensor> outputs;
-  Status status = RunInterruptibly(
-      [&](const runtime::RunOptions& options) { return session->Run(feeds, fetches, targets, &outputs, options); });
-  {
-    py::gil_scoped_release release;
-    feeds.clear();  // may drop the last reference to a fed array (takes the GIL)
-  }
+  std::optional<runtime::TraceRecorder> trace;
+  if (!trace_path.empty()) trace.emplace();
+  Status status = RunInterruptibly([&](runtime::RunOptions options) {
+    if (trace) options.trace = &*trace;
+    return session->Run(feeds, fetches, targets, &outputs, options);
+  });
+  // With the GIL: a fed array's buffer may go with the last reference.
+  feeds.clear();
+  // A failed step's trace helps too: written either way.
+  if (trace) Check(trace->WriteJson(trace_path).WithContext("trace"));
   // A fetch the step could not find is named here in the session's terms
   // (absent, or added to the graph after the session was made); looked up
   // only when the step failed, to keep it off the path of every run.
@@ -284,12 +312,7 @@ py::list PySession::Run(const std::vector<std::string>& names, const std::vector
 
 double PySession::TimeCppRuns(const std::string& fetch, const std::string& feed, const py::handle& value,
                               int iterations) {
-  std::shared_ptr<runtime::Session> session;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    session = session_;
-  }
-  if (session == nullptr) Raise(FailedPreconditionError("this weft.Session was closed"));
+  auto [session, host] = Open();
   if (iterations < 1) Raise(InvalidArgumentError("iterations must be at least 1"));
   std::vector<std::pair<std::string, Tensor>> feeds = {{feed, Check(ToTensor(value, "feed").DeepCopy())}};
   std::vector<double> blocks;
@@ -342,7 +365,7 @@ py::list PyInferenceSession::Run(const std::optional<std::vector<std::string>>& 
   }
   std::vector<Tensor> outputs;
   Status status = RunInterruptibly(
-      [&](const runtime::RunOptions& options) { return session_->Run(inputs, fetches, {}, &outputs, options); });
+      [&](runtime::RunOptions options) { return session_->Run(inputs, fetches, {}, &outputs, options); });
   {
     py::gil_scoped_release release;
     inputs.clear();
@@ -397,8 +420,10 @@ py::list Ports(const std::vector<inference::Port>& ports) {
 void BindSession(py::module_& m) {
   py::class_<PySession>(m, "_Session")
       .def(py::init<std::shared_ptr<PyGraph>, const config::Config&>())
-      .def("_run", &PySession::Run)
+      .def("_run", &PySession::Run, py::arg("fetches"), py::arg("feed_dict"), py::arg("trace") = "")
       .def("close", &PySession::Close)
+      .def("_save", &PySession::Save)
+      .def("_restore", &PySession::Restore)
       .def("_time_cpp_runs", &PySession::TimeCppRuns)
       .def_property_readonly("closed", &PySession::closed);
   py::class_<PyInferenceSession>(m, "_InferenceSession")

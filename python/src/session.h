@@ -14,6 +14,7 @@
 
 #include "capi/inference.h"
 #include "core/config/config.h"
+#include "core/runtime/cancellation.h"
 #include "core/runtime/session.h"
 #include "python/src/convert.h"
 #include "python/src/graph.h"
@@ -30,6 +31,26 @@ std::thread::id MainThread();
 // Puts the module's SIGINT handler in front of Python's (once).
 void InstallInterruptHandler();
 
+// A long call's registration with the Ctrl-C watcher, on the main thread
+// (elsewhere it does nothing): cancel() is cancelled when SIGINT arrives
+// while it lives. Make it holding the GIL; release the GIL for the work.
+class Interruptible {
+ public:
+  Interruptible();
+  ~Interruptible();
+  Interruptible(const Interruptible&) = delete;
+  Interruptible& operator=(const Interruptible&) = delete;
+  runtime::CancellationManager* cancel() { return enabled_ ? &cancel_ : nullptr; }
+  bool interrupted() const { return enabled_ && cancel_.IsCancelled(); }
+  // With the GIL: raises KeyboardInterrupt (through Python's handler,
+  // which has noted the signal) when Ctrl-C came.
+  void RaiseIfInterrupted();
+
+ private:
+  bool enabled_;
+  runtime::CancellationManager cancel_;
+};
+
 class PySession {
  public:
   PySession(std::shared_ptr<PyGraph> graph, const config::Config& config);
@@ -37,12 +58,19 @@ class PySession {
   PySession(const PySession&) = delete;
   PySession& operator=(const PySession&) = delete;
 
-  // Runs one step: |fetches| are tensor names (or names of nodes without
-  // outputs, run as targets: None in their place), feeds placeholders'
-  // names with their values.
-  py::list Run(const std::vector<std::string>& fetches, const std::vector<std::string>& feed_names,
-               const py::list& feed_values);
+  // Runs one step: |fetches| are weft.Tensors or tensor names (names of
+  // nodes without outputs run as targets: None in their place);
+  // |feed_dict| (a dict or None) maps placeholders (tensors or names) to
+  // values. With |trace_path|, a Chrome trace of the step is written there.
+  py::list Run(const py::list& fetches, const py::object& feed_dict, const std::string& trace_path);
   void Close();
+  // Writes every variable of the session's graph (its VarHandle nodes, by
+  // node name, as `weft train` names them) as the checkpoint bundle
+  // |prefix| (python/src/checkpoint.cc); returns the prefix.
+  std::string Save(const std::string& prefix);
+  // Sets every variable of the graph from the bundle |path| (a prefix, or
+  // a checkpoint directory: its newest bundle); returns the prefix read.
+  std::string Restore(const std::string& path);
   // For the python_run_overhead benchmark: microseconds per C++ Session::Run
   // of |fetch| with one feed, |iterations| runs in each of 5 blocks (the
   // median block), with no Python in the loop.
@@ -53,6 +81,9 @@ class PySession {
   }
 
  private:
+  // The session and its plugins, or FAILED_PRECONDITION when closed.
+  std::pair<std::shared_ptr<runtime::Session>, std::shared_ptr<plugin::PluginHost>> Open() const;
+
   std::shared_ptr<PyGraph> source_;
   mutable std::mutex mutex_;  // guards the pointers, not the steps
   std::shared_ptr<plugin::PluginHost> host_;
@@ -76,6 +107,8 @@ class PyInferenceSession {
 };
 
 void BindSession(py::module_& m);
+// weft.train and weft.cluster.status (python/src/train.cc).
+void BindTrain(py::module_& m);
 
 }  // namespace weft::python
 

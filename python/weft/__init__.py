@@ -25,7 +25,8 @@ from .graph import (Graph, Tensor, Variable, constant, control_dependencies, dev
                     global_variables_initializer, gradients, import_onnx, load, name_scope, placeholder,
                     reset_default_graph, cond, while_loop)
 from .session import InferenceSession, Session
-from . import ops
+from .training import train
+from . import cluster, nn, ops
 
 __version__ = _weft.__version__
 
@@ -46,5 +47,5 @@ __all__ = [
     "Graph", "Tensor", "Variable", "Session", "InferenceSession", "ops", "placeholder", "constant",
     "gradients", "cond", "while_loop", "name_scope", "device", "control_dependencies", "load",
     "import_onnx", "get_default_graph", "reset_default_graph", "global_variables_initializer", "Error",
-    "__version__",
+    "train", "cluster", "nn", "__version__",
 ]

@@ -20,6 +20,8 @@ class Graph(_weft.Graph):
     (constants, placeholders) go into ``g``."""
 
     def as_default(self):
+        """``with g.as_default():`` makes ``g`` the default graph of the
+        block (where constants, placeholders and variables go)."""
         return _default_graph(self)
 
     def __enter__(self):
@@ -100,7 +102,10 @@ def _scope(graph, push, arg):
 
 
 def name_scope(name, graph=None):
-    """Nodes made in the scope are named "<name>/..." (made unique)."""
+    """Nodes made in the scope are named "<name>/..." under the current
+    scope, the scope's name made unique ("dense", "dense_1"). A name
+    ending in "/" ("dense1/kernel/") is the whole prefix, as it is: to add
+    nodes beside ones made earlier ("/" alone: the top level)."""
     g = graph or get_default_graph()
     return _scope(g, g._push_name_scope, name)
 
@@ -186,23 +191,43 @@ class Variable:
     of the initial value, run by ``global_variables_initializer()``) and
     ``v.value()``, a read of its value. Assign new values with
     ``v.assign(x)``, ``v.assign_add(x)``, ``v.assign_sub(x)``.
+
+    ``initial_value`` is an array, a number, a tensor, or a function
+    returning a tensor, called once to make it under "<name>/init/" (then
+    ``dtype`` and ``shape`` are needed): ``weft.Variable(lambda:
+    weft.nn.glorot_uniform((784, 10)), "f32", (784, 10), name="w")``.
     """
 
     def __init__(self, initial_value, dtype=None, shape=None, name=None, graph=None):
         g = graph or _graph_of([initial_value])
         name = name or "Variable"
-        if isinstance(initial_value, Tensor):
+        make = None
+        if callable(initial_value) and not isinstance(initial_value, Tensor):
+            # Made after the variable, under "<its name>/init/".
+            if dtype is None or shape is None:
+                raise InvalidArgumentError("Variable %r: an initial value given as a function needs dtype and shape"
+                                           % name)
+            make, init = initial_value, None
+        elif isinstance(initial_value, Tensor):
             init = initial_value
         else:
             init = constant(initial_value, dtype, name + "/initial_value", g)
-        self.dtype = init.dtype
-        self.shape = init.shape if shape is None else tuple(shape)
+        self.dtype = _canonical(dtype) if init is None else init.dtype
+        self.shape = tuple(shape) if shape is not None else init.shape
         self.graph = g
         self.handle = g._add_node("VarHandle", [], {"dtype": self.dtype, "shape": self.shape}, name)[0]
         self.name = self.handle.op
-        self.initializer = g._add_node("Assign", [self.handle, init], {}, self.name + "/assign")[0]
+        # The variable's own nodes go beside it, whatever scope is open.
+        with name_scope(self.name + "/", g):
+            if make is not None:
+                with name_scope(self.name + "/init/", g):
+                    init = make()
+                if not isinstance(init, Tensor):
+                    raise InvalidArgumentError("Variable %r: its initial value function returned a %s, not a "
+                                               "weft.Tensor" % (self.name, type(init).__name__))
+            self.initializer = g._add_node("Assign", [self.handle, init], {}, "assign")[0]
+            self._value = g._add_node("ReadVariable", [self.handle], {"dtype": self.dtype}, "read")[0]
         _variables(g).append(self)
-        self._value = g._add_node("ReadVariable", [self.handle], {"dtype": self.dtype}, self.name + "/read")[0]
 
     def value(self):
         """The read of the variable made with it (a node; ``read()`` makes
@@ -219,12 +244,15 @@ class Variable:
         return self.graph._add_node(op, [self.handle, v], {}, name or "")[0]
 
     def assign(self, value, name=None):
+        """A node that sets the variable to |value| when it runs."""
         return self._update("Assign", value, name)
 
     def assign_add(self, value, name=None):
+        """A node that adds |value| to the variable when it runs."""
         return self._update("AssignAdd", value, name)
 
     def assign_sub(self, value, name=None):
+        """A node that subtracts |value| from the variable when it runs."""
         return self._update("AssignSub", value, name)
 
     def __repr__(self):

@@ -50,21 +50,16 @@ def config_from(config):
                                % type(config).__name__)
 
 
-def _name_of(value, what):
-    if isinstance(value, Tensor):
-        return value.name
-    if isinstance(value, Variable):
-        return value.value().name
-    if isinstance(value, str):
-        return value
-    raise InvalidArgumentError("%s: %r is not a weft.Tensor or a tensor's name" % (what, value))
+def _fetch(value):
+    """A fetch as the native session takes it: a Variable is its value."""
+    return value.value() if isinstance(value, Variable) else value
 
 
 class Session:
     """Runs a graph: ``Session(graph=None, config=None)``; the graph as it is
     now (make the session once the graph is built), the default graph
     without one. ``config`` is None, a TOML file's path or a dict
-    (docs/configuration.md). Use it with ``with``, or call close()."""
+    (docs/config.md). Use it with ``with``, or call close()."""
 
     def __init__(self, graph=None, config=None):
         self.graph = graph if graph is not None else get_default_graph()
@@ -72,19 +67,38 @@ class Session:
             raise InvalidArgumentError("Session: graph is a %s, not a weft.Graph" % type(self.graph).__name__)
         self._session = _weft._Session(self.graph, config_from(config))
 
-    def run(self, fetches, feed_dict=None):
+    def run(self, fetches, feed_dict=None, trace=None):
         """Runs one step and returns the fetches' values as NumPy arrays, in
         the fetches' structure: a tensor (or a name) gives an array, a
         list or tuple a list, a dict a dict. A node without outputs (an
         initializer, an update) runs and gives None. ``feed_dict`` maps
         placeholders (tensors or names) to arrays, which must have the
-        placeholder's dtype and fit its shape."""
+        placeholder's dtype and fit its shape. With ``trace``, a Chrome
+        trace of the step (open it in ui.perfetto.dev) is written to that
+        path."""
+        if trace is None:
+            kind = fetches.__class__
+            if kind is Tensor or kind is str:  # the common case, kept short
+                return self._session._run([fetches], feed_dict)[0]
+            trace = ""
         names, rebuild = _flatten(fetches)
-        feed_names, feed_values = [], []
-        for key, value in (feed_dict or {}).items():
-            feed_names.append(_name_of(key, "feed_dict key"))
-            feed_values.append(value)
-        return rebuild(self._session._run(names, feed_names, feed_values))
+        return rebuild(self._session._run(names, feed_dict, os.fspath(trace)))
+
+    def save(self, prefix):
+        """Writes every variable of the graph as the checkpoint ``prefix``
+        (``prefix.index`` and its data files; the directory is made),
+        each under its name, as ``weft train`` writes them; returns the
+        prefix. ``weft ckpt inspect`` reads it."""
+        return self._session._save(os.fspath(prefix))
+
+    def restore(self, path):
+        """Sets every variable of the graph from a checkpoint: ``path`` is
+        its prefix, or a checkpoint directory (``[checkpoint] dir`` of a
+        training run), whose newest checkpoint is read. Every variable
+        must be in it with its dtype and shape; nothing changes
+        otherwise. Returns the prefix read. Restoring takes the place of
+        running the initializer."""
+        return self._session._restore(os.fspath(path))
 
     def close(self):
         """Frees the session (its variables too); later runs raise."""
@@ -92,6 +106,7 @@ class Session:
 
     @property
     def closed(self):
+        """Whether close() was called."""
         return self._session.closed
 
     def __enter__(self):
@@ -104,11 +119,11 @@ class Session:
 def _flatten(fetches):
     if isinstance(fetches, dict):
         keys = list(fetches)
-        names = [_name_of(fetches[k], "fetch") for k in keys]
+        names = [_fetch(fetches[k]) for k in keys]
         return names, lambda values: dict(zip(keys, values))
     if isinstance(fetches, (list, tuple)):
-        return [_name_of(f, "fetch") for f in fetches], list
-    return [_name_of(fetches, "fetch")], lambda values: values[0]
+        return [_fetch(f) for f in fetches], list
+    return [_fetch(fetches)], lambda values: values[0]
 
 
 class NodeArg:
@@ -136,13 +151,18 @@ class InferenceSession:
         self._session = _weft._InferenceSession(self._path, config_from(config))
 
     def run(self, output_names, input_feed, run_options=None):
+        """The outputs |output_names| (None: every output, in the model's
+        order) as a list of arrays, from ``input_feed``, a dict of the
+        model's inputs by name. ``run_options`` is ignored."""
         del run_options
         if output_names is not None:
             output_names = list(output_names)
         return self._session._run(output_names, dict(input_feed))
 
     def get_inputs(self):
+        """The model's inputs, as NodeArg (name, type, shape, dtype)."""
         return [NodeArg(d) for d in self._session._inputs()]
 
     def get_outputs(self):
+        """The model's outputs, as NodeArg (name, type, shape, dtype)."""
         return [NodeArg(d) for d in self._session._outputs()]

@@ -241,3 +241,41 @@ def test_get_tensor_finds_a_node_without_outputs():
     assert noop.index == -1 and noop.dtype is None and noop.shape is None
     assert g.get_tensor("nothing").index == -1
     assert "node 'nothing' (NoOp)" in repr(g.get_tensor("nothing"))
+
+
+def test_the_default_graph_and_its_reset():
+    weft.reset_default_graph()
+    first = weft.get_default_graph()
+    assert first is weft.get_default_graph()
+    c = weft.constant(1.0, name="c")  # no graph given: the default one
+    assert c.graph is first and first.num_nodes == 1
+    g = weft.Graph()
+    with g.as_default():
+        assert weft.get_default_graph() is g
+        with pytest.raises(weft.InvalidArgumentError, match="called inside a graph's as_default"):
+            weft.reset_default_graph()
+    assert weft.get_default_graph() is first
+    weft.reset_default_graph()
+    assert weft.get_default_graph() is not first and weft.get_default_graph().num_nodes == 0
+
+
+def test_variable_updates_and_reads():
+    g = weft.Graph()
+    with g.as_default():
+        v = weft.Variable(np.array([10, 20], np.int64), name="v")
+        init = weft.global_variables_initializer()
+        sub = v.assign_sub([1, 2])
+        add = v.assign_add(np.array([5, 5], np.int64))
+        with weft.control_dependencies([sub]):
+            after = v.read(name="after_sub")
+        put = v.assign([0, 0])
+    assert repr(v) == "<weft.Variable 'v' i64[2]>"
+    with weft.Session(g) as sess:
+        sess.run(init)
+        np.testing.assert_array_equal(sess.run(after), [9, 18])
+        sess.run(add)
+        np.testing.assert_array_equal(sess.run(v), [14, 23])
+        sess.run(put)
+        np.testing.assert_array_equal(sess.run(v), [0, 0])
+    with pytest.raises(weft.InvalidArgumentError, match="AssignSub of v: the array is f64, i64 is wanted"):
+        v.assign_sub(np.array([1.5, 2.5], np.float64))

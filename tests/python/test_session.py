@@ -141,8 +141,12 @@ def test_bad_feeds_and_fetches_raise_with_weft_messages():
             sess.run("nothing", {x: np.zeros((2, 3), np.float32)})
         with pytest.raises(weft.InvalidArgumentError, match="object array"):
             sess.run("y", {x: np.array([[object()] * 3] * 2)})
-        with pytest.raises(weft.InvalidArgumentError, match="not a weft.Tensor"):
+        with pytest.raises(weft.InvalidArgumentError, match="feed_dict key: 3.5 is not a weft.Tensor"):
             sess.run("y", {3.5: np.zeros((2, 3), np.float32)})
+        with pytest.raises(weft.InvalidArgumentError, match="fetch: 7 is not a weft.Tensor or a tensor's name"):
+            sess.run([7], {x: np.zeros((2, 3), np.float32)})
+        with pytest.raises(weft.InvalidArgumentError, match="feed_dict is a list; give a dict"):
+            sess.run("y", [(x, np.zeros((2, 3), np.float32))])
         with pytest.raises(weft.InvalidArgumentError, match="x"):
             sess.run("y")  # x is needed and not fed
         # The session is still fine after all that.

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "core/distributed/cluster_runtime.h"
+#include "core/distributed/cluster_status.h"
 #include "core/distributed/heartbeat.h"
 #include "core/distributed/incarnation.h"
 #include "core/distributed/rpc.h"
@@ -32,14 +33,7 @@
 namespace weft::cli {
 namespace {
 
-struct Answer {
-  dist::Peer peer;
-  Status status;  // why it did not answer
-  dist::TaskStatusMsg task;
-  // The freshest answer any other task's heartbeats got from it (-1: none).
-  int64_t last_heartbeat_ms = -1;
-  std::string heartbeat_seen_by;
-};
+using Answer = dist::TaskAnswer;
 
 std::string Ms(double v) {
   char text[32];
@@ -47,90 +41,10 @@ std::string Ms(double v) {
   return text;
 }
 
-// Asks every task at once; each answer or failure comes back in order.
-std::vector<Answer> AskAll(dist::RpcNode& rpc, const std::vector<dist::Peer>& peers, int64_t timeout_ms) {
-  std::vector<Answer> answers(peers.size());
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::size_t remaining = peers.size();
-  for (std::size_t i = 0; i < peers.size(); ++i) {
-    answers[i].peer = peers[i];
-    dist::Request request;
-    request.method = dist::Method::kStatus;
-    rpc.Call(peers[i], std::move(request), timeout_ms, [&, i](Status s, dist::Response r) {
-      std::lock_guard<std::mutex> lock(mutex);
-      answers[i].status = std::move(s);
-      answers[i].task = std::move(r.status);
-      if (--remaining == 0) cv.notify_all();
-    });
-  }
-  std::unique_lock<std::mutex> lock(mutex);
-  cv.wait(lock, [&] { return remaining == 0; });
-  // "Last heartbeat": what the other tasks' monitors saw, so that it is
-  // known for a task that does not answer now.
-  for (Answer& a : answers) {
-    for (const Answer& other : answers) {
-      if (!other.status.ok()) continue;
-      for (const dist::PeerHealthMsg& p : other.task.peers) {
-        if (p.task != a.peer.name || p.silent_ms < 0) continue;
-        if (a.last_heartbeat_ms < 0 || p.silent_ms < a.last_heartbeat_ms) {
-          a.last_heartbeat_ms = p.silent_ms;
-          a.heartbeat_seen_by = other.peer.name;
-        }
-      }
-    }
-  }
-  return answers;
-}
-
 void PrintJson(const std::vector<Answer>& answers) {
-  JsonWriter j(std::cout);
-  j.BeginArray();
-  for (const Answer& a : answers) {
-    const dist::TaskStatusMsg& t = a.task;
-    j.BeginObject();
-    j.String("task", a.peer.name);
-    j.String("address", a.peer.address);
-    j.Bool("answered", a.status.ok());
-    if (!a.status.ok()) {
-      j.String("error", a.status.message());
-    }
-    j.Key("last_heartbeat_ms");
-    if (a.last_heartbeat_ms >= 0) {
-      j.Int(a.last_heartbeat_ms);
-    } else {
-      j.Null();
-    }
-    if (a.status.ok()) {
-      j.String("incarnation", dist::FormatIncarnation(t.incarnation));
-      j.String("role", t.role);
-      j.String("state", t.state);
-      j.Int("step", t.step);
-      j.Int("total_steps", t.total_steps);
-      j.Int("global_step", t.global_step);
-      j.String("timed", t.timed);
-      j.Int("steps_timed", t.steps_timed);
-      j.Number("step_ms_p50", t.p50_ms);
-      j.Number("step_ms_p90", t.p90_ms);
-      j.Number("step_ms_p99", t.p99_ms);
-      j.Int("accepted_gradients", t.accepted_gradients);
-      j.Int("dropped_gradients", t.dropped_gradients);
-      j.Key("peers");
-      j.BeginArray();
-      for (const dist::PeerHealthMsg& p : t.peers) {
-        j.BeginObject();
-        j.String("task", p.task);
-        j.String("state", p.state);
-        j.String("incarnation", p.incarnation == 0 ? std::string() : dist::FormatIncarnation(p.incarnation));
-        j.Int("silent_ms", p.silent_ms);
-        j.Int("round_trip_us", p.round_trip_us);
-        j.EndObject();
-      }
-      j.EndArray();
-    }
-    j.EndObject();
-  }
-  j.EndArray();
+  Json all = Json::array();
+  for (const Answer& a : answers) all.push_back(dist::TaskAnswerJson(a));
+  std::cout << DumpJson(all) << '\n';
 }
 
 void PrintTable(const std::vector<Answer>& answers, const std::string& config_path) {
@@ -173,24 +87,11 @@ int RunStatus(Context& ctx, bool json, int64_t timeout_ms) {
   auto cluster = ctx.Cluster();
   if (!cluster.ok()) return ReportError(cluster.status());
   const dist::ClusterSpec& spec = **cluster;
-  if (!spec.distributed()) {
-    return ReportError(InvalidArgumentError(
-        "the config has no [cluster.jobs]: `weft cluster status` asks the tasks of a cluster (pass --config "
-        "with the cluster's file)"));
-  }
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
-  dist::RpcNode::Options o;
-  o.plugins = *host;
-  o.identity = "weft cluster status";
-  o.incarnation = dist::NewIncarnation();
-  o.cluster_fingerprint = dist::ClusterFingerprint(spec);
-  o.connect_timeout_ms = timeout_ms;
-  o.security = dist::SecurityFor(spec);
-  auto rpc = dist::RpcNode::Create(o, nullptr);
-  if (!rpc.ok()) return ReportError(rpc.status());
-  // Past the connect timeout, so that a task that is down is named as such.
-  const std::vector<Answer> answers = AskAll(**rpc, dist::ClusterPeers(spec), timeout_ms + 1000);
+  auto asked = dist::AskClusterStatus(spec, **host, timeout_ms, "weft cluster status");
+  if (!asked.ok()) return ReportError(asked.status());
+  const std::vector<Answer>& answers = *asked;
   if (json) {
     PrintJson(answers);
   } else {

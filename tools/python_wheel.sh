@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds a wheel of the weft Python package from a build tree, with the
+# standard tools (Debian's python3-wheel; pip installs it):
+#
+#   tools/python_wheel.sh [BUILD_DIR [OUT_DIR]]      # build, build/dist
+#   pip install build/dist/weft-*.whl
+#
+# The wheel holds the package, its native module, libweft and the plugins
+# (weft/lib, weft/lib/weft/plugins, found from the module's own folder),
+# and is tagged for the interpreter the module was built for
+# (cp311-cp311-linux_x86_64 on Debian 12). Like a .deb, it expects the
+# libraries libweft links (oneDNN, OpenBLAS, Boost, Cap'n Proto, ...) from
+# the system's packages (tools/setup.sh installs them): it is a wheel for
+# machines set up as this one, not a manylinux wheel (docs/python.md,
+# "Building and importing").
+set -euo pipefail
+build=$(realpath "${1:-build}")
+out=$(realpath -m "${2:-$build/dist}")
+python=$(sed -n 's/^WEFT_PYTHON_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt")
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+if [[ -z "$python" || -z "$version" ]]; then
+  echo "python_wheel.sh: $build is not a configured build tree with the Python module (docs/python.md)" >&2
+  exit 1
+fi
+if ! "$python" -c "import wheel" 2>/dev/null; then
+  echo "python_wheel.sh: $python has no 'wheel' package (apt-get install python3-wheel)" >&2
+  exit 1
+fi
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+cmake --build "$build" --target weft_python weft_optimizers weft_transport_tcp >/dev/null
+# The module with its install RUNPATH ($ORIGIN/lib among it) and the .py files.
+cmake --install "$build" --component python --prefix "$stage/prefix" >/dev/null
+tree=$stage/tree
+mkdir -p "$tree"
+cp -r "$(find "$stage/prefix" -type d -name weft -path '*-packages/*' | head -1)" "$tree/weft"
+mkdir -p "$tree/weft/lib/weft"
+cp -a "$build"/lib/libweft.so* "$tree/weft/lib/"
+cp -a "$build/lib/weft/plugins" "$tree/weft/lib/weft/"
+tag=$("$python" -c 'import sys, sysconfig; v = "cp%d%d" % sys.version_info[:2]; print("%s-%s-%s" % (v, v, sysconfig.get_platform().replace("-", "_").replace(".", "_")))')
+info=$tree/weft-$version.dist-info
+mkdir -p "$info"
+cat >"$info/METADATA" <<META
+Metadata-Version: 2.1
+Name: weft
+Version: $version
+Summary: Weft: dataflow graphs for machine learning on heterogeneous devices and clusters
+Requires-Python: ==$("$python" -c 'import sys; print("%d.%d.*" % sys.version_info[:2])')
+Requires-Dist: numpy
+META
+cat >"$info/WHEEL" <<META
+Wheel-Version: 1.0
+Generator: weft tools/python_wheel.sh
+Root-Is-Purelib: false
+Tag: $tag
+META
+mkdir -p "$out"
+"$python" -m wheel pack "$tree" -d "$out" | sed 's/^/python_wheel.sh: /'
