@@ -68,7 +68,7 @@ T CheckIn(Expected<T> value, const char* what) {
 }  // namespace
 
 std::string PySession::Save(const std::string& prefix) {
-  auto [session, host] = Open();
+  auto [session, keepalive] = Open();
   if (prefix.empty()) Raise(InvalidArgumentError("save: give the checkpoint's path prefix (\"ckpt/model\")"));
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const SessionVariable& sv : Variables(*session, "save")) {
@@ -98,7 +98,7 @@ std::string PySession::Save(const std::string& prefix) {
 }
 
 std::string PySession::Restore(const std::string& path) {
-  auto [session, host] = Open();
+  auto [session, keepalive] = Open();
   auto reader = CheckIn(checkpoint::OpenNewestBundle(path), "restore");
   const std::vector<SessionVariable> variables = Variables(*session, "restore");
   // Every value is read and checked before any variable changes.

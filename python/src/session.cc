@@ -175,11 +175,14 @@ PySession::PySession(std::shared_ptr<PyGraph> graph, const config::Config& confi
   plugin::PluginHostOptions host_options;
   host_options.defer_device_count = true;
   host_options.skip_kinds = {plugin::PluginKind::kTransport, plugin::PluginKind::kCollectives};
-  host_ = std::make_shared<plugin::PluginHost>(config, host_options);
-  Check(host_->LoadAll());
-  auto devices = Check(runtime::DeviceSet::Open(*host_, runtime::DeviceSet::Opening::kLazy));
+  auto host = std::make_shared<plugin::PluginHost>(config, host_options);
+  Check(host->LoadAll());
+  auto devices = Check(runtime::DeviceSet::Open(*host, runtime::DeviceSet::Opening::kLazy));
   session_ = Check(
       runtime::Session::Create(std::move(snapshot), std::move(devices), runtime::SessionOptions::FromConfig(config)));
+  // The session goes first, then its plugins.
+  keepalive_ = std::make_shared<std::pair<std::shared_ptr<plugin::PluginHost>, std::shared_ptr<runtime::Session>>>(
+      std::move(host), session_);
   InstallInterruptHandler();
 }
 
@@ -187,22 +190,22 @@ PySession::~PySession() { Close(); }
 
 void PySession::Close() {
   std::shared_ptr<runtime::Session> session;
-  std::shared_ptr<plugin::PluginHost> host;
+  std::shared_ptr<const void> keepalive;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     session.swap(session_);
-    host.swap(host_);
+    keepalive.swap(keepalive_);
   }
   // Variables may hold fed arrays, whose release takes the GIL.
   py::gil_scoped_release release;
   session.reset();
-  host.reset();
+  keepalive.reset();
 }
 
-std::pair<std::shared_ptr<runtime::Session>, std::shared_ptr<plugin::PluginHost>> PySession::Open() const {
+std::pair<std::shared_ptr<runtime::Session>, std::shared_ptr<const void>> PySession::Open() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (session_ == nullptr) Raise(FailedPreconditionError("this weft.Session was closed"));
-  return {session_, host_};
+  return {session_, keepalive_};
 }
 
 namespace {
@@ -217,15 +220,39 @@ std::string NameOf(const py::handle& item, const char* what) {
   }
   py::detail::make_caster<PyTensor> tensor;
   if (tensor.load(item, false)) return py::detail::cast_op<const PyTensor&>(tensor).name();
+  // A weft.Variable (python/weft/graph.py) is fetched as its value.
+  if (py::hasattr(item, "initializer") && py::hasattr(item, "value")) return NameOf(item.attr("value")(), what);
   Raise(
       InvalidArgumentError(what, ": ", py::repr(item).cast<std::string>(), " is not a weft.Tensor or a tensor's name"));
 }
 
 }  // namespace
 
-py::list PySession::Run(const py::list& fetch_list, const py::object& feed_dict, const std::string& trace_path) {
-  // The session's plugins stay loaded while it runs.
-  auto [session, host] = Open();
+py::object PySession::RunAny(const py::object& fetches, const py::object& feed_dict, const py::object& trace) {
+  std::string trace_path;
+  if (!trace.is_none()) trace_path = py::module_::import("os").attr("fspath")(trace).cast<std::string>();
+  if (py::isinstance<py::dict>(fetches)) {
+    const auto d = py::reinterpret_borrow<py::dict>(fetches);
+    std::vector<std::string> names;
+    for (const auto& [key, value] : d) names.push_back(NameOf(value, "fetch"));
+    py::list values = Run(std::move(names), feed_dict, trace_path);
+    py::dict out;
+    std::size_t i = 0;
+    for (const auto& [key, value] : d) out[key] = values[i++];
+    return out;
+  }
+  if (py::isinstance<py::list>(fetches) || py::isinstance<py::tuple>(fetches)) {
+    std::vector<std::string> names;
+    for (const py::handle& item : fetches) names.push_back(NameOf(item, "fetch"));
+    return Run(std::move(names), feed_dict, trace_path);
+  }
+  // One tensor, name or variable (the common case).
+  return Run({NameOf(fetches, "fetch")}, feed_dict, trace_path)[0];
+}
+
+py::list PySession::Run(std::vector<std::string> names, const py::object& feed_dict, const std::string& trace_path) {
+  // The session's plugins stay loaded while it runs (|keepalive|).
+  auto [session, keepalive] = Open();
   const Graph& graph = session->graph();
   std::vector<std::pair<std::string, Tensor>> feeds;
   if (!feed_dict.is_none()) {
@@ -258,9 +285,6 @@ py::list PySession::Run(const py::list& fetch_list, const py::object& feed_dict,
       feeds.emplace_back(std::move(name), std::move(value));
     }
   }
-  std::vector<std::string> names;
-  names.reserve(fetch_list.size());
-  for (const py::handle& item : fetch_list) names.push_back(NameOf(item, "fetch"));
   // A name of a node without outputs is a target (None in the results).
   std::vector<std::string> fetches, targets;
   std::vector<int> slot;  // each name's index in fetches, -1 for a target
@@ -296,8 +320,6 @@ py::list PySession::Run(const py::list& fetch_list, const py::object& feed_dict,
   Check(status);
   // The arrays keep the session and its plugins alive: their buffers are
   // the device's memory.
-  auto keepalive = std::make_shared<std::pair<std::shared_ptr<plugin::PluginHost>, std::shared_ptr<runtime::Session>>>(
-      std::move(host), std::move(session));
   py::list result;
   for (int s : slot) {
     if (s < 0) {
@@ -312,7 +334,7 @@ py::list PySession::Run(const py::list& fetch_list, const py::object& feed_dict,
 
 double PySession::TimeCppRuns(const std::string& fetch, const std::string& feed, const py::handle& value,
                               int iterations) {
-  auto [session, host] = Open();
+  auto [session, keepalive] = Open();
   if (iterations < 1) Raise(InvalidArgumentError("iterations must be at least 1"));
   std::vector<std::pair<std::string, Tensor>> feeds = {{feed, Check(ToTensor(value, "feed").DeepCopy())}};
   std::vector<double> blocks;
@@ -418,14 +440,21 @@ py::list Ports(const std::vector<inference::Port>& ports) {
 }  // namespace
 
 void BindSession(py::module_& m) {
-  py::class_<PySession>(m, "_Session")
+  py::class_<PySession>(m, "_Session", py::dynamic_attr())
       .def(py::init<std::shared_ptr<PyGraph>, const config::Config&>())
-      .def("_run", &PySession::Run, py::arg("fetches"), py::arg("feed_dict"), py::arg("trace") = "")
-      .def("close", &PySession::Close)
+      .def("run", &PySession::RunAny, py::arg("fetches"), py::arg("feed_dict") = py::none(),
+           py::arg("trace") = py::none(),
+           "Runs one step and returns the fetches' values as NumPy arrays, in the fetches' structure: a tensor "
+           "(or a name, or a weft.Variable: its value) gives an array, a list or tuple a list, a dict a dict. A "
+           "node without outputs (an initializer, an update) runs and gives None. ``feed_dict`` maps "
+           "placeholders (tensors or names) to arrays, which must have the placeholder's dtype and fit its "
+           "shape. With ``trace``, a Chrome trace of the step (open it in ui.perfetto.dev) is written to that "
+           "path.")
+      .def("close", &PySession::Close, "Frees the session (its variables too); later runs raise.")
       .def("_save", &PySession::Save)
       .def("_restore", &PySession::Restore)
       .def("_time_cpp_runs", &PySession::TimeCppRuns)
-      .def_property_readonly("closed", &PySession::closed);
+      .def_property_readonly("closed", &PySession::closed, "Whether close() was called.");
   py::class_<PyInferenceSession>(m, "_InferenceSession")
       .def(py::init<const std::string&, const config::Config&>())
       .def("_run", &PyInferenceSession::Run)

@@ -58,11 +58,14 @@ class PySession {
   PySession(const PySession&) = delete;
   PySession& operator=(const PySession&) = delete;
 
-  // Runs one step: |fetches| are weft.Tensors or tensor names (names of
-  // nodes without outputs run as targets: None in their place);
-  // |feed_dict| (a dict or None) maps placeholders (tensors or names) to
-  // values. With |trace_path|, a Chrome trace of the step is written there.
-  py::list Run(const py::list& fetches, const py::object& feed_dict, const std::string& trace_path);
+  // weft.Session.run: |fetches| a tensor, a name or a weft.Variable, or a
+  // list, tuple or dict of them; the values come back in that structure.
+  py::object RunAny(const py::object& fetches, const py::object& feed_dict, const py::object& trace);
+  // Runs one step: |names| are tensor names (names of nodes without
+  // outputs run as targets: None in their place); |feed_dict| (a dict or
+  // None) maps placeholders (tensors or names) to values. With
+  // |trace_path|, a Chrome trace of the step is written there.
+  py::list Run(std::vector<std::string> names, const py::object& feed_dict, const std::string& trace_path);
   void Close();
   // Writes every variable of the session's graph (its VarHandle nodes, by
   // node name, as `weft train` names them) as the checkpoint bundle
@@ -81,13 +84,14 @@ class PySession {
   }
 
  private:
-  // The session and its plugins, or FAILED_PRECONDITION when closed.
-  std::pair<std::shared_ptr<runtime::Session>, std::shared_ptr<plugin::PluginHost>> Open() const;
+  // The session and what keeps it and its plugins alive (what output
+  // arrays hold), or FAILED_PRECONDITION when closed.
+  std::pair<std::shared_ptr<runtime::Session>, std::shared_ptr<const void>> Open() const;
 
   std::shared_ptr<PyGraph> source_;
   mutable std::mutex mutex_;  // guards the pointers, not the steps
-  std::shared_ptr<plugin::PluginHost> host_;
   std::shared_ptr<runtime::Session> session_;
+  std::shared_ptr<const void> keepalive_;  // the plugin host and the session
 };
 
 class PyInferenceSession {

@@ -5,7 +5,7 @@ import os
 
 from . import _weft
 from .errors import InvalidArgumentError
-from .graph import Graph, Tensor, Variable, get_default_graph
+from .graph import get_default_graph
 
 
 def _toml_value(value, where):
@@ -50,46 +50,25 @@ def config_from(config):
                                % type(config).__name__)
 
 
-def _fetch(value):
-    """A fetch as the native session takes it: a Variable is its value."""
-    return value.value() if isinstance(value, Variable) else value
-
-
-class Session:
+class Session(_weft._Session):
     """Runs a graph: ``Session(graph=None, config=None)``; the graph as it is
     now (make the session once the graph is built), the default graph
     without one. ``config`` is None, a TOML file's path or a dict
     (docs/config.md). Use it with ``with``, or call close()."""
 
     def __init__(self, graph=None, config=None):
-        self.graph = graph if graph is not None else get_default_graph()
-        if not isinstance(self.graph, _weft.Graph):
-            raise InvalidArgumentError("Session: graph is a %s, not a weft.Graph" % type(self.graph).__name__)
-        self._session = _weft._Session(self.graph, config_from(config))
-
-    def run(self, fetches, feed_dict=None, trace=None):
-        """Runs one step and returns the fetches' values as NumPy arrays, in
-        the fetches' structure: a tensor (or a name) gives an array, a
-        list or tuple a list, a dict a dict. A node without outputs (an
-        initializer, an update) runs and gives None. ``feed_dict`` maps
-        placeholders (tensors or names) to arrays, which must have the
-        placeholder's dtype and fit its shape. With ``trace``, a Chrome
-        trace of the step (open it in ui.perfetto.dev) is written to that
-        path."""
-        if trace is None:
-            kind = fetches.__class__
-            if kind is Tensor or kind is str:  # the common case, kept short
-                return self._session._run([fetches], feed_dict)[0]
-            trace = ""
-        names, rebuild = _flatten(fetches)
-        return rebuild(self._session._run(names, feed_dict, os.fspath(trace)))
+        graph = graph if graph is not None else get_default_graph()
+        if not isinstance(graph, _weft.Graph):
+            raise InvalidArgumentError("Session: graph is a %s, not a weft.Graph" % type(graph).__name__)
+        _weft._Session.__init__(self, graph, config_from(config))
+        self.graph = graph
 
     def save(self, prefix):
         """Writes every variable of the graph as the checkpoint ``prefix``
         (``prefix.index`` and its data files; the directory is made),
         each under its name, as ``weft train`` writes them; returns the
         prefix. ``weft ckpt inspect`` reads it."""
-        return self._session._save(os.fspath(prefix))
+        return self._save(os.fspath(prefix))
 
     def restore(self, path):
         """Sets every variable of the graph from a checkpoint: ``path`` is
@@ -98,32 +77,13 @@ class Session:
         must be in it with its dtype and shape; nothing changes
         otherwise. Returns the prefix read. Restoring takes the place of
         running the initializer."""
-        return self._session._restore(os.fspath(path))
-
-    def close(self):
-        """Frees the session (its variables too); later runs raise."""
-        self._session.close()
-
-    @property
-    def closed(self):
-        """Whether close() was called."""
-        return self._session.closed
+        return self._restore(os.fspath(path))
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _flatten(fetches):
-    if isinstance(fetches, dict):
-        keys = list(fetches)
-        names = [_fetch(fetches[k]) for k in keys]
-        return names, lambda values: dict(zip(keys, values))
-    if isinstance(fetches, (list, tuple)):
-        return [_fetch(f) for f in fetches], list
-    return [_fetch(fetches)], lambda values: values[0]
 
 
 class NodeArg:

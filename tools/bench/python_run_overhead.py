@@ -46,7 +46,7 @@ def main():
         py, cpp, delta = [], [], []
         for _ in range(rounds):
             p = python_block(sess, y, x, value, iterations)
-            c = sess._session._time_cpp_runs("y", "x", value, iterations // 5)
+            c = sess._time_cpp_runs("y", "x", value, iterations // 5)
             py.append(p)
             cpp.append(c)
             delta.append(p - c)
