@@ -43,6 +43,8 @@ function(weft_add_plugin)
 
   set(target weft_${ARG_KIND}_${ARG_NAME})
   add_library(${target} MODULE ${ARG_SRCS})
+  # Every plugin, for the weft_plugins target (plugins/CMakeLists.txt).
+  set_property(GLOBAL APPEND PROPERTY WEFT_PLUGIN_TARGETS ${target})
   target_link_libraries(${target} PRIVATE Weft::sdk ${ARG_DEPS})
   if(TARGET weft_warnings)
     target_link_libraries(${target} PRIVATE weft_warnings)

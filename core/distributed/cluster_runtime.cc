@@ -64,6 +64,7 @@ Expected<TaskService::Options> ServiceOptionsFor(const ClusterSpec& cluster, con
   o.heartbeat_interval_ms = cluster.heartbeat_interval_ms;
   o.heartbeat_timeout_ms = cluster.heartbeat_timeout_ms;
   if (config.runtime.inter_op_threads) o.inter_op_threads = static_cast<int>(*config.runtime.inter_op_threads);
+  if (config.runtime.intra_op_threads) o.intra_op_threads = static_cast<int>(*config.runtime.intra_op_threads);
   return o;
 }
 

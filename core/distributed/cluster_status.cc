@@ -50,8 +50,8 @@ Expected<std::vector<TaskAnswer>> AskClusterStatus(const ClusterSpec& cluster, c
                                                    int64_t timeout_ms, const std::string& identity) {
   if (!cluster.distributed()) {
     return InvalidArgumentError(
-        "the config has no [cluster.jobs]: `weft cluster status` asks the tasks of a cluster (pass --config "
-        "with the cluster's file)");
+        "the config has no [cluster.jobs]: there is no cluster to ask (give the cluster's "
+        "config file)");
   }
   RpcNode::Options o;
   o.plugins = &plugins;

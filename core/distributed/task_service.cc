@@ -76,6 +76,7 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
   service->devices_ = std::move(devices);
   runtime::SessionOptions session_options;
   session_options.inter_op_threads = service->options_.inter_op_threads;
+  session_options.intra_op_threads = service->options_.intra_op_threads;
   const auto [inter, intra] = runtime::ResolveThreads(session_options);
   service->intra_op_pool_ = plugin::IntraOpPoolFor(intra);
   runtime::EnableKernelServices();

@@ -51,8 +51,10 @@ class TaskService {
     // 0 turns it off.
     int64_t heartbeat_interval_ms = 1000;
     int64_t heartbeat_timeout_ms = 10000;
-    // Threads running graph nodes (0: from the cores).
+    // Threads running graph nodes, and threads each kernel may use ([runtime]
+    // inter_op_threads, intra_op_threads; 0: from the cores, as a session's).
     int inter_op_threads = 0;
+    int intra_op_threads = 0;
     // When set, a Shutdown request is answered and then passed here (the
     // caller, its reason): a task started for one training run stops when
     // the chief ends it. Unset (`weft serve`): Shutdown is refused.

@@ -51,6 +51,7 @@ constexpr NumpyType kNumpyTypes[] = {
 };
 
 DType FromNumpy(const py::dtype& dt) {
+  if (dt.byteorder() == '>') return DType::kInvalid;  // not this machine's order
   for (const NumpyType& t : kNumpyTypes) {
     if (dt.kind() == t.kind && dt.itemsize() == t.size) return t.dtype;
   }
@@ -182,6 +183,11 @@ Tensor ToTensor(const py::handle& value, std::string_view what, DType want) {
   }
   DType dtype = FromNumpy(dt);
   if (want == DType::kBF16 && dt.kind() == 'u' && dt.itemsize() == 2) dtype = DType::kBF16;  // its bits
+  if (dt.byteorder() == '>') {
+    Raise(
+        InvalidArgumentError(what, ": a big-endian array (", Str(dt),
+                             "); convert it to this machine's order (array.astype(array.dtype.newbyteorder(\"=\")))"));
+  }
   if (dtype == DType::kInvalid) {
     Raise(InvalidArgumentError(what, ": NumPy's ", Str(dt), " has no Weft dtype"));
   }
@@ -244,15 +250,9 @@ py::object ToNumpy(const Tensor& tensor, std::shared_ptr<const void> keepalive) 
     std::shared_ptr<Buffer> buffer;
   };
   auto* hold = new Hold{std::move(keepalive), tensor.buffer()};
-  py::capsule owner(hold, [](void* p) {
-    std::unique_ptr<Hold> h(static_cast<Hold*>(p));
-    // When this is the last array of its run, the session's last reference
-    // may go with it: its threads end without the GIL.
-    if (h->keepalive.use_count() == 1) {
-      py::gil_scoped_release release;
-      h.reset();
-    }
-  });
+  // The session's last reference may go with it; its deleter lets go of
+  // the GIL then (python/src/session.cc).
+  py::capsule owner(hold, [](void* p) { delete static_cast<Hold*>(p); });
   py::array out(NumpyDType(tensor.dtype()), shape, tensor.raw_data(), owner);
   if (shared) py::detail::array_proxy(out.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return out;

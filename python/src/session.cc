@@ -180,9 +180,18 @@ PySession::PySession(std::shared_ptr<PyGraph> graph, const config::Config& confi
   auto devices = Check(runtime::DeviceSet::Open(*host, runtime::DeviceSet::Opening::kLazy));
   session_ = Check(
       runtime::Session::Create(std::move(snapshot), std::move(devices), runtime::SessionOptions::FromConfig(config)));
-  // The session goes first, then its plugins.
-  keepalive_ = std::make_shared<std::pair<std::shared_ptr<plugin::PluginHost>, std::shared_ptr<runtime::Session>>>(
-      std::move(host), session_);
+  // The session goes first, then its plugins; whoever drops the last
+  // reference (an output array's capsule, close(), a run after a
+  // concurrent close()), the session's threads end without the GIL.
+  using Held = std::pair<std::shared_ptr<plugin::PluginHost>, std::shared_ptr<runtime::Session>>;
+  keepalive_ = std::shared_ptr<const Held>(new Held(std::move(host), session_), [](const Held* held) {
+    if (Py_IsInitialized() && PyGILState_Check() != 0) {
+      py::gil_scoped_release release;
+      delete held;
+    } else {
+      delete held;
+    }
+  });
   InstallInterruptHandler();
 }
 
@@ -232,13 +241,17 @@ py::object PySession::RunAny(const py::object& fetches, const py::object& feed_d
   std::string trace_path;
   if (!trace.is_none()) trace_path = py::module_::import("os").attr("fspath")(trace).cast<std::string>();
   if (py::isinstance<py::dict>(fetches)) {
-    const auto d = py::reinterpret_borrow<py::dict>(fetches);
+    // The keys as they are now: another thread may change the dict while
+    // the step runs.
+    std::vector<py::object> keys;
     std::vector<std::string> names;
-    for (const auto& [key, value] : d) names.push_back(NameOf(value, "fetch"));
+    for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(fetches)) {
+      keys.push_back(py::reinterpret_borrow<py::object>(key));
+      names.push_back(NameOf(value, "fetch"));
+    }
     py::list values = Run(std::move(names), feed_dict, trace_path);
     py::dict out;
-    std::size_t i = 0;
-    for (const auto& [key, value] : d) out[key] = values[i++];
+    for (std::size_t i = 0; i < keys.size(); ++i) out[keys[i]] = values[i];
     return out;
   }
   if (py::isinstance<py::list>(fetches) || py::isinstance<py::tuple>(fetches)) {
@@ -256,11 +269,16 @@ py::list PySession::Run(std::vector<std::string> names, const py::object& feed_d
   const Graph& graph = session->graph();
   std::vector<std::pair<std::string, Tensor>> feeds;
   if (!feed_dict.is_none()) {
-    if (!py::isinstance<py::dict>(feed_dict)) {
+    py::dict feed_items;
+    if (py::isinstance<py::dict>(feed_dict)) {
+      feed_items = py::reinterpret_borrow<py::dict>(feed_dict);
+    } else if (py::hasattr(feed_dict, "keys") && py::hasattr(feed_dict, "__getitem__")) {
+      feed_items = py::dict(feed_dict);  // another mapping
+    } else {
       Raise(InvalidArgumentError("feed_dict is a ", py::type::of(feed_dict).attr("__name__").cast<std::string>(),
                                  "; give a dict of placeholders (or their names) to arrays"));
     }
-    for (const auto& [key, item] : py::reinterpret_borrow<py::dict>(feed_dict)) {
+    for (const auto& [key, item] : feed_items) {
       std::string name = NameOf(key, "feed_dict key");
       const Endpoint end = Resolve(graph, name, "feed", source_.get());
       const Graph::Node& node = graph.node(end.node);
@@ -309,8 +327,9 @@ py::list PySession::Run(std::vector<std::string> names, const py::object& feed_d
   });
   // With the GIL: a fed array's buffer may go with the last reference.
   feeds.clear();
-  // A failed step's trace helps too: written either way.
-  if (trace) Check(trace->WriteJson(trace_path).WithContext("trace"));
+  // A failed step's trace helps too: written either way, its own failure
+  // raised only after the step's.
+  const Status traced = trace ? trace->WriteJson(trace_path).WithContext("trace") : Status();
   // A fetch the step could not find is named here in the session's terms
   // (absent, or added to the graph after the session was made); looked up
   // only when the step failed, to keep it off the path of every run.
@@ -318,6 +337,7 @@ py::list PySession::Run(std::vector<std::string> names, const py::object& feed_d
     for (const std::string& f : fetches) Resolve(graph, f, "fetch", source_.get());
   }
   Check(status);
+  Check(traced);
   // The arrays keep the session and its plugins alive: their buffers are
   // the device's memory.
   py::list result;

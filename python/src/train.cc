@@ -34,7 +34,13 @@ py::object ToPython(const Json& j) {
     case Json::value_t::number_integer: return py::int_(j.get<int64_t>());
     case Json::value_t::number_unsigned: return py::int_(j.get<uint64_t>());
     case Json::value_t::number_float: return py::float_(j.get<double>());
-    case Json::value_t::string: return py::str(j.get<std::string>());
+    case Json::value_t::string: {
+      // A note may carry a path that is not UTF-8: replaced, as DumpJson does.
+      const auto& text = j.get_ref<const std::string&>();
+      PyObject* str = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+      if (str == nullptr) throw py::error_already_set();
+      return py::reinterpret_steal<py::str>(str);
+    }
     case Json::value_t::array: {
       py::list out;
       for (const Json& item : j) out.append(ToPython(item));
@@ -47,6 +53,15 @@ py::object ToPython(const Json& j) {
     }
     default: return py::none();
   }
+}
+
+// The trainer's messages name the CLI's flag (--resume); from Python the
+// same choice is train()'s argument.
+std::string ForPython(std::string message) {
+  for (std::size_t at = message.find("--resume"); at != std::string::npos; at = message.find("--resume", at)) {
+    message.replace(at, 8, "resume=True");
+  }
+  return message;
 }
 
 using StepRange = std::pair<int64_t, int64_t>;
@@ -63,22 +78,34 @@ struct TrainArgs {
 
 // The run's progress records to |callback|, with the GIL, from the
 // training thread. A callback that raises stops the run at the next step;
-// its exception is raised when Train returns.
+// its exception is raised when Train returns. KeyboardInterrupt (Ctrl-C
+// noticed while the callback ran Python) stops the run the same way but
+// the records go on being delivered: the checkpoint saved on the way out
+// is still reported.
 class Records {
  public:
   Records(py::object callback, std::atomic<int>* stop) : callback_(std::move(callback)), stop_(stop) {}
   void operator()(const Json& record) {
     py::gil_scoped_acquire gil;
-    if (callback_.is_none() || error_) return;
+    if (callback_.is_none() || error_ || !failure_.empty()) return;
     try {
       callback_(ToPython(record));
     } catch (py::error_already_set& e) {
-      error_ = std::make_unique<py::error_already_set>(std::move(e));
+      if (e.matches(PyExc_KeyboardInterrupt)) {
+        interrupted_ = true;
+      } else {
+        error_ = std::make_unique<py::error_already_set>(std::move(e));
+      }
+      stop_->store(SIGINT);
+    } catch (const std::exception& e) {
+      failure_ = e.what();
       stop_->store(SIGINT);
     }
   }
+  bool interrupted() const { return interrupted_; }
   void RethrowIfFailed() {
     if (error_) throw std::move(*error_);
+    if (!failure_.empty()) Raise(InternalError("weft.train: passing a record to the callback failed: ", failure_));
   }
   ~Records() {
     py::gil_scoped_acquire gil;
@@ -90,6 +117,8 @@ class Records {
   py::object callback_;
   std::atomic<int>* stop_;
   std::unique_ptr<py::error_already_set> error_;
+  std::string failure_;
+  bool interrupted_ = false;
 };
 
 py::dict ResultDict(const train::TrainResult& r) {
@@ -171,17 +200,33 @@ py::dict Train(const py::object& model, const config::Config& config, const Trai
   runtime::CancellationManager::Token token = runtime::CancellationManager::kInvalidToken;
   if (interruptible.cancel() != nullptr) {
     token = interruptible.cancel()->Register([&stop] { stop.store(SIGINT); });
+    // Ctrl-C came between the registrations: stop before the first step.
+    if (token == runtime::CancellationManager::kInvalidToken) stop.store(SIGINT);
   }
   Expected<train::TrainResult> result = InternalError("not run");
   {
     py::gil_scoped_release release;
     result = train::Train(config, *host, options);
   }
-  if (interruptible.cancel() != nullptr) interruptible.cancel()->Deregister(token);
-  if (!args.trace_path.empty()) Check(trace.WriteJson(args.trace_path));
+  if (token != runtime::CancellationManager::kInvalidToken) interruptible.cancel()->Deregister(token);
+  // A failed run's trace helps too; its own failure is raised last, so
+  // that it hides nothing.
+  const Status traced = args.trace_path.empty() ? Status() : trace.WriteJson(args.trace_path);
   records.RethrowIfFailed();
-  interruptible.RaiseIfInterrupted();
-  if (!result.ok()) Raise(result.status());
+  if (records.interrupted() || interruptible.interrupted()) {
+    // Python's handler has noted the signal: let it run (a handler of the
+    // user's may raise something else), then raise KeyboardInterrupt with
+    // the run's word on where it stopped and what it saved.
+    if (PyErr_CheckSignals() != 0) {
+      if (!PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) throw py::error_already_set();
+      PyErr_Clear();
+    }
+    const std::string why = result.ok() ? std::string("stopped at the end of the run") : result.status().message();
+    PyErr_SetString(PyExc_KeyboardInterrupt, ForPython(why).c_str());
+    throw py::error_already_set();
+  }
+  if (!result.ok()) Raise(Status(result.status().code(), ForPython(result.status().message())));
+  Check(traced);
   py::dict out = ResultDict(*result);
   if (args.profile_steps) out["profile"] = profile.empty() ? std::string() : profile.Format();
   return out;

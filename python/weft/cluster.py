@@ -13,7 +13,9 @@ def status(config, timeout_ms=3000):
     "role", "state", "step", "total_steps", "global_step", the step times
     ("step_ms_p50", ...), gradient counts and its "peers" as its
     heartbeats see them. ``config`` is a TOML file's path or a dict with
-    [cluster.jobs]; each task gets ``timeout_ms`` to answer."""
+    [cluster.jobs]. Every task is asked at once: ``timeout_ms`` is how long
+    to try to reach each, and the call returns within about
+    ``timeout_ms + 1000`` ms."""
     if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool):
         raise InvalidArgumentError("cluster.status: timeout_ms must be an int, not %r" % (timeout_ms,))
     if config is None:

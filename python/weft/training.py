@@ -14,6 +14,8 @@ from .session import config_from
 def _steps(value, what):
     if value is None:
         return None
+    if isinstance(value, (str, bytes)):
+        raise InvalidArgumentError("%s: give a step (10) or a range of steps (10, 20), not %r" % (what, value))
     if isinstance(value, int):
         return (value, value)
     try:
@@ -105,5 +107,5 @@ def train(model, config, steps=None, callback=None, verbose=None, resume=False, 
 
     first_last = _steps(trace_steps, "trace_steps")
     return _weft._train(model, config_from(config), steps or 0, bool(resume),
-                        each if (show or callback) else None, os.fspath(trace) if trace else "", first_last,
+                        each if (show is not None or callback is not None) else None, os.fspath(trace) if trace else "", first_last,
                         _steps(profile_steps, "profile_steps"), job, task)

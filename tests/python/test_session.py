@@ -147,6 +147,12 @@ def test_bad_feeds_and_fetches_raise_with_weft_messages():
             sess.run([7], {x: np.zeros((2, 3), np.float32)})
         with pytest.raises(weft.InvalidArgumentError, match="feed_dict is a list; give a dict"):
             sess.run("y", [(x, np.zeros((2, 3), np.float32))])
+        with pytest.raises(weft.InvalidArgumentError, match=r'feed "x": a big-endian array \(>f4\); convert it'):
+            sess.run("y", {x: np.ones((2, 3), ">f4")})
+        # Any mapping feeds, not only a dict.
+        import types
+        np.testing.assert_array_equal(sess.run("y", types.MappingProxyType({x: np.ones((2, 3), np.float32)})),
+                                      np.ones((2, 3)))
         with pytest.raises(weft.InvalidArgumentError, match="x"):
             sess.run("y")  # x is needed and not fed
         # The session is still fine after all that.

@@ -5,10 +5,12 @@ checked against the weft CLI run on the same files (an independent path:
 import json
 import math
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -100,7 +102,7 @@ def test_train_prints_progress_without_a_callback_and_takes_a_path(tmp_path, cap
     assert result["step"] == 10 and 0 < result["test_accuracy"] <= 1
 
 
-def test_a_callback_that_raises_stops_the_run_and_its_exception_comes_out():
+def test_a_callback_that_raises_stops_the_run_and_its_exception_comes_out(tmp_path):
     seen = []
 
     def callback(record):
@@ -108,33 +110,62 @@ def test_a_callback_that_raises_stops_the_run_and_its_exception_comes_out():
         if record.get("step") == 3 and "loss" in record:
             raise ValueError("enough")
 
+    config = training_config(metrics=str(tmp_path / "m.jsonl"))
     with pytest.raises(ValueError, match="enough"):
-        weft.train(python_mlp(), training_config(), steps=400, callback=callback)
-    steps = [r["step"] for r in seen if "loss" in r]
-    assert steps == [1, 2, 3], steps  # nothing reaches it after it raised
+        weft.train(python_mlp(), config, steps=400, callback=callback)
+    assert [r["step"] for r in seen if "loss" in r] == [1, 2, 3]  # nothing reaches it after it raised
+    # The run itself stopped there (its metrics file, written apart from
+    # the callback, says so): at most the step under way finished.
+    with open(tmp_path / "m.jsonl") as f:
+        steps = [json.loads(line)["step"] for line in f if '"loss"' in line]
+    assert 3 <= max(steps) <= 4, steps
 
 
 def test_ctrl_c_stops_training_saves_a_checkpoint_and_resume_continues(tmp_path):
-    config = training_config(log_every=1)
-    config["checkpoint"] = {"dir": str(tmp_path / "ckpt"), "every_steps": 1000}
+    """SIGINT while a step runs in C++ (no Python callback to notice it):
+    the module's watcher stops the run at the next step boundary."""
+    config = training_config(log_every=1000)
+    config["checkpoint"] = {"dir": str(tmp_path / "ckpt"), "every_steps": 100000}
+    started = time.monotonic()
+    # Fashion-MNIST takes about a second to read; the run then trains for
+    # seconds (20,000 steps) unless stopped.
+    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            weft.train(python_mlp(), config, steps=20000, verbose=False)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 60
+    saved = sorted(int(n.split("-")[1].split(".")[0]) for n in os.listdir(tmp_path / "ckpt") if n.endswith(".index"))
+    assert saved and 0 < saved[-1] < 20000, saved
+    stopped_at = saved[-1]
     steps = []
+    result = weft.train(python_mlp(), config, steps=stopped_at + 3, resume=True, verbose=False,
+                        callback=lambda r: steps.append(r["step"]) if "loss" in r and "final" not in r else None)
+    assert result["step"] == stopped_at + 3
+    assert steps == [stopped_at + 3], steps  # log_every: the last step is always reported
+
+
+def test_ctrl_c_seen_by_a_callback_says_where_the_run_stopped(tmp_path):
+    """SIGINT raised while the callback runs Python: the run stops at the
+    next step boundary, saves its checkpoint, and KeyboardInterrupt comes
+    out of weft.train saying where it stopped and what it saved."""
+    config = training_config(log_every=1)
+    config["checkpoint"] = {"dir": str(tmp_path / "ckpt"), "every_steps": 100000}
+    records = []
 
     def interrupt_at_step_4(record):
-        if "loss" in record and "final" not in record:
-            steps.append(record["step"])
-            if record["step"] == 4:
-                os.kill(os.getpid(), signal.SIGINT)
+        records.append(record)
+        if record.get("step") == 4 and "loss" in record:
+            os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        weft.train(python_mlp(), config, steps=400, callback=interrupt_at_step_4, verbose=False)
-    assert 4 <= steps[-1] < 20, steps
-    stopped_at = steps[-1]
-    assert any(name.endswith(".index") for name in os.listdir(tmp_path / "ckpt")), os.listdir(tmp_path / "ckpt")
-    steps.clear()
-    result = weft.train(python_mlp(), config, steps=stopped_at + 3, resume=True, callback=interrupt_at_step_4,
-                        verbose=False)
-    assert steps == [stopped_at + 1, stopped_at + 2, stopped_at + 3], (stopped_at, steps)
-    assert result["step"] == stopped_at + 3
+    with pytest.raises(KeyboardInterrupt, match=r"stopped by SIGINT at step [45] of 400; saved .*ckpt-[45]: "
+                                                r"resume=True continues from it"):
+        weft.train(python_mlp(), config, steps=400, callback=interrupt_at_step_4)
+    steps = [r["step"] for r in records if "loss" in r and "final" not in r]
+    assert 4 <= steps[-1] <= 5, steps
+    assert any(n.startswith("ckpt-") and n.endswith(".index") for n in os.listdir(tmp_path / "ckpt"))
 
 
 def test_train_trace_and_profile(tmp_path):
@@ -312,10 +343,12 @@ class Task:
         deadline = time.monotonic() + 60
         self.output = ""
         while "listening on" not in self.output:
-            line = self.proc.stdout.readline()
-            if not line or time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            ready = select.select([self.proc.stdout], [], [], max(left, 0))[0] if left > 0 else []
+            line = self.proc.stdout.readline() if ready else ""
+            if not line:
                 self.stop()
-                pytest.fail("weft serve --job %s did not start:\n%s" % (job, self.output))
+                pytest.fail("weft serve --job %s did not start within 60 s:\n%s" % (job, self.output))
             self.output += line
 
     def stop(self):
@@ -394,5 +427,7 @@ def test_the_python_page_example_trains_and_evaluates(tmp_path):
     weft_accuracy = eval(final[0].replace("nan", "None"))["test_accuracy"]  # the dict it printed
     mine = float(run.stdout.split("test accuracy ")[1].split()[0])
     assert mine > 0.8, run.stdout
-    # Weft's evaluation and NumPy's argmax over the restored model agree.
-    assert abs(mine - weft_accuracy) < 1e-6, run.stdout
+    # Weft's evaluation and NumPy's argmax over the restored model agree
+    # (batches of different sizes may round a near tie differently: a few
+    # of the 10,000 examples at most).
+    assert abs(mine - weft_accuracy) <= 5e-4, run.stdout

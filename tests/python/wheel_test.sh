@@ -10,7 +10,7 @@ python=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$root/tools/python_wheel.sh" "$build" "$tmp/dist"
+"$root/tools/python_wheel.sh" --no-build "$build" "$tmp/dist"
 wheel=$(ls "$tmp"/dist/weft-*.whl)
 echo "built $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
 "$python" -m pip install --quiet --no-deps --no-index --target "$tmp/site" "$wheel"

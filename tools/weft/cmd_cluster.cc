@@ -87,6 +87,11 @@ int RunStatus(Context& ctx, bool json, int64_t timeout_ms) {
   auto cluster = ctx.Cluster();
   if (!cluster.ok()) return ReportError(cluster.status());
   const dist::ClusterSpec& spec = **cluster;
+  if (!spec.distributed()) {
+    return ReportError(InvalidArgumentError(
+        "the config has no [cluster.jobs]: `weft cluster status` asks the tasks of a cluster (pass --config "
+        "with the cluster's file)"));
+  }
   auto host = ctx.Plugins();
   if (!host.ok()) return ReportError(host.status());
   auto asked = dist::AskClusterStatus(spec, **host, timeout_ms, "weft cluster status");

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/distributed/cluster_runtime.h"
+
 namespace weft::dist {
 namespace {
 
@@ -463,6 +465,27 @@ TEST(CheckTransports, TheDefaultIsCheckedOnlyWhenAJobUsesIt) {
   EXPECT_EQ(check.warnings[0].ToString(),
             "c.toml:1:1: cluster.transport: the \"tcp\" transport plugin is not loaded on this machine (`weft plugins` "
             "says why); tasks started here cannot use it");
+}
+
+// --- A task's options from the config ---------------------------------------------------------------
+
+// [runtime] reaches the task service of every task: both thread counts
+// (intra_op_threads was dropped once, so a worker of a training cluster on
+// 2 cores ran each kernel on 2 OpenMP threads whatever the config said,
+// and their spinning slowed the other processes).
+TEST(ServiceOptionsFor, TakesRuntimeThreadCounts) {
+  const Config config = ParseOrDie(StrCat(kStatic, "[runtime]\ninter_op_threads = 3\nintra_op_threads = 1\n"));
+  auto cluster = ResolveCluster(config, "worker", 1, {});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto options = ServiceOptionsFor(*cluster, *cluster->self, config);
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  EXPECT_EQ(options->inter_op_threads, 3);
+  EXPECT_EQ(options->intra_op_threads, 1);
+  EXPECT_EQ(options->name, "/job:worker/task:1");
+  auto defaults = ServiceOptionsFor(*cluster, *cluster->self, ParseOrDie(kStatic));
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->inter_op_threads, 0);  // from the cores, as a session's
+  EXPECT_EQ(defaults->intra_op_threads, 0);
 }
 
 }  // namespace

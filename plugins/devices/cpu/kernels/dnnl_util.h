@@ -41,15 +41,23 @@ inline void UseIntraOpThreads() {
   }
 }
 
-// One node's oneDNN primitives P by shape, each made once as P(args...);
-// a null entry remembers a shape oneDNN declined (a dnnl::error from the
-// constructor), so the kernel falls back to its own loops without asking
-// again. Thread-safe.
+// One node's oneDNN primitives P by shape and intra-op thread count, each
+// made once as P(args...); a null entry remembers a shape oneDNN declined
+// (a dnnl::error from the constructor), so the kernel falls back to its
+// own loops without asking again. Thread-safe.
+//
+// A primitive keeps the OpenMP thread count of the thread that made it
+// and runs every execution on that many threads, so the count is set
+// first: made before it, a primitive of a process configured for one
+// intra-op thread ran on every core, and the idle OpenMP threads' spinning
+// slowed the other processes of a cluster on the same machine.
 template <class P>
 class PrimitiveCache {
  public:
   template <class... Args>
-  P* Get(const Dims& key, Args&&... args) {
+  P* Get(const Dims& shape, Args&&... args) {
+    UseIntraOpThreads();
+    const std::pair<int, Dims> key(sdk::host()->intra_op_threads(), shape);
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second.get();
@@ -64,7 +72,7 @@ class PrimitiveCache {
 
  private:
   std::mutex mutex_;
-  std::map<Dims, std::unique_ptr<P>> cache_;
+  std::map<std::pair<int, Dims>, std::unique_ptr<P>> cache_;
 };
 
 // Weights reordered from the layout a kernel receives them in (|user|)
