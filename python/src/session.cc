@@ -125,10 +125,19 @@ Interruptible::~Interruptible() {
   RunningSteps::Get().Remove(&cancel_);
 }
 
-void Interruptible::RaiseIfInterrupted() {
-  if (!interrupted()) return;
-  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  PyErr_SetNone(PyExc_KeyboardInterrupt);
+void Interruptible::RaiseIfInterrupted(bool seen, const std::string& why) {
+  if (!interrupted() && !seen) return;
+  // Python's handler has noted the signal: let it run (a handler of the
+  // user's may raise something else).
+  if (PyErr_CheckSignals() != 0) {
+    if (why.empty() || !PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) throw py::error_already_set();
+    PyErr_Clear();
+  }
+  if (why.empty()) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+  } else {
+    PyErr_SetString(PyExc_KeyboardInterrupt, why.c_str());
+  }
   throw py::error_already_set();
 }
 
@@ -185,12 +194,9 @@ PySession::PySession(std::shared_ptr<PyGraph> graph, const config::Config& confi
   // concurrent close()), the session's threads end without the GIL.
   using Held = std::pair<std::shared_ptr<plugin::PluginHost>, std::shared_ptr<runtime::Session>>;
   keepalive_ = std::shared_ptr<const Held>(new Held(std::move(host), session_), [](const Held* held) {
-    if (Py_IsInitialized() && PyGILState_Check() != 0) {
-      py::gil_scoped_release release;
-      delete held;
-    } else {
-      delete held;
-    }
+    std::optional<py::gil_scoped_release> release;
+    if (Py_IsInitialized() && PyGILState_Check() != 0) release.emplace();
+    delete held;
   });
   InstallInterruptHandler();
 }

@@ -43,8 +43,9 @@ class Interruptible {
   runtime::CancellationManager* cancel() { return enabled_ ? &cancel_ : nullptr; }
   bool interrupted() const { return enabled_ && cancel_.IsCancelled(); }
   // With the GIL: raises KeyboardInterrupt (through Python's handler,
-  // which has noted the signal) when Ctrl-C came.
-  void RaiseIfInterrupted();
+  // which has noted the signal) when Ctrl-C came, or when the caller |seen|
+  // it another way; with |why| as its message when given.
+  void RaiseIfInterrupted(bool seen = false, const std::string& why = "");
 
  private:
   bool enabled_;

@@ -213,17 +213,11 @@ py::dict Train(const py::object& model, const config::Config& config, const Trai
   // that it hides nothing.
   const Status traced = args.trace_path.empty() ? Status() : trace.WriteJson(args.trace_path);
   records.RethrowIfFailed();
+  // KeyboardInterrupt with the run's word on where it stopped and what it
+  // saved.
   if (records.interrupted() || interruptible.interrupted()) {
-    // Python's handler has noted the signal: let it run (a handler of the
-    // user's may raise something else), then raise KeyboardInterrupt with
-    // the run's word on where it stopped and what it saved.
-    if (PyErr_CheckSignals() != 0) {
-      if (!PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) throw py::error_already_set();
-      PyErr_Clear();
-    }
-    const std::string why = result.ok() ? std::string("stopped at the end of the run") : result.status().message();
-    PyErr_SetString(PyExc_KeyboardInterrupt, ForPython(why).c_str());
-    throw py::error_already_set();
+    interruptible.RaiseIfInterrupted(
+        true, ForPython(result.ok() ? std::string("stopped at the end of the run") : result.status().message()));
   }
   if (!result.ok()) Raise(Status(result.status().code(), ForPython(result.status().message())));
   Check(traced);
