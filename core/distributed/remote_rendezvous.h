@@ -13,6 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "core/distributed/rpc.h"
 #include "core/runtime/rendezvous.h"
@@ -34,6 +36,14 @@ class RemoteRendezvous : public runtime::Rendezvous {
   void RecvAsync(const runtime::RendezvousKey& key, DoneFn done) override;
   void Abort(const Status& status) override;
 
+  // Pulls |keys| (tensors this task's partitions receive once per step,
+  // as it starts) before their _Recv ask: one RecvTensors message per
+  // sending task, answered tensor by tensor as each is sent there. An
+  // answer is kept here under its key for its _Recv (delivered at once
+  // when the _Recv already waits), and so is a failed pull's error. Call once, before the step's executors start; keys
+  // of this task are left alone.
+  void Prefetch(const std::vector<runtime::RendezvousKey>& keys);
+
  private:
   struct Pull {
     DoneFn done;
@@ -47,6 +57,15 @@ class RemoteRendezvous : public runtime::Rendezvous {
   int64_t timeout_ms_;
   std::shared_ptr<std::mutex> pulls_mutex_ = std::make_shared<std::mutex>();
   std::map<uint64_t, Pull> pulls_;
+  // What Prefetch asked for, by key, until its _Recv took it: the answer
+  // (or why there is none) when it came first, else the _Recv waiting.
+  struct Prefetched {
+    bool answered = false;
+    Status status;
+    Item item;
+    DoneFn waiter;
+  };
+  std::unordered_map<runtime::RendezvousKey, Prefetched, runtime::RendezvousKeyHash> prefetched_;
   uint64_t next_pull_ = 1;
   Status aborted_status_;
   // Answers that arrive after the rendezvous is gone check this.

@@ -132,28 +132,54 @@ std::shared_ptr<RpcNode::Channel> RpcNode::ChannelFor(const Peer& peer) {
 
 void RpcNode::Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done,
                    AnswerOn answer_on) {
+  std::vector<std::function<void(Status, Response)>> dones;
+  dones.push_back(std::move(done));
+  Enqueue(peer, std::move(request), timeout_ms, std::move(dones), answer_on);
+}
+
+void RpcNode::CallRecvTensors(const Peer& peer, Request request, int64_t timeout_ms,
+                              std::vector<std::function<void(Status, Response)>> dones, AnswerOn answer_on) {
+  if (request.method != Method::kRecvTensors || request.keys.size() != dones.size() || dones.empty()) {
+    const Status wrong = InternalError("CallRecvTensors with a ", MethodName(request.method), " of ",
+                                       request.keys.size(), " keys and ", dones.size(), " callbacks");
+    for (auto& done : dones) {
+      pool_->Schedule([done = std::move(done), wrong] { done(wrong, Response()); });
+    }
+    return;
+  }
+  Enqueue(peer, std::move(request), timeout_ms, std::move(dones), answer_on);
+}
+
+void RpcNode::Enqueue(const Peer& peer, Request request, int64_t timeout_ms,
+                      std::vector<std::function<void(Status, Response)>> dones, AnswerOn answer_on) {
   std::shared_ptr<Channel> channel;
   uint64_t id = 0;
   bool connect = false, send = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
-      pool_->Schedule([done] { done(CancelledError("the caller is shutting down"), Response()); });
+      for (auto& done : dones) {
+        pool_->Schedule([done = std::move(done)] { done(CancelledError("the caller is shutting down"), Response()); });
+      }
       return;
     }
     channel = ChannelFor(peer);
-    id = next_call_id_++;
-    PendingCall call;
-    call.channel = channel;
-    call.method = request.method;
-    call.answer_on = answer_on;
-    call.done = std::move(done);
-    if (timeout_ms > 0) {
-      call.has_deadline = true;
-      call.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-      deadlines_.emplace(call.deadline, id);
+    id = next_call_id_;
+    next_call_id_ += dones.size();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (std::size_t i = 0; i < dones.size(); ++i) {
+      PendingCall call;
+      call.channel = channel;
+      call.method = request.method;
+      call.answer_on = answer_on;
+      call.done = std::move(dones[i]);
+      if (timeout_ms > 0) {
+        call.has_deadline = true;
+        call.deadline = deadline;
+        deadlines_.emplace(call.deadline, id + i);
+      }
+      pending_.emplace(id + i, std::move(call));
     }
-    pending_.emplace(id, std::move(call));
     channel->unsent.emplace(id, std::move(request));
     switch (channel->state) {
       case Channel::State::kReady: send = true; break;
@@ -476,29 +502,35 @@ void RpcNode::SendCall(const std::shared_ptr<Channel>& channel, uint64_t call_id
                                              .count());
     }
   }
+  const Method method = envelope.request.method;
+  const std::size_t answers = method == Method::kRecvTensors ? envelope.request.keys.size() : 1;
   if (connection == nullptr) {
-    Finish(call_id, UnavailableError("no connection to ", Describe(channel->peer)), Response());
+    FinishAll(call_id, answers, UnavailableError("no connection to ", Describe(channel->peer)));
     return;
   }
   envelope.call_id = call_id;
   envelope.deadline_ms = deadline_ms;
-  const Method method = envelope.request.method;
   auto encoded = Encode(envelope);
   if (!encoded.ok()) {
-    Finish(call_id, encoded.status().WithContext(StrCat(MethodName(method), " to ", channel->peer.name)), Response());
+    FinishAll(call_id, answers, encoded.status().WithContext(StrCat(MethodName(method), " to ", channel->peer.name)));
     return;
   }
   Status sent = connection->Send(
-      std::move(encoded->header), encoded->slices, encoded->keepalive, [this, call_id, channel, method](Status s) {
+      std::move(encoded->header), encoded->slices, encoded->keepalive,
+      [this, call_id, answers, channel, method](Status s) {
         if (!s.ok()) {
-          Finish(call_id, s.WithContext(StrCat("sending ", MethodName(method), " to ", Describe(channel->peer))),
-                 Response());
+          FinishAll(call_id, answers,
+                    s.WithContext(StrCat("sending ", MethodName(method), " to ", Describe(channel->peer))));
         }
       });
   if (!sent.ok()) {
-    Finish(call_id, sent.WithContext(StrCat("sending ", MethodName(method), " to ", Describe(channel->peer))),
-           Response());
+    FinishAll(call_id, answers,
+              sent.WithContext(StrCat("sending ", MethodName(method), " to ", Describe(channel->peer))));
   }
+}
+
+void RpcNode::FinishAll(uint64_t first_call_id, std::size_t answers, const Status& status) {
+  for (std::size_t i = 0; i < answers; ++i) Finish(first_call_id + i, status, Response());
 }
 
 void RpcNode::Finish(uint64_t call_id, Status status, Response response) {

@@ -123,6 +123,12 @@ class RpcNode {
   // none. |timeout_ms| <= 0 means no deadline (avoid).
   void Call(const Peer& peer, Request request, int64_t timeout_ms, std::function<void(Status, Response)> done,
             AnswerOn answer_on = AnswerOn::kPool);
+  // Many tensor pulls from |peer| in one message: |request| is a
+  // RecvTensors (Request::keys), and dones[i] runs once with keys[i]'s
+  // answer, when it comes, or why none does, as Call's |done| would. One
+  // deadline for all; dones.size() must equal the keys'.
+  void CallRecvTensors(const Peer& peer, Request request, int64_t timeout_ms,
+                       std::vector<std::function<void(Status, Response)>> dones, AnswerOn answer_on);
   // Call, waiting for the answer.
   Expected<Response> CallSync(const Peer& peer, Request request, int64_t timeout_ms);
   // Sends |request| to |peer| without waiting for an answer (best effort).
@@ -156,6 +162,12 @@ class RpcNode {
   };
 
   explicit RpcNode(Options options) : options_(std::move(options)) {}
+  // Call and CallRecvTensors: one request, answered under consecutive
+  // call ids, one per done.
+  void Enqueue(const Peer& peer, Request request, int64_t timeout_ms,
+               std::vector<std::function<void(Status, Response)>> dones, AnswerOn answer_on);
+  // Finish for each of a request's answers (call_id and the ids after it).
+  void FinishAll(uint64_t first_call_id, std::size_t answers, const Status& status);
   Expected<Endpoint*> EndpointFor(const std::string& address);
   std::shared_ptr<Channel> ChannelFor(const Peer& peer);
   void Connect(std::shared_ptr<Channel> channel);

@@ -214,6 +214,24 @@ void RpcNode::OnMessage(const std::shared_ptr<Connection>& connection, ReceivedM
     Finish(envelope->call_id, envelope->status, std::move(envelope->response));
     return;
   }
+  if (envelope->request.method == Method::kRecvTensors) {
+    // Each key is a RecvTensor of its own, answered under call id + i
+    // (Decode checked that the ids do not wrap).
+    Envelope& batch = *envelope;
+    for (std::size_t i = 0; i < batch.request.keys.size(); ++i) {
+      Envelope one;
+      one.version = batch.version;
+      one.call_id = batch.call_id + i;
+      one.deadline_ms = batch.deadline_ms;
+      one.incarnation = batch.incarnation;
+      one.request.method = Method::kRecvTensor;
+      one.request.step_id = batch.request.step_id;
+      one.request.key = std::move(batch.request.keys[i]);
+      one.request.target_incarnation = batch.request.target_incarnation;
+      ServeRequest(connection, std::move(one));
+    }
+    return;
+  }
   if (envelope->request.method == Method::kRecvTensor) {
     // A tensor pull is served here, on the transport's thread: it looks the
     // tensor up and answers at once, or later from the thread of the _Send

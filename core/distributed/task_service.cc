@@ -8,6 +8,7 @@
 #include "core/distributed/incarnation.h"
 #include "core/graph/serialize.h"
 #include "core/plugin/host_services.h"
+#include "core/runtime/kernels/send_recv_kernels.h"
 #include "core/runtime/op_kernel.h"
 #include "core/runtime/session.h"
 
@@ -445,6 +446,12 @@ Expected<Response> TaskService::RegisterGraph(const Request& request) {
     auto executor = runtime::Executor::Create(part.graph, std::move(node_devices), pool_.get(), factory);
     if (!executor.ok()) return executor.status().WithContext(what);
     part.executor = std::move(*executor);
+    for (const Graph::Node& node : part.graph->nodes()) {
+      if (node.op_name() != "_Recv" || !node.inputs.empty() || !node.control_inputs.empty()) continue;
+      runtime::RendezvousKey key = runtime::SendRecvKeyOf(node);
+      const std::string from = TaskOfDevice(key.src_device);
+      if (!from.empty() && from != options_.name) registered->prefetch.push_back(std::move(key));
+    }
     registered->parts.push_back(std::move(part));
   }
   Response r;
@@ -617,6 +624,7 @@ void TaskService::RunGraph(const std::string& caller, Request request, RpcNode::
     finish();
     return;
   }
+  if (!registered->prefetch.empty()) step->rendezvous->Prefetch(registered->prefetch);
   for (const Part& part : registered->parts) {
     part.executor->RunAsync(step->info, trace.get(), [join, finish](Status status) {
       bool last;

@@ -107,6 +107,10 @@ class TaskService {
   struct Registered {
     std::vector<Part> parts;
     int64_t num_retvals = 0;
+    // The tensors its parts receive from other tasks once per step, as the
+    // step starts (_Recv nodes with no inputs): pulled together, one
+    // RecvTensors per sending task (RemoteRendezvous::Prefetch).
+    std::vector<runtime::RendezvousKey> prefetch;
   };
   struct Step;
 

@@ -109,6 +109,7 @@ struct Request {
     kvGet @12 :KvGet;
     # What the task says about itself (`weft cluster status`).
     status @13 :Void;
+    recvTensors @14 :RecvTensors;
   }
 }
 
@@ -191,6 +192,15 @@ struct TraceEvent {
 struct RecvTensor {
   stepId @0 :Int64;
   key @1 :RendezvousKey;
+}
+
+# Several RecvTensor at once, from the tensors a step's partition pulls
+# from one task as it starts: the envelope's callId answers keys[0], and
+# callId + i answers keys[i], each when its tensor is there (one request,
+# as many answers).
+struct RecvTensors {
+  stepId @0 :Int64;
+  keys @1 :List(RendezvousKey);
 }
 
 struct AbortStep {

@@ -151,6 +151,16 @@ Status EncodeRequest(Writer& writer, const Request& r, w::Request::Builder out) 
       SetKey(r.key, recv.initKey());
       return Status();
     }
+    case Method::kRecvTensors: {
+      if (r.keys.empty() || r.keys.size() > kMaxRecvTensorsKeys) {
+        return InternalError("a RecvTensors carries 1 to ", kMaxRecvTensorsKeys, " keys, not ", r.keys.size());
+      }
+      auto recv = out.initRecvTensors();
+      recv.setStepId(r.step_id);
+      auto keys = recv.initKeys(static_cast<unsigned>(r.keys.size()));
+      for (std::size_t i = 0; i < r.keys.size(); ++i) SetKey(r.keys[i], keys[static_cast<unsigned>(i)]);
+      return Status();
+    }
     case Method::kAbortStep: {
       auto abort = out.initAbortStep();
       abort.setStepId(r.step_id);
@@ -434,6 +444,22 @@ Status DecodeRequest(const Reader& reader, w::Request::Reader in, Request& r) {
                                            Str(k.getEdgeName()), k.getFrame(), k.getIteration());
       return Status();
     }
+    case w::Request::RECV_TENSORS: {
+      r.method = Method::kRecvTensors;
+      auto recv = in.getRecvTensors();
+      r.step_id = recv.getStepId();
+      auto keys = recv.getKeys();
+      if (keys.size() == 0 || keys.size() > kMaxRecvTensorsKeys) {
+        return InvalidArgumentError("a RecvTensors of ", keys.size(), " keys (1 to ", kMaxRecvTensorsKeys, ")");
+      }
+      r.keys.reserve(keys.size());
+      for (auto k : keys) {
+        r.keys.push_back(runtime::RendezvousKey::Make(Str(k.getSrcDevice()), k.getSrcIncarnation(),
+                                                      Str(k.getDstDevice()), Str(k.getEdgeName()), k.getFrame(),
+                                                      k.getIteration()));
+      }
+      return Status();
+    }
     case w::Request::ABORT_STEP:
       r.method = Method::kAbortStep;
       r.step_id = in.getAbortStep().getStepId();
@@ -630,6 +656,7 @@ std::string_view MethodName(Method method) {
     case Method::kKvSet: return "KvSet";
     case Method::kKvGet: return "KvGet";
     case Method::kStatus: return "Status";
+    case Method::kRecvTensors: return "RecvTensors";
   }
   return "(unknown)";
 }
@@ -745,6 +772,14 @@ Expected<Envelope> DecodeBytes(std::string_view header, const void* payload, uin
       decoded = DecodeRequest(reader, root.getRequest(), e.request);
     }
     if (!decoded.ok()) return bad(decoded.message());
+    if (!e.is_response && e.request.method == Method::kRecvTensors) {
+      // Its answers take the call ids callId .. callId + keys - 1.
+      if (e.call_id == 0) return bad("a RecvTensors with call id 0 (its answers need ids)");
+      if (e.call_id > std::numeric_limits<uint64_t>::max() - e.request.keys.size()) {
+        return bad("a RecvTensors whose ", e.request.keys.size(), " answer ids would pass 2^64 (call id ", e.call_id,
+                   ")");
+      }
+    }
     e.incarnation = root.getIncarnation();
     if (e.is_response) {
       e.response.responder_incarnation = e.incarnation;

@@ -43,6 +43,9 @@ enum class Method {
   kKvSet,
   kKvGet,
   kStatus,
+  // Several RecvTensor in one request (Request::keys): call id + i
+  // answers keys[i] (core/distributed/rpc.h, CallRecvTensors).
+  kRecvTensors,
 };
 
 // Limits of the rendezvous store's messages, checked on decoding.
@@ -50,6 +53,8 @@ inline constexpr std::size_t kMaxKvKeyBytes = 256;
 inline constexpr std::size_t kMaxKvValueBytes = 1 << 20;
 inline constexpr std::size_t kMaxKvKeysPerGet = 1024;
 inline constexpr int64_t kMaxKvWaitMs = int64_t{24} * 3600 * 1000;
+// The most keys one RecvTensors carries, checked on decoding.
+inline constexpr std::size_t kMaxRecvTensorsKeys = 4096;
 // Limits of a Status answer, checked on decoding.
 inline constexpr std::size_t kMaxStatusPeers = 4096;
 inline constexpr std::size_t kMaxStatusText = 4096;
@@ -138,6 +143,8 @@ struct Request {
   // request (steady clock, ns; 0 when not stamped).
   int64_t received_ns = 0;
   runtime::RendezvousKey key;
+  // RecvTensors
+  std::vector<runtime::RendezvousKey> keys;
   Status abort_status;
   // Shutdown: why.
   std::string reason;

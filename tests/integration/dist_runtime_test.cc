@@ -556,6 +556,55 @@ TEST_F(TwoTasks, TransfersNamingAnEarlierDeviceIncarnationAreRefused) {
   }
 }
 
+// The pulls a partition makes as its step starts go to each sending task
+// as one RecvTensors (RemoteRendezvous::Prefetch); the task answers each
+// key on its own, under its own call id, so each caller hears its own
+// answer: here two refusals that say different things.
+TEST_F(TwoTasks, ABatchOfPullsIsAnsweredKeyByKey) {
+  auto rpc = RawClient("client", NewIncarnation(), kFingerprint);
+  ASSERT_NE(rpc, nullptr);
+  const Peer ps{testing::kPsTask, peers_.at(testing::kPsTask)};
+  const std::string cpu = StrCat(testing::kPsTask, "/device:CPU:0");
+  const std::string worker_cpu = StrCat(testing::kWorkerTask, "/device:CPU:0");
+  const uint64_t now = DeviceIncarnation(*rpc, ps);
+  ASSERT_NE(now, 0u);
+  Request batch;
+  batch.method = Method::kRecvTensors;
+  batch.step_id = 12;
+  batch.keys.push_back(runtime::RendezvousKey::Make(cpu, now + 1, worker_cpu, "stale:0"));
+  batch.keys.push_back(runtime::RendezvousKey::Make("/job:ps/task:0/device:GPU:9", now, worker_cpu, "elsewhere:0"));
+  std::promise<Status> first, second;
+  std::vector<std::function<void(Status, Response)>> dones;
+  dones.push_back([&](Status s, Response) { first.set_value(s); });
+  dones.push_back([&](Status s, Response) { second.set_value(s); });
+  rpc->CallRecvTensors(ps, std::move(batch), 5000, std::move(dones), RpcNode::AnswerOn::kPool);
+  auto a = first.get_future(), b = second.get_future();
+  ASSERT_EQ(a.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  ASSERT_EQ(b.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Status stale = a.get(), elsewhere = b.get();
+  EXPECT_EQ(stale.code(), Code::kAborted) << stale.ToString();
+  EXPECT_NE(stale.message().find("tensor stale:0 names device"), std::string::npos) << stale.ToString();
+  EXPECT_EQ(elsewhere.code(), Code::kNotFound) << elsewhere.ToString();
+  EXPECT_NE(elsewhere.message().find("tensor elsewhere:0 names sending device \"/job:ps/task:0/device:GPU:9\""),
+            std::string::npos)
+      << elsewhere.ToString();
+  // A batch whose callbacks do not match its keys is the caller's bug,
+  // said to each callback rather than sent.
+  Request odd;
+  odd.method = Method::kRecvTensors;
+  odd.keys.push_back(runtime::RendezvousKey::Make(cpu, now, worker_cpu, "t:0"));
+  std::promise<Status> one, two;
+  std::vector<std::function<void(Status, Response)>> extra;
+  extra.push_back([&](Status s, Response) { one.set_value(s); });
+  extra.push_back([&](Status s, Response) { two.set_value(s); });
+  rpc->CallRecvTensors(ps, std::move(odd), 5000, std::move(extra), RpcNode::AnswerOn::kPool);
+  const Status mismatch = one.get_future().get();
+  EXPECT_EQ(mismatch.code(), Code::kInternal);
+  EXPECT_NE(mismatch.message().find("CallRecvTensors with a RecvTensors of 1 keys and 2 callbacks"), std::string::npos)
+      << mismatch.ToString();
+  EXPECT_EQ(two.get_future().get().code(), Code::kInternal);
+}
+
 // A caller that started again is the only one of its name: requests from
 // its earlier start are refused, its Hello too, and that start's steps are
 // aborted at once rather than left to their deadline.

@@ -10,14 +10,15 @@
 #include "core/runtime/rendezvous.h"
 
 namespace weft::runtime {
-namespace {
 
-RendezvousKey KeyOf(const Graph::Node& node) {
+RendezvousKey SendRecvKeyOf(const Graph::Node& node) {
   const AttrMap& a = node.def.attrs;
   return RendezvousKey::Make(a.at("send_device").get<std::string>(),
                              static_cast<uint64_t>(a.at("send_device_incarnation").get<int64_t>()),
                              a.at("recv_device").get<std::string>(), a.at("tensor_name").get<std::string>());
 }
+
+namespace {
 
 Status NoRendezvous(const RendezvousKey& key) {
   return InternalError("tensor ", key.ToString(), " crosses devices, but the step has no rendezvous");
@@ -271,8 +272,8 @@ Expected<Tensor> TransferTensor(const Tensor& value, const RuntimeDevice* src, c
 }
 
 Expected<std::unique_ptr<OpKernel>> CreateSendRecvKernel(const Graph::Node& node, const RuntimeDevice&) {
-  if (node.op_name() == "_Send") return std::unique_ptr<OpKernel>(new SendKernel(KeyOf(node)));
-  return std::unique_ptr<OpKernel>(new RecvKernel(KeyOf(node)));
+  if (node.op_name() == "_Send") return std::unique_ptr<OpKernel>(new SendKernel(SendRecvKeyOf(node)));
+  return std::unique_ptr<OpKernel>(new RecvKernel(SendRecvKeyOf(node)));
 }
 
 }  // namespace weft::runtime

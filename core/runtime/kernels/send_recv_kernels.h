@@ -12,10 +12,15 @@
 
 #include "core/graph/graph.h"
 #include "core/runtime/op_kernel.h"
+#include "core/runtime/rendezvous.h"
 
 namespace weft::runtime {
 
 Expected<std::unique_ptr<OpKernel>> CreateSendRecvKernel(const Graph::Node& node, const RuntimeDevice& device);
+
+// The rendezvous key of a _Send or _Recv node (of a valid graph) in the
+// root frame: its sending device and incarnation, receiving device and edge.
+RendezvousKey SendRecvKeyOf(const Graph::Node& node);
 
 // |value|, which lives on |src| (nullptr: host memory), as a tensor |dst|
 // kernels can read. Blocks until the copy is complete.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "core/distributed/incarnation.h"
@@ -480,6 +481,72 @@ Status DecodeError(const std::string& header, uint64_t payload_size = 0) {
   return e.ok() ? Status() : e.status();
 }
 
+// A partition's pulls from one task as its step starts travel as one
+// RecvTensors (core/distributed/remote_rendezvous.h, Prefetch): its keys
+// come back in order, and what the server would answer under call ids past
+// 2^64, a batch with no answer id, no keys or too many is refused naming
+// the sender.
+TEST(Wire, ABatchOfPullsRoundTripsAndKeepsToItsLimits) {
+  Envelope e;
+  e.call_id = 41;
+  e.request.method = Method::kRecvTensors;
+  e.request.step_id = 77;
+  e.request.keys.push_back(runtime::RendezvousKey::Make("/job:ps/task:0/device:CPU:0", 9,
+                                                        "/job:worker/task:0/device:CPU:0", "dense1/kernel/read:0"));
+  e.request.keys.push_back(runtime::RendezvousKey::Make("/job:ps/task:0/device:CPU:0", 9,
+                                                        "/job:worker/task:0/device:CPU:0", "dense2/bias/read:0", 3, 4));
+  auto out = RoundTrip(e);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->request.method, Method::kRecvTensors);
+  EXPECT_EQ(out->call_id, 41u);
+  EXPECT_EQ(out->request.step_id, 77);
+  ASSERT_EQ(out->request.keys.size(), 2u);
+  EXPECT_TRUE(out->request.keys[0] == e.request.keys[0]);
+  EXPECT_TRUE(out->request.keys[1] == e.request.keys[1]);
+  EXPECT_EQ(out->request.keys[1].frame, 3);
+  EXPECT_EQ(out->request.keys[1].iteration, 4);
+  EXPECT_EQ(MethodName(Method::kRecvTensors), "RecvTensors");
+
+  auto refused = [](Envelope bad) {
+    auto r = RoundTrip(bad);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : std::string(r.status().message());
+  };
+  Envelope no_id = e;
+  no_id.call_id = 0;
+  std::string why = refused(no_id);
+  EXPECT_NE(why.find("malformed message from task /job:ps/task:0"), std::string::npos) << why;
+  EXPECT_NE(why.find("a RecvTensors with call id 0"), std::string::npos) << why;
+  Envelope wraps = e;
+  wraps.call_id = std::numeric_limits<uint64_t>::max() - 1;
+  why = refused(wraps);
+  EXPECT_NE(why.find("a RecvTensors whose 2 answer ids would pass 2^64"), std::string::npos) << why;
+  // Encode refuses what Decode would (no keys, too many); a peer that
+  // sends them anyway is refused on arrival.
+  Envelope none = e;
+  none.request.keys.clear();
+  EXPECT_FALSE(Encode(none).ok());
+  Status s = DecodeError(Raw([](wire::Envelope::Builder b) {
+    b.setVersion(1);
+    b.setCallId(5);
+    b.initRequest().initRecvTensors().initKeys(0);
+  }));
+  EXPECT_NE(s.message().find("a RecvTensors of 0 keys (1 to 4096)"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("task /job:ps/task:0 (tcp://127.0.0.1:1)"), std::string::npos) << s.ToString();
+  s = DecodeError(Raw([](wire::Envelope::Builder b) {
+    b.setVersion(1);
+    b.setCallId(5);
+    b.initRequest().initRecvTensors().initKeys(kMaxRecvTensorsKeys + 1);
+  }));
+  EXPECT_NE(s.message().find("a RecvTensors of 4097 keys (1 to 4096)"), std::string::npos) << s.ToString();
+  // Cut short, it is refused as any truncated message is.
+  auto encoded = Encode(e);
+  ASSERT_TRUE(encoded.ok());
+  s = DecodeError(encoded->header.substr(0, encoded->header.size() - 8));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("malformed message from task /job:ps/task:0"), std::string::npos) << s.ToString();
+}
+
 TEST(Wire, RefusesAnotherVersionNamingBoth) {
   const Status s = DecodeError(Raw([](wire::Envelope::Builder e) {
     e.setVersion(2);
@@ -573,6 +640,12 @@ TEST(Wire, WritesFuzzSeedsOnRequest) {
   samples[5].request.method = Method::kKvGet;
   samples[5].request.kv_keys = {"weft/1f/train/0", "weft/1f/train/1"};
   samples[5].request.kv_wait_ms = 60000;
+  samples.resize(7);
+  samples[6].call_id = 9;
+  samples[6].request.method = Method::kRecvTensors;
+  samples[6].request.keys = {
+      samples[1].request.key,
+      runtime::RendezvousKey::Make("/job:ps/task:0/device:CPU:0", 1, "/job:worker/task:0/device:CPU:0", "y:0")};
   for (std::size_t i = 0; i < samples.size(); ++i) {
     auto e = Encode(samples[i]);
     ASSERT_TRUE(e.ok());
