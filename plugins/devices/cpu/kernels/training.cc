@@ -58,7 +58,7 @@ struct GradientDescent {
   template <class T>
   void Apply(const ApplyArgs<T>& a) const {
     const T lr = a.scalars[0];
-    ParallelFor(a.size, 1, [&](int64_t b, int64_t e) {
+    ParallelFor(a.size, 1, [&a, lr](int64_t b, int64_t e) {
       T* __restrict var = a.vars[0];
       const T* __restrict g = a.grad;
       for (int64_t i = b; i < e; ++i) var[i] = var[i] - lr * g[i];
@@ -74,11 +74,11 @@ struct Momentum {
   template <class T>
   void Apply(const ApplyArgs<T>& a) const {
     const T lr = a.scalars[0], momentum = a.scalars[1];
-    ParallelFor(a.size, 2, [&](int64_t b, int64_t e) {
+    ParallelFor(a.size, 2, [&a, lr, momentum, nesterov = nesterov_](int64_t b, int64_t e) {
       T* __restrict var = a.vars[0];
       T* __restrict accum = a.vars[1];
       const T* __restrict g = a.grad;
-      if (nesterov_) {
+      if (nesterov) {
         for (int64_t i = b; i < e; ++i) {
           accum[i] = momentum * accum[i] + g[i];
           var[i] = var[i] - lr * (g[i] + momentum * accum[i]);
@@ -102,19 +102,22 @@ template <class T>
 void AdamUpdate(const ApplyArgs<T>& a, T lr, T beta1, T beta2, T epsilon, T decay) {
   const AdamFactors<T> f = AdamFactorsFor(lr, beta1, beta2, a.step);
   const T one_minus_beta1 = T(1) - beta1, one_minus_beta2 = T(1) - beta2;
-  ParallelFor(a.size, 10, [&](int64_t b, int64_t e) {
-    T* __restrict var = a.vars[0];
-    T* __restrict m = a.vars[1];
-    T* __restrict v = a.vars[2];
-    const T* __restrict g = a.grad;
-    for (int64_t i = b; i < e; ++i) {
-      var[i] = var[i] * decay;
-      m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
-      v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];
-      const T denom = std::sqrt(v[i]) / f.bc2_sqrt + epsilon;
-      var[i] = var[i] - f.step_size * m[i] / denom;
-    }
-  });
+  const T step_size = f.step_size, bc2_sqrt = f.bc2_sqrt;
+  ParallelFor(
+      a.size, 10,
+      [&a, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, bc2_sqrt, epsilon, decay](int64_t b, int64_t e) {
+        T* __restrict var = a.vars[0];
+        T* __restrict m = a.vars[1];
+        T* __restrict v = a.vars[2];
+        const T* __restrict g = a.grad;
+        for (int64_t i = b; i < e; ++i) {
+          var[i] = var[i] * decay;
+          m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
+          v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];
+          const T denom = std::sqrt(v[i]) / bc2_sqrt + epsilon;
+          var[i] = var[i] - step_size * m[i] / denom;
+        }
+      });
 }
 
 struct Adam {
@@ -151,7 +154,7 @@ struct RMSPropRule {
     const T lr = a.scalars[0], rho = a.scalars[1], momentum = a.scalars[2], epsilon = a.scalars[3];
     const T one_minus_rho = T(1) - rho;
     constexpr int kMs = kCentered ? 2 : 1;
-    ParallelFor(a.size, kCentered ? 10 : 8, [&](int64_t b, int64_t e) {
+    ParallelFor(a.size, kCentered ? 10 : 8, [&a, lr, rho, momentum, epsilon, one_minus_rho](int64_t b, int64_t e) {
       T* __restrict var = a.vars[0];
       T* __restrict mg = kCentered ? a.vars[1] : nullptr;
       T* __restrict ms = a.vars[kMs];
@@ -187,7 +190,7 @@ struct Adagrad {
   template <class T>
   void Apply(const ApplyArgs<T>& a) const {
     const T lr = a.scalars[0], epsilon = a.scalars[1];
-    ParallelFor(a.size, 6, [&](int64_t b, int64_t e) {
+    ParallelFor(a.size, 6, [&a, lr, epsilon](int64_t b, int64_t e) {
       T* __restrict var = a.vars[0];
       T* __restrict accum = a.vars[1];
       const T* __restrict g = a.grad;
