@@ -10,7 +10,7 @@ weft_dist_bench (null_step, tensor_send_64m, ps_train_mlp).
 
 The model (docs/distributed-internals.md, "Scaling past one machine, on paper"):
 
-  one worker alone:  T1 = c + alpha * sum_p m_p + beta * sum_p b_p + sum_p a_p
+  one worker alone:  T1 = c + alpha * sum_p r_p + beta * sum_p b_p + sum_p a_p
   ps task p's work per worker step:  D_p = s * m_p + beta * b_p + a_p
   W workers:  a closed queue, W customers cycling between their own
               machine (Z = T1 - D, no waiting) and the busiest ps task
@@ -18,8 +18,11 @@ The model (docs/distributed-internals.md, "Scaling past one machine, on paper"):
               mean-value analysis; max(T1, W*D) <= T(W) <= T1 + (W-1)*D
   examples/s = W * batch / T(W)
 
-where c is the worker's compute per step, m_p, b_p the messages (round
-trips) and bytes between a worker and ps task p per step, a_p the time of
+where c is the worker's compute per step, r_p the round trips a step
+waits for between a worker and ps task p (its RunGraph, and one batched
+request for the tensors each way: their answers follow one another on the
+same connection), m_p the messages ps task p serves (one per tensor, and
+the RunGraph), b_p the bytes, a_p the time of
 the optimizer's update on ps task p, alpha the round trip of one message,
 s the ps task's own time per message and beta the cost of one byte.
 
@@ -45,35 +48,36 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-# The fallback figures: BENCHMARKS.md as of 2026-11-30, one line per BENCH
+# The fallback figures: BENCHMARKS.md as of 2026-12-01, one line per BENCH
 # name: (weft, peer, unit). Sources:
-#   null_step_*: "The distributed step, second part (issue 39)", measured
-#     2026-11-30 14:12 UTC, 1, 2 or 8 `weft serve` ps tasks and 1..8 worker
-#     processes on the same 2 cores.
+#   null_step_*: "The distributed step: one request per task pair (issue
+#     39)", medians of 3 runs 2026-12-01 05:04 UTC, 1, 2 or 8 `weft serve`
+#     ps tasks and 1..8 worker processes on the same 2 cores.
 #   tensor_send_64m_tcp: "The distributed step, first part (issue 39)",
 #     2026-11-30 11:47 UTC.
-#   ps_train_mlp_*: "The distributed step, second part", 14:33 UTC,
-#     weft = 1 ps + 1 worker (ms/step) or 1 ps + 2 workers (examples/s),
-#     peer = the same training in one process.
-#   train_mlp_sgd/adam: "Training (issue 4)", 2026-11-22 07:43 UTC, on a
-#     loaded machine (load average 5.5): only their ratio is used.
+#   ps_train_mlp_*: the same section, 05:05 UTC, weft = 1 ps + 1 worker
+#     (ms/step) or 1 ps + 2 workers (examples/s), peer = the same training
+#     in one process.
+#   train_mlp_sgd/adam: "The optimizers' update loops were not vectorized
+#     (issue 39)", one invocation 2026-12-01 04:43 UTC: only their ratio is
+#     used.
 DEFAULT_BENCH = {
-    "null_step_ps1_w1": (0.111, 0.029, "ms"),
-    "null_step_ps1_w2": (0.163, 0.020, "ms"),
-    "null_step_ps1_w4": (0.259, 0.055, "ms"),
-    "null_step_ps1_w8": (0.467, 0.087, "ms"),
-    "null_step_ps2_w1": (0.144, 0.037, "ms"),
-    "null_step_ps2_w2": (0.314, 0.057, "ms"),
-    "null_step_ps2_w4": (0.404, 0.096, "ms"),
-    "null_step_ps2_w8": (1.124, 0.241, "ms"),
-    "null_step_ps8_w1": (0.792, 0.135, "ms"),
+    "null_step_ps1_w1": (0.321, 0.204, "ms"),
+    "null_step_ps1_w2": (0.687, 0.023, "ms"),
+    "null_step_ps1_w4": (0.509, 0.054, "ms"),
+    "null_step_ps1_w8": (0.645, 0.110, "ms"),
+    "null_step_ps2_w1": (0.441, 0.202, "ms"),
+    "null_step_ps2_w2": (0.463, 0.049, "ms"),
+    "null_step_ps2_w4": (0.765, 0.136, "ms"),
+    "null_step_ps2_w8": (1.106, 0.257, "ms"),
+    "null_step_ps8_w1": (1.084, 0.229, "ms"),
     "tensor_send_64m_tcp": (2.60, 1.35, "GB/s"),
-    "ps_train_mlp_1ps_1worker": (13.0, 7.333, "ms/step"),
-    "ps_train_mlp_1ps_2workers": (11640.0, 17450.0, "examples/s"),
-    "train_mlp_sgd": (3.38, 17.73, "ms"),
-    "train_mlp_adam": (5.15, 18.85, "ms"),
+    "ps_train_mlp_1ps_1worker": (10.33, 6.0, "ms/step"),
+    "ps_train_mlp_1ps_2workers": (14490.0, 21330.0, "examples/s"),
+    "train_mlp_sgd": (5.082, 10.02, "ms"),
+    "train_mlp_adam": (6.137, 16.09, "ms"),
 }
-DEFAULT_SOURCE = "BENCHMARKS.md (2026-11-30), built into this script"
+DEFAULT_SOURCE = "BENCHMARKS.md (2026-12-01), built into this script"
 
 # The sample MLP, configs/models/fashion_mlp.wgt: its variables, in
 # elements (f32), largest first.
@@ -87,6 +91,11 @@ MLP_VARIABLES = [
 ]
 MLP_PARAMS = sum(n for _, n in MLP_VARIABLES)  # 669,706
 MLP_BATCH = 128
+# What a step of the MLP waits for from each ps task that holds variables:
+# its RunGraph, the worker's one request for the variables (RecvTensors),
+# and the ps task's one request for their gradients; the answers to a
+# request follow each other on one connection.
+MLP_ROUND_TRIPS = 3
 
 # The embedding model of issue 14, configs/models/debian_bow.wgt (a
 # bag-of-words classifier trained with Adagrad by configs/debian_bow.toml):
@@ -159,7 +168,7 @@ class Params:
     local_ms: float  # the MLP's step in one process (compute + update)
     apply_share: float  # the Adam update's share of the local step
     embed_compute_ms: float  # the embedding model's compute per step on a worker
-    overlap_ps: bool = False  # messages to different ps tasks overlap
+    overlap_ps: bool = False  # round trips to different ps tasks overlap
     link_bytes_per_ms: float = 0.0  # a ps task's link, each direction (0: no limit)
     sources: dict = field(default_factory=dict)
     null_points: dict = field(default_factory=dict)  # (ps, workers) -> measured ms
@@ -256,9 +265,9 @@ def fit_params(args):
     if send[2] != "GB/s":
         raise UsageError(f"tensor_send_64m_tcp: unit '{send[2]}', expected GB/s")
     beta_send = 1.0 / (send[0] * 1e6)  # ms per byte
-    mlp_messages = 2 * len(MLP_VARIABLES) + 1
+    mlp_round_trips = MLP_ROUND_TRIPS
     mlp_bytes = 2 * 4 * MLP_PARAMS
-    beta_mlp = (t_cluster - local_ms - mlp_messages * alpha) / mlp_bytes
+    beta_mlp = (t_cluster - local_ms - mlp_round_trips * alpha) / mlp_bytes
     if args.beta_from == "send":
         beta = beta_send
         sources["beta"] = f"1 / tensor_send_64m_tcp weft ({source('tensor_send_64m_tcp')})"
@@ -269,7 +278,7 @@ def fit_params(args):
         sources["beta"] = f"1 / tensor_send_64m_tcp weft ({source('tensor_send_64m_tcp')})"
     else:
         beta = beta_mlp
-        sources["beta"] = (f"(ps_train_mlp_1ps_1worker weft - peer - {mlp_messages} alpha) / {mlp_bytes:,} bytes "
+        sources["beta"] = (f"(ps_train_mlp_1ps_1worker weft - peer - {mlp_round_trips} alpha) / {mlp_bytes:,} bytes "
                            f"({source('ps_train_mlp_1ps_1worker')})")
     if s > alpha:
         raise UsageError(f"--s-ms {s} is more than a whole round trip (alpha = {alpha:.4f} ms)")
@@ -289,7 +298,8 @@ def fit_params(args):
 
 @dataclass
 class PsLoad:
-    messages: float = 0.0  # round trips with one worker per step
+    round_trips: float = 0.0  # what one worker's step waits for, in round trips
+    messages: float = 0.0  # what the ps task serves per worker step, in messages
     bytes_in: float = 0.0  # bytes from the worker per step
     bytes_out: float = 0.0  # bytes to the worker per step
     apply_ms: float = 0.0  # the optimizer's update per step
@@ -305,7 +315,7 @@ class Workload:
 
 def null_workload(p):
     """The null step: one scalar read from each of |p| ps tasks."""
-    return Workload(0.0, 1, [PsLoad(messages=1) for _ in range(p)])
+    return Workload(0.0, 1, [PsLoad(round_trips=1, messages=1) for _ in range(p)])
 
 
 def greedy_bytes(sizes, p):
@@ -322,18 +332,19 @@ def greedy_bytes(sizes, p):
 
 def mlp_workload(p, params, placement):
     """The sample MLP with Adam, batch 128. Per step, each variable is read
-    (ps -> worker) and its gradient sent back (worker -> ps), each as its own
-    round trip, plus one RunGraph per ps task that holds variables; the Adam
-    update runs on the variable's ps task."""
+    (ps -> worker) and its gradient sent back (worker -> ps), each its own
+    answer to one batched request per direction (MLP_ROUND_TRIPS round trips
+    with the RunGraph, and a message per tensor); the Adam update runs on
+    the variable's ps task."""
     per_param = params.apply_ms_per_param
     if placement == "even":
-        loads = [PsLoad(messages=2 * len(MLP_VARIABLES) + 1, bytes_in=4 * MLP_PARAMS / p, bytes_out=4 * MLP_PARAMS / p,
+        loads = [PsLoad(round_trips=MLP_ROUND_TRIPS, messages=2 * len(MLP_VARIABLES) + 1, bytes_in=4 * MLP_PARAMS / p, bytes_out=4 * MLP_PARAMS / p,
                         apply_ms=per_param * MLP_PARAMS / p) for _ in range(p)]
         return Workload(params.mlp_compute_ms, MLP_BATCH, loads, "every variable split over all ps tasks")
     where = greedy_bytes([n for _, n in MLP_VARIABLES], p)
     loads = {}
     for (_, n), i in zip(MLP_VARIABLES, where):
-        load = loads.setdefault(i, PsLoad(messages=1))
+        load = loads.setdefault(i, PsLoad(round_trips=MLP_ROUND_TRIPS, messages=1))
         load.messages += 2
         load.bytes_in += 4 * n
         load.bytes_out += 4 * n
@@ -348,12 +359,14 @@ def embed_workload(p, params, unique_rows):
     gradients back as a sparse update (rows and their indices); the update
     touches those rows only, at the Adam update's measured cost per element
     (Adagrad's does less). Per shard and step: RunGraph, the ids, the rows,
-    the gradient's rows and its indices (5 round trips). The dense layer (2
-    variables) is on ps task 0: 4 more round trips."""
+    the gradient's rows and its indices (5 messages, in 3 round trips: the
+    RunGraph, the rows' request, and the ps task's one request for the ids
+    and the gradient). The dense layer (2 variables) is on ps task 0: 4 more
+    messages in the same requests."""
     rows = unique_rows / p
     row_bytes = 4 * EMBED_DIM
     per_param = params.apply_ms_per_param
-    loads = [PsLoad(messages=5, bytes_in=rows * (row_bytes + 8 + 8), bytes_out=rows * row_bytes,
+    loads = [PsLoad(round_trips=3, messages=5, bytes_in=rows * (row_bytes + 8 + 8), bytes_out=rows * row_bytes,
                     apply_ms=per_param * rows * EMBED_DIM) for _ in range(p)]
     dense = loads[0]
     dense.messages += 4
@@ -382,7 +395,7 @@ def predict(work, params, n_max):
     beta_worker = params.beta
     if params.link_bytes_per_ms:
         beta_worker = max(beta_worker, 1.0 / params.link_bytes_per_ms)
-    parts = [params.alpha * l.messages + beta_worker * (l.bytes_in + l.bytes_out) + l.apply_ms for l in work.ps]
+    parts = [params.alpha * l.round_trips + beta_worker * (l.bytes_in + l.bytes_out) + l.apply_ms for l in work.ps]
     t1 = work.compute_ms + (max(parts) if params.overlap_ps else sum(parts))
     demands = []
     for l in work.ps:
@@ -452,9 +465,12 @@ def describe(params, beta_send, beta_mlp):
     ]
     for name, value, what, src in rows:
         print(f"  {name:<8} {value:<16} {what}\n  {'':<8} {'':<16} from: {src}")
+    points = params.null_points
+    seen = ", ".join(f"{points[(p, 1)] / points[(1, 1)]:.1f}x with {p}" for p in sorted({p for p, _ in points})
+                     if p > 1 and (p, 1) in points and (1, 1) in points)
     mode = "overlap (only the slowest ps task counts)" if params.overlap_ps else \
-        "one after another (null_step here: 1.3x one with 2 ps tasks, 7.1x with 8)"
-    print(f"  a worker's messages to different ps tasks: {mode}")
+        f"one after another (null_step here, against one ps task: {seen or 'not measured'})"
+    print(f"  a worker's round trips to different ps tasks: {mode}")
     if params.link_bytes_per_ms:
         print(f"  each task's link: {params.link_bytes_per_ms * 8e3 / 1e9:g} Gb/s each way")
 
@@ -532,7 +548,7 @@ def plot(path, params, measured, unique_rows):
     other_label = "overlapping" if other.overlap_ps else "one after another"
     pr = predict(mlp_workload(64, other, "even"), other, n_max)
     ax.plot(ws, [pr.examples_per_s(w) for w in ws], ":", color=colors[64], lw=1,
-            label=f"model, 64 ps (variables split), messages {other_label}")
+            label=f"model, 64 ps (variables split), round trips {other_label}")
     local = [eps for _, p, eps, _ in measured if p == 0]
     if local:
         ax.axhline(local[-1], color="gray", ls=":", label="measured here, one process (no cluster)")
@@ -554,7 +570,7 @@ def plot(path, params, measured, unique_rows):
         ax.plot(ws, [pr.examples_per_s(w) for w in ws], color=colors[p], label=f"model, {p} ps")
     pr = predict(embed_workload(64, other, unique_rows), other, n_max)
     ax.plot(ws, [pr.examples_per_s(w) for w in ws], ":", color=colors[64], lw=1,
-            label=f"model, 64 ps, messages {other_label}")
+            label=f"model, 64 ps, round trips {other_label}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("workers")
@@ -571,7 +587,7 @@ def plot(path, params, measured, unique_rows):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8, loc="best")
     mode = "overlapping" if params.overlap_ps else "one after another"
-    fig.suptitle("Weft, predicted asynchronous ps training (one machine per task; a worker's messages to the ps tasks "
+    fig.suptitle("Weft, predicted asynchronous ps training (one machine per task; a worker's round trips to the ps tasks "
                  f"{mode}); points: measured on one 2-core machine shared by every process", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -841,8 +857,8 @@ Example:
                         help="the per-byte cost: what ps_train_mlp's 1-worker step leaves (default), or the "
                         "64 MiB send rate alone (the optimistic end)")
     parser.add_argument("--overlap-ps", action="store_true",
-                        help="a worker's messages to different ps tasks overlap (default: one after another, "
-                        "as measured here)")
+                        help="a worker's round trips to different ps tasks overlap (default: one after another, "
+                        "the pessimistic end)")
     parser.add_argument("--link-gbps", type=positive(float), default=None, metavar="GBPS",
                         help="each task's network link, Gb/s each way (default: no limit beyond beta)")
     parser.add_argument("--mlp-placement", choices=("greedy", "even"), default="greedy",
