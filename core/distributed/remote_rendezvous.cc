@@ -119,15 +119,8 @@ void RemoteRendezvous::RecvAsync(const runtime::RendezvousKey& key, DoneFn done)
       RpcNode::AnswerOn::kTransportThreadIfSmall);
 }
 
-void RemoteRendezvous::Prefetch(const std::vector<runtime::RendezvousKey>& keys) {
-  // By sending task, in the order given.
-  std::map<std::string, std::vector<runtime::RendezvousKey>> by_task;
-  for (const runtime::RendezvousKey& key : keys) {
-    const std::string src_task = TaskOfDevice(key.src_device);
-    if (src_task.empty() || src_task == local_task_) continue;
-    by_task[src_task].push_back(key);
-  }
-  for (auto& [task, task_keys] : by_task) {
+void RemoteRendezvous::Prefetch(const std::map<std::string, std::vector<runtime::RendezvousKey>>& by_task) {
+  for (const auto& [task, task_keys] : by_task) {
     std::optional<Peer> peer = peer_of_(task);
     if (!peer) continue;  // its _Recv pulls, and says the task is not the cluster's
     {
@@ -171,7 +164,7 @@ void RemoteRendezvous::Prefetch(const std::vector<runtime::RendezvousKey>& keys)
     Request request;
     request.method = Method::kRecvTensors;
     request.step_id = step_id_;
-    request.keys = std::move(task_keys);
+    request.keys = task_keys;
     rpc_->CallRecvTensors(*peer, std::move(request), timeout_ms_, std::move(dones),
                           RpcNode::AnswerOn::kTransportThreadIfSmall);
   }

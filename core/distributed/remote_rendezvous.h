@@ -36,13 +36,13 @@ class RemoteRendezvous : public runtime::Rendezvous {
   void RecvAsync(const runtime::RendezvousKey& key, DoneFn done) override;
   void Abort(const Status& status) override;
 
-  // Pulls |keys| (tensors this task's partitions receive once per step,
-  // as it starts) before their _Recv ask: one RecvTensors message per
-  // sending task, answered tensor by tensor as each is sent there. An
-  // answer is kept here under its key for its _Recv (delivered at once
-  // when the _Recv already waits), and so is a failed pull's error. Call once, before the step's executors start; keys
-  // of this task are left alone.
-  void Prefetch(const std::vector<runtime::RendezvousKey>& keys);
+  // Pulls the tensors this task's partitions receive once per step, as it
+  // starts, before their _Recv ask: |by_task| maps each other task to the
+  // keys it sends, and each gets one RecvTensors message, answered tensor
+  // by tensor as each is sent there. An answer is kept here under its key
+  // for its _Recv (delivered at once when the _Recv already waits), and so
+  // is a failed pull's error. Call once, before the step's executors start.
+  void Prefetch(const std::map<std::string, std::vector<runtime::RendezvousKey>>& by_task);
 
  private:
   struct Pull {

@@ -450,7 +450,7 @@ Expected<Response> TaskService::RegisterGraph(const Request& request) {
       if (node.op_name() != "_Recv" || !node.inputs.empty() || !node.control_inputs.empty()) continue;
       runtime::RendezvousKey key = runtime::SendRecvKeyOf(node);
       const std::string from = TaskOfDevice(key.src_device);
-      if (!from.empty() && from != options_.name) registered->prefetch.push_back(std::move(key));
+      if (!from.empty() && from != options_.name) registered->prefetch[from].push_back(std::move(key));
     }
     registered->parts.push_back(std::move(part));
   }

@@ -108,9 +108,9 @@ class TaskService {
     std::vector<Part> parts;
     int64_t num_retvals = 0;
     // The tensors its parts receive from other tasks once per step, as the
-    // step starts (_Recv nodes with no inputs): pulled together, one
-    // RecvTensors per sending task (RemoteRendezvous::Prefetch).
-    std::vector<runtime::RendezvousKey> prefetch;
+    // step starts (_Recv nodes with no inputs), by sending task: pulled
+    // together, one RecvTensors per task (RemoteRendezvous::Prefetch).
+    std::map<std::string, std::vector<runtime::RendezvousKey>> prefetch;
   };
   struct Step;
 
