@@ -117,16 +117,23 @@ Expected<std::unique_ptr<TaskService>> TaskService::Start(Options options, const
           << raw->name() << ": its heartbeat finds " << peer.name << " restarted (incarnation "
           << FormatIncarnation(before) << " -> " << FormatIncarnation(now) << ")";
     };
-    service->monitor_ = std::make_unique<HeartbeatMonitor>(
+    auto monitor = std::make_unique<HeartbeatMonitor>(
         service->rpc_.get(), std::move(peers),
         HeartbeatMonitor::Options{service->options_.heartbeat_interval_ms, timeout}, std::move(events));
+    std::lock_guard<std::mutex> lock(service->monitor_mutex_);
+    service->monitor_ = std::move(monitor);
   }
   return service;
 }
 
+std::vector<HeartbeatMonitor::PeerState> TaskService::PeerStates() const {
+  std::lock_guard<std::mutex> lock(monitor_mutex_);
+  if (monitor_ == nullptr) return {};
+  return monitor_->Snapshot();
+}
+
 std::optional<HeartbeatMonitor::PeerState> TaskService::PeerStateOf(const std::string& name) const {
-  if (monitor_ == nullptr) return std::nullopt;
-  for (HeartbeatMonitor::PeerState& p : monitor_->Snapshot()) {
+  for (HeartbeatMonitor::PeerState& p : PeerStates()) {
     if (p.peer.name == name) return std::move(p);
   }
   return std::nullopt;
@@ -140,7 +147,13 @@ TaskService::~TaskService() {
     steps = steps_;
   }
   for (auto& [id, step] : steps) step->Cancel(CancelledError(options_.name, " is shutting down"));
-  monitor_.reset();
+  std::unique_ptr<HeartbeatMonitor> monitor;
+  {
+    // A status request on the RPC pool may be reading it.
+    std::lock_guard<std::mutex> lock(monitor_mutex_);
+    monitor = std::move(monitor_);
+  }
+  monitor.reset();
   // No request is served after this; replies still in flight go nowhere.
   rpc_.reset();
   pool_.reset();
@@ -371,18 +384,16 @@ Response TaskService::StatusAnswer() const {
   t.steps_timed = b.steps_timed;
   t.accepted_gradients = b.accepted_gradients;
   t.dropped_gradients = b.dropped_gradients;
-  if (monitor_ != nullptr) {
-    for (const HeartbeatMonitor::PeerState& p : monitor_->Snapshot()) {
-      PeerHealthMsg h;
-      h.task = p.peer.name;
-      h.state = p.state == HeartbeatMonitor::PeerState::State::kAlive  ? "alive"
-                : p.state == HeartbeatMonitor::PeerState::State::kLost ? "lost"
-                                                                       : "unknown";
-      h.incarnation = p.incarnation;
-      h.silent_ms = p.silent_ms;
-      h.round_trip_us = p.round_trip_us;
-      t.peers.push_back(std::move(h));
-    }
+  for (const HeartbeatMonitor::PeerState& p : PeerStates()) {
+    PeerHealthMsg h;
+    h.task = p.peer.name;
+    h.state = p.state == HeartbeatMonitor::PeerState::State::kAlive  ? "alive"
+              : p.state == HeartbeatMonitor::PeerState::State::kLost ? "lost"
+                                                                     : "unknown";
+    h.incarnation = p.incarnation;
+    h.silent_ms = p.silent_ms;
+    h.round_trip_us = p.round_trip_us;
+    t.peers.push_back(std::move(h));
   }
   return r;
 }

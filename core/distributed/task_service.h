@@ -139,8 +139,14 @@ class TaskService {
   std::unique_ptr<ThreadPool> pool_;
   std::shared_ptr<const plugin::IntraOpPool> intra_op_pool_;  // its kernels' parallel loops
   std::unique_ptr<RpcNode> rpc_;
-  // Stopped before rpc_ (the destructor resets it first).
+  // Stopped before rpc_ (the destructor resets it first). Guarded by
+  // monitor_mutex_: requests (a status request) read it on the RPC pool's
+  // threads, which serve until rpc_ goes, and Start sets it after rpc_
+  // serves.
   std::unique_ptr<HeartbeatMonitor> monitor_;
+  mutable std::mutex monitor_mutex_;
+  // What the heartbeats know of each peer; empty when they are off.
+  std::vector<HeartbeatMonitor::PeerState> PeerStates() const;
   // Declared after rpc_: destroyed (answering parked gets) while it lives.
   std::shared_ptr<KvStoreService> kv_;
 
