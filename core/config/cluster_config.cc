@@ -231,6 +231,13 @@ std::vector<OptionSpec> ClusterSpecs() {
                "bytes: each value rounded to 8 bits of mantissa before it leaves and widened again on arrival; "
                "parameters, gradients and activations alike).");
   transfer_dtype.choices = {"f32", "bf16"};
+  OptionSpec variable_reads =
+      MakeSpec("variable_reads", OptionType::kString, "\"at_start\"",
+               "When a worker pulls a variable's value from its ps task: \"at_start\" (as the step starts, with "
+               "the step's other pulls from that task in one request) or \"late\" (on its own, a couple of "
+               "ops before the forward pass first uses it: less memory held, one more round trip per "
+               "variable).");
+  variable_reads.choices = {"at_start", "late"};
   OptionSpec init_timeout = MakeSpec("init_timeout_s", OptionType::kInt, "300",
                                      "weft train: how long a worker other than the chief (worker 0) "
                                      "waits for the "
@@ -296,6 +303,7 @@ std::vector<OptionSpec> ClusterSpecs() {
           hosts,
           variable_placement,
           transfer_dtype,
+          variable_reads,
           init_timeout,
           partition_mb,
           collectives,
@@ -674,6 +682,7 @@ ClusterConfig ClusterParser::Parse(const toml::table& table, const SourcePos& he
   if (auto it = written_.find("base_port"); it != written_.end()) out_.base_port = it->second.i;
   if (auto it = written_.find("variable_placement"); it != written_.end()) out_.variable_placement = it->second.s;
   if (auto it = written_.find("transfer_dtype"); it != written_.end()) out_.transfer_dtype = it->second.s;
+  if (auto it = written_.find("variable_reads"); it != written_.end()) out_.variable_reads = it->second.s;
   if (auto it = written_.find("init_timeout_s"); it != written_.end()) out_.init_timeout_s = it->second.i;
   if (auto it = written_.find("collectives"); it != written_.end()) out_.collectives = it->second.s;
   if (auto it = written_.find("collective_timeout_ms"); it != written_.end()) {

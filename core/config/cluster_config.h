@@ -118,6 +118,9 @@ struct ClusterConfig {
   // two tasks (bf16: narrowed before the _Send, widened after the _Recv;
   // docs/distributed.md, "Smaller transfers: transfer_dtype").
   std::string transfer_dtype = "f32";
+  // "at_start" or "late": when a variable read on another task is pulled
+  // (docs/distributed.md, "When variables are read").
+  std::string variable_reads = "at_start";
   // weft train: how long a non-chief worker waits for the variables.
   int64_t init_timeout_s = 300;
   // weft train: variables above this many MiB are split across the ps

@@ -45,6 +45,7 @@ DistSessionOptions SessionOptionsFor(const ClusterSpec& cluster, const config::C
   o.placement = runtime::PlacementOptionsFromConfig(config);
   o.optimizer = runtime::SessionOptions::FromConfig(config).optimizer;
   if (config.cluster && config.cluster->transfer_dtype == "bf16") o.transfer_f32_as = DType::kBF16;
+  if (config.cluster && config.cluster->variable_reads == "late") o.late_variable_reads = true;
   if (cluster.self) o.identity = cluster.self->ToString();
   return o;
 }

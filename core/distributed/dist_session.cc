@@ -399,8 +399,11 @@ Expected<std::shared_ptr<DistSession::Prepared>> DistSession::Prepare(const std:
     for (NodeDef& n : def.nodes) n.device = name;
     partitions[placed.placement.device.front()] = std::move(def);
   } else {
+    placement::PartitionOptions cut_options;
+    cut_options.transfer_f32_as = options_.transfer_f32_as;
+    cut_options.late_variable_reads = options_.late_variable_reads;
     WEFT_ASSIGN_OR_RETURN(placement::Partitions cut,
-                          placement::Partition(graph, placed.placement.device, parts, {options_.transfer_f32_as}));
+                          placement::Partition(graph, placed.placement.device, parts, cut_options));
     partitions = std::move(cut.graphs);
   }
   // Each task's partitions, registered with it.

@@ -54,6 +54,10 @@ struct DistSessionOptions {
   // [cluster] transfer_dtype: kBF16 narrows the f32 tensors that cross
   // between tasks (placement::PartitionOptions).
   DType transfer_f32_as = DType::kF32;
+  // [cluster] variable_reads = "late": a variable read cut to another task
+  // is pulled shortly before its first use, not as the step starts
+  // (placement::PartitionOptions::late_variable_reads).
+  bool late_variable_reads = false;
   // Who the client is, for the tasks' messages.
   std::string identity = "client";
   // Its incarnation (core/distributed/incarnation.h); 0: a new one. A worker

@@ -1,6 +1,7 @@
 #include "core/placement/partitioner.h"
 
 #include <algorithm>
+#include <climits>
 #include <set>
 #include <unordered_set>
 
@@ -207,6 +208,7 @@ class Cutter {
       }
       out_.graphs[here].nodes.push_back(std::move(def));
     }
+    AddLateReads();
     if (control_flow_ && out_.graphs.size() > 1) WEFT_RETURN_IF_ERROR(AddControlLoops());
     for (auto& [device, def] : out_.graphs) def.library = graph_.library();
     return std::move(out_);
@@ -218,6 +220,12 @@ class Cutter {
     int frame = 0;          // the frame its consumers run in
     int src = 0;            // the node whose output (or control edge) it carries
     std::size_t index = 0;  // in its partition's nodes
+  };
+  // A variable read whose _Recv may wait (PartitionOptions::late_variable_reads).
+  struct LateRead {
+    std::size_t transfer = 0;
+    int src = 0;            // the ReadVariable
+    std::size_t index = 0;  // its _Recv in the receiving partition's nodes
   };
   // The control loop of one frame on one device.
   struct ControlLoop {
@@ -268,6 +276,8 @@ class Cutter {
       src_graph.nodes.push_back(SendNode(t.send_node, token.name, DType::kBool, t.tensor, from, to));
       src_graph.nodes.push_back(std::move(token));
     }
+    if (ReadsLate(src, index, from, to))
+      late_reads_.push_back(LateRead{out_.transfers.size(), src, dst_graph.nodes.size()});
     if (control_flow_) {
       recv_sites_.push_back(RecvSite{cf_.output_frame[static_cast<std::size_t>(src)], src, dst_graph.nodes.size()});
     }
@@ -302,6 +312,66 @@ class Cutter {
       elements *= d;
     }
     return elements >= kMinNarrowedElements;
+  }
+
+  // Whether output |index| of |src|, cut from |from| to |to|, is a variable
+  // read that may be pulled late: a ReadVariable outside any loop frame, cut
+  // between two tasks.
+  bool ReadsLate(int src, int index, const PartitionDevice& from, const PartitionDevice& to) const {
+    if (!options_.late_variable_reads || index < 0 || graph_.node(src).op_name() != "ReadVariable") return false;
+    if (control_flow_ && cf_.output_frame[static_cast<std::size_t>(src)] != 0) return false;
+    auto src_spec = ParseDeviceSpec(from.name);
+    auto dst_spec = ParseDeviceSpec(to.name);
+    return src_spec.ok() && dst_spec.ok() && (src_spec->job != dst_spec->job || src_spec->task != dst_spec->task);
+  }
+
+  // Holds each late read's _Recv back until a node of its partition that
+  // starts late_read_slack ops before the read's first consumer there
+  // (PartitionOptions::late_variable_reads).
+  void AddLateReads() {
+    if (late_reads_.empty()) return;
+    const auto n = static_cast<std::size_t>(graph_.num_nodes());
+    // Each node's start, in ops on the longest path from a source (a
+    // NextIteration's back edge aside), and whether a Switch upstream may
+    // leave it dead.
+    std::vector<int> level(n, -1);
+    std::vector<char> may_be_dead(n, 0);
+    for (int id : graph_.topological_order()) {
+      const Graph::Node& node = graph_.node(id);
+      const auto i = static_cast<std::size_t>(id);
+      int l = 0;
+      bool dead = node.op_name() == "Switch";
+      auto after = [&](int in) {
+        const auto j = static_cast<std::size_t>(in);
+        if (level[j] < 0) return;
+        l = std::max(l, level[j] + 1);
+        dead = dead || may_be_dead[j] != 0;
+      };
+      for (const Endpoint& e : node.inputs) after(e.node);
+      for (int c : node.control_inputs) after(c);
+      level[i] = l;
+      may_be_dead[i] = dead ? 1 : 0;
+    }
+    for (const LateRead& read : late_reads_) {
+      const Transfer& t = out_.transfers[read.transfer];
+      int first_use = INT_MAX;
+      for (const auto& [consumer, input] : graph_.consumers()[static_cast<std::size_t>(read.src)]) {
+        if (input < 0 || device_of_[static_cast<std::size_t>(consumer)] != t.dst_device) continue;
+        first_use = std::min(first_use, level[static_cast<std::size_t>(consumer)]);
+      }
+      if (first_use == INT_MAX) continue;
+      const int latest = first_use - options_.late_read_slack;
+      if (latest < 1) continue;  // needed as the step starts anyway
+      int trigger = -1;
+      for (const Graph::Node& node : graph_.nodes()) {
+        const auto i = static_cast<std::size_t>(node.id);
+        if (device_of_[i] != t.dst_device || may_be_dead[i] != 0 || level[i] < 1 || level[i] > latest) continue;
+        if (control_flow_ && (cf_.frame_of[i] != 0 || cf_.output_frame[i] != 0)) continue;
+        if (trigger < 0 || level[i] > level[static_cast<std::size_t>(trigger)]) trigger = node.id;
+      }
+      if (trigger < 0) continue;
+      out_.graphs[t.dst_device].nodes[read.index].inputs.push_back(InputRefString(graph_.node(trigger).name(), -1));
+    }
   }
 
   // Keeps the frames of the partitions in step (docs/distributed-internals.md, "How a
@@ -450,6 +520,7 @@ class Cutter {
   // (source node, output index or -1 for control, receiving device) -> transfer
   std::map<std::tuple<int, int, int>, std::size_t> cut_;
   std::vector<RecvSite> recv_sites_;  // by transfer, with control flow only
+  std::vector<LateRead> late_reads_;
 };
 
 }  // namespace

@@ -62,6 +62,20 @@ struct PartitionOptions {
   // of fewer than kMinNarrowedElements elements of known shape. kF32: none
   // is narrowed.
   DType transfer_f32_as = DType::kF32;
+  // Late variable reads ([cluster] variable_reads = "late"; docs/distributed.md,
+  // "When variables are read"). A ReadVariable's value cut to another task is,
+  // by default, pulled as the step starts, with the partition's other
+  // once-per-step pulls in one request. With this on, its _Recv waits instead
+  // (a control input) for a node of the receiving partition that starts
+  // |late_read_slack| ops before the value's first consumer there, as the
+  // graph's longest path from its sources counts ops; the request goes out
+  // on its own then, while those ops run. Left as they are: reads within a
+  // task, reads inside loop frames, and reads needed within the first
+  // |late_read_slack| ops. A node that a Switch may leave dead never holds a
+  // _Recv back. Every added edge runs from a node to a _Recv whose consumers
+  // all start later on that count, so no edge closes a cycle.
+  bool late_variable_reads = false;
+  int late_read_slack = 2;
 };
 inline constexpr int64_t kMinNarrowedElements = 1024;
 

@@ -399,6 +399,17 @@ TEST(ClusterConfig, TransferDtypeIsF32UnlessBf16IsAskedFor) {
             "c.toml:2:18: cluster.transfer_dtype: expected one of \"f32\", \"bf16\", got \"f16\"");
 }
 
+TEST(ClusterConfig, VariablesAreReadAtTheStartUnlessLateIsAskedFor) {
+  auto plain = Parse("[cluster]\n[cluster.jobs]\nps = [\"127.0.0.1:7070\"]\n");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->cluster->variable_reads, "at_start");
+  auto late = Parse("[cluster]\nvariable_reads = \"late\"\n[cluster.jobs]\nps = [\"127.0.0.1:7070\"]\n");
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  EXPECT_EQ(late->cluster->variable_reads, "late");
+  EXPECT_EQ(ErrorOf("[cluster]\nvariable_reads = \"lazy\"\n[cluster.jobs]\nps = [\"127.0.0.1:7070\"]\n"),
+            "c.toml:2:18: cluster.variable_reads: expected one of \"at_start\", \"late\", got \"lazy\"");
+}
+
 TEST(ClusterConfig, KeysAreListedForWeftConfigKeys) {
   std::set<std::string> names;
   for (const auto& [key, spec] : CoreKeys()) {

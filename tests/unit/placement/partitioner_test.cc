@@ -174,5 +174,111 @@ TEST(Partitioner, AFrameOnOneDeviceNeedsNoLoopCond) {
   }
 }
 
+// Late variable reads (PartitionOptions::late_variable_reads): three layers
+// on a worker, their weights read on a ps task. By the longest path in ops:
+// the VarHandles and x start at 0, the reads at 1, h1 at 2, a1 at 3, h2 at
+// 4, a2 at 5, h3 at 6. With a slack of 2, r2 (first used at 4) waits for a
+// worker node at 2 (h1), r3 (used at 6) for one at 4 (h2), and r1, used at
+// 2, is pulled as the step starts.
+const std::vector<PartitionDevice> kTasks = {{"/job:ps/task:0/device:CPU:0", 1},
+                                             {"/job:worker/task:0/device:CPU:0", 2}};
+
+Graph ThreeLayers(std::vector<int>* device_of) {
+  GraphBuilder b;
+  std::vector<Output> reads;
+  for (int k = 1; k <= 3; ++k) {
+    Output v =
+        b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{4, 4})}}, StrCat("w", k));
+    reads.push_back(b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, StrCat("r", k)));
+  }
+  Output a = b.Placeholder(DType::kF32, Shape{4, 4}, "x");
+  for (int k = 1; k <= 3; ++k) {
+    Output h = b.Op("MatMul", {a, reads[static_cast<std::size_t>(k - 1)]}, {}, StrCat("h", k));
+    a = k < 3 ? b.Op("Relu", {h}, {}, StrCat("a", k)) : h;
+  }
+  auto g = b.Build();
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  device_of->assign(static_cast<std::size_t>(g->num_nodes()), 1);
+  for (const Graph::Node& n : g->nodes()) {
+    if (n.op_name() == "VarHandle" || n.op_name() == "ReadVariable") (*device_of)[static_cast<std::size_t>(n.id)] = 0;
+  }
+  return std::move(*g);
+}
+
+TEST(Partitioner, LateReadsWaitForANodeTwoOpsBeforeTheirFirstUse) {
+  std::vector<int> device_of;
+  Graph g = ThreeLayers(&device_of);
+  PartitionOptions late;
+  late.late_variable_reads = true;
+  auto parts = Partition(g, device_of, kTasks, late);
+  ASSERT_TRUE(parts.ok()) << parts.status().ToString();
+  const GraphDef& worker = parts->graphs.at(1);
+  const NodeDef* r1 = Find(worker, "r1/_recv_0_from_CPU_0");
+  const NodeDef* r2 = Find(worker, "r2/_recv_0_from_CPU_0");
+  const NodeDef* r3 = Find(worker, "r3/_recv_0_from_CPU_0");
+  ASSERT_TRUE(r1 && r2 && r3);
+  EXPECT_TRUE(r1->inputs.empty());
+  EXPECT_EQ(r2->inputs, std::vector<std::string>{"^h1"});
+  EXPECT_EQ(r3->inputs, std::vector<std::string>{"^h2"});
+
+  // Off (the default), every read is pulled as the step starts.
+  auto early = Partition(g, device_of, kTasks);
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  for (const NodeDef& n : early->graphs.at(1).nodes) {
+    if (n.op == "_Recv") {
+      EXPECT_TRUE(n.inputs.empty()) << n.name;
+    }
+  }
+  // A larger slack holds r3 back only until a1 (3), and r2 not at all.
+  late.late_read_slack = 3;
+  auto slack = Partition(g, device_of, kTasks, late);
+  ASSERT_TRUE(slack.ok()) << slack.status().ToString();
+  EXPECT_TRUE(Find(slack->graphs.at(1), "r2/_recv_0_from_CPU_0")->inputs.empty());
+  EXPECT_EQ(Find(slack->graphs.at(1), "r3/_recv_0_from_CPU_0")->inputs, std::vector<std::string>{"^a1"});
+}
+
+TEST(Partitioner, LateReadsStayEarlyWithinATask) {
+  std::vector<int> device_of;
+  Graph g = ThreeLayers(&device_of);
+  PartitionOptions late;
+  late.late_variable_reads = true;
+  const std::vector<PartitionDevice> one_task = {{"/job:worker/task:0/device:CPU:0", 1},
+                                                 {"/job:worker/task:0/device:CPU:1", 2}};
+  auto parts = Partition(g, device_of, one_task, late);
+  ASSERT_TRUE(parts.ok()) << parts.status().ToString();
+  for (const NodeDef& n : parts->graphs.at(1).nodes) {
+    if (n.op == "_Recv") {
+      EXPECT_TRUE(n.inputs.empty()) << n.name;
+    }
+  }
+}
+
+// A node a Switch may leave dead never holds a read back: here every worker
+// node that starts early enough for r's first use (the MatMul, at 5) is
+// downstream of the Switch, so r is pulled as the step starts.
+TEST(Partitioner, LateReadsNeverWaitForANodeThatMayBeDead) {
+  GraphBuilder b;
+  Output v = b.Op("VarHandle", {}, {{"dtype", AttrValue(DType::kF32)}, {"shape", AttrValue(Shape{4, 4})}}, "w");
+  Output r = b.Op("ReadVariable", {v}, {{"dtype", AttrValue(DType::kF32)}}, "r");
+  Output x = b.Placeholder(DType::kF32, Shape{4, 4}, "x");
+  Output p = b.Placeholder(DType::kBool, Shape{}, "p");
+  std::vector<Output> sw = b.AddNode("Switch", {x, p}, {}, "switch");
+  Output neg = b.Op("Neg", {b.Op("Identity", {sw[1]}, {}, "taken")}, {}, "neg");
+  Output merged = b.AddNode("Merge", {sw[0], neg}, {}, "merge")[0];
+  b.Op("MatMul", {merged, r}, {}, "h");
+  auto g = b.Build();
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::vector<int> device_of(static_cast<std::size_t>(g->num_nodes()), 1);
+  device_of[static_cast<std::size_t>(g->Find("w")->id)] = 0;
+  device_of[static_cast<std::size_t>(g->Find("r")->id)] = 0;
+  PartitionOptions late;
+  late.late_variable_reads = true;
+  auto parts = Partition(*g, device_of, kTasks, late);
+  ASSERT_TRUE(parts.ok()) << parts.status().ToString();
+  const NodeDef* recv = Find(parts->graphs.at(1), "r/_recv_0_from_CPU_0");
+  ASSERT_NE(recv, nullptr);
+  EXPECT_TRUE(recv->inputs.empty());
+}
+
 }  // namespace
 }  // namespace weft::placement
