@@ -4,6 +4,8 @@
 #ifndef WEFT_TOOLS_BENCH_DIST_BENCH_H_
 #define WEFT_TOOLS_BENCH_DIST_BENCH_H_
 
+#include <string>
+
 namespace weft::bench {
 
 // dist_bench_transfer.cc: tensor_send_64m (and _tls), tensor_send_4k.
@@ -22,7 +24,8 @@ void SyncTrainMlp();
 void SparseStep();
 
 // dist_bench_allreduce.cc: allreduce_busbw.
-void AllreduceBusbw();
+// |only|: "" for every size, or one as "p2_4k" (processes, size).
+void AllreduceBusbw(const std::string& only);
 
 }  // namespace weft::bench
 

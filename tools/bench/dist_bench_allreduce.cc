@@ -127,7 +127,7 @@ double TorchAllreduceUs(int procs, uint64_t bytes, int iters) {
 
 }  // namespace
 
-void AllreduceBusbw() {
+void AllreduceBusbw(const std::string& only) {
   const int repeats = g_repeats > 0 ? g_repeats : 3;
   struct Size {
     const char* name;
@@ -136,6 +136,7 @@ void AllreduceBusbw() {
   };
   for (int procs : {2, 4}) {
     for (const Size& size : {Size{"4k", 4096, 2000}, Size{"1m", 1 << 20, 200}, Size{"64m", uint64_t{64} << 20, 10}}) {
+      if (!only.empty() && only != StrCat("p", procs, "_", size.name)) continue;
       std::vector<double> weft, torch;
       for (int r = 0; r < repeats; ++r) {
         weft.push_back(WeftAllreduceUs(procs, size.bytes, size.iters));

@@ -11,6 +11,9 @@
 // cores: compare the ratios, not the absolute values, with other machines.
 //
 //   weft_dist_bench NAME [--repeats N]
+//
+// allreduce_busbw_p2_4k (or _p4_64m, ...) runs one of allreduce_busbw's
+// sizes alone.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,7 +30,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: weft_dist_bench tensor_send_64m|tensor_send_64m_tls|tensor_send_4k|null_step|null_step_auth|"
                  "null_step_tls|remote_loop|ps_train_mlp|sparse_step|"
-                 "sync_train_mlp|sync_straggler|allreduce_busbw "
+                 "sync_train_mlp|sync_straggler|allreduce_busbw[_p2_4k|...] "
                  "[--repeats N]\n");
     return 2;
   }
@@ -59,7 +62,9 @@ int main(int argc, char** argv) {
   } else if (name == "sync_straggler") {
     SyncStraggler();
   } else if (name == "allreduce_busbw") {
-    AllreduceBusbw();
+    AllreduceBusbw("");
+  } else if (name.starts_with("allreduce_busbw_")) {
+    AllreduceBusbw(name.substr(std::string("allreduce_busbw_").size()));
   } else {
     std::fprintf(stderr, "weft_dist_bench: unknown benchmark '%s'\n", argv[1]);
     return 2;
