@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <set>
 #include <unordered_set>
+#include <utility>
 
 #include "core/ops/control_flow_ops.h"
 #include "core/placement/placer.h"
@@ -154,6 +156,16 @@ bool HasControlFlow(const Graph& graph) {
   return false;
 }
 
+// The parsed ends of a cut from |from| to |to| when they are devices of two
+// different tasks, so that what crosses it goes over the network; nullopt
+// within one task or when either name does not parse.
+std::optional<std::pair<DeviceSpec, DeviceSpec>> BetweenTasks(const PartitionDevice& from, const PartitionDevice& to) {
+  auto src = ParseDeviceSpec(from.name);
+  auto dst = ParseDeviceSpec(to.name);
+  if (!src.ok() || !dst.ok() || (src->job == dst->job && src->task == dst->task)) return std::nullopt;
+  return std::pair{*std::move(src), *std::move(dst)};
+}
+
 // Cuts a placed graph; see Partition.
 class Cutter {
  public:
@@ -300,10 +312,8 @@ class Cutter {
   // known shape (a learning rate: its bytes do not matter, its digits do).
   bool Narrowed(int src, int index, const Transfer& t, const PartitionDevice& from, const PartitionDevice& to) const {
     if (options_.transfer_f32_as != DType::kBF16 || t.dtype != DType::kF32) return false;
-    auto src_spec = ParseDeviceSpec(from.name);
-    auto dst_spec = ParseDeviceSpec(to.name);
-    if (!src_spec.ok() || !dst_spec.ok() || src_spec->type != "CPU" || dst_spec->type != "CPU") return false;
-    if (src_spec->job == dst_spec->job && src_spec->task == dst_spec->task) return false;
+    auto ends = BetweenTasks(from, to);
+    if (!ends || ends->first.type != "CPU" || ends->second.type != "CPU") return false;
     if (stored_.count({src, index}) != 0) return false;
     if (t.shape.unknown_rank()) return true;
     int64_t elements = 1;
@@ -320,9 +330,7 @@ class Cutter {
   bool ReadsLate(int src, int index, const PartitionDevice& from, const PartitionDevice& to) const {
     if (!options_.late_variable_reads || index < 0 || graph_.node(src).op_name() != "ReadVariable") return false;
     if (control_flow_ && cf_.output_frame[static_cast<std::size_t>(src)] != 0) return false;
-    auto src_spec = ParseDeviceSpec(from.name);
-    auto dst_spec = ParseDeviceSpec(to.name);
-    return src_spec.ok() && dst_spec.ok() && (src_spec->job != dst_spec->job || src_spec->task != dst_spec->task);
+    return BetweenTasks(from, to).has_value();
   }
 
   // Holds each late read's _Recv back until a node of its partition that
