@@ -4,13 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <future>
 #include <map>
 #include <optional>
 #include <thread>
 
+#include "core/base/strings.h"
 #include "core/base/thread_pool.h"
 #include "core/graph/control_flow.h"
 #include "core/ops/control_flow_ops.h"
@@ -229,6 +232,99 @@ TEST(Session, ConcurrentAssignAddIsExact) {
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({}, {"read"}, {}, &out).ok());
   EXPECT_EQ(out[0].scalar<int64_t>(), int64_t{3} * kThreads * kRuns);
+}
+
+// oneDNN's default scratchpad belongs to the thread that made a
+// primitive, so a primitive made on one thread and run on two at once
+// shared it and answered wrong values (the model server's batch threads
+// did this). Here primitives are made on this thread, then run by four
+// threads at once with batches of 1 to 4 rows; every answer is checked
+// against a product computed in double in the test.
+TEST(Session, ConcurrentRunsOfOneSessionsMatMulsAreRight) {
+  constexpr int64_t kWidth = 512, kDepth = 12;
+  constexpr int kThreads = 4, kRuns = 200;
+  std::vector<float> w(static_cast<std::size_t>(kWidth * kWidth));
+  uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<double>(seed >> 8) / (1 << 24) - 0.5);
+  };
+  for (float& v : w) v = next() * 2.0f * 1.7f / std::sqrt(static_cast<float>(kWidth));
+  RuntimeEnv env;
+  GraphBuilder b;
+  Output h = b.Placeholder(DType::kF32, Shape{-1, kWidth}, "x");
+  Output weights = b.Const(Tensor::FromVector<float>(w, Shape{kWidth, kWidth}), "w");
+  // Tanh after each product: the optimizer fuses the pair (_FusedMatMul);
+  // the last product stays a MatMul.
+  for (int64_t i = 0; i < kDepth; ++i) h = b.Op("Tanh", {b.Op("MatMul", {h, weights})});
+  b.Op("MatMul", {h, weights}, {}, "y");
+  for (const int intra : {1, 2}) {
+    SCOPED_TRACE(intra);
+    runtime::SessionOptions options;
+    options.intra_op_threads = intra;
+    options.inter_op_threads = 1;
+    auto session = env.Session(b, options);
+    // Inputs of 1 to 4 rows and what the graph makes of them, in double.
+    std::vector<std::vector<float>> inputs, expected;
+    for (int64_t rows = 1; rows <= 4; ++rows) {
+      std::vector<float> x(static_cast<std::size_t>(rows * kWidth));
+      for (float& v : x) v = next() * 2.0f;
+      std::vector<double> cur(x.begin(), x.end()), out(x.size());
+      for (int64_t layer = 0; layer <= kDepth; ++layer) {
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < kWidth; ++j) {
+            double sum = 0;
+            for (int64_t k = 0; k < kWidth; ++k) {
+              sum += cur[static_cast<std::size_t>(r * kWidth + k)] * w[static_cast<std::size_t>(k * kWidth + j)];
+            }
+            out[static_cast<std::size_t>(r * kWidth + j)] = layer < kDepth ? std::tanh(sum) : sum;
+          }
+        }
+        cur.swap(out);
+      }
+      inputs.push_back(std::move(x));
+      expected.emplace_back(cur.begin(), cur.end());
+    }
+    // Every primitive made here, on this thread.
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      std::vector<Tensor> out;
+      const int64_t rows = static_cast<int64_t>(i) + 1;
+      ASSERT_TRUE(
+          session->Run({{"x", Tensor::FromVector<float>(inputs[i], Shape{rows, kWidth})}}, {"y"}, {}, &out).ok());
+    }
+    std::atomic<int> wrong{0}, failed{0};
+    std::vector<std::string> first(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int run = 0; run < kRuns; ++run) {
+          const std::size_t i = static_cast<std::size_t>((t + run) % 4);
+          const int64_t rows = static_cast<int64_t>(i) + 1;
+          std::vector<Tensor> out;
+          const Status s =
+              session->Run({{"x", Tensor::FromVector<float>(inputs[i], Shape{rows, kWidth})}}, {"y"}, {}, &out);
+          if (!s.ok()) {
+            failed++;
+            continue;
+          }
+          const std::vector<float> got = Floats(out[0]);
+          for (std::size_t e = 0; e < got.size(); ++e) {
+            const double err = std::abs(got[e] - expected[i][e]);
+            if (!(err <= 1e-3 * (1 + std::abs(expected[i][e])))) {
+              if (wrong++ == 0) {
+                first[static_cast<std::size_t>(t)] =
+                    StrCat("run ", run, ", ", rows, " rows, element ", e, ": ", got[e], " against ", expected[i][e]);
+              }
+              break;
+            }
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(wrong.load(), 0) << StrJoin(first, "; ");
+  }
 }
 
 TEST(Session, WideFanOutRunsEveryNode) {

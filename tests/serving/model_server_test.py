@@ -859,7 +859,8 @@ def test_sigterm(env):
     for t0, r in log:
         if isinstance(r, Answer):
             if r.status == 200:
-                assert_close(r.json()["predictions"], ref, np.ones_like(ref), 1e-4, "during SIGTERM")
+                assert_close(r.json()["predictions"], ref, np.ones_like(ref), 1e-4,
+                             f"the answer to a request sent {t0 - t_term:+.3f} s from SIGTERM")
             elif not (r.status == 503 and t0 > t_term - 0.05):
                 bad.append(f"{t0 - t_term:+.3f} s: {r}")
         elif t0 < t_term - 0.05 or not isinstance(r, refused):

@@ -146,7 +146,7 @@ class DnnlConvolution {
       return;
     }
     auto make_pd = [&](bool binary) {
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = WithUserScratchpad();
       attr.set_post_ops(PostOps(epilogue, binary ? &dst_md_ : nullptr));
       return dnnl::convolution_forward::primitive_desc(make_desc(any_weights), attr, Engine());
     };
@@ -161,30 +161,26 @@ class DnnlConvolution {
   void Run(Context& ctx, const void* input, const void* filter, const void* bias, const void* residual, void* output,
            int64_t elements, bool constant_filter) {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
     dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
     dnnl::memory dst(dst_md_, Engine(), output);
     std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-    dnnl::memory given_residual;  // lives until the stream waits
     if (blocked_) {
       // Into the blocked layout, the convolution there (the residual in
       // dst for the sum), and back.
       args[DNNL_ARG_SRC] = TempMemory(ctx, blocked_src_md_);
       args[DNNL_ARG_DST] = TempMemory(ctx, blocked_dst_md_);
-      to_blocked_.execute(stream, src, args[DNNL_ARG_SRC]);
+      Execute(to_blocked_, src, args[DNNL_ARG_SRC]);
       if (epilogue_.residual) {
-        given_residual = dnnl::memory(dst_md_, Engine(), const_cast<void*>(residual));
-        residual_to_blocked_.execute(stream, given_residual, args[DNNL_ARG_DST]);
+        Execute(residual_to_blocked_, dnnl::memory(dst_md_, Engine(), const_cast<void*>(residual)), args[DNNL_ARG_DST]);
       }
     } else {
       PassResidual(epilogue_, residual_binary_, dst_md_, residual, output, args);
     }
     if (epilogue_.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
     args.emplace(DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(filter_md_, Engine(), const_cast<void*>(filter))
-                                                        : weights_->Get(filter, stream, constant_filter));
-    primitive_.execute(stream, args);
-    if (blocked_) from_blocked_.execute(stream, args[DNNL_ARG_DST], dst);
-    stream.wait();
+                                                        : weights_->Get(filter, constant_filter));
+    Execute(primitive_, args);
+    if (blocked_) Execute(from_blocked_, args[DNNL_ARG_DST], dst);
     epilogue_.ActivateAfter(static_cast<float*>(output), elements);
   }
 
@@ -202,7 +198,7 @@ class DnnlConvolution {
     const dnnl::memory::desc dst_any({g.batch, g.out_channels, g.out_h, g.out_w}, dt::f32, tag::any);
     const auto prop = dnnl::prop_kind::forward_inference;
     const auto algorithm = dnnl::algorithm::convolution_winograd;
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = WithUserScratchpad();
     attr.set_post_ops(PostOps(epilogue_));
     try {
       // Everything made first, and kept only when all of it exists.
@@ -212,12 +208,9 @@ class DnnlConvolution {
                          : dnnl::convolution_forward::desc(prop, algorithm, src_any, weights, dst_any, {1, 1},
                                                            pad_before, pad_after),
           attr, Engine());
-      auto reorder = [](const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-        return dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to));
-      };
-      dnnl::reorder to_blocked = reorder(src_md_, pd.src_desc());
-      dnnl::reorder residual_to_blocked = reorder(dst_md_, pd.dst_desc());
-      dnnl::reorder from_blocked = reorder(pd.dst_desc(), dst_md_);
+      dnnl::reorder to_blocked = MakeReorder(src_md_, pd.src_desc());
+      dnnl::reorder residual_to_blocked = MakeReorder(dst_md_, pd.dst_desc());
+      dnnl::reorder from_blocked = MakeReorder(pd.dst_desc(), dst_md_);
       auto weights_copy = std::make_unique<ReorderedWeights>(filter_md_, pd.weights_desc());
       primitive_ = dnnl::convolution_forward(pd);
       blocked_src_md_ = pd.src_desc();

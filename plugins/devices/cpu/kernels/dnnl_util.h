@@ -7,10 +7,13 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -39,6 +42,61 @@ inline void UseIntraOpThreads() {
     omp_set_num_threads(want);
     threads = want;
   }
+}
+
+// oneDNN's default scratchpad (scratchpad_mode::library) is global to the
+// thread that made a primitive. A primitive made on one thread and run on
+// two at once (the model server's batch threads, the executor's inter-op
+// threads) shared that buffer between the runs, and answered wrong values.
+// So every primitive here is made with WithUserScratchpad(attr) and run
+// through Execute, which gives it a scratchpad of the running thread's own.
+inline dnnl::primitive_attr WithUserScratchpad(dnnl::primitive_attr attr = dnnl::primitive_attr()) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// This thread's scratchpad, at least |bytes| long (page-aligned; it grows
+// and is kept for the thread's next primitive).
+inline void* ThreadScratchpad(std::size_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    std::size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < bytes) {
+    constexpr std::size_t kAlign = 4096;
+    const std::size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+    void* grown = std::aligned_alloc(kAlign, size);
+    if (grown == nullptr) throw std::bad_alloc();
+    std::free(buffer.data);
+    buffer.data = grown;
+    buffer.size = size;
+  }
+  return buffer.data;
+}
+
+// Runs |primitive| (made with WithUserScratchpad) on this thread's stream
+// with |args| and this thread's scratchpad, and waits for it.
+inline void Execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> args) {
+  const dnnl_memory_desc_t* scratchpad =
+      dnnl_primitive_desc_query_md(primitive.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  if (scratchpad != nullptr && dnnl_memory_desc_get_size(scratchpad) > 0) {
+    const dnnl::memory::desc desc(*scratchpad);
+    args.insert_or_assign(DNNL_ARG_SCRATCHPAD, dnnl::memory(desc, Engine(), ThreadScratchpad(desc.get_size())));
+  }
+  dnnl::stream& stream = Stream();
+  primitive.execute(stream, args);
+  stream.wait();
+}
+
+// A reorder from |from| to |to|, run through Execute.
+inline dnnl::reorder MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to, WithUserScratchpad()));
+}
+
+inline void Execute(const dnnl::reorder& reorder, const dnnl::memory& from, const dnnl::memory& to) {
+  Execute(reorder, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
 // One node's oneDNN primitives P by shape and intra-op thread count, each
@@ -85,7 +143,7 @@ class PrimitiveCache {
 class ReorderedWeights {
  public:
   ReorderedWeights(const dnnl::memory::desc& user, const dnnl::memory::desc& chosen) : user_(user), chosen_(chosen) {
-    if (user_ != chosen_) reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), user_, Engine(), chosen_));
+    if (user_ != chosen_) reorder_ = MakeReorder(user_, chosen_);
   }
 
   // Whether the primitive takes the weights as they come.
@@ -94,7 +152,7 @@ class ReorderedWeights {
   const dnnl::memory::desc& chosen() const { return chosen_; }
 
   // The weights at |weights| in the chosen layout (as_given() is false).
-  dnnl::memory Get(const void* weights, dnnl::stream& stream, bool constant) {
+  dnnl::memory Get(const void* weights, bool constant) {
     const auto* bytes = static_cast<const unsigned char*>(weights);
     const std::size_t size = user_.get_size();
     std::lock_guard<std::mutex> lock(mutex_);
@@ -106,8 +164,7 @@ class ReorderedWeights {
       if (!constant) fresh->bytes.assign(bytes, bytes + size);
       fresh->memory = dnnl::memory(chosen_, Engine());
       dnnl::memory given(user_, Engine(), const_cast<void*>(weights));
-      reorder_.execute(stream, given, fresh->memory);
-      stream.wait();
+      Execute(reorder_, given, fresh->memory);
       copy_ = std::move(fresh);
     }
     return copy_->memory;  // a handle: it keeps the buffer alive while the caller runs

@@ -21,16 +21,13 @@ class DnnlMatMul {
     b_md_ = dnnl::memory::desc({k, n}, dt, tb ? tag::ba : tag::ab);
     c_md_ = dnnl::memory::desc({m, n}, dt, tag::ab);
     auto desc = dnnl::matmul::desc(a_md_, b_md_, c_md_);
-    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(desc, Engine()));
+    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc(desc, WithUserScratchpad(), Engine()));
   }
   void Run(const void* a, const void* b, void* c) const {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
-    dnnl::memory am(a_md_, Engine(), const_cast<void*>(a));
-    dnnl::memory bm(b_md_, Engine(), const_cast<void*>(b));
-    dnnl::memory cm(c_md_, Engine(), c);
-    primitive_.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-    stream.wait();
+    Execute(primitive_, {{DNNL_ARG_SRC, dnnl::memory(a_md_, Engine(), const_cast<void*>(a))},
+                         {DNNL_ARG_WEIGHTS, dnnl::memory(b_md_, Engine(), const_cast<void*>(b))},
+                         {DNNL_ARG_DST, dnnl::memory(c_md_, Engine(), c)}});
   }
 
  private:

@@ -108,16 +108,13 @@ class DnnlPool {
         dnnl::prop_kind::forward_inference,
         kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, src_md_, dst_md_,
         {g.stride_h, g.stride_w}, {g.window_h, g.window_w}, {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
-    primitive_ = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(desc, Engine()));
+    primitive_ = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(desc, WithUserScratchpad(), Engine()));
   }
 
   void Run(const void* input, void* output) const {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
-    dnnl::memory src(src_md_, Engine(), const_cast<void*>(input));
-    dnnl::memory dst(dst_md_, Engine(), output);
-    primitive_.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    stream.wait();
+    Execute(primitive_, {{DNNL_ARG_SRC, dnnl::memory(src_md_, Engine(), const_cast<void*>(input))},
+                         {DNNL_ARG_DST, dnnl::memory(dst_md_, Engine(), output)}});
   }
 
  private:

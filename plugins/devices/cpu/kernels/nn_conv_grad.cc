@@ -88,28 +88,25 @@ class DnnlConvBackwardData {
     dnnl::convolution_backward_data::primitive_desc pd(
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, d_.src, d_.any_weights, d_.dst,
                                               d_.strides, d_.dilates, d_.pad_l, d_.pad_r),
-        Engine(), d_.forward);
+        WithUserScratchpad(), Engine(), d_.forward);
     weights_md_ = pd.weights_desc();
     primitive_ = dnnl::convolution_backward_data(pd);
     if (weights_md_ != d_.filter) {
-      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), d_.filter, Engine(), weights_md_));
+      reorder_ = MakeReorder(d_.filter, weights_md_);
     }
   }
 
   void Run(Context& ctx, const void* filter, const void* dy, void* dx) const {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
     dnnl::memory user(d_.filter, Engine(), const_cast<void*>(filter));
     dnnl::memory weights = user;
     if (weights_md_ != d_.filter) {
       weights = TempMemory(ctx, weights_md_);
-      reorder_.execute(stream, user, weights);
+      Execute(reorder_, user, weights);
     }
     dnnl::memory diff_dst(d_.dst, Engine(), const_cast<void*>(dy));
     dnnl::memory diff_src(d_.src, Engine(), dx);
-    primitive_.execute(stream,
-                       {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, diff_src}});
-    stream.wait();
+    Execute(primitive_, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, diff_src}});
   }
 
  private:
@@ -126,25 +123,22 @@ class DnnlConvBackwardWeights {
     dnnl::convolution_backward_weights::primitive_desc pd(
         dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d_.src, d_.any_weights, d_.dst,
                                                  d_.strides, d_.dilates, d_.pad_l, d_.pad_r),
-        Engine(), d_.forward);
+        WithUserScratchpad(), Engine(), d_.forward);
     weights_md_ = pd.diff_weights_desc();
     primitive_ = dnnl::convolution_backward_weights(pd);
     if (weights_md_ != d_.filter) {
-      reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), weights_md_, Engine(), d_.filter));
+      reorder_ = MakeReorder(weights_md_, d_.filter);
     }
   }
 
   void Run(Context& ctx, const void* x, const void* dy, void* dfilter) const {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
     dnnl::memory user(d_.filter, Engine(), dfilter);
     dnnl::memory diff_weights = weights_md_ != d_.filter ? TempMemory(ctx, weights_md_) : user;
     dnnl::memory src(d_.src, Engine(), const_cast<void*>(x));
     dnnl::memory diff_dst(d_.dst, Engine(), const_cast<void*>(dy));
-    primitive_.execute(stream,
-                       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
-    if (weights_md_ != d_.filter) reorder_.execute(stream, diff_weights, user);
-    stream.wait();
+    Execute(primitive_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+    if (weights_md_ != d_.filter) Execute(reorder_, diff_weights, user);
   }
 
  private:
@@ -334,16 +328,14 @@ class DnnlAvgPoolBackward {
                                     pad_l, pad_r),
         Engine());
     primitive_ = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(
-        dnnl::pooling_backward::desc(algorithm, src_md_, dst_md_, strides, kernel, pad_l, pad_r), Engine(), forward));
+        dnnl::pooling_backward::desc(algorithm, src_md_, dst_md_, strides, kernel, pad_l, pad_r), WithUserScratchpad(),
+        Engine(), forward));
   }
 
   void Run(const void* dy, void* dx) const {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
-    dnnl::memory diff_dst(dst_md_, Engine(), const_cast<void*>(dy));
-    dnnl::memory diff_src(src_md_, Engine(), dx);
-    primitive_.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}});
-    stream.wait();
+    Execute(primitive_, {{DNNL_ARG_DIFF_DST, dnnl::memory(dst_md_, Engine(), const_cast<void*>(dy))},
+                         {DNNL_ARG_DIFF_SRC, dnnl::memory(src_md_, Engine(), dx)}});
   }
 
  private:

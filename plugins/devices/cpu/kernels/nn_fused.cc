@@ -122,7 +122,7 @@ class DnnlFusedMatMul {
     const dnnl::memory::desc weights = constant_b ? dnnl::memory::desc({k, n}, dt::f32, tag::any) : b_md_;
     if (bias_) bias_md_ = dnnl::memory::desc({1, n}, dt::f32, tag::ab);
     auto make_pd = [&](bool binary) {
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = WithUserScratchpad();
       attr.set_post_ops(PostOps(epilogue, binary ? &c_md_ : nullptr));
       return dnnl::matmul::primitive_desc(
           bias_ ? dnnl::matmul::desc(a_md_, weights, bias_md_, c_md_) : dnnl::matmul::desc(a_md_, weights, c_md_), attr,
@@ -136,16 +136,14 @@ class DnnlFusedMatMul {
   // c = epilogue(a b + bias + residual).
   void Run(const void* a, const void* b, const void* bias, const void* residual, void* c) const {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, dnnl::memory(a_md_, Engine(), const_cast<void*>(a))},
         {DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(b_md_, Engine(), const_cast<void*>(b))
-                                                : weights_->Get(b, stream, /*constant=*/true)},
+                                                : weights_->Get(b, /*constant=*/true)},
         {DNNL_ARG_DST, dnnl::memory(c_md_, Engine(), c)}};
     PassResidual(epilogue_, residual_binary_, c_md_, residual, c, args);
     if (bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<void*>(bias)));
-    primitive_.execute(stream, args);
-    stream.wait();
+    Execute(primitive_, std::move(args));
     epilogue_.ActivateAfter(static_cast<float*>(c), elements_);
   }
 

@@ -264,7 +264,7 @@ dnnl::memory::data_type DnnlType(weft_dtype_t dtype) {
 // residual as a sum post-op in the output's units, the activation as a
 // clip in them, and the zero points.
 struct DnnlRequant {
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = WithUserScratchpad();
   std::vector<float> bias_scale;  // the bias is multiplied by these before the run
 
   DnnlRequant(const QuantAttrs& q, int64_t channels, int scale_mask) {
@@ -434,7 +434,6 @@ class DnnlQConv {
 
   void Run(Context& ctx, const void* input, const void* filter, const float* bias, const void* residual, void* output) {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, dnnl::memory(src_md_, Engine(), const_cast<void*>(input))},
         {DNNL_ARG_DST, dnnl::memory(dst_md_, Engine(), output)}};
@@ -442,9 +441,8 @@ class DnnlQConv {
     if (q_.bias)
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<float*>(requant_.Bias(ctx, bias))));
     args.emplace(DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(filter_md_, Engine(), const_cast<void*>(filter))
-                                                        : weights_->Get(filter, stream, /*constant=*/true));
-    primitive_.execute(stream, args);
-    stream.wait();
+                                                        : weights_->Get(filter, /*constant=*/true));
+    Execute(primitive_, std::move(args));
   }
 
  private:
@@ -477,17 +475,15 @@ class DnnlQMatMul {
 
   void Run(Context& ctx, const void* a, const void* b, const float* bias, const void* residual, void* c) {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, dnnl::memory(a_md_, Engine(), const_cast<void*>(a))},
         {DNNL_ARG_WEIGHTS, weights_->as_given() ? dnnl::memory(b_md_, Engine(), const_cast<void*>(b))
-                                                : weights_->Get(b, stream, /*constant=*/true)},
+                                                : weights_->Get(b, /*constant=*/true)},
         {DNNL_ARG_DST, dnnl::memory(c_md_, Engine(), c)}};
     DnnlRequant::PutResidual(q_, residual, c, static_cast<int64_t>(c_md_.get_size() / ElementSize(q_.tout)));
     if (q_.bias)
       args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md_, Engine(), const_cast<float*>(requant_.Bias(ctx, bias))));
-    primitive_.execute(stream, args);
-    stream.wait();
+    Execute(primitive_, std::move(args));
   }
 
  private:
@@ -540,7 +536,7 @@ class DnnlConvSums {
     src_md_ = dnnl::memory::desc({g.batch, g.channels, g.in_h, g.in_w}, DnnlType(q.tin), tag::nhwc);
     dst_md_ = dnnl::memory::desc({g.batch, g.out_channels, g.out_h, g.out_w}, dt::s32, tag::nhwc);
     filter_md_ = FilterDesc(g, depthwise, dt::s8);
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = WithUserScratchpad();
     if (q.input_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {q.input_zero_point});
     const dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -556,17 +552,15 @@ class DnnlConvSums {
   // sums[k] = conv(input - zero point, half k) for the halves a and b.
   void Run(const void* input, const int8_t* a, const int8_t* b, int32_t* sum_a, int32_t* sum_b) {
     UseIntraOpThreads();
-    dnnl::stream& stream = Stream();
     const std::pair<const int8_t*, int32_t*> runs[] = {{a, sum_a}, {b, sum_b}};
     for (std::size_t k = 0; k < 2; ++k) {
       const auto [half, sum] = runs[k];
-      primitive_.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(src_md_, Engine(), const_cast<void*>(input))},
-                                  {DNNL_ARG_WEIGHTS, halves_[k]->as_given()
-                                                         ? dnnl::memory(filter_md_, Engine(), const_cast<int8_t*>(half))
-                                                         : halves_[k]->Get(half, stream, /*constant=*/false)},
-                                  {DNNL_ARG_DST, dnnl::memory(dst_md_, Engine(), sum)}});
+      Execute(primitive_,
+              {{DNNL_ARG_SRC, dnnl::memory(src_md_, Engine(), const_cast<void*>(input))},
+               {DNNL_ARG_WEIGHTS, halves_[k]->as_given() ? dnnl::memory(filter_md_, Engine(), const_cast<int8_t*>(half))
+                                                         : halves_[k]->Get(half, /*constant=*/false)},
+               {DNNL_ARG_DST, dnnl::memory(dst_md_, Engine(), sum)}});
     }
-    stream.wait();
   }
 
  private:
