@@ -124,22 +124,37 @@ def test_a_callback_that_raises_stops_the_run_and_its_exception_comes_out(tmp_pa
 def test_ctrl_c_stops_training_saves_a_checkpoint_and_resume_continues(tmp_path):
     """SIGINT while a step runs in C++ (no Python callback to notice it):
     the module's watcher stops the run at the next step boundary."""
-    config = training_config(log_every=1000)
+    metrics = tmp_path / "m.jsonl"
+    config = training_config(metrics=str(metrics))
     config["checkpoint"] = {"dir": str(tmp_path / "ckpt"), "every_steps": 100000}
-    started = time.monotonic()
-    # Fashion-MNIST takes about a second to read; the run then trains for
-    # seconds (20,000 steps) unless stopped.
-    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+    started, done = time.monotonic(), threading.Event()
+
+    def interrupt_once_it_trains():
+        # Reading Fashion-MNIST takes a second, several under ASan on a busy
+        # machine: SIGINT goes once the metrics file shows a step (at most
+        # 50 s on), while the run trains for seconds more (20,000 steps).
+        deadline = time.monotonic() + 50
+        while time.monotonic() < deadline and not done.is_set():
+            if metrics.exists() and '"loss"' in metrics.read_text():
+                break
+            time.sleep(0.05)
+        time.sleep(0.2)
+        if not done.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+    interrupter = threading.Thread(target=interrupt_once_it_trains)
+    interrupter.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             weft.train(python_mlp(), config, steps=20000, verbose=False)
     finally:
-        timer.cancel()
+        done.set()
+        interrupter.join()
     assert time.monotonic() - started < 60
     saved = sorted(int(n.split("-")[1].split(".")[0]) for n in os.listdir(tmp_path / "ckpt") if n.endswith(".index"))
     assert saved and 0 < saved[-1] < 20000, saved
     stopped_at = saved[-1]
+    del config["training"]["metrics"]
+    config["training"]["log_every"] = 1000
     steps = []
     result = weft.train(python_mlp(), config, steps=stopped_at + 3, resume=True, verbose=False,
                         callback=lambda r: steps.append(r["step"]) if "loss" in r and "final" not in r else None)
