@@ -48,9 +48,11 @@ inline void UseIntraOpThreads() {
 // thread that made a primitive. A primitive made on one thread and run on
 // two at once (the model server's batch threads, the executor's inter-op
 // threads) shared that buffer between the runs, and answered wrong values.
-// So every primitive here is made with WithUserScratchpad(attr) and run
-// through Execute, which gives it a scratchpad of the running thread's own.
-inline dnnl::primitive_attr WithUserScratchpad(dnnl::primitive_attr attr = dnnl::primitive_attr()) {
+// So every primitive here is made with the attrs WithUserScratchpad() gives
+// and run through Execute, which gives it a scratchpad of the running
+// thread's own.
+inline dnnl::primitive_attr WithUserScratchpad() {
+  dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
